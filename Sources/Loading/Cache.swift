@@ -1,0 +1,31 @@
+/// Somewhere a loaded value can be saved: a memory store, a database.
+///
+/// `save(_:completion:)` calls `completion` exactly once, with `.success` when the value is stored and with
+/// `.failure` when it is not; a failed save must leave what was stored before intact. `LoadingTestSupport` ships a
+/// contract test suite (`CacheContractTests`) that any implementation can run.
+public protocol Cache<Value>: Sendable {
+    /// The type of the stored value.
+    associatedtype Value: Sendable
+
+    /// Saves `value`, replacing what was stored, and reports the outcome.
+    func save(_ value: Value, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+}
+
+/// A type-erased cache: wraps any ``Cache`` or a closure.
+public struct AnyCache<Value: Sendable>: Cache {
+    private let body: @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void
+
+    /// Wraps `cache`, hiding its concrete type.
+    public init<Wrapped: Cache>(_ cache: Wrapped) where Wrapped.Value == Value {
+        body = { cache.save($0, completion: $1) }
+    }
+
+    /// Creates a cache from a closure that saves a value and reports the outcome.
+    public init(_ save: @escaping @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void) {
+        body = save
+    }
+
+    public func save(_ value: Value, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        body(value, completion)
+    }
+}

@@ -1,0 +1,55 @@
+/// A handle that cancels work in flight: a load, a scheduled action or a stream subscription.
+///
+/// Cancelling is idempotent and safe from any thread. Once `cancel()` returns, the work it stands for delivers
+/// nothing more: a load's completion is not called, a scheduled action does not run, a subscriber receives no event.
+///
+/// ```swift
+/// let token = friends.load { result in show(result) }
+/// token.cancel() // `show` will not be called
+/// ```
+public protocol CancellationToken: Sendable {
+    /// Stops the work; later calls do nothing.
+    func cancel()
+}
+
+/// A cancellation token that runs a closure the first time it is cancelled.
+///
+/// Use it to wrap a callback API's own handle when building a loader or a stream:
+/// ```swift
+/// AnyLoader { completion in
+///     let task = session.dataTask(with: url) { ... }
+///     task.resume()
+///     return AnyCancellationToken { task.cancel() }
+/// }
+/// ```
+public final class AnyCancellationToken: CancellationToken {
+    private let action: Locked<(@Sendable () -> Void)?>
+
+    /// Creates a token that runs `action` once, on the first `cancel()`.
+    public init(_ action: @escaping @Sendable () -> Void) {
+        self.action = Locked(action)
+    }
+
+    /// Creates a token that forwards the first `cancel()` to `token`.
+    public convenience init(_ token: any CancellationToken) {
+        self.init { token.cancel() }
+    }
+
+    /// Creates a token with nothing to cancel, for work that cannot be stopped.
+    public convenience init() {
+        self.init {}
+    }
+
+    /// Whether `cancel()` has been called.
+    public var isCancelled: Bool {
+        action.withLock { $0 == nil }
+    }
+
+    public func cancel() {
+        let action = self.action.withLock { action in
+            defer { action = nil }
+            return action
+        }
+        action?()
+    }
+}

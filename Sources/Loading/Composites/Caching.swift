@@ -1,0 +1,84 @@
+extension Loader {
+    /// Saves every successfully loaded value to `cache`; failures are never cached.
+    ///
+    /// ```swift
+    /// let remote = remoteLoader.caching(to: database).caching(to: memory)
+    /// ```
+    /// - Parameters:
+    ///   - cache: where loaded values are saved.
+    ///   - policy: what a failed save does to the load. The default, ``CacheSavePolicy/ignoreFailures``, delivers
+    ///     the value without waiting for the save.
+    public func caching<C: Cache>(to cache: C, policy: CacheSavePolicy = .ignoreFailures) -> CachingLoader<Self, C>
+    where C.Value == Output {
+        CachingLoader(upstream: self, cache: cache, policy: policy)
+    }
+}
+
+/// What a caching loader does when saving a loaded value fails.
+public struct CacheSavePolicy: Sendable {
+    enum Kind: Sendable {
+        case ignore
+        case report(@Sendable (any Error) -> Void)
+        case fail
+    }
+
+    let kind: Kind
+
+    /// Start the save and deliver the value at once; a failed save is ignored. The seeds' behaviour.
+    public static let ignoreFailures = CacheSavePolicy(kind: .ignore)
+
+    /// Start the save and deliver the value at once; a failed save's error is passed to `handler` when it happens.
+    public static func reportFailures(to handler: @escaping @Sendable (any Error) -> Void) -> CacheSavePolicy {
+        CacheSavePolicy(kind: .report(handler))
+    }
+
+    /// Wait for the save; deliver the value if it succeeds and the save's error (unchanged) if it fails.
+    public static let failLoad = CacheSavePolicy(kind: .fail)
+}
+
+/// A loader that saves each value its upstream loads to a cache. See ``Loader/caching(to:policy:)``.
+///
+/// Delivers on the upstream's thread (or, with ``CacheSavePolicy/failLoad``, on the cache's completion thread).
+/// Cancelling cancels the upstream load; a save already started is not undone, but its outcome is not delivered.
+public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value == Upstream.Output {
+    let upstream: Upstream
+    let cache: C
+    let policy: CacheSavePolicy
+
+    @discardableResult
+    public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
+        switch policy.kind {
+        case .ignore:
+            let cache = self.cache
+            return upstream.load { result in
+                if case .success(let value) = result {
+                    cache.save(value) { _ in }
+                }
+                completion(result)
+            }
+        case .report(let handler):
+            let cache = self.cache
+            return upstream.load { result in
+                if case .success(let value) = result {
+                    cache.save(value) { saved in
+                        if case .failure(let error) = saved { handler(error) }
+                    }
+                }
+                completion(result)
+            }
+        case .fail:
+            let pending = PendingLoad(completion)
+            let cache = self.cache
+            pending.startStep {
+                upstream.load { result in
+                    guard case .success(let value) = result else { return pending.complete(result) }
+                    guard !pending.isFinished else { return }
+                    cache.save(value) { saved in
+                        pending.complete(saved.map { value })
+                    }
+                }
+            }
+            return pending
+        }
+    }
+}

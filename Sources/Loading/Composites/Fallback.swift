@@ -1,0 +1,40 @@
+extension Loader {
+    /// Loads from `fallback` when this loader fails; `fallback` is never touched when this loader succeeds.
+    ///
+    /// Chains to any depth, trying each source in order:
+    /// ```swift
+    /// let friends = memory.fallback(to: database).fallback(to: remote)
+    /// ```
+    /// When both fail, the load fails with the **fallback's** error (so a chain fails with its last source's
+    /// error, the one that usually says most, such as a network error).
+    public func fallback<Fallback: Loader>(to fallback: Fallback) -> FallbackLoader<Self, Fallback>
+    where Fallback.Output == Output {
+        FallbackLoader(primary: self, fallback: fallback)
+    }
+}
+
+/// A loader that tries a primary loader and, only if it fails, a fallback. See ``Loader/fallback(to:)``.
+///
+/// Delivers on the thread of whichever loader finished last. Cancelling cancels whichever of the two is in flight,
+/// and once the primary has been cancelled the fallback is never started.
+public struct FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Primary.Output == Fallback.Output {
+    let primary: Primary
+    let fallback: Fallback
+
+    @discardableResult
+    public func load(completion: @escaping LoadCompletion<Primary.Output>) -> any CancellationToken {
+        let pending = PendingLoad(completion)
+        let fallback = self.fallback
+        pending.startStep {
+            primary.load { result in
+                switch result {
+                case .success:
+                    pending.complete(result)
+                case .failure:
+                    pending.startStep { fallback.load { pending.complete($0) } }
+                }
+            }
+        }
+        return pending
+    }
+}

@@ -1,0 +1,22 @@
+extension Loader {
+    /// Transforms each failure's error, for example into a domain error type.
+    ///
+    /// ```swift
+    /// let typed = remote.mapError { FriendsError.unavailable(underlying: $0) }
+    /// ```
+    public func mapError(_ transform: @escaping @Sendable (any Error) -> any Error) -> MapErrorLoader<Self> {
+        MapErrorLoader(upstream: self, transform: transform)
+    }
+}
+
+/// A loader that transforms its upstream's error. See ``Loader/mapError(_:)``.
+public struct MapErrorLoader<Upstream: Loader>: Loader {
+    let upstream: Upstream
+    let transform: @Sendable (any Error) -> any Error
+
+    @discardableResult
+    public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
+        let transform = self.transform
+        return upstream.load { completion($0.mapError(transform)) }
+    }
+}

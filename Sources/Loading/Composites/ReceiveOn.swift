@@ -1,0 +1,39 @@
+extension Loader {
+    /// Delivers the result on `scheduler`.
+    ///
+    /// ```swift
+    /// let saves = database.receive(on: .queue(saveQueue))
+    /// ```
+    /// Cancelling cancels the upstream load and drops a result already on its way to the scheduler.
+    public func receive<S: Scheduler>(on scheduler: S) -> ReceiveOnLoader<Self, S> {
+        ReceiveOnLoader(upstream: self, scheduler: scheduler)
+    }
+
+    /// Delivers the result on the main queue: inline when the result arrives on the main queue with nothing queued
+    /// ahead of it, otherwise asynchronously. See ``MainQueueScheduler``.
+    ///
+    /// ```swift
+    /// friends.dispatchOnMainQueue().load { result in label.text = ... }
+    /// ```
+    public func dispatchOnMainQueue() -> ReceiveOnLoader<Self, MainQueueScheduler> {
+        receive(on: .main)
+    }
+}
+
+/// A loader that delivers its upstream's result on a scheduler. See ``Loader/receive(on:)``.
+public struct ReceiveOnLoader<Upstream: Loader, S: Scheduler>: Loader {
+    let upstream: Upstream
+    let scheduler: S
+
+    @discardableResult
+    public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
+        let pending = PendingLoad(completion)
+        let scheduler = self.scheduler
+        pending.startStep {
+            upstream.load { result in
+                scheduler.schedule { pending.complete(result) }
+            }
+        }
+        return pending
+    }
+}

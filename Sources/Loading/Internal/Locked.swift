@@ -1,0 +1,68 @@
+#if canImport(os)
+import os
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Bionic)
+import Bionic
+#endif
+
+#if canImport(os)
+typealias PlatformLock = os_unfair_lock_s
+#else
+typealias PlatformLock = pthread_mutex_t
+#endif
+
+/// A value that is only ever read or written while a mutex is held.
+///
+/// This is the one type in the library marked `@unchecked Sendable`. It is safe because `state` is reachable only
+/// through ``withLock(_:)``, which holds the platform mutex (os_unfair_lock on Apple platforms, pthread_mutex
+/// elsewhere) for the whole access, and the stored state must itself be `Sendable`. The state and the mutex live in
+/// one allocation (a `ManagedBuffer`), so a box costs one allocation.
+///
+/// Rule for callers: never call out (closures, subscribers, continuations) inside `withLock`; decide under the lock,
+/// return what to do, and do it after.
+package struct Locked<State: Sendable>: @unchecked Sendable {
+    private final class Storage: ManagedBuffer<State, PlatformLock> {
+        deinit {
+            withUnsafeMutablePointerToElements { lock in
+                #if !canImport(os)
+                pthread_mutex_destroy(lock)
+                #endif
+                lock.deinitialize(count: 1)
+            }
+        }
+    }
+
+    private let storage: Storage
+
+    package init(_ initial: State) {
+        let buffer = Storage.create(minimumCapacity: 1) { _ in initial }
+        buffer.withUnsafeMutablePointerToElements { lock in
+            #if canImport(os)
+            lock.initialize(to: os_unfair_lock_s())
+            #else
+            lock.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(lock, nil)
+            #endif
+        }
+        // `create` returns the dynamic subclass type; the cast cannot fail.
+        storage = unsafeDowncast(buffer, to: Storage.self)
+    }
+
+    /// Runs `body` with exclusive access to the state.
+    @inline(__always)
+    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        try storage.withUnsafeMutablePointers { state, lock in
+            #if canImport(os)
+            os_unfair_lock_lock(lock)
+            defer { os_unfair_lock_unlock(lock) }
+            #else
+            pthread_mutex_lock(lock)
+            defer { pthread_mutex_unlock(lock) }
+            #endif
+            return try body(&state.pointee)
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Loading
+import LoadingTestSupport
+import XCTest
+
+final class MapTests: XCTestCase {
+    func test_map_transformsValue() {
+        let upstream = LoaderSpy<Int>()
+        let recorder = ResultRecorder<String>()
+        recorder.load(upstream.map { "#\($0)" })
+
+        upstream.complete(with: 7)
+
+        XCTAssertEqual(recorder.values, ["#7"])
+    }
+
+    func test_map_passesFailureThroughWithoutCallingTransform() {
+        let upstream = LoaderSpy<Int>()
+        let calls = ResultRecorder<Int>()
+        let recorder = ResultRecorder<Int>()
+        recorder.load(
+            upstream.map {
+                calls.record(.success($0))
+                return $0
+            })
+
+        upstream.fail(with: TestError(id: 4))
+
+        XCTAssertEqual(calls.count, 0)
+        XCTAssertError(recorder.all.first, TestError(id: 4))
+    }
+
+    func test_mapError_transformsErrorAndLeavesValuesAlone() {
+        let upstream = LoaderSpy<Int>()
+        let recorder = ResultRecorder<Int>()
+        let sut = upstream.mapError { TestError(id: (($0 as? TestError)?.id ?? 0) + 100) }
+        recorder.load(sut)
+        recorder.load(sut)
+
+        upstream.fail(with: TestError(id: 1), at: 0)
+        upstream.complete(with: 5, at: 1)
+
+        XCTAssertError(recorder.all.first, TestError(id: 101))
+        XCTAssertEqual(recorder.values, [5])
+    }
+
+    func test_cancel_cancelsUpstreamAndNeverCompletes() {
+        let upstream = LoaderSpy<Int>()
+        let recorder = ResultRecorder<Int>()
+        let token = recorder.load(upstream.map { $0 + 1 }.mapError { $0 })
+
+        token.cancel()
+        upstream.complete(with: 1)
+
+        XCTAssertEqual(upstream.cancelledRequests, [0])
+        XCTAssertEqual(recorder.count, 0)
+    }
+}

@@ -1,0 +1,73 @@
+import Dispatch
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+struct TestError: Error, Equatable {
+    var id = 0
+}
+
+let anyError = TestError(id: 0)
+
+/// Collects every result a load delivers, with the thread facts a test asserts on.
+final class ResultRecorder<Output: Sendable>: Sendable {
+    private let results = Locked<[Result<Output, any Error>]>([])
+
+    var all: [Result<Output, any Error>] { results.withLock { $0 } }
+    var count: Int { results.withLock { $0.count } }
+
+    var values: [Output] {
+        all.compactMap { try? $0.get() }
+    }
+
+    var errors: [any Error] {
+        all.compactMap {
+            if case .failure(let error) = $0 { return error }
+            return nil
+        }
+    }
+
+    func record(_ result: Result<Output, any Error>) {
+        results.withLock { $0.append(result) }
+    }
+
+    @discardableResult
+    func load<L: Loader>(_ loader: L) -> any CancellationToken where L.Output == Output {
+        loader.load { self.record($0) }
+    }
+}
+
+/// An in-memory cache that is also a loader of what it holds: the simplest honest `Cache`.
+final class InMemoryCache<Value: Sendable>: Cache, Loader {
+    private let stored = Locked<Value?>(nil)
+
+    init(_ value: Value? = nil) {
+        stored.withLock { $0 = value }
+    }
+
+    var value: Value? { stored.withLock { $0 } }
+
+    func save(_ value: Value, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        stored.withLock { $0 = value }
+        completion(.success(()))
+    }
+
+    @discardableResult
+    func load(completion: @escaping LoadCompletion<Value>) -> any CancellationToken {
+        completion(stored.withLock { $0 }.map { .success($0) } ?? .failure(TestError(id: -1)))
+        return AnyCancellationToken()
+    }
+}
+
+func XCTAssertError<E: Error & Equatable>(
+    _ result: Result<some Any, any Error>?,
+    _ expected: E,
+    file: StaticString = #filePath,
+    line: UInt = #line
+) {
+    guard case .failure(let error) = result else {
+        return XCTFail("expected failure \(expected), got \(String(describing: result))", file: file, line: line)
+    }
+    XCTAssertEqual(error as? E, expected, file: file, line: line)
+}
