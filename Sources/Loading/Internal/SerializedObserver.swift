@@ -1,0 +1,43 @@
+/// Delivers events from several threads to one observer without overlap and in the order they were accepted:
+/// whichever thread finds the observer idle delivers, draining what others queued meanwhile; the others enqueue
+/// and return at once. Nothing is accepted after a terminal event.
+final class SerializedObserver<Output: Sendable, Failure: Error>: Sendable {
+    private struct State: Sendable {
+        var queue: [StreamEvent<Output, Failure>] = []
+        var isDelivering = false
+        var isTerminated = false
+    }
+
+    private let state = Locked(State())
+    let downstream: StreamObserver<Output, Failure>
+
+    init(_ downstream: StreamObserver<Output, Failure>) {
+        self.downstream = downstream
+    }
+
+    /// Accepts `event` for delivery; returns `false` when it was dropped because a terminal event came first.
+    @discardableResult
+    func send(_ event: StreamEvent<Output, Failure>) -> Bool {
+        let (accepted, deliverNow) = state.withLock { state -> (Bool, Bool) in
+            guard !state.isTerminated else { return (false, false) }
+            if event.isCompletion { state.isTerminated = true }
+            guard !state.isDelivering else {
+                state.queue.append(event)
+                return (true, false)
+            }
+            state.isDelivering = true
+            return (true, true)
+        }
+        guard deliverNow else { return accepted }
+        downstream.receive(event)
+        while true {
+            let batch = state.withLock { state -> [StreamEvent<Output, Failure>] in
+                if state.queue.isEmpty { state.isDelivering = false }
+                defer { state.queue = [] }
+                return state.queue
+            }
+            if batch.isEmpty { return true }
+            for queued in batch { downstream.receive(queued) }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+extension EventStream {
+    /// A stream whose work runs once, at once: the first result `attempt` reports wins and is replayed to every
+    /// subscriber, early or late (a value then `.finished`, or the failure).
+    ///
+    /// ```swift
+    /// let token = EventStream<Token, any Error>.future { promise in auth.signIn(completion: promise) }
+    /// ```
+    /// The work runs even if nobody subscribes, and retrying a future replays its failure; wrap it in
+    /// ``deferred(_:)`` to run the work per subscription.
+    public static func future(
+        _ attempt: (@escaping @Sendable (Result<Output, Failure>) -> Void) -> Void
+    ) -> EventStream {
+        let core = FutureCore<Output, Failure>()
+        attempt { core.resolve($0) }
+        return EventStream { observer in core.subscribe(observer) }
+    }
+}
+
+/// The shared state of a future: the subscribers waiting for its result, then the result.
+final class FutureCore<Output: Sendable, Failure: Error>: Sendable {
+    private enum State: Sendable {
+        case pending(nextKey: Int, waiting: [Int: StreamObserver<Output, Failure>])
+        case resolved(Result<Output, Failure>)
+    }
+
+    private let state = Locked(State.pending(nextKey: 0, waiting: [:]))
+
+    func resolve(_ result: Result<Output, Failure>) {
+        let waiting = state.withLock { state -> [StreamObserver<Output, Failure>] in
+            guard case .pending(_, let waiting) = state else { return [] }
+            state = .resolved(result)
+            return waiting.sorted { $0.key < $1.key }.map(\.value)
+        }
+        for observer in waiting { Self.deliver(result, to: observer) }
+    }
+
+    func subscribe(_ observer: StreamObserver<Output, Failure>) {
+        let (key, resolved) = state.withLock { state -> (Int?, Result<Output, Failure>?) in
+            switch state {
+            case .pending(let nextKey, var waiting):
+                waiting[nextKey] = observer
+                state = .pending(nextKey: nextKey + 1, waiting: waiting)
+                return (nextKey, nil)
+            case .resolved(let result):
+                return (nil, result)
+            }
+        }
+        if let resolved { return Self.deliver(resolved, to: observer) }
+        if let key {
+            observer.onTermination { [weak self] in self?.remove(key) }
+        }
+    }
+
+    private func remove(_ key: Int) {
+        state.withLock { state in
+            guard case .pending(let nextKey, var waiting) = state else { return }
+            waiting[key] = nil
+            state = .pending(nextKey: nextKey, waiting: waiting)
+        }
+    }
+
+    private static func deliver(_ result: Result<Output, Failure>, to observer: StreamObserver<Output, Failure>) {
+        switch result {
+        case .success(let value):
+            observer.send(value)
+            observer.finish()
+        case .failure(let error):
+            observer.fail(error)
+        }
+    }
+}

@@ -1,0 +1,16 @@
+extension EventStream {
+    /// Sends only the values that satisfy `isIncluded`.
+    ///
+    /// ```swift
+    /// friends.filter { !$0.isEmpty }
+    /// ```
+    public func filter(_ isIncluded: @escaping @Sendable (Output) -> Bool) -> EventStream {
+        EventStream { observer in
+            subscribe(
+                observer.with { event in
+                    if case .value(let value) = event, !isIncluded(value) { return }
+                    observer.receive(event)
+                })
+        }
+    }
+}

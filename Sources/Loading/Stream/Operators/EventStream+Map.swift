@@ -1,0 +1,20 @@
+extension EventStream {
+    /// Transforms each value.
+    ///
+    /// ```swift
+    /// friends.map { $0.map(FriendViewModel.init) }
+    /// ```
+    public func map<NewOutput: Sendable>(
+        _ transform: @escaping @Sendable (Output) -> NewOutput
+    ) -> EventStream<NewOutput, Failure> {
+        EventStream<NewOutput, Failure> { observer in
+            subscribe(
+                observer.with { event in
+                    switch event {
+                    case .value(let value): observer.receive(.value(transform(value)))
+                    case .completion(let completion): observer.receive(.completion(completion))
+                    }
+                })
+        }
+    }
+}

@@ -1,0 +1,41 @@
+extension EventStream {
+    /// Transforms the failure's error.
+    ///
+    /// ```swift
+    /// api.friends().mapError { FriendsError.network($0) }
+    /// ```
+    public func mapError<NewFailure: Error>(
+        _ transform: @escaping @Sendable (Failure) -> NewFailure
+    ) -> EventStream<Output, NewFailure> {
+        EventStream<Output, NewFailure> { observer in
+            subscribe(
+                observer.with { event in
+                    switch event {
+                    case .value(let value): observer.receive(.value(value))
+                    case .completion(.finished): observer.receive(.completion(.finished))
+                    case .completion(.failure(let error)): observer.receive(.completion(.failure(transform(error))))
+                    }
+                })
+        }
+    }
+
+    /// The same stream with its failure seen as `any Error`.
+    public func eraseErrorType() -> EventStream<Output, any Error> {
+        mapError { $0 }
+    }
+}
+
+extension EventStream where Failure == Never {
+    /// The same stream, typed as able to fail with `NewFailure` (it never does), to combine it with one that can.
+    public func setFailureType<NewFailure: Error>(to _: NewFailure.Type) -> EventStream<Output, NewFailure> {
+        EventStream<Output, NewFailure> { observer in
+            subscribe(
+                observer.with { event in
+                    switch event {
+                    case .value(let value): observer.receive(.value(value))
+                    case .completion: observer.receive(.completion(.finished))
+                    }
+                })
+        }
+    }
+}

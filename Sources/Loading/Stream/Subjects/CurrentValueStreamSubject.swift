@@ -1,0 +1,40 @@
+/// A subject that holds a current value: each new subscriber receives it first, then every later value.
+///
+/// ```swift
+/// let state = CurrentValueStreamSubject<LoadingState<[Friend]>, Never>(.idle)
+/// let subscription = state.stream.sink { render($0) } // .idle at once
+/// state.send(.loading)
+/// ```
+/// Safe to send to from any thread; see ``StreamSubject`` for the delivery rules.
+public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: Sendable {
+    private let core: SubjectCore<Output, Failure>
+
+    /// Creates a subject holding `value`.
+    public init(_ value: Output) {
+        core = SubjectCore(current: value)
+    }
+
+    /// The current value. Setting it sends the new value to every subscriber (ignored after completion).
+    public var value: Output {
+        get {
+            // The core always holds a value: it is created with one and only ever replaces it.
+            core.current!
+        }
+        set { send(newValue) }
+    }
+
+    /// The current value followed by every value sent after it.
+    public var stream: EventStream<Output, Failure> {
+        EventStream { [core] observer in core.subscribe(observer, replayCurrent: true) }
+    }
+
+    /// Makes `value` current and sends it to every subscriber.
+    public func send(_ value: Output) {
+        core.send(.value(value))
+    }
+
+    /// Completes the subject: every subscriber, present and future, receives `completion`; later sends are ignored.
+    public func send(completion: StreamCompletion<Failure>) {
+        core.send(.completion(completion))
+    }
+}
