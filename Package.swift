@@ -9,11 +9,24 @@ let package = Package(
     products: [
         .library(name: "Loading", targets: ["Loading"]),
         .library(name: "LoadingTestSupport", targets: ["LoadingTestSupport"]),
+        .library(name: "FriendsDomain", targets: ["FriendsDomain"]),
     ],
     targets: [
         .target(name: "Loading"),
         .target(name: "LoadingTestSupport", dependencies: ["Loading"]),
+        // The system's libsqlite3. On Apple platforms the SDK's `SQLite3` module is used instead.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .target(
+            name: "FriendsDomain",
+            dependencies: [
+                "Loading",
+                .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows, .openbsd, .wasi])),
+            ]),
         .testTarget(name: "LoadingTests", dependencies: ["Loading", "LoadingTestSupport"]),
+        .testTarget(name: "FriendsDomainTests", dependencies: ["FriendsDomain", "Loading", "LoadingTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,44 @@
+import Dispatch
+import Foundation
+import FriendsDomain
+import Loading
+import XCTest
+
+func makeFriend(_ id: String, name: String? = nil, status: Friend.Status = .online, updatedAt: Double = 1_700_000_000) -> Friend {
+    Friend(
+        id: id,
+        name: name ?? "Friend \(id)",
+        status: status,
+        avatarURL: URL(string: "https://example.com/\(id).png"),
+        updatedAt: Date(timeIntervalSince1970: updatedAt))
+}
+
+let fixedDate = Date(timeIntervalSince1970: 1_763_000_000)
+
+struct AnyError: Error, Equatable {}
+
+/// Waits for a completion-based call, failing the test if it does not complete in time.
+func awaitResult<T: Sendable>(
+    timeout: Double = 5,
+    file: StaticString = #filePath,
+    line: UInt = #line,
+    _ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void
+) -> Result<T, any Error>? {
+    let done = DispatchSemaphore(value: 0)
+    let box = Locked<Result<T, any Error>?>(nil)
+    start { result in
+        box.withLock { $0 = result }
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + timeout) == .success else {
+        XCTFail("timed out", file: file, line: line)
+        return nil
+    }
+    return box.withLock { $0 }
+}
+
+func temporaryFileURL(_ name: String = "friends") -> URL {
+    FileManager.default.temporaryDirectory
+        .appendingPathComponent("loading-tests-\(UUID().uuidString)")
+        .appendingPathComponent("\(name).sqlite")
+}

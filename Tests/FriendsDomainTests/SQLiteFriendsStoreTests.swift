@@ -1,0 +1,138 @@
+import Foundation
+@testable import FriendsDomain
+import XCTest
+
+/// What only the SQLite store has to prove: bad files give typed errors and lose nothing, writes are atomic,
+/// data survives a restart, and old schemas migrate.
+final class SQLiteFriendsStoreTests: XCTestCase {
+    private var url: URL!
+
+    override func setUp() {
+        super.setUp()
+        url = temporaryFileURL()
+        try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        makeWritable(url)
+        try? FileManager.default.removeItem(at: url.deletingLastPathComponent())
+        super.tearDown()
+    }
+
+    func test_fileThatIsNotADatabase_deliversTypedErrorAndIsNotOverwritten() throws {
+        let garbage = Data(repeating: 0x42, count: 8_192)
+        try garbage.write(to: url)
+        let sut = SQLiteFriendsStore(fileURL: url)
+
+        let retrieved = awaitResult { sut.retrieve(completion: $0) }
+        let written = awaitResult { sut.replaceAll(with: [makeFriend("1")], timestamp: fixedDate, completion: $0) }
+
+        XCTAssertTrue(sqliteError(retrieved)?.isNotADatabase == true, "\(String(describing: retrieved))")
+        XCTAssertTrue(sqliteError(written)?.isNotADatabase == true, "\(String(describing: written))")
+        XCTAssertEqual(try Data(contentsOf: url), garbage, "a bad file is never overwritten")
+    }
+
+    func test_readOnlyFile_deliversTypedErrorOnWriteAndLosesNothing() throws {
+        let original = [makeFriend("1"), makeFriend("2")]
+        let writer = SQLiteFriendsStore(fileURL: url)
+        XCTAssertNoThrow(try awaitResult { writer.replaceAll(with: original, timestamp: fixedDate, completion: $0) }?.get())
+        writer.closeConnection()
+        try makeReadOnly(url)
+
+        let sut = SQLiteFriendsStore(fileURL: url)
+        let written = awaitResult { sut.replaceAll(with: [makeFriend("3")], timestamp: fixedDate, completion: $0) }
+        let deleted = awaitResult { sut.deleteAll(completion: $0) }
+        sut.closeConnection()
+
+        XCTAssertNotNil(sqliteError(written), "a write to a read-only file must fail with an SQLiteError: \(String(describing: written))")
+        XCTAssertNotNil(sqliteError(deleted), "\(String(describing: deleted))")
+        makeWritable(url)
+        let reopened = SQLiteFriendsStore(fileURL: url)
+        XCTAssertEqual(try awaitResult { reopened.retrieve(completion: $0) }?.get()?.friends, original)
+    }
+
+    func test_failedWrite_rollsBackAndLeavesPreviousRowsIntact() {
+        let sut = SQLiteFriendsStore(fileURL: url)
+        let original = [makeFriend("1"), makeFriend("2")]
+        _ = awaitResult { sut.replaceAll(with: original, timestamp: fixedDate, completion: $0) }
+
+        // Two friends with one id break the primary key halfway through the transaction.
+        let failed = awaitResult {
+            sut.replaceAll(with: [makeFriend("3"), makeFriend("3")], timestamp: fixedDate.addingTimeInterval(9), completion: $0)
+        }
+
+        XCTAssertEqual(sqliteError(failed)?.primaryCode, 19, "SQLITE_CONSTRAINT expected: \(String(describing: failed))")
+        XCTAssertEqual(
+            try awaitResult { sut.retrieve(completion: $0) }?.get(), CachedFriends(friends: original, timestamp: fixedDate))
+    }
+
+    func test_dataSurvivesANewStoreOnTheSameFile() {
+        let friends = [makeFriend("1")]
+        let first = SQLiteFriendsStore(fileURL: url)
+        _ = awaitResult { first.replaceAll(with: friends, timestamp: fixedDate, completion: $0) }
+        first.closeConnection()
+
+        let second = SQLiteFriendsStore(fileURL: url)
+
+        XCTAssertEqual(try awaitResult { second.retrieve(completion: $0) }?.get()?.friends, friends)
+    }
+
+    func test_usesWriteAheadLogging() {
+        let sut = SQLiteFriendsStore(fileURL: url)
+        _ = awaitResult { sut.replaceAll(with: [makeFriend("1")], timestamp: fixedDate, completion: $0) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: url.path + "-wal"))
+    }
+
+    func test_migratesAVersionOneDatabaseKeepingItsRows() throws {
+        let old = SQLiteFriendsStore(path: url.path, targetVersion: 1)
+        _ = awaitResult { old.replaceAll(with: [makeFriend("1")], timestamp: fixedDate, completion: $0) }
+        XCTAssertEqual(try old.schemaVersion(), 1)
+        old.closeConnection()
+
+        let sut = SQLiteFriendsStore(fileURL: url)
+
+        XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, [makeFriend("1")])
+        XCTAssertEqual(try sut.schemaVersion(), SQLiteFriendsStore.currentVersion)
+    }
+
+    func test_valuesAreBoundNeverSplicedIntoSQL() {
+        let sut = SQLiteFriendsStore(fileURL: url)
+        let tricky = makeFriend("1'); DROP TABLE friend; --", name: "Robert'); DROP TABLE friend;--")
+        _ = awaitResult { sut.replaceAll(with: [tricky, makeFriend("2")], timestamp: fixedDate, completion: $0) }
+        _ = awaitResult { sut.delete(id: "2' OR '1'='1", completion: $0) }
+
+        XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, [tricky, makeFriend("2")])
+    }
+
+    // MARK: - Helpers
+
+    private func sqliteError<T>(_ result: Result<T, any Error>?) -> SQLiteError? {
+        guard case .failure(let error) = result else { return nil }
+        return error as? SQLiteError
+    }
+
+    /// Makes the file read-only even for root (tests run as root here): the immutable attribute when `chattr`
+    /// works, otherwise plain permissions.
+    private func makeReadOnly(_ url: URL) throws {
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: url.path)
+        if getuid() == 0 {
+            guard run("/usr/bin/chattr", ["+i", url.path]) == 0 else {
+                throw XCTSkip("running as root without chattr: a read-only file cannot be simulated here")
+            }
+        }
+    }
+
+    private func makeWritable(_ url: URL) {
+        if getuid() == 0, FileManager.default.fileExists(atPath: url.path) { _ = run("/usr/bin/chattr", ["-i", url.path]) }
+        try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: url.path)
+    }
+
+    private func run(_ tool: String, _ arguments: [String]) -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        guard (try? process.run()) != nil else { return -1 }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
