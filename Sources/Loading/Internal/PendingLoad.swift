@@ -4,7 +4,7 @@
 /// It is the token such composites return: cancelling it drops the completion and cancels the current step, and
 /// `complete(_:)` calls the completion at most once. Whichever of the two takes the completion first wins; that
 /// moment is the load's linearization point.
-final class PendingLoad<Output: Sendable>: CancellationToken {
+package final class PendingLoad<Output: Sendable>: CancellationToken {
     private struct State: Sendable {
         var completion: LoadCompletion<Output>?
         var step: (any CancellationToken)?
@@ -15,18 +15,18 @@ final class PendingLoad<Output: Sendable>: CancellationToken {
 
     private let state: Locked<State>
 
-    init(_ completion: @escaping LoadCompletion<Output>) {
+    package init(_ completion: @escaping LoadCompletion<Output>) {
         state = Locked(State(completion: completion))
     }
 
     /// Whether the load has been cancelled or completed.
-    var isFinished: Bool {
+    package var isFinished: Bool {
         state.withLock { $0.completion == nil }
     }
 
     /// Starts a step (a load, a delay) unless the load has finished, and records its token as the step in flight.
     /// If the load is cancelled while `start` runs, the step is cancelled as soon as `start` returns.
-    func startStep(_ start: () -> any CancellationToken) {
+    package func startStep(_ start: () -> any CancellationToken) {
         let generation = state.withLock { state -> Int? in
             guard state.completion != nil else { return nil }
             state.generation += 1
@@ -43,12 +43,12 @@ final class PendingLoad<Output: Sendable>: CancellationToken {
     }
 
     /// Calls the completion with `result`, unless the load was already cancelled or completed.
-    func complete(_ result: Result<Output, any Error>) {
+    package func complete(_ result: Result<Output, any Error>) {
         takeCompletion()?(result)
     }
 
     /// Cancels the step in flight and calls the completion with `result`, unless the load already finished.
-    func completeCancellingStep(_ result: Result<Output, any Error>) {
+    package func completeCancellingStep(_ result: Result<Output, any Error>) {
         let (completion, step) = state.withLock { state -> (LoadCompletion<Output>?, (any CancellationToken)?) in
             defer {
                 state.completion = nil
@@ -63,7 +63,7 @@ final class PendingLoad<Output: Sendable>: CancellationToken {
 
     /// Takes the completion without calling it, so the caller can deliver on its own terms. Returns `nil` when the
     /// load was already cancelled or completed.
-    func takeCompletion() -> LoadCompletion<Output>? {
+    package func takeCompletion() -> LoadCompletion<Output>? {
         state.withLock { state in
             defer {
                 state.completion = nil
@@ -73,13 +73,13 @@ final class PendingLoad<Output: Sendable>: CancellationToken {
         }
     }
 
-    func cancel() {
+    package func cancel() {
         cancelReportingPending()
     }
 
     /// Cancels, and tells whether the load was still pending (neither completed nor cancelled before).
     @discardableResult
-    func cancelReportingPending() -> Bool {
+    package func cancelReportingPending() -> Bool {
         let (wasPending, step) = state.withLock { state -> (Bool, (any CancellationToken)?) in
             defer {
                 state.completion = nil

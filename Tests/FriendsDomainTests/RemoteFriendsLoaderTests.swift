@@ -1,0 +1,124 @@
+import Foundation
+import FriendsDomain
+import Loading
+import LoadingTestSupport
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+final class RemoteFriendsLoaderTests: XCTestCase {
+    private let baseURL = URL(string: "https://api.example.com/v1")!
+
+    override func setUp() {
+        super.setUp()
+        URLProtocolStub.reset()
+    }
+
+    func test_load_requestsFriendsEndpointWithGET() {
+        URLProtocolStub.stub(.response(status: 200, body: Data(#"{"friends": []}"#.utf8)))
+        _ = load()
+        XCTAssertEqual(URLProtocolStub.requests.map { $0.url?.absoluteString }, ["https://api.example.com/v1/friends"])
+        XCTAssertEqual(URLProtocolStub.requests.first?.httpMethod, "GET")
+    }
+
+    func test_load_deliversFriendsOn200WithValidJSON() throws {
+        let json = """
+            {"friends": [
+              {"id": "u1", "name": "Ada Lovelace", "status": "online", "avatar_url": "https://x.test/a.png",
+               "updated_at": "2026-11-20T10:00:00Z", "unknown_field": [1, 2]},
+              {"id": "u2", "name": "Grace Hopper", "status": "busy", "updated_at": "2026-11-20T10:00:00.250Z"}
+            ], "next": null}
+            """
+        URLProtocolStub.stub(.response(status: 200, body: Data(json.utf8)))
+
+        let friends = try XCTUnwrap(load()).get()
+
+        XCTAssertEqual(friends.map(\.id), ["u1", "u2"])
+        XCTAssertEqual(friends[0].avatarURL, URL(string: "https://x.test/a.png"))
+        XCTAssertNil(friends[1].avatarURL, "avatar_url is optional")
+        XCTAssertEqual(friends[1].status, "busy", "unknown statuses are kept")
+        XCTAssertEqual(friends[0].updatedAt, Date(timeIntervalSince1970: 1_795_168_800))
+        XCTAssertEqual(friends[1].updatedAt.timeIntervalSince1970, 1_795_168_800.25, accuracy: 0.001)
+    }
+
+    func test_load_deliversUnexpectedStatusForEveryStatusButOK() {
+        for status in [199, 201, 204, 301, 400, 401, 404, 500, 503] {
+            URLProtocolStub.stub(.response(status: status, body: Data(#"{"friends": []}"#.utf8)))
+            guard case .failure(FriendsAPIError.unexpectedStatus(let code))? = load() else {
+                return XCTFail("status \(status) should give unexpectedStatus")
+            }
+            XCTAssertEqual(code, status)
+        }
+    }
+
+    func test_load_deliversInvalidDataOnBadBodies() {
+        let bodies = [
+            "",
+            "not json",
+            #"{"friends": [{"id": "u1", "name": "Ada"#,  // truncated
+            #"{"friends": [{"id": "u1", "status": "online", "updated_at": "2026-11-20T10:00:00Z"}]}"#,  // no name
+            #"{"friends": [{"id": "u1", "name": "A", "status": "online", "updated_at": "yesterday"}]}"#,
+            #"{"people": []}"#,
+            "[]",
+        ]
+        for body in bodies {
+            URLProtocolStub.stub(.response(status: 200, body: Data(body.utf8)))
+            guard case .failure(FriendsAPIError.invalidData)? = load() else {
+                return XCTFail("body \(body.debugDescription) should give invalidData")
+            }
+        }
+    }
+
+    func test_load_deliversConnectivityErrorOnTransportFailure() {
+        URLProtocolStub.stub(.failure(.notConnectedToInternet))
+        guard case .failure(FriendsAPIError.connectivity(let underlying))? = load() else {
+            return XCTFail("expected connectivity")
+        }
+        XCTAssertEqual((underlying as? URLError)?.code ?? URLError.Code(rawValue: (underlying as NSError).code), .notConnectedToInternet)
+    }
+
+    func test_cancel_cancelsTheRequestAndNeverCompletes() {
+        URLProtocolStub.stub(.hang)
+        let sut = RemoteFriendsLoader(baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        let recorder = Locked<[Result<[Friend], any Error>]>([])
+        let token = sut.load { result in recorder.withLock { $0.append(result) } }
+        waitUntil { URLProtocolStub.requests.count == 1 }
+
+        token.cancel()
+
+        waitUntil { URLProtocolStub.stoppedRequests == 1 }
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertEqual(URLProtocolStub.stoppedRequests, 1, "cancelling must reach the stub")
+        XCTAssertEqual(recorder.withLock { $0.count }, 0)
+    }
+
+    func test_delete_sendsDELETEAndMapsStatuses() {
+        let deleter = RemoteFriendsDeleter(baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        URLProtocolStub.stub(.response(status: 204, body: Data()))
+        XCTAssertNoThrow(try awaitResult { deleter.delete(id: "u 1", completion: $0) }?.get())
+        XCTAssertEqual(URLProtocolStub.requests.last?.httpMethod, "DELETE")
+        XCTAssertEqual(URLProtocolStub.requests.last?.url?.absoluteString, "https://api.example.com/v1/friends/u%201")
+
+        URLProtocolStub.stub(.response(status: 404, body: Data()))
+        guard case .failure(FriendsAPIError.notFound)? = awaitResult({ deleter.delete(id: "u1", completion: $0) }) else {
+            return XCTFail("404 should give notFound")
+        }
+        URLProtocolStub.stub(.response(status: 500, body: Data()))
+        guard case .failure(FriendsAPIError.unexpectedStatus(500))? = awaitResult({ deleter.delete(id: "u1", completion: $0) }) else {
+            return XCTFail("500 should give unexpectedStatus")
+        }
+    }
+
+    private func load() -> Result<[Friend], any Error>? {
+        let sut = RemoteFriendsLoader(baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        return awaitResult { sut.load(completion: $0) }
+    }
+
+    private func waitUntil(_ condition: () -> Bool) {
+        let deadline = Date().addingTimeInterval(5)
+        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        XCTAssertTrue(condition(), "timed out")
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Loading
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Intercepts every request of a session made with ``makeSession()``: answers with the stubbed response, records
+/// the request, and records when the system stops a request (cancellation).
+final class URLProtocolStub: URLProtocol {
+    enum Stub: Sendable {
+        case response(status: Int, body: Data)
+        case failure(URLError.Code)
+        /// Never answers, so a test can cancel the request in flight.
+        case hang
+    }
+
+    private struct State: Sendable {
+        var stub: Stub = .hang
+        var requests: [URLRequest] = []
+        var stoppedRequests = 0
+    }
+
+    private static let state = Locked(State())
+
+    static func stub(_ stub: Stub) {
+        state.withLock { $0.stub = stub }
+    }
+
+    static func reset() {
+        state.withLock { $0 = State() }
+    }
+
+    static var requests: [URLRequest] { state.withLock { $0.requests } }
+    static var stoppedRequests: Int { state.withLock { $0.stoppedRequests } }
+
+    static func makeSession() -> URLSession {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [URLProtocolStub.self]
+        return URLSession(configuration: configuration)
+    }
+
+    override class func canInit(with request: URLRequest) -> Bool { true }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    override func startLoading() {
+        let stub = Self.state.withLock { state -> Stub in
+            state.requests.append(request)
+            return state.stub
+        }
+        switch stub {
+        case .response(let status, let body):
+            let response = HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: nil)!
+            client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+            client?.urlProtocol(self, didLoad: body)
+            client?.urlProtocolDidFinishLoading(self)
+        case .failure(let code):
+            client?.urlProtocol(self, didFailWithError: URLError(code))
+        case .hang:
+            break
+        }
+    }
+
+    override func stopLoading() {
+        Self.state.withLock { $0.stoppedRequests += 1 }
+    }
+}
