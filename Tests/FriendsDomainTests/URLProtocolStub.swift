@@ -11,6 +11,8 @@ final class URLProtocolStub: URLProtocol {
     enum Stub: Sendable {
         case response(status: Int, body: Data)
         case failure(URLError.Code)
+        /// Answers 200 and sends the body in these chunks, then ends the response.
+        case chunks([Data])
         /// Never answers, so a test can cancel the request in flight.
         case hang
     }
@@ -35,9 +37,13 @@ final class URLProtocolStub: URLProtocol {
     static var stoppedRequests: Int { state.withLock { $0.stoppedRequests } }
 
     static func makeSession() -> URLSession {
+        URLSession(configuration: makeConfiguration())
+    }
+
+    static func makeConfiguration() -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.protocolClasses = [URLProtocolStub.self]
-        return URLSession(configuration: configuration)
+        return configuration
     }
 
     override class func canInit(with request: URLRequest) -> Bool { true }
@@ -56,6 +62,11 @@ final class URLProtocolStub: URLProtocol {
             client?.urlProtocolDidFinishLoading(self)
         case .failure(let code):
             client?.urlProtocol(self, didFailWithError: URLError(code))
+        case .chunks(let chunks):
+            let response = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: nil)!
+            client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+            for chunk in chunks { client?.urlProtocol(self, didLoad: chunk) }
+            client?.urlProtocolDidFinishLoading(self)
         case .hang:
             break
         }

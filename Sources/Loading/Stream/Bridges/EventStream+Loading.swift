@@ -30,6 +30,34 @@ extension EventStream {
         })
     }
 
+    /// Saves values to `cache` debounced: the last value of a burst is saved once no newer value has come for
+    /// `interval` on `scheduler`, and a value still waiting when the subscription ends (by completion or cancel)
+    /// is saved at once, so the last state is always the one saved. Values pass downstream without waiting.
+    ///
+    /// ```swift
+    /// liveLists.caching(to: memory).caching(to: database, debounce: .milliseconds(500), scheduler: .global())
+    /// ```
+    public func caching<C: Cache, S: Scheduler>(
+        to cache: C,
+        debounce interval: Duration,
+        scheduler: S,
+        onSaveFailure: (@Sendable (any Error) -> Void)? = nil
+    ) -> EventStream where C.Value == Output {
+        EventStream { observer in
+            let pending = StreamSubject<Output, Never>()
+            let saver = pending.stream.debounce(for: interval, scheduler: scheduler).sink { value in
+                cache.save(value) { result in
+                    if case .failure(let error) = result { onSaveFailure?(error) }
+                }
+            }
+            observer.onTermination {
+                pending.send(completion: .finished)  // flushes a waiting value
+                saver.cancel()
+            }
+            handleEvents(receiveOutput: { pending.send($0) }).subscribe(observer)
+        }
+    }
+
     /// Passes the error of a failure to `log` before delivering it unchanged.
     ///
     /// ```swift

@@ -1,0 +1,99 @@
+import Foundation
+import FriendsDomain
+import Loading
+import LoadingTestSupport
+import XCTest
+
+final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
+    private let baseURL = URL(string: "https://api.example.com")!
+
+    override func setUp() {
+        super.setUp()
+        URLProtocolStub.reset()
+    }
+
+    func test_decodesUpsertAndRemoveEventsSkippingOthersAndMalformedOnes() throws {
+        let friend = makeFriend("u1")
+        let friendJSON = String(decoding: try Friend.makeEncoder().encode(friend), as: UTF8.self)
+        URLProtocolStub.stub(
+            .chunks([
+                Data(": heartbeat\n\nevent: upsert\ndata: ".utf8),
+                Data("\(friendJSON)\n\n".utf8),
+                Data("event: upsert\ndata: {\"broken\n\nevent: other\ndata: {}\n\n".utf8),
+                Data("event: remove\r\ndata: {\"id\": \"u9\"}\r\n\r\n".utf8),
+            ]))
+        let scheduler = TestScheduler()
+        let sut = ServerSentEventsFriendsUpdates(baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(), scheduler: scheduler)
+        let received = expectation(description: "two updates")
+        let recorder = StreamRecorder(sut.updates()) { _ in }
+        waitUntil { recorder.values.count == 2 }
+        received.fulfill()
+        wait(for: [received], timeout: 1)
+
+        XCTAssertEqual(recorder.values, [.upsert(friend), .remove(id: "u9")])
+        XCTAssertEqual(URLProtocolStub.requests.first?.url?.absoluteString, "https://api.example.com/friends/events")
+        XCTAssertEqual(URLProtocolStub.requests.first?.value(forHTTPHeaderField: "Accept"), "text/event-stream")
+        recorder.cancel()
+    }
+
+    func test_reconnectsWithBackoffAfterTheServerEndsTheStream() {
+        URLProtocolStub.stub(.chunks([Data("data: x\n\n".utf8)]))
+        let scheduler = TestScheduler()
+        let changes = Locked<[String]>([])
+        let sut = ServerSentEventsFriendsUpdates(
+            baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(),
+            reconnection: .constant(.seconds(2), maxAttempts: 10), scheduler: scheduler,
+            onConnectionChange: { change in
+                switch change {
+                case .connected: changes.withLock { $0.append("connected") }
+                case .disconnected(_, let delay): changes.withLock { $0.append("disconnected, retry in \(String(describing: delay))") }
+                }
+            })
+        let recorder = StreamRecorder(sut.updates())
+
+        waitUntil { scheduler.pendingCount == 1 }
+        XCTAssertEqual(URLProtocolStub.requests.count, 1)
+        scheduler.advance(by: .seconds(2))
+        waitUntil { URLProtocolStub.requests.count == 2 }
+
+        XCTAssertEqual(scheduler.scheduledDelays.first, .seconds(2))
+        XCTAssertEqual(changes.withLock { $0 }.first, "connected")
+        recorder.cancel()
+    }
+
+    func test_failsWhenThePolicyGivesUp_withTheLastError() {
+        URLProtocolStub.stub(.response(status: 503, body: Data()))
+        let sut = ServerSentEventsFriendsUpdates(
+            baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(),
+            reconnection: .immediate(maxAttempts: 2), scheduler: ImmediateScheduler())
+        let recorder = StreamRecorder(sut.updates())
+
+        waitUntil { recorder.completion != nil }
+
+        XCTAssertEqual(URLProtocolStub.requests.count, 2)
+        guard case .failure(let error)? = recorder.completion else { return XCTFail() }
+        XCTAssertEqual((error as? ServerSentEventsFriendsUpdates.UnexpectedStatus)?.statusCode, 503)
+    }
+
+    func test_cancellingTheSubscriptionClosesTheConnectionAndStopsReconnecting() {
+        URLProtocolStub.stub(.hang)
+        let scheduler = TestScheduler()
+        let sut = ServerSentEventsFriendsUpdates(baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(), scheduler: scheduler)
+        let recorder = StreamRecorder(sut.updates())
+        waitUntil { URLProtocolStub.requests.count == 1 }
+
+        recorder.cancel()
+
+        waitUntil { URLProtocolStub.stoppedRequests == 1 }
+        scheduler.run()
+        Thread.sleep(forTimeInterval: 0.05)
+        XCTAssertEqual(URLProtocolStub.requests.count, 1)
+        XCTAssertEqual(recorder.events.count, 0)
+    }
+
+    private func waitUntil(_ condition: () -> Bool) {
+        let deadline = Date().addingTimeInterval(5)
+        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        XCTAssertTrue(condition(), "timed out")
+    }
+}
