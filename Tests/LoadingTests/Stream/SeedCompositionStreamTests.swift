@@ -16,7 +16,7 @@ final class SeedCompositionStreamTests: XCTestCase {
         let memory = InMemoryCache<[Friend]>()
         let database = InMemoryCache<[Friend]>()
         let network = LoaderSpy<[Friend]>()
-        let emitter = StreamSubject<Friend, Never>()
+        let updates = StreamSubject<Friend, Never>()
 
         let friends = memory.asStream()
             .fallback(to: database.asStream().caching(to: memory))
@@ -25,7 +25,7 @@ final class SeedCompositionStreamTests: XCTestCase {
                     .caching(to: database)
                     .caching(to: memory))
             .merge(
-                with: emitter.stream
+                with: updates.stream
                     .setFailureType(to: (any Error).self)
                     .flatMap { friend in
                         memory.asStream().map { list in
@@ -51,7 +51,7 @@ final class SeedCompositionStreamTests: XCTestCase {
         XCTAssertEqual(database.value, [ada, grace])
 
         let renamed = Friend(id: "2", name: "Grace Hopper")
-        DispatchQueue.global().async { emitter.send(renamed) }
+        DispatchQueue.global().async { updates.send(renamed) }
         spinMainQueue { received.withLock { $0.count } == 2 }
 
         XCTAssertEqual(received.withLock { $0 }, [[ada, grace], [ada, renamed]])
