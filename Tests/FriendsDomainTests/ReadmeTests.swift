@@ -29,4 +29,33 @@ final class ReadmeTests: XCTestCase {
         XCTAssertFalse(live.isActive)
         RunLoop.current.run(until: Date().addingTimeInterval(0.05))
     }
+
+    func test_readmePresentationSnippetRuns() {
+        let memory = InMemoryFriendsStore()
+        memory.replaceAll(with: [makeFriend("u1"), makeFriend("u2")], timestamp: Date()) { _ in }
+        let composer = FriendsComposer(
+            memoryStore: memory, databaseStore: SQLiteFriendsStore.inMemory(), remote: AnyLoader { [] })
+
+        // README: begin
+        let repository = FriendsRepository(composer: composer)
+        let viewModel = FriendsViewModel(states: repository.state)
+        let screen = viewModel.viewStates.sink { state in
+            print(state.isLoading, state.items.map(\.displayName), state.errorMessage ?? "")
+        }
+        let toasts = repository.events.sink { event in
+            if case .deletionFailed(_, let error) = event { print("Could not delete: \(error)") }
+        }
+        repository.load()
+        repository.remove(id: "u1", optimistic: true)   // published at once; restored if the server refuses
+        repository.wipe()                               // logout: idle, memory and database emptied
+
+        let sections = composer.sections().sections.sink { sections in
+            for section in sections { print(section.title, section.state.value?.count ?? 0) }   // Online, All friends, Recently updated
+        }
+        // README: end
+
+        RunLoop.current.run(until: Date().addingTimeInterval(0.1))
+        XCTAssertEqual(repository.currentState, .idle)
+        [screen, toasts, sections].forEach { $0.cancel() }
+    }
 }

@@ -33,6 +33,13 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
         core.send(.value(value))
     }
 
+    /// Replaces the current value with `transform(current)` and sends it, atomically with respect to every other
+    /// send (a compare-and-set); nothing happens when `transform` returns `nil`. Returns the value sent.
+    @discardableResult
+    package func update(_ transform: (Output) -> Output?) -> Output? {
+        core.update(transform)
+    }
+
     /// Completes the subject: every subscriber, present and future, receives `completion`; later sends are ignored.
     public func send(completion: StreamCompletion<Failure>) {
         core.send(.completion(completion))

@@ -58,6 +58,23 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
     }
 
+    /// Replaces the current value with `transform(current)` and broadcasts it, atomically with respect to every
+    /// other send; does nothing when `transform` returns `nil` or the subject completed. `transform` runs under the
+    /// subject's lock: it must be a pure function of the value. Returns the value sent.
+    @discardableResult
+    func update(_ transform: (Output) -> Output?) -> Output? {
+        let (sent, start) = state.withLock { state -> (Output?, (Delivery, [Subscriber])?) in
+            guard state.completion == nil, let current = state.current, let next = transform(current) else {
+                return (nil, nil)
+            }
+            state.current = next
+            state.sequence += 1
+            return (next, Self.enqueue(Delivery(event: .value(next), sequence: state.sequence, target: nil), in: &state))
+        }
+        if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
+        return sent
+    }
+
     /// Adds `observer`; replays the current value first when `replayCurrent`; after completion, sends only the
     /// completion.
     func subscribe(_ observer: StreamObserver<Output, Failure>, replayCurrent: Bool) {

@@ -1,0 +1,72 @@
+/// One titled section of a screen, with its own loading state.
+public struct LoadingSection<Value: Sendable>: Sendable {
+    /// The section's title.
+    public var title: String
+    /// The section's state: each section loads on its own.
+    public var state: LoadingState<Value>
+
+    /// Creates a section.
+    public init(title: String, state: LoadingState<Value>) {
+        self.title = title
+        self.state = state
+    }
+}
+
+extension LoadingSection: Equatable where Value: Equatable {}
+
+/// A titled source of one section: a stream of values (a loader works too).
+public struct SectionSource<Value: Sendable>: Sendable {
+    /// The section's title.
+    public var title: String
+    /// Where the section's values come from.
+    public var values: EventStream<Value, any Error>
+
+    /// A section fed by a stream, which may send several values (for example a list with live updates).
+    public init(title: String, values: EventStream<Value, any Error>) {
+        self.title = title
+        self.values = values
+    }
+
+    /// A section fed by one load.
+    public init<L: Loader>(title: String, loader: L) where L.Output == Value {
+        self.init(title: title, values: loader.asStream())
+    }
+}
+
+/// Combines independent titled sources into ordered sections, each loading on its own: a slow source leaves its
+/// section loading while the others show their values, and a failing one fails only its own section. Seed 004's
+/// composite data source, for any screen.
+///
+/// ```swift
+/// let sections = SectionedSource([
+///     SectionSource(title: "Online", loader: friends.map { $0.filter { $0.status == .online } }),
+///     SectionSource(title: "All friends", loader: friends),
+/// ])
+/// let subscription = sections.sections.sink { sections in render(sections) }
+/// ```
+public struct SectionedSource<Value: Sendable>: Sendable {
+    private let sources: [SectionSource<Value>]
+
+    /// Creates the composite, in the order the sections appear.
+    public init(_ sources: [SectionSource<Value>]) {
+        self.sources = sources
+    }
+
+    /// The sections: first all loading, then a new array every time one section's state changes. Finishes when
+    /// every source has finished; never fails (failures live in the sections).
+    public var sections: EventStream<[LoadingSection<Value>], Never> {
+        let initial = sources.map { LoadingSection<Value>(title: $0.title, state: .loading(previous: nil)) }
+        let changes = EventStream<(index: Int, result: Result<Value, any Error>), Never>.merge(
+            sources.enumerated().map { index, source in
+                source.values
+                    .map { (index: index, result: Result<Value, any Error>.success($0)) }
+                    .catch { .just((index: index, result: .failure($0))) }
+            })
+        let updates = changes.scan(initial) { sections, change in
+            var sections = sections
+            sections[change.index].state = sections[change.index].state.finishingLoad(with: change.result)
+            return sections
+        }
+        return EventStream<[LoadingSection<Value>], Never>.just(initial).merge(with: updates)
+    }
+}

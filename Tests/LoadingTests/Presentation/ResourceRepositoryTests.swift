@@ -1,0 +1,135 @@
+import Dispatch
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+final class ResourceRepositoryTests: XCTestCase {
+    typealias State = LoadingState<[Int]>
+
+    func test_publishesIdleThenLoadingThenLoaded_toEveryObserver() {
+        let (sut, loader, _) = makeSUT()
+        let first = StreamRecorder(sut.state)
+        sut.load()
+        let second = StreamRecorder(sut.state)
+        loader.complete(with: [1])
+
+        XCTAssertEqual(first.values, [.idle, .loading(previous: nil), .loaded([1])])
+        XCTAssertEqual(second.values, [.loading(previous: nil), .loaded([1])])
+    }
+
+    func test_failedLoad_publishesFailure_andFailedRefreshKeepsTheValue() {
+        let (sut, loader, refresh) = makeSUT()
+        let recorder = StreamRecorder(sut.state)
+        sut.load()
+        loader.fail(with: TestError(id: 1))
+        sut.load()
+        loader.complete(with: [1])
+        sut.refresh()
+        refresh.fail(with: TestError(id: 2))
+
+        XCTAssertEqual(
+            recorder.values,
+            [
+                .idle, .loading(previous: nil), .failed(TestError(id: 1), previous: nil),
+                .loading(previous: nil), .loaded([1]),
+                .loading(previous: [1]), .failed(TestError(id: 2), previous: [1]),
+            ])
+        XCTAssertEqual(loader.loadCount, 2)
+        XCTAssertEqual(refresh.loadCount, 1, "refresh uses the refresh loader")
+    }
+
+    func test_concurrentLoads_coalesceIntoOneUnderlyingLoad() {
+        let (sut, loader, _) = makeSUT()
+        let completions = Locked(0)
+        let group = DispatchGroup()
+        let callers = 1_000
+        for _ in 0..<callers { group.enter() }
+        DispatchQueue.concurrentPerform(iterations: callers) { _ in
+            sut.load { result in
+                XCTAssertEqual(try? result.get(), [7])
+                completions.withLock { $0 += 1 }
+                group.leave()
+            }
+        }
+        XCTAssertEqual(loader.loadCount, 1)
+        loader.complete(with: [7])
+
+        XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(completions.withLock { $0 }, callers)
+        XCTAssertEqual(sut.currentState, .loaded([7]))
+    }
+
+    func test_cancelledCaller_isDroppedWhileTheSharedLoadGoesOn() {
+        let (sut, loader, _) = makeSUT()
+        let results = ResultRecorder<[Int]>()
+        let cancelled = results.load(sut)
+        results.load(sut)
+        cancelled.cancel()
+        loader.complete(with: [1])
+
+        XCTAssertEqual(results.values, [[1]])
+        XCTAssertEqual(loader.cancelledRequests, [])
+    }
+
+    func test_wipeDuringAnInFlightLoad_publishesIdleAndNothingAfterwards() {
+        let (sut, loader, _) = makeSUT()
+        let recorder = StreamRecorder(sut.state)
+        let results = ResultRecorder<[Int]>()
+        results.load(sut)
+
+        sut.wipe()
+        loader.complete(with: [1])
+
+        XCTAssertEqual(recorder.values, [.idle, .loading(previous: nil), .idle])
+        XCTAssertEqual(loader.cancelledRequests, [0])
+        XCTAssertError(results.all.first, ResourceRepository<[Int]>.WipedError())
+        sut.load()
+        loader.complete(with: [2])
+        XCTAssertEqual(recorder.values.last, .loaded([2]), "the repository works again after a wipe")
+    }
+
+    func test_publishDuringAnInFlightLoad_winsOverTheOlderResult() {
+        let (sut, loader, _) = makeSUT()
+        let results = ResultRecorder<[Int]>()
+        results.load(sut)
+        sut.publish([9])
+        loader.complete(with: [1])
+
+        XCTAssertEqual(sut.currentState, .loaded([9]))
+        XCTAssertEqual(results.values, [[1]], "callers still get their load's result")
+    }
+
+    func test_deliversStateOnTheGivenScheduler() {
+        let scheduler = TestScheduler()
+        let loader = LoaderSpy<[Int]>()
+        let sut = ResourceRepository(loader: loader, scheduler: scheduler)
+        let recorder = StreamRecorder(sut.state)
+        sut.load()
+        XCTAssertEqual(recorder.values, [])
+        scheduler.advance()
+        XCTAssertEqual(recorder.values, [.idle, .loading(previous: nil)])
+    }
+
+    func test_deliversOnMainByDefault() {
+        let loader = LoaderSpy<[Int]>()
+        let sut = ResourceRepository(loader: loader)
+        let loaded = expectation(description: "loaded on main")
+        let subscription = sut.state.sink { state in
+            if state == .loaded([1]) {
+                XCTAssertTrue(Thread.isMainThread)
+                loaded.fulfill()
+            }
+        }
+        sut.load()
+        DispatchQueue.global().async { loader.complete(with: [1]) }
+        wait(for: [loaded], timeout: 5)
+        subscription.cancel()
+    }
+
+    private func makeSUT() -> (ResourceRepository<[Int]>, LoaderSpy<[Int]>, LoaderSpy<[Int]>) {
+        let loader = LoaderSpy<[Int]>(), refresh = LoaderSpy<[Int]>()
+        let sut = ResourceRepository(loader: loader, refreshLoader: refresh, scheduler: .immediate)
+        return (sut, loader, refresh)
+    }
+}
