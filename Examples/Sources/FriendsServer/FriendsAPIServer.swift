@@ -1,0 +1,258 @@
+import Foundation
+import FriendsDomain
+import Synchronization
+
+/// An embedded friends API on a loopback port, speaking the format FriendsDomain defines (`GET /friends`,
+/// `DELETE /friends/{id}`, `GET /friends/events` as server-sent events), with knobs to make it misbehave the way
+/// real servers do: latency, failures, malformed bodies, dropped connections, slowness, refusals.
+public final class FriendsAPIServer: Sendable {
+    /// How `GET /friends` answers.
+    public enum ListBehavior: Sendable {
+        /// 200 with the friends.
+        case normal
+        /// 200 with a body that is not valid JSON.
+        case malformedJSON
+        /// This status, with a small JSON error body.
+        case status(Int)
+        /// 200 announcing the full length, then the connection is closed halfway through the body.
+        case dropMidBody
+        /// Waits up to `seconds` before answering, watching the client; records whether it left first.
+        case slow(seconds: Double)
+    }
+
+    private struct State: Sendable {
+        var friends: [Friend]
+        var listBehavior = ListBehavior.normal
+        var failuresLeft = 0
+        var deleteStatus: Int?
+        var latency: Duration
+        var listRequests = 0
+        var deleteRequests = 0
+        var eventConnections = 0
+        var slowHandlerSawDisconnect = false
+        var slowHandlerAnswered = false
+        var eventClients: [Int: EventClient] = [:]
+        var nextClientID = 0
+    }
+
+    private let state: Mutex<State>
+    private let server = Mutex<LoopbackHTTPServer?>(nil)
+
+    /// Starts the server with `friends`, answering after `latency`.
+    public init(friends: [Friend], latency: Duration = .milliseconds(40)) throws {
+        state = Mutex(State(friends: friends, latency: latency))
+        try start()
+    }
+
+    /// The API's base URL, `http://127.0.0.1:PORT`.
+    public var baseURL: URL {
+        server.withLock { $0 }?.baseURL ?? URL(string: "http://127.0.0.1:9")!
+    }
+
+    /// Whether the server is accepting connections.
+    public var isRunning: Bool {
+        server.withLock { $0 != nil }
+    }
+
+    // MARK: - Knobs
+
+    /// Replaces the friends the server holds.
+    public func setFriends(_ friends: [Friend]) { state.withLock { $0.friends = friends } }
+    /// The friends the server holds.
+    public var friends: [Friend] { state.withLock { $0.friends } }
+    /// How `GET /friends` answers from now on.
+    public func setListBehavior(_ behavior: ListBehavior) { state.withLock { $0.listBehavior = behavior } }
+    /// The next `count` requests to `GET /friends` answer 500, whatever the behavior.
+    public func failNextListRequests(_ count: Int) { state.withLock { $0.failuresLeft = count } }
+    /// `DELETE` answers with `status` (nil: 204, or 404 for unknown ids).
+    public func setDeleteStatus(_ status: Int?) { state.withLock { $0.deleteStatus = status } }
+    /// The delay before each answer.
+    public func setLatency(_ latency: Duration) { state.withLock { $0.latency = latency } }
+
+    /// How many `GET /friends` requests arrived.
+    public var listRequestCount: Int { state.withLock { $0.listRequests } }
+    /// How many `DELETE` requests arrived.
+    public var deleteRequestCount: Int { state.withLock { $0.deleteRequests } }
+    /// How many event-stream connections were opened.
+    public var eventConnectionCount: Int { state.withLock { $0.eventConnections } }
+    /// How many event streams are open now.
+    public var openEventStreams: Int { state.withLock { $0.eventClients.count } }
+    /// Whether a ``ListBehavior/slow(seconds:)`` handler saw its client leave before it answered.
+    public var slowHandlerSawDisconnect: Bool { state.withLock { $0.slowHandlerSawDisconnect } }
+    /// Whether a ``ListBehavior/slow(seconds:)`` handler got to answer.
+    public var slowHandlerAnswered: Bool { state.withLock { $0.slowHandlerAnswered } }
+
+    /// Applies `update` to the server's list and pushes it to every open event stream.
+    public func push(_ update: FriendUpdate) {
+        let clients = state.withLock { state in
+            state.friends = state.friends.applying(update)
+            return Array(state.eventClients.values)
+        }
+        let frame = Self.frame(for: update)
+        clients.forEach { $0.enqueue(frame) }
+    }
+
+    /// Closes every open event stream (the clients should reconnect).
+    public func dropEventStreams() {
+        let clients = state.withLock { Array($0.eventClients.values) }
+        clients.forEach { $0.drop() }
+    }
+
+    /// Stops the server: connections are refused until ``start()``.
+    public func stop() {
+        server.withLock { server in
+            server?.stop()
+            server = nil
+        }
+    }
+
+    /// Starts (or restarts, on a new port) the server.
+    public func start() throws {
+        let http = try LoopbackHTTPServer { [weak self] request, connection in
+            self?.handle(request, connection)
+        }
+        server.withLock { $0 = http }
+    }
+
+    // MARK: - Routes
+
+    private func handle(_ request: LoopbackHTTPServer.Request, _ connection: LoopbackHTTPServer.Connection) {
+        let components = request.path.split(separator: "/").map(String.init)
+        switch (request.method, components) {
+        case ("GET", ["friends"]): list(connection)
+        case ("GET", ["friends", "events"]): events(connection)
+        case ("DELETE", let parts) where parts.count == 2 && parts[0] == "friends": delete(parts[1], connection)
+        default: connection.respond(status: 404)
+        }
+    }
+
+    private func list(_ connection: LoopbackHTTPServer.Connection) {
+        let (behavior, friends, latency, fail) = state.withLock { state in
+            state.listRequests += 1
+            let fail = state.failuresLeft > 0
+            if fail { state.failuresLeft -= 1 }
+            return (state.listBehavior, state.friends, state.latency, fail)
+        }
+        if case .slow(let seconds) = behavior { return slow(seconds, friends, connection) }
+        sleep(latency)
+        if fail { return connection.respond(status: 500, headers: json, body: Data(#"{"error": "try again"}"#.utf8)) }
+        switch behavior {
+        case .normal, .slow:
+            connection.respond(status: 200, headers: json, body: Self.body(for: friends))
+        case .malformedJSON:
+            connection.respond(status: 200, headers: json, body: Data(#"{"friends": [{"id": "u1", "name": }"#.utf8))
+        case .status(let code):
+            connection.respond(status: code, headers: json, body: Data(#"{"error": "unavailable"}"#.utf8))
+        case .dropMidBody:
+            let body = Self.body(for: friends)
+            connection.writeHead(status: 200, headers: json.merging(["Content-Length": String(body.count)]) { $1 })
+            connection.write(body.prefix(body.count / 2))
+            connection.drop()
+        }
+    }
+
+    private func slow(_ seconds: Double, _ friends: [Friend], _ connection: LoopbackHTTPServer.Connection) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard connection.isClientConnected else {
+                state.withLock { $0.slowHandlerSawDisconnect = true }
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        state.withLock { $0.slowHandlerAnswered = true }
+        connection.respond(status: 200, headers: json, body: Self.body(for: friends))
+    }
+
+    private func delete(_ id: String, _ connection: LoopbackHTTPServer.Connection) {
+        let (latency, status) = state.withLock { state -> (Duration, Int) in
+            state.deleteRequests += 1
+            if let status = state.deleteStatus { return (state.latency, status) }
+            guard state.friends.contains(where: { $0.id == id }) else { return (state.latency, 404) }
+            state.friends.removeAll { $0.id == id }
+            return (state.latency, 204)
+        }
+        sleep(latency)
+        connection.respond(status: status)
+    }
+
+    private func events(_ connection: LoopbackHTTPServer.Connection) {
+        let client = EventClient()
+        let id = state.withLock { state in
+            state.eventConnections += 1
+            state.nextClientID += 1
+            state.eventClients[state.nextClientID] = client
+            return state.nextClientID
+        }
+        defer { _ = state.withLock { $0.eventClients.removeValue(forKey: id) } }
+        guard connection.writeHead(status: 200, headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"]),
+            connection.write(Data(": connected\n\n".utf8))
+        else { return }
+        while true {
+            switch client.next(timeout: 1) {
+            case .frames(let frames):
+                for frame in frames where !connection.write(frame) { return }
+            case .idle:
+                guard connection.write(Data(": heartbeat\n\n".utf8)) else { return }
+            case .dropped:
+                return connection.drop()
+            }
+        }
+    }
+
+    // MARK: - Encoding
+
+    private let json = ["Content-Type": "application/json"]
+
+    static func body(for friends: [Friend]) -> Data {
+        let list = (try? Friend.makeEncoder().encode(friends)) ?? Data("[]".utf8)
+        return Data(#"{"friends": "#.utf8) + list + Data("}".utf8)
+    }
+
+    static func frame(for update: FriendUpdate) -> Data {
+        switch update {
+        case .upsert(let friend):
+            let data = (try? Friend.makeEncoder().encode(friend)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            return Data("event: upsert\ndata: \(data)\n\n".utf8)
+        case .remove(let id):
+            return Data("event: remove\ndata: {\"id\": \"\(id)\"}\n\n".utf8)
+        }
+    }
+
+    private func sleep(_ duration: Duration) {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        if seconds > 0 { Thread.sleep(forTimeInterval: seconds) }
+    }
+}
+
+/// The queue of frames waiting for one event-stream connection.
+private final class EventClient: Sendable {
+    enum Next {
+        case frames([Data])
+        case idle
+        case dropped
+    }
+
+    private let queue = Mutex<(frames: [Data], dropped: Bool)>(([], false))
+    private let signal = DispatchSemaphore(value: 0)
+
+    func enqueue(_ frame: Data) {
+        queue.withLock { $0.frames.append(frame) }
+        signal.signal()
+    }
+
+    func drop() {
+        queue.withLock { $0.dropped = true }
+        signal.signal()
+    }
+
+    func next(timeout: Double) -> Next {
+        let signalled = signal.wait(timeout: .now() + timeout) == .success
+        return queue.withLock { queue in
+            if queue.dropped { return .dropped }
+            guard !queue.frames.isEmpty else { return signalled ? .frames([]) : .idle }
+            defer { queue.frames = [] }
+            return .frames(queue.frames)
+        }
+    }
+}

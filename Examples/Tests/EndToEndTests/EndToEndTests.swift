@@ -1,0 +1,117 @@
+import Foundation
+import FriendsDomain
+import FriendsServer
+import Loading
+import Synchronization
+import XCTest
+
+/// The library against the embedded API over real loopback HTTP and a real SQLite file.
+final class EndToEndTests: XCTestCase {
+    func test_composedChainLoadsFromTheNetworkAndCachesToTheFile() throws {
+        let server = try makeServer(for: self)
+        let databaseURL = makeDatabaseURL(for: self)
+        let composer = FriendsComposer(configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL), session: makeSession())
+
+        XCTAssertEqual(try load(composer.friendsLoader)?.get(), sampleFriends())
+        XCTAssertEqual(server.listRequestCount, 1)
+        waitUntil { self.storedFriends(at: databaseURL) == sampleFriends() }  // the save runs beside the delivery
+    }
+
+    func test_secondComposerLoadsFromTheFileWhileTheServerIsDown() throws {
+        let server = try makeServer(for: self)
+        let databaseURL = makeDatabaseURL(for: self)
+        let configuration = FriendsComposer.Configuration(baseURL: server.baseURL, databaseURL: databaseURL, retry: .immediate(maxAttempts: 1))
+        _ = load(FriendsComposer(configuration: configuration, session: makeSession()).friendsLoader)
+        waitUntil { self.storedFriends(at: databaseURL) == sampleFriends() }
+        server.stop()
+
+        let restarted = FriendsComposer(configuration: configuration, session: makeSession())
+        XCTAssertEqual(try load(restarted.friendsLoader)?.get(), sampleFriends())
+        XCTAssertEqual(server.listRequestCount, 1)
+    }
+
+    func test_badResponsesGiveTypedErrorsAndLeaveTheCachedDataIntact() throws {
+        let server = try makeServer(for: self)
+        let databaseURL = makeDatabaseURL(for: self)
+        let cached = [sampleFriends(1)[0]]
+        let database = LocalFriendsLoader(store: SQLiteFriendsStore(fileURL: databaseURL))
+        _ = awaitSave(cached, to: database)
+        let remote = RemoteFriendsLoader(baseURL: server.baseURL, client: URLSessionHTTPClient(session: makeSession()))
+            .caching(to: database)
+
+        server.setListBehavior(.malformedJSON)
+        guard case .failure(FriendsAPIError.invalidData)? = load(remote) else { return XCTFail("malformed JSON: invalidData") }
+        server.setListBehavior(.status(500))
+        guard case .failure(FriendsAPIError.unexpectedStatus(500))? = load(remote) else { return XCTFail("HTTP 500: unexpectedStatus") }
+        server.setListBehavior(.dropMidBody)
+        guard case .failure(FriendsAPIError.connectivity)? = load(remote) else { return XCTFail("dropped mid-body: connectivity") }
+
+        XCTAssertEqual(storedFriends(at: databaseURL), cached, "no failure touched the cache")
+    }
+
+    func test_cancellingALoadInFlightCancelsTheHTTPRequest() throws {
+        let server = try makeServer(for: self)
+        server.setListBehavior(.slow(seconds: 5))
+        let remote = RemoteFriendsLoader(baseURL: server.baseURL, client: URLSessionHTTPClient(session: makeSession()))
+        let completed = Mutex(false)
+
+        let token = remote.load { _ in completed.withLock { $0 = true } }
+        waitUntil { server.listRequestCount == 1 }
+        token.cancel()
+
+        waitUntil { server.slowHandlerSawDisconnect }
+        XCTAssertFalse(server.slowHandlerAnswered, "the server saw the connection closed before it could answer")
+        RunLoop.current.run(until: Date().addingTimeInterval(0.2))
+        XCTAssertFalse(completed.withLock { $0 }, "a cancelled load never completes")
+    }
+
+    func test_liveUpdatesOverServerSentEventsArriveAreMergedAndSaved() throws {
+        let server = try makeServer(for: self)
+        let databaseURL = makeDatabaseURL(for: self)
+        let composer = FriendsComposer(
+            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: .milliseconds(100)),
+            session: makeSession())
+        let lists = Mutex<[[Friend]]>([])
+        let subscription = composer.friendsStream().sink(receiveCompletion: { _ in }) { list in lists.withLock { $0.append(list) } }
+        waitUntil { lists.withLock { $0.count } == 1 && server.openEventStreams == 1 }
+
+        var renamed = sampleFriends()[1]
+        renamed.name = "Renamed over SSE"
+        let newcomer = Friend(id: "u9", name: "Newcomer", status: .online, updatedAt: Date(timeIntervalSince1970: 1_795_000_100))
+        server.push(.upsert(renamed))
+        server.push(.upsert(newcomer))
+        server.push(.remove(id: "u1"))
+        let expected = [renamed, sampleFriends()[2], newcomer]
+        waitUntil { lists.withLock { $0.last } == expected }
+        waitUntil { self.storedFriends(at: databaseURL) == expected }
+
+        subscription.cancel()
+    }
+
+    func test_reconnectsAfterTheServerDropsTheEventStream() throws {
+        let server = try makeServer(for: self)
+        let updates = ServerSentEventsFriendsUpdates(
+            baseURL: server.baseURL, configuration: makeSession().configuration,
+            reconnection: .constant(.milliseconds(50), maxAttempts: 10))
+        let received = Mutex<[FriendUpdate]>([])
+        let subscription = updates.updates().sink(receiveCompletion: { _ in }) { update in received.withLock { $0.append(update) } }
+        waitUntil { server.openEventStreams == 1 }
+        server.push(.remove(id: "u1"))
+        waitUntil { received.withLock { $0.count } == 1 }
+
+        server.dropEventStreams()
+        waitUntil { server.eventConnectionCount == 2 && server.openEventStreams == 1 }
+        server.push(.remove(id: "u2"))
+        waitUntil { received.withLock { $0.count } == 2 }
+
+        XCTAssertEqual(received.withLock { $0 }, [.remove(id: "u1"), .remove(id: "u2")])
+        subscription.cancel()
+    }
+
+    private func awaitSave(_ friends: [Friend], to cache: LocalFriendsLoader) -> Bool {
+        let done = expectation(description: "saved")
+        cache.save(friends) { _ in done.fulfill() }
+        wait(for: [done], timeout: 5)
+        return true
+    }
+}
