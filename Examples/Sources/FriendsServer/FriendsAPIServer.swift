@@ -37,6 +37,7 @@ public final class FriendsAPIServer: Sendable {
 
     private let state: Mutex<State>
     private let server = Mutex<LoopbackHTTPServer?>(nil)
+    private let lastPort = Mutex(0)
 
     /// Starts the server with `friends`, answering after `latency`.
     public init(friends: [Friend], latency: Duration = .milliseconds(40)) throws {
@@ -46,7 +47,7 @@ public final class FriendsAPIServer: Sendable {
 
     /// The API's base URL, `http://127.0.0.1:PORT`.
     public var baseURL: URL {
-        server.withLock { $0 }?.baseURL ?? URL(string: "http://127.0.0.1:9")!
+        URL(string: "http://127.0.0.1:\(lastPort.withLock { $0 })")!
     }
 
     /// Whether the server is accepting connections.
@@ -106,11 +107,13 @@ public final class FriendsAPIServer: Sendable {
         }
     }
 
-    /// Starts (or restarts, on a new port) the server.
+    /// Starts the server, or restarts it on the port it had.
     public func start() throws {
-        let http = try LoopbackHTTPServer { [weak self] request, connection in
+        let port = lastPort.withLock { $0 }
+        let http = try LoopbackHTTPServer(port: port) { [weak self] request, connection in
             self?.handle(request, connection)
         }
+        lastPort.withLock { $0 = http.port }
         server.withLock { $0 = http }
     }
 

@@ -30,15 +30,15 @@ public final class LoopbackHTTPServer: Sendable {
     private let connections = Mutex<[Int32: Connection]>([:])
     private let isStopped = Atomic<Bool>(false)
 
-    /// Binds 127.0.0.1 on a free port and starts accepting connections.
-    public init(handler: @escaping Handler) throws {
+    /// Binds 127.0.0.1 on `port` (0: a free one) and starts accepting connections.
+    public init(port requestedPort: Int = 0, handler: @escaping Handler) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(requestedPort).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }

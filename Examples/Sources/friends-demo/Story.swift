@@ -1,0 +1,296 @@
+import Foundation
+import FriendsDomain
+import FriendsServer
+import Loading
+import Synchronization
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The demo's story: each step loads through the composition and checks where the result came from.
+final class Story: Sendable {
+    private let options: Options
+    private let server: FriendsAPIServer?
+    private let baseURL: URL
+    private let databaseURL: URL
+    private let clock = DemoClock()
+    private let log = EventRecorder()
+    private let output: Output
+    private let maxAge: Duration = .seconds(300)
+
+    init(options: Options) throws {
+        self.options = options
+        output = Output(quiet: options.quiet)
+        if let baseURL = options.baseURL {
+            server = nil
+            self.baseURL = baseURL
+        } else {
+            let server = try FriendsAPIServer(friends: Self.friends(count: 24), latency: .milliseconds(60))
+            self.server = server
+            baseURL = server.baseURL
+        }
+        if let databaseURL = options.databaseURL {
+            self.databaseURL = databaseURL
+        } else {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("friends-demo-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            databaseURL = folder.appendingPathComponent("friends.sqlite")
+        }
+    }
+
+    func run() async -> Bool {
+        output.header(
+            server.map { _ in "embedded friends API at \(baseURL.absoluteString), 60 ms latency" } ?? "friends API at \(baseURL.absoluteString)",
+            database: databaseURL.path)
+        if options.databaseURL != nil {
+            // The story starts cold: empty the demo's database (through the store, so the file stays valid).
+            let store = SQLiteFriendsStore(fileURL: self.databaseURL)
+            await withCheckedContinuation { continuation in
+                store.deleteAll { _ in continuation.resume() }
+            }
+        }
+        var results: [(String, Bool)] = []
+        func record(_ title: String, _ passed: Bool) { results.append((title, passed)) }
+
+        let first = makeComposer()
+        record("Cold start", await step("Cold start", expect: [.memory: .miss, .database: .miss, .network: .hit]) {
+            try await first.friendsLoader.load()
+        })
+        record("Warm load", await step("Warm load", expect: [.memory: .hit]) {
+            try await first.friendsLoader.load()
+        })
+        // The database save runs beside the delivery; an app restarted milliseconds later could miss it.
+        let databaseURL = self.databaseURL
+        _ = await eventually({ Self.hasStoredFriends(at: databaseURL) })
+        if let server {
+            server.stop()
+            let restarted = makeComposer()
+            record("Restart, server down", await step("Restart, server down", expect: [.memory: .miss, .database: .hit]) {
+                try await restarted.friendsLoader.load()
+            })
+            try? server.start()
+        } else {
+            output.skip("Restart, server down", because: "needs the embedded server")
+        }
+
+        let afterExpiry = makeComposer()
+        _ = try? await afterExpiry.friendsLoader.load()
+        clock.advance(by: maxAge + .seconds(1))
+        record("Cache expiry", await step("Cache expiry (clock +5 min)", expect: [.memory: .miss, .database: .miss, .network: .hit]) {
+            try await afterExpiry.friendsLoader.load()
+        })
+
+        if let server {
+            clock.advance(by: maxAge + .seconds(1))
+            server.failNextListRequests(2)
+            let before = server.listRequestCount
+            let passed = await step("Server fails twice, recovers", expect: [.memory: .miss, .database: .miss, .network: .hit]) {
+                try await afterExpiry.friendsLoader.load()
+            }
+            let attempts = server.listRequestCount - before
+            output.detail("\(attempts) attempts: 500, 500, then 200 (backoff 200 ms, 400 ms)")
+            record("Server fails twice, recovers", passed && attempts == 3)
+
+            record("Burst of live updates", await burst(server: server, composer: afterExpiry))
+            record("Optimistic delete refused", await refusedDelete(server: server, composer: afterExpiry))
+        } else {
+            for title in ["Server fails twice, recovers", "Burst of live updates", "Optimistic delete refused"] {
+                output.skip(title, because: "needs the embedded server")
+            }
+        }
+
+        server?.stop()
+        return output.summary(results)
+    }
+
+    // MARK: - Steps
+
+    private func makeComposer() -> FriendsComposer {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 10
+        return FriendsComposer(
+            configuration: .init(
+                baseURL: baseURL, databaseURL: databaseURL, maxAge: maxAge,
+                retry: .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
+                timeout: .seconds(5), saveDebounce: .milliseconds(250)),
+            session: URLSession(configuration: configuration),
+            currentDate: { [clock] in clock.now },
+            onEvent: log.record)
+    }
+
+    private func step(
+        _ title: String,
+        expect expected: [FriendsComposer.Source: Outcome],
+        _ load: () async throws -> [Friend]
+    ) async -> Bool {
+        log.reset()
+        let start = ContinuousClock.now
+        let result: Result<[Friend], any Error>
+        do { result = .success(try await load()) } catch { result = .failure(error) }
+        let elapsed = ContinuousClock.now - start
+        let outcomes = log.outcomes()
+        let passed = (try? result.get()) != nil && expected.allSatisfy { outcomes[$0.key] == $0.value }
+            && outcomes.keys.allSatisfy { expected[$0] != nil }
+        output.step(title, outcomes: outcomes, count: try? result.get().count, elapsed: elapsed, passed: passed, error: result.failureDescription)
+        return passed
+    }
+
+    private func burst(server: FriendsAPIServer, composer: FriendsComposer) async -> Bool {
+        let start = ContinuousClock.now
+        log.reset()
+        let lists = Mutex<[[Friend]]>([])
+        let subscription = composer.friendsStream().sink(receiveCompletion: { _ in }) { list in lists.withLock { $0.append(list) } }
+        guard await eventually({ lists.withLock { $0.count } >= 1 && server.openEventStreams >= 1 }) else {
+            output.failure("Burst of live updates", "the event stream did not open")
+            return false
+        }
+        let updates = 300
+        var friends = server.friends
+        for index in 0..<updates {
+            var friend = friends[index % friends.count]
+            friend.status = index.isMultiple(of: 2) ? .away : .online
+            friend.name = "\(friend.name.split(separator: " #").first ?? "") #\(index)"
+            friend.updatedAt = Date(timeIntervalSince1970: 1_795_000_000 + Double(index))
+            friends = friends.applying(.upsert(friend))
+            server.push(.upsert(friend))
+            if index % 100 == 99 { try? await Task.sleep(for: .milliseconds(400)) }  // three bursts
+        }
+        let final = friends
+        let merged = await eventually({ lists.withLock { $0.last } == final })
+        try? await Task.sleep(for: .milliseconds(400))  // let the last debounced save land
+        subscription.cancel()
+        let writes = log.databaseWrites()
+        let saved = await storedFriends() == friends
+        let passed = merged && saved && writes >= 1 && writes <= 10
+        output.row(
+            "Burst of live updates", source: "events", count: friends.count, elapsed: ContinuousClock.now - start,
+            passed: passed, note: "\(updates) updates merged, \(writes) database writes, last state saved: \(saved ? "yes" : "no")")
+        return passed
+    }
+
+    private func refusedDelete(server: FriendsAPIServer, composer: FriendsComposer) async -> Bool {
+        let start = ContinuousClock.now
+        let repository = FriendsRepository(composer: composer)
+        let states = Mutex<[LoadingState<[Friend]>]>([])
+        let events = Mutex<[String]>([])
+        let stateSubscription = repository.state.sink { state in states.withLock { $0.append(state) } }
+        let eventSubscription = repository.events.sink { event in
+            if case .deletionFailed(let id, let error) = event { events.withLock { $0.append("\(id): \(error)") } }
+        }
+        repository.load()
+        guard await eventually({ repository.currentState.value != nil }), let before = repository.currentState.value,
+            let victim = before.first
+        else {
+            output.failure("Optimistic delete refused", "the list did not load")
+            return false
+        }
+        server.setDeleteStatus(500)
+        let done = Mutex(false)
+        repository.remove(id: victim.id, optimistic: true) { _ in done.withLock { $0 = true } }
+        let removedAtOnce = repository.currentState.value?.contains(victim) == false
+        _ = await eventually({ done.withLock { $0 } })
+        server.setDeleteStatus(nil)
+        let restored = repository.currentState.value == before
+        let cachesMatch = await storedFriends() == before
+        let toasted = events.withLock { $0.count } == 1
+        stateSubscription.cancel()
+        eventSubscription.cancel()
+        let passed = removedAtOnce && restored && cachesMatch && toasted
+        output.row(
+            "Optimistic delete refused", source: "network", count: repository.currentState.value?.count,
+            elapsed: ContinuousClock.now - start, passed: passed,
+            note: "removed at once: \(removedAtOnce ? "yes" : "no"), rolled back: \(restored ? "yes" : "no"), toast: \(events.withLock { $0.first } ?? "none")")
+        return passed
+    }
+
+    private static func hasStoredFriends(at url: URL) -> Bool {
+        let found = DispatchSemaphore(value: 0)
+        let result = Mutex(false)
+        SQLiteFriendsStore(fileURL: url).retrieve { stored in
+            result.withLock { $0 = ((try? stored.get()) ?? nil) != nil }
+            found.signal()
+        }
+        found.wait()
+        return result.withLock { $0 }
+    }
+
+    private func storedFriends() async -> [Friend]? {
+        await withCheckedContinuation { continuation in
+            SQLiteFriendsStore(fileURL: databaseURL).retrieve { result in
+                continuation.resume(returning: (try? result.get())??.friends)
+            }
+        }
+    }
+
+    private func eventually(timeout: Duration = .seconds(10), _ condition: @Sendable () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    static func friends(count: Int) -> [Friend] {
+        let names = [
+            "Ada Lovelace", "Grace Hopper", "Alan Turing", "Katherine Johnson", "Edsger Dijkstra", "Barbara Liskov",
+            "Donald Knuth", "Frances Allen", "John McCarthy", "Margaret Hamilton", "Dennis Ritchie", "Radia Perlman",
+        ]
+        return (0..<count).map { index in
+            Friend(
+                id: "u\(index + 1)", name: names[index % names.count] + (index >= names.count ? " II" : ""),
+                status: [.online, .away, .offline][index % 3],
+                avatarURL: URL(string: "https://avatars.example/u\(index + 1).png"),
+                updatedAt: Date(timeIntervalSince1970: 1_794_000_000 + Double(index) * 60))
+        }
+    }
+}
+
+/// How a source did in one step.
+enum Outcome: String, Sendable {
+    case hit, miss
+}
+
+/// The composer's events for the current step.
+final class EventRecorder: Sendable {
+    private let events = Mutex<[FriendsComposer.Event]>([])
+
+    var record: @Sendable (FriendsComposer.Event) -> Void { { event in self.events.withLock { $0.append(event) } } }
+
+    func reset() { events.withLock { $0 = [] } }
+
+    func outcomes() -> [FriendsComposer.Source: Outcome] {
+        var outcomes: [FriendsComposer.Source: Outcome] = [:]
+        for event in events.withLock({ $0 }) {
+            switch event {
+            case .loaded(let source, _): outcomes[source] = .hit
+            case .failed(let source, _): outcomes[source] = .miss
+            default: break
+            }
+        }
+        return outcomes
+    }
+
+    func databaseWrites() -> Int {
+        events.withLock { $0 }.filter { if case .saved(.database, _) = $0 { return true } else { return false } }.count
+    }
+}
+
+/// A clock the story moves forward to expire caches.
+final class DemoClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+
+    func advance(by duration: Duration) {
+        offset.withLock { $0 += Double(duration.components.seconds) }
+    }
+}
+
+extension Result {
+    var failureDescription: String? {
+        if case .failure(let error) = self { return "\(error)" }
+        return nil
+    }
+}
