@@ -1,1 +1,53 @@
-print("todo")
+// Fallback and caching with callbacks: memory, else a database (cached to memory), else the network (cached to
+// both). Run: swift run --package-path Examples example-fallback-caching
+import Dispatch
+import Loading
+import Synchronization
+
+/// A toy store that is both a source (Loader) and a destination (Cache).
+final class Store: Loader, Cache {
+    let name: String
+    private let value = Mutex<[String]?>(nil)
+    init(_ name: String) { self.name = name }
+
+    func load(completion: @escaping LoadCompletion<[String]>) -> any CancellationToken {
+        let stored = value.withLock { $0 }
+        print("  \(name): \(stored == nil ? "miss" : "hit")")
+        completion(stored.map { .success($0) } ?? .failure(Miss()))
+        return AnyCancellationToken()
+    }
+
+    func save(_ friends: [String], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        value.withLock { $0 = friends }
+        print("  \(name): saved \(friends.count) friends")
+        completion(.success(()))
+    }
+
+    struct Miss: Error {}
+}
+
+let memory = Store("memory"), database = Store("database")
+let network = AnyLoader<[String]> { completion in
+    print("  network: GET /friends")
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {
+        completion(.success(["Ada", "Grace", "Alan"]))
+    }
+    return AnyCancellationToken()
+}
+
+let friends = memory
+    .fallback(to: database.caching(to: memory))
+    .fallback(to: network.caching(to: database).caching(to: memory))
+
+func load(_ title: String) {
+    print(title)
+    let done = DispatchSemaphore(value: 0)
+    friends.load { result in
+        print("  -> \((try? result.get())?.joined(separator: ", ") ?? "failed")")
+        done.signal()
+    }
+    done.wait()
+}
+
+load("First load (cold):")
+load("Second load (warm):")

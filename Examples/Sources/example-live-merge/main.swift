@@ -1,1 +1,36 @@
-print("todo")
+// Merging a live source into a loaded list, over real HTTP: the embedded friends API streams server-sent events;
+// FriendsComposer loads the list, then applies each update by id and caches it.
+// Run: swift run --package-path Examples example-live-merge
+import Foundation
+import FriendsDomain
+import FriendsServer
+import Loading
+import Synchronization
+
+let start = Date(timeIntervalSince1970: 1_795_000_000)
+let server = try FriendsAPIServer(friends: [
+    Friend(id: "u1", name: "Ada", status: .online, updatedAt: start),
+    Friend(id: "u2", name: "Grace", status: .away, updatedAt: start),
+])
+let folder = FileManager.default.temporaryDirectory.appendingPathComponent("live-merge-\(UUID().uuidString)")
+try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+let composer = FriendsComposer(configuration: .init(
+    baseURL: server.baseURL, databaseURL: folder.appendingPathComponent("friends.sqlite"),
+    saveDebounce: .milliseconds(200)))
+
+let lists = Mutex(0)
+let subscription = composer.friendsStream().sink(receiveCompletion: { print("ended: \($0)") }) { friends in
+    let line = friends.map { "\($0.name) (\($0.status.rawValue))" }.joined(separator: ", ")
+    print("list #\(lists.withLock { $0 += 1; return $0 }): \(line)")
+}
+
+func waitFor(_ condition: @Sendable () -> Bool) async {
+    while !condition() { try? await Task.sleep(for: .milliseconds(10)) }
+}
+await waitFor { lists.withLock { $0 } == 1 && server.openEventStreams == 1 }
+server.push(.upsert(Friend(id: "u2", name: "Grace", status: .online, updatedAt: start + 60)))
+server.push(.upsert(Friend(id: "u3", name: "Alan", status: .online, updatedAt: start + 61)))
+server.push(.remove(id: "u1"))
+await waitFor { lists.withLock { $0 } == 4 }
+subscription.cancel()
+server.stop()

@@ -40,29 +40,34 @@ final class ConcurrencyStressTests: XCTestCase {
         XCTAssertEqual(counts.withLock { $0 }.filter { $0 != 1 }.count, 0, "some load completed more or less than once")
     }
 
-    /// Loads cancelled from another thread while in flight never complete after cancel returns.
-    func test_cancelRacingCompletion_neverCompletesAfterCancelReturns() {
+    /// Loads cancelled from another thread while their sources complete: each completes at most once, and a
+    /// load whose cancel returned before its source completed never completes.
+    func test_cancelRacingCompletion_completesAtMostOnceAndNeverAfterAWinningCancel() {
         let iterations = 2_000
+        let completions = Locked([Int](repeating: 0, count: iterations))
         let lateCompletions = Locked(0)
         let group = DispatchGroup()
-        for _ in 0..<iterations {
+        for iteration in 0..<iterations {
             let upstream = LoaderSpy<Int>()
-            let cancelled = Locked(false)
+            let cancelReturned = Locked(false)
             let token = upstream.fallback(to: upstream).retry(.immediate(maxAttempts: 2), scheduler: .immediate)
-                .load { _ in
-                    if cancelled.withLock({ $0 }) { lateCompletions.withLock { $0 += 1 } }
-                }
+                .load { _ in completions.withLock { $0[iteration] += 1 } }
             group.enter()
             DispatchQueue.global().async {
                 upstream.fail(with: anyError, at: 0)
+                // A source completing after the cancel returned: must be dropped.
+                let isLate = cancelReturned.withLock { $0 }
+                let before = completions.withLock { $0[iteration] }
                 upstream.complete(with: 1)
+                if isLate && completions.withLock({ $0[iteration] }) != before { lateCompletions.withLock { $0 += 1 } }
                 group.leave()
             }
             token.cancel()
-            cancelled.withLock { $0 = true }
+            cancelReturned.withLock { $0 = true }
         }
         XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
-        XCTAssertEqual(lateCompletions.withLock { $0 }, 0)
+        XCTAssertEqual(completions.withLock { $0 }.filter { $0 > 1 }.count, 0, "a load completed twice")
+        XCTAssertEqual(lateCompletions.withLock { $0 }, 0, "a load completed after its cancel returned")
     }
 }
 

@@ -45,7 +45,9 @@ final class StreamConcurrencyTests: XCTestCase {
             subscription.cancel()
             cancelled.withLock { $0 = true }
             while sender.isExecuting { usleep(100) }
-            XCTAssertEqual(late.withLock { $0 }, 0)
+            // Deliveries never overlap, so at most the one already under way when cancel was called may finish
+            // after it; none may start afterwards (without the check, hundreds would).
+            XCTAssertLessThanOrEqual(late.withLock { $0 }, 1)
         }
     }
 }
