@@ -1,0 +1,25 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Side-by-side ratios of Loading against OpenCombine, async/await and raw baselines, in release builds:
+// swift run -c release --package-path Benchmarks [--quick]
+let package = Package(
+    name: "LoadingBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Loading", path: ".."),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLiteBench", path: "Sources/CSQLiteBench", providers: [.apt(["libsqlite3-dev"])]),
+        .executableTarget(
+            name: "Benchmarks",
+            dependencies: [
+                .product(name: "Loading", package: "Loading"),
+                .product(name: "FriendsDomain", package: "Loading"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .target(name: "CSQLiteBench", condition: .when(platforms: [.linux])),
+            ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,49 @@
+import Foundation
+import Loading
+import OpenCombine
+
+/// Scenario 7: heap allocations per single-shot load, counted by valgrind's memcheck in child runs of this binary
+/// (the difference between N and 2N loads, divided by N, so start-up allocations cancel out).
+func allocationsReport(quick: Bool) -> [String] {
+    var lines = ["", "7. Allocations per single-shot load (fallback, primary succeeds, + caching + map), counted by valgrind"]
+    guard let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first(where: FileManager.default.isExecutableFile)
+    else {
+        lines.append("  valgrind not found: skipped")
+        return lines
+    }
+    let loads = quick ? 200 : 2_000
+    for (variant, title) in [
+        ("hand", "hand-written callbacks"), ("composites", "Loader composites"), ("stream", "EventStream pipeline"),
+        ("opencombine", "OpenCombine pipeline"),
+    ] {
+        guard let few = heapAllocations(valgrind, variant, loads), let many = heapAllocations(valgrind, variant, 2 * loads) else {
+            lines.append("  \(title): could not be measured")
+            continue
+        }
+        lines.append("  " + title.padding(toLength: 34, withPad: " ", startingAt: 0) + String(format: "%.1f allocations per load", Double(many - few) / Double(loads)))
+    }
+    return lines
+}
+
+private func heapAllocations(_ valgrind: String, _ variant: String, _ loads: Int) -> Int? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: valgrind)
+    process.arguments = ["--tool=memcheck", "--leak-check=no", CommandLine.arguments[0], "--allocations-child", variant, String(loads)]
+    let pipe = Pipe()
+    process.standardError = pipe
+    process.standardOutput = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return nil }
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard let range = output.range(of: #"total heap usage: ([0-9,]+) allocs"#, options: .regularExpression) else { return nil }
+    let digits = output[range].filter(\.isNumber)
+    return Int(digits)
+}
+
+/// Runs `loads` single-shot loads of one variant (in a child process under valgrind).
+func runAllocationChild(variant: String, loads: Int) {
+    let scenario = singleShotScenario(loads: loads, primaryFails: false)
+    let names = ["hand": "hand-written callbacks", "composites": "Loader composites (built once)", "stream": "EventStream pipeline", "opencombine": "OpenCombine pipeline"]
+    guard let name = names[variant], let chosen = scenario.variants.first(where: { $0.name == name }) else { return }
+    _ = chosen.run(loads)
+}

@@ -1,0 +1,221 @@
+import Dispatch
+import Foundation
+import FriendsDomain
+import Loading
+
+#if canImport(SQLite3)
+import SQLite3
+#else
+import CSQLiteBench
+#endif
+
+func sampleFriends(_ count: Int) -> [Friend] {
+    (0..<count).map { index in
+        Friend(
+            id: "u\(index)", name: "Friend number \(index)", status: index.isMultiple(of: 3) ? .online : .offline,
+            avatarURL: URL(string: "https://avatars.example/\(index).png"),
+            updatedAt: Date(timeIntervalSince1970: 1_795_000_000 + Double(index)))
+    }
+}
+
+/// Scenario 4: a memory hit through the whole FriendsComposer chain, against reading the store directly.
+func composerMemoryHitScenario(loads: Int) -> Scenario {
+    let friends = sampleFriends(100)
+    let memory = InMemoryFriendsStore(CachedFriends(friends: friends, timestamp: Date()))
+    let composer = FriendsComposer(
+        memoryStore: memory, databaseStore: InMemoryFriendsStore(), remote: AnyLoader { throw BenchmarkError() },
+        maxAge: .seconds(300))
+    let chain = composer.friendsLoader
+    let counted = Tally()
+    func checksum() -> Int {
+        defer { counted.value = 0 }
+        return counted.value
+    }
+    let direct = Variant(name: "InMemoryFriendsStore.retrieve") { count in
+        for _ in 0..<count {
+            memory.retrieve { result in counted.value &+= ((try? result.get()) ?? nil)?.friends.count ?? 0 }
+        }
+        return checksum()
+    }
+    let composed = Variant(name: "FriendsComposer.friendsLoader") { count in
+        for _ in 0..<count {
+            chain.load { result in counted.value &+= (try? result.get())?.count ?? 0 }
+        }
+        return checksum()
+    }
+    return Scenario(
+        title: "4. Memory hit through the full FriendsComposer chain",
+        unit: "loads", operations: loads, reference: "InMemoryFriendsStore.retrieve",
+        variants: [direct, composed],
+        targets: [Target(variant: "FriendsComposer.friendsLoader", against: "InMemoryFriendsStore.retrieve", limit: 3, label: "<= 3x direct")],
+        expectedChecksum: { $0 &* 100 },
+        note: "memory (max age 5 min) -> fallbacks -> main-queue dispatch, called on the main queue (delivered inline)")
+}
+
+/// Scenario 5: SQLite, replace all and read all, through the store and through the raw C API.
+func sqliteScenarios(rows: Int, folder: URL) -> [Scenario] {
+    let friends = sampleFriends(rows)
+    let store = SQLiteFriendsStore(fileURL: folder.appendingPathComponent("store.sqlite"))
+    let raw = RawSQLite(path: folder.appendingPathComponent("raw.sqlite").path)
+    func wait<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void) -> T {
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox<Result<T, any Error>>()
+        start { result in
+            box.value = result
+            done.signal()
+        }
+        done.wait()
+        return try! box.value!.get()
+    }
+    let stamp = Date()
+    let replaceStore = Variant(name: "SQLiteFriendsStore") { count in
+        for _ in 0..<count { wait { store.replaceAll(with: friends, timestamp: stamp, completion: $0) } }
+        return count
+    }
+    let replaceRaw = Variant(name: "raw sqlite3 C API") { count in
+        for _ in 0..<count { raw.replaceAll(friends, timestamp: stamp) }
+        return count
+    }
+    let readStore = Variant(name: "SQLiteFriendsStore") { count in
+        var total = 0
+        for _ in 0..<count { total &+= wait { store.retrieve(completion: $0) }?.friends.count ?? 0 }
+        return total
+    }
+    let readRaw = Variant(name: "raw sqlite3 C API") { count in
+        var total = 0
+        for _ in 0..<count { total &+= raw.readAll().count }
+        return total
+    }
+    return [
+        Scenario(
+            title: "5a. SQLite: replace all \(Report.count(rows)) friends in one transaction",
+            unit: "replacements", operations: 1, reference: "raw sqlite3 C API", variants: [replaceRaw, replaceStore],
+            targets: [Target(variant: "SQLiteFriendsStore", against: "raw sqlite3 C API", limit: 1.15, label: "<= 1.15x raw")],
+            expectedChecksum: { $0 }, note: "same schema, WAL, one prepared statement, values bound"),
+        Scenario(
+            title: "5b. SQLite: read all \(Report.count(rows)) friends back",
+            unit: "reads", operations: 1, reference: "raw sqlite3 C API", variants: [readRaw, readStore],
+            targets: [Target(variant: "SQLiteFriendsStore", against: "raw sqlite3 C API", limit: 1.15, label: "<= 1.15x raw")],
+            expectedChecksum: { $0 &* rows }),
+    ]
+}
+
+/// The baseline: the raw sqlite3 C API, one connection, one prepared statement per query, the store's schema.
+final class RawSQLite: @unchecked Sendable {
+    private var db: OpaquePointer?
+    private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    init(path: String) {
+        sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        sqlite3_exec(db, "PRAGMA journal_mode = WAL", nil, nil, nil)
+        sqlite3_exec(db, """
+            CREATE TABLE IF NOT EXISTS friend (id TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL,
+                status TEXT NOT NULL, avatar_url TEXT, updated_at REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS cache_info (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), saved_at REAL NOT NULL);
+            CREATE INDEX IF NOT EXISTS friend_updated_at ON friend (updated_at);
+            """, nil, nil, nil)
+    }
+
+    func replaceAll(_ friends: [Friend], timestamp: Date) {
+        sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
+        sqlite3_exec(db, "DELETE FROM friend", nil, nil, nil)
+        var insert: OpaquePointer?
+        sqlite3_prepare_v2(db, "INSERT INTO friend (id, position, name, status, avatar_url, updated_at) VALUES (?, ?, ?, ?, ?, ?)", -1, &insert, nil)
+        for (position, friend) in friends.enumerated() {
+            sqlite3_bind_text(insert, 1, friend.id, -1, transient)
+            sqlite3_bind_int64(insert, 2, Int64(position))
+            sqlite3_bind_text(insert, 3, friend.name, -1, transient)
+            sqlite3_bind_text(insert, 4, friend.status.rawValue, -1, transient)
+            if let url = friend.avatarURL { sqlite3_bind_text(insert, 5, url.absoluteString, -1, transient) } else { sqlite3_bind_null(insert, 5) }
+            sqlite3_bind_double(insert, 6, friend.updatedAt.timeIntervalSince1970)
+            guard sqlite3_step(insert) == SQLITE_DONE else { fatalError("insert failed") }
+            sqlite3_reset(insert)
+        }
+        sqlite3_finalize(insert)
+        var stamp: OpaquePointer?
+        sqlite3_prepare_v2(db, "INSERT INTO cache_info (singleton, saved_at) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET saved_at = excluded.saved_at", -1, &stamp, nil)
+        sqlite3_bind_double(stamp, 1, timestamp.timeIntervalSince1970)
+        sqlite3_step(stamp)
+        sqlite3_finalize(stamp)
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+    }
+
+    func readAll() -> [Friend] {
+        var select: OpaquePointer?
+        sqlite3_prepare_v2(db, "SELECT id, name, status, avatar_url, updated_at FROM friend ORDER BY position", -1, &select, nil)
+        defer { sqlite3_finalize(select) }
+        var friends: [Friend] = []
+        while sqlite3_step(select) == SQLITE_ROW {
+            friends.append(Friend(
+                id: String(cString: sqlite3_column_text(select, 0)),
+                name: String(cString: sqlite3_column_text(select, 1)),
+                status: Friend.Status(rawValue: String(cString: sqlite3_column_text(select, 2))),
+                avatarURL: sqlite3_column_text(select, 3).flatMap { URL(string: String(cString: $0)) },
+                updatedAt: Date(timeIntervalSince1970: sqlite3_column_double(select, 4))))
+        }
+        return friends
+    }
+}
+
+/// Scenario 6: many concurrent loads on the coalescing repository, against a load per call.
+func concurrencyScenario(callers: Int) -> Scenario {
+    let underlyingLoads = Tally()
+    let lock = NSLock()
+    let slowSource = AnyLoader<Int> { completion in
+        lock.lock()
+        underlyingLoads.value += 1
+        lock.unlock()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) { completion(.success(1)) }
+        return NoToken()
+    }
+    func run(_ loader: some Loader<Int>, _ count: Int) -> Int {
+        let group = DispatchGroup()
+        let total = ResultBox<Int>()
+        total.value = 0
+        for _ in 0..<count { group.enter() }
+        DispatchQueue.concurrentPerform(iterations: count) { _ in
+            loader.load { result in
+                lock.lock()
+                total.value! += (try? result.get()) ?? 0
+                lock.unlock()
+                group.leave()
+            }
+        }
+        group.wait()
+        return total.value!
+    }
+    let coalescing = Variant(name: "ResourceRepository (coalescing)") { count in
+        lock.lock(); underlyingLoads.value = 0; lock.unlock()
+        let repository = ResourceRepository(loader: slowSource, scheduler: ImmediateScheduler())
+        let delivered = run(repository, count)
+        lock.lock(); defer { lock.unlock() }
+        precondition(underlyingLoads.value == 1, "coalescing must perform exactly one underlying load")
+        return delivered
+    }
+    let perCall = Variant(name: "a load per call") { count in
+        run(slowSource, count)
+    }
+    return Scenario(
+        title: "6. Concurrency: \(Report.count(callers)) concurrent load() calls, delivered to all",
+        unit: "batches of callers", operations: 1, reference: "a load per call",
+        variants: [perCall, coalescing], targets: [],
+        expectedChecksum: { _ in callers }, note: "the coalescing repository performs 1 underlying load per batch (checked)")
+        .withOperations(callers)
+}
+
+extension Scenario {
+    /// The scenario with each "operation" being one batch of `callers` calls (the checksum counts deliveries).
+    func withOperations(_ callers: Int) -> Scenario {
+        var copy = self
+        let variants = self.variants
+        copy = Scenario(
+            title: title, unit: unit, operations: 1, reference: reference,
+            variants: variants.map { variant in Variant(name: variant.name) { batches in
+                var delivered = 0
+                for _ in 0..<batches { delivered += variant.run(callers) }
+                return delivered / max(batches, 1)
+            } },
+            targets: targets, expectedChecksum: { _ in callers }, note: note)
+        return copy
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+let arguments = Set(CommandLine.arguments.dropFirst())
+let quick = arguments.contains("--quick")
+
+if let index = CommandLine.arguments.firstIndex(of: "--allocations-child") {
+    runAllocationChild(variant: CommandLine.arguments[index + 1], loads: Int(CommandLine.arguments[index + 2]) ?? 0)
+    exit(0)
+}
+
+let repetitions = quick ? 3 : 11
+let folder = FileManager.default.temporaryDirectory.appendingPathComponent("loading-bench-\(UUID().uuidString)")
+try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: folder) }
+
+var report = Report()
+report.addLine("Loading benchmarks, \(quick ? "quick mode (small sizes; timings not meaningful)" : "release build"), \(Date())")
+report.addLine("Each row: median time per operation over repetitions, min - max, and the median of ratios paired per repetition.")
+
+let scenarios: [Scenario] =
+    [
+        throughputScenario(values: quick ? 10_000 : 1_000_000),
+        singleShotScenario(loads: quick ? 1_000 : 200_000, primaryFails: false),
+        singleShotScenario(loads: quick ? 1_000 : 200_000, primaryFails: true),
+        composerMemoryHitScenario(loads: quick ? 1_000 : 100_000),
+    ] + sqliteScenarios(rows: quick ? 500 : 10_000, folder: folder)
+    + [concurrencyScenario(callers: quick ? 100 : 1_000)]
+
+var printed = 0
+do {
+    for scenario in scenarios {
+        try Harness.run(scenario, repetitions: repetitions, report: &report)
+        print(report.lines.suffix(from: printed).joined(separator: "\n"))
+        printed = report.lines.count
+    }
+} catch {
+    FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
+    exit(1)
+}
+print(allocationsReport(quick: quick).joined(separator: "\n"))
+print("")
+if report.misses.isEmpty {
+    print("All targets reached.")
+} else {
+    print("Targets missed (\(report.misses.count)):")
+    report.misses.forEach { print("  - \($0)") }
+}
