@@ -42,6 +42,11 @@ private func heapAllocations(_ valgrind: String, _ variant: String, _ loads: Int
 
 /// Runs `loads` single-shot loads of one variant (in a child process under valgrind).
 func runAllocationChild(variant: String, loads: Int) {
+    if variant.hasPrefix("throughput:") {
+        let name = String(variant.dropFirst("throughput:".count))
+        _ = throughputScenario(values: loads).variants.first { $0.name.hasPrefix(name) }?.run(loads)
+        return
+    }
     let scenario = singleShotScenario(loads: loads, primaryFails: false)
     let names = ["hand": "hand-written callbacks", "composites": "Loader composites (built once)", "stream": "EventStream pipeline", "opencombine": "OpenCombine pipeline"]
     guard let name = names[variant], let chosen = scenario.variants.first(where: { $0.name == name }) else { return }

@@ -19,11 +19,12 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         return saved.value &+ delivered.value
     }
 
-    // The reference: a hand-written, non-generic callback chain doing the same work.
+    // The reference: a hand-written, non-generic callback chain doing the same work, as seed 000 writes it: sources
+    // with escaping completions (real sources answer later), no cancellation, no thread-safety.
     final class HandSource: @unchecked Sendable {
         let result: Result<Int, any Error>
         init(_ result: Result<Int, any Error>) { self.result = result }
-        func load(_ completion: (Result<Int, any Error>) -> Void) { completion(result) }
+        func load(_ completion: @escaping (Result<Int, any Error>) -> Void) { completion(opaque(result)) }
     }
     let handPrimary = opaque(HandSource(primaryResult)), handSecondary = opaque(HandSource(secondaryResult))
     func handChain(_ completion: @escaping (Result<Int, any Error>) -> Void) {

@@ -8,6 +8,7 @@ extension Loader {
     ///   - cache: where loaded values are saved.
     ///   - policy: what a failed save does to the load. The default, ``CacheSavePolicy/ignoreFailures``, delivers
     ///     the value without waiting for the save.
+    @inlinable
     public func caching<C: Cache>(to cache: C, policy: CacheSavePolicy = .ignoreFailures) -> CachingLoader<Self, C>
     where C.Value == Output {
         CachingLoader(upstream: self, cache: cache, policy: policy)
@@ -16,13 +17,19 @@ extension Loader {
 
 /// What a caching loader does when saving a loaded value fails.
 public struct CacheSavePolicy: Sendable {
+    @usableFromInline
     enum Kind: Sendable {
         case ignore
         case report(@Sendable (any Error) -> Void)
         case fail
     }
 
-    let kind: Kind
+    @usableFromInline let kind: Kind
+
+    @inlinable
+    init(kind: Kind) {
+        self.kind = kind
+    }
 
     /// Start the save and deliver the value at once; a failed save is ignored. The seeds' behaviour.
     public static let ignoreFailures = CacheSavePolicy(kind: .ignore)
@@ -41,11 +48,18 @@ public struct CacheSavePolicy: Sendable {
 /// Delivers on the upstream's thread (or, with ``CacheSavePolicy/failLoad``, on the cache's completion thread).
 /// Cancelling cancels the upstream load; a save already started is not undone, but its outcome is not delivered.
 public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value == Upstream.Output {
-    let upstream: Upstream
-    let cache: C
-    let policy: CacheSavePolicy
+    @usableFromInline let upstream: Upstream
+    @usableFromInline let cache: C
+    @usableFromInline let policy: CacheSavePolicy
 
-    @discardableResult
+    @inlinable
+    init(upstream: Upstream, cache: C, policy: CacheSavePolicy) {
+        self.upstream = upstream
+        self.cache = cache
+        self.policy = policy
+    }
+
+    @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         switch policy.kind {
         case .ignore:

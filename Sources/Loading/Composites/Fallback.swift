@@ -7,6 +7,7 @@ extension Loader {
     /// ```
     /// When both fail, the load fails with the **fallback's** error (so a chain fails with its last source's
     /// error, the one that usually says most, such as a network error).
+    @inlinable
     public func fallback<Fallback: Loader>(to fallback: Fallback) -> FallbackLoader<Self, Fallback>
     where Fallback.Output == Output {
         FallbackLoader(primary: self, fallback: fallback)
@@ -18,10 +19,16 @@ extension Loader {
 /// Delivers on the thread of whichever loader finished last. Cancelling cancels whichever of the two is in flight,
 /// and once the primary has been cancelled the fallback is never started.
 public struct FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Primary.Output == Fallback.Output {
-    let primary: Primary
-    let fallback: Fallback
+    @usableFromInline let primary: Primary
+    @usableFromInline let fallback: Fallback
 
-    @discardableResult
+    @inlinable
+    init(primary: Primary, fallback: Fallback) {
+        self.primary = primary
+        self.fallback = fallback
+    }
+
+    @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Primary.Output>) -> any CancellationToken {
         let pending = PendingLoad(completion)
         let fallback = self.fallback

@@ -9,6 +9,7 @@ extension Loader {
     /// ```
     /// Each closure runs before the completion sees the event, on the thread of the event (`onStart` and
     /// `onCancel` on the caller's thread). `onCancel` runs only for a load cancelled while still pending.
+    @inlinable
     public func handleEvents(
         onStart: (@Sendable () -> Void)? = nil,
         onValue: (@Sendable (Output) -> Void)? = nil,
@@ -25,26 +26,45 @@ extension Loader {
     /// ```swift
     /// let remote = api.logErrors { logger.error("friends: \($0)") }
     /// ```
+    @inlinable
     public func logErrors(to log: @escaping @Sendable (any Error) -> Void) -> HandleEventsLoader<Self> {
         handleEvents(onFailure: log)
     }
 }
 
 /// The closures a ``HandleEventsLoader`` calls.
+@usableFromInline
 struct LoadEvents<Output>: Sendable {
-    var onStart: (@Sendable () -> Void)?
-    var onValue: (@Sendable (Output) -> Void)?
-    var onFailure: (@Sendable (any Error) -> Void)?
-    var onCancel: (@Sendable () -> Void)?
+    @usableFromInline var onStart: (@Sendable () -> Void)?
+    @usableFromInline var onValue: (@Sendable (Output) -> Void)?
+    @usableFromInline var onFailure: (@Sendable (any Error) -> Void)?
+    @usableFromInline var onCancel: (@Sendable () -> Void)?
+
+    @inlinable
+    init(
+        onStart: (@Sendable () -> Void)?, onValue: (@Sendable (Output) -> Void)?,
+        onFailure: (@Sendable (any Error) -> Void)?, onCancel: (@Sendable () -> Void)?
+    ) {
+        self.onStart = onStart
+        self.onValue = onValue
+        self.onFailure = onFailure
+        self.onCancel = onCancel
+    }
 }
 
 /// A loader that reports its upstream's events to closures. See
 /// ``Loader/handleEvents(onStart:onValue:onFailure:onCancel:)``.
 public struct HandleEventsLoader<Upstream: Loader>: Loader {
-    let upstream: Upstream
-    let events: LoadEvents<Upstream.Output>
+    @usableFromInline let upstream: Upstream
+    @usableFromInline let events: LoadEvents<Upstream.Output>
 
-    @discardableResult
+    @inlinable
+    init(upstream: Upstream, events: LoadEvents<Upstream.Output>) {
+        self.upstream = upstream
+        self.events = events
+    }
+
+    @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         let events = self.events
         events.onStart?()
@@ -68,7 +88,8 @@ public struct HandleEventsLoader<Upstream: Loader>: Loader {
         }
     }
 
-    private static func report(_ result: Result<Upstream.Output, any Error>, to events: LoadEvents<Upstream.Output>) {
+    @inlinable
+    static func report(_ result: Result<Upstream.Output, any Error>, to events: LoadEvents<Upstream.Output>) {
         switch result {
         case .success(let value): events.onValue?(value)
         case .failure(let error): events.onFailure?(error)

@@ -4,6 +4,7 @@ extension Loader {
     /// ```swift
     /// let typed = remote.mapError { FriendsError.unavailable(underlying: $0) }
     /// ```
+    @inlinable
     public func mapError(_ transform: @escaping @Sendable (any Error) -> any Error) -> MapErrorLoader<Self> {
         MapErrorLoader(upstream: self, transform: transform)
     }
@@ -11,10 +12,16 @@ extension Loader {
 
 /// A loader that transforms its upstream's error. See ``Loader/mapError(_:)``.
 public struct MapErrorLoader<Upstream: Loader>: Loader {
-    let upstream: Upstream
-    let transform: @Sendable (any Error) -> any Error
+    @usableFromInline let upstream: Upstream
+    @usableFromInline let transform: @Sendable (any Error) -> any Error
 
-    @discardableResult
+    @inlinable
+    init(upstream: Upstream, transform: @escaping @Sendable (any Error) -> any Error) {
+        self.upstream = upstream
+        self.transform = transform
+    }
+
+    @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         let transform = self.transform
         return upstream.load { completion($0.mapError(transform)) }

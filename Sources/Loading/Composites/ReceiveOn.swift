@@ -5,6 +5,7 @@ extension Loader {
     /// let saves = database.receive(on: .queue(saveQueue))
     /// ```
     /// Cancelling cancels the upstream load and drops a result already on its way to the scheduler.
+    @inlinable
     public func receive<S: Scheduler>(on scheduler: S) -> ReceiveOnLoader<Self, S> {
         ReceiveOnLoader(upstream: self, scheduler: scheduler)
     }
@@ -15,6 +16,7 @@ extension Loader {
     /// ```swift
     /// friends.dispatchOnMainQueue().load { result in label.text = ... }
     /// ```
+    @inlinable
     public func dispatchOnMainQueue() -> ReceiveOnLoader<Self, MainQueueScheduler> {
         receive(on: .main)
     }
@@ -22,10 +24,16 @@ extension Loader {
 
 /// A loader that delivers its upstream's result on a scheduler. See ``Loader/receive(on:)``.
 public struct ReceiveOnLoader<Upstream: Loader, S: Scheduler>: Loader {
-    let upstream: Upstream
-    let scheduler: S
+    @usableFromInline let upstream: Upstream
+    @usableFromInline let scheduler: S
 
-    @discardableResult
+    @inlinable
+    init(upstream: Upstream, scheduler: S) {
+        self.upstream = upstream
+        self.scheduler = scheduler
+    }
+
+    @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         let pending = PendingLoad(completion)
         let scheduler = self.scheduler

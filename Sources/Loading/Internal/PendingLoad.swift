@@ -4,28 +4,39 @@
 /// It is the token such composites return: cancelling it drops the completion and cancels the current step, and
 /// `complete(_:)` calls the completion at most once. Whichever of the two takes the completion first wins; that
 /// moment is the load's linearization point.
+@usableFromInline
 package final class PendingLoad<Output: Sendable>: CancellationToken {
-    private struct State: Sendable {
-        var completion: LoadCompletion<Output>?
-        var step: (any CancellationToken)?
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var completion: LoadCompletion<Output>?
+        @usableFromInline var step: (any CancellationToken)?
         /// Counts started steps, so that a step that finished synchronously (and started the next one from its
         /// completion) does not overwrite its successor's token when its own start returns.
-        var generation = 0
+        @usableFromInline var generation = 0
+
+        @inlinable
+        init(completion: LoadCompletion<Output>?) {
+            self.completion = completion
+        }
     }
 
-    private let state: Locked<State>
+    @usableFromInline
+    let state: Locked<State>
 
+    @inlinable
     package init(_ completion: @escaping LoadCompletion<Output>) {
         state = Locked(State(completion: completion))
     }
 
     /// Whether the load has been cancelled or completed.
+    @inlinable
     package var isFinished: Bool {
         state.withLock { $0.completion == nil }
     }
 
     /// Starts a step (a load, a delay) unless the load has finished, and records its token as the step in flight.
     /// If the load is cancelled while `start` runs, the step is cancelled as soon as `start` returns.
+    @inlinable
     package func startStep(_ start: () -> any CancellationToken) {
         let generation = state.withLock { state -> Int? in
             guard state.completion != nil else { return nil }
@@ -43,11 +54,13 @@ package final class PendingLoad<Output: Sendable>: CancellationToken {
     }
 
     /// Calls the completion with `result`, unless the load was already cancelled or completed.
+    @inlinable
     package func complete(_ result: Result<Output, any Error>) {
         takeCompletion()?(result)
     }
 
     /// Cancels the step in flight and calls the completion with `result`, unless the load already finished.
+    @inlinable
     package func completeCancellingStep(_ result: Result<Output, any Error>) {
         let (completion, step) = state.withLock { state -> (LoadCompletion<Output>?, (any CancellationToken)?) in
             defer {
@@ -63,6 +76,7 @@ package final class PendingLoad<Output: Sendable>: CancellationToken {
 
     /// Takes the completion without calling it, so the caller can deliver on its own terms. Returns `nil` when the
     /// load was already cancelled or completed.
+    @inlinable
     package func takeCompletion() -> LoadCompletion<Output>? {
         state.withLock { state in
             defer {
@@ -73,12 +87,14 @@ package final class PendingLoad<Output: Sendable>: CancellationToken {
         }
     }
 
+    @inlinable
     package func cancel() {
         cancelReportingPending()
     }
 
     /// Cancels, and tells whether the load was still pending (neither completed nor cancelled before).
     @discardableResult
+    @inlinable
     package func cancelReportingPending() -> Bool {
         let (wasPending, step) = state.withLock { state -> (Bool, (any CancellationToken)?) in
             defer {

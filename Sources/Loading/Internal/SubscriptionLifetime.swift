@@ -4,24 +4,36 @@
 /// Synchronous operators share their subscriber's lifetime; operators that end their upstream on their own terms
 /// (catch, retry, merge, flatMap, receive(on:), debounce) give the upstream a child lifetime, which ends with its
 /// parent or on its own.
+@usableFromInline
 final class SubscriptionLifetime: Sendable {
-    private struct State: Sendable {
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline
         var isActive = true
+        @usableFromInline
         var nextKey = 0
+        @usableFromInline
         var actions: [(key: Int, action: @Sendable () -> Void)] = []
+
+        @inlinable
+        init() {}
     }
 
-    private let state = Locked(State())
+    @usableFromInline
+    let state = Locked(State())
 
+    @inlinable
     init() {}
 
     /// Whether the lifetime has not ended yet.
+    @inlinable
     var isActive: Bool {
         state.withLock { $0.isActive }
     }
 
     /// Runs `action` when the lifetime ends, or at once if it has. Returns a key to remove it with.
     @discardableResult
+    @inlinable
     func onEnd(_ action: @escaping @Sendable () -> Void) -> Int? {
         let key = state.withLock { state -> Int? in
             guard state.isActive else { return nil }
@@ -34,6 +46,7 @@ final class SubscriptionLifetime: Sendable {
     }
 
     /// Forgets the action registered under `key`.
+    @inlinable
     func removeAction(_ key: Int) {
         state.withLock { state in
             if let index = state.actions.firstIndex(where: { $0.key == key }) {
@@ -44,6 +57,7 @@ final class SubscriptionLifetime: Sendable {
 
     /// Ends the lifetime and runs its actions. Returns `false` if it had already ended.
     @discardableResult
+    @inlinable
     func end() -> Bool {
         let actions = state.withLock { state -> [(key: Int, action: @Sendable () -> Void)]? in
             guard state.isActive else { return nil }
@@ -57,6 +71,7 @@ final class SubscriptionLifetime: Sendable {
     }
 
     /// A lifetime that ends when this one does, or earlier on its own; once ended, it no longer burdens this one.
+    @inlinable
     func makeChild() -> SubscriptionLifetime {
         let child = SubscriptionLifetime()
         if let key = onEnd({ [weak child] in child?.end() }) {

@@ -4,11 +4,13 @@ extension EventStream {
     /// ```swift
     /// let load = EventStream.deferred { EventStream.future { promise in api.fetch(completion: promise) } }
     /// ```
+    @inlinable
     public static func deferred(_ makeStream: @escaping @Sendable () -> EventStream) -> EventStream {
         EventStream { observer in makeStream().subscribe(observer) }
     }
 
     /// A stream that sends `value`, then finishes.
+    @inlinable
     public static func just(_ value: Output) -> EventStream {
         EventStream { observer in
             observer.send(value)
@@ -17,11 +19,13 @@ extension EventStream {
     }
 
     /// A stream that fails at once with `error`.
+    @inlinable
     public static func fail(_ error: Failure) -> EventStream {
         EventStream { observer in observer.fail(error) }
     }
 
     /// A stream that finishes at once without a value (or, with `completeImmediately: false`, never sends anything).
+    @inlinable
     public static func empty(completeImmediately: Bool = true) -> EventStream {
         EventStream { observer in
             if completeImmediately { observer.finish() }
@@ -33,6 +37,7 @@ extension EventStream {
     /// ```swift
     /// EventStream<Int, Never>.sequence([1, 2, 3])
     /// ```
+    @inlinable
     public static func sequence<S: Sequence & Sendable>(_ sequence: S) -> EventStream where S.Element == Output {
         EventStream { observer in
             for element in sequence {
@@ -53,6 +58,7 @@ extension EventStream where Failure == any Error {
     /// let users = EventStream.task { try await authenticator.authenticate() }
     ///     .flatMap { _ in api.users() }
     /// ```
+    @inlinable
     public static func task(
         priority: TaskPriority? = nil,
         _ operation: @escaping @Sendable () async throws -> Output

@@ -7,6 +7,7 @@ extension EventStream {
     /// ```
     /// The work runs even if nobody subscribes, and retrying a future replays its failure; wrap it in
     /// ``deferred(_:)`` to run the work per subscription.
+    @inlinable
     public static func future(
         _ attempt: (@escaping @Sendable (Result<Output, Failure>) -> Void) -> Void
     ) -> EventStream {
@@ -17,14 +18,21 @@ extension EventStream {
 }
 
 /// The shared state of a future: the subscribers waiting for its result, then the result.
+@usableFromInline
 final class FutureCore<Output: Sendable, Failure: Error>: Sendable {
-    private enum State: Sendable {
+    @usableFromInline
+    enum State: Sendable {
         case pending(nextKey: Int, waiting: [Int: StreamObserver<Output, Failure>])
         case resolved(Result<Output, Failure>)
     }
 
-    private let state = Locked(State.pending(nextKey: 0, waiting: [:]))
+    @usableFromInline
+    let state = Locked(State.pending(nextKey: 0, waiting: [:]))
 
+    @inlinable
+    init() {}
+
+    @inlinable
     func resolve(_ result: Result<Output, Failure>) {
         let waiting = state.withLock { state -> [StreamObserver<Output, Failure>] in
             guard case .pending(_, let waiting) = state else { return [] }
@@ -34,6 +42,7 @@ final class FutureCore<Output: Sendable, Failure: Error>: Sendable {
         for observer in waiting { Self.deliver(result, to: observer) }
     }
 
+    @inlinable
     func subscribe(_ observer: StreamObserver<Output, Failure>) {
         let (key, resolved) = state.withLock { state -> (Int?, Result<Output, Failure>?) in
             switch state {
@@ -51,7 +60,8 @@ final class FutureCore<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    private func remove(_ key: Int) {
+    @inlinable
+    func remove(_ key: Int) {
         state.withLock { state in
             guard case .pending(let nextKey, var waiting) = state else { return }
             waiting[key] = nil
@@ -59,7 +69,8 @@ final class FutureCore<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    private static func deliver(_ result: Result<Output, Failure>, to observer: StreamObserver<Output, Failure>) {
+    @inlinable
+    static func deliver(_ result: Result<Output, Failure>, to observer: StreamObserver<Output, Failure>) {
         switch result {
         case .success(let value):
             observer.send(value)

@@ -10,6 +10,7 @@ extension EventStream {
     /// .store(in: &subscriptions)
     /// ```
     /// Keep the returned subscription: it cancels when it is deallocated.
+    @inlinable
     public func sink(
         receiveCompletion: @escaping @Sendable (StreamCompletion<Failure>) -> Void,
         receiveValue: @escaping @Sendable (Output) -> Void
@@ -36,6 +37,7 @@ extension EventStream where Failure == Never {
     /// ```swift
     /// let subscription = subject.stream.sink { print($0) }
     /// ```
+    @inlinable
     public func sink(receiveValue: @escaping @Sendable (Output) -> Void) -> StreamSubscription {
         sink(receiveCompletion: { _ in }, receiveValue: receiveValue)
     }
@@ -44,8 +46,10 @@ extension EventStream where Failure == Never {
 /// A subscription to a stream: cancel it to stop receiving events. It cancels itself when deallocated, so keep it
 /// (for example in a `Set<StreamSubscription>`) for as long as you want the events.
 public final class StreamSubscription: CancellationToken, Hashable {
-    private let lifetime: SubscriptionLifetime
+    @usableFromInline
+    let lifetime: SubscriptionLifetime
 
+    @inlinable
     init(_ lifetime: SubscriptionLifetime) {
         self.lifetime = lifetime
     }
@@ -55,29 +59,35 @@ public final class StreamSubscription: CancellationToken, Hashable {
     }
 
     /// Stops the subscription: once this returns, no further event is delivered.
+    @inlinable
     public func cancel() {
         lifetime.end()
     }
 
     /// Whether the subscription is still receiving events (it has neither been cancelled nor completed).
+    @inlinable
     public var isActive: Bool {
         lifetime.isActive
     }
 
     /// Keeps this subscription in `set`.
+    @inlinable
     public func store(in set: inout Set<StreamSubscription>) {
         set.insert(self)
     }
 
     /// Keeps this subscription in `array`.
+    @inlinable
     public func store(in array: inout [StreamSubscription]) {
         array.append(self)
     }
 
+    @inlinable
     public static func == (lhs: StreamSubscription, rhs: StreamSubscription) -> Bool {
         lhs === rhs
     }
 
+    @inlinable
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
     }

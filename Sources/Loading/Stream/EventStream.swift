@@ -19,6 +19,7 @@
 ///
 /// The full text, with the thread each operator delivers on, is the *Contract* article.
 public struct EventStream<Output: Sendable, Failure: Error>: Sendable {
+    @usableFromInline
     let subscribeBody: @Sendable (StreamObserver<Output, Failure>) -> Void
 
     /// Creates a stream from a closure that runs for each subscription and sends events to `observer`.
@@ -31,11 +32,13 @@ public struct EventStream<Output: Sendable, Failure: Error>: Sendable {
     ///     observer.onTermination { timer.invalidate() }
     /// }
     /// ```
+    @inlinable
     public init(_ subscribe: @escaping @Sendable (StreamObserver<Output, Failure>) -> Void) {
         subscribeBody = subscribe
     }
 
     /// Runs the stream for `observer`.
+    @inlinable
     func subscribe(_ observer: StreamObserver<Output, Failure>) {
         subscribeBody(observer)
     }
@@ -59,6 +62,7 @@ public enum StreamEvent<Output: Sendable, Failure: Error>: Sendable {
     case completion(StreamCompletion<Failure>)
 
     /// Whether this is the terminal event.
+    @inlinable
     public var isCompletion: Bool {
         if case .completion = self { return true }
         return false
@@ -73,51 +77,62 @@ extension StreamEvent: Equatable where Output: Equatable, Failure: Equatable {}
 /// combine sources, such as merge and the subjects, serialize for you). Events sent after the subscription ended
 /// are ignored.
 public struct StreamObserver<Output: Sendable, Failure: Error>: Sendable {
+    @usableFromInline
     let receive: @Sendable (StreamEvent<Output, Failure>) -> Void
+    @usableFromInline
     let lifetime: SubscriptionLifetime
 
+    @inlinable
     init(lifetime: SubscriptionLifetime, receive: @escaping @Sendable (StreamEvent<Output, Failure>) -> Void) {
         self.receive = receive
         self.lifetime = lifetime
     }
 
     /// Sends a value.
+    @inlinable
     public func send(_ value: Output) {
         receive(.value(value))
     }
 
     /// Sends the terminal event.
+    @inlinable
     public func send(completion: StreamCompletion<Failure>) {
         receive(.completion(completion))
     }
 
     /// Sends `.finished`.
+    @inlinable
     public func finish() {
         receive(.completion(.finished))
     }
 
     /// Sends `.failure(error)`.
+    @inlinable
     public func fail(_ error: Failure) {
         receive(.completion(.failure(error)))
     }
 
     /// Sends `event`.
+    @inlinable
     public func send(event: StreamEvent<Output, Failure>) {
         receive(event)
     }
 
     /// Whether the subscription has ended (cancelled, or completed downstream): a source should stop working.
+    @inlinable
     public var isCancelled: Bool {
         !lifetime.isActive
     }
 
     /// Runs `action` once when the subscription ends, by cancellation or after its terminal event; at once if it
     /// already has. The place to stop a source's work.
+    @inlinable
     public func onTermination(_ action: @escaping @Sendable () -> Void) {
         lifetime.onEnd(action)
     }
 
     /// An observer with the same lifetime whose events go to `receive`.
+    @inlinable
     func with<NewOutput, NewFailure>(
         _ receive: @escaping @Sendable (StreamEvent<NewOutput, NewFailure>) -> Void
     ) -> StreamObserver<NewOutput, NewFailure> {
@@ -125,6 +140,7 @@ public struct StreamObserver<Output: Sendable, Failure: Error>: Sendable {
     }
 
     /// An observer that sends to the same place, with a child lifetime that ends with this one or on its own.
+    @inlinable
     func withChildLifetime() -> StreamObserver<Output, Failure> {
         StreamObserver(lifetime: lifetime.makeChild(), receive: receive)
     }

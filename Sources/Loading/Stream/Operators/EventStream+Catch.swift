@@ -5,6 +5,7 @@ extension EventStream {
     /// memory.asStream().catch { _ in database.asStream() }
     /// ```
     /// Cancelling before the failure cancels this stream; after it, the replacement.
+    @inlinable
     public func `catch`<NewFailure: Error>(
         _ handler: @escaping @Sendable (Failure) -> EventStream<Output, NewFailure>
     ) -> EventStream<Output, NewFailure> {

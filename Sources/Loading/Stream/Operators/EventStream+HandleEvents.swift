@@ -7,6 +7,7 @@ extension EventStream {
     /// Each closure runs before the downstream sees the event, on the thread of the event.
     /// `receiveSubscription` runs when a subscription starts; `receiveCancel` runs only when the subscription is
     /// cancelled before its terminal event.
+    @inlinable
     public func handleEvents(
         receiveSubscription: (@Sendable () -> Void)? = nil,
         receiveOutput: (@Sendable (Output) -> Void)? = nil,

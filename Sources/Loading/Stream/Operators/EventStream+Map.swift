@@ -4,6 +4,7 @@ extension EventStream {
     /// ```swift
     /// friends.map { $0.map(FriendViewModel.init) }
     /// ```
+    @inlinable
     public func map<NewOutput: Sendable>(
         _ transform: @escaping @Sendable (Output) -> NewOutput
     ) -> EventStream<NewOutput, Failure> {

@@ -7,14 +7,17 @@
 /// ```
 /// Safe to send to from any thread; see ``StreamSubject`` for the delivery rules.
 public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: Sendable {
-    private let core: SubjectCore<Output, Failure>
+    @usableFromInline
+    let core: SubjectCore<Output, Failure>
 
     /// Creates a subject holding `value`.
+    @inlinable
     public init(_ value: Output) {
         core = SubjectCore(current: value)
     }
 
     /// The current value. Setting it sends the new value to every subscriber (ignored after completion).
+    @inlinable
     public var value: Output {
         get {
             // The core always holds a value: it is created with one and only ever replaces it.
@@ -24,11 +27,13 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     }
 
     /// The current value followed by every value sent after it.
+    @inlinable
     public var stream: EventStream<Output, Failure> {
         EventStream { [core] observer in core.subscribe(observer, replayCurrent: true) }
     }
 
     /// Makes `value` current and sends it to every subscriber.
+    @inlinable
     public func send(_ value: Output) {
         core.send(.value(value))
     }
@@ -36,11 +41,13 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     /// Replaces the current value with `transform(current)` and sends it, atomically with respect to every other
     /// send (a compare-and-set); nothing happens when `transform` returns `nil`. Returns the value sent.
     @discardableResult
+    @inlinable
     package func update(_ transform: (Output) -> Output?) -> Output? {
         core.update(transform)
     }
 
     /// Completes the subject: every subscriber, present and future, receives `completion`; later sends are ignored.
+    @inlinable
     public func send(completion: StreamCompletion<Failure>) {
         core.send(.completion(completion))
     }

@@ -9,22 +9,27 @@
 /// other subscriber. A subscriber receives only what is sent after it subscribed; one that arrives after completion
 /// receives only the completion.
 public final class StreamSubject<Output: Sendable, Failure: Error>: Sendable {
-    private let core = SubjectCore<Output, Failure>(current: nil)
+    @usableFromInline
+    let core = SubjectCore<Output, Failure>(current: nil)
 
     /// Creates a subject with no subscribers.
+    @inlinable
     public init() {}
 
     /// The stream of what is sent to this subject.
+    @inlinable
     public var stream: EventStream<Output, Failure> {
         EventStream { [core] observer in core.subscribe(observer, replayCurrent: false) }
     }
 
     /// Sends `value` to every subscriber.
+    @inlinable
     public func send(_ value: Output) {
         core.send(.value(value))
     }
 
     /// Completes the subject: every subscriber, present and future, receives `completion`; later sends are ignored.
+    @inlinable
     public func send(completion: StreamCompletion<Failure>) {
         core.send(.completion(completion))
     }

@@ -3,46 +3,87 @@
 ///
 /// A sender that finds a delivery in progress queues its event and returns; the delivering thread drains the queue.
 /// Events therefore reach every subscriber in the same order, never overlapping, and never under the lock.
+@usableFromInline
 final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
-    private struct Subscriber: Sendable {
+    @usableFromInline
+    struct Subscriber: Sendable {
+        @usableFromInline
         let id: Int
         /// The sequence number of the first broadcast this subscriber should receive.
+        @usableFromInline
         let firstSequence: UInt64
+        @usableFromInline
         let observer: StreamObserver<Output, Failure>
+
+        @inlinable
+        init(id: Int, firstSequence: UInt64, observer: StreamObserver<Output, Failure>) {
+            self.id = id
+            self.firstSequence = firstSequence
+            self.observer = observer
+        }
     }
 
-    private struct Delivery: Sendable {
+    @usableFromInline
+    struct Delivery: Sendable {
+        @usableFromInline
         let event: StreamEvent<Output, Failure>
+        @usableFromInline
         let sequence: UInt64
         /// A delivery meant for one subscriber only (the current value replayed on subscription).
+        @usableFromInline
         let target: Int?
+
+        @inlinable
+        init(event: StreamEvent<Output, Failure>, sequence: UInt64, target: Int?) {
+            self.event = event
+            self.sequence = sequence
+            self.target = target
+        }
     }
 
-    private struct State: Sendable {
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline
         var subscribers: [Subscriber] = []
+        @usableFromInline
         var nextID = 0
+        @usableFromInline
         var sequence: UInt64 = 0
+        @usableFromInline
         var completion: StreamCompletion<Failure>?
+        @usableFromInline
         var queue: [Delivery] = []
+        @usableFromInline
         var isDelivering = false
+        @usableFromInline
         var current: Output?
+
+        @inlinable
+        init(current: Output?) {
+            self.current = current
+        }
     }
 
-    private let state: Locked<State>
+    @usableFromInline
+    let state: Locked<State>
 
+    @inlinable
     init(current: Output?) {
         state = Locked(State(current: current))
     }
 
+    @inlinable
     var current: Output? {
         state.withLock { $0.current }
     }
 
+    @inlinable
     var isCompleted: Bool {
         state.withLock { $0.completion != nil }
     }
 
     /// Broadcasts `event` to the current subscribers; ignored after the subject completed.
+    @inlinable
     func send(_ event: StreamEvent<Output, Failure>) {
         let start = state.withLock { state -> (Delivery, [Subscriber])? in
             guard state.completion == nil else { return nil }
@@ -62,6 +103,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     /// other send; does nothing when `transform` returns `nil` or the subject completed. `transform` runs under the
     /// subject's lock: it must be a pure function of the value. Returns the value sent.
     @discardableResult
+    @inlinable
     func update(_ transform: (Output) -> Output?) -> Output? {
         let (sent, start) = state.withLock { state -> (Output?, (Delivery, [Subscriber])?) in
             guard state.completion == nil, let current = state.current, let next = transform(current) else {
@@ -77,6 +119,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     /// Adds `observer`; replays the current value first when `replayCurrent`; after completion, sends only the
     /// completion.
+    @inlinable
     func subscribe(_ observer: StreamObserver<Output, Failure>, replayCurrent: Bool) {
         let (id, completion, start) = state.withLock {
             state -> (Int?, StreamCompletion<Failure>?, (Delivery, [Subscriber])?) in
@@ -95,7 +138,8 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
     }
 
-    private func remove(_ id: Int) {
+    @inlinable
+    func remove(_ id: Int) {
         state.withLock { state in
             if let index = state.subscribers.firstIndex(where: { $0.id == id }) {
                 state.subscribers.remove(at: index)
@@ -105,7 +149,8 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     /// Queues `delivery` if another thread is delivering; otherwise makes the caller the deliverer and returns the
     /// delivery with the subscribers to send it to.
-    private static func enqueue(_ delivery: Delivery, in state: inout State) -> (Delivery, [Subscriber])? {
+    @inlinable
+    static func enqueue(_ delivery: Delivery, in state: inout State) -> (Delivery, [Subscriber])? {
         guard !state.isDelivering else {
             state.queue.append(delivery)
             return nil
@@ -114,7 +159,8 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         return (delivery, state.subscribers)
     }
 
-    private func deliver(_ first: Delivery, to firstSubscribers: [Subscriber]) {
+    @inlinable
+    func deliver(_ first: Delivery, to firstSubscribers: [Subscriber]) {
         var batch = [first]
         var subscribers = firstSubscribers
         while !batch.isEmpty {
