@@ -12,7 +12,9 @@ let package = Package(
         .library(name: "FriendsDomain", targets: ["FriendsDomain"]),
     ],
     targets: [
-        .target(name: "Loading"),
+        // Two inline C functions (atomic load and store of a word): lock-free reads of hot flags.
+        .target(name: "CLoadingAtomics"),
+        .target(name: "Loading", dependencies: ["CLoadingAtomics"]),
         .target(name: "LoadingTestSupport", dependencies: ["Loading"]),
         // The system's libsqlite3. On Apple platforms the SDK's `SQLite3` module is used instead.
         .systemLibrary(

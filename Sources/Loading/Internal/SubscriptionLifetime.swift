@@ -1,45 +1,113 @@
+import CLoadingAtomics
+
+#if canImport(os)
+import os
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Bionic)
+import Bionic
+#endif
+
 /// The lifetime of one subscription (or of one part of it): active until it is ended, by a cancel or after a
-/// terminal event, at which point the clean-up actions registered on it run, once.
+/// terminal event, at which point the clean-up actions registered on it run, once. A value with reference
+/// semantics: copies share one lifetime.
 ///
 /// Synchronous operators share their subscriber's lifetime; operators that end their upstream on their own terms
 /// (catch, retry, merge, flatMap, receive(on:), debounce) give the upstream a child lifetime, which ends with its
 /// parent or on its own.
+///
+/// Every event checks ``isActive``, so it is read without the lock: the flag is a word written with an atomic
+/// release store (under the lock, when the lifetime ends) and read with an atomic acquire load. The flag, the rest
+/// of the state and the mutex share one allocation (a `ManagedBuffer`). Like ``Locked``, it is `@unchecked Sendable`
+/// because its mutable state is only reached under its own mutex, and the flag only atomically.
 @usableFromInline
-final class SubscriptionLifetime: Sendable {
+struct SubscriptionLifetime: @unchecked Sendable {
     @usableFromInline
-    struct State: Sendable {
-        @usableFromInline
-        var isActive = true
-        @usableFromInline
-        var nextKey = 0
-        @usableFromInline
-        var actions: [(key: Int, action: @Sendable () -> Void)] = []
+    struct Header {
+        /// 1 while active, 0 once ended; atomic.
+        @usableFromInline var activeFlag: Int = 1
+        @usableFromInline var nextKey = 0
+        @usableFromInline var actions: [(key: Int, action: @Sendable () -> Void)] = []
 
         @inlinable
         init() {}
     }
 
     @usableFromInline
-    let state = Locked(State())
+    final class Storage: ManagedBuffer<Header, PlatformLock> {
+        deinit {
+            withUnsafeMutablePointerToElements { lock in
+                #if !canImport(os)
+                pthread_mutex_destroy(lock)
+                #endif
+                lock.deinitialize(count: 1)
+            }
+        }
+    }
+
+    @usableFromInline
+    let storage: Storage
+
+    /// Creates an active lifetime.
+    @inlinable
+    init() {
+        let buffer = Storage.create(minimumCapacity: 1) { _ in Header() }
+        buffer.withUnsafeMutablePointerToElements { lock in
+            #if canImport(os)
+            lock.initialize(to: os_unfair_lock_s())
+            #else
+            lock.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(lock, nil)
+            #endif
+        }
+        storage = unsafeDowncast(buffer, to: Storage.self)
+    }
 
     @inlinable
-    init() {}
+    init(storage: Storage) {
+        self.storage = storage
+    }
 
-    /// Whether the lifetime has not ended yet.
+    /// Runs `body` on the header with the mutex held.
+    @inlinable
+    func withLock<R>(_ body: (UnsafeMutablePointer<Header>) -> R) -> R {
+        storage.withUnsafeMutablePointers { header, lock in
+            #if canImport(os)
+            os_unfair_lock_lock(lock)
+            defer { os_unfair_lock_unlock(lock) }
+            #else
+            pthread_mutex_lock(lock)
+            defer { pthread_mutex_unlock(lock) }
+            #endif
+            return body(header)
+        }
+    }
+
+    @inlinable
+    static func flag(of header: UnsafeMutablePointer<Header>) -> UnsafeMutablePointer<Int> {
+        (UnsafeMutableRawPointer(header) + MemoryLayout<Header>.offset(of: \Header.activeFlag)!)
+            .assumingMemoryBound(to: Int.self)
+    }
+
+    /// Whether the lifetime has not ended yet (lock-free).
     @inlinable
     var isActive: Bool {
-        state.withLock { $0.isActive }
+        storage.withUnsafeMutablePointerToHeader { header in
+            loading_atomic_load_acquire(Self.flag(of: header)) != 0
+        }
     }
 
     /// Runs `action` when the lifetime ends, or at once if it has. Returns a key to remove it with.
     @discardableResult
     @inlinable
     func onEnd(_ action: @escaping @Sendable () -> Void) -> Int? {
-        let key = state.withLock { state -> Int? in
-            guard state.isActive else { return nil }
-            state.nextKey += 1
-            state.actions.append((state.nextKey, action))
-            return state.nextKey
+        let key = withLock { header -> Int? in
+            guard loading_atomic_load_acquire(Self.flag(of: header)) != 0 else { return nil }
+            header.pointee.nextKey += 1
+            header.pointee.actions.append((header.pointee.nextKey, action))
+            return header.pointee.nextKey
         }
         if key == nil { action() }
         return key
@@ -48,9 +116,9 @@ final class SubscriptionLifetime: Sendable {
     /// Forgets the action registered under `key`.
     @inlinable
     func removeAction(_ key: Int) {
-        state.withLock { state in
-            if let index = state.actions.firstIndex(where: { $0.key == key }) {
-                state.actions.remove(at: index)
+        withLock { header in
+            if let index = header.pointee.actions.firstIndex(where: { $0.key == key }) {
+                header.pointee.actions.remove(at: index)
             }
         }
     }
@@ -59,11 +127,11 @@ final class SubscriptionLifetime: Sendable {
     @discardableResult
     @inlinable
     func end() -> Bool {
-        let actions = state.withLock { state -> [(key: Int, action: @Sendable () -> Void)]? in
-            guard state.isActive else { return nil }
-            state.isActive = false
-            defer { state.actions = [] }
-            return state.actions
+        let actions = withLock { header -> [(key: Int, action: @Sendable () -> Void)]? in
+            guard loading_atomic_load_acquire(Self.flag(of: header)) != 0 else { return nil }
+            loading_atomic_store_release(Self.flag(of: header), 0)
+            defer { header.pointee.actions = [] }
+            return header.pointee.actions
         }
         guard let actions else { return false }
         for entry in actions { entry.action() }
@@ -71,11 +139,15 @@ final class SubscriptionLifetime: Sendable {
     }
 
     /// A lifetime that ends when this one does, or earlier on its own; once ended, it no longer burdens this one.
+    ///
+    /// Parent and child refer to each other until either ends: ending clears a lifetime's actions, which breaks
+    /// the cycle whichever ends first.
     @inlinable
     func makeChild() -> SubscriptionLifetime {
         let child = SubscriptionLifetime()
-        if let key = onEnd({ [weak child] in child?.end() }) {
-            child.onEnd { [weak self] in self?.removeAction(key) }
+        if let key = onEnd({ child.end() }) {
+            let parent = self
+            child.onEnd { parent.removeAction(key) }
         }
         return child
     }

@@ -161,21 +161,34 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     @inlinable
     func deliver(_ first: Delivery, to firstSubscribers: [Subscriber]) {
-        var batch = [first]
-        var subscribers = firstSubscribers
+        // The first delivery goes out without building a batch: the common case (one sender) allocates nothing.
+        Self.send(first, to: firstSubscribers)
+        var (batch, subscribers) = nextBatch(after: first.event.isCompletion)
         while !batch.isEmpty {
-            for delivery in batch {
-                for subscriber in subscribers
-                where delivery.target.map({ $0 == subscriber.id }) ?? (subscriber.firstSequence <= delivery.sequence) {
-                    subscriber.observer.receive(delivery.event)
-                }
+            for delivery in batch { Self.send(delivery, to: subscribers) }
+            (batch, subscribers) = nextBatch(after: batch.contains { $0.event.isCompletion })
+        }
+    }
+
+    /// Takes what other senders queued meanwhile, or marks the delivery loop as done.
+    @inlinable
+    func nextBatch(after completed: Bool) -> ([Delivery], [Subscriber]) {
+        state.withLock { state in
+            if completed { state.subscribers = [] }
+            guard !state.queue.isEmpty else {
+                state.isDelivering = false
+                return ([], [])
             }
-            (batch, subscribers) = state.withLock { state in
-                if batch.contains(where: { $0.event.isCompletion }) { state.subscribers = [] }
-                defer { state.queue = [] }
-                if state.queue.isEmpty { state.isDelivering = false }
-                return (state.queue, state.subscribers)
-            }
+            defer { state.queue = [] }
+            return (state.queue, state.subscribers)
+        }
+    }
+
+    @inlinable
+    static func send(_ delivery: Delivery, to subscribers: [Subscriber]) {
+        for subscriber in subscribers
+        where delivery.target.map({ $0 == subscriber.id }) ?? (subscriber.firstSequence <= delivery.sequence) {
+            subscriber.observer.receive(delivery.event)
         }
     }
 }

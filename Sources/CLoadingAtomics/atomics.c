@@ -1,0 +1,1 @@
+// Header-only module: see include/CLoadingAtomics.h.
