@@ -22,14 +22,15 @@ public struct LocalFriendsLoader: Loader, Cache {
     }
 
     private let store: any FriendsStore
-    private let maxAge: Duration?
+    /// The max age in seconds, computed once.
+    private let maxAge: TimeInterval?
     private let currentDate: @Sendable () -> Date
 
     /// Creates a loader over `store`. Stored friends older than `maxAge` (measured with `currentDate`) count as
     /// expired; with `maxAge` `nil` they never expire.
     public init(store: any FriendsStore, maxAge: Duration? = nil, currentDate: @escaping @Sendable () -> Date = Date.init) {
         self.store = store
-        self.maxAge = maxAge
+        self.maxAge = maxAge.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
         self.currentDate = currentDate
     }
 
@@ -70,7 +71,6 @@ public struct LocalFriendsLoader: Loader, Cache {
 
     private func isFresh(_ timestamp: Date) -> Bool {
         guard let maxAge else { return true }
-        let age = currentDate().timeIntervalSince(timestamp)
-        return age < Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
+        return currentDate().timeIntervalSince(timestamp) < maxAge
     }
 }

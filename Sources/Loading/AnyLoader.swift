@@ -8,9 +8,11 @@
 /// let fromAsync = AnyLoader { try await api.friends() }
 /// ```
 public struct AnyLoader<Output: Sendable>: Loader {
-    private let body: @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken
+    @usableFromInline
+    let body: @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken
 
     /// Wraps `loader`, hiding its concrete type.
+    @inlinable
     public init<Wrapped: Loader>(_ loader: Wrapped) where Wrapped.Output == Output {
         if let erased = loader as? AnyLoader<Output> {
             self = erased
@@ -23,6 +25,7 @@ public struct AnyLoader<Output: Sendable>: Loader {
     ///
     /// The loader keeps the contract even if `load` does not: its completion is called at most once, and never
     /// after the returned token is cancelled.
+    @inlinable
     public init(_ load: @escaping @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken) {
         body = { completion in
             let pending = PendingLoad(completion)
@@ -51,7 +54,7 @@ public struct AnyLoader<Output: Sendable>: Loader {
         }
     }
 
-    @discardableResult
+    @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
         body(completion)
     }
@@ -59,6 +62,7 @@ public struct AnyLoader<Output: Sendable>: Loader {
 
 extension Loader {
     /// Wraps this loader in an ``AnyLoader``, hiding its concrete type.
+    @inlinable
     public func eraseToAnyLoader() -> AnyLoader<Output> {
         AnyLoader(self)
     }

@@ -71,3 +71,18 @@ func XCTAssertError<E: Error & Equatable>(
     }
     XCTAssertEqual(error as? E, expected, file: file, line: line)
 }
+
+/// An object a test watches for release.
+final class LeakMarker: Sendable {
+    func touch() {}
+}
+
+extension XCTestCase {
+    /// A completion holding an object that must be released by the end of the test: how a test asserts that a
+    /// load keeps nothing alive (its completion included) once it completed or was cancelled.
+    func completionTrackedForLeaks<T>(file: StaticString = #filePath, line: UInt = #line) -> LoadCompletion<T> {
+        let marker = LeakMarker()
+        trackForMemoryLeaks(marker, file: file, line: line)
+        return { _ in marker.touch() }
+    }
+}

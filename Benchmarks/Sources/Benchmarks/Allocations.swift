@@ -42,6 +42,11 @@ private func heapAllocations(_ valgrind: String, _ variant: String, _ loads: Int
 
 /// Runs `loads` single-shot loads of one variant (in a child process under valgrind).
 func runAllocationChild(variant: String, loads: Int) {
+    if variant.hasPrefix("composer:") {
+        let name = String(variant.dropFirst("composer:".count))
+        _ = composerMemoryHitScenario(loads: loads).variants.first { $0.name.hasPrefix(name) }?.run(loads)
+        return
+    }
     if variant.hasPrefix("throughput:") {
         let name = String(variant.dropFirst("throughput:".count))
         _ = throughputScenario(values: loads).variants.first { $0.name.hasPrefix(name) }?.run(loads)

@@ -45,9 +45,11 @@ public struct CacheSavePolicy: Sendable {
 
 /// A loader that saves each value its upstream loads to a cache. See ``Loader/caching(to:policy:)``.
 ///
+/// A class (immutable, so `Sendable`): each load captures one reference instead of copying the cache.
+///
 /// Delivers on the upstream's thread (or, with ``CacheSavePolicy/failLoad``, on the cache's completion thread).
 /// Cancelling cancels the upstream load; a save already started is not undone, but its outcome is not delivered.
-public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value == Upstream.Output {
+public final class CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value == Upstream.Output {
     @usableFromInline let upstream: Upstream
     @usableFromInline let cache: C
     @usableFromInline let policy: CacheSavePolicy
@@ -63,16 +65,14 @@ public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value ==
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         switch policy.kind {
         case .ignore:
-            let cache = self.cache
-            return upstream.load { result in
+            return upstream.load { [self] result in
                 if case .success(let value) = result {
                     cache.save(value) { _ in }
                 }
                 completion(result)
             }
         case .report(let handler):
-            let cache = self.cache
-            return upstream.load { result in
+            return upstream.load { [self] result in
                 if case .success(let value) = result {
                     cache.save(value) { saved in
                         if case .failure(let error) = saved { handler(error) }
@@ -82,9 +82,8 @@ public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value ==
             }
         case .fail:
             let pending = PendingLoad(completion)
-            let cache = self.cache
             pending.startStep {
-                upstream.load { result in
+                upstream.load { [self] result in
                     guard case .success(let value) = result else { return pending.complete(result) }
                     guard !pending.isFinished else { return }
                     cache.save(value) { saved in

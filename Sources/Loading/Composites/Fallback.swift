@@ -16,9 +16,11 @@ extension Loader {
 
 /// A loader that tries a primary loader and, only if it fails, a fallback. See ``Loader/fallback(to:)``.
 ///
+/// A class (immutable, so `Sendable`): each load captures one reference instead of copying the chain below it.
+///
 /// Delivers on the thread of whichever loader finished last. Cancelling cancels whichever of the two is in flight,
 /// and once the primary has been cancelled the fallback is never started.
-public struct FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Primary.Output == Fallback.Output {
+public final class FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Primary.Output == Fallback.Output {
     @usableFromInline let primary: Primary
     @usableFromInline let fallback: Fallback
 
@@ -31,9 +33,9 @@ public struct FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Pr
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Primary.Output>) -> any CancellationToken {
         let pending = PendingLoad(completion)
-        let fallback = self.fallback
         pending.startStep {
-            primary.load { result in
+            // A class, so that each load captures one reference rather than a copy of the fallback's whole chain.
+            primary.load { [self] result in
                 switch result {
                 case .success:
                     pending.complete(result)

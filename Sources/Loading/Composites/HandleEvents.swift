@@ -54,7 +54,7 @@ struct LoadEvents<Output>: Sendable {
 
 /// A loader that reports its upstream's events to closures. See
 /// ``Loader/handleEvents(onStart:onValue:onFailure:onCancel:)``.
-public struct HandleEventsLoader<Upstream: Loader>: Loader {
+public final class HandleEventsLoader<Upstream: Loader>: Loader {
     @usableFromInline let upstream: Upstream
     @usableFromInline let events: LoadEvents<Upstream.Output>
 
@@ -66,18 +66,17 @@ public struct HandleEventsLoader<Upstream: Loader>: Loader {
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
-        let events = self.events
         events.onStart?()
         guard let onCancel = events.onCancel else {
             // Without a cancel hook, no state is needed: forward the upstream's own token.
-            return upstream.load { result in
+            return upstream.load { [self] result in
                 Self.report(result, to: events)
                 completion(result)
             }
         }
         let pending = PendingLoad(completion)
         pending.startStep {
-            upstream.load { result in
+            upstream.load { [self] result in
                 guard let deliver = pending.takeCompletion() else { return }
                 Self.report(result, to: events)
                 deliver(result)

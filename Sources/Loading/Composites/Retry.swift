@@ -20,10 +20,16 @@ extension Loader {
 ///
 /// Delivers on the thread of the last attempt. Cancelling cancels the attempt in flight or the pending delay, and
 /// no attempt starts afterwards.
-public struct RetryLoader<Upstream: Loader>: Loader {
+public final class RetryLoader<Upstream: Loader>: Loader {
     let upstream: Upstream
     let policy: RetryPolicy
     let scheduler: any Scheduler
+
+    init(upstream: Upstream, policy: RetryPolicy, scheduler: any Scheduler) {
+        self.upstream = upstream
+        self.policy = policy
+        self.scheduler = scheduler
+    }
 
     @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
@@ -34,7 +40,7 @@ public struct RetryLoader<Upstream: Loader>: Loader {
 
     private func attempt(_ number: Int, _ pending: PendingLoad<Upstream.Output>) {
         pending.startStep {
-            upstream.load { result in
+            upstream.load { [self] result in
                 guard case .failure(let error) = result, number < policy.maxAttempts, policy.shouldRetry(error) else {
                     return pending.complete(result)
                 }
@@ -43,7 +49,7 @@ public struct RetryLoader<Upstream: Loader>: Loader {
                     attempt(number + 1, pending)
                 } else {
                     pending.startStep {
-                        scheduler.schedule(after: delay) { attempt(number + 1, pending) }
+                        scheduler.schedule(after: delay) { [self] in attempt(number + 1, pending) }
                     }
                 }
             }

@@ -4,8 +4,10 @@
 /// It is the token such composites return: cancelling it drops the completion and cancels the current step, and
 /// `complete(_:)` calls the completion at most once. Whichever of the two takes the completion first wins; that
 /// moment is the load's linearization point.
+///
+/// A struct around one lock box: copies share the state, and a load costs one allocation for it.
 @usableFromInline
-package final class PendingLoad<Output: Sendable>: CancellationToken {
+package struct PendingLoad<Output: Sendable>: CancellationToken {
     @usableFromInline
     struct State: Sendable {
         @usableFromInline var completion: LoadCompletion<Output>?

@@ -123,14 +123,12 @@ final class CachingTests: XCTestCase {
     func test_token_isReleasedAfterCompletionAndCancel() {
         let upstream = LoaderSpy<String>(), cache = CacheSpy<String>(completingWith: nil)
         let sut = upstream.caching(to: cache, policy: .failLoad)
-        let completed = sut.load { _ in }
+        sut.load(completion: completionTrackedForLeaks())
         upstream.complete(with: "value")
         cache.completeSave(with: .success(()))
-        trackForMemoryLeaks(completed as AnyObject)
 
-        let cancelled = sut.load { _ in }
+        let cancelled = sut.load(completion: completionTrackedForLeaks())
         cancelled.cancel()
-        trackForMemoryLeaks(cancelled as AnyObject)
         trackForMemoryLeaks(upstream)
         trackForMemoryLeaks(cache)
     }

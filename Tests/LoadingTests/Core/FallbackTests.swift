@@ -116,14 +116,12 @@ final class FallbackTests: XCTestCase {
 
     func test_token_isReleasedAfterCompletionAndAfterCancel() {
         let (sut, primary, fallback) = makeSUT()
-        let completed = sut.load { _ in }
+        sut.load(completion: completionTrackedForLeaks())
         primary.fail(with: anyError)
         fallback.complete(with: "value")
-        trackForMemoryLeaks(completed as AnyObject)
 
-        let cancelled = sut.load { _ in }
+        let cancelled = sut.load(completion: completionTrackedForLeaks())
         cancelled.cancel()
-        trackForMemoryLeaks(cancelled as AnyObject)
     }
 
     private func makeSUT(

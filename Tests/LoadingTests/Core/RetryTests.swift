@@ -130,16 +130,14 @@ final class RetryTests: XCTestCase {
 
     func test_token_isReleasedAfterCompletionAndCancel() {
         let (sut, upstream, scheduler) = makeSUT(.constant(.seconds(1), maxAttempts: 3))
-        let completed = sut.load { _ in }
+        sut.load(completion: completionTrackedForLeaks())
         upstream.fail(with: anyError)
         scheduler.run()
         upstream.complete(with: "value")
-        trackForMemoryLeaks(completed as AnyObject)
 
-        let cancelled = sut.load { _ in }
+        let cancelled = sut.load(completion: completionTrackedForLeaks())
         upstream.fail(with: anyError)
         cancelled.cancel()
-        trackForMemoryLeaks(cancelled as AnyObject)
     }
 
     private func makeSUT(

@@ -46,9 +46,8 @@ final class TimeoutTests: XCTestCase {
 
     func test_token_isReleasedAfterTimeout() {
         let upstream = LoaderSpy<Int>(), scheduler = TestScheduler()
-        let token = upstream.timeout(after: .seconds(1), scheduler: scheduler).load { _ in }
+        upstream.timeout(after: .seconds(1), scheduler: scheduler).load(completion: completionTrackedForLeaks())
         scheduler.run()
-        trackForMemoryLeaks(token as AnyObject)
         trackForMemoryLeaks(upstream)
     }
 }
