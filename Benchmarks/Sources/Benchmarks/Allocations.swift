@@ -65,6 +65,16 @@ private func heapAllocations(_ valgrind: String, _ binary: URL, _ variant: Strin
 
 /// Runs `loads` single-shot loads of one variant (in a child process under valgrind).
 func runAllocationChild(variant: String, loads: Int) {
+    if variant.hasPrefix("sqlite-read:") {
+        let name = String(variant.dropFirst("sqlite-read:".count))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bench-child-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let scenarios = sqliteScenarios(rows: 10_000, folder: folder)
+        _ = scenarios[0].variants.map { $0.run(1) }  // fill both databases
+        _ = scenarios[1].variants.first { $0.name.hasPrefix(name) }?.run(loads)
+        try? FileManager.default.removeItem(at: folder)
+        return
+    }
     if variant.hasPrefix("composer:") {
         let name = String(variant.dropFirst("composer:".count))
         _ = composerMemoryHitScenario(loads: loads).variants.first { $0.name.hasPrefix(name) }?.run(loads)

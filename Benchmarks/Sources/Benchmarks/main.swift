@@ -27,8 +27,9 @@ let scenarios: [Scenario] =
     + [concurrencyScenario(callers: quick ? 100 : 1_000)]
 
 var printed = 0
+let only = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }
 do {
-    for scenario in scenarios {
+    for scenario in scenarios where only.map({ scenario.title.hasPrefix($0) }) ?? true {
         try Harness.run(scenario, repetitions: repetitions, report: &report)
         print(report.lines.suffix(from: printed).joined(separator: "\n"))
         printed = report.lines.count
@@ -37,7 +38,7 @@ do {
     FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
     exit(1)
 }
-print(allocationsReport(quick: quick).joined(separator: "\n"))
+if only == nil || only == "7" { print(allocationsReport(quick: quick).joined(separator: "\n")) }
 print("")
 if report.misses.isEmpty {
     print("All targets reached.")

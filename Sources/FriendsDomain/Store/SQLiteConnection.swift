@@ -58,22 +58,28 @@ final class SQLiteConnection {
         operation: String,
         row: ((SQLiteRow) throws(SQLiteError) -> Void)? = nil
     ) throws(SQLiteError) {
-        let statement = try prepared(sql, operation: operation)
+        try run(
+            prepared(sql, operation: operation), operation: operation,
+            bind: { (statement: OpaquePointer) throws(SQLiteError) in
+                for (offset, value) in values.enumerated() {
+                    try self.bind(value, at: Int32(offset + 1), in: statement, operation: operation)
+                }
+            }, row: row)
+    }
+
+    /// Runs `statement` (from ``prepared(_:operation:)``, looked up once for a loop of writes) after `bind` has bound
+    /// its parameters, calling `row` for each result row; the statement is reset afterwards.
+    func run(
+        _ statement: OpaquePointer,
+        operation: String,
+        bind: (OpaquePointer) throws(SQLiteError) -> Void,
+        row: ((SQLiteRow) throws(SQLiteError) -> Void)? = nil
+    ) throws(SQLiteError) {
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
-        for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
-            let code: Int32
-            switch value {
-            case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, SQLITE_TRANSIENT)
-            case .integer(let integer): code = sqlite3_bind_int64(statement, index, integer)
-            case .real(let real): code = sqlite3_bind_double(statement, index, real)
-            case .null: code = sqlite3_bind_null(statement, index)
-            }
-            guard code == SQLITE_OK else { throw error(code, operation) }
-        }
+        try bind(statement)
         while true {
             let code = sqlite3_step(statement)
             switch code {
@@ -84,6 +90,18 @@ final class SQLiteConnection {
         }
     }
 
+    /// Binds `value` to parameter `index` (1-based) of `statement`.
+    func bind(_ value: SQLiteValue, at index: Int32, in statement: OpaquePointer, operation: String) throws(SQLiteError) {
+        let code: Int32
+        switch value {
+        case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, SQLITE_TRANSIENT)
+        case .integer(let integer): code = sqlite3_bind_int64(statement, index, integer)
+        case .real(let real): code = sqlite3_bind_double(statement, index, real)
+        case .null: code = sqlite3_bind_null(statement, index)
+        }
+        guard code == SQLITE_OK else { throw error(code, operation) }
+    }
+
     /// The value of an integer pragma, such as `user_version`.
     func integerPragma(_ name: String, operation: String) throws(SQLiteError) -> Int64 {
         var value: Int64 = 0
@@ -91,7 +109,8 @@ final class SQLiteConnection {
         return value
     }
 
-    private func prepared(_ sql: String, operation: String) throws(SQLiteError) -> OpaquePointer {
+    /// The prepared statement for `sql`, prepared once per connection and cached.
+    func prepared(_ sql: String, operation: String) throws(SQLiteError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
@@ -123,7 +142,9 @@ struct SQLiteRow {
 
     func text(_ column: Int32) -> String? {
         guard let text = sqlite3_column_text(statement, column) else { return nil }
-        return String(cString: text)
+        // The length SQLite already knows spares a strlen per value.
+        let length = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
     }
 
     func integer(_ column: Int32) -> Int64 {

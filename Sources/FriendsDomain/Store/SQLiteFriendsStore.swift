@@ -66,13 +66,22 @@ public final class SQLiteFriendsStore: FriendsStore {
         perform(completion) { (db: SQLiteConnection) throws(SQLiteError) in
             try db.transaction(operation: "replace all") { () throws(SQLiteError) in
                 try db.run("DELETE FROM friend", operation: "replace all")
+                let insert = try db.prepared(
+                    """
+                    INSERT INTO friend (id, position, name, status, avatar_url, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """, operation: "replace all")
                 for (position, friend) in friends.enumerated() {
-                    try db.run(
-                        """
-                        INSERT INTO friend (id, position, name, status, avatar_url, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                        Self.values(of: friend, position: Int64(position)), operation: "replace all")
+                    try db.run(insert, operation: "replace all") { (statement: OpaquePointer) throws(SQLiteError) in
+                        try db.bind(.text(friend.id), at: 1, in: statement, operation: "replace all")
+                        try db.bind(.integer(Int64(position)), at: 2, in: statement, operation: "replace all")
+                        try db.bind(.text(friend.name), at: 3, in: statement, operation: "replace all")
+                        try db.bind(.text(friend.status.rawValue), at: 4, in: statement, operation: "replace all")
+                        try db.bind(
+                            friend.avatarURL.map { .text($0.absoluteString) } ?? .null, at: 5, in: statement,
+                            operation: "replace all")
+                        try db.bind(.real(friend.updatedAt.timeIntervalSince1970), at: 6, in: statement, operation: "replace all")
+                    }
                 }
                 try Self.stamp(timestamp, in: db, operation: "replace all")
             }

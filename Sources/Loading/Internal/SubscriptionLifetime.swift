@@ -29,7 +29,11 @@ struct SubscriptionLifetime: @unchecked Sendable {
         /// 1 while active, 0 once ended; atomic.
         @usableFromInline var activeFlag: Int = 1
         @usableFromInline var nextKey = 0
+        /// The first action, kept apart so that the common lifetime (one clean-up) allocates no array.
+        @usableFromInline var firstAction: (key: Int, action: @Sendable () -> Void)?
         @usableFromInline var actions: [(key: Int, action: @Sendable () -> Void)] = []
+        /// For a child: the parent and the key of the action that ends this child, removed when this ends first.
+        @usableFromInline var parent: (storage: Storage, key: Int)?
 
         @inlinable
         init() {}
@@ -106,7 +110,11 @@ struct SubscriptionLifetime: @unchecked Sendable {
         let key = withLock { header -> Int? in
             guard loading_atomic_load_acquire(Self.flag(of: header)) != 0 else { return nil }
             header.pointee.nextKey += 1
-            header.pointee.actions.append((header.pointee.nextKey, action))
+            if header.pointee.firstAction == nil {
+                header.pointee.firstAction = (header.pointee.nextKey, action)
+            } else {
+                header.pointee.actions.append((header.pointee.nextKey, action))
+            }
             return header.pointee.nextKey
         }
         if key == nil { action() }
@@ -117,7 +125,9 @@ struct SubscriptionLifetime: @unchecked Sendable {
     @inlinable
     func removeAction(_ key: Int) {
         withLock { header in
-            if let index = header.pointee.actions.firstIndex(where: { $0.key == key }) {
+            if header.pointee.firstAction?.key == key {
+                header.pointee.firstAction = nil
+            } else if let index = header.pointee.actions.firstIndex(where: { $0.key == key }) {
                 header.pointee.actions.remove(at: index)
             }
         }
@@ -127,27 +137,34 @@ struct SubscriptionLifetime: @unchecked Sendable {
     @discardableResult
     @inlinable
     func end() -> Bool {
-        let actions = withLock { header -> [(key: Int, action: @Sendable () -> Void)]? in
+        let taken = withLock {
+            header -> ((@Sendable () -> Void)?, [(key: Int, action: @Sendable () -> Void)], (storage: Storage, key: Int)?)? in
             guard loading_atomic_load_acquire(Self.flag(of: header)) != 0 else { return nil }
             loading_atomic_store_release(Self.flag(of: header), 0)
-            defer { header.pointee.actions = [] }
-            return header.pointee.actions
+            defer {
+                header.pointee.firstAction = nil
+                header.pointee.actions = []
+                header.pointee.parent = nil
+            }
+            return (header.pointee.firstAction?.action, header.pointee.actions, header.pointee.parent)
         }
-        guard let actions else { return false }
+        guard let (first, actions, parent) = taken else { return false }
+        if let parent { SubscriptionLifetime(storage: parent.storage).removeAction(parent.key) }
+        first?()
         for entry in actions { entry.action() }
         return true
     }
 
     /// A lifetime that ends when this one does, or earlier on its own; once ended, it no longer burdens this one.
     ///
-    /// Parent and child refer to each other until either ends: ending clears a lifetime's actions, which breaks
-    /// the cycle whichever ends first.
+    /// Parent and child refer to each other until either ends: ending clears a lifetime's actions and its parent
+    /// link, which breaks the cycle whichever ends first.
     @inlinable
     func makeChild() -> SubscriptionLifetime {
         let child = SubscriptionLifetime()
         if let key = onEnd({ child.end() }) {
-            let parent = self
-            child.onEnd { parent.removeAction(key) }
+            let parentStorage = storage
+            child.withLock { header in header.pointee.parent = (parentStorage, key) }
         }
         return child
     }

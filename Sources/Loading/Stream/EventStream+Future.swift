@@ -17,9 +17,10 @@ extension EventStream {
     }
 }
 
-/// The shared state of a future: the subscribers waiting for its result, then the result.
+/// The shared state of a future: the subscribers waiting for its result, then the result. A struct around one
+/// lock box (copies share it), so a future costs one allocation.
 @usableFromInline
-final class FutureCore<Output: Sendable, Failure: Error>: Sendable {
+struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline
     enum State: Sendable {
         case pending(nextKey: Int, waiting: [Int: StreamObserver<Output, Failure>])
@@ -56,7 +57,7 @@ final class FutureCore<Output: Sendable, Failure: Error>: Sendable {
         }
         if let resolved { return Self.deliver(resolved, to: observer) }
         if let key {
-            observer.onTermination { [weak self] in self?.remove(key) }
+            observer.onTermination { [self] in remove(key) }
         }
     }
 

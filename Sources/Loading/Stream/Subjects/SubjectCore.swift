@@ -186,9 +186,14 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     @inlinable
     static func send(_ delivery: Delivery, to subscribers: [Subscriber]) {
-        for subscriber in subscribers
-        where delivery.target.map({ $0 == subscriber.id }) ?? (subscriber.firstSequence <= delivery.sequence) {
-            subscriber.observer.receive(delivery.event)
+        // Borrow the elements in place rather than copying each subscriber out (a retain and release each).
+        subscribers.withUnsafeBufferPointer { subscribers in
+            for index in subscribers.indices {
+                let isRecipient =
+                    delivery.target.map { $0 == subscribers[index].id }
+                    ?? (subscribers[index].firstSequence <= delivery.sequence)
+                if isRecipient { subscribers[index].observer.receive(delivery.event) }
+            }
         }
     }
 }
