@@ -19,7 +19,7 @@ func allocationsReport(quick: Bool) -> [String] {
     defer { try? FileManager.default.removeItem(at: binary.deletingLastPathComponent()) }
     let loads = quick ? 200 : 2_000
     for (variant, title) in [
-        ("hand", "hand-written callbacks"), ("composites", "Loader composites"), ("stream", "EventStream pipeline"),
+        ("hand", "hand-written callbacks (seed 000)"), ("composites", "Loader composites"), ("stream", "EventStream pipeline"),
         ("opencombine", "OpenCombine pipeline"),
     ] {
         guard let few = heapAllocations(valgrind, binary, variant, loads), let many = heapAllocations(valgrind, binary, variant, 2 * loads) else {

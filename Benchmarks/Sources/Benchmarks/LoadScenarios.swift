@@ -19,35 +19,30 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         return saved.value &+ delivered.value
     }
 
-    // The reference: a hand-written, non-generic callback chain doing the same work, as seed 000 writes it: sources
-    // with escaping completions (real sources answer later), no cancellation, no thread-safety.
-    final class HandSource: @unchecked Sendable {
-        let result: Result<Int, any Error>
-        init(_ result: Result<Int, any Error>) { self.result = result }
-        func load(_ completion: @escaping (Result<Int, any Error>) -> Void) { completion(opaque(result)) }
-    }
-    let handPrimary = opaque(HandSource(primaryResult)), handSecondary = opaque(HandSource(secondaryResult))
-    func handChain(_ completion: @escaping (Result<Int, any Error>) -> Void) {
-        handPrimary.load { result in
-            switch result {
-            case .success(let value):
-                saved.value &+= value
-                completion(.success(transform(value)))
-            case .failure:
-                handSecondary.load { result in
-                    switch result {
-                    case .success(let value):
-                        saved.value &+= value
-                        completion(.success(transform(value)))
-                    case .failure(let error):
-                        completion(.failure(error))
-                    }
-                }
-            }
-        }
-    }
+    // The reference: the hand-written, non-generic callback chain of seed 000 (a loader protocol, a fallback
+    // composite and a caching decorator as classes over it), built once. No cancellation, no thread-safety.
+    let handChain: any HandLoading = opaque(
+        HandMap(
+            HandCaching(
+                HandFallback(primary: HandSource(primaryResult), fallback: HandSource(secondaryResult)),
+                save: { saved.value &+= $0 }),
+            transform: transform))
     let hand = Variant(name: "hand-written callbacks") { count in
-        for _ in 0..<count { handChain(deliver) }
+        for _ in 0..<count { handChain.load(completion: deliver) }
+        return checksum()
+    }
+    // The same work written inline, which the optimizer turns into straight-line code: the floor, for scale.
+    let inlinePrimary = opaque(primaryResult), inlineSecondary = opaque(secondaryResult)
+    let inline = Variant(name: "inline code (the floor)") { count in
+        for _ in 0..<count {
+            let value: Int
+            switch inlinePrimary {
+            case .success(let primary): value = primary
+            case .failure: value = (try? inlineSecondary.get()) ?? 0
+            }
+            saved.value &+= value
+            deliver(.success(transform(value)))
+        }
         return checksum()
     }
 
@@ -108,10 +103,69 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
             ? "3. Fallback path: the primary fails, the fallback succeeds (+ caching + map)"
             : "2. Single-shot load: fallback (primary succeeds) + caching + map",
         unit: "loads", operations: loads, reference: "hand-written callbacks",
-        variants: [hand, composites, compositesPerLoad, stream, openCombine, asyncChain],
+        variants: [hand, inline, composites, compositesPerLoad, stream, openCombine, asyncChain],
         targets: [
             Target(variant: "Loader composites (built once)", against: "hand-written callbacks", limit: 1.0, label: "<= 1.0x hand-written"),
             Target(variant: "EventStream pipeline", against: "OpenCombine pipeline", limit: 0.2, label: "<= 0.2x OpenCombine"),
         ],
         expectedChecksum: { count in count &* (value &+ value &* 10) })
+}
+
+/// Seed 000's loader protocol, as an app would hand-write it.
+protocol HandLoading: AnyObject, Sendable {
+    func load(completion: @escaping @Sendable (Result<Int, any Error>) -> Void)
+}
+
+/// A source that answers at once.
+final class HandSource: HandLoading {
+    let result: Result<Int, any Error>
+    init(_ result: Result<Int, any Error>) { self.result = result }
+    func load(completion: @escaping @Sendable (Result<Int, any Error>) -> Void) { completion(result) }
+}
+
+/// Seed 000's fallback composite.
+final class HandFallback: HandLoading {
+    let primary: any HandLoading
+    let fallback: any HandLoading
+    init(primary: any HandLoading, fallback: any HandLoading) {
+        self.primary = primary
+        self.fallback = fallback
+    }
+    func load(completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
+        primary.load { [fallback] result in
+            switch result {
+            case .success: completion(result)
+            case .failure: fallback.load(completion: completion)
+            }
+        }
+    }
+}
+
+/// A caching decorator.
+final class HandCaching: HandLoading {
+    let decoratee: any HandLoading
+    let save: @Sendable (Int) -> Void
+    init(_ decoratee: any HandLoading, save: @escaping @Sendable (Int) -> Void) {
+        self.decoratee = decoratee
+        self.save = save
+    }
+    func load(completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
+        decoratee.load { [save] result in
+            if case .success(let value) = result { save(value) }
+            completion(result)
+        }
+    }
+}
+
+/// A mapping decorator.
+final class HandMap: HandLoading {
+    let decoratee: any HandLoading
+    let transform: @Sendable (Int) -> Int
+    init(_ decoratee: any HandLoading, transform: @escaping @Sendable (Int) -> Int) {
+        self.decoratee = decoratee
+        self.transform = transform
+    }
+    func load(completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
+        decoratee.load { [transform] result in completion(result.map(transform)) }
+    }
 }
