@@ -1,19 +1,3 @@
-#if canImport(os)
-import os
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Bionic)
-import Bionic
-#endif
-
-#if canImport(os)
-@usableFromInline typealias PlatformLock = os_unfair_lock_s
-#else
-@usableFromInline typealias PlatformLock = pthread_mutex_t
-#endif
-
 /// A value that is only ever read or written while a mutex is held.
 ///
 /// This is the one type in the library marked `@unchecked Sendable`. It is safe because `state` is reachable only
@@ -31,12 +15,7 @@ package struct Locked<State: Sendable>: @unchecked Sendable {
     @usableFromInline
     final class Storage: ManagedBuffer<State, PlatformLock> {
         deinit {
-            withUnsafeMutablePointerToElements { lock in
-                #if !canImport(os)
-                pthread_mutex_destroy(lock)
-                #endif
-                lock.deinitialize(count: 1)
-            }
+            withUnsafeMutablePointerToElements { $0.destroyLock() }
         }
     }
 
@@ -46,14 +25,7 @@ package struct Locked<State: Sendable>: @unchecked Sendable {
     @inlinable
     package init(_ initial: State) {
         let buffer = Storage.create(minimumCapacity: 1) { _ in initial }
-        buffer.withUnsafeMutablePointerToElements { lock in
-            #if canImport(os)
-            lock.initialize(to: os_unfair_lock_s())
-            #else
-            lock.initialize(to: pthread_mutex_t())
-            pthread_mutex_init(lock, nil)
-            #endif
-        }
+        buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
         // `create` returns the dynamic subclass type; the cast cannot fail.
         storage = unsafeDowncast(buffer, to: Storage.self)
     }
@@ -62,14 +34,7 @@ package struct Locked<State: Sendable>: @unchecked Sendable {
     @inlinable
     package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         try storage.withUnsafeMutablePointers { state, lock in
-            #if canImport(os)
-            os_unfair_lock_lock(lock)
-            defer { os_unfair_lock_unlock(lock) }
-            #else
-            pthread_mutex_lock(lock)
-            defer { pthread_mutex_unlock(lock) }
-            #endif
-            return try body(&state.pointee)
+            try lock.withLockHeld { try body(&state.pointee) }
         }
     }
 }

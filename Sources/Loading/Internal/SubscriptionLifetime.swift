@@ -1,15 +1,5 @@
 import CLoadingAtomics
 
-#if canImport(os)
-import os
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Bionic)
-import Bionic
-#endif
-
 /// The lifetime of one subscription (or of one part of it): active until it is ended, by a cancel or after a
 /// terminal event, at which point the clean-up actions registered on it run, once. A value with reference
 /// semantics: copies share one lifetime.
@@ -42,12 +32,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
     @usableFromInline
     final class Storage: ManagedBuffer<Header, PlatformLock> {
         deinit {
-            withUnsafeMutablePointerToElements { lock in
-                #if !canImport(os)
-                pthread_mutex_destroy(lock)
-                #endif
-                lock.deinitialize(count: 1)
-            }
+            withUnsafeMutablePointerToElements { $0.destroyLock() }
         }
     }
 
@@ -58,14 +43,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
     @inlinable
     init() {
         let buffer = Storage.create(minimumCapacity: 1) { _ in Header() }
-        buffer.withUnsafeMutablePointerToElements { lock in
-            #if canImport(os)
-            lock.initialize(to: os_unfair_lock_s())
-            #else
-            lock.initialize(to: pthread_mutex_t())
-            pthread_mutex_init(lock, nil)
-            #endif
-        }
+        buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
         storage = unsafeDowncast(buffer, to: Storage.self)
     }
 
@@ -78,14 +56,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
     @inlinable
     func withLock<R>(_ body: (UnsafeMutablePointer<Header>) -> R) -> R {
         storage.withUnsafeMutablePointers { header, lock in
-            #if canImport(os)
-            os_unfair_lock_lock(lock)
-            defer { os_unfair_lock_unlock(lock) }
-            #else
-            pthread_mutex_lock(lock)
-            defer { pthread_mutex_unlock(lock) }
-            #endif
-            return body(header)
+            lock.withLockHeld { body(header) }
         }
     }
 

@@ -40,7 +40,7 @@ struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
             state = .resolved(result)
             return waiting.sorted { $0.key < $1.key }.map(\.value)
         }
-        for observer in waiting { Self.deliver(result, to: observer) }
+        for observer in waiting { observer.send(result: result) }
     }
 
     @inlinable
@@ -55,7 +55,7 @@ struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
                 return (nil, result)
             }
         }
-        if let resolved { return Self.deliver(resolved, to: observer) }
+        if let resolved { return observer.send(result: resolved) }
         if let key {
             observer.onTermination { [self] in remove(key) }
         }
@@ -67,17 +67,6 @@ struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
             guard case .pending(let nextKey, var waiting) = state else { return }
             waiting[key] = nil
             state = .pending(nextKey: nextKey, waiting: waiting)
-        }
-    }
-
-    @inlinable
-    static func deliver(_ result: Result<Output, Failure>, to observer: StreamObserver<Output, Failure>) {
-        switch result {
-        case .success(let value):
-            observer.send(value)
-            observer.finish()
-        case .failure(let error):
-            observer.fail(error)
         }
     }
 }

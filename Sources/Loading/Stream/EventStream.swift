@@ -106,16 +106,22 @@ public struct StreamObserver<Output: Sendable, Failure: Error>: Sendable {
         receive(.completion(.finished))
     }
 
+    /// Sends a result as a single-value stream does: the value then `.finished`, or the failure.
+    @inlinable
+    func send(result: Result<Output, Failure>) {
+        switch result {
+        case .success(let value):
+            receive(.value(value))
+            receive(.completion(.finished))
+        case .failure(let error):
+            receive(.completion(.failure(error)))
+        }
+    }
+
     /// Sends `.failure(error)`.
     @inlinable
     public func fail(_ error: Failure) {
         receive(.completion(.failure(error)))
-    }
-
-    /// Sends `event`.
-    @inlinable
-    public func send(event: StreamEvent<Output, Failure>) {
-        receive(event)
     }
 
     /// Whether the subscription has ended (cancelled, or completed downstream): a source should stop working.
@@ -139,9 +145,4 @@ public struct StreamObserver<Output: Sendable, Failure: Error>: Sendable {
         StreamObserver<NewOutput, NewFailure>(lifetime: lifetime, receive: receive)
     }
 
-    /// An observer that sends to the same place, with a child lifetime that ends with this one or on its own.
-    @inlinable
-    func withChildLifetime() -> StreamObserver<Output, Failure> {
-        StreamObserver(lifetime: lifetime.makeChild(), receive: receive)
-    }
 }

@@ -8,15 +8,7 @@ extension Loader {
     /// ```
     public func asStream() -> EventStream<Output, any Error> {
         EventStream { observer in
-            let token = load { result in
-                switch result {
-                case .success(let value):
-                    observer.send(value)
-                    observer.finish()
-                case .failure(let error):
-                    observer.fail(error)
-                }
-            }
+            let token = load { observer.send(result: $0) }
             observer.onTermination { token.cancel() }
         }
     }

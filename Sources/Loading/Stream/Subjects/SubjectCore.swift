@@ -77,10 +77,6 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         state.withLock { $0.current }
     }
 
-    @inlinable
-    var isCompleted: Bool {
-        state.withLock { $0.completion != nil }
-    }
 
     /// Broadcasts `event` to the current subscribers; ignored after the subject completed.
     @inlinable
