@@ -9,15 +9,14 @@ import CLoadingAtomics
 /// parent or on its own.
 ///
 /// Every event checks ``isActive``, so it is read without the lock: the flag is a word written with an atomic
-/// release store (under the lock, when the lifetime ends) and read with an atomic acquire load. The flag, the rest
-/// of the state and the mutex share one allocation (a `ManagedBuffer`). Like ``Locked``, it is `@unchecked Sendable`
+/// release store (under the lock, when the lifetime ends) and read with an atomic acquire load, and it lives apart
+/// from the Swift-accessed state so that the two never overlap. The flag, the rest of the state and the mutex share
+/// one allocation (a `ManagedBuffer`). Like ``Locked``, it is `@unchecked Sendable`
 /// because its mutable state is only reached under its own mutex, and the flag only atomically.
 @usableFromInline
 struct SubscriptionLifetime: @unchecked Sendable {
     @usableFromInline
     struct Header {
-        /// 1 while active, 0 once ended; atomic.
-        @usableFromInline var activeFlag: Int = 1
         @usableFromInline var nextKey = 0
         /// The first action, kept apart so that the common lifetime (one clean-up) allocates no array.
         @usableFromInline var firstAction: (key: Int, action: @Sendable () -> Void)?
@@ -29,10 +28,21 @@ struct SubscriptionLifetime: @unchecked Sendable {
         init() {}
     }
 
+    /// The header holds what the lock protects. The element words hold, apart from it so that no Swift access
+    /// to the header ever touches them: word 0, the active flag (1 while active, 0 once ended; only ever accessed
+    /// atomically), then the mutex.
     @usableFromInline
-    final class Storage: ManagedBuffer<Header, PlatformLock> {
+    final class Storage: ManagedBuffer<Header, Int> {
+        @usableFromInline
+        static let lockWords = (MemoryLayout<PlatformLock>.size + MemoryLayout<Int>.size - 1) / MemoryLayout<Int>.size
+
         deinit {
-            withUnsafeMutablePointerToElements { $0.destroyLock() }
+            withUnsafeMutablePointerToElements { Storage.lock(in: $0).destroyLock() }
+        }
+
+        @inlinable
+        static func lock(in words: UnsafeMutablePointer<Int>) -> UnsafeMutablePointer<PlatformLock> {
+            UnsafeMutableRawPointer(words + 1).assumingMemoryBound(to: PlatformLock.self)
         }
     }
 
@@ -42,8 +52,11 @@ struct SubscriptionLifetime: @unchecked Sendable {
     /// Creates an active lifetime.
     @inlinable
     init() {
-        let buffer = Storage.create(minimumCapacity: 1) { _ in Header() }
-        buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
+        let buffer = Storage.create(minimumCapacity: 1 + Storage.lockWords) { _ in Header() }
+        buffer.withUnsafeMutablePointerToElements { words in
+            words.initialize(to: 1)
+            UnsafeMutableRawPointer(words + 1).bindMemory(to: PlatformLock.self, capacity: 1).initializeLock()
+        }
         storage = unsafeDowncast(buffer, to: Storage.self)
     }
 
@@ -52,25 +65,19 @@ struct SubscriptionLifetime: @unchecked Sendable {
         self.storage = storage
     }
 
-    /// Runs `body` on the header with the mutex held.
+    /// Runs `body` on the header and the flag with the mutex held.
     @inlinable
-    func withLock<R>(_ body: (UnsafeMutablePointer<Header>) -> R) -> R {
-        storage.withUnsafeMutablePointers { header, lock in
-            lock.withLockHeld { body(header) }
+    func withLock<R>(_ body: (UnsafeMutablePointer<Header>, UnsafeMutablePointer<Int>) -> R) -> R {
+        storage.withUnsafeMutablePointers { header, words in
+            Storage.lock(in: words).withLockHeld { body(header, words) }
         }
-    }
-
-    @inlinable
-    static func flag(of header: UnsafeMutablePointer<Header>) -> UnsafeMutablePointer<Int> {
-        (UnsafeMutableRawPointer(header) + MemoryLayout<Header>.offset(of: \Header.activeFlag)!)
-            .assumingMemoryBound(to: Int.self)
     }
 
     /// Whether the lifetime has not ended yet (lock-free).
     @inlinable
     var isActive: Bool {
-        storage.withUnsafeMutablePointerToHeader { header in
-            loading_atomic_load_acquire(Self.flag(of: header)) != 0
+        storage.withUnsafeMutablePointerToElements { flag in
+            loading_atomic_load_acquire(flag) != 0
         }
     }
 
@@ -78,8 +85,8 @@ struct SubscriptionLifetime: @unchecked Sendable {
     @discardableResult
     @inlinable
     func onEnd(_ action: @escaping @Sendable () -> Void) -> Int? {
-        let key = withLock { header -> Int? in
-            guard loading_atomic_load_acquire(Self.flag(of: header)) != 0 else { return nil }
+        let key = withLock { header, flag -> Int? in
+            guard loading_atomic_load_acquire(flag) != 0 else { return nil }
             header.pointee.nextKey += 1
             if header.pointee.firstAction == nil {
                 header.pointee.firstAction = (header.pointee.nextKey, action)
@@ -95,7 +102,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
     /// Forgets the action registered under `key`.
     @inlinable
     func removeAction(_ key: Int) {
-        withLock { header in
+        withLock { header, _ in
             if header.pointee.firstAction?.key == key {
                 header.pointee.firstAction = nil
             } else if let index = header.pointee.actions.firstIndex(where: { $0.key == key }) {
@@ -109,9 +116,9 @@ struct SubscriptionLifetime: @unchecked Sendable {
     @inlinable
     func end() -> Bool {
         let taken = withLock {
-            header -> ((@Sendable () -> Void)?, [(key: Int, action: @Sendable () -> Void)], (storage: Storage, key: Int)?)? in
-            guard loading_atomic_load_acquire(Self.flag(of: header)) != 0 else { return nil }
-            loading_atomic_store_release(Self.flag(of: header), 0)
+            header, flag -> ((@Sendable () -> Void)?, [(key: Int, action: @Sendable () -> Void)], (storage: Storage, key: Int)?)? in
+            guard loading_atomic_load_acquire(flag) != 0 else { return nil }
+            loading_atomic_store_release(flag, 0)
             defer {
                 header.pointee.firstAction = nil
                 header.pointee.actions = []
@@ -135,7 +142,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
         let child = SubscriptionLifetime()
         if let key = onEnd({ child.end() }) {
             let parentStorage = storage
-            child.withLock { header in header.pointee.parent = (parentStorage, key) }
+            child.withLock { header, _ in header.pointee.parent = (parentStorage, key) }
         }
         return child
     }
