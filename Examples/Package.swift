@@ -16,6 +16,9 @@ let package = Package(
             .product(name: "FriendsDomain", package: "Loading"),
             .product(name: "Loading", package: "Loading"),
         ]),
+        .executableTarget(name: "friends-server", dependencies: [
+            "FriendsServer", .product(name: "FriendsDomain", package: "Loading"),
+        ]),
         .executableTarget(name: "example-fallback-caching", dependencies: [.product(name: "Loading", package: "Loading")]),
         .executableTarget(name: "example-retry-timeout", dependencies: [.product(name: "Loading", package: "Loading")]),
         .executableTarget(name: "example-seed-stream", dependencies: [.product(name: "Loading", package: "Loading")]),

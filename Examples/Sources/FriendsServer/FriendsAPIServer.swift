@@ -39,9 +39,10 @@ public final class FriendsAPIServer: Sendable {
     private let server = Mutex<LoopbackHTTPServer?>(nil)
     private let lastPort = Mutex(0)
 
-    /// Starts the server with `friends`, answering after `latency`.
-    public init(friends: [Friend], latency: Duration = .milliseconds(40)) throws {
+    /// Starts the server with `friends`, answering after `latency`, on `port` (0: a free one).
+    public init(friends: [Friend], latency: Duration = .milliseconds(40), port: Int = 0) throws {
         state = Mutex(State(friends: friends, latency: latency))
+        lastPort.withLock { $0 = port }
         try start()
     }
 
