@@ -1,6 +1,7 @@
 /// A value that is only ever read or written while a mutex is held.
 ///
-/// This is the one type in the library marked `@unchecked Sendable`. It is safe because `state` is reachable only
+/// One of the two lock boxes in `Loading` marked `@unchecked Sendable` (the other is ``SubscriptionLifetime``, a lock
+/// box with a lock-free flag; FriendsDomain adds `QueueConfined`). It is safe because `state` is reachable only
 /// through ``withLock(_:)``, which holds the platform mutex (os_unfair_lock on Apple platforms, pthread_mutex
 /// elsewhere) for the whole access, and the stored state must itself be `Sendable`. The state and the mutex live in
 /// one allocation (a `ManagedBuffer`), so a box costs one allocation.
