@@ -65,6 +65,20 @@ private func heapAllocations(_ valgrind: String, _ binary: URL, _ variant: Strin
 
 /// Runs `loads` single-shot loads of one variant (in a child process under valgrind).
 func runAllocationChild(variant: String, loads: Int) {
+    if variant.hasPrefix("composite:") {
+        // One composite at a time over an immediate source, for finding where allocations come from.
+        let source = ImmediateLoader(result: .success(opaque(1)))
+        let tally = Tally()
+        let deliver: @Sendable (Result<Int, any Error>) -> Void = opaqueFunction { _ in tally.value &+= 1 }
+        switch variant.dropFirst("composite:".count) {
+        case "source": for _ in 0..<loads { source.load(completion: deliver) }
+        case "map": let loader = source.map { $0 + 1 }; for _ in 0..<loads { loader.load(completion: deliver) }
+        case "caching": let loader = source.caching(to: TallyCache(tally: tally)); for _ in 0..<loads { loader.load(completion: deliver) }
+        case "fallback": let loader = source.fallback(to: source); for _ in 0..<loads { loader.load(completion: deliver) }
+        default: break
+        }
+        return
+    }
     if variant.hasPrefix("sqlite-read:") {
         let name = String(variant.dropFirst("sqlite-read:".count))
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bench-child-\(UUID().uuidString)")
