@@ -71,7 +71,7 @@ func runAllocationChild(variant: String, loads: Int) {
         let tally = Tally()
         let deliver: @Sendable (Result<Int, any Error>) -> Void = opaqueFunction { _ in tally.value &+= 1 }
         switch variant.dropFirst("composite:".count) {
-        case "source": for _ in 0..<loads { source.load(completion: deliver) }
+        case "source": for _ in 0..<loads { _ = source.load(completion: deliver) }
         case "map": let loader = source.map { $0 + 1 }; for _ in 0..<loads { loader.load(completion: deliver) }
         case "caching": let loader = source.caching(to: TallyCache(tally: tally)); for _ in 0..<loads { loader.load(completion: deliver) }
         case "fallback": let loader = source.fallback(to: source); for _ in 0..<loads { loader.load(completion: deliver) }
