@@ -3,6 +3,9 @@ import PackageDescription
 
 // Runnable compositions of Loading and FriendsDomain, an embedded friends API to run them against, and end-to-end
 // tests over real loopback HTTP. Its own package, so that the library keeps zero dependencies.
+let loading = Target.Dependency.product(name: "Loading", package: "Loading")
+let friendsDomain = Target.Dependency.product(name: "FriendsDomain", package: "Loading")
+
 let package = Package(
     name: "LoadingExamples",
     platforms: [.macOS(.v15)],
@@ -10,33 +13,16 @@ let package = Package(
         .package(name: "Loading", path: ".."),
     ],
     targets: [
-        .target(name: "FriendsServer", dependencies: [.product(name: "FriendsDomain", package: "Loading")]),
-        .executableTarget(name: "friends-demo", dependencies: [
-            "FriendsServer",
-            .product(name: "FriendsDomain", package: "Loading"),
-            .product(name: "Loading", package: "Loading"),
-        ]),
-        .executableTarget(name: "friends-server", dependencies: [
-            "FriendsServer", .product(name: "FriendsDomain", package: "Loading"),
-        ]),
-        .executableTarget(name: "example-fallback-caching", dependencies: [.product(name: "Loading", package: "Loading")]),
-        .executableTarget(name: "example-retry-timeout", dependencies: [.product(name: "Loading", package: "Loading")]),
-        .executableTarget(name: "example-seed-stream", dependencies: [.product(name: "Loading", package: "Loading")]),
-        .executableTarget(name: "example-async-bridges", dependencies: [.product(name: "Loading", package: "Loading")]),
-        .executableTarget(name: "example-live-merge", dependencies: [
-            "FriendsServer",
-            .product(name: "FriendsDomain", package: "Loading"),
-            .product(name: "Loading", package: "Loading"),
-        ]),
-        .executableTarget(name: "example-sections", dependencies: [
-            .product(name: "FriendsDomain", package: "Loading"),
-            .product(name: "Loading", package: "Loading"),
-        ]),
-        .testTarget(name: "EndToEndTests", dependencies: [
-            "FriendsServer",
-            .product(name: "FriendsDomain", package: "Loading"),
-            .product(name: "Loading", package: "Loading"),
-        ]),
+        .target(name: "FriendsServer", dependencies: [friendsDomain]),
+        .executableTarget(name: "friends-demo", dependencies: ["FriendsServer", friendsDomain, loading]),
+        .executableTarget(name: "friends-server", dependencies: ["FriendsServer", friendsDomain]),
+        .executableTarget(name: "example-fallback-caching", dependencies: [loading]),
+        .executableTarget(name: "example-retry-timeout", dependencies: [loading]),
+        .executableTarget(name: "example-seed-stream", dependencies: [loading]),
+        .executableTarget(name: "example-async-bridges", dependencies: [loading]),
+        .executableTarget(name: "example-live-merge", dependencies: ["FriendsServer", friendsDomain, loading]),
+        .executableTarget(name: "example-sections", dependencies: [friendsDomain, loading]),
+        .testTarget(name: "EndToEndTests", dependencies: ["FriendsServer", friendsDomain, loading]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -245,16 +245,15 @@ func concurrencyScenario(callers: Int) -> Scenario {
 extension Scenario {
     /// The scenario with each "operation" being one batch of `callers` calls (the checksum counts deliveries).
     func withOperations(_ callers: Int) -> Scenario {
-        var copy = self
-        let variants = self.variants
-        copy = Scenario(
+        Scenario(
             title: title, unit: unit, operations: 1, reference: reference,
-            variants: variants.map { variant in Variant(name: variant.name) { batches in
-                var delivered = 0
-                for _ in 0..<batches { delivered += variant.run(callers) }
-                return delivered / max(batches, 1)
-            } },
+            variants: variants.map { variant in
+                Variant(name: variant.name) { batches in
+                    var delivered = 0
+                    for _ in 0..<batches { delivered += variant.run(callers) }
+                    return delivered / max(batches, 1)
+                }
+            },
             targets: targets, expectedChecksum: { _ in callers }, note: note)
-        return copy
     }
 }
