@@ -10,7 +10,7 @@ let package = Package(
     name: "LoadingExamples",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "Loading", path: ".."),
+        .package(name: "Loading", path: "..")
     ],
     targets: [
         .target(name: "FriendsServer", dependencies: [friendsDomain]),

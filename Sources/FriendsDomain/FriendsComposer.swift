@@ -2,7 +2,7 @@ import Foundation
 import Loading
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The composition root of the friends feature: it builds, from a small configuration, the chain seed 000 asks for.
@@ -168,8 +168,11 @@ public struct FriendsComposer: Sendable {
     public func friendsStream() -> EventStream<[Friend], any Error> {
         let loaded = cachedChain.asStream()
         guard let updates else { return loaded.receive(on: .main) }
-        let memory = self.memory, database = self.database, onEvent = self.onEvent
-        let saveDebounce = self.saveDebounce, scheduler = self.scheduler
+        let memory = self.memory
+        let database = self.database
+        let onEvent = self.onEvent
+        let saveDebounce = self.saveDebounce
+        let scheduler = self.scheduler
         return
             loaded
             .flatMap { list in

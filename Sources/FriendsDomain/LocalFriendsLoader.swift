@@ -28,7 +28,9 @@ public struct LocalFriendsLoader: Loader, Cache {
 
     /// Creates a loader over `store`. Stored friends older than `maxAge` (measured with `currentDate`) count as
     /// expired; with `maxAge` `nil` they never expire.
-    public init(store: any FriendsStore, maxAge: Duration? = nil, currentDate: @escaping @Sendable () -> Date = Date.init) {
+    public init(
+        store: any FriendsStore, maxAge: Duration? = nil, currentDate: @escaping @Sendable () -> Date = Date.init
+    ) {
         self.store = store
         self.maxAge = maxAge.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
         self.currentDate = currentDate

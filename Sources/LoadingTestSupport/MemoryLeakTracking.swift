@@ -10,7 +10,8 @@ extension XCTestCase {
     /// ```
     public func trackForMemoryLeaks(_ instance: AnyObject, file: StaticString = #filePath, line: UInt = #line) {
         addTeardownBlock { [weak instance] in
-            XCTAssertNil(instance, "Instance should have been deallocated. Potential memory leak.", file: file, line: line)
+            XCTAssertNil(
+                instance, "Instance should have been deallocated. Potential memory leak.", file: file, line: line)
         }
     }
 }

@@ -20,7 +20,9 @@ public final class StreamRecorder<Output: Sendable, Failure: Error>: Sendable {
 
     /// Subscribes to `stream` at once and records what it sends. `onEvent` runs inside each delivery, after the
     /// event is recorded.
-    public init(_ stream: EventStream<Output, Failure>, onEvent: (@Sendable (StreamEvent<Output, Failure>) -> Void)? = nil) {
+    public init(
+        _ stream: EventStream<Output, Failure>, onEvent: (@Sendable (StreamEvent<Output, Failure>) -> Void)? = nil
+    ) {
         self.onEvent = onEvent
         let subscription = stream.sink { [weak self] completion in
             self?.record(.completion(completion))

@@ -4,7 +4,7 @@ import Loading
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The production composition on a real SQLite file: what one composer loads from the network, a second one (as
@@ -13,7 +13,8 @@ final class FriendsComposerIntegrationTests: XCTestCase {
     func test_secondComposerLoadsFromTheDatabaseFileWhileTheNetworkFails() throws {
         URLProtocolStub.reset()
         let databaseURL = temporaryFileURL()
-        try FileManager.default.createDirectory(at: databaseURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: databaseURL.deletingLastPathComponent(), withIntermediateDirectories: true)
         addTeardownBlock { try? FileManager.default.removeItem(at: databaseURL.deletingLastPathComponent()) }
         let configuration = FriendsComposer.Configuration(
             baseURL: URL(string: "https://api.example.com")!, databaseURL: databaseURL,
@@ -30,7 +31,8 @@ final class FriendsComposerIntegrationTests: XCTestCase {
         // The database save runs beside the delivery: wait for it to land, as a real restart would.
         let deadline = Date().addingTimeInterval(5)
         while Date() < deadline,
-            (try? awaitResult({ SQLiteFriendsStore(fileURL: databaseURL).retrieve(completion: $0) })?.get())??.friends != friends
+            (try? awaitResult({ SQLiteFriendsStore(fileURL: databaseURL).retrieve(completion: $0) })?.get())??.friends
+                != friends
         {
             Thread.sleep(forTimeInterval: 0.01)
         }
@@ -48,7 +50,8 @@ final class FriendsComposerIntegrationTests: XCTestCase {
         URLProtocolStub.reset()
         URLProtocolStub.stub(.failure(.cannotConnectToHost))
         let databaseURL = temporaryFileURL()
-        try FileManager.default.createDirectory(at: databaseURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: databaseURL.deletingLastPathComponent(), withIntermediateDirectories: true)
         addTeardownBlock { try? FileManager.default.removeItem(at: databaseURL.deletingLastPathComponent()) }
         let sut = FriendsComposer(
             configuration: .init(

@@ -5,7 +5,7 @@ import LoadingTestSupport
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Seed 000's requirements, one test each, with test doubles for the stores, the network and the updates.
@@ -79,7 +79,10 @@ final class FriendsComposerTests: XCTestCase {
         let (sut, parts) = makeSUT(updates: updates, scheduler: scheduler)
         parts.memory.replaceAll(with: [makeFriend("1"), makeFriend("2")], timestamp: fixedDate) { _ in }
         let lists = Locked<[[Friend]]>([])
-        let subscription = sut.friendsStream().sink(receiveCompletion: { _ in }) { list in lists.withLock { $0.append(list) } }
+        let subscription = sut.friendsStream().sink { _ in
+        } receiveValue: { list in
+            lists.withLock { $0.append(list) }
+        }
 
         spinMainQueue { lists.withLock { $0.count } == 1 }
         let renamed = makeFriend("2", name: "Renamed")
@@ -109,13 +112,20 @@ final class FriendsComposerTests: XCTestCase {
         let (sut, parts) = makeSUT(updates: updates, scheduler: scheduler)
         parts.memory.replaceAll(with: [makeFriend("1")], timestamp: fixedDate) { _ in }
         let count = Locked(0)
-        let subscription = sut.friendsStream().sink(receiveCompletion: { _ in }) { _ in count.withLock { $0 += 1 } }
+        let subscription = sut.friendsStream().sink { _ in
+        } receiveValue: { _ in
+            count.withLock { $0 += 1 }
+        }
         spinMainQueue { count.withLock { $0 } == 1 }
 
         for index in 0..<1_000 {
             updates.send(.upsert(makeFriend("1", name: "Name \(index)")))
-            if index % 250 == 249 { scheduler.advance(by: .milliseconds(500)) }  // a pause every 250 updates
-            else { scheduler.advance(by: .milliseconds(1)) }
+            if index % 250 == 249 {
+                scheduler.advance(by: .milliseconds(500))
+            }  // a pause every 250 updates
+            else {
+                scheduler.advance(by: .milliseconds(1))
+            }
         }
         scheduler.advance(by: .seconds(1))
         spinMainQueue { count.withLock { $0 } == 1_001 }
@@ -130,7 +140,10 @@ final class FriendsComposerTests: XCTestCase {
         let (sut, parts) = makeSUT(updates: updates, scheduler: TestScheduler())
         parts.memory.replaceAll(with: [makeFriend("1")], timestamp: fixedDate) { _ in }
         let count = Locked(0)
-        let subscription = sut.friendsStream().sink(receiveCompletion: { _ in }) { _ in count.withLock { $0 += 1 } }
+        let subscription = sut.friendsStream().sink { _ in
+        } receiveValue: { _ in
+            count.withLock { $0 += 1 }
+        }
         spinMainQueue { count.withLock { $0 } == 1 }
 
         updates.send(.upsert(makeFriend("1", name: "Last")))

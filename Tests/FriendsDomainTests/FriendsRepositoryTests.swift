@@ -49,7 +49,8 @@ final class FriendsRepositoryTests: XCTestCase {
 
         let done = expectation(description: "removed")
         sut.remove(id: "1", optimistic: false) { _ in done.fulfill() }
-        XCTAssertEqual(states.values.last, .loading(previous: [ada, grace]), "nothing disappears before the server agrees")
+        XCTAssertEqual(
+            states.values.last, .loading(previous: [ada, grace]), "nothing disappears before the server agrees")
         parts.network.answer(with: [grace, makeFriend("3")])  // the server's truth after the delete
         parts.deleter.complete(with: .success(()))
         wait(for: [done], timeout: 5)
@@ -134,7 +135,12 @@ final class ControllableNetwork: Loader {
 
     var pendingCount: Int { state.withLock { $0.pending.count } }
 
-    func answer(with friends: [Friend]) { state.withLock { $0.answer = friends; $0.holding = false } }
+    func answer(with friends: [Friend]) {
+        state.withLock {
+            $0.answer = friends
+            $0.holding = false
+        }
+    }
     func hold() { state.withLock { $0.holding = true } }
 
     func releaseAll(with friends: [Friend]) {
@@ -142,7 +148,7 @@ final class ControllableNetwork: Loader {
             defer { state.pending = [:] }
             return state.pending.values
         }
-        pending.forEach { $0(.success(friends)) }
+        for element in pending { element(.success(friends)) }
     }
 
     func load(completion: @escaping LoadCompletion<[Friend]>) -> any CancellationToken {
@@ -163,7 +169,9 @@ final class DeleterSpy: FriendDeleting {
 
     var deletedIDs: [Friend.ID] { requests.withLock { $0.map(\.id) } }
 
-    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) -> any CancellationToken {
+    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+        -> any CancellationToken
+    {
         requests.withLock { $0.append((id, completion)) }
         return AnyCancellationToken()
     }

@@ -6,8 +6,10 @@ import XCTest
 
 final class FriendsSectionsTests: XCTestCase {
     func test_onlineAllAndRecentlyUpdated_eachFromItsSource() {
-        let memory = InMemoryFriendsStore(), database = InMemoryFriendsStore()
-        let ada = makeFriend("1", status: .online, updatedAt: 100), bob = makeFriend("2", status: .offline, updatedAt: 300)
+        let memory = InMemoryFriendsStore()
+        let database = InMemoryFriendsStore()
+        let ada = makeFriend("1", status: .online, updatedAt: 100)
+        let bob = makeFriend("2", status: .offline, updatedAt: 300)
         let cy = makeFriend("3", status: .online, updatedAt: 200)
         memory.replaceAll(with: [ada, bob, cy], timestamp: fixedDate) { _ in }
         database.replaceAll(with: [ada, bob, cy], timestamp: fixedDate) { _ in }

@@ -43,7 +43,8 @@ extension FriendsStoreSpecs {
         let later = fixedDate.addingTimeInterval(60)
         XCTAssertNoThrow(try replaceAll(sut, [makeFriend("3")], timestamp: later)?.get(), file: file, line: line)
         XCTAssertEqual(
-            try retrieve(sut)?.get(), CachedFriends(friends: [makeFriend("3")], timestamp: later), file: file, line: line)
+            try retrieve(sut)?.get(), CachedFriends(friends: [makeFriend("3")], timestamp: later), file: file,
+            line: line)
     }
 
     func assertUpsertReplacesByIDInPlaceAndAppendsUnknownIDs(file: StaticString = #filePath, line: UInt = #line) {
@@ -91,9 +92,18 @@ extension FriendsStoreSpecs {
         let order = Locked<[Int]>([])
         let done = expectation(description: "all done")
         done.expectedFulfillmentCount = 3
-        sut.replaceAll(with: [makeFriend("1")], timestamp: fixedDate) { _ in order.withLock { $0.append(1) }; done.fulfill() }
-        sut.deleteAll { _ in order.withLock { $0.append(2) }; done.fulfill() }
-        sut.replaceAll(with: [makeFriend("3")], timestamp: fixedDate) { _ in order.withLock { $0.append(3) }; done.fulfill() }
+        sut.replaceAll(with: [makeFriend("1")], timestamp: fixedDate) { _ in
+            order.withLock { $0.append(1) }
+            done.fulfill()
+        }
+        sut.deleteAll { _ in
+            order.withLock { $0.append(2) }
+            done.fulfill()
+        }
+        sut.replaceAll(with: [makeFriend("3")], timestamp: fixedDate) { _ in
+            order.withLock { $0.append(3) }
+            done.fulfill()
+        }
         wait(for: [done], timeout: 5)
         XCTAssertEqual(order.withLock { $0 }, [1, 2, 3], file: file, line: line)
         XCTAssertEqual(try retrieve(sut)?.get()?.friends, [makeFriend("3")], file: file, line: line)
@@ -105,7 +115,9 @@ extension FriendsStoreSpecs {
         awaitResult { sut.retrieve(completion: $0) }
     }
 
-    func replaceAll(_ sut: any FriendsStore, _ friends: [Friend], timestamp: Date = fixedDate) -> Result<Void, any Error>? {
+    func replaceAll(_ sut: any FriendsStore, _ friends: [Friend], timestamp: Date = fixedDate) -> Result<
+        Void, any Error
+    >? {
         awaitResult { sut.replaceAll(with: friends, timestamp: timestamp, completion: $0) }
     }
 

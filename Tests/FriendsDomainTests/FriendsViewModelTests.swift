@@ -7,7 +7,9 @@ import XCTest
 final class FriendsViewModelTests: XCTestCase {
     func test_mapsFriendsToRows() {
         let friends = [
-            Friend(id: "1", name: "  Ada Lovelace ", status: .online, avatarURL: URL(string: "https://x.test/a.png"), updatedAt: fixedDate),
+            Friend(
+                id: "1", name: "  Ada Lovelace ", status: .online, avatarURL: URL(string: "https://x.test/a.png"),
+                updatedAt: fixedDate),
             Friend(id: "2", name: "", status: .away, updatedAt: fixedDate),
             Friend(id: "3", name: "Grace", status: .offline, updatedAt: fixedDate),
             Friend(id: "4", name: "Linus", status: "busy", updatedAt: fixedDate),
@@ -36,12 +38,14 @@ final class FriendsViewModelTests: XCTestCase {
             FriendsViewModel.viewState(for: .loaded([])),
             FriendsViewState(isLoading: false, items: [], errorMessage: nil, emptyMessage: "No friends yet."))
         XCTAssertEqual(
-            FriendsViewModel.viewState(for: .failed(FriendsAPIError.connectivity(underlying: AnyError()), previous: friends)),
+            FriendsViewModel.viewState(
+                for: .failed(FriendsAPIError.connectivity(underlying: AnyError()), previous: friends)),
             FriendsViewState(
                 isLoading: false, items: [row],
                 errorMessage: "You appear to be offline. Check your connection and try again.", emptyMessage: nil))
-        XCTAssertEqual(FriendsViewModel.viewState(for: .failed(FriendsAPIError.invalidData, previous: nil)).errorMessage,
-                       "The server had a problem. Try again later.")
+        XCTAssertEqual(
+            FriendsViewModel.viewState(for: .failed(FriendsAPIError.invalidData, previous: nil)).errorMessage,
+            "The server had a problem. Try again later.")
     }
 
     func test_viewStates_followTheLoadingStatesWithoutDuplicates() {

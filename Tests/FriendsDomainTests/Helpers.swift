@@ -4,7 +4,9 @@ import FriendsDomain
 import Loading
 import XCTest
 
-func makeFriend(_ id: String, name: String? = nil, status: Friend.Status = .online, updatedAt: Double = 1_700_000_000) -> Friend {
+func makeFriend(_ id: String, name: String? = nil, status: Friend.Status = .online, updatedAt: Double = 1_700_000_000)
+    -> Friend
+{
     Friend(
         id: id,
         name: name ?? "Friend \(id)",

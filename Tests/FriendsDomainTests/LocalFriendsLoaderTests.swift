@@ -24,7 +24,8 @@ final class LocalFriendsLoaderTests: XCTestCase {
     func test_load_failsWithExpiredOnceMaxAgeHasPassed() {
         let (sut, store) = makeSUT(maxAge: .seconds(60), now: fixedDate.addingTimeInterval(60))
         store.replaceAll(with: [makeFriend("1")], timestamp: fixedDate) { _ in }
-        guard case .failure(LocalFriendsLoader.Error.expired(let savedAt))? = awaitResult({ sut.load(completion: $0) }) else {
+        guard case .failure(LocalFriendsLoader.Error.expired(let savedAt))? = awaitResult({ sut.load(completion: $0) })
+        else {
             return XCTFail("expected .expired")
         }
         XCTAssertEqual(savedAt, fixedDate)
@@ -46,7 +47,8 @@ final class LocalFriendsLoaderTests: XCTestCase {
         let (sut, store) = makeSUT(now: fixedDate)
         _ = awaitResult { sut.save([makeFriend("2")], completion: $0) }
         XCTAssertEqual(
-            try awaitResult { store.retrieve(completion: $0) }?.get(), CachedFriends(friends: [makeFriend("2")], timestamp: fixedDate))
+            try awaitResult { store.retrieve(completion: $0) }?.get(),
+            CachedFriends(friends: [makeFriend("2")], timestamp: fixedDate))
     }
 
     func test_keepsTheCacheContract_onBothStores() {
@@ -63,11 +65,13 @@ final class LocalFriendsLoaderTests: XCTestCase {
     func test_validateCache_deletesExpiredDataAndKeepsFreshData() throws {
         let store = InMemoryFriendsStore()
         store.replaceAll(with: [makeFriend("1")], timestamp: fixedDate) { _ in }
-        let fresh = LocalFriendsLoader(store: store, maxAge: .seconds(60), currentDate: { fixedDate.addingTimeInterval(30) })
+        let fresh = LocalFriendsLoader(
+            store: store, maxAge: .seconds(60), currentDate: { fixedDate.addingTimeInterval(30) })
         _ = awaitResult { fresh.validateCache(completion: $0) }
         XCTAssertNotNil(try awaitResult { store.retrieve(completion: $0) }?.get())
 
-        let expired = LocalFriendsLoader(store: store, maxAge: .seconds(60), currentDate: { fixedDate.addingTimeInterval(61) })
+        let expired = LocalFriendsLoader(
+            store: store, maxAge: .seconds(60), currentDate: { fixedDate.addingTimeInterval(61) })
         _ = awaitResult { expired.validateCache(completion: $0) }
         XCTAssertEqual(try awaitResult { store.retrieve(completion: $0) }?.get(), .some(nil))
     }
@@ -98,14 +102,20 @@ final class FailingStore: FriendsStore {
     private let deletions = Locked(0)
     var deleteAllCount: Int { deletions.withLock { $0 } }
 
-    func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) { completion(.failure(AnyError())) }
-    func replaceAll(with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) {
+        completion(.failure(AnyError()))
+    }
+    func replaceAll(
+        with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
         completion(.failure(AnyError()))
     }
     func upsert(_ friend: Friend, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         completion(.failure(AnyError()))
     }
-    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) { completion(.failure(AnyError())) }
+    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.failure(AnyError()))
+    }
     func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         deletions.withLock { $0 += 1 }
         completion(.success(()))
@@ -119,7 +129,9 @@ struct SlowStore: FriendsStore {
     func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) {
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.02) { wrapping.retrieve(completion: completion) }
     }
-    func replaceAll(with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    func replaceAll(
+        with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
         wrapping.replaceAll(with: friends, timestamp: timestamp, completion: completion)
     }
     func upsert(_ friend: Friend, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
@@ -128,5 +140,7 @@ struct SlowStore: FriendsStore {
     func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         wrapping.delete(id: id, completion: completion)
     }
-    func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) { wrapping.deleteAll(completion: completion) }
+    func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        wrapping.deleteAll(completion: completion)
+    }
 }

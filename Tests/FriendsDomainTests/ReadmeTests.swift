@@ -12,16 +12,19 @@ final class ReadmeTests: XCTestCase {
         let databasePath = directory.appendingPathComponent("friends.sqlite").path
 
         // README: begin
-        let composer = FriendsComposer(configuration: .init(
-            baseURL: URL(string: "https://api.example.com/v1")!,
-            databaseURL: URL(fileURLWithPath: databasePath),
-            maxAge: .seconds(300),
-            retry: .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
-            timeout: .seconds(10),
-            saveDebounce: .milliseconds(500)))
+        let composer = FriendsComposer(
+            configuration: .init(
+                baseURL: URL(string: "https://api.example.com/v1")!,
+                databaseURL: URL(fileURLWithPath: databasePath),
+                maxAge: .seconds(300),
+                retry: .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
+                timeout: .seconds(10),
+                saveDebounce: .milliseconds(500)))
 
         let token = composer.friendsLoader.load { _ in XCTFail("cancelled loads never complete") }
-        let live = composer.friendsStream().sink(receiveCompletion: { _ in }) { _ in }
+        let live = composer.friendsStream().sink { _ in
+        } receiveValue: { _ in
+        }
         // README: end
 
         token.cancel()
@@ -46,16 +49,17 @@ final class ReadmeTests: XCTestCase {
             if case .deletionFailed(_, let error) = event { print("Could not delete: \(error)") }
         }
         repository.load()
-        repository.remove(id: "u1", optimistic: true)   // published at once; restored if the server refuses
-        repository.wipe()                               // logout: idle, memory and database emptied
+        repository.remove(id: "u1", optimistic: true)  // published at once; restored if the server refuses
+        repository.wipe()  // logout: idle, memory and database emptied
 
         let sections = composer.sections().sections.sink { sections in
-            for section in sections { print(section.title, section.state.value?.count ?? 0) }   // Online, All friends, Recently updated
+            // Online, All friends, Recently updated
+            for section in sections { print(section.title, section.state.value?.count ?? 0) }
         }
         // README: end
 
         RunLoop.current.run(until: Date().addingTimeInterval(0.1))
         XCTAssertEqual(repository.currentState, .idle)
-        [screen, toasts, sections].forEach { $0.cancel() }
+        for element in [screen, toasts, sections] { element.cancel() }
     }
 }

@@ -5,7 +5,7 @@ import LoadingTestSupport
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 final class RemoteFriendsLoaderTests: XCTestCase {
@@ -76,12 +76,15 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         guard case .failure(FriendsAPIError.connectivity(let underlying))? = load() else {
             return XCTFail("expected connectivity")
         }
-        XCTAssertEqual((underlying as? URLError)?.code ?? URLError.Code(rawValue: (underlying as NSError).code), .notConnectedToInternet)
+        XCTAssertEqual(
+            (underlying as? URLError)?.code ?? URLError.Code(rawValue: (underlying as NSError).code),
+            .notConnectedToInternet)
     }
 
     func test_cancel_cancelsTheRequestAndNeverCompletes() {
         URLProtocolStub.stub(.hang)
-        let sut = RemoteFriendsLoader(baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        let sut = RemoteFriendsLoader(
+            baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
         let recorder = Locked<[Result<[Friend], any Error>]>([])
         let token = sut.load { result in recorder.withLock { $0.append(result) } }
         waitUntil { URLProtocolStub.requests.count == 1 }
@@ -95,24 +98,31 @@ final class RemoteFriendsLoaderTests: XCTestCase {
     }
 
     func test_delete_sendsDELETEAndMapsStatuses() {
-        let deleter = RemoteFriendsDeleter(baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        let deleter = RemoteFriendsDeleter(
+            baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
         URLProtocolStub.stub(.response(status: 204, body: Data()))
         XCTAssertNoThrow(try awaitResult { deleter.delete(id: "u 1", completion: $0) }?.get())
         XCTAssertEqual(URLProtocolStub.requests.last?.httpMethod, "DELETE")
         XCTAssertEqual(URLProtocolStub.requests.last?.url?.absoluteString, "https://api.example.com/v1/friends/u%201")
 
         URLProtocolStub.stub(.response(status: 404, body: Data()))
-        guard case .failure(FriendsAPIError.notFound)? = awaitResult({ deleter.delete(id: "u1", completion: $0) }) else {
+        guard case .failure(FriendsAPIError.notFound)? = awaitResult({ deleter.delete(id: "u1", completion: $0) })
+        else {
             return XCTFail("404 should give notFound")
         }
         URLProtocolStub.stub(.response(status: 500, body: Data()))
-        guard case .failure(FriendsAPIError.unexpectedStatus(500))? = awaitResult({ deleter.delete(id: "u1", completion: $0) }) else {
+        guard
+            case .failure(FriendsAPIError.unexpectedStatus(500))? = awaitResult({
+                deleter.delete(id: "u1", completion: $0)
+            })
+        else {
             return XCTFail("500 should give unexpectedStatus")
         }
     }
 
     private func load() -> Result<[Friend], any Error>? {
-        let sut = RemoteFriendsLoader(baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        let sut = RemoteFriendsLoader(
+            baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
         return awaitResult { sut.load(completion: $0) }
     }
 

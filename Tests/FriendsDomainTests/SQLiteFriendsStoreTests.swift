@@ -1,6 +1,7 @@
 import Foundation
-@testable import FriendsDomain
 import XCTest
+
+@testable import FriendsDomain
 
 /// What only the SQLite store has to prove: bad files give typed errors and lose nothing, writes are atomic,
 /// data survives a restart, and old schemas migrate.
@@ -35,7 +36,8 @@ final class SQLiteFriendsStoreTests: XCTestCase {
     func test_readOnlyFile_deliversTypedErrorOnWriteAndLosesNothing() throws {
         let original = [makeFriend("1"), makeFriend("2")]
         let writer = SQLiteFriendsStore(fileURL: url)
-        XCTAssertNoThrow(try awaitResult { writer.replaceAll(with: original, timestamp: fixedDate, completion: $0) }?.get())
+        XCTAssertNoThrow(
+            try awaitResult { writer.replaceAll(with: original, timestamp: fixedDate, completion: $0) }?.get())
         writer.closeConnection()
         try makeReadOnly(url)
 
@@ -44,7 +46,9 @@ final class SQLiteFriendsStoreTests: XCTestCase {
         let deleted = awaitResult { sut.deleteAll(completion: $0) }
         sut.closeConnection()
 
-        XCTAssertNotNil(sqliteError(written), "a write to a read-only file must fail with an SQLiteError: \(String(describing: written))")
+        XCTAssertNotNil(
+            sqliteError(written),
+            "a write to a read-only file must fail with an SQLiteError: \(String(describing: written))")
         XCTAssertNotNil(sqliteError(deleted), "\(String(describing: deleted))")
         makeWritable(url)
         let reopened = SQLiteFriendsStore(fileURL: url)
@@ -58,12 +62,15 @@ final class SQLiteFriendsStoreTests: XCTestCase {
 
         // Two friends with one id break the primary key halfway through the transaction.
         let failed = awaitResult {
-            sut.replaceAll(with: [makeFriend("3"), makeFriend("3")], timestamp: fixedDate.addingTimeInterval(9), completion: $0)
+            sut.replaceAll(
+                with: [makeFriend("3"), makeFriend("3")], timestamp: fixedDate.addingTimeInterval(9), completion: $0)
         }
 
-        XCTAssertEqual(sqliteError(failed)?.primaryCode, 19, "SQLITE_CONSTRAINT expected: \(String(describing: failed))")
         XCTAssertEqual(
-            try awaitResult { sut.retrieve(completion: $0) }?.get(), CachedFriends(friends: original, timestamp: fixedDate))
+            sqliteError(failed)?.primaryCode, 19, "SQLITE_CONSTRAINT expected: \(String(describing: failed))")
+        XCTAssertEqual(
+            try awaitResult { sut.retrieve(completion: $0) }?.get(),
+            CachedFriends(friends: original, timestamp: fixedDate))
     }
 
     func test_dataSurvivesANewStoreOnTheSameFile() {
@@ -123,7 +130,9 @@ final class SQLiteFriendsStoreTests: XCTestCase {
     }
 
     private func makeWritable(_ url: URL) {
-        if getuid() == 0, FileManager.default.fileExists(atPath: url.path) { _ = run("/usr/bin/chattr", ["-i", url.path]) }
+        if getuid() == 0, FileManager.default.fileExists(atPath: url.path) {
+            _ = run("/usr/bin/chattr", ["-i", url.path])
+        }
         try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: url.path)
     }
 

@@ -4,7 +4,9 @@ import XCTest
 final class ServerSentEventParserTests: XCTestCase {
     func test_parsesNamedEventWithData() {
         var parser = ServerSentEventParser()
-        XCTAssertEqual(parser.push(bytes("event: upsert\ndata: {\"id\":\"1\"}\n\n")), [ServerSentEvent(type: "upsert", data: "{\"id\":\"1\"}")])
+        XCTAssertEqual(
+            parser.push(bytes("event: upsert\ndata: {\"id\":\"1\"}\n\n")),
+            [ServerSentEvent(type: "upsert", data: "{\"id\":\"1\"}")])
     }
 
     func test_eventSplitAcrossChunksAnywhere_isParsedOnceComplete() {
@@ -23,7 +25,8 @@ final class ServerSentEventParserTests: XCTestCase {
 
     func test_multiLineData_isJoinedWithNewlines() {
         var parser = ServerSentEventParser()
-        XCTAssertEqual(parser.push(bytes("data: first\ndata: second\ndata\n\n")), [ServerSentEvent(data: "first\nsecond\n")])
+        XCTAssertEqual(
+            parser.push(bytes("data: first\ndata: second\ndata\n\n")), [ServerSentEvent(data: "first\nsecond\n")])
     }
 
     func test_crlfAndCrLineEndings() {
@@ -58,7 +61,8 @@ final class ServerSentEventParserTests: XCTestCase {
 
     func test_fieldWithoutSpaceAfterColonAndUnknownFields() {
         var parser = ServerSentEventParser()
-        XCTAssertEqual(parser.push(bytes("event:tight\nfoo: bar\ndata:x\n\n")), [ServerSentEvent(type: "tight", data: "x")])
+        XCTAssertEqual(
+            parser.push(bytes("event:tight\nfoo: bar\ndata:x\n\n")), [ServerSentEvent(type: "tight", data: "x")])
     }
 
     func test_leadingByteOrderMarkIsIgnored() {

@@ -23,7 +23,8 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
                 Data("event: remove\r\ndata: {\"id\": \"u9\"}\r\n\r\n".utf8),
             ]))
         let scheduler = TestScheduler()
-        let sut = ServerSentEventsFriendsUpdates(baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(), scheduler: scheduler)
+        let sut = ServerSentEventsFriendsUpdates(
+            baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(), scheduler: scheduler)
         let received = expectation(description: "two updates")
         let recorder = StreamRecorder(sut.updates()) { _ in }
         waitUntil { recorder.values.count == 2 }
@@ -46,7 +47,8 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
             onConnectionChange: { change in
                 switch change {
                 case .connected: changes.withLock { $0.append("connected") }
-                case .disconnected(_, let delay): changes.withLock { $0.append("disconnected, retry in \(String(describing: delay))") }
+                case .disconnected(_, let delay):
+                    changes.withLock { $0.append("disconnected, retry in \(String(describing: delay))") }
                 }
             })
         let recorder = StreamRecorder(sut.updates())
@@ -78,7 +80,8 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
     func test_cancellingTheSubscriptionClosesTheConnectionAndStopsReconnecting() {
         URLProtocolStub.stub(.hang)
         let scheduler = TestScheduler()
-        let sut = ServerSentEventsFriendsUpdates(baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(), scheduler: scheduler)
+        let sut = ServerSentEventsFriendsUpdates(
+            baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(), scheduler: scheduler)
         let recorder = StreamRecorder(sut.updates())
         waitUntil { URLProtocolStub.requests.count == 1 }
 

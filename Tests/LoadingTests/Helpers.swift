@@ -60,7 +60,7 @@ final class InMemoryCache<Value: Sendable>: Cache, Loader {
     }
 }
 
-func XCTAssertError<E: Error & Equatable>(
+func assertError<E: Error & Equatable>(
     _ result: Result<some Any, any Error>?,
     _ expected: E,
     file: StaticString = #filePath,

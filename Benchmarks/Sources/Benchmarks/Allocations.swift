@@ -5,8 +5,12 @@ import OpenCombine
 /// Scenario 7: heap allocations per single-shot load, counted by valgrind's memcheck in child runs of this binary
 /// (the difference between N and 2N loads, divided by N, so start-up allocations cancel out).
 func allocationsReport(quick: Bool) -> [String] {
-    var lines = ["", "7. Allocations per single-shot load (fallback, primary succeeds, + caching + map), counted by valgrind"]
-    guard let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first(where: FileManager.default.isExecutableFile)
+    var lines = [
+        "", "7. Allocations per single-shot load (fallback, primary succeeds, + caching + map), counted by valgrind",
+    ]
+    guard
+        let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first(
+            where: FileManager.default.isExecutableFile)
     else {
         lines.append("  valgrind not found: skipped")
         return lines
@@ -19,24 +23,31 @@ func allocationsReport(quick: Bool) -> [String] {
     defer { try? FileManager.default.removeItem(at: binary.deletingLastPathComponent()) }
     let loads = quick ? 200 : 2_000
     for (variant, title) in [
-        ("hand", "hand-written callbacks (seed 000)"), ("composites", "Loader composites"), ("stream", "EventStream pipeline"),
+        ("hand", "hand-written callbacks (seed 000)"), ("composites", "Loader composites"),
+        ("stream", "EventStream pipeline"),
         ("opencombine", "OpenCombine pipeline"),
     ] {
-        guard let few = heapAllocations(valgrind, binary, variant, loads), let many = heapAllocations(valgrind, binary, variant, 2 * loads) else {
+        guard let few = heapAllocations(valgrind, binary, variant, loads),
+            let many = heapAllocations(valgrind, binary, variant, 2 * loads)
+        else {
             lines.append("  \(title): could not be measured")
             continue
         }
-        lines.append("  " + title.padding(toLength: 34, withPad: " ", startingAt: 0) + String(format: "%.1f allocations per load", Double(many - few) / Double(loads)))
+        lines.append(
+            "  " + title.padding(toLength: 34, withPad: " ", startingAt: 0)
+                + String(format: "%.1f allocations per load", Double(many - few) / Double(loads)))
     }
     return lines
 }
 
 private func strippedCopyOfThisBinary() -> URL? {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("loading-bench-valgrind-\(UUID().uuidString)")
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "loading-bench-valgrind-\(UUID().uuidString)")
     let copy = folder.appendingPathComponent("Benchmarks")
     do {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(), to: copy)
+        try FileManager.default.copyItem(
+            at: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(), to: copy)
     } catch {
         return nil
     }
@@ -51,14 +62,18 @@ private func strippedCopyOfThisBinary() -> URL? {
 private func heapAllocations(_ valgrind: String, _ binary: URL, _ variant: String, _ loads: Int) -> Int? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: valgrind)
-    process.arguments = ["--tool=memcheck", "--leak-check=no", binary.path, "--allocations-child", variant, String(loads)]
+    process.arguments = [
+        "--tool=memcheck", "--leak-check=no", binary.path, "--allocations-child", variant, String(loads),
+    ]
     let pipe = Pipe()
     process.standardError = pipe
     process.standardOutput = FileHandle.nullDevice
     guard (try? process.run()) != nil else { return nil }
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    guard let range = output.range(of: #"total heap usage: ([0-9,]+) allocs"#, options: .regularExpression) else { return nil }
+    guard let range = output.range(of: #"total heap usage: ([0-9,]+) allocs"#, options: .regularExpression) else {
+        return nil
+    }
     let digits = output[range].filter(\.isNumber)
     return Int(digits)
 }
@@ -72,9 +87,15 @@ func runAllocationChild(variant: String, loads: Int) {
         let deliver: @Sendable (Result<Int, any Error>) -> Void = opaqueFunction { _ in tally.value &+= 1 }
         switch variant.dropFirst("composite:".count) {
         case "source": for _ in 0..<loads { _ = source.load(completion: deliver) }
-        case "map": let loader = source.map { $0 + 1 }; for _ in 0..<loads { loader.load(completion: deliver) }
-        case "caching": let loader = source.caching(to: TallyCache(tally: tally)); for _ in 0..<loads { loader.load(completion: deliver) }
-        case "fallback": let loader = source.fallback(to: source); for _ in 0..<loads { loader.load(completion: deliver) }
+        case "map":
+            let loader = source.map { $0 + 1 }
+            for _ in 0..<loads { loader.load(completion: deliver) }
+        case "caching":
+            let loader = source.caching(to: TallyCache(tally: tally))
+            for _ in 0..<loads { loader.load(completion: deliver) }
+        case "fallback":
+            let loader = source.fallback(to: source)
+            for _ in 0..<loads { loader.load(completion: deliver) }
         default: break
         }
         return
@@ -100,7 +121,10 @@ func runAllocationChild(variant: String, loads: Int) {
         return
     }
     let scenario = singleShotScenario(loads: loads, primaryFails: false)
-    let names = ["hand": "hand-written callbacks", "composites": "Loader composites (built once)", "stream": "EventStream pipeline", "opencombine": "OpenCombine pipeline"]
+    let names = [
+        "hand": "hand-written callbacks", "composites": "Loader composites (built once)",
+        "stream": "EventStream pipeline", "opencombine": "OpenCombine pipeline",
+    ]
     guard let name = names[variant], let chosen = scenario.variants.first(where: { $0.name == name }) else { return }
     _ = chosen.run(loads)
 }

@@ -4,9 +4,9 @@ import FriendsDomain
 import Loading
 
 #if canImport(SQLite3)
-import SQLite3
+    import SQLite3
 #else
-import CSQLiteBench
+    import CSQLiteBench
 #endif
 
 func sampleFriends(_ count: Int) -> [Friend] {
@@ -47,7 +47,11 @@ func composerMemoryHitScenario(loads: Int) -> Scenario {
         title: "4. Memory hit through the full FriendsComposer chain",
         unit: "loads", operations: loads, reference: "InMemoryFriendsStore.retrieve",
         variants: [direct, composed],
-        targets: [Target(variant: "FriendsComposer.friendsLoader", against: "InMemoryFriendsStore.retrieve", limit: 3, label: "<= 3x direct")],
+        targets: [
+            Target(
+                variant: "FriendsComposer.friendsLoader", against: "InMemoryFriendsStore.retrieve", limit: 3,
+                label: "<= 3x direct")
+        ],
         expectedChecksum: { $0 &* 100 },
         note: "memory (max age 5 min) -> fallbacks -> main-queue dispatch, called on the main queue (delivered inline)")
 }
@@ -116,13 +120,19 @@ func sqliteScenarios(rows: Int, folder: URL) -> [Scenario] {
     return [
         Scenario(
             title: "5a. SQLite: replace all \(Report.count(rows)) friends in one transaction",
-            unit: "replacements", operations: 1, reference: "raw sqlite3 C API", variants: [replaceRaw, replaceRawOnQueue, replaceStore],
-            targets: [Target(variant: "SQLiteFriendsStore", against: "raw sqlite3 C API", limit: 1.15, label: "<= 1.15x raw")],
+            unit: "replacements", operations: 1, reference: "raw sqlite3 C API",
+            variants: [replaceRaw, replaceRawOnQueue, replaceStore],
+            targets: [
+                Target(variant: "SQLiteFriendsStore", against: "raw sqlite3 C API", limit: 1.15, label: "<= 1.15x raw")
+            ],
             expectedChecksum: { $0 }, note: "same schema, WAL, one prepared statement, values bound"),
         Scenario(
             title: "5b. SQLite: read all \(Report.count(rows)) friends back",
-            unit: "reads", operations: 1, reference: "raw sqlite3 C API", variants: [readRaw, readRawOnQueue, readStore],
-            targets: [Target(variant: "SQLiteFriendsStore", against: "raw sqlite3 C API", limit: 1.15, label: "<= 1.15x raw")],
+            unit: "reads", operations: 1, reference: "raw sqlite3 C API",
+            variants: [readRaw, readRawOnQueue, readStore],
+            targets: [
+                Target(variant: "SQLiteFriendsStore", against: "raw sqlite3 C API", limit: 1.15, label: "<= 1.15x raw")
+            ],
             expectedChecksum: { $0 &* rows }),
     ]
 }
@@ -135,7 +145,9 @@ final class RawSQLite: @unchecked Sendable {
     init(path: String) {
         sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         sqlite3_exec(db, "PRAGMA journal_mode = WAL", nil, nil, nil)
-        sqlite3_exec(db, """
+        sqlite3_exec(
+            db,
+            """
             CREATE TABLE IF NOT EXISTS friend (id TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL,
                 status TEXT NOT NULL, avatar_url TEXT, updated_at REAL NOT NULL);
             CREATE TABLE IF NOT EXISTS cache_info (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), saved_at REAL NOT NULL);
@@ -147,20 +159,29 @@ final class RawSQLite: @unchecked Sendable {
         sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
         sqlite3_exec(db, "DELETE FROM friend", nil, nil, nil)
         var insert: OpaquePointer?
-        sqlite3_prepare_v2(db, "INSERT INTO friend (id, position, name, status, avatar_url, updated_at) VALUES (?, ?, ?, ?, ?, ?)", -1, &insert, nil)
+        sqlite3_prepare_v2(
+            db, "INSERT INTO friend (id, position, name, status, avatar_url, updated_at) VALUES (?, ?, ?, ?, ?, ?)", -1,
+            &insert, nil)
         for (position, friend) in friends.enumerated() {
             sqlite3_bind_text(insert, 1, friend.id, -1, transient)
             sqlite3_bind_int64(insert, 2, Int64(position))
             sqlite3_bind_text(insert, 3, friend.name, -1, transient)
             sqlite3_bind_text(insert, 4, friend.status.rawValue, -1, transient)
-            if let url = friend.avatarURL { sqlite3_bind_text(insert, 5, url.absoluteString, -1, transient) } else { sqlite3_bind_null(insert, 5) }
+            if let url = friend.avatarURL {
+                sqlite3_bind_text(insert, 5, url.absoluteString, -1, transient)
+            } else {
+                sqlite3_bind_null(insert, 5)
+            }
             sqlite3_bind_double(insert, 6, friend.updatedAt.timeIntervalSince1970)
             guard sqlite3_step(insert) == SQLITE_DONE else { fatalError("insert failed") }
             sqlite3_reset(insert)
         }
         sqlite3_finalize(insert)
         var stamp: OpaquePointer?
-        sqlite3_prepare_v2(db, "INSERT INTO cache_info (singleton, saved_at) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET saved_at = excluded.saved_at", -1, &stamp, nil)
+        sqlite3_prepare_v2(
+            db,
+            "INSERT INTO cache_info (singleton, saved_at) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET saved_at = excluded.saved_at",
+            -1, &stamp, nil)
         sqlite3_bind_double(stamp, 1, timestamp.timeIntervalSince1970)
         sqlite3_step(stamp)
         sqlite3_finalize(stamp)
@@ -169,16 +190,18 @@ final class RawSQLite: @unchecked Sendable {
 
     func readAll() -> [Friend] {
         var select: OpaquePointer?
-        sqlite3_prepare_v2(db, "SELECT id, name, status, avatar_url, updated_at FROM friend ORDER BY position", -1, &select, nil)
+        sqlite3_prepare_v2(
+            db, "SELECT id, name, status, avatar_url, updated_at FROM friend ORDER BY position", -1, &select, nil)
         defer { sqlite3_finalize(select) }
         var friends: [Friend] = []
         while sqlite3_step(select) == SQLITE_ROW {
-            friends.append(Friend(
-                id: String(cString: sqlite3_column_text(select, 0)),
-                name: String(cString: sqlite3_column_text(select, 1)),
-                status: Friend.Status(rawValue: String(cString: sqlite3_column_text(select, 2))),
-                avatarURL: sqlite3_column_text(select, 3).flatMap { URL(string: String(cString: $0)) },
-                updatedAt: Date(timeIntervalSince1970: sqlite3_column_double(select, 4))))
+            friends.append(
+                Friend(
+                    id: String(cString: sqlite3_column_text(select, 0)),
+                    name: String(cString: sqlite3_column_text(select, 1)),
+                    status: Friend.Status(rawValue: String(cString: sqlite3_column_text(select, 2))),
+                    avatarURL: sqlite3_column_text(select, 3).flatMap { URL(string: String(cString: $0)) },
+                    updatedAt: Date(timeIntervalSince1970: sqlite3_column_double(select, 4))))
         }
         return friends
     }
@@ -238,8 +261,9 @@ func concurrencyScenario(callers: Int) -> Scenario {
         unit: "batches of callers", operations: 1, reference: "a load per call",
         variants: [perCall, coalescing], targets: [],
         expectedChecksum: { _ in callers },
-        note: "underlying loads per batch: \(Report.count(callers)) without coalescing, 1 with it (checked every run)")
-        .withOperations(callers)
+        note: "underlying loads per batch: \(Report.count(callers)) without coalescing, 1 with it (checked every run)"
+    )
+    .withOperations(callers)
 }
 
 extension Scenario {

@@ -75,7 +75,8 @@ enum Harness {
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return .nan }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
 /// The printed table.
@@ -86,10 +87,13 @@ struct Report {
     mutating func add(_ scenario: Scenario, _ measurements: [Measurement]) {
         let reference = measurements.first { $0.variant == scenario.reference }!
         lines.append("")
-        lines.append("\(scenario.title) (\(Self.count(scenario.operations)) \(scenario.unit) per repetition, \(reference.perOperation.count) repetitions)")
+        lines.append(
+            "\(scenario.title) (\(Self.count(scenario.operations)) \(scenario.unit) per repetition, \(reference.perOperation.count) repetitions)"
+        )
         if let note = scenario.note { lines.append("  \(note)") }
         lines.append(
-            "  " + pad("variant", 34) + pad("median", 12) + pad("min - max", 22) + pad("vs " + scenario.reference, 24) + "target")
+            "  " + pad("variant", 34) + pad("median", 12) + pad("min - max", 22) + pad("vs " + scenario.reference, 24)
+                + "target")
         for measurement in measurements {
             let ratio = pairedRatio(measurement, reference)
             var targetText = ""
@@ -98,10 +102,17 @@ struct Report {
                 let value = pairedRatio(measurement, against)
                 let pass = value <= target.limit
                 targetText += "\(target.label): \(String(format: "%.2f", value)) \(pass ? "✓ pass" : "✗ miss")  "
-                if !pass { misses.append("\(scenario.title) / \(measurement.variant): \(target.label), measured \(String(format: "%.2f", value))") }
+                if !pass {
+                    misses.append(
+                        "\(scenario.title) / \(measurement.variant): \(target.label), measured \(String(format: "%.2f", value))"
+                    )
+                }
             }
-            let line = "  " + pad(measurement.variant, 34) + pad(Self.time(median(measurement.perOperation)), 12)
-                + pad("\(Self.time(measurement.perOperation.min() ?? .nan)) - \(Self.time(measurement.perOperation.max() ?? .nan))", 22)
+            let line =
+                "  " + pad(measurement.variant, 34) + pad(Self.time(median(measurement.perOperation)), 12)
+                + pad(
+                    "\(Self.time(measurement.perOperation.min() ?? .nan)) - \(Self.time(measurement.perOperation.max() ?? .nan))",
+                    22)
                 + pad(String(format: "%.2fx", ratio), 24) + targetText
             lines.append(line)
         }

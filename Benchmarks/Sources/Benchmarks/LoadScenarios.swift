@@ -7,7 +7,8 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
     let primaryResult: Result<Int, any Error> = primaryFails ? .failure(BenchmarkError()) : .success(opaque(1))
     let secondaryResult: Result<Int, any Error> = .success(opaque(2))
     let transform: @Sendable (Int) -> Int = opaqueFunction { $0 &* 10 }
-    let saved = Tally(), delivered = Tally()
+    let saved = Tally()
+    let delivered = Tally()
     let deliver: @Sendable (Result<Int, any Error>) -> Void = opaqueFunction { result in
         if case .success(let value) = result { delivered.value &+= value }
     }
@@ -32,7 +33,8 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         return checksum()
     }
     // The same work written inline, which the optimizer turns into straight-line code: the floor, for scale.
-    let inlinePrimary = opaque(primaryResult), inlineSecondary = opaque(secondaryResult)
+    let inlinePrimary = opaque(primaryResult)
+    let inlineSecondary = opaque(secondaryResult)
     let inline = Variant(name: "inline code (the floor)") { count in
         for _ in 0..<count {
             let value: Int
@@ -46,7 +48,8 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         return checksum()
     }
 
-    let primary = opaque(ImmediateLoader(result: primaryResult)), secondary = opaque(ImmediateLoader(result: secondaryResult))
+    let primary = opaque(ImmediateLoader(result: primaryResult))
+    let secondary = opaque(ImmediateLoader(result: secondaryResult))
     let cache = opaque(TallyCache(tally: saved))
     let composedOnce = primary.fallback(to: secondary).caching(to: cache).map(transform)
     let composites = Variant(name: "Loader composites (built once)") { count in
@@ -54,7 +57,9 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         return checksum()
     }
     let compositesPerLoad = Variant(name: "Loader composites (built per load)") { count in
-        for _ in 0..<count { primary.fallback(to: secondary).caching(to: cache).map(transform).load(completion: deliver) }
+        for _ in 0..<count {
+            primary.fallback(to: secondary).caching(to: cache).map(transform).load(completion: deliver)
+        }
         return checksum()
     }
 
@@ -64,18 +69,26 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         .map(transform)
     let stream = Variant(name: "EventStream pipeline") { count in
         for _ in 0..<count {
-            _ = streamPipeline.sink(receiveCompletion: { _ in }) { delivered.value &+= $0 }
+            _ = streamPipeline.sink { _ in
+            } receiveValue: {
+                delivered.value &+= $0
+            }
         }
         return checksum()
     }
 
-    let combinePipeline = OpenCombine.Deferred { OpenCombine.Future<Int, any Error> { promise in promise(primaryResult) } }
-        .catch { _ in OpenCombine.Deferred { OpenCombine.Future<Int, any Error> { promise in promise(secondaryResult) } } }
-        .handleEvents(receiveOutput: { saved.value &+= $0 })
-        .map(transform)
+    let combinePipeline = OpenCombine.Deferred {
+        OpenCombine.Future<Int, any Error> { promise in promise(primaryResult) }
+    }
+    .catch { _ in OpenCombine.Deferred { OpenCombine.Future<Int, any Error> { promise in promise(secondaryResult) } } }
+    .handleEvents(receiveOutput: { saved.value &+= $0 })
+    .map(transform)
     let openCombine = Variant(name: "OpenCombine pipeline") { count in
         for _ in 0..<count {
-            _ = combinePipeline.sink(receiveCompletion: { _ in }) { delivered.value &+= $0 }
+            _ = combinePipeline.sink { _ in
+            } receiveValue: {
+                delivered.value &+= $0
+            }
         }
         return checksum()
     }
@@ -105,8 +118,12 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         unit: "loads", operations: loads, reference: "hand-written callbacks",
         variants: [hand, inline, composites, compositesPerLoad, stream, openCombine, asyncChain],
         targets: [
-            Target(variant: "Loader composites (built once)", against: "hand-written callbacks", limit: 1.0, label: "<= 1.0x hand-written"),
-            Target(variant: "EventStream pipeline", against: "OpenCombine pipeline", limit: 0.2, label: "<= 0.2x OpenCombine"),
+            Target(
+                variant: "Loader composites (built once)", against: "hand-written callbacks", limit: 1.0,
+                label: "<= 1.0x hand-written"),
+            Target(
+                variant: "EventStream pipeline", against: "OpenCombine pipeline", limit: 0.2,
+                label: "<= 0.2x OpenCombine"),
         ],
         expectedChecksum: { count in count &* (value &+ value &* 10) })
 }

@@ -5,7 +5,8 @@ import OpenCombine
 /// Scenario 1: values through subject -> map -> handleEvents(output) -> sink.
 func throughputScenario(values: Int) -> Scenario {
     let transform: @Sendable (Int) -> Int = opaqueFunction { $0 &+ 1 }
-    let counter = Tally(), sum = Tally()
+    let counter = Tally()
+    let sum = Tally()
     let onOutput: @Sendable (Int) -> Void = opaqueFunction { _ in counter.value &+= 1 }
     let onValue: @Sendable (Int) -> Void = opaqueFunction { sum.value &+= $0 }
     @Sendable func checksum() -> Int {
@@ -26,7 +27,8 @@ func throughputScenario(values: Int) -> Scenario {
     }
     let stream = Variant(name: "EventStream (StreamSubject)") { count in
         let subject = StreamSubject<Int, Never>()
-        let subscription = subject.stream.map(transform).handleEvents(receiveOutput: onOutput).sink(receiveValue: onValue)
+        let subscription = subject.stream.map(transform).handleEvents(receiveOutput: onOutput).sink(
+            receiveValue: onValue)
         for index in 0..<count { subject.send(index) }
         subscription.cancel()
         return checksum()
@@ -59,7 +61,7 @@ func throughputScenario(values: Int) -> Scenario {
         unit: "values", operations: values, reference: "plain loop",
         variants: [plain, stream, openCombine, asyncStream],
         targets: [
-            Target(variant: "EventStream (StreamSubject)", against: "plain loop", limit: 10, label: "<= 10x plain loop"),
+            Target(variant: "EventStream (StreamSubject)", against: "plain loop", limit: 10, label: "<= 10x plain loop")
         ],
         expectedChecksum: { count in count &* (count &+ 1) / 2 &+ count })
 }

@@ -14,8 +14,10 @@ try FileManager.default.createDirectory(at: folder, withIntermediateDirectories:
 defer { try? FileManager.default.removeItem(at: folder) }
 
 var report = Report()
-report.addLine("Loading benchmarks, \(quick ? "quick mode (small sizes; timings not meaningful)" : "release build"), \(Date())")
-report.addLine("Each row: median time per operation over repetitions, min - max, and the median of ratios paired per repetition.")
+report.addLine(
+    "Loading benchmarks, \(quick ? "quick mode (small sizes; timings not meaningful)" : "release build"), \(Date())")
+report.addLine(
+    "Each row: median time per operation over repetitions, min - max, and the median of ratios paired per repetition.")
 
 let scenarios: [Scenario] =
     [
@@ -44,5 +46,5 @@ if report.misses.isEmpty {
     print("All targets reached.")
 } else {
     print("Targets missed (\(report.misses.count)):")
-    report.misses.forEach { print("  - \($0)") }
+    for miss in report.misses { print("  - \(miss)") }
 }

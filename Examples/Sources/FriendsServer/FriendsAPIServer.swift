@@ -91,13 +91,13 @@ public final class FriendsAPIServer: Sendable {
             return Array(state.eventClients.values)
         }
         let frame = Self.frame(for: update)
-        clients.forEach { $0.enqueue(frame) }
+        for element in clients { element.enqueue(frame) }
     }
 
     /// Closes every open event stream (the clients should reconnect).
     public func dropEventStreams() {
         let clients = state.withLock { Array($0.eventClients.values) }
-        clients.forEach { $0.drop() }
+        for element in clients { element.drop() }
     }
 
     /// Stops the server: connections are refused until ``start()``.
@@ -189,7 +189,9 @@ public final class FriendsAPIServer: Sendable {
             return state.nextClientID
         }
         defer { _ = state.withLock { $0.eventClients.removeValue(forKey: id) } }
-        guard connection.writeHead(status: 200, headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"]),
+        guard
+            connection.writeHead(
+                status: 200, headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"]),
             connection.write(Data(": connected\n\n".utf8))
         else { return }
         while true {

@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A small HTTP/1.1 server on 127.0.0.1 and a free port, one thread per connection, one request per connection
@@ -41,7 +41,9 @@ public final class LoopbackHTTPServer: Sendable {
         address.sin_port = UInt16(requestedPort).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 64) == 0 else {
             close(fd)
@@ -72,7 +74,7 @@ public final class LoopbackHTTPServer: Sendable {
             defer { connections = [:] }
             return Array(connections.values)
         }
-        open.forEach { $0.drop() }
+        for element in open { element.drop() }
     }
 
     private func acceptLoop(_ handler: @escaping Handler) {
@@ -179,7 +181,8 @@ public final class LoopbackHTTPServer: Sendable {
             var headers: [String: String] = [:]
             for line in lines {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
             let target = String(parts[1])
             let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target

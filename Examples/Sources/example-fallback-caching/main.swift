@@ -26,7 +26,8 @@ final class Store: Loader, Cache {
     struct Miss: Error {}
 }
 
-let memory = Store("memory"), database = Store("database")
+let memory = Store("memory")
+let database = Store("database")
 let network = AnyLoader<[String]> { completion in
     print("  network: GET /friends")
     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {
@@ -35,7 +36,8 @@ let network = AnyLoader<[String]> { completion in
     return AnyCancellationToken()
 }
 
-let friends = memory
+let friends =
+    memory
     .fallback(to: database.caching(to: memory))
     .fallback(to: network.caching(to: database).caching(to: memory))
 

@@ -14,14 +14,21 @@ let server = try FriendsAPIServer(friends: [
 ])
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("live-merge-\(UUID().uuidString)")
 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-let composer = FriendsComposer(configuration: .init(
-    baseURL: server.baseURL, databaseURL: folder.appendingPathComponent("friends.sqlite"),
-    saveDebounce: .milliseconds(200)))
+let composer = FriendsComposer(
+    configuration: .init(
+        baseURL: server.baseURL, databaseURL: folder.appendingPathComponent("friends.sqlite"),
+        saveDebounce: .milliseconds(200)))
 
 let lists = Mutex(0)
-let subscription = composer.friendsStream().sink(receiveCompletion: { print("ended: \($0)") }) { friends in
+let subscription = composer.friendsStream().sink {
+    print("ended: \($0)")
+} receiveValue: { friends in
     let line = friends.map { "\($0.name) (\($0.status.rawValue))" }.joined(separator: ", ")
-    print("list #\(lists.withLock { $0 += 1; return $0 }): \(line)")
+    let number = lists.withLock { count -> Int in
+        count += 1
+        return count
+    }
+    print("list #\(number): \(line)")
 }
 
 func waitFor(_ condition: @Sendable () -> Bool) async {

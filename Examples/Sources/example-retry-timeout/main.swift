@@ -11,7 +11,10 @@ struct ServerError: Error {}
 let attempts = Mutex(0)
 let started = Date()
 let flaky = AnyLoader<String> { completion in
-    let attempt = attempts.withLock { $0 += 1; return $0 }
+    let attempt = attempts.withLock {
+        $0 += 1
+        return $0
+    }
     print(String(format: "  attempt %d at %4.0f ms", attempt, Date().timeIntervalSince(started) * 1000))
     completion(attempt < 3 ? .failure(ServerError()) : .success("friends"))
     return AnyCancellationToken()

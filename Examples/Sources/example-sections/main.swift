@@ -36,8 +36,12 @@ func describe(_ state: LoadingState<[Friend]>) -> String {
 }
 
 let done = DispatchSemaphore(value: 0)
-let subscription = sections.sections.sink(receiveCompletion: { _ in done.signal() }) { sections in
+let subscription = sections.sections.sink { _ in
+    done.signal()
+} receiveValue: { sections in
     print("--")
-    for section in sections { print("\(section.title.padding(toLength: 12, withPad: " ", startingAt: 0)) \(describe(section.state))") }
+    for section in sections {
+        print("\(section.title.padding(toLength: 12, withPad: " ", startingAt: 0)) \(describe(section.state))")
+    }
 }
 done.wait()

@@ -25,24 +25,34 @@ final class Store: Loader, Cache {
     struct Empty: Error {}
 }
 
-let memory = Store(), database = Store()
+let memory = Store()
+let database = Store()
 let network = AnyLoader { [Friend(id: 1, name: "Ada"), Friend(id: 2, name: "Grace")] }
 let updates = StreamSubject<Friend, Never>()  // a WebSocket or server-sent events in an app
 
 let friends = memory.asStream()
     .fallback(to: database.asStream().caching(to: memory))
     .fallback(to: network.asStream().caching(to: database).caching(to: memory))
-    .merge(with: updates.stream
-        .setFailureType(to: (any Error).self)
-        .flatMap { friend in memory.asStream().map { list in list.map { $0.id == friend.id ? friend : $0 } } }
-        .caching(to: memory)
-        .caching(to: database))
+    .merge(
+        with: updates.stream
+            .setFailureType(to: (any Error).self)
+            .flatMap { friend in memory.asStream().map { list in list.map { $0.id == friend.id ? friend : $0 } } }
+            .caching(to: memory)
+            .caching(to: database)
+    )
     .receive(on: .main)
 
 let received = Mutex(0)
-let subscription = friends.sink(receiveCompletion: { print("completion: \($0)") }) { list in
+let subscription = friends.sink {
+    print("completion: \($0)")
+} receiveValue: { list in
     print("on main: \(list)")
-    if received.withLock({ $0 += 1; return $0 }) == 3 { exit(0) }
+    if received.withLock({
+        $0 += 1
+        return $0
+    }) == 3 {
+        exit(0)
+    }
 }
 DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) {
     updates.send(Friend(id: 2, name: "Grace Hopper"))

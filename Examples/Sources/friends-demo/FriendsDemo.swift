@@ -51,7 +51,9 @@ struct Options {
                 }
                 baseURL = url
             case "--database":
-                guard let value = arguments.popFirst() else { throw InvalidArgument(description: "--database needs a path") }
+                guard let value = arguments.popFirst() else {
+                    throw InvalidArgument(description: "--database needs a path")
+                }
                 databaseURL = URL(fileURLWithPath: value)
             case "--quiet":
                 quiet = true

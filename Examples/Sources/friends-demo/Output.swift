@@ -13,7 +13,9 @@ struct Output: Sendable {
         say("  API       \(server)")
         say("  database  \(database)")
         say("")
-        say(pad("  step", Self.titleWidth + 2) + pad("source", Self.sourceWidth) + pad("time", 9) + pad("friends", 9) + "sources tried")
+        say(
+            pad("  step", Self.titleWidth + 2) + pad("source", Self.sourceWidth) + pad("time", 9) + pad("friends", 9)
+                + "sources tried")
         say("  " + String(repeating: "-", count: Self.titleWidth + Self.sourceWidth + 9 + 9 + 30))
     }
 
@@ -28,12 +30,15 @@ struct Output: Sendable {
         let order: [FriendsComposer.Source] = [.memory, .database, .network]
         let tried = order.compactMap { source in outcomes[source].map { "\(source.rawValue) \($0.rawValue)" } }
         let source = order.first { outcomes[$0] == .hit }?.rawValue ?? "-"
-        row(title, source: source, count: count, elapsed: elapsed, passed: passed, note: tried.joined(separator: ", ") + (error.map { "  error: \($0)" } ?? ""))
+        row(
+            title, source: source, count: count, elapsed: elapsed, passed: passed,
+            note: tried.joined(separator: ", ") + (error.map { "  error: \($0)" } ?? ""))
     }
 
     func row(_ title: String, source: String, count: Int?, elapsed: Duration, passed: Bool, note: String) {
         let mark = passed ? "✓" : "✗"
-        let line = "\(mark) " + pad(title, Self.titleWidth) + pad(source, Self.sourceWidth) + pad(Self.format(elapsed), 9)
+        let line =
+            "\(mark) " + pad(title, Self.titleWidth) + pad(source, Self.sourceWidth) + pad(Self.format(elapsed), 9)
             + pad(count.map(String.init) ?? "-", 9) + note
         if passed { say(line) } else { shout(line) }
     }
@@ -57,7 +62,9 @@ struct Output: Sendable {
         if failed.isEmpty {
             print("friends-demo: all \(results.count) steps behaved as expected.")
         } else {
-            shout("friends-demo: \(failed.count) of \(results.count) steps did not behave as expected: \(failed.joined(separator: ", ")).")
+            shout(
+                "friends-demo: \(failed.count) of \(results.count) steps did not behave as expected: \(failed.joined(separator: ", "))."
+            )
         }
         return failed.isEmpty
     }

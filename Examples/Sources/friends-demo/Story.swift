@@ -5,7 +5,7 @@ import Loading
 import Synchronization
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The demo's story: each step loads through the composition and checks where the result came from.
@@ -33,7 +33,8 @@ final class Story: Sendable {
         if let databaseURL = options.databaseURL {
             self.databaseURL = databaseURL
         } else {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("friends-demo-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "friends-demo-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             databaseURL = folder.appendingPathComponent("friends.sqlite")
         }
@@ -41,7 +42,8 @@ final class Story: Sendable {
 
     func run() async -> Bool {
         output.header(
-            server.map { _ in "embedded friends API at \(baseURL.absoluteString), 60 ms latency" } ?? "friends API at \(baseURL.absoluteString)",
+            server.map { _ in "embedded friends API at \(baseURL.absoluteString), 60 ms latency" }
+                ?? "friends API at \(baseURL.absoluteString)",
             database: databaseURL.path)
         if options.databaseURL != nil {
             // The story starts cold: empty the demo's database (through the store, so the file stays valid).
@@ -54,21 +56,27 @@ final class Story: Sendable {
         func record(_ title: String, _ passed: Bool) { results.append((title, passed)) }
 
         let first = makeComposer()
-        record("Cold start", await step("Cold start", expect: [.memory: .miss, .database: .miss, .network: .hit]) {
-            try await first.friendsLoader.load()
-        })
-        record("Warm load", await step("Warm load", expect: [.memory: .hit]) {
-            try await first.friendsLoader.load()
-        })
+        record(
+            "Cold start",
+            await step("Cold start", expect: [.memory: .miss, .database: .miss, .network: .hit]) {
+                try await first.friendsLoader.load()
+            })
+        record(
+            "Warm load",
+            await step("Warm load", expect: [.memory: .hit]) {
+                try await first.friendsLoader.load()
+            })
         // The database save runs beside the delivery; an app restarted milliseconds later could miss it.
         let databaseURL = self.databaseURL
         _ = await eventually({ Self.hasStoredFriends(at: databaseURL) })
         if let server {
             server.stop()
             let restarted = makeComposer()
-            record("Restart, server down", await step("Restart, server down", expect: [.memory: .miss, .database: .hit]) {
-                try await restarted.friendsLoader.load()
-            })
+            record(
+                "Restart, server down",
+                await step("Restart, server down", expect: [.memory: .miss, .database: .hit]) {
+                    try await restarted.friendsLoader.load()
+                })
             try? server.start()
         } else {
             output.skip("Restart, server down", because: "needs the embedded server")
@@ -77,15 +85,19 @@ final class Story: Sendable {
         let afterExpiry = makeComposer()
         _ = try? await afterExpiry.friendsLoader.load()
         clock.advance(by: maxAge + .seconds(1))
-        record("Cache expiry", await step("Cache expiry (clock +5 min)", expect: [.memory: .miss, .database: .miss, .network: .hit]) {
-            try await afterExpiry.friendsLoader.load()
-        })
+        record(
+            "Cache expiry",
+            await step("Cache expiry (clock +5 min)", expect: [.memory: .miss, .database: .miss, .network: .hit]) {
+                try await afterExpiry.friendsLoader.load()
+            })
 
         if let server {
             clock.advance(by: maxAge + .seconds(1))
             server.failNextListRequests(2)
             let before = server.listRequestCount
-            let passed = await step("Server fails twice, recovers", expect: [.memory: .miss, .database: .miss, .network: .hit]) {
+            let passed = await step(
+                "Server fails twice, recovers", expect: [.memory: .miss, .database: .miss, .network: .hit]
+            ) {
                 try await afterExpiry.friendsLoader.load()
             }
             let attempts = server.listRequestCount - before
@@ -130,9 +142,12 @@ final class Story: Sendable {
         do { result = .success(try await load()) } catch { result = .failure(error) }
         let elapsed = ContinuousClock.now - start
         let outcomes = log.outcomes()
-        let passed = (try? result.get()) != nil && expected.allSatisfy { outcomes[$0.key] == $0.value }
+        let passed =
+            (try? result.get()) != nil && expected.allSatisfy { outcomes[$0.key] == $0.value }
             && outcomes.keys.allSatisfy { expected[$0] != nil }
-        output.step(title, outcomes: outcomes, count: try? result.get().count, elapsed: elapsed, passed: passed, error: result.failureDescription)
+        output.step(
+            title, outcomes: outcomes, count: try? result.get().count, elapsed: elapsed, passed: passed,
+            error: result.failureDescription)
         return passed
     }
 
@@ -140,7 +155,10 @@ final class Story: Sendable {
         let start = ContinuousClock.now
         log.reset()
         let lists = Mutex<[[Friend]]>([])
-        let subscription = composer.friendsStream().sink(receiveCompletion: { _ in }) { list in lists.withLock { $0.append(list) } }
+        let subscription = composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            lists.withLock { $0.append(list) }
+        }
         guard await eventually({ lists.withLock { $0.count } >= 1 && server.openEventStreams >= 1 }) else {
             output.failure("Burst of live updates", "the event stream did not open")
             return false
@@ -165,7 +183,8 @@ final class Story: Sendable {
         let passed = merged && saved && writes >= 1 && writes <= 10
         output.row(
             "Burst of live updates", source: "events", count: friends.count, elapsed: ContinuousClock.now - start,
-            passed: passed, note: "\(updates) updates merged, \(writes) database writes, last state saved: \(saved ? "yes" : "no")")
+            passed: passed,
+            note: "\(updates) updates merged, \(writes) database writes, last state saved: \(saved ? "yes" : "no")")
         return passed
     }
 
@@ -200,7 +219,9 @@ final class Story: Sendable {
         output.row(
             "Optimistic delete refused", source: "network", count: repository.currentState.value?.count,
             elapsed: ContinuousClock.now - start, passed: passed,
-            note: "removed at once: \(removedAtOnce ? "yes" : "no"), rolled back: \(restored ? "yes" : "no"), toast: \(events.withLock { $0.first } ?? "none")")
+            note:
+                "removed at once: \(removedAtOnce ? "yes" : "no"), rolled back: \(restored ? "yes" : "no"), toast: \(events.withLock { $0.first } ?? "none")"
+        )
         return passed
     }
 

@@ -15,11 +15,13 @@ let friends = names.enumerated().map { index, name in
 do {
     let server = try FriendsAPIServer(friends: friends, latency: .milliseconds(60), port: port)
     // Written straight to the file handle, so that it shows at once even when the output is piped.
-    FileHandle.standardOutput.write(Data("""
-        friends API at \(server.baseURL.absoluteString) (GET /friends, DELETE /friends/{id}, GET /friends/events)
-        press Ctrl-C to stop
+    FileHandle.standardOutput.write(
+        Data(
+            """
+            friends API at \(server.baseURL.absoluteString) (GET /friends, DELETE /friends/{id}, GET /friends/events)
+            press Ctrl-C to stop
 
-        """.utf8))
+            """.utf8))
     dispatchMain()
 } catch {
     FileHandle.standardError.write(Data("friends-server: could not start: \(error)\n".utf8))

@@ -10,7 +10,8 @@ final class EndToEndTests: XCTestCase {
     func test_composedChainLoadsFromTheNetworkAndCachesToTheFile() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)
-        let composer = FriendsComposer(configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL), session: makeSession())
+        let composer = FriendsComposer(
+            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL), session: makeSession())
 
         XCTAssertEqual(try load(composer.friendsLoader)?.get(), sampleFriends())
         XCTAssertEqual(server.listRequestCount, 1)
@@ -20,7 +21,8 @@ final class EndToEndTests: XCTestCase {
     func test_secondComposerLoadsFromTheFileWhileTheServerIsDown() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)
-        let configuration = FriendsComposer.Configuration(baseURL: server.baseURL, databaseURL: databaseURL, retry: .immediate(maxAttempts: 1))
+        let configuration = FriendsComposer.Configuration(
+            baseURL: server.baseURL, databaseURL: databaseURL, retry: .immediate(maxAttempts: 1))
         _ = load(FriendsComposer(configuration: configuration, session: makeSession()).friendsLoader)
         waitUntil { self.storedFriends(at: databaseURL) == sampleFriends() }
         server.stop()
@@ -40,11 +42,17 @@ final class EndToEndTests: XCTestCase {
             .caching(to: database)
 
         server.setListBehavior(.malformedJSON)
-        guard case .failure(FriendsAPIError.invalidData)? = load(remote) else { return XCTFail("malformed JSON: invalidData") }
+        guard case .failure(FriendsAPIError.invalidData)? = load(remote) else {
+            return XCTFail("malformed JSON: invalidData")
+        }
         server.setListBehavior(.status(500))
-        guard case .failure(FriendsAPIError.unexpectedStatus(500))? = load(remote) else { return XCTFail("HTTP 500: unexpectedStatus") }
+        guard case .failure(FriendsAPIError.unexpectedStatus(500))? = load(remote) else {
+            return XCTFail("HTTP 500: unexpectedStatus")
+        }
         server.setListBehavior(.dropMidBody)
-        guard case .failure(FriendsAPIError.connectivity)? = load(remote) else { return XCTFail("dropped mid-body: connectivity") }
+        guard case .failure(FriendsAPIError.connectivity)? = load(remote) else {
+            return XCTFail("dropped mid-body: connectivity")
+        }
 
         XCTAssertEqual(storedFriends(at: databaseURL), cached, "no failure touched the cache")
     }
@@ -72,12 +80,16 @@ final class EndToEndTests: XCTestCase {
             configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: .milliseconds(100)),
             session: makeSession())
         let lists = Mutex<[[Friend]]>([])
-        let subscription = composer.friendsStream().sink(receiveCompletion: { _ in }) { list in lists.withLock { $0.append(list) } }
+        let subscription = composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            lists.withLock { $0.append(list) }
+        }
         waitUntil { lists.withLock { $0.count } == 1 && server.openEventStreams == 1 }
 
         var renamed = sampleFriends()[1]
         renamed.name = "Renamed over SSE"
-        let newcomer = Friend(id: "u9", name: "Newcomer", status: .online, updatedAt: Date(timeIntervalSince1970: 1_795_000_100))
+        let newcomer = Friend(
+            id: "u9", name: "Newcomer", status: .online, updatedAt: Date(timeIntervalSince1970: 1_795_000_100))
         server.push(.upsert(renamed))
         server.push(.upsert(newcomer))
         server.push(.remove(id: "u1"))
@@ -94,7 +106,10 @@ final class EndToEndTests: XCTestCase {
             baseURL: server.baseURL, configuration: makeSession().configuration,
             reconnection: .constant(.milliseconds(50), maxAttempts: 10))
         let received = Mutex<[FriendUpdate]>([])
-        let subscription = updates.updates().sink(receiveCompletion: { _ in }) { update in received.withLock { $0.append(update) } }
+        let subscription = updates.updates().sink { _ in
+        } receiveValue: { update in
+            received.withLock { $0.append(update) }
+        }
         waitUntil { server.openEventStreams == 1 }
         server.push(.remove(id: "u1"))
         waitUntil { received.withLock { $0.count } == 1 }

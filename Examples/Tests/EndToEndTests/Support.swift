@@ -6,7 +6,7 @@ import Synchronization
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 func sampleFriends(_ count: Int = 3) -> [Friend] {
@@ -27,7 +27,9 @@ func makeDatabaseURL(for test: XCTestCase) -> URL {
 }
 
 /// A server stopped when the test ends, even if it fails.
-func makeServer(for test: XCTestCase, friends: [Friend] = sampleFriends(), latency: Duration = .milliseconds(5)) throws -> FriendsAPIServer {
+func makeServer(for test: XCTestCase, friends: [Friend] = sampleFriends(), latency: Duration = .milliseconds(5)) throws
+    -> FriendsAPIServer
+{
     let server = try FriendsAPIServer(friends: friends, latency: latency)
     test.addTeardownBlock { server.stop() }
     return server

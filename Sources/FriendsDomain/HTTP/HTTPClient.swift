@@ -2,7 +2,7 @@ import Foundation
 import Loading
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Performs HTTP requests: the seam between the friends API and the network, replaced by a stub in tests.

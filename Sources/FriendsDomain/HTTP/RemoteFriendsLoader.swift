@@ -2,7 +2,7 @@ import Foundation
 import Loading
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Loads friends from the API: `GET {baseURL}/friends`, mapped to friends or a ``FriendsAPIError``.
@@ -63,15 +63,19 @@ public struct RemoteFriendsDeleter: Sendable {
     /// Deletes the friend with `id`: success on 204, ``FriendsAPIError/notFound`` on 404, otherwise
     /// ``FriendsAPIError/unexpectedStatus(_:)`` or ``FriendsAPIError/connectivity(underlying:)``.
     @discardableResult
-    public func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) -> any CancellationToken {
+    public func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+        -> any CancellationToken
+    {
         var request = URLRequest(url: baseURL.appendingPathComponent("friends").appendingPathComponent(id))
         request.httpMethod = "DELETE"
         return client.perform(request) { result in
             switch result {
             case .failure(let error): completion(.failure(FriendsAPIError.connectivity(underlying: error)))
             case .success((_, let response)) where response.statusCode == 204: completion(.success(()))
-            case .success((_, let response)) where response.statusCode == 404: completion(.failure(FriendsAPIError.notFound))
-            case .success((_, let response)): completion(.failure(FriendsAPIError.unexpectedStatus(response.statusCode)))
+            case .success((_, let response)) where response.statusCode == 404:
+                completion(.failure(FriendsAPIError.notFound))
+            case .success((_, let response)):
+                completion(.failure(FriendsAPIError.unexpectedStatus(response.statusCode)))
             }
         }
     }

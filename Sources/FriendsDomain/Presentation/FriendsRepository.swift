@@ -5,7 +5,8 @@ import Loading
 public protocol FriendDeleting: Sendable {
     /// Deletes the friend with `id` and reports the outcome.
     @discardableResult
-    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) -> any CancellationToken
+    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+        -> any CancellationToken
 }
 
 extension RemoteFriendsDeleter: FriendDeleting {}
@@ -96,7 +97,9 @@ public final class FriendsRepository: Sendable {
         } else {
             repository.publish(state: .loading(previous: previous))
         }
-        let (repository, memoryStore, databaseStore, eventSubject) = (repository, memoryStore, databaseStore, eventSubject)
+        let (repository, memoryStore, databaseStore, eventSubject) = (
+            repository, memoryStore, databaseStore, eventSubject
+        )
         deleter.delete(id: id) { result in
             switch result {
             case .success:
@@ -129,7 +132,9 @@ public final class FriendsRepository: Sendable {
 private struct MissingDeleter: FriendDeleting {
     struct NoDeleter: Error {}
 
-    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) -> any CancellationToken {
+    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+        -> any CancellationToken
+    {
         completion(.failure(NoDeleter()))
         return AnyCancellationToken()
     }

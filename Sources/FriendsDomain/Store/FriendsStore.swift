@@ -23,7 +23,8 @@ public protocol FriendsStore: Sendable {
     func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void)
 
     /// Replaces everything with `friends`, saved at `timestamp`.
-    func replaceAll(with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+    func replaceAll(
+        with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 
     /// Replaces the friend with the same id, or appends `friend` if the id is unknown; `timestamp` becomes the
     /// save time.

@@ -1,11 +1,11 @@
 #if canImport(SQLite3)
-import SQLite3
+    import SQLite3
 #else
-import CSQLite
+    import CSQLite
 #endif
 
 /// SQLite's "copy this buffer now" destructor, which does not import into Swift.
-private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// One SQLite connection. Not thread-safe: the store uses it from one serial queue only.
 final class SQLiteConnection {
@@ -91,10 +91,11 @@ final class SQLiteConnection {
     }
 
     /// Binds `value` to parameter `index` (1-based) of `statement`.
-    func bind(_ value: SQLiteValue, at index: Int32, in statement: OpaquePointer, operation: String) throws(SQLiteError) {
+    func bind(_ value: SQLiteValue, at index: Int32, in statement: OpaquePointer, operation: String) throws(SQLiteError)
+    {
         let code: Int32
         switch value {
-        case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, SQLITE_TRANSIENT)
+        case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, sqliteTransient)
         case .integer(let integer): code = sqlite3_bind_int64(statement, index, integer)
         case .real(let real): code = sqlite3_bind_double(statement, index, real)
         case .null: code = sqlite3_bind_null(statement, index)

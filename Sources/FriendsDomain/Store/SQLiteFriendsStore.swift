@@ -80,7 +80,9 @@ public final class SQLiteFriendsStore: FriendsStore {
                         try db.bind(
                             friend.avatarURL.map { .text($0.absoluteString) } ?? .null, at: 5, in: statement,
                             operation: "replace all")
-                        try db.bind(.real(friend.updatedAt.timeIntervalSince1970), at: 6, in: statement, operation: "replace all")
+                        try db.bind(
+                            .real(friend.updatedAt.timeIntervalSince1970), at: 6, in: statement,
+                            operation: "replace all")
                     }
                 }
                 try Self.stamp(timestamp, in: db, operation: "replace all")

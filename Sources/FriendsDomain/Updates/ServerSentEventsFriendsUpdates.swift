@@ -2,7 +2,7 @@ import Foundation
 import Loading
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Live friend updates from `GET {baseURL}/friends/events`, a `text/event-stream` read chunk by chunk through a
@@ -11,7 +11,7 @@ import FoundationNetworking
 ///
 /// ```swift
 /// let updates = ServerSentEventsFriendsUpdates(baseURL: api)
-/// let subscription = updates.updates().sink(receiveCompletion: { _ in }) { update in print(update) }
+/// let subscription = updates.updates().sink { _ in } receiveValue: { update in print(update) }
 /// ```
 /// Each subscription opens its own connection; cancelling it closes the connection and stops reconnecting. The
 /// attempt count starts over after every successful connection (a 200 response). The stream fails only when the
@@ -50,7 +50,8 @@ public struct ServerSentEventsFriendsUpdates: FriendsUpdatesSource {
     public init(
         baseURL: URL,
         configuration: URLSessionConfiguration = .default,
-        reconnection: RetryPolicy = .exponential(initial: .milliseconds(500), maxDelay: .seconds(30), maxAttempts: .max),
+        reconnection: RetryPolicy = .exponential(
+            initial: .milliseconds(500), maxDelay: .seconds(30), maxAttempts: .max),
         scheduler: some Scheduler = .global(),
         onConnectionChange: (@Sendable (ConnectionChange) -> Void)? = nil
     ) {
@@ -126,7 +127,9 @@ private final class EventSourceConnection: NSObject, URLSessionDataDelegate, Sen
             var request = URLRequest(url: url)
             request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
             request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-            if let lastEventID = state.lastEventID { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
+            if let lastEventID = state.lastEventID {
+                request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID")
+            }
             request.timeoutInterval = 24 * 60 * 60
             return request
         }

@@ -1,17 +1,17 @@
 #if canImport(os)
-import os
+    import os
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Bionic)
-import Bionic
+    import Bionic
 #endif
 
 #if canImport(os)
-@usableFromInline typealias PlatformLock = os_unfair_lock_s
+    @usableFromInline typealias PlatformLock = os_unfair_lock_s
 #else
-@usableFromInline typealias PlatformLock = pthread_mutex_t
+    @usableFromInline typealias PlatformLock = pthread_mutex_t
 #endif
 
 extension UnsafeMutablePointer where Pointee == PlatformLock {
@@ -19,10 +19,10 @@ extension UnsafeMutablePointer where Pointee == PlatformLock {
     @inlinable
     func initializeLock() {
         #if canImport(os)
-        initialize(to: os_unfair_lock_s())
+            initialize(to: os_unfair_lock_s())
         #else
-        initialize(to: pthread_mutex_t())
-        pthread_mutex_init(self, nil)
+            initialize(to: pthread_mutex_t())
+            pthread_mutex_init(self, nil)
         #endif
     }
 
@@ -30,7 +30,7 @@ extension UnsafeMutablePointer where Pointee == PlatformLock {
     @inlinable
     func destroyLock() {
         #if !canImport(os)
-        pthread_mutex_destroy(self)
+            pthread_mutex_destroy(self)
         #endif
         deinitialize(count: 1)
     }
@@ -39,11 +39,11 @@ extension UnsafeMutablePointer where Pointee == PlatformLock {
     @inlinable
     func withLockHeld<R>(_ body: () throws -> R) rethrows -> R {
         #if canImport(os)
-        os_unfair_lock_lock(self)
-        defer { os_unfair_lock_unlock(self) }
+            os_unfair_lock_lock(self)
+            defer { os_unfair_lock_unlock(self) }
         #else
-        pthread_mutex_lock(self)
-        defer { pthread_mutex_unlock(self) }
+            pthread_mutex_lock(self)
+            defer { pthread_mutex_unlock(self) }
         #endif
         return try body()
     }

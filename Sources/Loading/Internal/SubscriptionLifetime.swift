@@ -116,7 +116,9 @@ struct SubscriptionLifetime: @unchecked Sendable {
     @inlinable
     func end() -> Bool {
         let taken = withLock {
-            header, flag -> ((@Sendable () -> Void)?, [(key: Int, action: @Sendable () -> Void)], (storage: Storage, key: Int)?)? in
+            header, flag -> (
+                (@Sendable () -> Void)?, [(key: Int, action: @Sendable () -> Void)], (storage: Storage, key: Int)?
+            )? in
             guard loading_atomic_load_acquire(flag) != 0 else { return nil }
             loading_atomic_store_release(flag, 0)
             defer {

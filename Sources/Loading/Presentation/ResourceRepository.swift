@@ -52,7 +52,8 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     }
 
     /// Creates a repository delivering state on the main queue.
-    public convenience init<L: Loader, R: Loader>(loader: L, refreshLoader: R?) where L.Output == Value, R.Output == Value {
+    public convenience init<L: Loader, R: Loader>(loader: L, refreshLoader: R?)
+    where L.Output == Value, R.Output == Value {
         self.init(loader: loader, refreshLoader: refreshLoader, scheduler: .main)
     }
 
@@ -137,9 +138,10 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
             return (id, flight.loadID)
         }
         guard let loadID else { return waiterID }
-        let generation = subject.update {
-            Stamped(generation: $0.generation + 1, state: $0.state.startingLoad())
-        }?.generation ?? 0
+        let generation =
+            subject.update {
+                Stamped(generation: $0.generation + 1, state: $0.state.startingLoad())
+            }?.generation ?? 0
         let token = loader.load { [weak self] result in
             self?.finish(loadID: loadID, generation: generation, with: result)
         }

@@ -53,8 +53,14 @@ final class AnyLoaderTests: XCTestCase {
         let done = expectation(description: "both")
         done.expectedFulfillmentCount = 2
 
-        value.load { recorder.record($0); done.fulfill() }
-        failure.load { recorder.record($0); done.fulfill() }
+        value.load {
+            recorder.record($0)
+            done.fulfill()
+        }
+        failure.load {
+            recorder.record($0)
+            done.fulfill()
+        }
         wait(for: [done], timeout: 5)
 
         XCTAssertEqual(recorder.values, [42])

@@ -4,7 +4,8 @@ import XCTest
 
 final class CachingTests: XCTestCase {
     func test_load_savesValueAndDeliversIt() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>()
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>()
         let recorder = ResultRecorder<String>()
         recorder.load(upstream.caching(to: cache))
 
@@ -15,18 +16,20 @@ final class CachingTests: XCTestCase {
     }
 
     func test_load_neverCachesFailure() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>()
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>()
         let recorder = ResultRecorder<String>()
         recorder.load(upstream.caching(to: cache))
 
         upstream.fail(with: TestError(id: 7))
 
         XCTAssertEqual(cache.savedValues, [])
-        XCTAssertError(recorder.all.first, TestError(id: 7))
+        assertError(recorder.all.first, TestError(id: 7))
     }
 
     func test_ignorePolicy_deliversValueWhenSaveFails() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>(completingWith: .failure(anyError))
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>(completingWith: .failure(anyError))
         let recorder = ResultRecorder<String>()
         recorder.load(upstream.caching(to: cache))
 
@@ -36,7 +39,8 @@ final class CachingTests: XCTestCase {
     }
 
     func test_ignorePolicy_deliversWithoutWaitingForTheSave() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>(completingWith: nil)
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>(completingWith: nil)
         let recorder = ResultRecorder<String>()
         recorder.load(upstream.caching(to: cache))
 
@@ -47,7 +51,8 @@ final class CachingTests: XCTestCase {
     }
 
     func test_reportPolicy_passesSaveErrorToHandlerAndDeliversValue() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>(completingWith: nil)
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>(completingWith: nil)
         let reported = ResultRecorder<Void>()
         let recorder = ResultRecorder<String>()
         recorder.load(upstream.caching(to: cache, policy: .reportFailures { reported.record(.failure($0)) }))
@@ -57,13 +62,15 @@ final class CachingTests: XCTestCase {
         XCTAssertEqual(reported.count, 0)
         cache.completeSave(with: .failure(TestError(id: 3)))
 
-        XCTAssertError(reported.all.first, TestError(id: 3))
+        assertError(reported.all.first, TestError(id: 3))
     }
 
     func test_reportPolicy_reportsNothingWhenSaveSucceeds() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>()
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>()
         let reported = ResultRecorder<Void>()
-        ResultRecorder<String>().load(upstream.caching(to: cache, policy: .reportFailures { reported.record(.failure($0)) }))
+        ResultRecorder<String>().load(
+            upstream.caching(to: cache, policy: .reportFailures { reported.record(.failure($0)) }))
 
         upstream.complete(with: "value")
 
@@ -71,7 +78,8 @@ final class CachingTests: XCTestCase {
     }
 
     func test_failPolicy_waitsForSaveThenDeliversValue() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>(completingWith: nil)
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>(completingWith: nil)
         let recorder = ResultRecorder<String>()
         recorder.load(upstream.caching(to: cache, policy: .failLoad))
 
@@ -83,19 +91,21 @@ final class CachingTests: XCTestCase {
     }
 
     func test_failPolicy_deliversSaveError() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>(completingWith: nil)
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>(completingWith: nil)
         let recorder = ResultRecorder<String>()
         recorder.load(upstream.caching(to: cache, policy: .failLoad))
 
         upstream.complete(with: "value")
         cache.completeSave(with: .failure(TestError(id: 9)))
 
-        XCTAssertError(recorder.all.first, TestError(id: 9))
+        assertError(recorder.all.first, TestError(id: 9))
     }
 
     func test_cancelBeforeUpstreamCompletes_cancelsUpstreamAndSavesNothing() {
         for policy in [CacheSavePolicy.ignoreFailures, .failLoad, .reportFailures { _ in }] {
-            let upstream = LoaderSpy<String>(), cache = CacheSpy<String>()
+            let upstream = LoaderSpy<String>()
+            let cache = CacheSpy<String>()
             let recorder = ResultRecorder<String>()
             let token = recorder.load(upstream.caching(to: cache, policy: policy))
 
@@ -109,7 +119,8 @@ final class CachingTests: XCTestCase {
     }
 
     func test_failPolicy_cancelDuringSave_neverCompletes() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>(completingWith: nil)
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>(completingWith: nil)
         let recorder = ResultRecorder<String>()
         let token = recorder.load(upstream.caching(to: cache, policy: .failLoad))
 
@@ -121,7 +132,8 @@ final class CachingTests: XCTestCase {
     }
 
     func test_token_isReleasedAfterCompletionAndCancel() {
-        let upstream = LoaderSpy<String>(), cache = CacheSpy<String>(completingWith: nil)
+        let upstream = LoaderSpy<String>()
+        let cache = CacheSpy<String>(completingWith: nil)
         let sut = upstream.caching(to: cache, policy: .failLoad)
         sut.load(completion: completionTrackedForLeaks())
         upstream.complete(with: "value")

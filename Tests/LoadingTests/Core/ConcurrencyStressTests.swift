@@ -8,16 +8,21 @@ final class ConcurrencyStressTests: XCTestCase {
     /// 10,000 loads started from 8 threads through memory, else database (cached to memory), else a retried
     /// network (cached to both): each completes exactly once.
     func test_tenThousandLoadsFromEightThreads_eachCompleteExactlyOnce() {
-        let loads = 10_000, threads = 8
+        let loads = 10_000
+        let threads = 8
         let memory = FlakyStore(failEvery: 3)
         let database = FlakyStore(failEvery: 2)
         let network = AnyLoader<Int> { completion in
             DispatchQueue.global().async { completion(.success(1)) }
             return AnyCancellationToken()
         }
-        let sut = memory
+        let sut =
+            memory
             .fallback(to: database.caching(to: memory))
-            .fallback(to: network.retry(.immediate(maxAttempts: 2), scheduler: .immediate).caching(to: database).caching(to: memory))
+            .fallback(
+                to: network.retry(.immediate(maxAttempts: 2), scheduler: .immediate).caching(to: database).caching(
+                    to: memory)
+            )
             .map { $0 + 1 }
 
         let counts = Locked([Int](repeating: 0, count: loads))
@@ -34,7 +39,7 @@ final class ConcurrencyStressTests: XCTestCase {
                 }
             }
         }
-        startedThreads.forEach { $0.start() }
+        for element in startedThreads { element.start() }
 
         XCTAssertEqual(group.wait(timeout: .now() + 60), .success, "not every load completed")
         XCTAssertEqual(counts.withLock { $0 }.filter { $0 != 1 }.count, 0, "some load completed more or less than once")

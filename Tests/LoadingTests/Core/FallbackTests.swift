@@ -44,11 +44,13 @@ final class FallbackTests: XCTestCase {
         fallback.fail(with: TestError(id: 2))
 
         XCTAssertEqual(recorder.count, 1)
-        XCTAssertError(recorder.all.first, TestError(id: 2))
+        assertError(recorder.all.first, TestError(id: 2))
     }
 
     func test_chain_triesSourcesInOrderAndStopsAtFirstSuccess() {
-        let first = LoaderSpy<String>(), second = LoaderSpy<String>(), third = LoaderSpy<String>()
+        let first = LoaderSpy<String>()
+        let second = LoaderSpy<String>()
+        let third = LoaderSpy<String>()
         let recorder = ResultRecorder<String>()
         recorder.load(first.fallback(to: second).fallback(to: third))
 

@@ -57,7 +57,7 @@ final class HandleEventsTests: XCTestCase {
 
         upstream.fail(with: TestError(id: 42))
 
-        XCTAssertError(logged.all.first, TestError(id: 42))
-        XCTAssertError(recorder.all.first, TestError(id: 42))
+        assertError(logged.all.first, TestError(id: 42))
+        assertError(recorder.all.first, TestError(id: 42))
     }
 }

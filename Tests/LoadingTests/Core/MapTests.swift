@@ -26,7 +26,7 @@ final class MapTests: XCTestCase {
         upstream.fail(with: TestError(id: 4))
 
         XCTAssertEqual(calls.count, 0)
-        XCTAssertError(recorder.all.first, TestError(id: 4))
+        assertError(recorder.all.first, TestError(id: 4))
     }
 
     func test_mapError_transformsErrorAndLeavesValuesAlone() {
@@ -39,7 +39,7 @@ final class MapTests: XCTestCase {
         upstream.fail(with: TestError(id: 1), at: 0)
         upstream.complete(with: 5, at: 1)
 
-        XCTAssertError(recorder.all.first, TestError(id: 101))
+        assertError(recorder.all.first, TestError(id: 101))
         XCTAssertEqual(recorder.values, [5])
     }
 

@@ -10,11 +10,14 @@ final class ReadmeCompositionTests: XCTestCase {
         let remote = AnyLoader<[String]> { ["Ada", "Grace"] }
 
         // README: begin
-        let friends = memory
+        let friends =
+            memory
             .fallback(to: database.caching(to: memory))
-            .fallback(to: remote.retry(.exponential(initial: .milliseconds(200), maxAttempts: 3))
-                .caching(to: database)
-                .caching(to: memory))
+            .fallback(
+                to: remote.retry(.exponential(initial: .milliseconds(200), maxAttempts: 3))
+                    .caching(to: database)
+                    .caching(to: memory)
+            )
             .dispatchOnMainQueue()
 
         let list = try await friends.load()
@@ -29,11 +32,14 @@ final class ReadmeCompositionTests: XCTestCase {
         let memory = InMemoryCache<[String]>()
         let database = InMemoryCache<[String]>(["Ada"])
         let remote = LoaderSpy<[String]>()
-        let friends = memory
+        let friends =
+            memory
             .fallback(to: database.caching(to: memory))
-            .fallback(to: remote.retry(.exponential(initial: .milliseconds(200), maxAttempts: 3))
-                .caching(to: database)
-                .caching(to: memory))
+            .fallback(
+                to: remote.retry(.exponential(initial: .milliseconds(200), maxAttempts: 3))
+                    .caching(to: database)
+                    .caching(to: memory)
+            )
             .dispatchOnMainQueue()
 
         let delivered = expectation(description: "delivered on main")

@@ -6,7 +6,8 @@ import XCTest
 
 final class ReceiveOnTests: XCTestCase {
     func test_receiveOn_deliversOnlyWhenTheSchedulerRuns() {
-        let upstream = LoaderSpy<Int>(), scheduler = TestScheduler()
+        let upstream = LoaderSpy<Int>()
+        let scheduler = TestScheduler()
         let recorder = ResultRecorder<Int>()
         recorder.load(upstream.receive(on: scheduler))
 
@@ -18,7 +19,8 @@ final class ReceiveOnTests: XCTestCase {
     }
 
     func test_receiveOn_cancelDropsAResultAlreadyOnItsWay() {
-        let upstream = LoaderSpy<Int>(), scheduler = TestScheduler()
+        let upstream = LoaderSpy<Int>()
+        let scheduler = TestScheduler()
         let recorder = ResultRecorder<Int>()
         let token = recorder.load(upstream.receive(on: scheduler))
 
@@ -69,7 +71,8 @@ final class ReceiveOnTests: XCTestCase {
     }
 
     func test_dispatchOnMainQueue_keepsOrderWhenAResultIsQueuedAhead() {
-        let first = LoaderSpy<Int>(), second = LoaderSpy<Int>()
+        let first = LoaderSpy<Int>()
+        let second = LoaderSpy<Int>()
         let recorder = ResultRecorder<Int>()
         recorder.load(first.dispatchOnMainQueue())
         recorder.load(second.dispatchOnMainQueue())

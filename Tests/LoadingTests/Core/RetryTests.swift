@@ -37,7 +37,7 @@ final class RetryTests: XCTestCase {
         upstream.fail(with: TestError(id: 2))
 
         XCTAssertEqual(upstream.loadCount, 2)
-        XCTAssertError(recorder.all.first, TestError(id: 2))
+        assertError(recorder.all.first, TestError(id: 2))
         XCTAssertEqual(recorder.count, 1)
     }
 
@@ -51,7 +51,7 @@ final class RetryTests: XCTestCase {
         upstream.fail(with: TestError(id: 404))
 
         XCTAssertEqual(upstream.loadCount, 2)
-        XCTAssertError(recorder.all.first, TestError(id: 404))
+        assertError(recorder.all.first, TestError(id: 404))
     }
 
     func test_exponentialBackoff_waitsExactDelaysCappedAtMaxDelay() {

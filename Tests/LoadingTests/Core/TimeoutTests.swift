@@ -4,7 +4,8 @@ import XCTest
 
 final class TimeoutTests: XCTestCase {
     func test_failsWithTimeoutErrorAndCancelsLoadWhenTimeRunsOut() {
-        let upstream = LoaderSpy<Int>(), scheduler = TestScheduler()
+        let upstream = LoaderSpy<Int>()
+        let scheduler = TestScheduler()
         let recorder = ResultRecorder<Int>()
         recorder.load(upstream.timeout(after: .seconds(5), scheduler: scheduler))
 
@@ -13,13 +14,14 @@ final class TimeoutTests: XCTestCase {
         scheduler.advance(by: .milliseconds(1))
         upstream.complete(with: 1)
 
-        XCTAssertError(recorder.all.first, TimeoutError(interval: .seconds(5)))
+        assertError(recorder.all.first, TimeoutError(interval: .seconds(5)))
         XCTAssertEqual(recorder.count, 1)
         XCTAssertEqual(upstream.cancelledRequests, [0])
     }
 
     func test_deliversValueInTimeAndCancelsTheTimer() {
-        let upstream = LoaderSpy<Int>(), scheduler = TestScheduler()
+        let upstream = LoaderSpy<Int>()
+        let scheduler = TestScheduler()
         let recorder = ResultRecorder<Int>()
         recorder.load(upstream.timeout(after: .seconds(5), scheduler: scheduler))
 
@@ -31,7 +33,8 @@ final class TimeoutTests: XCTestCase {
     }
 
     func test_cancel_cancelsLoadAndTimerAndNeverCompletes() {
-        let upstream = LoaderSpy<Int>(), scheduler = TestScheduler()
+        let upstream = LoaderSpy<Int>()
+        let scheduler = TestScheduler()
         let recorder = ResultRecorder<Int>()
         let token = recorder.load(upstream.timeout(after: .seconds(5), scheduler: scheduler))
 
@@ -45,7 +48,8 @@ final class TimeoutTests: XCTestCase {
     }
 
     func test_token_isReleasedAfterTimeout() {
-        let upstream = LoaderSpy<Int>(), scheduler = TestScheduler()
+        let upstream = LoaderSpy<Int>()
+        let scheduler = TestScheduler()
         upstream.timeout(after: .seconds(1), scheduler: scheduler).load(completion: completionTrackedForLeaks())
         scheduler.run()
         trackForMemoryLeaks(upstream)

@@ -83,7 +83,7 @@ final class ResourceRepositoryTests: XCTestCase {
 
         XCTAssertEqual(recorder.values, [.idle, .loading(previous: nil), .idle])
         XCTAssertEqual(loader.cancelledRequests, [0])
-        XCTAssertError(results.all.first, ResourceRepository<[Int]>.WipedError())
+        assertError(results.all.first, ResourceRepository<[Int]>.WipedError())
         sut.load()
         loader.complete(with: [2])
         XCTAssertEqual(recorder.values.last, .loaded([2]), "the repository works again after a wipe")
@@ -128,7 +128,8 @@ final class ResourceRepositoryTests: XCTestCase {
     }
 
     private func makeSUT() -> (ResourceRepository<[Int]>, LoaderSpy<[Int]>, LoaderSpy<[Int]>) {
-        let loader = LoaderSpy<[Int]>(), refresh = LoaderSpy<[Int]>()
+        let loader = LoaderSpy<[Int]>()
+        let refresh = LoaderSpy<[Int]>()
         let sut = ResourceRepository(loader: loader, refreshLoader: refresh, scheduler: .immediate)
         return (sut, loader, refresh)
     }

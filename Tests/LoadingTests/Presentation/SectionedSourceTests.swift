@@ -4,7 +4,9 @@ import XCTest
 
 final class SectionedSourceTests: XCTestCase {
     func test_sectionsLoadIndependently_slowAndFailingSourcesBlockNobody() {
-        let fast = LoaderSpy<[Int]>(), slow = LoaderSpy<[Int]>(), failing = LoaderSpy<[Int]>()
+        let fast = LoaderSpy<[Int]>()
+        let slow = LoaderSpy<[Int]>()
+        let failing = LoaderSpy<[Int]>()
         let sut = SectionedSource([
             SectionSource(title: "Fast", loader: fast),
             SectionSource(title: "Slow", loader: slow),
@@ -12,7 +14,9 @@ final class SectionedSourceTests: XCTestCase {
         ])
         let recorder = StreamRecorder(sut.sections)
 
-        XCTAssertEqual(recorder.values.last?.map(\.state), [.loading(previous: nil), .loading(previous: nil), .loading(previous: nil)])
+        XCTAssertEqual(
+            recorder.values.last?.map(\.state),
+            [.loading(previous: nil), .loading(previous: nil), .loading(previous: nil)])
         fast.complete(with: [1])
         failing.fail(with: TestError(id: 3))
         XCTAssertEqual(
@@ -43,9 +47,11 @@ final class SectionedSourceTests: XCTestCase {
     }
 
     func test_cancellingCancelsEverySource() {
-        let first = LoaderSpy<[Int]>(), second = LoaderSpy<[Int]>()
+        let first = LoaderSpy<[Int]>()
+        let second = LoaderSpy<[Int]>()
         let recorder = StreamRecorder(
-            SectionedSource([SectionSource(title: "A", loader: first), SectionSource(title: "B", loader: second)]).sections)
+            SectionedSource([SectionSource(title: "A", loader: first), SectionSource(title: "B", loader: second)])
+                .sections)
         recorder.cancel()
         XCTAssertEqual(first.cancelledRequests + second.cancelledRequests, [0, 0])
     }

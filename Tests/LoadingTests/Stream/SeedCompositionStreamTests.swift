@@ -23,7 +23,8 @@ final class SeedCompositionStreamTests: XCTestCase {
             .fallback(
                 to: network.asStream()
                     .caching(to: database)
-                    .caching(to: memory))
+                    .caching(to: memory)
+            )
             .merge(
                 with: updates.stream
                     .setFailureType(to: (any Error).self)
@@ -33,17 +34,20 @@ final class SeedCompositionStreamTests: XCTestCase {
                         }
                     }
                     .caching(to: memory)
-                    .caching(to: database))
+                    .caching(to: database)
+            )
             .receive(on: .main)
 
         let received = Locked<[[Friend]]>([])
         let onMain = Locked(true)
-        let subscription = friends.sink(receiveCompletion: { _ in }) { list in
+        let subscription = friends.sink { _ in
+        } receiveValue: { list in
             if !Thread.isMainThread { onMain.withLock { $0 = false } }
             received.withLock { $0.append(list) }
         }
 
-        let ada = Friend(id: "1", name: "Ada"), grace = Friend(id: "2", name: "Grace")
+        let ada = Friend(id: "1", name: "Ada")
+        let grace = Friend(id: "2", name: "Grace")
         XCTAssertEqual(network.loadCount, 1, "memory and database missed, so the network is asked")
         DispatchQueue.global().async { network.complete(with: [ada, grace]) }
         spinMainQueue { received.withLock { $0.count } == 1 }

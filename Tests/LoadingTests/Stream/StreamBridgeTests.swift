@@ -38,8 +38,8 @@ final class StreamBridgeTests: XCTestCase {
         let recorder = ResultRecorder<Int>()
         recorder.load(EventStream<Int, TestError>.fail(TestError(id: 3)).asLoader())
         recorder.load(EventStream<Int, TestError>.empty().asLoader())
-        XCTAssertError(recorder.all.first, TestError(id: 3))
-        XCTAssertError(recorder.all.last, StreamFinishedWithoutValueError())
+        assertError(recorder.all.first, TestError(id: 3))
+        assertError(recorder.all.last, StreamFinishedWithoutValueError())
     }
 
     func test_streamAsLoader_cancelledLoadNeverCompletes() {
@@ -53,7 +53,9 @@ final class StreamBridgeTests: XCTestCase {
     func test_values_iteratesAndThrowsFailure() async {
         var received: [Int] = []
         do {
-            for try await value in EventStream<Int, TestError>.sequence([1, 2]).merge(with: .fail(TestError(id: 9))).values {
+            for try await value in EventStream<Int, TestError>.sequence([1, 2]).merge(with: .fail(TestError(id: 9)))
+                .values
+            {
                 received.append(value)
             }
             XCTFail("expected a failure")

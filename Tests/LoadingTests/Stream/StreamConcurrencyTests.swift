@@ -6,7 +6,8 @@ import XCTest
 
 final class StreamConcurrencyTests: XCTestCase {
     func test_mergeFedFromEightThreads_deliversEveryValueWithoutOverlap() {
-        let threads = 8, perThread = 10_000
+        let threads = 8
+        let perThread = 10_000
         let subjects = (0..<threads).map { _ in StreamSubject<Int, Never>() }
         let recorder = StreamRecorder(EventStream.merge(subjects.map(\.stream)))
         let group = DispatchGroup()

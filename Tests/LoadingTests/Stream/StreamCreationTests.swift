@@ -78,7 +78,8 @@ final class StreamCreationTests: XCTestCase {
         do {
             let marker = Marker()
             weakMarker = marker
-            subscription = future.sink(receiveCompletion: { _ in marker.touch() }, receiveValue: { _ in marker.touch() })
+            subscription = future.sink(
+                receiveCompletion: { _ in marker.touch() }, receiveValue: { _ in marker.touch() })
         }
 
         subscription?.cancel()

@@ -8,25 +8,61 @@ final class StreamOperatorContractTests: XCTestCase {
     typealias Events = [StreamEvent<Int, TestError>]
 
     /// An operator, and the events it should turn `1, 2, 3, failure(9)` into.
-    private let operators: [(name: String, apply: @Sendable (EventStream<Int, TestError>) -> EventStream<Int, TestError>, expected: Events)] = [
-        ("map", { $0.map { $0 * 10 } }, [.value(10), .value(20), .value(30), .completion(.failure(TestError(id: 9)))]),
-        ("filter", { $0.filter { $0 != 2 } }, [.value(1), .value(3), .completion(.failure(TestError(id: 9)))]),
-        ("compactMap", { $0.compactMap { $0 == 1 ? nil : $0 } }, [.value(2), .value(3), .completion(.failure(TestError(id: 9)))]),
-        ("mapError", { $0.mapError { TestError(id: $0.id + 1) } }, [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 10)))]),
-        ("removeDuplicates", { $0.map { $0 / 2 }.removeDuplicates() }, [.value(0), .value(1), .completion(.failure(TestError(id: 9)))]),
-        ("scan", { $0.scan(0, +) }, [.value(1), .value(3), .value(6), .completion(.failure(TestError(id: 9)))]),
-        ("handleEvents", { $0.handleEvents(receiveOutput: { _ in }) }, [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]),
-        ("catch", { $0.catch { _ in .just(99) } }, [.value(1), .value(2), .value(3), .value(99), .completion(.finished)]),
-        ("retry(0)", { $0.retry(0) }, [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]),
-        ("merge", { $0.merge(with: .empty()) }, [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]),
-        ("flatMap", { $0.flatMap { .just($0 + 100) } }, [.value(101), .value(102), .value(103), .completion(.failure(TestError(id: 9)))]),
-        ("receive(on: .immediate)", { $0.receive(on: .immediate) }, [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]),
-        ("first", { $0.first() }, [.value(1), .completion(.finished)]),
-        ("first(where:)", { $0.first { $0 > 1 } }, [.value(2), .completion(.finished)]),
-        ("fallback", { $0.fallback(to: .just(7)) }, [.value(1), .value(2), .value(3), .value(7), .completion(.finished)]),
-        ("tryMap", { $0.tryMap { $0 }.mapError { $0 as? TestError ?? TestError(id: -1) } },
-         [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]),
-    ]
+    private let operators:
+        [(
+            name: String, apply: @Sendable (EventStream<Int, TestError>) -> EventStream<Int, TestError>,
+            expected: Events
+        )] = [
+            (
+                "map", { $0.map { $0 * 10 } },
+                [.value(10), .value(20), .value(30), .completion(.failure(TestError(id: 9)))]
+            ),
+            ("filter", { $0.filter { $0 != 2 } }, [.value(1), .value(3), .completion(.failure(TestError(id: 9)))]),
+            (
+                "compactMap", { $0.compactMap { $0 == 1 ? nil : $0 } },
+                [.value(2), .value(3), .completion(.failure(TestError(id: 9)))]
+            ),
+            (
+                "mapError", { $0.mapError { TestError(id: $0.id + 1) } },
+                [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 10)))]
+            ),
+            (
+                "removeDuplicates", { $0.map { $0 / 2 }.removeDuplicates() },
+                [.value(0), .value(1), .completion(.failure(TestError(id: 9)))]
+            ),
+            ("scan", { $0.scan(0, +) }, [.value(1), .value(3), .value(6), .completion(.failure(TestError(id: 9)))]),
+            (
+                "handleEvents", { $0.handleEvents(receiveOutput: { _ in }) },
+                [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]
+            ),
+            (
+                "catch", { $0.catch { _ in .just(99) } },
+                [.value(1), .value(2), .value(3), .value(99), .completion(.finished)]
+            ),
+            ("retry(0)", { $0.retry(0) }, [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]),
+            (
+                "merge", { $0.merge(with: .empty()) },
+                [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]
+            ),
+            (
+                "flatMap", { $0.flatMap { .just($0 + 100) } },
+                [.value(101), .value(102), .value(103), .completion(.failure(TestError(id: 9)))]
+            ),
+            (
+                "receive(on: .immediate)", { $0.receive(on: .immediate) },
+                [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]
+            ),
+            ("first", { $0.first() }, [.value(1), .completion(.finished)]),
+            ("first(where:)", { $0.first { $0 > 1 } }, [.value(2), .completion(.finished)]),
+            (
+                "fallback", { $0.fallback(to: .just(7)) },
+                [.value(1), .value(2), .value(3), .value(7), .completion(.finished)]
+            ),
+            (
+                "tryMap", { $0.tryMap { $0 }.mapError { $0 as? TestError ?? TestError(id: -1) } },
+                [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]
+            ),
+        ]
 
     func test_everyOperator_passesValuesAndTerminalEventAsDocumented() {
         for (name, apply, expected) in operators {

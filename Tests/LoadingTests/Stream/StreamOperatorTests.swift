@@ -29,12 +29,15 @@ final class StreamOperatorTests: XCTestCase {
         subject.send(3)
 
         XCTAssertEqual(recorder.values, [1])
-        XCTAssertEqual((recorder.completion.flatMap { if case .failure(let e) = $0 { return e } else { return nil } }) as? TestError, TestError(id: 2))
+        XCTAssertEqual(
+            (recorder.completion.flatMap { if case .failure(let e) = $0 { return e } else { return nil } })
+                as? TestError, TestError(id: 2))
         XCTAssertTrue(upstreamCancelled.withLock { $0 })
     }
 
     func test_mapError_transformsFailure() {
-        let recorder = StreamRecorder(EventStream<Int, TestError>.fail(TestError(id: 1)).mapError { TestError(id: $0.id + 1) })
+        let recorder = StreamRecorder(
+            EventStream<Int, TestError>.fail(TestError(id: 1)).mapError { TestError(id: $0.id + 1) })
         XCTAssertEqual(recorder.events, [.completion(.failure(TestError(id: 2)))])
     }
 
@@ -65,7 +68,8 @@ final class StreamOperatorTests: XCTestCase {
     }
 
     func test_removeDuplicates_sendsOnlyChanges() {
-        let recorder = StreamRecorder(EventStream<Int, TestError>.sequence([1, 1, 2, 2, 2, 1, 3, 3]).removeDuplicates())
+        let recorder = StreamRecorder(
+            EventStream<Int, TestError>.sequence([1, 1, 2, 2, 2, 1, 3, 3]).removeDuplicates())
         XCTAssertEqual(recorder.values, [1, 2, 1, 3])
     }
 
@@ -99,7 +103,8 @@ final class StreamOperatorTests: XCTestCase {
     }
 
     func test_catch_switchesToFallbackAfterValuesOfTheFailedStream() {
-        let primary = Subject(), fallback = Subject()
+        let primary = Subject()
+        let fallback = Subject()
         let recorder = StreamRecorder(primary.stream.catch { _ in fallback.stream })
         primary.send(1)
         primary.send(completion: .failure(anyError))
@@ -123,7 +128,8 @@ final class StreamOperatorTests: XCTestCase {
     }
 
     func test_catch_cancelAfterSwitchCancelsFallback() {
-        let primary = Subject(), fallback = Subject()
+        let primary = Subject()
+        let fallback = Subject()
         let fallbackCancelled = Locked(false)
         let recorder = StreamRecorder(
             primary.stream.catch { _ in
@@ -252,7 +258,8 @@ final class StreamOperatorTests: XCTestCase {
     }
 
     func test_merge_finishesWhenAllFinish() {
-        let a = Subject(), b = Subject()
+        let a = Subject()
+        let b = Subject()
         let recorder = StreamRecorder(a.stream.merge(with: b.stream))
         a.send(1)
         b.send(2)
@@ -264,7 +271,9 @@ final class StreamOperatorTests: XCTestCase {
     }
 
     func test_merge_firstFailureIsDeliveredAtOnceAndCancelsTheOthers() {
-        let a = Subject(), b = Subject(), c = Subject()
+        let a = Subject()
+        let b = Subject()
+        let c = Subject()
         let cancelled = Locked<[String]>([])
         let recorder = StreamRecorder(
             EventStream.merge(

@@ -67,7 +67,8 @@ final class SubjectTests: XCTestCase {
     func test_sendsFromManyThreads_reachEverySubscriberOnceInTheSameOrderWithoutOverlap() {
         let subject = StreamSubject<Int, Never>()
         let recorders = (0..<3).map { _ in StreamRecorder(subject.stream) }
-        let threads = 8, perThread = 2_000
+        let threads = 8
+        let perThread = 2_000
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             for index in 0..<perThread { subject.send(thread * perThread + index) }
         }

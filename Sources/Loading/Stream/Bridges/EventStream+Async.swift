@@ -41,7 +41,9 @@ extension EventStream where Failure == Never {
     /// The values of a stream that cannot fail, as an async sequence that cannot throw.
     public var values: AsyncStream<Output> {
         AsyncStream { continuation in
-            let subscription = sink(receiveCompletion: { _ in continuation.finish() }) { value in
+            let subscription = sink { _ in
+                continuation.finish()
+            } receiveValue: { value in
                 continuation.yield(value)
             }
             continuation.onTermination = { _ in subscription.cancel() }

@@ -77,7 +77,6 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         state.withLock { $0.current }
     }
 
-
     /// Broadcasts `event` to the current subscribers; ignored after the subject completed.
     @inlinable
     func send(_ event: StreamEvent<Output, Failure>) {
@@ -107,7 +106,9 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
             }
             state.current = next
             state.sequence += 1
-            return (next, Self.enqueue(Delivery(event: .value(next), sequence: state.sequence, target: nil), in: &state))
+            return (
+                next, Self.enqueue(Delivery(event: .value(next), sequence: state.sequence, target: nil), in: &state)
+            )
         }
         if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
         return sent
