@@ -4,11 +4,14 @@ import Loading
 ///
 /// ```swift
 /// let primary = LoaderSpy<[String]>()
-/// let token = primary.fallback(to: secondary).load { received = $0 }
-/// primary.fail(with: anyError)        // the first request fails...
-/// XCTAssertEqual(secondary.loadCount, 1) // ...so the fallback starts
+/// let secondary = LoaderSpy<[String]>()
+/// let recorder = LoadRecorder<[String]>()
+/// let token = recorder.load(primary.fallback(to: secondary))
+/// primary.fail(with: URLError(.notConnectedToInternet))  // the first request fails...
+/// XCTAssertEqual(secondary.loadCount, 1)                 // ...so the fallback starts
 /// token.cancel()
 /// XCTAssertEqual(secondary.cancelledRequests, [0])
+/// XCTAssertEqual(recorder.count, 0)
 /// ```
 /// Completing a request that was cancelled does nothing, like a real loader that keeps the contract.
 public final class LoaderSpy<Output: Sendable>: Loader {
@@ -44,11 +47,12 @@ public final class LoaderSpy<Output: Sendable>: Loader {
             return requests.count - 1
         }
         return AnyCancellationToken { [requests] in
-            requests.withLock { requests in
-                guard requests[index].completion != nil else { return }
-                requests[index].completion = nil
+            let dropped = requests.withLock { requests -> LoadCompletion<Output>? in
+                guard requests[index].completion != nil else { return nil }
                 requests[index].isCancelled = true
+                return requests[index].completion.take()
             }
+            withExtendedLifetime(dropped) {}  // released after unlocking, as the library does
         }
     }
 

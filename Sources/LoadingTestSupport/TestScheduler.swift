@@ -53,7 +53,10 @@ public final class TestScheduler: Scheduler {
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any CancellationToken {
         let id = enqueue(after: delay, action)
         return AnyCancellationToken { [weak self] in
-            self?.state.withLock { $0.items.removeAll { $0.id == id } }
+            let removed = self?.state.withLock { state -> Item? in
+                state.items.firstIndex { $0.id == id }.map { state.items.remove(at: $0) }
+            }
+            withExtendedLifetime(removed) {}  // the action is released after unlocking
         }
     }
 

@@ -10,34 +10,6 @@ struct TestError: Error, Equatable {
 
 let anyError = TestError(id: 0)
 
-/// Collects every result a load delivers, with the thread facts a test asserts on.
-final class ResultRecorder<Output: Sendable>: Sendable {
-    private let results = Locked<[Result<Output, any Error>]>([])
-
-    var all: [Result<Output, any Error>] { results.withLock { $0 } }
-    var count: Int { results.withLock { $0.count } }
-
-    var values: [Output] {
-        all.compactMap { try? $0.get() }
-    }
-
-    var errors: [any Error] {
-        all.compactMap {
-            if case .failure(let error) = $0 { return error }
-            return nil
-        }
-    }
-
-    func record(_ result: Result<Output, any Error>) {
-        results.withLock { $0.append(result) }
-    }
-
-    @discardableResult
-    func load<L: Loader>(_ loader: L) -> any CancellationToken where L.Output == Output {
-        loader.load { self.record($0) }
-    }
-}
-
 /// An in-memory cache that is also a loader of what it holds: the simplest honest `Cache`.
 final class InMemoryCache<Value: Sendable>: Cache, Loader {
     private let stored = Locked<Value?>(nil)

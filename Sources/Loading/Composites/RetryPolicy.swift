@@ -2,24 +2,37 @@
 ///
 /// ```swift
 /// remote.retry(.exponential(initial: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 4))
-/// remote.retry(.constant(.seconds(1), maxAttempts: 3).retrying { $0 is URLError })
+/// remote.retry(.constant(.seconds(1), maxAttempts: 3).retrying { $0 is TimeoutError })
+/// liveUpdates.retry(.exponential(initial: .seconds(1), maxAttempts: .max), scheduler: .global())  // for ever
 /// ```
+/// `maxAttempts: .max` (``unlimited``) never gives up. An error that conforms to ``RetryAfterError`` can ask for a
+/// longer wait (an HTTP `Retry-After`, a server-sent `retry:`), never longer than ``maxDelay``.
 public struct RetryPolicy: Sendable {
-    /// The total number of attempts, the first included (at least 1).
+    /// The number of attempts that means "no limit".
+    public static let unlimited = Int.max
+
+    /// The total number of attempts, the first included (at least 1); ``unlimited`` (`Int.max`) means no limit.
     public var maxAttempts: Int
     /// The delay before each retry.
     public var backoff: Backoff
+    /// The longest wait an error's ``RetryAfterError/retryAfter`` may ask for.
+    public var maxDelay: Duration
     /// Whether an error is worth another attempt; the load fails at once with errors it rejects.
     public var shouldRetry: @Sendable (any Error) -> Bool
+    /// An attempt that ran at least this long before failing starts the count, and the backoff, over (see
+    /// ``resettingAttempts(after:)``); `nil` never starts over.
+    public var resetInterval: Duration?
 
     /// Creates a policy; `maxAttempts` below 1 is treated as 1.
     public init(
         maxAttempts: Int,
         backoff: Backoff = .none,
+        maxDelay: Duration = .seconds(60),
         shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true }
     ) {
         self.maxAttempts = max(1, maxAttempts)
         self.backoff = backoff
+        self.maxDelay = maxDelay
         self.shouldRetry = shouldRetry
     }
 
@@ -30,7 +43,7 @@ public struct RetryPolicy: Sendable {
 
     /// Waits `delay` before each retry.
     public static func constant(_ delay: Duration, maxAttempts: Int) -> RetryPolicy {
-        RetryPolicy(maxAttempts: maxAttempts, backoff: .constant(delay))
+        RetryPolicy(maxAttempts: maxAttempts, backoff: .constant(delay), maxDelay: max(delay, .seconds(60)))
     }
 
     /// Waits `initial` before the first retry, then `multiplier` times longer each time, never more than `maxDelay`,
@@ -44,7 +57,8 @@ public struct RetryPolicy: Sendable {
     ) -> RetryPolicy {
         RetryPolicy(
             maxAttempts: maxAttempts,
-            backoff: .exponential(initial: initial, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter))
+            backoff: .exponential(initial: initial, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter),
+            maxDelay: maxDelay)
     }
 
     /// A copy that retries only the errors `predicate` accepts.
@@ -53,6 +67,44 @@ public struct RetryPolicy: Sendable {
         policy.shouldRetry = predicate
         return policy
     }
+
+    /// A copy under which an attempt that ran at least `interval` before it failed counts as a healthy one: the
+    /// next retry is retry 1 again, with the first backoff delay. For long-lived streams (a live connection that
+    /// drops after hours should reconnect quickly, one that drops at once should back off more each time).
+    public func resettingAttempts(after interval: Duration) -> RetryPolicy {
+        var policy = self
+        policy.resetInterval = interval
+        return policy
+    }
+
+    /// Whether attempt number `attempt` (1 for the first), which failed with `error`, is followed by another.
+    @inlinable
+    public func allowsRetry(after attempt: Int, error: any Error) -> Bool {
+        (maxAttempts == Self.unlimited || attempt < maxAttempts) && shouldRetry(error)
+    }
+
+    /// The wait before retry number `retry` (1 for the first) after `error`: the backoff's delay, or the error's
+    /// ``RetryAfterError/retryAfter`` when that is longer, capped at ``maxDelay``.
+    public func delay(beforeRetry retry: Int, after error: any Error) -> Duration {
+        let planned = backoff.delay(beforeRetry: retry)
+        guard let asked = (error as? any RetryAfterError)?.retryAfter, asked > planned else { return planned }
+        return max(planned, min(asked, maxDelay))
+    }
+
+    /// The number of the attempt that failed, counted as this policy says: 1 again when it ran at least
+    /// ``resetInterval`` (from `start` to `end` on one clock).
+    @inlinable
+    func attemptNumber(_ number: Int, startedAt start: Duration, failedAt end: Duration) -> Int {
+        guard let resetInterval, end - start >= resetInterval else { return number }
+        return 1
+    }
+}
+
+/// An error that says how long to wait before trying again, such as an HTTP 429 with `Retry-After` or a server-sent
+/// events `retry:` field. ``RetryPolicy`` waits at least that long, and at most its ``RetryPolicy/maxDelay``.
+public protocol RetryAfterError: Error {
+    /// How long the source asked to wait, if it said.
+    var retryAfter: Duration? { get }
 }
 
 /// The delay before each retry of a ``RetryPolicy``.
@@ -79,6 +131,8 @@ public struct Backoff: Sendable {
 
     /// `initial`, then `multiplier` times longer before each further retry, capped at `maxDelay`, and shortened at
     /// random by up to `jitter` (clamped to 0...1) of the capped delay.
+    ///
+    /// - Complexity: O(log *retry*) per delay.
     public static func exponential(
         initial: Duration,
         multiplier: Double = 2,
@@ -86,24 +140,27 @@ public struct Backoff: Sendable {
         jitter: Double = 0
     ) -> Backoff {
         let jitter = min(max(jitter, 0), 1)
+        // The largest delay a `Duration` of nanoseconds can hold, so that a huge `maxDelay` cannot trap.
+        let ceiling = min(maxDelay.nanoseconds, Double(Int64.max / 2))
         return Backoff { retry in
-            let growth = power(multiplier, max(retry - 1, 0))
-            let uncapped = initial.nanoseconds * growth
-            let capped = min(uncapped.isFinite ? uncapped : .infinity, maxDelay.nanoseconds)
+            let uncapped = initial.nanoseconds * power(multiplier, max(retry - 1, 0))
+            let capped = max(0, uncapped.isNaN ? ceiling : min(uncapped, ceiling))
             let jittered = jitter > 0 ? capped * (1 - jitter * Double.random(in: 0...1)) : capped
             return .nanoseconds(Int64(jittered.rounded()))
         }
     }
 }
 
-/// `base` raised to a small non-negative integer power, without Foundation.
+/// `base` raised to a non-negative integer power by repeated squaring, without Foundation.
 private func power(_ base: Double, _ exponent: Int) -> Double {
     var result = 1.0
+    var factor = base
     var remaining = exponent
     while remaining > 0 {
-        result *= base
-        remaining -= 1
-        if !result.isFinite { break }
+        if remaining & 1 == 1 { result *= factor }
+        remaining >>= 1
+        factor *= factor
+        if !result.isFinite || result == 0 { break }
     }
     return result
 }

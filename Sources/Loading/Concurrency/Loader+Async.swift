@@ -40,12 +40,13 @@ private final class AsyncLoadBridge<Output: Sendable>: Sendable {
         }
         if isCancelled { return continuation.resume(throwing: CancellationError()) }
         let token = load { [self] result in
-            let continuation = state.withLock { state -> UnsafeContinuation<Output, any Error>? in
-                guard case .running(let continuation, _) = state else { return nil }
-                state = .finished
-                return continuation
+            let running = state.withLock { state -> State? in
+                guard case .running = state else { return nil }
+                return exchange(&state, with: .finished)
             }
-            continuation?.resume(with: result)
+            // The load's token is released here, after unlocking, with the rest of the running state.
+            guard case .running(let continuation, _) = running else { return }
+            continuation.resume(with: result)
         }
         let cancelNow = state.withLock { state -> Bool in
             switch state {

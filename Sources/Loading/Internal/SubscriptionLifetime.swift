@@ -102,13 +102,16 @@ struct SubscriptionLifetime: @unchecked Sendable {
     /// Forgets the action registered under `key`.
     @inlinable
     func removeAction(_ key: Int) {
-        withLock { header, _ in
+        let removed = withLock { header, _ -> (@Sendable () -> Void)? in
             if header.pointee.firstAction?.key == key {
-                header.pointee.firstAction = nil
+                defer { header.pointee.firstAction = nil }
+                return header.pointee.firstAction?.action
             } else if let index = header.pointee.actions.firstIndex(where: { $0.key == key }) {
-                header.pointee.actions.remove(at: index)
+                return header.pointee.actions.remove(at: index).action
             }
+            return nil
         }
+        withExtendedLifetime(removed) {}  // released after unlocking
     }
 
     /// Ends the lifetime and runs its actions. Returns `false` if it had already ended.

@@ -35,7 +35,11 @@ final class ScheduledAction: CancellationToken {
     }
 
     func cancel() {
-        action.withLock { $0 = nil }
+        let dropped = action.withLock { action in
+            defer { action = nil }
+            return action
+        }
+        withExtendedLifetime(dropped) {}  // released after unlocking: its captures' deinits may call back
     }
 }
 

@@ -35,12 +35,12 @@ struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
 
     @inlinable
     func resolve(_ result: Result<Output, Failure>) {
-        let waiting = state.withLock { state -> [StreamObserver<Output, Failure>] in
-            guard case .pending(_, let waiting) = state else { return [] }
-            state = .resolved(result)
-            return waiting.sorted { $0.key < $1.key }.map(\.value)
+        let waiting = state.withLock { state -> [Int: StreamObserver<Output, Failure>] in
+            guard case .pending = state, case .pending(_, let waiting) = exchange(&state, with: .resolved(result))
+            else { return [:] }
+            return waiting
         }
-        for observer in waiting { observer.send(result: result) }
+        for (_, observer) in waiting.sorted(by: { $0.key < $1.key }) { observer.send(result: result) }
     }
 
     @inlinable
@@ -63,10 +63,13 @@ struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
 
     @inlinable
     func remove(_ key: Int) {
-        state.withLock { state in
-            guard case .pending(let nextKey, var waiting) = state else { return }
-            waiting[key] = nil
+        let removed = state.withLock { state -> StreamObserver<Output, Failure>? in
+            guard case .pending(let nextKey, var waiting) = state else { return nil }
+            let removed = waiting.removeValue(forKey: key)
             state = .pending(nextKey: nextKey, waiting: waiting)
+            return removed
         }
+        // Released after unlocking: dropping the observer may run deinits that fulfil this very future.
+        withExtendedLifetime(removed) {}
     }
 }

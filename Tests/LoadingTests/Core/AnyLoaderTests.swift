@@ -5,7 +5,7 @@ import XCTest
 final class AnyLoaderTests: XCTestCase {
     func test_wrapsLoaderAndForwardsLoadsAndCancels() {
         let upstream = LoaderSpy<Int>()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         let sut: any Loader<Int> = AnyLoader(upstream)
 
         let cancelled = recorder.load(sut.eraseToAnyLoader())
@@ -23,7 +23,7 @@ final class AnyLoaderTests: XCTestCase {
             completion(.success(2))  // a misbehaving source
             return AnyCancellationToken()
         }
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
 
         recorder.load(sut)
 
@@ -37,7 +37,7 @@ final class AnyLoaderTests: XCTestCase {
             stored.withLock { $0 = completion }
             return AnyCancellationToken { workCancelled.withLock { $0 = true } }
         }
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
 
         recorder.load(sut).cancel()
         stored.withLock { $0 }?(.success(1))
@@ -49,7 +49,7 @@ final class AnyLoaderTests: XCTestCase {
     func test_asyncClosure_deliversValueAndError() {
         let value = AnyLoader { 42 }
         let failure = AnyLoader<Int> { throw TestError(id: 5) }
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         let done = expectation(description: "both")
         done.expectedFulfillmentCount = 2
 
@@ -76,7 +76,7 @@ final class AnyLoaderTests: XCTestCase {
             sawCancellation.fulfill()
             return 1
         }
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
 
         let token = recorder.load(sut)
         wait(for: [started], timeout: 5)

@@ -6,7 +6,7 @@ final class CachingTests: XCTestCase {
     func test_load_savesValueAndDeliversIt() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(upstream.caching(to: cache))
 
         upstream.complete(with: "value")
@@ -18,7 +18,7 @@ final class CachingTests: XCTestCase {
     func test_load_neverCachesFailure() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(upstream.caching(to: cache))
 
         upstream.fail(with: TestError(id: 7))
@@ -30,7 +30,7 @@ final class CachingTests: XCTestCase {
     func test_ignorePolicy_deliversValueWhenSaveFails() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>(completingWith: .failure(anyError))
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(upstream.caching(to: cache))
 
         upstream.complete(with: "value")
@@ -41,7 +41,7 @@ final class CachingTests: XCTestCase {
     func test_ignorePolicy_deliversWithoutWaitingForTheSave() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>(completingWith: nil)
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(upstream.caching(to: cache))
 
         upstream.complete(with: "value")
@@ -53,8 +53,8 @@ final class CachingTests: XCTestCase {
     func test_reportPolicy_passesSaveErrorToHandlerAndDeliversValue() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>(completingWith: nil)
-        let reported = ResultRecorder<Void>()
-        let recorder = ResultRecorder<String>()
+        let reported = LoadRecorder<Void>()
+        let recorder = LoadRecorder<String>()
         recorder.load(upstream.caching(to: cache, policy: .reportFailures { reported.record(.failure($0)) }))
 
         upstream.complete(with: "value")
@@ -68,8 +68,8 @@ final class CachingTests: XCTestCase {
     func test_reportPolicy_reportsNothingWhenSaveSucceeds() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>()
-        let reported = ResultRecorder<Void>()
-        ResultRecorder<String>().load(
+        let reported = LoadRecorder<Void>()
+        LoadRecorder<String>().load(
             upstream.caching(to: cache, policy: .reportFailures { reported.record(.failure($0)) }))
 
         upstream.complete(with: "value")
@@ -80,7 +80,7 @@ final class CachingTests: XCTestCase {
     func test_failPolicy_waitsForSaveThenDeliversValue() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>(completingWith: nil)
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(upstream.caching(to: cache, policy: .failLoad))
 
         upstream.complete(with: "value")
@@ -93,7 +93,7 @@ final class CachingTests: XCTestCase {
     func test_failPolicy_deliversSaveError() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>(completingWith: nil)
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(upstream.caching(to: cache, policy: .failLoad))
 
         upstream.complete(with: "value")
@@ -106,7 +106,7 @@ final class CachingTests: XCTestCase {
         for policy in [CacheSavePolicy.ignoreFailures, .failLoad, .reportFailures { _ in }] {
             let upstream = LoaderSpy<String>()
             let cache = CacheSpy<String>()
-            let recorder = ResultRecorder<String>()
+            let recorder = LoadRecorder<String>()
             let token = recorder.load(upstream.caching(to: cache, policy: policy))
 
             token.cancel()
@@ -121,7 +121,7 @@ final class CachingTests: XCTestCase {
     func test_failPolicy_cancelDuringSave_neverCompletes() {
         let upstream = LoaderSpy<String>()
         let cache = CacheSpy<String>(completingWith: nil)
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         let token = recorder.load(upstream.caching(to: cache, policy: .failLoad))
 
         upstream.complete(with: "value")

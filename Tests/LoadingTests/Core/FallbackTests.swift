@@ -5,7 +5,7 @@ import XCTest
 final class FallbackTests: XCTestCase {
     func test_load_deliversPrimaryValueAndNeverTouchesFallbackOnSuccess() {
         let (sut, primary, fallback) = makeSUT()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(sut)
 
         primary.complete(with: "primary")
@@ -16,7 +16,7 @@ final class FallbackTests: XCTestCase {
 
     func test_load_doesNotStartFallbackBeforePrimaryFails() {
         let (sut, primary, fallback) = makeSUT()
-        let token = ResultRecorder<String>().load(sut)
+        let token = LoadRecorder<String>().load(sut)
 
         XCTAssertEqual(primary.loadCount, 1)
         XCTAssertEqual(fallback.loadCount, 0)
@@ -25,7 +25,7 @@ final class FallbackTests: XCTestCase {
 
     func test_load_deliversFallbackValueOnPrimaryFailure() {
         let (sut, primary, fallback) = makeSUT()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(sut)
 
         primary.fail(with: anyError)
@@ -37,7 +37,7 @@ final class FallbackTests: XCTestCase {
 
     func test_load_deliversFallbackErrorWhenBothFail() {
         let (sut, primary, fallback) = makeSUT()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(sut)
 
         primary.fail(with: TestError(id: 1))
@@ -51,7 +51,7 @@ final class FallbackTests: XCTestCase {
         let first = LoaderSpy<String>()
         let second = LoaderSpy<String>()
         let third = LoaderSpy<String>()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(first.fallback(to: second).fallback(to: third))
 
         first.fail(with: anyError)
@@ -65,7 +65,7 @@ final class FallbackTests: XCTestCase {
 
     func test_cancelBeforePrimaryCompletes_cancelsPrimaryAndNeverStartsFallback() {
         let (sut, primary, fallback) = makeSUT()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         let token = recorder.load(sut)
 
         token.cancel()
@@ -78,7 +78,7 @@ final class FallbackTests: XCTestCase {
 
     func test_cancelDuringFallback_cancelsFallbackAndNeverCompletes() {
         let (sut, primary, fallback) = makeSUT()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         let token = recorder.load(sut)
 
         primary.fail(with: anyError)
@@ -95,7 +95,7 @@ final class FallbackTests: XCTestCase {
             completion(.failure(anyError))
             return AnyCancellationToken()
         }
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         let token = recorder.load(failing.fallback(to: fallback))
 
         token.cancel()
@@ -106,7 +106,7 @@ final class FallbackTests: XCTestCase {
 
     func test_cancelAfterCompletion_doesNothing() {
         let (sut, primary, _) = makeSUT()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         let token = recorder.load(sut)
 
         primary.complete(with: "value")

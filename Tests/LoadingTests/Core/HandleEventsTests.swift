@@ -33,7 +33,7 @@ final class HandleEventsTests: XCTestCase {
     func test_reportsCancelOnlyForAPendingLoad() {
         let upstream = LoaderSpy<Int>()
         let cancels = Locked(0)
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         let sut = upstream.handleEvents(onCancel: { cancels.withLock { $0 += 1 } })
 
         let pending = recorder.load(sut)
@@ -51,8 +51,8 @@ final class HandleEventsTests: XCTestCase {
 
     func test_logErrors_logsErrorAndDeliversItUnchanged() {
         let upstream = LoaderSpy<Int>()
-        let logged = ResultRecorder<Int>()
-        let recorder = ResultRecorder<Int>()
+        let logged = LoadRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(upstream.logErrors { logged.record(.failure($0)) })
 
         upstream.fail(with: TestError(id: 42))

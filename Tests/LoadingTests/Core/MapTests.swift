@@ -5,7 +5,7 @@ import XCTest
 final class MapTests: XCTestCase {
     func test_map_transformsValue() {
         let upstream = LoaderSpy<Int>()
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(upstream.map { "#\($0)" })
 
         upstream.complete(with: 7)
@@ -15,8 +15,8 @@ final class MapTests: XCTestCase {
 
     func test_map_passesFailureThroughWithoutCallingTransform() {
         let upstream = LoaderSpy<Int>()
-        let calls = ResultRecorder<Int>()
-        let recorder = ResultRecorder<Int>()
+        let calls = LoadRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(
             upstream.map {
                 calls.record(.success($0))
@@ -31,7 +31,7 @@ final class MapTests: XCTestCase {
 
     func test_mapError_transformsErrorAndLeavesValuesAlone() {
         let upstream = LoaderSpy<Int>()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         let sut = upstream.mapError { TestError(id: (($0 as? TestError)?.id ?? 0) + 100) }
         recorder.load(sut)
         recorder.load(sut)
@@ -45,7 +45,7 @@ final class MapTests: XCTestCase {
 
     func test_cancel_cancelsUpstreamAndNeverCompletes() {
         let upstream = LoaderSpy<Int>()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         let token = recorder.load(upstream.map { $0 + 1 }.mapError { $0 })
 
         token.cancel()

@@ -8,7 +8,7 @@ final class ReceiveOnTests: XCTestCase {
     func test_receiveOn_deliversOnlyWhenTheSchedulerRuns() {
         let upstream = LoaderSpy<Int>()
         let scheduler = TestScheduler()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(upstream.receive(on: scheduler))
 
         upstream.complete(with: 1)
@@ -21,7 +21,7 @@ final class ReceiveOnTests: XCTestCase {
     func test_receiveOn_cancelDropsAResultAlreadyOnItsWay() {
         let upstream = LoaderSpy<Int>()
         let scheduler = TestScheduler()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         let token = recorder.load(upstream.receive(on: scheduler))
 
         upstream.complete(with: 1)
@@ -62,7 +62,7 @@ final class ReceiveOnTests: XCTestCase {
 
     func test_dispatchOnMainQueue_deliversInlineWhenOnMainWithNothingQueued() {
         let upstream = LoaderSpy<Int>()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(upstream.dispatchOnMainQueue())
 
         upstream.complete(with: 1)  // on the main thread, nothing queued: inline
@@ -73,7 +73,7 @@ final class ReceiveOnTests: XCTestCase {
     func test_dispatchOnMainQueue_keepsOrderWhenAResultIsQueuedAhead() {
         let first = LoaderSpy<Int>()
         let second = LoaderSpy<Int>()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(first.dispatchOnMainQueue())
         recorder.load(second.dispatchOnMainQueue())
 
@@ -92,7 +92,7 @@ final class ReceiveOnTests: XCTestCase {
 
     func test_dispatchOnMainQueue_cancelDropsUndeliveredResult() {
         let upstream = LoaderSpy<Int>()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         let token = recorder.load(upstream.dispatchOnMainQueue())
 
         let queued = DispatchSemaphore(value: 0)

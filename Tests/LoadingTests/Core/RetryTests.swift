@@ -5,7 +5,7 @@ import XCTest
 final class RetryTests: XCTestCase {
     func test_load_deliversFirstSuccessWithoutRetrying() {
         let (sut, upstream, scheduler) = makeSUT(.immediate(maxAttempts: 3))
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(sut)
 
         upstream.complete(with: "value")
@@ -17,7 +17,7 @@ final class RetryTests: XCTestCase {
 
     func test_load_retriesUntilSuccess() {
         let (sut, upstream, _) = makeSUT(.immediate(maxAttempts: 3))
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(sut)
 
         upstream.fail(with: anyError)
@@ -30,7 +30,7 @@ final class RetryTests: XCTestCase {
 
     func test_load_deliversLastErrorWhenAttemptsRunOut() {
         let (sut, upstream, _) = makeSUT(.immediate(maxAttempts: 2))
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(sut)
 
         upstream.fail(with: TestError(id: 1))
@@ -44,7 +44,7 @@ final class RetryTests: XCTestCase {
     func test_load_failsAtOnceWithErrorThePolicyDoesNotRetry() {
         let policy = RetryPolicy.immediate(maxAttempts: 5).retrying { ($0 as? TestError)?.id != 404 }
         let (sut, upstream, _) = makeSUT(policy)
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(sut)
 
         upstream.fail(with: TestError(id: 500))
@@ -57,7 +57,7 @@ final class RetryTests: XCTestCase {
     func test_exponentialBackoff_waitsExactDelaysCappedAtMaxDelay() {
         let policy = RetryPolicy.exponential(initial: .milliseconds(200), maxDelay: .milliseconds(800), maxAttempts: 5)
         let (sut, upstream, scheduler) = makeSUT(policy)
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         recorder.load(sut)
 
         for (attempt, delay) in [200, 400, 800, 800].enumerated() {
@@ -75,7 +75,7 @@ final class RetryTests: XCTestCase {
 
     func test_constantBackoff_waitsTheSameDelayEachTime() {
         let (sut, upstream, scheduler) = makeSUT(.constant(.seconds(1), maxAttempts: 3))
-        ResultRecorder<String>().load(sut)
+        LoadRecorder<String>().load(sut)
 
         upstream.fail(with: anyError)
         scheduler.advance(by: .seconds(1))
@@ -100,7 +100,7 @@ final class RetryTests: XCTestCase {
 
     func test_cancelDuringDelay_startsNoNewAttemptAndNeverCompletes() {
         let (sut, upstream, scheduler) = makeSUT(.constant(.seconds(1), maxAttempts: 3))
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         let token = recorder.load(sut)
 
         upstream.fail(with: anyError)
@@ -114,7 +114,7 @@ final class RetryTests: XCTestCase {
 
     func test_cancelDuringAttempt_cancelsItAndNeverCompletes() {
         let (sut, upstream, scheduler) = makeSUT(.constant(.seconds(1), maxAttempts: 3))
-        let recorder = ResultRecorder<String>()
+        let recorder = LoadRecorder<String>()
         let token = recorder.load(sut)
 
         upstream.fail(with: anyError)

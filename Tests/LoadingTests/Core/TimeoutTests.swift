@@ -6,7 +6,7 @@ final class TimeoutTests: XCTestCase {
     func test_failsWithTimeoutErrorAndCancelsLoadWhenTimeRunsOut() {
         let upstream = LoaderSpy<Int>()
         let scheduler = TestScheduler()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(upstream.timeout(after: .seconds(5), scheduler: scheduler))
 
         scheduler.advance(by: .milliseconds(4999))
@@ -22,7 +22,7 @@ final class TimeoutTests: XCTestCase {
     func test_deliversValueInTimeAndCancelsTheTimer() {
         let upstream = LoaderSpy<Int>()
         let scheduler = TestScheduler()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(upstream.timeout(after: .seconds(5), scheduler: scheduler))
 
         upstream.complete(with: 1)
@@ -35,7 +35,7 @@ final class TimeoutTests: XCTestCase {
     func test_cancel_cancelsLoadAndTimerAndNeverCompletes() {
         let upstream = LoaderSpy<Int>()
         let scheduler = TestScheduler()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         let token = recorder.load(upstream.timeout(after: .seconds(5), scheduler: scheduler))
 
         token.cancel()

@@ -62,7 +62,7 @@ final class ResourceRepositoryTests: XCTestCase {
 
     func test_cancelledCaller_isDroppedWhileTheSharedLoadGoesOn() {
         let (sut, loader, _) = makeSUT()
-        let results = ResultRecorder<[Int]>()
+        let results = LoadRecorder<[Int]>()
         let cancelled = results.load(sut)
         results.load(sut)
         cancelled.cancel()
@@ -75,7 +75,7 @@ final class ResourceRepositoryTests: XCTestCase {
     func test_wipeDuringAnInFlightLoad_publishesIdleAndNothingAfterwards() {
         let (sut, loader, _) = makeSUT()
         let recorder = StreamRecorder(sut.state)
-        let results = ResultRecorder<[Int]>()
+        let results = LoadRecorder<[Int]>()
         results.load(sut)
 
         sut.wipe()
@@ -91,7 +91,7 @@ final class ResourceRepositoryTests: XCTestCase {
 
     func test_publishDuringAnInFlightLoad_winsOverTheOlderResult() {
         let (sut, loader, _) = makeSUT()
-        let results = ResultRecorder<[Int]>()
+        let results = LoadRecorder<[Int]>()
         results.load(sut)
         sut.publish([9])
         loader.complete(with: [1])

@@ -26,7 +26,7 @@ final class StreamBridgeTests: XCTestCase {
     func test_streamAsLoader_deliversFirstValueAndCancelsSubscription() {
         let subject = StreamSubject<Int, TestError>()
         let cancelled = Locked(false)
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(subject.stream.handleEvents(receiveCancel: { cancelled.withLock { $0 = true } }).asLoader())
         subject.send(5)
         subject.send(6)
@@ -35,7 +35,7 @@ final class StreamBridgeTests: XCTestCase {
     }
 
     func test_streamAsLoader_failureAndEmptyFinish() {
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(EventStream<Int, TestError>.fail(TestError(id: 3)).asLoader())
         recorder.load(EventStream<Int, TestError>.empty().asLoader())
         assertError(recorder.all.first, TestError(id: 3))
@@ -44,7 +44,7 @@ final class StreamBridgeTests: XCTestCase {
 
     func test_streamAsLoader_cancelledLoadNeverCompletes() {
         let subject = StreamSubject<Int, TestError>()
-        let recorder = ResultRecorder<Int>()
+        let recorder = LoadRecorder<Int>()
         recorder.load(subject.stream.asLoader()).cancel()
         subject.send(1)
         XCTAssertEqual(recorder.count, 0)

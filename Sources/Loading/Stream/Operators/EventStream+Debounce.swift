@@ -20,13 +20,14 @@ extension EventStream {
                 StreamObserver(lifetime: upstream) { event in
                     switch event {
                     case .value(let value):
-                        let (generation, previous) = pending.withLock { state in
+                        let (generation, previous, replaced) = pending.withLock { state in
                             state.generation += 1
-                            state.value = value
-                            defer { state.timer = nil }
-                            return (state.generation, state.timer)
+                            return (
+                                state.generation, exchange(&state.timer, with: nil), exchange(&state.value, with: value)
+                            )
                         }
                         previous?.cancel()
+                        withExtendedLifetime(replaced) {}  // the superseded value is released after unlocking
                         let timer = scheduler.schedule(after: interval) {
                             let due = pending.withLock { state -> Output? in
                                 guard state.generation == generation else { return nil }

@@ -80,38 +80,45 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     /// Broadcasts `event` to the current subscribers; ignored after the subject completed.
     @inlinable
     func send(_ event: StreamEvent<Output, Failure>) {
-        let start = state.withLock { state -> (Delivery, [Subscriber])? in
-            guard state.completion == nil else { return nil }
+        let (start, replaced) = state.withLock { state -> ((Delivery, [Subscriber])?, Output?) in
+            guard state.completion == nil else { return (nil, nil) }
+            var replaced: Output?
             switch event {
             case .value(let value):
-                if state.current != nil { state.current = value }
+                if state.current != nil { replaced = exchange(&state.current, with: value) }
             case .completion(let completion):
                 state.completion = completion
             }
             state.sequence += 1
-            return Self.enqueue(Delivery(event: event, sequence: state.sequence, target: nil), in: &state)
+            return (Self.enqueue(Delivery(event: event, sequence: state.sequence, target: nil), in: &state), replaced)
         }
+        withExtendedLifetime(replaced) {}  // the previous value is released after unlocking
         if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
     }
 
     /// Replaces the current value with `transform(current)` and broadcasts it, atomically with respect to every
-    /// other send; does nothing when `transform` returns `nil` or the subject completed. `transform` runs under the
-    /// subject's lock: it must be a pure function of the value. Returns the value sent.
+    /// other send (a compare-and-set: `transform` runs outside the lock and again if another send came first); does
+    /// nothing when `transform` returns `nil` or the subject completed. Returns the value sent.
     @discardableResult
     @inlinable
     func update(_ transform: (Output) -> Output?) -> Output? {
-        let (sent, start) = state.withLock { state -> (Output?, (Delivery, [Subscriber])?) in
-            guard state.completion == nil, let current = state.current, let next = transform(current) else {
-                return (nil, nil)
+        while true {
+            let read = state.withLock { state in
+                state.completion == nil ? state.current.map { ($0, state.sequence) } : nil
             }
-            state.current = next
-            state.sequence += 1
-            return (
-                next, Self.enqueue(Delivery(event: .value(next), sequence: state.sequence, target: nil), in: &state)
-            )
+            guard let (current, sequence) = read, let next = transform(current) else { return nil }
+            let outcome = state.withLock { state -> (sent: Bool, (Delivery, [Subscriber])?, Output?) in
+                guard state.completion == nil, state.sequence == sequence else { return (false, nil, nil) }
+                let replaced = exchange(&state.current, with: next)
+                state.sequence += 1
+                let delivery = Delivery(event: .value(next), sequence: state.sequence, target: nil)
+                return (true, Self.enqueue(delivery, in: &state), replaced)
+            }
+            withExtendedLifetime(outcome.2) {}  // the previous value is released after unlocking
+            guard outcome.sent else { continue }
+            if let (delivery, subscribers) = outcome.1 { deliver(delivery, to: subscribers) }
+            return next
         }
-        if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
-        return sent
     }
 
     /// Adds `observer`; replays the current value first when `replayCurrent`; after completion, sends only the
@@ -137,11 +144,12 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     @inlinable
     func remove(_ id: Int) {
-        state.withLock { state in
-            if let index = state.subscribers.firstIndex(where: { $0.id == id }) {
-                state.subscribers.remove(at: index)
-            }
+        let removed = state.withLock { state -> Subscriber? in
+            guard let index = state.subscribers.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.subscribers.remove(at: index)
         }
+        // Released after unlocking: dropping a subscriber may run its captures' deinits, which may send here.
+        withExtendedLifetime(removed) {}
     }
 
     /// Queues `delivery` if another thread is delivering; otherwise makes the caller the deliverer and returns the
@@ -170,15 +178,16 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     /// Takes what other senders queued meanwhile, or marks the delivery loop as done.
     @inlinable
     func nextBatch(after completed: Bool) -> ([Delivery], [Subscriber]) {
-        state.withLock { state in
-            if completed { state.subscribers = [] }
+        let (batch, subscribers, finished) = state.withLock { state -> ([Delivery], [Subscriber], [Subscriber]) in
+            let finished = completed ? exchange(&state.subscribers, with: []) : []
             guard !state.queue.isEmpty else {
                 state.isDelivering = false
-                return ([], [])
+                return ([], [], finished)
             }
-            defer { state.queue = [] }
-            return (state.queue, state.subscribers)
+            return (exchange(&state.queue, with: []), state.subscribers, finished)
         }
+        withExtendedLifetime(finished) {}  // subscribers of a completed subject are released after unlocking
+        return (batch, subscribers)
     }
 
     @inlinable

@@ -22,6 +22,17 @@ extension Loader {
     public func timeout<S: Scheduler>(after interval: Duration, scheduler: S) -> TimeoutLoader<Self, S> {
         TimeoutLoader(upstream: self, interval: interval, scheduler: scheduler)
     }
+
+    /// Fails with ``TimeoutError`` and cancels the load when it has not finished after `interval`, timed on a
+    /// ``TaskScheduler`` (the default of ``retry(_:)`` too), which keeps the task-local values of the code that
+    /// started the load.
+    ///
+    /// ```swift
+    /// let remote = AnyLoader { try await api.friends() }.timeout(after: .seconds(10))
+    /// ```
+    public func timeout(after interval: Duration) -> TimeoutLoader<Self, TaskScheduler<ContinuousClock>> {
+        timeout(after: interval, scheduler: .task)
+    }
 }
 
 /// A loader that fails its upstream after a time limit. See ``Loader/timeout(after:scheduler:)``.

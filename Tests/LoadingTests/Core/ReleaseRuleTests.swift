@@ -1,0 +1,252 @@
+import Dispatch
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// The release rule: no lock is held while user code runs, and releasing a closure or a value is user code (its
+/// captures' deinitializers run). Each test makes a deinitializer call back into the very object that drops it
+/// (send to the same subject, fulfil the same future, cancel the same load) and fails, instead of hanging, when
+/// that deadlocks.
+final class ReleaseRuleTests: XCTestCase {
+    // MARK: Loads
+
+    func test_cancel_releasesCompletionOutsideTheLock_forEveryComposite() {
+        for (name, compose) in composites {
+            let upstream = LoaderSpy<Int>()
+            let delivered = Locked(0)
+            let token = Locked<(any CancellationToken)?>(nil)
+            let sut = compose(upstream)
+            let loadToken = sut.load { [probe = DeinitProbe { token.withLock { $0 }?.cancel() }] _ in
+                probe.touch()
+                delivered.withLock { $0 += 1 }
+            }
+            token.withLock { $0 = loadToken }
+
+            guard assertReturns("\(name): cancel", keeping: upstream, sut, running: { loadToken.cancel() }) else {
+                continue
+            }
+            upstream.complete(with: 1)
+            XCTAssertEqual(delivered.withLock { $0 }, 0, "\(name) delivered after cancel")
+        }
+    }
+
+    func test_complete_releasesStepTokenOutsideTheLock() {
+        let token = Locked<(any CancellationToken)?>(nil)
+        let finish = Locked<LoadCompletion<Int>?>(nil)
+        let sut = AnyLoader<Int> { completion in
+            finish.withLock { $0 = completion }
+            return AnyCancellationToken { [probe = DeinitProbe { token.withLock { $0 }?.cancel() }] in probe.touch() }
+        }
+        let recorder = LoadRecorder<Int>()
+        token.withLock { $0 = recorder.load(sut) }
+
+        guard assertReturns("complete", keeping: recorder, running: { finish.withLock { $0 }?(.success(7)) }) else {
+            return
+        }
+        XCTAssertEqual(recorder.values, [7])
+    }
+
+    func test_pendingLoad_releasesReplacedStepOutsideTheLock() {
+        let pending = PendingLoad<Int> { _ in }
+        pending.startStep { AnyCancellationToken { [probe = DeinitProbe { pending.cancel() }] in probe.touch() } }
+
+        guard assertReturns("second step", running: { pending.startStep { AnyCancellationToken() } }) else { return }
+        XCTAssertTrue(pending.isFinished, "the deinit's cancel went through")
+    }
+
+    func test_asyncLoad_releasesTokenOutsideTheLock() async throws {
+        let task = Locked<Task<Int, any Error>?>(nil)
+        let sut = TokenOwningLoader(value: 5) { DeinitProbe { task.withLock { $0 }?.cancel() } }
+        let started = Task { try await sut.load() }
+        task.withLock { $0 = started }
+
+        let finished = expectation(
+            description: "the awaited load returns (it deadlocks if its token is released under the lock)")
+        Task {
+            _ = await started.result
+            finished.fulfill()
+        }
+        await fulfillment(of: [finished], timeout: 5)
+    }
+
+    // MARK: Schedulers
+
+    func test_cancelScheduledAction_releasesActionOutsideTheLock() {
+        for (name, scheduler) in [("global", DispatchQueueScheduler.global() as any Scheduler), ("main", .main)] {
+            let token = Locked<(any CancellationToken)?>(nil)
+            let ran = Locked(false)
+            let scheduled = scheduler.schedule(after: .seconds(60)) {
+                [probe = DeinitProbe { token.withLock { $0 }?.cancel() }] in
+                probe.touch()
+                ran.withLock { $0 = true }
+            }
+            token.withLock { $0 = scheduled }
+
+            guard assertReturns("\(name): cancel", keeping: token, running: { scheduled.cancel() }) else { continue }
+            XCTAssertFalse(ran.withLock { $0 })
+        }
+    }
+
+    func test_testScheduler_cancelReleasesActionOutsideItsLock() {
+        let scheduler = TestScheduler()
+        let scheduled = scheduler.schedule(after: .seconds(1)) {
+            [probe = DeinitProbe { _ = scheduler.pendingCount }] in probe.touch()
+        }
+
+        guard assertReturns("cancel", keeping: scheduler, running: { scheduled.cancel() }) else { return }
+        XCTAssertEqual(scheduler.pendingCount, 0)
+    }
+
+    // MARK: Streams
+
+    func test_subject_cancelReleasesSubscriberOutsideTheLock_andDeliversNothingAfter() {
+        let subject = StreamSubject<Int, Never>()
+        let received = Locked<[Int]>([])
+        let subscription = subject.stream.sink { [probe = DeinitProbe { subject.send(99) }] value in
+            probe.touch()
+            received.withLock { $0.append(value) }
+        }
+        subject.send(1)
+
+        guard assertReturns("cancel", keeping: subject, running: { subscription.cancel() }) else { return }
+        XCTAssertEqual(received.withLock { $0 }, [1], "nothing after cancel, the deinit's send included")
+    }
+
+    func test_subject_completionReleasesSubscribersOutsideTheLock() {
+        let subject = StreamSubject<Int, Never>()
+        let subscription = subject.stream.sink { [probe = DeinitProbe { subject.send(99) }] _ in probe.touch() }
+
+        guard assertReturns("finish", keeping: subscription, running: { subject.send(completion: .finished) }) else {
+            return
+        }
+        withExtendedLifetime(subscription) {}
+    }
+
+    func test_currentValueSubject_releasesReplacedValueOutsideTheLock() {
+        let subject = CurrentValueStreamSubject<Held, Never>(Held(nil))
+        subject.send(Held(DeinitProbe { subject.send(Held(nil)) }))
+
+        assertReturns("send") { subject.send(Held(nil)) }
+    }
+
+    func test_future_cancelReleasesObserverOutsideTheLock_andDeliversNothingAfter() {
+        let promise = Locked<(@Sendable (Result<Int, Never>) -> Void)?>(nil)
+        let future = EventStream<Int, Never>.future { fulfil in promise.withLock { $0 = fulfil } }
+        let received = Locked<[Int]>([])
+        let subscription = future.sink { [probe = DeinitProbe { promise.withLock { $0 }?(.success(3)) }] value in
+            probe.touch()
+            received.withLock { $0.append(value) }
+        }
+
+        guard assertReturns("cancel", keeping: promise, running: { subscription.cancel() }) else { return }
+        XCTAssertEqual(received.withLock { $0 }, [])
+    }
+
+    func test_debounce_releasesSupersededValueOutsideTheLock() {
+        let source = Locked<StreamObserver<Held, Never>?>(nil)
+        let scheduler = TestScheduler()
+        let received = Locked(0)
+        let subscription = EventStream<Held, Never> { observer in source.withLock { $0 = observer } }
+            .debounce(for: .seconds(1), scheduler: scheduler)
+            .sink { _ in received.withLock { $0 += 1 } }
+        source.withLock { $0 }?.send(Held(DeinitProbe { source.withLock { $0 }?.send(Held(nil)) }))
+
+        guard assertReturns("send", keeping: subscription, running: { source.withLock { $0 }?.send(Held(nil)) })
+        else { return }
+        scheduler.advance(by: .seconds(1))
+        XCTAssertEqual(received.withLock { $0 }, 1, "one value for the burst")
+    }
+
+    func test_onTermination_releasesActionsOutsideTheLock() {
+        let observer = Locked<StreamObserver<Int, Never>?>(nil)
+        let stream = EventStream<Int, Never> { subscriber in observer.withLock { $0 = subscriber } }
+        let subscription = stream.sink { _ in }
+        observer.withLock { $0 }?.onTermination {
+            [probe = DeinitProbe { observer.withLock { $0 }?.onTermination {} }] in
+            probe.touch()
+        }
+
+        assertReturns("cancel", keeping: observer) { subscription.cancel() }
+    }
+
+    // MARK: Helpers
+
+    private var composites: [(String, @Sendable (LoaderSpy<Int>) -> any Loader<Int>)] {
+        [
+            ("AnyLoader(callback)", { spy in AnyLoader { spy.load(completion: $0) } }),
+            ("fallback", { spy in spy.fallback(to: LoaderSpy<Int>()) }),
+            ("retry", { spy in spy.retry(.immediate(maxAttempts: 3), scheduler: .immediate) }),
+            ("receive(on:)", { spy in spy.receive(on: .immediate) }),
+            ("timeout", { spy in spy.timeout(after: .seconds(60), scheduler: TestScheduler()) }),
+            ("caching(.failLoad)", { spy in spy.caching(to: CacheSpy<Int>(), policy: .failLoad) }),
+            ("handleEvents(onCancel:)", { spy in spy.handleEvents(onCancel: {}) }),
+            ("asStream().asLoader()", { spy in spy.asStream().asLoader() }),
+        ]
+    }
+
+    /// Runs `body` on a thread of its own and fails if it has not returned within five seconds (a deadlock: the
+    /// thread is left behind, and the test must not touch the deadlocked object again, so it returns `false`).
+    @discardableResult
+    private func assertReturns(
+        _ description: String,
+        keeping objects: any Sendable...,
+        file: StaticString = #filePath,
+        line: UInt = #line,
+        running body: @escaping @Sendable () -> Void
+    ) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            body()
+            withExtendedLifetime(objects) {}  // a deadlocked thread keeps them, so nothing else runs into the lock
+            done.signal()
+        }.start()
+        guard done.wait(timeout: .now() + 5) == .success else {
+            XCTFail("\(description) deadlocked: a lock was held while a deinit called back", file: file, line: line)
+            return false
+        }
+        return true
+    }
+}
+
+/// Runs `onDeinit` when it is released: how a test makes dropping a closure run code. A test captures it in a
+/// closure handed to the library, then lets go of its own reference with `release()`.
+private final class DeinitProbe: Sendable {
+    private let onDeinit: @Sendable () -> Void
+
+    init(_ onDeinit: @escaping @Sendable () -> Void) {
+        self.onDeinit = onDeinit
+    }
+
+    deinit { onDeinit() }
+
+    func touch() {}
+}
+
+/// A value that may hold a probe, so that replacing or dropping the value releases it.
+private struct Held: Sendable {
+    let probe: DeinitProbe?
+
+    init(_ probe: DeinitProbe?) {
+        self.probe = probe
+    }
+}
+
+/// A loader that completes on another thread and returns a token of its own holding a probe.
+private struct TokenOwningLoader: Loader {
+    let value: Int
+    let makeProbe: @Sendable () -> DeinitProbe
+
+    init(value: Int, makeProbe: @escaping @Sendable () -> DeinitProbe) {
+        self.value = value
+        self.makeProbe = makeProbe
+    }
+
+    func load(completion: @escaping LoadCompletion<Int>) -> any CancellationToken {
+        let probe = makeProbe()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { [value] in
+            completion(.success(value))
+        }
+        return AnyCancellationToken { probe.touch() }
+    }
+}
