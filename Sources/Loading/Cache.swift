@@ -1,8 +1,8 @@
 /// Somewhere a loaded value can be saved: a memory store, a database.
 ///
 /// `save(_:completion:)` calls `completion` exactly once, with `.success` when the value is stored and with
-/// `.failure` when it is not; a failed save must leave what was stored before intact. `LoadingTestSupport` ships a
-/// contract test suite (`CacheContractTests`) that any implementation can run.
+/// `.failure` when it is not; a failed save must leave what was stored before intact. `LoadingTestSupport` ships
+/// `CacheContract`, the same rules as checks that any implementation's tests can run.
 public protocol Cache<Value>: Sendable {
     /// The type of the stored value.
     associatedtype Value: Sendable

@@ -17,7 +17,11 @@ public final class InMemoryFriendsStore: FriendsStore {
     public func replaceAll(
         with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
-        cache.withLock { $0 = CachedFriends(friends: friends, timestamp: timestamp) }
+        let replaced = cache.withLock { cache in
+            defer { cache = CachedFriends(friends: friends, timestamp: timestamp) }
+            return cache
+        }
+        withExtendedLifetime(replaced) {}  // what was stored is released after unlocking
         completion(.success(()))
     }
 
@@ -44,7 +48,11 @@ public final class InMemoryFriendsStore: FriendsStore {
     }
 
     public func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        cache.withLock { $0 = nil }
+        let removed = cache.withLock { cache in
+            defer { cache = nil }
+            return cache
+        }
+        withExtendedLifetime(removed) {}
         completion(.success(()))
     }
 }

@@ -94,7 +94,10 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     public func load(completion: @escaping LoadCompletion<Value>) -> any CancellationToken {
         let id = join(loader, completion: completion)
         return AnyCancellationToken { [weak self] in
-            self?.flight.withLock { $0.waiters.removeAll { $0.id == id } }
+            let removed = self?.flight.withLock { flight -> Waiter? in
+                flight.waiters.firstIndex { $0.id == id }.map { flight.waiters.remove(at: $0) }
+            }
+            withExtendedLifetime(removed) {}  // the caller's completion is released after unlocking
         }
     }
 
@@ -113,13 +116,9 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     /// idle. Nothing from before the wipe is published afterwards.
     public func wipe() {
         let (token, waiters) = flight.withLock { flight -> ((any CancellationToken)?, [Waiter]) in
-            defer {
-                flight.loadID += 1
-                flight.isLoading = false
-                flight.token = nil
-                flight.waiters = []
-            }
-            return (flight.token, flight.waiters)
+            flight.loadID += 1
+            flight.isLoading = false
+            return (exchange(&flight.token, with: nil), exchange(&flight.waiters, with: []))
         }
         token?.cancel()
         publish(state: .idle)
@@ -155,16 +154,12 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     }
 
     private func finish(loadID: Int, generation: Int, with result: Result<Value, any Error>) {
-        let waiters = flight.withLock { flight -> [Waiter]? in
+        let finished = flight.withLock { flight -> ([Waiter], (any CancellationToken)?)? in
             guard flight.loadID == loadID, flight.isLoading else { return nil }
-            defer {
-                flight.isLoading = false
-                flight.token = nil
-                flight.waiters = []
-            }
-            return flight.waiters
+            flight.isLoading = false
+            return (exchange(&flight.waiters, with: []), exchange(&flight.token, with: nil))
         }
-        guard let waiters else { return }
+        guard let (waiters, _) = finished else { return }
         subject.update { stamped in
             guard stamped.generation == generation else { return nil }
             return Stamped(generation: generation, state: stamped.state.finishingLoad(with: result))

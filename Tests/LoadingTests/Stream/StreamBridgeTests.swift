@@ -91,8 +91,10 @@ final class StreamBridgeTests: XCTestCase {
         let logged = Locked<[Int]>([])
         let stream = EventStream<Int, TestError>.fail(TestError(id: 1))
             .logErrors { error in logged.withLock { $0.append(error.id) } }
-            .fallback(to: EventStream<Int, TestError>.just(7).caching(to: cache))
-        XCTAssertEqual(StreamRecorder(stream).events, [.value(7), .completion(.finished)])
+            .fallback(to: EventStream<Int, TestError>.just(7).eraseErrorType().caching(to: cache))
+        let recorder = StreamRecorder(stream)
+        XCTAssertEqual(recorder.values, [7])
+        XCTAssertNotNil(recorder.completion)
         XCTAssertEqual(cache.savedValues, [7])
         XCTAssertEqual(logged.withLock { $0 }, [1])
     }
@@ -100,10 +102,82 @@ final class StreamBridgeTests: XCTestCase {
     func test_caching_neverSavesFailureAndReportsSaveFailures() {
         let failingCache = CacheSpy<Int>(completingWith: .failure(TestError(id: 2)))
         let reported = Locked<[Int]>([])
-        let stream = EventStream<Int, TestError>.sequence([1]).merge(with: .fail(anyError))
-            .caching(to: failingCache) { error in reported.withLock { $0.append((error as? TestError)?.id ?? -1) } }
+        let stream = EventStream<Int, TestError>.sequence([1]).merge(with: .fail(anyError)).eraseErrorType()
+            .caching(
+                to: failingCache,
+                policy: .reportFailures { error in reported.withLock { $0.append((error as? TestError)?.id ?? -1) } })
         _ = StreamRecorder(stream)
         XCTAssertEqual(failingCache.savedValues, [1])
         XCTAssertEqual(reported.withLock { $0 }, [2])
+    }
+
+    func test_cachingFailLoad_passesEachValueOnOnceSaved_inOrder() {
+        let cache = CacheSpy<Int>(completingWith: nil)
+        let subject = StreamSubject<Int, any Error>()
+        let recorder = StreamRecorder(subject.stream.caching(to: cache, policy: .failLoad))
+
+        subject.send(1)
+        subject.send(2)
+        subject.send(completion: .finished)
+        XCTAssertEqual(cache.savedValues, [1], "one save at a time")
+        XCTAssertEqual(recorder.events.count, 0, "nothing passes before its save")
+
+        cache.completeSave(with: .success(()))
+        XCTAssertEqual(recorder.values, [1])
+        XCTAssertEqual(cache.savedValues, [1, 2])
+        XCTAssertNil(recorder.completion, "the finish waits for the last save")
+
+        cache.completeSave(with: .success(()))
+        XCTAssertEqual(recorder.values, [1, 2])
+        XCTAssertNotNil(recorder.completion)
+        XCTAssertEqual(recorder.overlappingDeliveries, 0)
+    }
+
+    func test_cachingFailLoad_failsWithTheSavesErrorAndCancelsTheUpstream() {
+        let cache = CacheSpy<Int>(completingWith: nil)
+        let subject = StreamSubject<Int, any Error>()
+        let cancelled = Locked(false)
+        let recorder = StreamRecorder(
+            subject.stream.handleEvents(receiveCancel: { cancelled.withLock { $0 = true } })
+                .caching(to: cache, policy: .failLoad))
+
+        subject.send(1)
+        cache.completeSave(with: .failure(TestError(id: 9)))
+
+        XCTAssertEqual(recorder.values, [])
+        guard case .failure(let error) = recorder.completion else { return XCTFail("expected the save's failure") }
+        XCTAssertEqual(error as? TestError, TestError(id: 9))
+        XCTAssertTrue(cancelled.withLock { $0 })
+    }
+
+    func test_cachingFailLoad_afterCancel_deliversNothingAndStartsNoFurtherSave() {
+        let cache = CacheSpy<Int>(completingWith: nil)
+        let subject = StreamSubject<Int, any Error>()
+        let recorder = StreamRecorder(subject.stream.caching(to: cache, policy: .failLoad))
+        subject.send(1)
+        subject.send(2)
+
+        recorder.cancel()
+        cache.completeSave(with: .success(()))
+
+        XCTAssertEqual(recorder.events.count, 0)
+        XCTAssertEqual(cache.savedValues, [1])
+    }
+
+    func test_debouncedCachingFailLoad_failsTheStreamWhenTheSaveFails() {
+        let cache = CacheSpy<Int>(completingWith: .failure(TestError(id: 4)))
+        let scheduler = TestScheduler()
+        let subject = StreamSubject<Int, any Error>()
+        let recorder = StreamRecorder(
+            subject.stream.caching(to: cache, debounce: .seconds(1), scheduler: scheduler, policy: .failLoad))
+
+        subject.send(1)
+        subject.send(2)
+        scheduler.advance(by: .seconds(1))
+
+        XCTAssertEqual(recorder.values, [1, 2])
+        XCTAssertEqual(cache.savedValues, [2])
+        guard case .failure(let error) = recorder.completion else { return XCTFail("expected the save's failure") }
+        XCTAssertEqual(error as? TestError, TestError(id: 4))
     }
 }

@@ -37,4 +37,17 @@ extension EventStream {
                 })
         }
     }
+
+    /// Passes the error of a failure to `log` before delivering it unchanged: the stream form of
+    /// ``Loader/logErrors(to:)``.
+    ///
+    /// ```swift
+    /// api.friends().asStream().logErrors { logger.error("\($0)") }
+    /// ```
+    @inlinable
+    public func logErrors(to log: @escaping @Sendable (Failure) -> Void) -> EventStream {
+        handleEvents(receiveCompletion: { completion in
+            if case .failure(let error) = completion { log(error) }
+        })
+    }
 }

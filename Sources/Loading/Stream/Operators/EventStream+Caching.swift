@@ -1,0 +1,149 @@
+extension EventStream where Failure == any Error {
+    /// Saves every value to `cache` as it passes: the stream form of ``Loader/caching(to:policy:)``, with the same
+    /// ``CacheSavePolicy``. Failures are never cached.
+    ///
+    /// ```swift
+    /// remote.asStream().caching(to: database).caching(to: memory)
+    /// ```
+    /// With ``CacheSavePolicy/ignoreFailures`` (the default) and ``CacheSavePolicy/reportFailures(to:)`` each save
+    /// starts and the value passes on at once. With ``CacheSavePolicy/failLoad`` each value passes on once its save
+    /// succeeded, in order; a failed save fails the stream with the save's error and cancels the upstream, and a
+    /// failure of the upstream passes on at once, dropping values still waiting for their save.
+    ///
+    /// A stream with a typed failure caches after `eraseErrorType()`, so that a save's error fits.
+    public func caching<C: Cache>(to cache: C, policy: CacheSavePolicy = .ignoreFailures) -> EventStream
+    where C.Value == Output {
+        switch policy.kind {
+        case .ignore:
+            return handleEvents(receiveOutput: { value in cache.save(value) { _ in } })
+        case .report(let handler):
+            return handleEvents(receiveOutput: { value in
+                cache.save(value) { saved in
+                    if case .failure(let error) = saved { handler(error) }
+                }
+            })
+        case .fail:
+            return EventStream { observer in
+                let upstream = observer.lifetime.makeChild()
+                let saves = OrderedSaves(cache: cache, downstream: SerializedObserver(observer), upstream: upstream)
+                subscribe(StreamObserver(lifetime: upstream) { saves.receive($0) })
+            }
+        }
+    }
+
+    /// Saves values to `cache` debounced: the last value of a burst is saved once no newer value has come for
+    /// `interval` on `scheduler`, and a value still waiting when the subscription ends (by completion or cancel)
+    /// is saved at once, so the last state is always the one saved. Values pass on without waiting.
+    ///
+    /// ```swift
+    /// liveLists.caching(to: memory).caching(to: database, debounce: .milliseconds(500), scheduler: .global())
+    /// ```
+    /// `policy` says what a failed save does: nothing (``CacheSavePolicy/ignoreFailures``, the default), call a
+    /// handler (``CacheSavePolicy/reportFailures(to:)``), or fail the stream with the save's error
+    /// (``CacheSavePolicy/failLoad``; the values have already passed).
+    public func caching<C: Cache, S: Scheduler>(
+        to cache: C,
+        debounce interval: Duration,
+        scheduler: S,
+        policy: CacheSavePolicy = .ignoreFailures
+    ) -> EventStream where C.Value == Output {
+        EventStream { observer in
+            let serial = SerializedObserver(observer)
+            let upstream = observer.lifetime.makeChild()
+            let pending = StreamSubject<Output, Never>()
+            let saver = pending.stream.debounce(for: interval, scheduler: scheduler).sink { value in
+                cache.save(value) { saved in
+                    guard case .failure(let error) = saved else { return }
+                    switch policy.kind {
+                    case .ignore: break
+                    case .report(let handler): handler(error)
+                    case .fail:
+                        serial.send(.completion(.failure(error)))
+                        upstream.end()
+                    }
+                }
+            }
+            observer.onTermination {
+                pending.send(completion: .finished)  // flushes a waiting value
+                saver.cancel()
+            }
+            subscribe(
+                StreamObserver(lifetime: upstream) { event in
+                    if case .value(let value) = event { pending.send(value) }
+                    if event.isCompletion { upstream.end() }
+                    serial.send(event)
+                })
+        }
+    }
+}
+
+/// The saves of a ``CacheSavePolicy/failLoad`` stream: one at a time, in arrival order, each value passed on once
+/// its save succeeded.
+private final class OrderedSaves<C: Cache>: Sendable where C.Value: Sendable {
+    typealias Output = C.Value
+
+    private struct State: Sendable {
+        /// Values not yet passed on; the first is being saved while `isSaving`.
+        var waiting: [Output] = []
+        var isSaving = false
+        var upstreamFinished = false
+    }
+
+    private let state = Locked(State())
+    private let cache: C
+    private let downstream: SerializedObserver<Output, any Error>
+    private let upstream: SubscriptionLifetime
+
+    init(cache: C, downstream: SerializedObserver<Output, any Error>, upstream: SubscriptionLifetime) {
+        self.cache = cache
+        self.downstream = downstream
+        self.upstream = upstream
+    }
+
+    func receive(_ event: StreamEvent<Output, any Error>) {
+        switch event {
+        case .value(let value):
+            let startsSave = state.withLock { state -> Bool in
+                state.waiting.append(value)
+                guard !state.isSaving else { return false }
+                state.isSaving = true
+                return true
+            }
+            if startsSave { save(value) }
+        case .completion(.finished):
+            upstream.end()
+            let finishesNow = state.withLock { state -> Bool in
+                state.upstreamFinished = true
+                return !state.isSaving
+            }
+            if finishesNow { downstream.send(.completion(.finished)) }
+        case .completion(.failure):
+            upstream.end()
+            let dropped = state.withLock { exchange(&$0.waiting, with: []) }
+            downstream.send(event)
+            withExtendedLifetime(dropped) {}
+        }
+    }
+
+    private func save(_ value: Output) {
+        cache.save(value) { [self] saved in
+            if case .failure(let error) = saved {
+                upstream.end()
+                downstream.send(.completion(.failure(error)))
+                return
+            }
+            guard !downstream.downstream.isCancelled else { return }  // a cancel skips the saves not started yet
+            let (next, finishes) = state.withLock { state -> (Output?, Bool) in
+                if !state.waiting.isEmpty { state.waiting.removeFirst() }
+                guard let next = state.waiting.first else {
+                    state.isSaving = false
+                    return (nil, state.upstreamFinished)
+                }
+                return (next, false)
+            }
+            downstream.send(.value(value))
+            if let next { save(next) }
+            if finishes { downstream.send(.completion(.finished)) }
+        }
+    }
+}
