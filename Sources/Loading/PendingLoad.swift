@@ -95,7 +95,7 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
 
     /// Cancels the step in flight and calls the completion with `result`, unless the load already finished.
     @inlinable
-    package func completeCancellingStep(_ result: Result<Output, any Error>) {
+    func completeCancellingStep(_ result: Result<Output, any Error>) {
         let (completion, step) = state.withLock { $0.finish() }
         guard let completion else { return }
         step?.cancel()
@@ -105,7 +105,7 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
     /// Takes the completion without calling it, so the caller can deliver on its own terms. Returns `nil` when the
     /// load was already cancelled or completed.
     @inlinable
-    package func takeCompletion() -> LoadCompletion<Output>? {
+    func takeCompletion() -> LoadCompletion<Output>? {
         let (completion, step) = state.withLock { $0.finish() }
         withExtendedLifetime(step) {}
         return completion
@@ -120,7 +120,7 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
     /// Cancels, and tells whether the load was still pending (neither completed nor cancelled before).
     @discardableResult
     @inlinable
-    package func cancelReportingPending() -> Bool {
+    func cancelReportingPending() -> Bool {
         let (completion, step) = state.withLock { $0.finish() }
         step?.cancel()
         // Dropped here, after unlocking: releasing the completion may run its captures' deinitializers.

@@ -47,8 +47,8 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
             onConnectionChange: { change in
                 switch change {
                 case .connected: changes.withLock { $0.append("connected") }
-                case .disconnected(_, let delay):
-                    changes.withLock { $0.append("disconnected, retry in \(String(describing: delay))") }
+                case .disconnected: changes.withLock { $0.append("disconnected") }
+                case .reconnecting(let delay): changes.withLock { $0.append("reconnecting after \(delay)") }
                 }
             })
         let recorder = StreamRecorder(sut.updates())
@@ -59,7 +59,26 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
         waitUntil { URLProtocolStub.requests.count == 2 }
 
         XCTAssertEqual(scheduler.scheduledDelays.first, .seconds(2))
-        XCTAssertEqual(changes.withLock { $0 }.first, "connected")
+        XCTAssertEqual(
+            Array(changes.withLock { $0 }.prefix(4)),
+            ["connected", "disconnected", "reconnecting after 2.0 seconds", "connected"])
+        recorder.cancel()
+    }
+
+    func test_reconnectionWaitsForTheServersRetryHint_clampedToThePolicysMaximumDelay() {
+        URLProtocolStub.stub(.chunks([Data("retry: 9223372036854775807\nid: 7\ndata: x\n\n".utf8)]))
+        let scheduler = TestScheduler()
+        let sut = ServerSentEventsFriendsUpdates(
+            baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(),
+            reconnection: .exponential(initial: .seconds(1), maxDelay: .seconds(30), maxAttempts: 5),
+            scheduler: scheduler)
+        let recorder = StreamRecorder(sut.updates())
+
+        waitUntil { scheduler.pendingCount == 1 }
+        XCTAssertEqual(scheduler.scheduledDelays, [.seconds(30)])
+        scheduler.advance(by: .seconds(30))
+        waitUntil { URLProtocolStub.requests.count == 2 }
+        XCTAssertEqual(URLProtocolStub.requests.last?.value(forHTTPHeaderField: "Last-Event-ID"), "7")
         recorder.cancel()
     }
 

@@ -6,17 +6,19 @@ import Loading
 #endif
 
 /// Live friend updates from `GET {baseURL}/friends/events`, a `text/event-stream` read chunk by chunk through a
-/// `URLSession` data delegate, parsed incrementally, and reconnected with a ``RetryPolicy``'s backoff whenever the
-/// connection drops or the server ends it.
+/// `URLSession` data delegate, parsed incrementally, and reconnected by the stream `retry` operator with a
+/// ``RetryPolicy`` whenever the connection drops or the server ends it.
 ///
 /// ```swift
 /// let updates = ServerSentEventsFriendsUpdates(baseURL: api)
 /// let subscription = updates.updates().sink { _ in } receiveValue: { update in print(update) }
 /// ```
-/// Each subscription opens its own connection; cancelling it closes the connection and stops reconnecting. The
-/// attempt count starts over after every successful connection (a 200 response). The stream fails only when the
-/// policy gives up, with the last connection's error. Events that are not `upsert` or `remove`, or whose data does
-/// not decode, are skipped.
+/// Each subscription opens its own connection; cancelling it closes the connection and stops reconnecting. A
+/// reconnection sends the last event id seen (`Last-Event-ID`) and waits at least as long as the server's `retry:`
+/// field asked, within the policy's maximum delay. The default policy backs off exponentially and starts the count
+/// over once a connection has stayed up for 10 seconds, so a server that accepts and drops at once is not hammered.
+/// The stream fails only when the policy gives up, with the last connection's error. Events that are not `upsert`
+/// or `remove`, or whose data does not decode, are skipped.
 public struct ServerSentEventsFriendsUpdates: FriendsUpdatesSource {
     /// A connection ended with a status other than 200.
     public struct UnexpectedStatus: Error, Equatable {
@@ -35,23 +37,25 @@ public struct ServerSentEventsFriendsUpdates: FriendsUpdatesSource {
 
     /// What happened to the connection, for logs and demos.
     public enum ConnectionChange: Sendable {
-        /// A connection attempt received a 200 response.
+        /// A connection attempt received a 200 response; `attempt` counts the attempts since the last one that did.
         case connected(attempt: Int)
-        /// The connection ended with `error`; a reconnection follows after `delay` unless the policy gives up.
-        case disconnected(error: any Error, reconnectingAfter: Duration?)
+        /// The connection ended with `error`.
+        case disconnected(error: any Error)
+        /// The next connection attempt waits `delay` (reported for every wait the policy asks for).
+        case reconnecting(after: Duration)
     }
 
     /// Creates a source for the API at `baseURL`.
     /// - Parameters:
     ///   - configuration: the session configuration (tests add a `URLProtocol` stub).
-    ///   - reconnection: attempts and backoff between connections.
+    ///   - reconnection: attempts, backoff and reset interval between connections.
     ///   - scheduler: where reconnection delays run.
-    ///   - onConnectionChange: told of every connection and disconnection.
+    ///   - onConnectionChange: told of every connection, disconnection and wait.
     public init(
         baseURL: URL,
         configuration: URLSessionConfiguration = .default,
-        reconnection: RetryPolicy = .exponential(
-            initial: .milliseconds(500), maxDelay: .seconds(30), maxAttempts: .max),
+        reconnection: RetryPolicy = .exponential(initial: .milliseconds(500), maxDelay: .seconds(30), maxAttempts: .max)
+            .resettingAttempts(after: .seconds(10)),
         scheduler: some Scheduler = .global(),
         onConnectionChange: (@Sendable (ConnectionChange) -> Void)? = nil
     ) {
@@ -63,51 +67,85 @@ public struct ServerSentEventsFriendsUpdates: FriendsUpdatesSource {
     }
 
     public func updates() -> EventStream<FriendUpdate, any Error> {
-        EventStream { [url, configuration, reconnection, scheduler, onConnectionChange] observer in
-            let connection = EventSourceConnection(
-                url: url, configuration: configuration, reconnection: reconnection, scheduler: scheduler,
-                onConnectionChange: onConnectionChange, observer: observer)
-            observer.onTermination { connection.stop() }
-            connection.connect()
+        let (url, configuration, onConnectionChange) = (url, configuration, onConnectionChange)
+        let reconnection = reconnection
+        let waits = ReportingScheduler(base: scheduler) { onConnectionChange?(.reconnecting(after: $0)) }
+        return EventStream.deferred {
+            // What outlives one connection: the last event id and the server's retry hint.
+            let memory = Locked(ConnectionMemory())
+            return EventStream<FriendUpdate, any Error> { observer in
+                let connection = EventSourceConnection(
+                    url: url, configuration: configuration, memory: memory,
+                    onConnectionChange: onConnectionChange, observer: observer)
+                observer.onTermination { connection.stop() }
+                connection.connect()
+            }
+            .retry(reconnection, scheduler: waits)
+            .mapError { ($0 as? Disconnection)?.reason ?? $0 }
         }
     }
 }
 
-/// One subscription's connection: the current session, the parser, and the reconnection schedule.
+/// What a subscription remembers from one connection to the next.
+private struct ConnectionMemory: Sendable {
+    var lastEventID: String?
+    var retryHint: Duration?
+    /// Attempts since the last successful connection.
+    var attempts = 0
+}
+
+/// Why a connection ended, with the wait the server asked for: what the retry policy sees.
+private struct Disconnection: RetryAfterError {
+    let reason: any Error
+    let retryAfter: Duration?
+}
+
+/// A scheduler that reports each delay it is asked to wait, then waits on `base`.
+private struct ReportingScheduler: Scheduler {
+    let base: any Scheduler
+    let report: @Sendable (Duration) -> Void
+
+    var now: Duration { base.now }
+
+    func schedule(_ action: @escaping @Sendable () -> Void) {
+        base.schedule(action)
+    }
+
+    func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any CancellationToken {
+        report(delay)
+        return base.schedule(after: delay, action)
+    }
+}
+
+/// One connection: its session and parser; it sends the updates it reads, and fails with a ``Disconnection`` when
+/// the connection ends for any reason.
 private final class EventSourceConnection: NSObject, URLSessionDataDelegate, Sendable {
     private struct State: Sendable {
         var isStopped = false
-        var attempt = 0
-        var generation = 0
         var session: URLSession?
         var parser = ServerSentEventParser()
-        var lastEventID: String?
-        var timer: (any CancellationToken)?
         var statusError: (any Error)?
     }
 
     private let url: URL
     private let configuration: URLSessionConfiguration
-    private let reconnection: RetryPolicy
-    private let scheduler: any Scheduler
+    private let memory: Locked<ConnectionMemory>
     private let onConnectionChange: (@Sendable (ServerSentEventsFriendsUpdates.ConnectionChange) -> Void)?
     private let observer: StreamObserver<FriendUpdate, any Error>
-    /// One serial queue for the callbacks of every session this connection opens, so that events never overlap.
+    /// A serial queue for the session's callbacks, so that events never overlap.
     private let delegateQueue: OperationQueue
     private let state = Locked(State())
 
     init(
         url: URL,
         configuration: URLSessionConfiguration,
-        reconnection: RetryPolicy,
-        scheduler: any Scheduler,
+        memory: Locked<ConnectionMemory>,
         onConnectionChange: (@Sendable (ServerSentEventsFriendsUpdates.ConnectionChange) -> Void)?,
         observer: StreamObserver<FriendUpdate, any Error>
     ) {
         self.url = url
         self.configuration = configuration
-        self.reconnection = reconnection
-        self.scheduler = scheduler
+        self.memory = memory
         self.onConnectionChange = onConnectionChange
         self.observer = observer
         let queue = OperationQueue()
@@ -116,42 +154,31 @@ private final class EventSourceConnection: NSObject, URLSessionDataDelegate, Sen
     }
 
     func connect() {
-        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: delegateQueue)
-        let request = state.withLock { state -> URLRequest? in
-            guard !state.isStopped else { return nil }
-            state.attempt += 1
-            state.generation += 1
-            state.session = session
-            state.parser = ServerSentEventParser()
-            state.statusError = nil
-            var request = URLRequest(url: url)
-            request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-            request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-            if let lastEventID = state.lastEventID {
-                request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID")
-            }
-            request.timeoutInterval = 24 * 60 * 60
-            return request
+        let lastEventID = memory.withLock { memory in
+            memory.attempts += 1
+            return memory.lastEventID
         }
-        guard let request else { return session.invalidateAndCancel() }
+        var request = URLRequest(url: url)
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+        if let lastEventID { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
+        request.timeoutInterval = 24 * 60 * 60
+        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: delegateQueue)
+        let isStopped = state.withLock { state -> Bool in
+            if !state.isStopped { state.session = session }
+            return state.isStopped
+        }
+        guard !isStopped else { return session.invalidateAndCancel() }
         session.dataTask(with: request).resume()
     }
 
     func stop() {
-        let (session, timer) = state.withLock { state -> (URLSession?, (any CancellationToken)?) in
+        let session = state.withLock { state -> URLSession? in
             state.isStopped = true
-            defer {
-                state.session = nil
-                state.timer = nil
-            }
-            return (state.session, state.timer)
+            defer { state.session = nil }
+            return state.session
         }
-        timer?.cancel()
         session?.invalidateAndCancel()
-    }
-
-    private func isCurrent(_ session: URLSession) -> Bool {
-        state.withLock { !$0.isStopped && $0.session === session }
     }
 
     func urlSession(
@@ -165,21 +192,23 @@ private final class EventSourceConnection: NSObject, URLSessionDataDelegate, Sen
             state.withLock { $0.statusError = ServerSentEventsFriendsUpdates.UnexpectedStatus(statusCode: status) }
             return completionHandler(.cancel)
         }
-        let attempt = state.withLock { state -> Int in
-            defer { state.attempt = 0 }  // a successful connection starts the count over
-            return state.attempt
+        let attempt = memory.withLock { memory in
+            defer { memory.attempts = 0 }
+            return memory.attempts
         }
-        if isCurrent(session) { onConnectionChange?(.connected(attempt: attempt)) }
+        if state.withLock({ !$0.isStopped }) { onConnectionChange?(.connected(attempt: attempt)) }
         completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let events = state.withLock { state -> [ServerSentEvent] in
-            guard !state.isStopped, state.session === session else { return [] }
-            let events = state.parser.push(data)
-            if let id = events.last?.id { state.lastEventID = id }
-            return events
+        let (events, retryHint) = state.withLock { state -> ([ServerSentEvent], Int?) in
+            guard !state.isStopped, state.session === session else { return ([], nil) }
+            return (state.parser.push(data), state.parser.retryMilliseconds)
         }
+        if let id = events.last(where: { $0.id != nil })?.id ?? nil {
+            memory.withLock { $0.lastEventID = id }
+        }
+        if let retryHint { memory.withLock { $0.retryHint = .milliseconds(retryHint) } }
         for event in events {
             guard let update = FriendUpdate(event) else { continue }
             observer.send(update)
@@ -188,28 +217,13 @@ private final class EventSourceConnection: NSObject, URLSessionDataDelegate, Sen
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         session.finishTasksAndInvalidate()
-        let decision = state.withLock { state -> (any Error, Int, Duration?)? in
+        let failure = state.withLock { state -> (any Error)? in
             guard !state.isStopped, state.session === session else { return nil }
             state.session = nil
-            let failure = state.statusError ?? error ?? ServerSentEventsFriendsUpdates.StreamEnded()
-            let retry = max(state.attempt, 1)
-            let willRetry = retry < reconnection.maxAttempts && reconnection.shouldRetry(failure)
-            let delay = willRetry ? max(reconnection.backoff.delay(beforeRetry: retry), retryHint(state)) : nil
-            return (failure, retry, delay)
+            return state.statusError ?? error ?? ServerSentEventsFriendsUpdates.StreamEnded()
         }
-        guard let (failure, _, delay) = decision else { return }
-        onConnectionChange?(.disconnected(error: failure, reconnectingAfter: delay))
-        guard let delay else { return observer.fail(failure) }
-        let timer = scheduler.schedule(after: delay) { [weak self] in self?.connect() }
-        let isStopped = state.withLock { state -> Bool in
-            if !state.isStopped { state.timer = timer }
-            return state.isStopped
-        }
-        if isStopped { timer.cancel() }
-    }
-
-    /// The server's `retry:` hint, if it sent one.
-    private func retryHint(_ state: State) -> Duration {
-        state.parser.retryMilliseconds.map { .milliseconds($0) } ?? .zero
+        guard let failure else { return }
+        onConnectionChange?(.disconnected(error: failure))
+        observer.fail(Disconnection(reason: failure, retryAfter: memory.withLock { $0.retryHint }))
     }
 }

@@ -42,7 +42,7 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     /// send (a compare-and-set); nothing happens when `transform` returns `nil`. Returns the value sent.
     @discardableResult
     @inlinable
-    package func update(_ transform: (Output) -> Output?) -> Output? {
+    func update(_ transform: (Output) -> Output?) -> Output? {
         core.update(transform)
     }
 
