@@ -5,7 +5,7 @@ import PackageDescription
 // swift run -c release --package-path Benchmarks [--quick]
 let package = Package(
     name: "LoadingBenchmarks",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     dependencies: [
         .package(name: "Loading", path: ".."),
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),

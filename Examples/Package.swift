@@ -8,17 +8,17 @@ let friendsDomain = Target.Dependency.product(name: "FriendsDomain", package: "L
 
 let package = Package(
     name: "LoadingExamples",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     dependencies: [
         .package(name: "Loading", path: "..")
     ],
     targets: [
-        .target(name: "FriendsServer", dependencies: [friendsDomain]),
+        .target(name: "FriendsServer", dependencies: [friendsDomain, loading]),
         .executableTarget(name: "friends-demo", dependencies: ["FriendsServer", friendsDomain, loading]),
         .executableTarget(name: "friends-server", dependencies: ["FriendsServer", friendsDomain]),
         .executableTarget(name: "example-fallback-caching", dependencies: [loading]),
         .executableTarget(name: "example-retry-timeout", dependencies: [loading]),
-        .executableTarget(name: "example-seed-stream", dependencies: [loading]),
+        .executableTarget(name: "example-stream-composition", dependencies: [loading]),
         .executableTarget(name: "example-async-bridges", dependencies: [loading]),
         .executableTarget(name: "example-live-merge", dependencies: ["FriendsServer", friendsDomain, loading]),
         .executableTarget(name: "example-sections", dependencies: [friendsDomain, loading]),

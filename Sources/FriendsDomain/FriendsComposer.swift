@@ -5,7 +5,7 @@ import Loading
     import FoundationNetworking
 #endif
 
-/// The composition root of the friends feature: it builds, from a small configuration, the chain seed 000 asks for.
+/// The composition root of the friends feature: it builds, from a small configuration, this chain:
 ///
 /// 1. Load friends from memory first; if that fails, from the database; if that fails, from the network API.
 /// 2. A successful database load is cached in memory.

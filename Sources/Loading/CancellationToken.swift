@@ -1,7 +1,9 @@
 /// A handle that cancels work in flight: a load, a scheduled action or a stream subscription.
 ///
-/// Cancelling is idempotent and safe from any thread. Once `cancel()` returns, the work it stands for delivers
-/// nothing more: a load's completion is not called, a scheduled action does not run, a subscriber receives no event.
+/// Cancelling is idempotent and safe from any thread. Once `cancel()` returns, the work it stands for begins no
+/// further delivery: a load's completion is not called, a scheduled action does not start, a subscriber receives no
+/// new event. A delivery that already began on another thread may still be running; from the delivering thread
+/// itself, nothing arrives after `cancel()`.
 ///
 /// ```swift
 /// let token = friends.load { result in show(result) }

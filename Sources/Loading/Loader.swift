@@ -19,7 +19,9 @@ public typealias LoadCompletion<Output> = @Sendable (Result<Output, any Error>) 
 /// Every conforming type, and every composite in this library, keeps these rules (the full text is in the
 /// *Contract* article of the documentation):
 /// - `load(completion:)` calls `completion` exactly once, unless the returned token is cancelled first.
-/// - Once `cancel()` returns, `completion` is never called; cancelling reaches the work in flight.
+/// - Once `cancel()` returns, no call of `completion` begins (one that already began on another thread may still
+///   be running; called from the delivering thread, nothing arrives after it); cancelling reaches the work in flight.
+/// - No lock is held while user code runs: completions, hooks, and the deinitializers of released closures.
 /// - `load(completion:)` may be called from any thread, any number of times, concurrently.
 /// - Unless a composite says otherwise, `completion` runs on whatever thread the work finished on.
 public protocol Loader<Output>: Sendable {

@@ -2,7 +2,7 @@
 ///
 /// It holds the load's completion until the load completes or is cancelled, and the token of the step in flight (a
 /// request, a timer, another load). Whichever of ``complete(_:)`` and ``cancel()`` comes first wins: the completion
-/// runs at most once, never after `cancel()` returns, and a cancel reaches the step in flight. Return it as the
+/// runs at most once, no call of it begins after `cancel()` returns, and a cancel reaches the step in flight. Return it as the
 /// load's token.
 ///
 /// ```swift

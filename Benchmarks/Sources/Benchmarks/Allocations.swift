@@ -23,7 +23,7 @@ func allocationsReport(quick: Bool) -> [String] {
     defer { try? FileManager.default.removeItem(at: binary.deletingLastPathComponent()) }
     let loads = quick ? 200 : 2_000
     for (variant, title) in [
-        ("hand", "hand-written callbacks (seed 000)"), ("composites", "Loader composites"),
+        ("hand", "hand-written callbacks"), ("composites", "Loader composites"),
         ("stream", "EventStream pipeline"),
         ("opencombine", "OpenCombine pipeline"),
     ] {

@@ -20,7 +20,7 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         return saved.value &+ delivered.value
     }
 
-    // The reference: the hand-written, non-generic callback chain of seed 000 (a loader protocol, a fallback
+    // The reference: the hand-written, non-generic callback chain an app would write without the library (a loader protocol, a fallback
     // composite and a caching decorator as classes over it), built once. No cancellation, no thread-safety.
     let handChain: any HandLoading = opaque(
         HandMap(
@@ -128,7 +128,7 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         expectedChecksum: { count in count &* (value &+ value &* 10) })
 }
 
-/// Seed 000's loader protocol, as an app would hand-write it.
+/// A loader protocol, as an app would hand-write it.
 protocol HandLoading: AnyObject, Sendable {
     func load(completion: @escaping @Sendable (Result<Int, any Error>) -> Void)
 }
@@ -140,7 +140,7 @@ final class HandSource: HandLoading {
     func load(completion: @escaping @Sendable (Result<Int, any Error>) -> Void) { completion(result) }
 }
 
-/// Seed 000's fallback composite.
+/// A hand-written fallback composite.
 final class HandFallback: HandLoading {
     let primary: any HandLoading
     let fallback: any HandLoading

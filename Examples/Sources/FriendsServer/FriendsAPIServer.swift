@@ -1,6 +1,6 @@
 import Foundation
 import FriendsDomain
-import Synchronization
+import Loading
 
 /// An embedded friends API on a loopback port, speaking the format FriendsDomain defines (`GET /friends`,
 /// `DELETE /friends/{id}`, `GET /friends/events` as server-sent events), with knobs to make it misbehave the way
@@ -35,13 +35,13 @@ public final class FriendsAPIServer: Sendable {
         var nextClientID = 0
     }
 
-    private let state: Mutex<State>
-    private let server = Mutex<LoopbackHTTPServer?>(nil)
-    private let lastPort = Mutex(0)
+    private let state: Locked<State>
+    private let server = Locked<LoopbackHTTPServer?>(nil)
+    private let lastPort = Locked(0)
 
     /// Starts the server with `friends`, answering after `latency`, on `port` (0: a free one).
     public init(friends: [Friend], latency: Duration = .milliseconds(40), port: Int = 0) throws {
-        state = Mutex(State(friends: friends, latency: latency))
+        state = Locked(State(friends: friends, latency: latency))
         lastPort.withLock { $0 = port }
         try start()
     }
@@ -239,7 +239,7 @@ private final class EventClient: Sendable {
         case dropped
     }
 
-    private let queue = Mutex<(frames: [Data], dropped: Bool)>(([], false))
+    private let queue = Locked<(frames: [Data], dropped: Bool)>(([], false))
     private let signal = DispatchSemaphore(value: 0)
 
     func enqueue(_ frame: Data) {

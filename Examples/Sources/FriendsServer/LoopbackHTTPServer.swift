@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Loading
 
 #if canImport(Glibc)
     import Glibc
@@ -27,8 +27,8 @@ public final class LoopbackHTTPServer: Sendable {
     /// The server's port on 127.0.0.1.
     public let port: Int
     private let listener: Int32
-    private let connections = Mutex<[Int32: Connection]>([:])
-    private let isStopped = Atomic<Bool>(false)
+    private let connections = Locked<[Int32: Connection]>([:])
+    private let isStopped = Locked(false)
 
     /// Binds 127.0.0.1 on `port` (0: a free one) and starts accepting connections.
     public init(port requestedPort: Int = 0, handler: @escaping Handler) throws {
@@ -67,7 +67,7 @@ public final class LoopbackHTTPServer: Sendable {
 
     /// Stops accepting, and closes every open connection.
     public func stop() {
-        guard !isStopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !isStopped.withLock({ exchange(&$0, true) }) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         let open = connections.withLock { connections in
@@ -78,7 +78,7 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     private func acceptLoop(_ handler: @escaping Handler) {
-        while !isStopped.load(ordering: .acquiring) {
+        while !isStopped.withLock({ $0 }) {
             let client = accept(listener, nil, nil)
             guard client >= 0 else {
                 if errno == EINTR { continue }
@@ -100,7 +100,7 @@ public final class LoopbackHTTPServer: Sendable {
     /// One client connection: read the request, then write the response (all at once or streamed).
     public final class Connection: Sendable {
         private let fd: Int32
-        private let isClosed = Atomic<Bool>(false)
+        private let isClosed = Locked(false)
 
         init(fd: Int32) {
             self.fd = fd
@@ -126,7 +126,7 @@ public final class LoopbackHTTPServer: Sendable {
         /// Writes bytes; `false` when the client is gone.
         @discardableResult
         public func write(_ data: Data) -> Bool {
-            guard !isClosed.load(ordering: .acquiring) else { return false }
+            guard !isClosed.withLock({ $0 }) else { return false }
             return data.withUnsafeBytes { buffer -> Bool in
                 var offset = 0
                 while offset < buffer.count {
@@ -143,7 +143,7 @@ public final class LoopbackHTTPServer: Sendable {
 
         /// Whether the client still holds the connection open (it has not closed or reset it).
         public var isClientConnected: Bool {
-            guard !isClosed.load(ordering: .acquiring) else { return false }
+            guard !isClosed.withLock({ $0 }) else { return false }
             var byte: UInt8 = 0
             let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
             if peeked == 0 { return false }
@@ -153,7 +153,7 @@ public final class LoopbackHTTPServer: Sendable {
 
         /// Closes the connection at once (a response cut short, or a dropped event stream).
         public func drop() {
-            guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            guard !isClosed.withLock({ exchange(&$0, true) }) else { return }
             shutdown(fd, Int32(SHUT_RDWR))
             close(fd)
         }
@@ -200,4 +200,10 @@ public final class LoopbackHTTPServer: Sendable {
             }
         }
     }
+}
+
+/// Sets `flag` to `value` and returns what it held.
+private func exchange(_ flag: inout Bool, _ value: Bool) -> Bool {
+    defer { flag = value }
+    return flag
 }

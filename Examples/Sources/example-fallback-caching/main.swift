@@ -2,12 +2,11 @@
 // both). Run: swift run --package-path Examples example-fallback-caching
 import Dispatch
 import Loading
-import Synchronization
 
 /// A toy store that is both a source (Loader) and a destination (Cache).
 final class Store: Loader, Cache {
     let name: String
-    private let value = Mutex<[String]?>(nil)
+    private let value = Locked<[String]?>(nil)
     init(_ name: String) { self.name = name }
 
     func load(completion: @escaping LoadCompletion<[String]>) -> any CancellationToken {

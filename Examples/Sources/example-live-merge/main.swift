@@ -5,7 +5,6 @@ import Foundation
 import FriendsDomain
 import FriendsServer
 import Loading
-import Synchronization
 
 let start = Date(timeIntervalSince1970: 1_795_000_000)
 let server = try FriendsAPIServer(friends: [
@@ -19,7 +18,7 @@ let composer = FriendsComposer(
         baseURL: server.baseURL, databaseURL: folder.appendingPathComponent("friends.sqlite"),
         saveDebounce: .milliseconds(200)))
 
-let lists = Mutex(0)
+let lists = Locked(0)
 let subscription = composer.friendsStream().sink {
     print("ended: \($0)")
 } receiveValue: { friends in

@@ -3,12 +3,11 @@
 import Dispatch
 import Foundation
 import Loading
-import Synchronization
 
 struct ServerError: Error {}
 
 // A flaky server: fails twice, then answers.
-let attempts = Mutex(0)
+let attempts = Locked(0)
 let started = Date()
 let flaky = AnyLoader<String> { completion in
     let attempt = attempts.withLock {

@@ -1,4 +1,4 @@
-// Sections (seed 004): independent titled sources combined into one sectioned screen; a slow section does not
+// Sections: independent titled sources combined into one sectioned screen; a slow section does not
 // block the others and a failing one fails alone. Run: swift run --package-path Examples example-sections
 import Dispatch
 import Foundation

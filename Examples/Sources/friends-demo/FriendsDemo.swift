@@ -2,7 +2,6 @@ import Foundation
 import FriendsDomain
 import FriendsServer
 import Loading
-import Synchronization
 
 /// `swift run --package-path Examples friends-demo [--base-url URL] [--database PATH] [--quiet]`
 ///

@@ -2,7 +2,6 @@ import Foundation
 import FriendsDomain
 import FriendsServer
 import Loading
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -154,7 +153,7 @@ final class Story: Sendable {
     private func burst(server: FriendsAPIServer, composer: FriendsComposer) async -> Bool {
         let start = ContinuousClock.now
         log.reset()
-        let lists = Mutex<[[Friend]]>([])
+        let lists = Locked<[[Friend]]>([])
         let subscription = composer.friendsStream().sink { _ in
         } receiveValue: { list in
             lists.withLock { $0.append(list) }
@@ -191,8 +190,8 @@ final class Story: Sendable {
     private func refusedDelete(server: FriendsAPIServer, composer: FriendsComposer) async -> Bool {
         let start = ContinuousClock.now
         let repository = FriendsRepository(composer: composer)
-        let states = Mutex<[LoadingState<[Friend]>]>([])
-        let events = Mutex<[String]>([])
+        let states = Locked<[LoadingState<[Friend]>]>([])
+        let events = Locked<[String]>([])
         let stateSubscription = repository.state.sink { state in states.withLock { $0.append(state) } }
         let eventSubscription = repository.events.sink { event in
             if case .deletionFailed(let id, let error) = event { events.withLock { $0.append("\(id): \(error)") } }
@@ -205,7 +204,7 @@ final class Story: Sendable {
             return false
         }
         server.setDeleteStatus(500)
-        let done = Mutex(false)
+        let done = Locked(false)
         repository.remove(id: victim.id, optimistic: true) { _ in done.withLock { $0 = true } }
         let removedAtOnce = repository.currentState.value?.contains(victim) == false
         _ = await eventually({ done.withLock { $0 } })
@@ -227,7 +226,7 @@ final class Story: Sendable {
 
     private static func hasStoredFriends(at url: URL) -> Bool {
         let found = DispatchSemaphore(value: 0)
-        let result = Mutex(false)
+        let result = Locked(false)
         SQLiteFriendsStore(fileURL: url).retrieve { stored in
             result.withLock { $0 = ((try? stored.get()) ?? nil) != nil }
             found.signal()
@@ -275,7 +274,7 @@ enum Outcome: String, Sendable {
 
 /// The composer's events for the current step.
 final class EventRecorder: Sendable {
-    private let events = Mutex<[FriendsComposer.Event]>([])
+    private let events = Locked<[FriendsComposer.Event]>([])
 
     var record: @Sendable (FriendsComposer.Event) -> Void { { event in self.events.withLock { $0.append(event) } } }
 
@@ -300,7 +299,7 @@ final class EventRecorder: Sendable {
 
 /// A clock the story moves forward to expire caches.
 final class DemoClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
+    private let offset = Locked<TimeInterval>(0)
 
     var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
 

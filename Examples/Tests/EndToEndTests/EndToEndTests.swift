@@ -2,7 +2,6 @@ import Foundation
 import FriendsDomain
 import FriendsServer
 import Loading
-import Synchronization
 import XCTest
 
 /// The library against the embedded API over real loopback HTTP and a real SQLite file.
@@ -61,7 +60,7 @@ final class EndToEndTests: XCTestCase {
         let server = try makeServer(for: self)
         server.setListBehavior(.slow(seconds: 5))
         let remote = RemoteFriendsLoader(baseURL: server.baseURL, client: URLSessionHTTPClient(session: makeSession()))
-        let completed = Mutex(false)
+        let completed = Locked(false)
 
         let token = remote.load { _ in completed.withLock { $0 = true } }
         waitUntil { server.listRequestCount == 1 }
@@ -79,7 +78,7 @@ final class EndToEndTests: XCTestCase {
         let composer = FriendsComposer(
             configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: .milliseconds(100)),
             session: makeSession())
-        let lists = Mutex<[[Friend]]>([])
+        let lists = Locked<[[Friend]]>([])
         let subscription = composer.friendsStream().sink { _ in
         } receiveValue: { list in
             lists.withLock { $0.append(list) }
@@ -105,7 +104,7 @@ final class EndToEndTests: XCTestCase {
         let updates = ServerSentEventsFriendsUpdates(
             baseURL: server.baseURL, configuration: makeSession().configuration,
             reconnection: .constant(.milliseconds(50), maxAttempts: 10))
-        let received = Mutex<[FriendUpdate]>([])
+        let received = Locked<[FriendUpdate]>([])
         let subscription = updates.updates().sink { _ in
         } receiveValue: { update in
             received.withLock { $0.append(update) }

@@ -2,7 +2,6 @@ import Foundation
 import FriendsDomain
 import FriendsServer
 import Loading
-import Synchronization
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -46,7 +45,7 @@ extension XCTestCase {
     /// Loads once, waiting on the main queue (composers deliver there).
     func load(_ loader: some Loader<[Friend]>, timeout: Double = 10) -> Result<[Friend], any Error>? {
         let done = expectation(description: "loaded")
-        let box = Mutex<Result<[Friend], any Error>?>(nil)
+        let box = Locked<Result<[Friend], any Error>?>(nil)
         loader.load { result in
             box.withLock { $0 = result }
             done.fulfill()
@@ -58,7 +57,7 @@ extension XCTestCase {
     func storedFriends(at url: URL) -> [Friend]? {
         let store = SQLiteFriendsStore(fileURL: url)
         let done = expectation(description: "read")
-        let box = Mutex<[Friend]?>(nil)
+        let box = Locked<[Friend]?>(nil)
         store.retrieve { result in
             box.withLock { $0 = (try? result.get())??.friends }
             done.fulfill()

@@ -8,7 +8,7 @@ import Loading
 /// Performs HTTP requests: the seam between the friends API and the network, replaced by a stub in tests.
 ///
 /// Implementations keep the loader contract: `completion` is called exactly once unless the returned token is
-/// cancelled first, and never after `cancel()` returns; cancelling stops the request.
+/// cancelled first, and no call of it begins after `cancel()` returns; cancelling stops the request.
 public protocol HTTPClient: Sendable {
     /// Sends `request` and completes with the body and response, or with the transport error.
     @discardableResult

@@ -11,7 +11,7 @@ public protocol FriendDeleting: Sendable {
 
 extension RemoteFriendsDeleter: FriendDeleting {}
 
-/// The friends list as a screen consumes it (seed 002): a loading state shared by every observer, deletes that can
+/// The friends list as a screen consumes it: a loading state shared by every observer, deletes that can
 /// be optimistic and roll back, and a wipe for logout.
 ///
 /// ```swift

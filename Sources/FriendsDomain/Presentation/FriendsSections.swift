@@ -2,7 +2,7 @@ import Foundation
 import Loading
 
 extension FriendsComposer {
-    /// Seed 004's sectioned screen for friends: "Online" and "All friends" from the same composition, and
+    /// A sectioned screen for friends: "Online" and "All friends" from the same composition, and
     /// "Recently updated" from a second source (the database, most recent first). Each section loads on its own.
     ///
     /// ```swift

@@ -31,7 +31,7 @@ public struct CacheSavePolicy: Sendable {
         self.kind = kind
     }
 
-    /// Start the save and deliver the value at once; a failed save is ignored. The seeds' behaviour.
+    /// Start the save and deliver the value at once; a failed save is ignored.
     public static let ignoreFailures = CacheSavePolicy(kind: .ignore)
 
     /// Start the save and deliver the value at once; a failed save's error is passed to `handler` when it happens.

@@ -34,7 +34,7 @@ public struct SectionSource<Value: Sendable>: Sendable {
 }
 
 /// Combines independent titled sources into ordered sections, each loading on its own: a slow source leaves its
-/// section loading while the others show their values, and a failing one fails only its own section. Seed 004's
+/// section loading while the others show their values, and a failing one fails only its own section. A
 /// composite data source, for any screen.
 ///
 /// ```swift

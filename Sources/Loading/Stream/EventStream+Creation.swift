@@ -53,7 +53,7 @@ extension EventStream where Failure == any Error {
     /// A stream that runs `operation` in a new Task for each subscription and sends its result; cancelling the
     /// subscription cancels the Task.
     ///
-    /// This is `deferred { future { ... } }` for async code, the bridge seed 001 builds by hand:
+    /// This is `deferred { future { ... } }` for async code:
     /// ```swift
     /// let users = EventStream.task { try await authenticator.authenticate() }
     ///     .flatMap { _ in api.users() }

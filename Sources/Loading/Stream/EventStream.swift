@@ -14,8 +14,9 @@
 /// ## Contract
 /// - A subscriber receives values, then at most one terminal event (finished or failure), and nothing after it.
 /// - Events to one subscriber never overlap in time, even when a merge or a subject is fed from several threads.
-/// - Once `cancel()` on a subscription returns, no further event is delivered (stricter than Combine, where
-///   `catch` and `receive(on:)` may deliver after a cancel). Cancelling is idempotent and thread-safe.
+/// - Once `cancel()` on a subscription returns, no further delivery begins (stricter than Combine, where `catch`
+///   and `receive(on:)` may still start one); an event already being delivered on another thread may finish.
+///   Cancelling is idempotent and thread-safe.
 ///
 /// The full text, with the thread each operator delivers on, is the *Contract* article.
 public struct EventStream<Output: Sendable, Failure: Error>: Sendable {

@@ -1,10 +1,9 @@
-// Seed 000's composition written with the stream core: memory, else the database (cached to memory), else the
+// The everyday composition written with the stream core: memory, else the database (cached to memory), else the
 // network (cached to both), merged with live updates that replace a friend by id, delivered on the main queue.
-// Run: swift run --package-path Examples example-seed-stream
+// Run: swift run --package-path Examples example-stream-composition
 import Dispatch
 import Foundation
 import Loading
-import Synchronization
 
 struct Friend: Sendable, Equatable, CustomStringConvertible {
     let id: Int
@@ -13,7 +12,7 @@ struct Friend: Sendable, Equatable, CustomStringConvertible {
 }
 
 final class Store: Loader, Cache {
-    private let value = Mutex<[Friend]?>(nil)
+    private let value = Locked<[Friend]?>(nil)
     func load(completion: @escaping LoadCompletion<[Friend]>) -> any CancellationToken {
         completion(value.withLock { $0 }.map { .success($0) } ?? .failure(Empty()))
         return AnyCancellationToken()
@@ -42,7 +41,7 @@ let friends = memory.asStream()
     )
     .receive(on: .main)
 
-let received = Mutex(0)
+let received = Locked(0)
 let subscription = friends.sink {
     print("completion: \($0)")
 } receiveValue: { list in

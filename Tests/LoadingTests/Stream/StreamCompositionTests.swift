@@ -6,7 +6,7 @@ import XCTest
 /// Seed 000's Combine composition, written with the stream core: memory, else the database (cached to memory),
 /// else the network (cached to both), merged with live updates that replace a friend by id and are cached to both,
 /// delivered on the main queue.
-final class SeedCompositionStreamTests: XCTestCase {
+final class StreamCompositionTests: XCTestCase {
     struct Friend: Equatable, Sendable {
         let id: String
         var name: String
