@@ -158,6 +158,35 @@ final class ReleaseRuleTests: XCTestCase {
         XCTAssertEqual(received.withLock { $0 }, 1, "one value for the burst")
     }
 
+    func test_scan_runsItsClosureOutsideTheLock() {
+        let source = Locked<StreamObserver<Int, Never>?>(nil)
+        let values = Locked<[Int]>([])
+        let subscription = EventStream<Int, Never> { observer in source.withLock { $0 = observer } }
+            .scan(0) { total, value in
+                if value == 1 { source.withLock { $0 }?.send(10) }  // calls back into the same operator
+                return total + value
+            }
+            .sink { total in values.withLock { $0.append(total) } }
+
+        guard assertReturns("send", keeping: subscription, running: { source.withLock { $0 }?.send(1) }) else { return }
+        XCTAssertEqual(values.withLock { $0 }.count, 2)
+    }
+
+    func test_removeDuplicates_runsItsPredicateOutsideTheLock() {
+        let source = Locked<StreamObserver<Int, Never>?>(nil)
+        let values = Locked<[Int]>([])
+        let subscription = EventStream<Int, Never> { observer in source.withLock { $0 = observer } }
+            .removeDuplicates { previous, value in
+                if value == 2 { source.withLock { $0 }?.send(3) }  // calls back into the same operator
+                return previous == value
+            }
+            .sink { value in values.withLock { $0.append(value) } }
+        source.withLock { $0 }?.send(1)
+
+        guard assertReturns("send", keeping: subscription, running: { source.withLock { $0 }?.send(2) }) else { return }
+        XCTAssertEqual(values.withLock { $0 }.first, 1)
+    }
+
     func test_onTermination_releasesActionsOutsideTheLock() {
         let observer = Locked<StreamObserver<Int, Never>?>(nil)
         let stream = EventStream<Int, Never> { subscriber in observer.withLock { $0 = subscriber } }

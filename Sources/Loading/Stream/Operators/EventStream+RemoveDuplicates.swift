@@ -17,12 +17,10 @@ extension EventStream {
             subscribe(
                 observer.with { event in
                     if case .value(let value) = event {
-                        let isNew = previous.withLock { previous -> Bool in
-                            if let last = previous, isDuplicate(last, value) { return false }
-                            previous = value
-                            return true
-                        }
-                        guard isNew else { return }
+                        // Events never overlap: compare outside the lock, then store.
+                        if let last = previous.withLock({ $0 }), isDuplicate(last, value) { return }
+                        let replaced = previous.withLock { exchange(&$0, with: value) }
+                        withExtendedLifetime(replaced) {}
                     }
                     observer.receive(event)
                 })

@@ -14,10 +14,11 @@ extension EventStream {
                 observer.with { event in
                     switch event {
                     case .value(let value):
-                        let next = accumulator.withLock { accumulated -> Result in
-                            accumulated = nextPartialResult(accumulated, value)
-                            return accumulated
-                        }
+                        // Events never overlap, so reading, computing outside the lock and storing loses nothing;
+                        // `nextPartialResult` and the release of the previous result run unlocked.
+                        let next = nextPartialResult(accumulator.withLock { $0 }, value)
+                        let replaced = accumulator.withLock { exchange(&$0, with: next) }
+                        withExtendedLifetime(replaced) {}
                         observer.receive(.value(next))
                     case .completion(let completion):
                         observer.receive(.completion(completion))
