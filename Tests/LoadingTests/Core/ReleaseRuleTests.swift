@@ -70,6 +70,41 @@ final class ReleaseRuleTests: XCTestCase {
         await fulfillment(of: [finished], timeout: 5)
     }
 
+    func test_loaderSpy_cancelReleasesCompletionOutsideItsLock() {
+        let spy = LoaderSpy<Int>()
+        let token = spy.load { [probe = DeinitProbe { _ = spy.pendingRequests }] _ in probe.touch() }
+
+        guard assertReturns("cancel", keeping: spy, running: { token.cancel() }) else { return }
+        XCTAssertEqual(spy.cancelledRequests, [0])
+    }
+
+    func test_resourceRepository_cancelReleasesCallersCompletionOutsideItsLock() {
+        let upstream = LoaderSpy<Int>()
+        let repository = ResourceRepository(loader: upstream, refreshLoader: upstream, scheduler: .immediate)
+        let token = Locked<(any CancellationToken)?>(nil)
+        let delivered = Locked(0)
+        let callerToken = repository.load { [probe = DeinitProbe { repository.load { _ in } }] _ in
+            probe.touch()
+            delivered.withLock { $0 += 1 }
+        }
+        token.withLock { $0 = callerToken }
+
+        guard assertReturns("cancel", keeping: upstream, running: { callerToken.cancel() }) else { return }
+        upstream.complete(with: 1)
+        XCTAssertEqual(delivered.withLock { $0 }, 0)
+    }
+
+    func test_anyCancellationToken_runsAndReleasesItsActionOutsideItsLock() {
+        let token = Locked<AnyCancellationToken?>(nil)
+        let sut = AnyCancellationToken { [probe = DeinitProbe { _ = token.withLock { $0 }?.isCancelled }] in
+            probe.touch()
+        }
+        token.withLock { $0 = sut }
+
+        guard assertReturns("cancel", running: { sut.cancel() }) else { return }
+        XCTAssertTrue(sut.isCancelled)
+    }
+
     // MARK: Schedulers
 
     func test_cancelScheduledAction_releasesActionOutsideTheLock() {
@@ -231,7 +266,7 @@ final class ReleaseRuleTests: XCTestCase {
             done.signal()
         }.start()
         guard done.wait(timeout: .now() + 5) == .success else {
-            XCTFail("\(description) deadlocked: a lock was held while a deinit called back", file: file, line: line)
+            XCTFail("\(description) deadlocked: a lock was held while user code called back", file: file, line: line)
             return false
         }
         return true
