@@ -1,0 +1,122 @@
+import Dispatch
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A cache of `Codable` values in one directory, a file per key, written atomically, with an expiry judged against
+/// an injected clock.
+///
+/// ```swift
+/// let disk = DiskCache<String, Friend>(directory: caches.appending(path: "friends"), expiry: .maxAge(.seconds(604_800)))
+/// let friend = disk["u1"].fallback(to: api.friend("u1").caching(to: disk["u1"]))
+/// ```
+/// Reads and writes run one at a time on the cache's own serial queue and complete there, so a read started after
+/// a save sees it. An entry that cannot be read or decoded (a truncated file, another format) is a miss
+/// (``CacheMiss/absent``), and is deleted; it never crashes. A failed write leaves the previous entry intact.
+///
+/// Each entry holds its key, so two keys whose file names collide never read each other's value.
+public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable & Codable>: KeyedCache {
+    /// The directory the entries are kept in.
+    public let directory: URL
+    private let expiry: CacheExpiry<Value>
+    private let now: @Sendable () -> Date
+    private let queue: DispatchQueue
+
+    /// Creates a cache keeping its entries in `directory` (created when missing).
+    /// - Parameters:
+    ///   - directory: a directory of the cache's own; ``removeAll(completion:)`` empties it.
+    ///   - expiry: how long a value stays fresh.
+    ///   - now: the clock saves are stamped with and expiry is judged against.
+    public init(
+        directory: URL,
+        expiry: CacheExpiry<Value> = .never,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.directory = directory
+        self.expiry = expiry
+        self.now = now
+        queue = DispatchQueue(label: "Loading.DiskCache")
+    }
+
+    public func value(for key: Key, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void) {
+        queue.async { [self] in completion(read(key)) }
+    }
+
+    public func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        queue.async { [self] in
+            completion(
+                Result {
+                    let entry = Entry(key: key, savedAt: now(), value: value)
+                    let data = try JSONEncoder().encode(entry)
+                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                    try data.write(to: try fileURL(for: key), options: .atomic)
+                })
+        }
+    }
+
+    public func removeValue(for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        queue.async { [self] in
+            completion(Result { try removeFile(at: try fileURL(for: key)) })
+        }
+    }
+
+    public func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        queue.async { [self] in
+            completion(
+                Result {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+                    for name in names where name.hasSuffix(Self.fileExtension) {
+                        try removeFile(at: directory.appendingPathComponent(name))
+                    }
+                })
+        }
+    }
+
+    // MARK: Files
+
+    private struct Entry: Codable {
+        let key: Key
+        let savedAt: Date
+        let value: Value
+    }
+
+    private static var fileExtension: String { ".entry" }
+
+    private func read(_ key: Key) -> Result<CachedValue<Value>, any Error> {
+        let url: URL
+        do { url = try fileURL(for: key) } catch { return .failure(error) }
+        guard let data = try? Data(contentsOf: url) else { return .failure(CacheMiss.absent) }
+        guard let entry = try? JSONDecoder().decode(Entry.self, from: data) else {
+            try? removeFile(at: url)  // unreadable: a miss, and gone
+            return .failure(CacheMiss.absent)
+        }
+        guard entry.key == key else { return .failure(CacheMiss.absent) }  // another key's file name collided
+        guard expiry.isFresh(entry.value, savedAt: entry.savedAt, now: now()) else {
+            try? removeFile(at: url)
+            return .failure(CacheMiss.expired(savedAt: entry.savedAt))
+        }
+        return .success(CachedValue(entry.value, savedAt: entry.savedAt))
+    }
+
+    private func removeFile(at url: URL) throws {
+        guard FileManager.default.fileExists(atPath: url.path) else { return }
+        try FileManager.default.removeItem(at: url)
+    }
+
+    /// The file of `key`: a 64-bit FNV-1a hash of the key's JSON encoding (stable across launches, unlike
+    /// `hashValue`), in hexadecimal.
+    private func fileURL(for key: Key) throws -> URL {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in try encoder.encode([key]) {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        let name = String(hash, radix: 16)
+        return directory.appendingPathComponent(
+            String(repeating: "0", count: 16 - name.count) + name + Self.fileExtension)
+    }
+}

@@ -1,0 +1,154 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A cache of values by key that can be read, written and cleared: ``MemoryCache``, ``DiskCache``, or your own
+/// (an actor, a database table).
+///
+/// `cache[key]` is the ``CacheEntry`` for one key: a ``Loader`` of the value (its miss is a ``CacheMiss``) and a
+/// ``Cache`` to save it to, so keyed caches compose with every loader composite:
+/// ```swift
+/// let friend = memory[id].fallback(to: api.friend(id).caching(to: memory[id]))
+/// ```
+/// Every method calls its completion exactly once; a failed write leaves what was stored before intact.
+/// `LoadingTestSupport`'s `KeyedCacheContract` checks these rules on any implementation.
+public protocol KeyedCache<Key, Value>: Sendable {
+    /// The type of the keys.
+    associatedtype Key: Hashable & Sendable
+    /// The type of the stored values.
+    associatedtype Value: Sendable
+
+    /// Reads the value stored for `key` with the date it was saved; fails with ``CacheMiss`` when there is none or
+    /// it has expired.
+    func value(for key: Key, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void)
+
+    /// Saves `value` for `key`, stamped with the cache's current date, replacing what was stored.
+    func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+
+    /// Removes the value stored for `key`, if any.
+    func removeValue(for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+
+    /// Removes every value.
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+}
+
+extension KeyedCache {
+    /// The entry for `key`: a loader of its value and a cache to save it to.
+    @inlinable
+    public subscript(key: Key) -> CacheEntry<Self> {
+        CacheEntry(cache: self, key: key)
+    }
+}
+
+/// A value read from a cache, with the date it was saved.
+public struct CachedValue<Value: Sendable>: Sendable {
+    /// The stored value.
+    public var value: Value
+    /// When it was saved, by the cache's clock.
+    public var savedAt: Date
+
+    /// Creates a cached value saved at `savedAt`.
+    @inlinable
+    public init(_ value: Value, savedAt: Date) {
+        self.value = value
+        self.savedAt = savedAt
+    }
+}
+
+extension CachedValue: Equatable where Value: Equatable {}
+
+/// Why a cache read found nothing to deliver.
+public enum CacheMiss: Error, Equatable, CustomStringConvertible {
+    /// Nothing is stored for the key.
+    case absent
+    /// A value saved at `savedAt` is stored, but it is no longer fresh (it was removed).
+    case expired(savedAt: Date)
+
+    public var description: String {
+        switch self {
+        case .absent: "The cache holds no value for this key."
+        case .expired(let savedAt): "The cached value saved at \(savedAt) has expired."
+        }
+    }
+}
+
+/// One key of a ``KeyedCache``: a ``Loader`` of the value stored for the key and a ``Cache`` that saves to it.
+///
+/// ```swift
+/// let entry = memory["u1"]
+/// entry.load { result in ... }         // the value, or CacheMiss
+/// entry.save(ada) { _ in }             // stored under "u1"
+/// ```
+public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
+    /// The cache.
+    public let cache: Storage
+    /// The key.
+    public let key: Storage.Key
+
+    /// Creates the entry for `key` in `cache`.
+    @inlinable
+    public init(cache: Storage, key: Storage.Key) {
+        self.cache = cache
+        self.key = key
+    }
+
+    /// Loads the value stored for the key; fails with ``CacheMiss`` when there is none or it expired.
+    @discardableResult
+    public func load(completion: @escaping LoadCompletion<Storage.Value>) -> any CancellationToken {
+        let pending = PendingLoad(completion)
+        cache.value(for: key) { result in pending.complete(result.map(\.value)) }
+        return pending
+    }
+
+    /// Saves `value` for the key.
+    public func save(_ value: Storage.Value, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        cache.save(value, for: key, completion: completion)
+    }
+
+    /// A loader of the value with the date it was saved.
+    public var stamped: AnyLoader<CachedValue<Storage.Value>> {
+        let (cache, key) = (cache, key)
+        return AnyLoader { completion in
+            cache.value(for: key, completion: completion)
+            return AnyCancellationToken()
+        }
+    }
+}
+
+/// How long a cached value stays fresh: for ever, for a maximum age, or as a validator says, judged against the
+/// cache's clock. A value stamped in the future (saved while the clock was ahead) is expired under every rule but
+/// ``never``, never fresh for ever.
+///
+/// ```swift
+/// MemoryCache<String, Friend>(expiry: .maxAge(.seconds(300)))
+/// DiskCache<String, Friend>(directory: folder, expiry: .validate { friend, savedAt, now in friend.isPinned })
+/// ```
+public struct CacheExpiry<Value: Sendable>: Sendable {
+    @usableFromInline
+    let isFresh: (@Sendable (Value, _ savedAt: Date, _ now: Date) -> Bool)?
+
+    /// Values never expire.
+    public static var never: CacheExpiry { CacheExpiry(isFresh: nil) }
+
+    /// A value is fresh while less than `age` has passed since it was saved; at `age` exactly it has expired.
+    public static func maxAge(_ age: Duration) -> CacheExpiry {
+        let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
+        return CacheExpiry { _, savedAt, now in now.timeIntervalSince(savedAt) < seconds }
+    }
+
+    /// A value is fresh while `isValid(value, savedAt, now)` says so.
+    public static func validate(_ isValid: @escaping @Sendable (Value, _ savedAt: Date, _ now: Date) -> Bool)
+        -> CacheExpiry
+    {
+        CacheExpiry(isFresh: isValid)
+    }
+
+    /// Whether `value`, saved at `savedAt`, is still fresh at `now`.
+    public func isFresh(_ value: Value, savedAt: Date, now: Date) -> Bool {
+        guard let isFresh else { return true }
+        guard savedAt <= now else { return false }  // stamped in the future: the clock was ahead
+        return isFresh(value, savedAt, now)
+    }
+}

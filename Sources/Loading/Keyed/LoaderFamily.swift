@@ -1,0 +1,142 @@
+/// A family of loaders, one per key: a friend by id, page *n* of a list, an image by URL. Each key's loader is built
+/// from the same composites as any other loader, and `family[key]` is a plain ``Loader``.
+///
+/// ```swift
+/// let friend = LoaderFamily { (id: String) in
+///     memory[id]
+///         .fallback(to: disk[id].caching(to: memory[id]))
+///         .fallback(to: api.friend(id).caching(to: disk[id]).caching(to: memory[id]))
+/// }
+/// .coalesced()  // one upstream load per key in flight, for every caller
+///
+/// friend["u1"].load { result in show(result) }
+/// ```
+public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable {
+    @usableFromInline
+    let makeLoader: @Sendable (Key) -> AnyLoader<Output>
+
+    /// Creates a family whose loader for a key is the one `makeLoader` builds for it.
+    @inlinable
+    public init<L: Loader>(_ makeLoader: @escaping @Sendable (Key) -> L) where L.Output == Output {
+        self.makeLoader = { AnyLoader(makeLoader($0)) }
+    }
+
+    /// The loader for `key`.
+    @inlinable
+    public subscript(key: Key) -> AnyLoader<Output> {
+        makeLoader(key)
+    }
+
+    /// The loader for `key`.
+    @inlinable
+    public func loader(for key: Key) -> AnyLoader<Output> {
+        makeLoader(key)
+    }
+
+    /// A family whose loads of one key share one upstream load while it is in flight.
+    ///
+    /// Concurrent loads of a key join the load already running for it; each caller's cancel drops only its own
+    /// interest, and the last caller to leave cancels the upstream load. Keys never wait for each other, and a load
+    /// that starts after the shared one completed starts a new one. Every caller receives the shared result on the
+    /// thread it arrives on. Keep the returned family (for example in a property): the sharing is per family value.
+    public func coalesced() -> LoaderFamily {
+        let flights = Flights<Key, Output>(makeLoader: makeLoader)
+        return LoaderFamily { key in CoalescedLoader(flights: flights, key: key) }
+    }
+
+    /// A family that transforms each key's values with `transform`.
+    public func map<NewOutput: Sendable>(
+        _ transform: @escaping @Sendable (Output) -> NewOutput
+    ) -> LoaderFamily<Key, NewOutput> {
+        let makeLoader = self.makeLoader
+        return LoaderFamily<Key, NewOutput> { key in makeLoader(key).map(transform) }
+    }
+}
+
+/// One key's loader in a coalesced family.
+private struct CoalescedLoader<Key: Hashable & Sendable, Output: Sendable>: Loader {
+    let flights: Flights<Key, Output>
+    let key: Key
+
+    func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
+        flights.join(key, completion)
+    }
+}
+
+/// The loads in flight of a coalesced family, by key: each with its callers and the token of its upstream load.
+///
+/// One lock guards the table; it is held only to look up, add or remove (never while a load starts, completes or is
+/// cancelled), so keys do not wait for each other's work.
+private final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
+    private struct Flight: Sendable {
+        let id: Int
+        var callers: [Int: LoadCompletion<Output>] = [:]
+        var token: (any CancellationToken)?
+
+        init(id: Int) {
+            self.id = id
+        }
+    }
+
+    private struct State: Sendable {
+        var flights: [Key: Flight] = [:]
+        var nextID = 0
+    }
+
+    private let state = Locked(State())
+    private let makeLoader: @Sendable (Key) -> AnyLoader<Output>
+
+    init(makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>) {
+        self.makeLoader = makeLoader
+    }
+
+    func join(_ key: Key, _ completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
+        let (flightID, callerID, startsFlight) = state.withLock { state -> (Int, Int, Bool) in
+            state.nextID += 1
+            let callerID = state.nextID
+            if state.flights[key] != nil {
+                state.flights[key]!.callers[callerID] = completion
+                return (state.flights[key]!.id, callerID, false)
+            }
+            state.nextID += 1
+            var flight = Flight(id: state.nextID)
+            flight.callers[callerID] = completion
+            state.flights[key] = flight
+            return (flight.id, callerID, true)
+        }
+        if startsFlight { start(key, flightID) }
+        return AnyCancellationToken { [weak self] in self?.leave(key, flightID, callerID) }
+    }
+
+    private func start(_ key: Key, _ flightID: Int) {
+        let token = makeLoader(key).load { [self] result in finish(key, flightID, result) }
+        let isCurrent = state.withLock { state -> Bool in
+            guard state.flights[key]?.id == flightID else { return false }
+            state.flights[key]!.token = token
+            return true
+        }
+        // Every caller left (or the load completed) before the load returned its token: cancelling a completed
+        // load does nothing, and a left one must stop.
+        if !isCurrent { token.cancel() }
+    }
+
+    private func finish(_ key: Key, _ flightID: Int, _ result: Result<Output, any Error>) {
+        let finished = state.withLock { state -> Flight? in
+            guard state.flights[key]?.id == flightID else { return nil }
+            return state.flights.removeValue(forKey: key)
+        }
+        guard let finished else { return }
+        for (_, completion) in finished.callers.sorted(by: { $0.key < $1.key }) { completion(result) }
+    }
+
+    private func leave(_ key: Key, _ flightID: Int, _ callerID: Int) {
+        let (left, emptied) = state.withLock { state -> (LoadCompletion<Output>?, Flight?) in
+            guard state.flights[key]?.id == flightID else { return (nil, nil) }
+            let left = state.flights[key]!.callers.removeValue(forKey: callerID)
+            guard state.flights[key]!.callers.isEmpty else { return (left, nil) }
+            return (left, state.flights.removeValue(forKey: key))
+        }
+        emptied?.token?.cancel()  // the last caller out cancels the upstream load
+        withExtendedLifetime((left, emptied)) {}  // released after unlocking
+    }
+}

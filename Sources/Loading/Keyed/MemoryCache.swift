@@ -1,0 +1,205 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A thread-safe in-memory cache with count and cost limits, evicting the least recently used values first, and an
+/// expiry judged against an injected clock.
+///
+/// ```swift
+/// let memory = MemoryCache<String, Friend>(countLimit: 500, expiry: .maxAge(.seconds(300)))
+/// let friend = memory["u1"].fallback(to: api.friend("u1").caching(to: memory["u1"]))
+/// ```
+/// Reads and writes complete synchronously, on the calling thread. A read that finds an expired value removes it
+/// and fails with ``CacheMiss/expired(savedAt:)``.
+///
+/// - Complexity: O(1) per read, write and removal, eviction included.
+public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: KeyedCache {
+    private let state: Locked<LRUTable<Key, Value>>
+    private let countLimit: Int
+    private let costLimit: Int
+    private let cost: @Sendable (Value) -> Int
+    private let expiry: CacheExpiry<Value>
+    private let now: @Sendable () -> Date
+
+    /// Creates an empty cache.
+    /// - Parameters:
+    ///   - countLimit: the most values kept; the least recently used go first.
+    ///   - costLimit: the most total cost kept, as `cost` measures each value; the least recently used go first.
+    ///     A value costing more than the limit on its own is not kept.
+    ///   - cost: the cost of a value (1 by default, so that only the count matters).
+    ///   - expiry: how long a value stays fresh.
+    ///   - now: the clock saves are stamped with and expiry is judged against.
+    public init(
+        countLimit: Int = .max,
+        costLimit: Int = .max,
+        cost: @escaping @Sendable (Value) -> Int = { _ in 1 },
+        expiry: CacheExpiry<Value> = .never,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.countLimit = max(countLimit, 0)
+        self.costLimit = max(costLimit, 0)
+        self.cost = cost
+        self.expiry = expiry
+        self.now = now
+        state = Locked(LRUTable())
+    }
+
+    /// The number of values held (expired ones included until they are read).
+    public var count: Int {
+        state.withLock { $0.count }
+    }
+
+    /// The total cost of the values held.
+    public var totalCost: Int {
+        state.withLock { $0.totalCost }
+    }
+
+    /// The value stored for `key` and when it was saved, or why there is none; a hit counts as a use.
+    public func cachedValue(for key: Key) -> Result<CachedValue<Value>, CacheMiss> {
+        let now = self.now()
+        guard let stored = state.withLock({ $0.touch(key) }) else { return .failure(.absent) }
+        guard expiry.isFresh(stored.value, savedAt: stored.savedAt, now: now) else {
+            // Removed only if it is still the same entry (a save may have replaced it meanwhile).
+            let removed = state.withLock { $0.remove(key, ifSavedAt: stored.savedAt) }
+            withExtendedLifetime(removed) {}
+            return .failure(.expired(savedAt: stored.savedAt))
+        }
+        return .success(stored)
+    }
+
+    /// Stores `value` for `key`, stamped now, and evicts the least recently used values beyond the limits.
+    public func insert(_ value: Value, for key: Key) {
+        let valueCost = max(cost(value), 0)
+        let stored = CachedValue(value, savedAt: now())
+        let evicted = state.withLock { table -> [CachedValue<Value>] in
+            var evicted: [CachedValue<Value>] = []
+            if let replaced = table.remove(key) { evicted.append(replaced) }
+            guard valueCost <= costLimit, countLimit > 0 else { return evicted }
+            table.insertFirst(key, stored, cost: valueCost)
+            while table.count > countLimit || table.totalCost > costLimit, let oldest = table.removeLast() {
+                evicted.append(oldest)
+            }
+            return evicted
+        }
+        withExtendedLifetime(evicted) {}  // released after unlocking
+    }
+
+    /// Removes the value for `key`.
+    public func remove(_ key: Key) {
+        let removed = state.withLock { $0.remove(key) }
+        withExtendedLifetime(removed) {}
+    }
+
+    /// Removes every value.
+    public func clear() {
+        let removed = state.withLock { exchange(&$0, with: LRUTable()) }
+        withExtendedLifetime(removed) {}
+    }
+
+    public func value(for key: Key, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void) {
+        completion(cachedValue(for: key).mapError { $0 })
+    }
+
+    public func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        insert(value, for: key)
+        completion(.success(()))
+    }
+
+    public func removeValue(for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        remove(key)
+        completion(.success(()))
+    }
+
+    public func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        clear()
+        completion(.success(()))
+    }
+}
+
+/// A hash table whose entries are also linked in order of use, most recent first, in arrays of slots (no node
+/// allocations): O(1) lookup, move-to-front, insert and removal of the least recently used.
+struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private struct Slot: Sendable {
+        var key: Key
+        var stored: CachedValue<Value>?
+        var cost: Int
+        var newer: Int
+        var older: Int
+    }
+
+    private var slots: [Slot] = []
+    private var index: [Key: Int] = [:]
+    private var free: [Int] = []
+    private var newest = -1
+    private var oldest = -1
+    private(set) var totalCost = 0
+
+    var count: Int { index.count }
+
+    /// The entry for `key`, marked as the most recently used.
+    mutating func touch(_ key: Key) -> CachedValue<Value>? {
+        guard let slot = index[key] else { return nil }
+        unlink(slot)
+        linkFirst(slot)
+        return slots[slot].stored
+    }
+
+    mutating func insertFirst(_ key: Key, _ stored: CachedValue<Value>, cost: Int) {
+        let entry = Slot(key: key, stored: stored, cost: cost, newer: -1, older: -1)
+        let slot: Int
+        if let reused = free.popLast() {
+            slots[reused] = entry
+            slot = reused
+        } else {
+            slots.append(entry)
+            slot = slots.count - 1
+        }
+        index[key] = slot
+        totalCost += cost
+        linkFirst(slot)
+    }
+
+    /// Removes `key`'s entry and returns it.
+    mutating func remove(_ key: Key) -> CachedValue<Value>? {
+        guard let slot = index.removeValue(forKey: key) else { return nil }
+        return release(slot)
+    }
+
+    /// Removes `key`'s entry only if it was saved at `savedAt`.
+    mutating func remove(_ key: Key, ifSavedAt savedAt: Date) -> CachedValue<Value>? {
+        guard let slot = index[key], slots[slot].stored?.savedAt == savedAt else { return nil }
+        return remove(key)
+    }
+
+    /// Removes the least recently used entry and returns it.
+    mutating func removeLast() -> CachedValue<Value>? {
+        guard oldest >= 0 else { return nil }
+        index[slots[oldest].key] = nil
+        return release(oldest)
+    }
+
+    private mutating func release(_ slot: Int) -> CachedValue<Value>? {
+        unlink(slot)
+        totalCost -= slots[slot].cost
+        free.append(slot)
+        return exchange(&slots[slot].stored, with: nil)
+    }
+
+    private mutating func linkFirst(_ slot: Int) {
+        slots[slot].older = newest
+        slots[slot].newer = -1
+        if newest >= 0 { slots[newest].newer = slot }
+        newest = slot
+        if oldest < 0 { oldest = slot }
+    }
+
+    private mutating func unlink(_ slot: Int) {
+        let (newer, older) = (slots[slot].newer, slots[slot].older)
+        if newer >= 0 { slots[newer].older = older } else { newest = older }
+        if older >= 0 { slots[older].newer = newer } else { oldest = newer }
+        slots[slot].newer = -1
+        slots[slot].older = -1
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+final class MemoryCacheTests: XCTestCase {
+    func test_keyedCacheContract() {
+        KeyedCacheContract(keys: ("a", "b"), sampleValues: (1, 2)) { expiry, now in
+            MemoryCache<String, Int>(expiry: expiry, now: now)
+        }.verify()
+    }
+
+    func test_countLimit_evictsTheLeastRecentlyUsedFirst() {
+        let cache = MemoryCache<String, Int>(countLimit: 2)
+        cache.insert(1, for: "a")
+        cache.insert(2, for: "b")
+        _ = cache.cachedValue(for: "a")  // a is now the most recently used
+        cache.insert(3, for: "c")
+
+        XCTAssertEqual(try? cache.cachedValue(for: "a").get().value, 1)
+        XCTAssertEqual(cache.cachedValue(for: "b").failure, .absent, "b was the least recently used")
+        XCTAssertEqual(try? cache.cachedValue(for: "c").get().value, 3)
+        XCTAssertEqual(cache.count, 2)
+    }
+
+    func test_costLimit_evictsUntilTheTotalFits_andRefusesAValueTooCostlyAlone() {
+        let cache = MemoryCache<String, [Int]>(costLimit: 10, cost: { $0.count })
+        cache.insert(Array(repeating: 0, count: 4), for: "a")
+        cache.insert(Array(repeating: 0, count: 4), for: "b")
+        cache.insert(Array(repeating: 0, count: 4), for: "c")
+
+        XCTAssertEqual(cache.cachedValue(for: "a").failure, .absent)
+        XCTAssertEqual(cache.totalCost, 8)
+
+        cache.insert(Array(repeating: 0, count: 11), for: "huge")
+        XCTAssertEqual(cache.cachedValue(for: "huge").failure, .absent)
+        XCTAssertEqual(cache.totalCost, 8)
+    }
+
+    func test_replacingAValue_keepsTheCostRight() {
+        let cache = MemoryCache<String, [Int]>(costLimit: 10, cost: { $0.count })
+        cache.insert([1, 2, 3], for: "a")
+        cache.insert([1], for: "a")
+
+        XCTAssertEqual(cache.totalCost, 1)
+        XCTAssertEqual(cache.count, 1)
+    }
+
+    func test_evictionOrder_overManyOperations_matchesAReferenceModel() {
+        var generator = SystemRandomNumberGenerator()
+        let cache = MemoryCache<Int, Int>(countLimit: 8)
+        var model: [Int] = []  // keys, most recent last
+        for step in 0..<5_000 {
+            let key = Int.random(in: 0..<20, using: &generator)
+            if Bool.random(using: &generator) {
+                cache.insert(step, for: key)
+                model.removeAll { $0 == key }
+                model.append(key)
+                if model.count > 8 { model.removeFirst() }
+            } else {
+                let hit = (try? cache.cachedValue(for: key).get()) != nil
+                XCTAssertEqual(hit, model.contains(key), "step \(step)")
+                if hit {
+                    model.removeAll { $0 == key }
+                    model.append(key)
+                }
+            }
+        }
+        XCTAssertEqual(cache.count, model.count)
+    }
+
+    func test_entry_isALoaderAndACache() {
+        let cache = MemoryCache<String, Int>()
+        let recorder = LoadRecorder<Int>()
+
+        recorder.load(cache["a"])
+        cache["a"].save(5) { _ in }
+        recorder.load(cache["a"])
+
+        XCTAssertEqual(recorder.errors.first as? CacheMiss, .absent)
+        XCTAssertEqual(recorder.values, [5])
+    }
+}
+
+final class DiskCacheTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUp() {
+        super.setUp()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("DiskCacheTests-\(UUID().uuidString)")
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+        super.tearDown()
+    }
+
+    func test_keyedCacheContract() {
+        KeyedCacheContract(keys: ("a/b", "../c"), sampleValues: (Sample(name: "Ada"), Sample(name: "Grace"))) {
+            expiry, now in
+            DiskCache<String, Sample>(
+                directory: self.directory.appendingPathComponent(UUID().uuidString), expiry: expiry, now: now)
+        }.verify()
+    }
+
+    func test_valuesSurviveANewCacheOnTheSameDirectory() {
+        save(Sample(name: "Ada"), for: 1, to: DiskCache(directory: directory))
+        XCTAssertEqual(read(1, from: DiskCache<Int, Sample>(directory: directory)), .success(Sample(name: "Ada")))
+    }
+
+    func test_corruptEntry_isAMissAndIsDeleted() throws {
+        let cache = DiskCache<Int, Sample>(directory: directory)
+        save(Sample(name: "Ada"), for: 1, to: cache)
+        let file = try XCTUnwrap(entryFiles().first)
+        try Data("{\"trunc".utf8).write(to: file)
+
+        XCTAssertEqual(read(1, from: cache), .failure(.absent))
+        XCTAssertEqual(entryFiles(), [], "the unreadable entry was deleted")
+        save(Sample(name: "Grace"), for: 1, to: cache)
+        XCTAssertEqual(read(1, from: cache), .success(Sample(name: "Grace")))
+    }
+
+    func test_entryOfAnotherType_isAMiss() throws {
+        save(Sample(name: "Ada"), for: 1, to: DiskCache(directory: directory))
+        let other = DiskCache<Int, [Int]>(directory: directory)
+        let outcome = Locked<Result<CachedValue<[Int]>, any Error>?>(nil)
+        let done = expectation(description: "read")
+        other.value(for: 1) { result in
+            outcome.withLock { $0 = result }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+        guard case .failure(let error) = outcome.withLock({ $0 }) else { return XCTFail("expected a miss") }
+        XCTAssertEqual(error as? CacheMiss, .absent)
+    }
+
+    func test_failedWrite_leavesThePreviousEntryIntact() {
+        let cache = DiskCache<Int, Sample>(directory: directory)
+        save(Sample(name: "Ada"), for: 1, to: cache)
+
+        let failed = expectation(description: "save fails")
+        cache.save(Sample(name: "not encodable", isEncodable: false), for: 1) { result in
+            if case .failure = result { failed.fulfill() }
+        }
+        wait(for: [failed], timeout: 5)
+
+        XCTAssertEqual(read(1, from: cache), .success(Sample(name: "Ada")))
+    }
+
+    private func entryFiles() -> [URL] {
+        ((try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? [])
+            .filter { $0.pathExtension == "entry" }
+    }
+
+    private func save(_ value: Sample, for key: Int, to cache: DiskCache<Int, Sample>) {
+        let done = expectation(description: "save")
+        cache.save(value, for: key) { result in
+            if case .failure(let error) = result { XCTFail("save failed: \(error)") }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+    }
+
+    private func read(_ key: Int, from cache: DiskCache<Int, Sample>) -> Result<Sample, CacheMiss>? {
+        let outcome = Locked<Result<Sample, CacheMiss>?>(nil)
+        let done = expectation(description: "read")
+        cache.value(for: key) { result in
+            outcome.withLock { $0 = result.map(\.value).mapError { ($0 as? CacheMiss) ?? .absent } }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+        return outcome.withLock { $0 }
+    }
+}
+
+/// A Codable value whose encoding can be made to fail.
+private struct Sample: Codable, Equatable, Sendable {
+    var name: String
+    var isEncodable = true
+
+    private enum CodingKeys: String, CodingKey { case name }
+
+    init(name: String, isEncodable: Bool = true) {
+        self.name = name
+        self.isEncodable = isEncodable
+    }
+
+    init(from decoder: any Decoder) throws {
+        name = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .name)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        guard isEncodable else {
+            throw EncodingError.invalidValue(name, .init(codingPath: [], debugDescription: "refused"))
+        }
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
