@@ -19,19 +19,6 @@ import XCTest
 /// younger than its maximum age is fresh and one exactly that old is expired (``CacheMiss/expired(savedAt:)``), an
 /// expired value is removed, and a value stamped in the future (the clock set back) is expired.
 public struct KeyedCacheContract<C: KeyedCache> where C.Value: Equatable {
-    /// A clock a test moves by hand.
-    public final class Clock: Sendable {
-        private let current = Locked(Date(timeIntervalSinceReferenceDate: 800_000_000))
-
-        /// The clock's time.
-        public var now: Date { current.withLock { $0 } }
-
-        /// Moves the clock by `seconds` (back when negative).
-        public func advance(by seconds: TimeInterval) {
-            current.withLock { $0 += seconds }
-        }
-    }
-
     private let keys: (C.Key, C.Key)
     private let sampleValues: (C.Value, C.Value)
     private let timeout: Double
@@ -74,7 +61,7 @@ public struct KeyedCacheContract<C: KeyedCache> where C.Value: Equatable {
 
     /// A saved value is read back with the date the cache's clock gave when it was saved.
     public func assertSavedValueIsReadWithItsSaveDate(file: StaticString = #filePath, line: UInt = #line) {
-        let clock = Clock()
+        let clock = TestClock()
         let cache = makeCache(.never) { clock.now }
         let savedAt = clock.now
         save(sampleValues.0, for: keys.0, to: cache, file: file, line: line)
@@ -120,7 +107,7 @@ public struct KeyedCacheContract<C: KeyedCache> where C.Value: Equatable {
 
     /// Under a maximum age, a value is fresh until just before that age and expired at exactly that age.
     public func assertMaxAgeBoundary(file: StaticString = #filePath, line: UInt = #line) {
-        let clock = Clock()
+        let clock = TestClock()
         let cache = makeCache(.maxAge(.seconds(60))) { clock.now }
         let savedAt = clock.now
         save(sampleValues.0, for: keys.0, to: cache, file: file, line: line)
@@ -135,7 +122,7 @@ public struct KeyedCacheContract<C: KeyedCache> where C.Value: Equatable {
 
     /// An expired value is removed when it is read: with the clock set back, it is absent, not fresh again.
     public func assertExpiredValueIsRemoved(file: StaticString = #filePath, line: UInt = #line) {
-        let clock = Clock()
+        let clock = TestClock()
         let cache = makeCache(.maxAge(.seconds(60))) { clock.now }
         save(sampleValues.0, for: keys.0, to: cache, file: file, line: line)
         clock.advance(by: 61)
@@ -147,7 +134,7 @@ public struct KeyedCacheContract<C: KeyedCache> where C.Value: Equatable {
     /// A value saved while the clock was ahead (stamped in the future) is expired, not fresh for as long as the
     /// clock was ahead.
     public func assertValueStampedInTheFutureIsExpired(file: StaticString = #filePath, line: UInt = #line) {
-        let clock = Clock()
+        let clock = TestClock()
         let cache = makeCache(.maxAge(.seconds(3_600))) { clock.now }
         clock.advance(by: 86_400)
         let savedAt = clock.now

@@ -1,0 +1,341 @@
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+final class StoreTests: XCTestCase {
+    private let clock = TestClock()
+
+    // MARK: Observation
+
+    func test_stream_emitsTheCurrentValueThenEveryChange_whoeverMadeIt() {
+        let (store, levels, network) = makeSUT()
+        levels.memory.insert("cached", for: "a")
+        let recorder = StreamRecorder(store.stream(for: "a"))
+
+        store.write("live update", for: "a")
+        network.load("a", into: store.refresh("a"))
+        network.complete("a", with: "fresh")
+        store.mutate("a", { $0.map { $0 + " (edited)" } }, commit: LoaderSpy<Void>())
+        store.remove("a")
+
+        XCTAssertEqual(recorder.values.map(\.value), ["cached", "live update", "fresh", "fresh (edited)", nil])
+        XCTAssertEqual(recorder.values.map(\.origin), [.cache("memory"), .local, .network, .local, .local])
+        XCTAssertNil(recorder.completion)
+    }
+
+    func test_writes_goThroughToEveryLevel() {
+        let (store, levels, _) = makeSUT()
+
+        store.write("v", for: "a")
+
+        XCTAssertEqual(try? levels.memory.cachedValue(for: "a").get().value, "v")
+        XCTAssertEqual(levels.disk.values["a"], "v")
+    }
+
+    // MARK: Read policies
+
+    func test_cacheFirst_servesTheFirstLevelHit_andNeverFetches() {
+        let (store, levels, network) = makeSUT()
+        levels.disk.values["a"] = "from disk"
+
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .cacheFirst))
+
+        XCTAssertEqual(recorder.values.map(\.value), ["from disk"])
+        XCTAssertEqual(recorder.values.map(\.origin), [.cache("disk")])
+        XCTAssertEqual(try? levels.memory.cachedValue(for: "a").get().value, "from disk", "a hit fills faster levels")
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+    }
+
+    func test_cacheFirst_fetchesOnAMissEverywhere_andWritesEveryLevel() {
+        let (store, levels, network) = makeSUT()
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .cacheFirst))
+
+        network.complete("a", with: "fresh")
+
+        XCTAssertEqual(recorder.values.map(\.value), ["fresh"])
+        XCTAssertEqual(recorder.values.map(\.origin), [.network])
+        XCTAssertEqual(levels.disk.values["a"], "fresh")
+    }
+
+    func test_cacheThenNetwork_emitsTheCachedValueThenTheFreshOne() {
+        let (store, levels, network) = makeSUT()
+        levels.memory.insert("stale", for: "a")
+        clock.advance(by: 30)
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .cacheThenNetwork))
+
+        XCTAssertEqual(recorder.values.map(\.value), ["stale"])
+        XCTAssertEqual(recorder.values.first?.age(at: clock.now), .seconds(30))
+        network.complete("a", with: "fresh")
+
+        XCTAssertEqual(recorder.values.map(\.value), ["stale", "fresh"])
+        XCTAssertEqual(recorder.values.map(\.origin), [.cache("memory"), .network])
+    }
+
+    func test_networkFirst_fallsBackToTheCache_withTheFetchErrorAttached() {
+        let (store, levels, network) = makeSUT()
+        levels.disk.values["a"] = "cached"
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .networkFirst))
+
+        XCTAssertEqual(recorder.values.count, 0, "the network goes first")
+        network.fail("a", with: TestError(id: 5))
+
+        XCTAssertEqual(recorder.values.map(\.value), ["cached"])
+        XCTAssertEqual(recorder.values.first?.error as? TestError, TestError(id: 5))
+        XCTAssertNil(recorder.completion)
+    }
+
+    func test_networkFirst_failsWhenNeitherHasAValue() {
+        let (store, _, network) = makeSUT()
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .networkFirst))
+
+        network.fail("a", with: TestError(id: 6))
+
+        guard case .failure(let error) = recorder.completion else { return XCTFail("expected a failure") }
+        XCTAssertEqual(error as? TestError, TestError(id: 6))
+    }
+
+    func test_cacheOnly_missFailsWithCacheMiss_andNeverFetches() {
+        let (store, _, network) = makeSUT()
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .cacheOnly))
+
+        guard case .failure(let error) = recorder.completion else { return XCTFail("expected a miss") }
+        XCTAssertEqual(error as? CacheMiss, .absent)
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+    }
+
+    func test_networkOnly_skipsTheCacheRead_butStillWrites() {
+        let (store, levels, network) = makeSUT()
+        levels.disk.values["a"] = "cached"
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .networkOnly))
+
+        XCTAssertEqual(levels.disk.reads, 0)
+        network.complete("a", with: "fresh")
+
+        XCTAssertEqual(recorder.values.map(\.value), ["fresh"])
+        XCTAssertEqual(levels.disk.values["a"], "fresh")
+    }
+
+    func test_read_deliversThePolicysFirstResponse() {
+        let (store, levels, _) = makeSUT()
+        levels.memory.insert("cached", for: "a")
+        let recorder = LoadRecorder<StoreResponse<String>>()
+
+        recorder.load(store.read("a"))
+
+        XCTAssertEqual(recorder.values.map(\.value), ["cached"])
+    }
+
+    func test_refresh_isNeverAbsorbedByAFetchAlreadyRunning() {
+        let (store, _, network) = makeSUT()
+        let subscription = StreamRecorder(store.stream(for: "a"))  // starts a fetch
+        let refreshed = LoadRecorder<StoreResponse<String>>()
+
+        refreshed.load(store.refresh("a"))
+        XCTAssertEqual(network.loadCount(for: "a"), 2, "the refresh fetched anew")
+        network.complete("a", with: "fresh", at: 1)
+
+        XCTAssertEqual(refreshed.values.map(\.value), ["fresh"])
+        subscription.cancel()
+    }
+
+    // MARK: Mutations
+
+    func test_overlappingMutations_aRefusedOneIsUndoneAlone_anAcceptedOneJoinsTheConfirmedValue() {
+        let (store, levels, _) = makeSUT()
+        store.write("ab", for: "list")
+        let recorder = StreamRecorder(store.stream(for: "list"))
+        let first = LoaderSpy<Void>()
+        let second = LoaderSpy<Void>()
+        let outcomes = LoadRecorder<Void>()
+
+        store.mutate(
+            "list", { $0?.replacingOccurrences(of: "a", with: "") }, commit: first, completion: outcomes.record)
+        store.mutate(
+            "list", { $0?.replacingOccurrences(of: "b", with: "") }, commit: second, completion: outcomes.record)
+        XCTAssertEqual(recorder.values.last?.value, "")
+        XCTAssertEqual(recorder.values.last?.hasPendingChanges, true)
+
+        first.fail(with: TestError(id: 1))
+        XCTAssertEqual(recorder.values.last?.value, "a", "only the refused change is undone")
+        second.complete(with: ())
+
+        XCTAssertEqual(recorder.values.last?.value, "a")
+        XCTAssertEqual(recorder.values.last?.hasPendingChanges, false)
+        XCTAssertEqual(levels.disk.values["list"], "a", "the accepted change is written through")
+        XCTAssertEqual(outcomes.count, 2)
+        XCTAssertEqual(outcomes.errors.first as? TestError, TestError(id: 1))
+    }
+
+    func test_acceptedMutation_staysAfterALaterRefusal() {
+        let (store, _, _) = makeSUT()
+        store.write("ab", for: "list")
+        let recorder = StreamRecorder(store.stream(for: "list"))
+        let first = LoaderSpy<Void>()
+        let second = LoaderSpy<Void>()
+
+        store.mutate("list", { $0?.replacingOccurrences(of: "a", with: "") }, commit: first)
+        store.mutate("list", { $0?.replacingOccurrences(of: "b", with: "") }, commit: second)
+        first.complete(with: ())
+        second.fail(with: TestError(id: 2))
+
+        XCTAssertEqual(recorder.values.last?.value, "b")
+    }
+
+    // MARK: Clear and remove
+
+    func test_clear_cancelsADebouncedWrite_andEmptiesEveryLevel() {
+        let scheduler = TestScheduler()
+        let (store, levels, _) = makeSUT(debounceDisk: scheduler)
+        store.write("before logout", for: "a")
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .cacheOnly))
+        XCTAssertNil(levels.disk.values["a"], "debounced")
+        store.clear()
+        scheduler.advance(by: .seconds(10))
+
+        XCTAssertNil(levels.disk.values["a"], "the pending write was cancelled")
+        XCTAssertEqual(levels.memory.count, 0)
+        XCTAssertEqual(recorder.values.last.map { $0.value }, .some(nil))
+    }
+
+    func test_clear_dropsAFetchThatWasInFlight_andCancelsPendingMutations() {
+        let (store, levels, network) = makeSUT()
+        let recorder = StreamRecorder(store.stream(for: "a"))
+        let commit = LoaderSpy<Void>()
+        store.mutate("a", { _ in "optimistic" }, commit: commit)
+
+        store.clear()
+        network.complete("a", with: "fetched before the clear")
+
+        XCTAssertEqual(recorder.values.last.map { $0.value }, .some(nil))
+        XCTAssertNil(levels.disk.values["a"])
+        XCTAssertEqual(commit.cancelledRequests, [0])
+    }
+
+    func test_remove_staysRemoved_whenAFetchStartedBeforeItCompletes() {
+        let (store, levels, network) = makeSUT()
+        store.write("v", for: "a")
+        network.load("a", into: store.refresh("a"))
+
+        store.remove("a")
+        network.complete("a", with: "stale")
+
+        XCTAssertNil(levels.disk.values["a"])
+        XCTAssertEqual(levels.memory.cachedValue(for: "a").mapError { $0 }.map(\.value).failureIsMiss, true)
+    }
+
+    func test_debouncedLevel_writesTheLastValueOfABurstOnce() {
+        let scheduler = TestScheduler()
+        let (store, levels, _) = makeSUT(debounceDisk: scheduler)
+
+        store.write("1", for: "a")
+        store.write("2", for: "a")
+        scheduler.advance(by: .milliseconds(499))
+        XCTAssertNil(levels.disk.values["a"])
+        store.write("3", for: "a")
+        scheduler.advance(by: .milliseconds(500))
+
+        XCTAssertEqual(levels.disk.values["a"], "3")
+        XCTAssertEqual(levels.disk.saves, 1)
+    }
+
+    // MARK: Helpers
+
+    private func makeSUT(debounceDisk scheduler: TestScheduler? = nil) -> (
+        Store<String, String>, (memory: MemoryCache<String, String>, disk: SpyCache), FetchSpy
+    ) {
+        let memory = MemoryCache<String, String>(now: { [clock] in clock.now })
+        let disk = SpyCache(now: { [clock] in clock.now })
+        let network = FetchSpy()
+        let diskLevel: StoreLevel<String, String> =
+            scheduler.map { .cache(disk, name: "disk", debouncingWritesFor: .milliseconds(500), scheduler: $0) }
+            ?? .cache(disk, name: "disk")
+        let store = Store(
+            levels: [.cache(memory, name: "memory"), diskLevel],
+            fetch: LoaderFamily { network[$0] },
+            now: { [clock] in clock.now })
+        return (store, (memory, disk), network)
+    }
+}
+
+/// A synchronous keyed cache that counts its reads and saves.
+private final class SpyCache: KeyedCache {
+    private let state = Locked<(values: [String: CachedValue<String>], reads: Int, saves: Int)>(([:], 0, 0))
+    private let now: @Sendable () -> Date
+
+    init(now: @escaping @Sendable () -> Date) {
+        self.now = now
+    }
+
+    var values: [String: String] {
+        get { state.withLock { $0.values.mapValues(\.value) } }
+        set { state.withLock { $0.values = newValue.mapValues { CachedValue($0, savedAt: now()) } } }
+    }
+
+    var reads: Int { state.withLock { $0.reads } }
+    var saves: Int { state.withLock { $0.saves } }
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
+        let value = state.withLock { state -> CachedValue<String>? in
+            state.reads += 1
+            return state.values[key]
+        }
+        completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
+    }
+
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        state.withLock { state in
+            state.saves += 1
+            state.values[key] = CachedValue(value, savedAt: now())
+        }
+        completion(.success(()))
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        state.withLock { _ = $0.values.removeValue(forKey: key) }
+        completion(.success(()))
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        state.withLock { $0.values = [:] }
+        completion(.success(()))
+    }
+}
+
+/// The network by key: each fetch waits until the test completes it.
+private final class FetchSpy: Sendable {
+    private let spies = Locked<[String: LoaderSpy<String>]>([:])
+    private let tokens = Locked<[any CancellationToken]>([])
+
+    subscript(key: String) -> LoaderSpy<String> {
+        spies.withLock { spies in
+            if let spy = spies[key] { return spy }
+            let spy = LoaderSpy<String>()
+            spies[key] = spy
+            return spy
+        }
+    }
+
+    /// Starts `loader` and keeps its token (so that the load is not dropped).
+    func load(_ key: String, into loader: AnyLoader<StoreResponse<String>>) {
+        let token = loader.load { _ in }
+        tokens.withLock { $0.append(token) }
+    }
+
+    func complete(_ key: String, with value: String, at index: Int? = nil) {
+        self[key].complete(with: value, at: index)
+    }
+
+    func fail(_ key: String, with error: any Error) {
+        self[key].fail(with: error)
+    }
+
+    func loadCount(for key: String) -> Int { self[key].loadCount }
+}
+
+extension Result {
+    fileprivate var failureIsMiss: Bool {
+        if case .failure(let error) = self { return error is CacheMiss }
+        return false
+    }
+}
