@@ -62,8 +62,8 @@ public struct Friend: Codable, Hashable, Sendable, Identifiable {
 }
 
 extension Friend {
-    /// The JSON coding the friends API uses: snake_case keys (declared above) and ISO 8601 dates.
-    static func makeDecoder() -> JSONDecoder {
+    /// The JSON decoding the friends API uses: snake_case keys (declared above) and ISO 8601 dates.
+    public static func makeDecoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)

@@ -2,8 +2,8 @@ import Foundation
 import FriendsDomain
 import Loading
 
-/// An embedded friends API on a loopback port, speaking the format FriendsDomain defines (`GET /friends`,
-/// `DELETE /friends/{id}`, `GET /friends/events` as server-sent events), with knobs to make it misbehave the way
+/// An embedded friends API on a loopback port, speaking the format FriendsDomain defines (`GET /friends`, optionally
+/// `?page=N&per_page=M`, `GET /friends/{id}`, `DELETE /friends/{id}`, `GET /friends/events` as server-sent events), with knobs to make it misbehave the way
 /// real servers do: latency, failures, malformed bodies, dropped connections, slowness, refusals.
 public final class FriendsAPIServer: Sendable {
     /// How `GET /friends` answers.
@@ -28,6 +28,7 @@ public final class FriendsAPIServer: Sendable {
         var latency: Duration
         var listRequests = 0
         var deleteRequests = 0
+        var friendRequests = 0
         var eventConnections = 0
         var slowHandlerSawDisconnect = false
         var slowHandlerAnswered = false
@@ -75,6 +76,8 @@ public final class FriendsAPIServer: Sendable {
     public var listRequestCount: Int { state.withLock { $0.listRequests } }
     /// How many `DELETE` requests arrived.
     public var deleteRequestCount: Int { state.withLock { $0.deleteRequests } }
+    /// How many `GET /friends/{id}` requests arrived.
+    public var friendRequestCount: Int { state.withLock { $0.friendRequests } }
     /// How many event-stream connections were opened.
     public var eventConnectionCount: Int { state.withLock { $0.eventConnections } }
     /// How many event streams are open now.
@@ -123,8 +126,10 @@ public final class FriendsAPIServer: Sendable {
     private func handle(_ request: LoopbackHTTPServer.Request, _ connection: LoopbackHTTPServer.Connection) {
         let components = request.path.split(separator: "/").map(String.init)
         switch (request.method, components) {
+        case ("GET", ["friends"]) where request.query["page"] != nil: page(request.query, connection)
         case ("GET", ["friends"]): list(connection)
         case ("GET", ["friends", "events"]): events(connection)
+        case ("GET", let parts) where parts.count == 2 && parts[0] == "friends": friend(parts[1], connection)
         case ("DELETE", let parts) where parts.count == 2 && parts[0] == "friends": delete(parts[1], connection)
         default: connection.respond(status: 404)
         }
@@ -153,6 +158,32 @@ public final class FriendsAPIServer: Sendable {
             connection.write(body.prefix(body.count / 2))
             connection.drop()
         }
+    }
+
+    /// `GET /friends/{id}`: the friend, or 404.
+    private func friend(_ id: String, _ connection: LoopbackHTTPServer.Connection) {
+        let (friend, latency) = state.withLock { state in
+            state.friendRequests += 1
+            return (state.friends.first { $0.id == id }, state.latency)
+        }
+        sleep(latency)
+        guard let friend, let body = try? Friend.makeEncoder().encode(friend) else {
+            return connection.respond(status: 404, headers: json, body: Data(#"{"error": "not found"}"#.utf8))
+        }
+        connection.respond(status: 200, headers: json, body: body)
+    }
+
+    /// `GET /friends?page=N&per_page=M` (pages from 1): that page of the list, in the list's format.
+    private func page(_ query: [String: String], _ connection: LoopbackHTTPServer.Connection) {
+        let friends = state.withLock { state in
+            state.listRequests += 1
+            return state.friends
+        }
+        let page = max(Int(query["page"] ?? "") ?? 1, 1)
+        let size = max(Int(query["per_page"] ?? "") ?? 20, 1)
+        let start = min((page - 1) * size, friends.count)
+        connection.respond(
+            status: 200, headers: json, body: Self.body(for: Array(friends[start..<min(start + size, friends.count)])))
     }
 
     private func slow(_ seconds: Double, _ friends: [Friend], _ connection: LoopbackHTTPServer.Connection) {

@@ -19,6 +19,8 @@ public final class LoopbackHTTPServer: Sendable {
         public let path: String
         /// The headers, with lowercased names.
         public let headers: [String: String]
+        /// The query's parameters, percent-decoded.
+        public var query: [String: String] = [:]
     }
 
     /// Handles one request on its connection's thread; it may block, stream, or drop the connection.
@@ -185,8 +187,17 @@ public final class LoopbackHTTPServer: Sendable {
                     in: .whitespaces)
             }
             let target = String(parts[1])
-            let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
-            return Request(method: String(parts[0]), path: path.removingPercentEncoding ?? path, headers: headers)
+            let halves = target.split(separator: "?", maxSplits: 1).map(String.init)
+            let path = halves.first ?? target
+            var request = Request(
+                method: String(parts[0]), path: path.removingPercentEncoding ?? path, headers: headers)
+            for pair in (halves.count > 1 ? halves[1] : "").split(separator: "&") {
+                let field = pair.split(separator: "=", maxSplits: 1).map {
+                    String($0).removingPercentEncoding ?? String($0)
+                }
+                request.query[field[0]] = field.count > 1 ? field[1] : ""
+            }
+            return request
         }
 
         private static func reason(_ status: Int) -> String {
