@@ -70,20 +70,21 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
     /// cancelled as soon as `start` returns. Each step replaces the previous one.
     @inlinable
     public func startStep(_ start: () -> any CancellationToken) {
-        let generation = state.withLock { state -> Int? in
-            guard state.completion != nil else { return nil }
+        // The previous step (over by now: steps run one after another) is taken out here and released after
+        // unlocking, so that storing the new token below replaces nothing under the lock.
+        let (generation, previous) = state.withLock { state -> (Int?, (any CancellationToken)?) in
+            guard state.completion != nil else { return (nil, nil) }
             state.generation += 1
-            return state.generation
+            return (state.generation, exchange(&state.step, with: nil))
         }
+        withExtendedLifetime(previous) {}
         guard let generation else { return }
         let token = start()
-        let (isFinished, replaced) = state.withLock { state -> (Bool, (any CancellationToken)?) in
-            guard state.completion != nil else { return (true, nil) }
-            guard state.generation == generation else { return (false, nil) }
-            defer { state.step = token }
-            return (false, state.step)
+        let isFinished = state.withLock { state -> Bool in
+            guard state.completion != nil else { return true }
+            if state.generation == generation { state.step = token }
+            return false
         }
-        withExtendedLifetime(replaced) {}
         if isFinished { token.cancel() }
     }
 

@@ -27,6 +27,8 @@ let scenarios: [Scenario] =
         composerMemoryHitScenario(loads: quick ? 1_000 : 100_000),
     ] + sqliteScenarios(rows: quick ? 500 : 10_000, folder: folder)
     + [concurrencyScenario(callers: quick ? 100 : 1_000)]
+    + [keyedMemoryHitScenario(loads: quick ? 1_000 : 200_000), keyedCoalescingScenario(callers: quick ? 100 : 1_000)]
+    + diskCacheScenarios(values: quick ? 100 : 1_000, folder: folder)
 
 var printed = 0
 let only = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }

@@ -118,38 +118,35 @@ final class LoaderFamilyTests: XCTestCase {
     func test_coalesced_stress_manyThreadsManyKeysRandomCancels() {
         let keys = 100
         let loads = 10_000
-        let upstream = CountingSource()
+        let upstream = HeldSource()
         let family = LoaderFamily { key in upstream.loader(for: key) }.coalesced()
         let completions = Locked([Int](repeating: 0, count: loads))
-        // Each caller leaves the group once: when it completes, or when its cancel found it still pending.
-        let settled = Locked([Bool](repeating: false, count: loads))
-        let group = DispatchGroup()
-        @Sendable func settle(_ index: Int) {
-            let first = settled.withLock { settled -> Bool in
-                defer { settled[index] = true }
-                return !settled[index]
-            }
-            if first { group.leave() }
-        }
+        let cancelled = Locked(Set<Int>())
 
-        for _ in 0..<loads { group.enter() }
+        // 1. Loads from many threads, a fifth of them cancelled at once; no upstream load completes yet.
         DispatchQueue.concurrentPerform(iterations: loads) { index in
             let token = family[index % keys].load { result in
                 XCTAssertEqual(try? result.get(), index % keys)
                 completions.withLock { $0[index] += 1 }
-                settle(index)
             }
             if Int.random(in: 0..<5) == 0 {
                 token.cancel()
-                settle(index)
+                cancelled.withLock { _ = $0.insert(index) }
             }
         }
-        XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "a caller neither completed nor was cancelled")
-        upstream.waitUntilIdle()
+        // 2. Every key has at most one upstream load still running (the others were cancelled by their last caller).
+        let running = upstream.runningLoadsByKey
+        XCTAssertTrue(running.values.allSatisfy { $0 <= 1 }, "a key has two upstream loads in flight")
+        XCTAssertLessThan(upstream.totalLoads, loads / 10, "loads of one key were not shared")
+        // 3. The upstream loads complete, from many threads: every caller still there gets one result, the
+        //    cancelled ones none.
+        upstream.completeAll()
 
-        XCTAssertTrue(completions.withLock { $0 }.allSatisfy { $0 <= 1 }, "a caller completed more than once")
-        XCTAssertEqual(upstream.maxConcurrentFlights, 1, "a key had two upstream loads in flight at once")
-        XCTAssertLessThan(upstream.totalLoads, loads, "loads of one key were not shared")
+        let counts = completions.withLock { $0 }
+        let cancelledCallers = cancelled.withLock { $0 }
+        for index in 0..<loads {
+            XCTAssertEqual(counts[index], cancelledCallers.contains(index) ? 0 : 1, "caller \(index)")
+        }
     }
 }
 
@@ -175,42 +172,41 @@ private final class KeyedSpy: Sendable {
     func cancelledCount(for key: String) -> Int { self[key].cancelledRequests.count }
 }
 
-/// A source that completes each load on another thread after a moment, and records how many loads of one key were
-/// in flight at once (a cancelled load leaves at its cancel).
-private final class CountingSource: Sendable {
-    private let inFlight = Locked<[Int: Int]>([:])
-    private let maximum = Locked(0)
-    private let started = Locked(0)
-    private let running = DispatchGroup()
+/// A source that holds every load until the test completes them all, and knows which were cancelled.
+private final class HeldSource: Sendable {
+    private struct Load: Sendable {
+        let key: Int
+        var completion: LoadCompletion<Int>?
+    }
 
-    var maxConcurrentFlights: Int { maximum.withLock { $0 } }
-    var totalLoads: Int { started.withLock { $0 } }
+    private let loads = Locked<[Load]>([])
 
-    func waitUntilIdle() { _ = running.wait(timeout: .now() + 10) }
+    var totalLoads: Int { loads.withLock { $0.count } }
+
+    /// For each key, how many of its loads are neither completed nor cancelled.
+    var runningLoadsByKey: [Int: Int] {
+        loads.withLock { loads in
+            loads.filter { $0.completion != nil }.reduce(into: [:]) { $0[$1.key, default: 0] += 1 }
+        }
+    }
+
+    func completeAll() {
+        let pending = loads.withLock { loads in
+            loads.indices.compactMap { index in loads[index].completion.take().map { (loads[index].key, $0) } }
+        }
+        DispatchQueue.concurrentPerform(iterations: pending.count) { pending[$0].1(.success(pending[$0].0)) }
+    }
 
     func loader(for key: Int) -> AnyLoader<Int> {
-        AnyLoader { [self] completion in
-            started.withLock { $0 += 1 }
-            let count = inFlight.withLock { inFlight -> Int in
-                inFlight[key, default: 0] += 1
-                return inFlight[key]!
+        AnyLoader { [loads] completion in
+            let index = loads.withLock { loads -> Int in
+                loads.append(Load(key: key, completion: completion))
+                return loads.count - 1
             }
-            maximum.withLock { $0 = max($0, count) }
-            let isDone = Locked(false)
-            let leave: @Sendable () -> Bool = {
-                let first = isDone.withLock { done -> Bool in
-                    defer { done = true }
-                    return !done
-                }
-                if first { self.inFlight.withLock { $0[key, default: 0] -= 1 } }
-                return first
+            return AnyCancellationToken {
+                let dropped = loads.withLock { $0[index].completion.take() }
+                withExtendedLifetime(dropped) {}
             }
-            running.enter()
-            DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int.random(in: 0...200))) {
-                if leave() { completion(.success(key)) }
-                self.running.leave()
-            }
-            return AnyCancellationToken { _ = leave() }
         }
     }
 }

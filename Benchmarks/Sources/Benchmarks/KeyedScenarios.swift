@@ -1,0 +1,189 @@
+import Foundation
+import Loading
+
+/// 8. A memory-cache hit through a coalesced loader family, against a locked `Dictionary` lookup.
+func keyedMemoryHitScenario(loads: Int) -> Scenario {
+    let keys = 100
+    let memory = MemoryCache<Int, Int>(countLimit: 1_000)
+    for key in 0..<keys { memory.insert(key, for: key) }
+    let network = AnyLoader<Int> { completion in
+        completion(.failure(BenchmarkError()))
+        return NoToken()
+    }
+    let family = LoaderFamily { (key: Int) in memory[key].fallback(to: network.caching(to: memory[key])) }.coalesced()
+    let lock = NSLock()
+    let dictionary = ResultBox<[Int: Int]>()
+    dictionary.value = Dictionary(uniqueKeysWithValues: (0..<keys).map { ($0, $0) })
+    let sum = Tally()
+    let deliver: @Sendable (Result<Int, any Error>) -> Void = opaqueFunction { result in
+        sum.value &+= (try? result.get()) ?? 0
+    }
+    func checksum() -> Int {
+        defer { sum.value = 0 }
+        return sum.value
+    }
+    let locked = Variant(name: "locked Dictionary lookup") { count in
+        for index in 0..<count {
+            lock.lock()
+            let value = dictionary.value![index % keys]
+            lock.unlock()
+            deliver(.success(value!))
+        }
+        return checksum()
+    }
+    let keyed = Variant(name: "coalesced family, memory hit") { count in
+        for index in 0..<count { family[index % keys].load(completion: deliver) }
+        return checksum()
+    }
+    let cacheRead = Variant(name: "MemoryCache read") { count in
+        for index in 0..<count { deliver(memory.cachedValue(for: index % keys).map(\.value).mapError { $0 }) }
+        return checksum()
+    }
+    return Scenario(
+        title: "8. Keyed memory hit: a coalesced LoaderFamily over a MemoryCache, 100 keys",
+        unit: "loads", operations: loads, reference: "locked Dictionary lookup",
+        variants: [locked, cacheRead, keyed],
+        targets: [
+            Target(
+                variant: "coalesced family, memory hit", against: "locked Dictionary lookup", limit: 3,
+                label: "<= 3x a locked Dictionary")
+        ],
+        expectedChecksum: { count in (0..<count).reduce(0) { $0 &+ $1 % keys } })
+}
+
+/// 9. Many concurrent loads of one key through a coalesced family: one upstream load.
+func keyedCoalescingScenario(callers: Int) -> Scenario {
+    let lock = NSLock()
+    let held = ResultBox<[LoadCompletion<Int>]>()
+    held.value = []
+    let upstreamLoads = Tally()
+    let network = LoaderFamily { (_: Int) in
+        AnyLoader<Int> { completion in
+            lock.lock()
+            upstreamLoads.value += 1
+            held.value!.append(completion)
+            lock.unlock()
+            return NoToken()
+        }
+    }
+    func run(_ family: LoaderFamily<Int, Int>, _ count: Int) -> (delivered: Int, loads: Int) {
+        lock.lock()
+        upstreamLoads.value = 0
+        lock.unlock()
+        let group = DispatchGroup()
+        let total = ResultBox<Int>()
+        total.value = 0
+        for _ in 0..<count { group.enter() }
+        let tokens = Locked<[any CancellationToken]>([])
+        DispatchQueue.concurrentPerform(iterations: count) { _ in
+            let token = family[7].load { result in
+                lock.lock()
+                total.value! += (try? result.get()) ?? 0
+                lock.unlock()
+                group.leave()
+            }
+            tokens.withLock { $0.append(token) }
+        }
+        lock.lock()
+        let completions = held.value!
+        held.value = []
+        let loads = upstreamLoads.value
+        lock.unlock()
+        for completion in completions { completion(.success(1)) }
+        group.wait()
+        withExtendedLifetime(tokens) {}
+        return (total.value!, loads)
+    }
+    let coalesced = network.coalesced()
+    let shared = Variant(name: "coalesced family") { count in
+        let (delivered, loads) = run(coalesced, count)
+        precondition(loads == 1, "coalescing must perform exactly one upstream load, performed \(loads)")
+        return delivered
+    }
+    let separate = Variant(name: "a load per call") { count in
+        let (delivered, loads) = run(network, count)
+        precondition(loads == count, "one load per call expected")
+        return delivered
+    }
+    return Scenario(
+        title: "9. Keyed coalescing: \(Report.count(callers)) concurrent loads of one key",
+        unit: "batches of callers", operations: 1, reference: "a load per call",
+        variants: [separate, shared], targets: [],
+        expectedChecksum: { _ in callers },
+        note: "upstream loads per batch: \(Report.count(callers)) without coalescing, 1 with it (checked every run)"
+    )
+    .withOperations(callers)
+}
+
+/// 10. DiskCache writes and reads of small values, against `Data.write(options: .atomic)` and `Data(contentsOf:)`.
+func diskCacheScenarios(values: Int, folder: URL) -> [Scenario] {
+    struct Small: Codable, Sendable {
+        let id: Int
+        let name: String
+    }
+    let encoder = JSONEncoder()
+    let rawFolder = folder.appendingPathComponent("raw")
+    try? FileManager.default.createDirectory(at: rawFolder, withIntermediateDirectories: true)
+    let cache = DiskCache<Int, Small>(directory: folder.appendingPathComponent("disk-cache"))
+    func wait(_ start: (@escaping @Sendable (Bool) -> Void) -> Void) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = ResultBox<Bool>()
+        start { ok in
+            outcome.value = ok
+            done.signal()
+        }
+        done.wait()
+        return outcome.value ?? false
+    }
+    let rawWrite = Variant(name: "Data.write(options: .atomic)") { count in
+        var written = 0
+        for index in 0..<count {
+            let data = try! encoder.encode(Small(id: index, name: "friend \(index)"))
+            if (try? data.write(to: rawFolder.appendingPathComponent("\(index).json"), options: .atomic)) != nil {
+                written += 1
+            }
+        }
+        return written
+    }
+    let cacheWrite = Variant(name: "DiskCache.save") { count in
+        var written = 0
+        for index in 0..<count {
+            if wait({ done in
+                cache.save(Small(id: index, name: "friend \(index)"), for: index) { done((try? $0.get()) != nil) }
+            }) {
+                written += 1
+            }
+        }
+        return written
+    }
+    let rawRead = Variant(name: "Data(contentsOf:)") { count in
+        var read = 0
+        let decoder = JSONDecoder()
+        for index in 0..<count {
+            if let data = try? Data(contentsOf: rawFolder.appendingPathComponent("\(index).json")),
+                (try? decoder.decode(Small.self, from: data)) != nil
+            {
+                read += 1
+            }
+        }
+        return read
+    }
+    let cacheRead = Variant(name: "DiskCache.value(for:)") { count in
+        var read = 0
+        for index in 0..<count where wait({ done in cache.value(for: index) { done((try? $0.get()) != nil) } }) {
+            read += 1
+        }
+        return read
+    }
+    return [
+        Scenario(
+            title: "10a. DiskCache: write \(Report.count(values)) small values", unit: "writes", operations: values,
+            reference: "Data.write(options: .atomic)", variants: [rawWrite, cacheWrite], targets: [],
+            expectedChecksum: { $0 },
+            note: "same JSON-encoded struct, one file each; the cache also stamps, wraps its key and hops to its queue"),
+        Scenario(
+            title: "10b. DiskCache: read \(Report.count(values)) small values back", unit: "reads", operations: values,
+            reference: "Data(contentsOf:)", variants: [rawRead, cacheRead], targets: [],
+            expectedChecksum: { $0 }),
+    ]
+}
