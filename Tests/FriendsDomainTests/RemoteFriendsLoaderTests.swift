@@ -120,6 +120,37 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         }
     }
 
+    func test_delete_sendsTheIdAsExactlyOneEncodedPathSegment() {
+        let deleter = RemoteFriendsDeleter(
+            baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        let cases = [
+            "../admin": "https://api.example.com/v1/friends/%2E%2E%2Fadmin",
+            "..": "https://api.example.com/v1/friends/%2E%2E",
+            ".": "https://api.example.com/v1/friends/%2E",
+            "a/b": "https://api.example.com/v1/friends/a%2Fb",
+            "a?b#c": "https://api.example.com/v1/friends/a%3Fb%23c",
+            "é": "https://api.example.com/v1/friends/%C3%A9",
+            "u-1_x~": "https://api.example.com/v1/friends/u-1_x~",
+        ]
+        for (id, expected) in cases {
+            URLProtocolStub.stub(.response(status: 204, body: Data()))
+            XCTAssertNoThrow(try awaitResult { deleter.delete(id: id, completion: $0) }?.get())
+            XCTAssertEqual(URLProtocolStub.requests.last?.url?.absoluteString, expected, "id \(id.debugDescription)")
+        }
+    }
+
+    func test_delete_rejectsAnEmptyIdBeforeAnyRequest() {
+        let deleter = RemoteFriendsDeleter(
+            baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        let before = URLProtocolStub.requests.count
+
+        guard case .failure(FriendsAPIError.invalidID(""))? = awaitResult({ deleter.delete(id: "", completion: $0) })
+        else {
+            return XCTFail("an empty id should be rejected")
+        }
+        XCTAssertEqual(URLProtocolStub.requests.count, before)
+    }
+
     private func load() -> Result<[Friend], any Error>? {
         let sut = RemoteFriendsLoader(
             baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))

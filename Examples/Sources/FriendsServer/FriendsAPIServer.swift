@@ -124,8 +124,7 @@ public final class FriendsAPIServer: Sendable {
     // MARK: - Routes
 
     private func handle(_ request: LoopbackHTTPServer.Request, _ connection: LoopbackHTTPServer.Connection) {
-        let components = request.path.split(separator: "/").map(String.init)
-        switch (request.method, components) {
+        switch (request.method, request.segments) {
         case ("GET", ["friends"]) where request.query["page"] != nil: page(request.query, connection)
         case ("GET", ["friends"]): list(connection)
         case ("GET", ["friends", "events"]): events(connection)

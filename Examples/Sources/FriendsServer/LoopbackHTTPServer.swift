@@ -21,6 +21,8 @@ public final class LoopbackHTTPServer: Sendable {
         public let headers: [String: String]
         /// The query's parameters, percent-decoded.
         public var query: [String: String] = [:]
+        /// The path's segments, each percent-decoded on its own (so an encoded `/` stays inside its segment).
+        public var segments: [String] = []
     }
 
     /// Handles one request on its connection's thread; it may block, stream, or drop the connection.
@@ -191,6 +193,7 @@ public final class LoopbackHTTPServer: Sendable {
             let path = halves.first ?? target
             var request = Request(
                 method: String(parts[0]), path: path.removingPercentEncoding ?? path, headers: headers)
+            request.segments = path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }
             for pair in (halves.count > 1 ? halves[1] : "").split(separator: "&") {
                 let field = pair.split(separator: "=", maxSplits: 1).map {
                     String($0).removingPercentEncoding ?? String($0)

@@ -17,6 +17,26 @@ final class EndToEndTests: XCTestCase {
         waitUntil { self.storedFriends(at: databaseURL) == sampleFriends() }  // the save runs beside the delivery
     }
 
+    func test_deleteSendsTheIdAsOneSegment_soNoIdReachesAnotherResource() throws {
+        let start = Date(timeIntervalSince1970: 1_795_000_000)
+        let tricky = ["a/b", "..", "../friends", "é è"].map {
+            Friend(id: $0, name: $0, status: .online, updatedAt: start)
+        }
+        let server = try makeServer(for: self, friends: sampleFriends() + tricky)
+        let deleter = RemoteFriendsDeleter(
+            baseURL: server.baseURL, client: URLSessionHTTPClient(session: makeSession()))
+
+        for friend in tricky {
+            XCTAssertNoThrow(try deleter.deleteAndWait(id: friend.id), "id \(friend.id.debugDescription)")
+        }
+
+        XCTAssertEqual(server.friends, sampleFriends(), "exactly the tricky ids were deleted, nothing else")
+        XCTAssertThrowsError(try deleter.deleteAndWait(id: "")) { error in
+            guard case FriendsAPIError.invalidID = error else { return XCTFail("expected invalidID, got \(error)") }
+        }
+        XCTAssertEqual(server.deleteRequestCount, tricky.count, "the empty id sent nothing")
+    }
+
     func test_secondComposerLoadsFromTheFileWhileTheServerIsDown() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)
@@ -127,5 +147,18 @@ final class EndToEndTests: XCTestCase {
         cache.save(friends) { _ in done.fulfill() }
         wait(for: [done], timeout: 5)
         return true
+    }
+}
+
+extension RemoteFriendsDeleter {
+    fileprivate func deleteAndWait(id: Friend.ID) throws {
+        let outcome = Locked<Result<Void, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        delete(id: id) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 10)
+        try outcome.withLock { $0 }?.get()
     }
 }

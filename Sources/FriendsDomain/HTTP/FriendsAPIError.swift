@@ -8,6 +8,8 @@ public enum FriendsAPIError: Error, CustomStringConvertible {
     case invalidData
     /// The friend to delete does not exist (404).
     case notFound
+    /// The id cannot name a friend (it is empty); nothing was sent.
+    case invalidID(String)
 
     public var description: String {
         switch self {
@@ -15,6 +17,7 @@ public enum FriendsAPIError: Error, CustomStringConvertible {
         case .unexpectedStatus(let code): "The friends API answered with status \(code)."
         case .invalidData: "The friends API sent data that is not a valid friends list."
         case .notFound: "The friend does not exist on the server."
+        case .invalidID(let id): "\"\(id)\" is not a valid friend id."
         }
     }
 }

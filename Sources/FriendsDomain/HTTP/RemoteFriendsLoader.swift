@@ -62,11 +62,18 @@ public struct RemoteFriendsDeleter: Sendable {
 
     /// Deletes the friend with `id`: success on 204, ``FriendsAPIError/notFound`` on 404, otherwise
     /// ``FriendsAPIError/unexpectedStatus(_:)`` or ``FriendsAPIError/connectivity(underlying:)``.
+    ///
+    /// The id is sent as exactly one path segment, percent-encoded (`/`, `.` and `..` included), so no id can
+    /// address another resource. An empty id fails with ``FriendsAPIError/invalidID(_:)`` before any request.
     @discardableResult
     public func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
         -> any CancellationToken
     {
-        var request = URLRequest(url: baseURL.appendingPathComponent("friends").appendingPathComponent(id))
+        guard let url = Self.url(for: id, in: baseURL) else {
+            completion(.failure(FriendsAPIError.invalidID(id)))
+            return AnyCancellationToken()
+        }
+        var request = URLRequest(url: url)
         request.httpMethod = "DELETE"
         return client.perform(request) { result in
             switch result {
@@ -80,8 +87,31 @@ public struct RemoteFriendsDeleter: Sendable {
         }
     }
 
+    /// `{baseURL}/friends/{id}` with `id` as one percent-encoded segment; `nil` for an empty id.
+    static func url(for id: Friend.ID, in baseURL: URL) -> URL? {
+        guard !id.isEmpty else { return nil }
+        // Only unreserved characters stay as they are; `.` is encoded too, so that `.` and `..` are plain names.
+        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~".utf8)
+        var segment = ""
+        for byte in id.utf8 {
+            if unreserved.contains(byte) {
+                segment.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                segment += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        let base = baseURL.appendingPathComponent("friends").absoluteString
+        return URL(string: base + "/" + segment)
+    }
+
     /// Deletes the friend with `id`, with async/await.
     public func delete(id: Friend.ID) async throws {
         try await AnyLoader<Void> { completion in delete(id: id, completion: completion) }.load()
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        String(repeating: "0", count: max(length - count, 0)) + self
     }
 }
