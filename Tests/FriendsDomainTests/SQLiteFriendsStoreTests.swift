@@ -111,6 +111,17 @@ final class SQLiteFriendsStoreTests: XCTestCase {
         XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, [tricky, makeFriend("2")])
     }
 
+    func test_textWithNULCharacters_isStoredWhole_andIdsDifferingAfterANULStayDistinct() {
+        let sut = SQLiteFriendsStore(fileURL: url)
+        let friends = [
+            makeFriend("a\0x", name: "Ada\0Lovelace"), makeFriend("a\0y", name: "\0"), makeFriend("", name: ""),
+        ]
+
+        XCTAssertNoThrow(try awaitResult { sut.replaceAll(with: friends, timestamp: fixedDate, completion: $0) }?.get())
+
+        XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, friends)
+    }
+
     // MARK: - Helpers
 
     private func sqliteError<T>(_ result: Result<T, any Error>?) -> SQLiteError? {

@@ -95,7 +95,17 @@ final class SQLiteConnection {
     {
         let code: Int32
         switch value {
-        case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, sqliteTransient)
+        case .text(let text):
+            // Bound with its byte length, so that a NUL inside the text is kept rather than ending it.
+            var text = text
+            code = text.withUTF8 { bytes -> Int32 in
+                guard let start = bytes.baseAddress, !bytes.isEmpty else {
+                    return sqlite3_bind_text(statement, index, "", 0, sqliteTransient)
+                }
+                return start.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_bind_text(statement, index, $0, Int32(bytes.count), sqliteTransient)
+                }
+            }
         case .integer(let integer): code = sqlite3_bind_int64(statement, index, integer)
         case .real(let real): code = sqlite3_bind_double(statement, index, real)
         case .null: code = sqlite3_bind_null(statement, index)
