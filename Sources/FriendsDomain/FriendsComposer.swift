@@ -30,7 +30,8 @@ public struct FriendsComposer: Sendable {
         public var databaseURL: URL
         /// How old cached friends may be before they count as missing (`nil`: never too old).
         public var maxAge: Duration?
-        /// How the network load is retried.
+        /// How the network load is retried. Only transient failures are (connectivity, timeouts, 408, 429, 5xx: see
+        /// ``FriendsAPIError/isTransient``), and a server's `Retry-After` is honoured within the policy's maximum delay.
         public var retry: RetryPolicy
         /// How long one network attempt may take.
         public var timeout: Duration
@@ -111,7 +112,7 @@ public struct FriendsComposer: Sendable {
             databaseStore: SQLiteFriendsStore(fileURL: configuration.databaseURL),
             remote: RemoteFriendsLoader(baseURL: configuration.baseURL, client: client)
                 .timeout(after: configuration.timeout, scheduler: scheduler)
-                .retry(configuration.retry, scheduler: scheduler)
+                .retry(configuration.retry.onlyForTransientErrors, scheduler: scheduler)
                 .eraseToAnyLoader(),
             updates: ServerSentEventsFriendsUpdates(
                 baseURL: configuration.baseURL, configuration: session.configuration, scheduler: scheduler),
@@ -230,5 +231,13 @@ public struct FriendsComposer: Sendable {
                 completion(result)
             }
         }
+    }
+}
+
+extension RetryPolicy {
+    /// This policy, retrying only what ``FriendsAPIError/isTransient(_:)`` accepts (and what the policy accepts).
+    var onlyForTransientErrors: RetryPolicy {
+        let accepts = shouldRetry
+        return retrying { accepts($0) && FriendsAPIError.isTransient($0) }
     }
 }

@@ -120,6 +120,62 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         }
     }
 
+    func test_load_busyServerThatSaysWhenToRetry_givesBusyWithTheWait() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        let inAMinute = formatter.string(from: Date().addingTimeInterval(60))
+        let cases: [(Int, String?, String)] = [
+            (429, "7", "busy 7"), (503, "0", "busy 0"), (429, nil, "status 429"), (503, "soon", "status 503"),
+            (500, "7", "status 500"), (503, inAMinute, "busy about 60"),
+        ]
+        for (status, header, expected) in cases {
+            URLProtocolStub.stub(
+                .response(status: status, body: Data(), headers: header.map { ["Retry-After": $0] }))
+            switch load() {
+            case .failure(FriendsAPIError.busy(let code, let wait))?:
+                let seconds = wait.components.seconds
+                XCTAssertEqual(code, status)
+                if expected == "busy about 60" {
+                    XCTAssertTrue((59...61).contains(seconds), "\(seconds)")
+                } else {
+                    XCTAssertEqual("busy \(seconds)", expected)
+                }
+            case .failure(FriendsAPIError.unexpectedStatus(let code))?:
+                XCTAssertEqual("status \(code)", expected)
+            default:
+                XCTFail("unexpected outcome for \(status) \(String(describing: header))")
+            }
+        }
+    }
+
+    func test_composer_retriesOnlyTransientFailures_andHonoursRetryAfter() {
+        let cases: [(status: Int, headers: [String: String]?, requests: Int)] = [
+            (404, nil, 1), (400, nil, 1), (401, nil, 1), (500, nil, 3), (503, nil, 3), (408, nil, 3), (429, nil, 3),
+        ]
+        for (status, headers, requests) in cases {
+            URLProtocolStub.reset()
+            URLProtocolStub.stub(.response(status: status, body: Data(), headers: headers))
+            let outcome = loadThroughComposer()
+            XCTAssertEqual(URLProtocolStub.requests.count, requests, "status \(status): \(String(describing: outcome))")
+        }
+        URLProtocolStub.reset()
+        URLProtocolStub.stub(.response(status: 200, body: Data("not json".utf8)))
+        _ = loadThroughComposer()
+        XCTAssertEqual(URLProtocolStub.requests.count, 1, "invalid data is permanent")
+
+        URLProtocolStub.reset()
+        URLProtocolStub.stub(.response(status: 429, body: Data(), headers: ["Retry-After": "9"]))
+        let scheduler = TestScheduler()
+        let recorder = LoadRecorder<[Friend]>()
+        recorder.load(makeComposer(scheduler: scheduler).friendsLoader.receive(on: .immediate))
+        waitUntil { URLProtocolStub.requests.count == 1 && scheduler.scheduledDelays.contains(.seconds(2)) }
+        XCTAssertTrue(
+            scheduler.scheduledDelays.contains(.seconds(2)),
+            "the wait is capped at the policy's 2 s maximum: \(scheduler.scheduledDelays)")
+    }
+
     func test_delete_sendsTheIdAsExactlyOneEncodedPathSegment() {
         let deleter = RemoteFriendsDeleter(
             baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
@@ -149,6 +205,28 @@ final class RemoteFriendsLoaderTests: XCTestCase {
             return XCTFail("an empty id should be rejected")
         }
         XCTAssertEqual(URLProtocolStub.requests.count, before)
+    }
+
+    private func makeComposer(scheduler: some Scheduler = DispatchQueueScheduler.global()) -> FriendsComposer {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("retry-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        return FriendsComposer(
+            configuration: .init(
+                baseURL: baseURL, databaseURL: folder.appendingPathComponent("friends.sqlite"),
+                retry: .exponential(initial: .milliseconds(1), maxDelay: .seconds(2), maxAttempts: 3)),
+            session: URLProtocolStub.makeSession(), scheduler: scheduler)
+    }
+
+    private func loadThroughComposer() -> Result<[Friend], any Error>? {
+        let outcome = Locked<Result<[Friend], any Error>?>(nil)
+        let done = expectation(description: "load")
+        let token = makeComposer().friendsLoader.receive(on: .immediate).load { result in
+            outcome.withLock { $0 = result }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        withExtendedLifetime(token) {}
+        return outcome.withLock { $0 }
     }
 
     private func load() -> Result<[Friend], any Error>? {

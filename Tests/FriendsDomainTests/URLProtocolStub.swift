@@ -9,7 +9,7 @@ import Loading
 /// the request, and records when the system stops a request (cancellation).
 final class URLProtocolStub: URLProtocol {
     enum Stub: Sendable {
-        case response(status: Int, body: Data)
+        case response(status: Int, body: Data, headers: [String: String]? = nil)
         case failure(URLError.Code)
         /// Answers 200 and sends the body in these chunks, then ends the response.
         case chunks([Data])
@@ -55,9 +55,9 @@ final class URLProtocolStub: URLProtocol {
             return state.stub
         }
         switch stub {
-        case .response(let status, let body):
+        case .response(let status, let body, let headers):
             let response = HTTPURLResponse(
-                url: request.url!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: nil)!
+                url: request.url!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
             client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
             client?.urlProtocol(self, didLoad: body)
             client?.urlProtocolDidFinishLoading(self)

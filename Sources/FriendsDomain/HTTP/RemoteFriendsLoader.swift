@@ -41,7 +41,7 @@ public struct RemoteFriendsLoader: Loader {
     }
 
     static func map(_ data: Data, _ response: HTTPURLResponse) -> Result<[Friend], any Error> {
-        guard response.statusCode == 200 else { return .failure(FriendsAPIError.unexpectedStatus(response.statusCode)) }
+        guard response.statusCode == 200 else { return .failure(FriendsAPIError.status(of: response)) }
         guard let payload = try? Friend.makeDecoder().decode(Payload.self, from: data) else {
             return .failure(FriendsAPIError.invalidData)
         }
@@ -82,7 +82,7 @@ public struct RemoteFriendsDeleter: Sendable {
             case .success((_, let response)) where response.statusCode == 404:
                 completion(.failure(FriendsAPIError.notFound))
             case .success((_, let response)):
-                completion(.failure(FriendsAPIError.unexpectedStatus(response.statusCode)))
+                completion(.failure(FriendsAPIError.status(of: response)))
             }
         }
     }
