@@ -14,11 +14,21 @@ import Loading
 /// runs. An empty list that was saved is a valid value.
 public struct LocalFriendsLoader: Loader, Cache {
     /// Why a store could not provide friends.
-    public enum Error: Swift.Error, Equatable {
+    public enum Error: Swift.Error, Equatable, CustomStringConvertible, LocalizedError {
         /// Nothing is stored.
         case empty
-        /// What is stored was saved at `savedAt`, longer ago than the cache policy allows.
+        /// What is stored was saved at `savedAt`, longer ago than the cache policy allows (or, with the clock set
+        /// back since, after now).
         case expired(savedAt: Date)
+
+        public var description: String {
+            switch self {
+            case .empty: "No friends are stored in this cache."
+            case .expired(let savedAt): "The stored friends, saved at \(savedAt), are too old to show."
+            }
+        }
+
+        public var errorDescription: String? { description }
     }
 
     private let store: any FriendsStore
@@ -73,6 +83,9 @@ public struct LocalFriendsLoader: Loader, Cache {
 
     private func isFresh(_ timestamp: Date) -> Bool {
         guard let maxAge else { return true }
-        return currentDate().timeIntervalSince(timestamp) < maxAge
+        let age = currentDate().timeIntervalSince(timestamp)
+        // Saved "in the future" (the clock was ahead then, or was set back since): expired, not fresh for as long
+        // as the clock was wrong.
+        return age >= 0 && age < maxAge
     }
 }

@@ -31,6 +31,15 @@ final class LocalFriendsLoaderTests: XCTestCase {
         XCTAssertEqual(savedAt, fixedDate)
     }
 
+    func test_load_failsWithExpired_whenFriendsWereSavedWithTheClockAhead() {
+        // Saved a day "in the future" (the clock was ahead), read now: expired, not fresh for a day.
+        let (sut, store) = makeSUT(maxAge: .seconds(60), now: fixedDate)
+        store.replaceAll(with: [makeFriend("1")], timestamp: fixedDate.addingTimeInterval(86_400)) { _ in }
+        guard case .failure(LocalFriendsLoader.Error.expired)? = awaitResult({ sut.load(completion: $0) }) else {
+            return XCTFail("expected .expired")
+        }
+    }
+
     func test_load_neverExpiresWithoutMaxAge() throws {
         let (sut, store) = makeSUT(maxAge: nil, now: fixedDate.addingTimeInterval(10 * 365 * 86_400))
         store.replaceAll(with: [makeFriend("1")], timestamp: fixedDate) { _ in }

@@ -6,7 +6,7 @@ import Loading
 #endif
 
 /// What can go wrong talking to the friends API.
-public enum FriendsAPIError: Error, CustomStringConvertible, RetryAfterError {
+public enum FriendsAPIError: Error, CustomStringConvertible, LocalizedError, RetryAfterError {
     /// The request did not get an answer: no network, a refused or dropped connection, a timeout.
     case connectivity(underlying: any Error)
     /// The server answered with a status the endpoint does not define.
@@ -22,7 +22,7 @@ public enum FriendsAPIError: Error, CustomStringConvertible, RetryAfterError {
 
     public var description: String {
         switch self {
-        case .connectivity(let underlying): "Cannot reach the friends API (\(underlying))."
+        case .connectivity(let underlying): "Cannot reach the friends API: \(Self.explain(underlying))."
         case .unexpectedStatus(let code): "The friends API answered with status \(code)."
         case .invalidData: "The friends API sent data that is not a valid friends list."
         case .notFound: "The friend does not exist on the server."
@@ -70,5 +70,24 @@ public enum FriendsAPIError: Error, CustomStringConvertible, RetryAfterError {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: text) else { return .unexpectedStatus(code) }
         return .busy(status: code, retryAfter: .seconds(max(0, date.timeIntervalSince(now).rounded(.up))))
+    }
+
+    public var errorDescription: String? { description }
+
+    /// A transport error in words: a URL error by what happened, anything else as it describes itself.
+    private static func explain(_ error: any Error) -> String {
+        guard let error = error as? URLError else { return String(describing: error) }
+        let what: String =
+            switch error.code {
+            case .timedOut: "the request timed out"
+            case .notConnectedToInternet: "there is no network connection"
+            case .cannotFindHost, .dnsLookupFailed: "the server's name could not be resolved"
+            case .cannotConnectToHost: "the server refused the connection"
+            case .networkConnectionLost: "the connection was lost"
+            case .cancelled: "the request was cancelled"
+            case .secureConnectionFailed: "a secure connection could not be made"
+            default: "a network error occurred"
+            }
+        return "\(what) (URL error \(error.code.rawValue))"
     }
 }

@@ -21,7 +21,14 @@ public protocol HTTPClient: Sendable {
 /// An ``HTTPClient`` on a `URLSession` (injected, so tests can stub it with a `URLProtocol`).
 public struct URLSessionHTTPClient: HTTPClient {
     /// The response was not an HTTP response.
-    public struct UnexpectedResponse: Error {}
+    public struct UnexpectedResponse: Error, CustomStringConvertible, LocalizedError {
+        /// Creates the error.
+        public init() {}
+
+        public var description: String { "The response was not an HTTP response." }
+
+        public var errorDescription: String? { description }
+    }
 
     private let session: URLSession
 

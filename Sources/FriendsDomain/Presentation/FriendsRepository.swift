@@ -23,6 +23,16 @@ extension RemoteFriendsDeleter: FriendDeleting {}
 /// ```
 /// The memory and database caches always end up matching what is published.
 public final class FriendsRepository: Sendable {
+    /// A deletion was asked of a repository whose composition has no deleter: nothing was sent.
+    public struct DeletionUnavailable: Error, Equatable, CustomStringConvertible, LocalizedError {
+        /// Creates the error.
+        public init() {}
+
+        public var description: String { "Deleting friends is not available: the composition has no deleter." }
+
+        public var errorDescription: String? { description }
+    }
+
     /// Something a screen should tell the user about, beside the state.
     public enum Event: Sendable {
         /// Deleting the friend failed; the list was restored.
@@ -130,12 +140,10 @@ public final class FriendsRepository: Sendable {
 
 /// The deleter of a composition built without one: every deletion fails.
 private struct MissingDeleter: FriendDeleting {
-    struct NoDeleter: Error {}
-
     func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
         -> any CancellationToken
     {
-        completion(.failure(NoDeleter()))
+        completion(.failure(FriendsRepository.DeletionUnavailable()))
         return AnyCancellationToken()
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An error reported by SQLite, with its result code and message.
 public struct SQLiteError: Error, Equatable, CustomStringConvertible {
     /// SQLite's (extended) result code, such as 26 (`SQLITE_NOTADB`) or 8 (`SQLITE_READONLY`).
@@ -25,4 +27,8 @@ public struct SQLiteError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         "SQLite error \(code) during \(operation): \(message)"
     }
+}
+
+extension SQLiteError: LocalizedError {
+    public var errorDescription: String? { description }
 }

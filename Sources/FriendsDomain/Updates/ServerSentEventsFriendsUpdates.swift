@@ -21,13 +21,31 @@ import Loading
 /// or `remove`, or whose data does not decode, are skipped.
 public struct ServerSentEventsFriendsUpdates: FriendsUpdatesSource {
     /// A connection ended with a status other than 200.
-    public struct UnexpectedStatus: Error, Equatable {
+    public struct UnexpectedStatus: Error, Equatable, CustomStringConvertible, LocalizedError {
         /// The status the server answered with.
         public let statusCode: Int
+
+        /// Creates the error for a response with `statusCode`.
+        public init(statusCode: Int) {
+            self.statusCode = statusCode
+        }
+
+        public var description: String {
+            "The live updates endpoint answered with status \(statusCode) instead of an event stream."
+        }
+
+        public var errorDescription: String? { description }
     }
 
     /// The server ended the event stream (which a live stream should never do, so it is reconnected).
-    public struct StreamEnded: Error, Equatable {}
+    public struct StreamEnded: Error, Equatable, CustomStringConvertible, LocalizedError {
+        /// Creates the error.
+        public init() {}
+
+        public var description: String { "The server ended the live updates stream." }
+
+        public var errorDescription: String? { description }
+    }
 
     private let url: URL
     private let configuration: URLSessionConfiguration
