@@ -1,4 +1,5 @@
 import Foundation
+import FriendsDomain
 import Loading
 
 /// 8. A memory-cache hit through a coalesced loader family, against a locked `Dictionary` lookup.
@@ -186,4 +187,43 @@ func diskCacheScenarios(values: Int, folder: URL) -> [Scenario] {
             reference: "Data(contentsOf:)", variants: [rawRead, cacheRead], targets: [],
             expectedChecksum: { $0 }),
     ]
+}
+
+/// 11. Decoding a friends list: the API's format (ISO 8601 dates, parsed by hand) against `JSONDecoder` decoding the
+/// same struct with numeric dates (no date parsing at all).
+func decodeFriendsScenario(friends count: Int) -> Scenario {
+    let start = Date(timeIntervalSince1970: 1_795_000_000)
+    let friends = (0..<count).map {
+        Friend(
+            id: "u\($0)", name: "Friend \($0)", status: .online, updatedAt: start.addingTimeInterval(Double($0) + 0.25))
+    }
+    let apiJSON = try! Friend.makeEncoder().encode(friends)
+    let numericEncoder = JSONEncoder()
+    numericEncoder.dateEncodingStrategy = .secondsSince1970
+    let numericJSON = try! numericEncoder.encode(friends)
+    let numericDecoder = JSONDecoder()
+    numericDecoder.dateDecodingStrategy = .secondsSince1970
+    let reference = Variant(name: "JSONDecoder, numeric dates") { repetitions in
+        var decoded = 0
+        for _ in 0..<repetitions {
+            decoded += (try? numericDecoder.decode([Friend].self, from: opaque(numericJSON)))?.count ?? 0
+        }
+        return decoded
+    }
+    let api = Variant(name: "Friend.makeDecoder(), ISO 8601") { repetitions in
+        var decoded = 0
+        for _ in 0..<repetitions {
+            decoded += (try? Friend.makeDecoder().decode([Friend].self, from: opaque(apiJSON)))?.count ?? 0
+        }
+        return decoded
+    }
+    return Scenario(
+        title: "11. Decode \(Report.count(count)) friends from JSON", unit: "lists", operations: 1,
+        reference: "JSONDecoder, numeric dates", variants: [reference, api],
+        targets: [
+            Target(
+                variant: "Friend.makeDecoder(), ISO 8601", against: "JSONDecoder, numeric dates", limit: 1.2,
+                label: "<= 1.2x JSONDecoder")
+        ],
+        expectedChecksum: { $0 * count })
 }

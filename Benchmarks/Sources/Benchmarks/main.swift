@@ -29,6 +29,7 @@ let scenarios: [Scenario] =
     + [concurrencyScenario(callers: quick ? 100 : 1_000)]
     + [keyedMemoryHitScenario(loads: quick ? 1_000 : 200_000), keyedCoalescingScenario(callers: quick ? 100 : 1_000)]
     + diskCacheScenarios(values: quick ? 100 : 1_000, folder: folder)
+    + [decodeFriendsScenario(friends: quick ? 1_000 : 100_000)]
 
 var printed = 0
 let only = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }

@@ -37,6 +37,23 @@ final class EndToEndTests: XCTestCase {
         XCTAssertEqual(server.deleteRequestCount, tricky.count, "the empty id sent nothing")
     }
 
+    func test_fortyThousandFriendsLoadThroughTheDefaultComposer() throws {
+        let start = Date(timeIntervalSince1970: 1_795_000_000)
+        let many = (0..<40_000).map {
+            Friend(id: "u\($0)", name: "Friend \($0)", status: .online, updatedAt: start.addingTimeInterval(Double($0)))
+        }
+        let server = try makeServer(for: self, friends: many)
+        let databaseURL = makeDatabaseURL(for: self)
+        let composer = FriendsComposer(
+            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL), session: makeSession())
+
+        let loaded = try load(composer.friendsLoader, timeout: 60)?.get()
+
+        XCTAssertEqual(loaded?.count, many.count)
+        XCTAssertEqual(loaded?.last, many.last)
+        XCTAssertEqual(server.listRequestCount, 1, "within the first attempt's 10 s")
+    }
+
     func test_secondComposerLoadsFromTheFileWhileTheServerIsDown() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)
