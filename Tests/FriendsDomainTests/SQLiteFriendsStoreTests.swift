@@ -1,4 +1,5 @@
 import Foundation
+import Loading
 import XCTest
 
 @testable import FriendsDomain
@@ -120,6 +121,63 @@ final class SQLiteFriendsStoreTests: XCTestCase {
         XCTAssertNoThrow(try awaitResult { sut.replaceAll(with: friends, timestamp: fixedDate, completion: $0) }?.get())
 
         XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, friends)
+    }
+
+    func test_twoStoresOpeningANewFileAtOnce_bothWrite() {
+        for trial in 0..<20 {
+            let file = url.deletingLastPathComponent().appendingPathComponent("race-\(trial).sqlite")
+            let stores = [SQLiteFriendsStore(fileURL: file), SQLiteFriendsStore(fileURL: file)]
+            let results = Locked<[Result<Void, any Error>]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                let done = DispatchSemaphore(value: 0)
+                stores[index].replaceAll(with: [makeFriend("\(index)")], timestamp: fixedDate) { result in
+                    results.withLock { $0.append(result) }
+                    done.signal()
+                }
+                done.wait()
+            }
+            for result in results.withLock({ $0 }) {
+                XCTAssertNoThrow(try result.get(), "trial \(trial)")
+            }
+        }
+    }
+
+    func test_unreadableDatabase_isDeletedAndRecreatedByDeleteAll_soTheCacheHeals() throws {
+        let writer = SQLiteFriendsStore(fileURL: url)
+        _ = awaitResult {
+            writer.replaceAll(with: (0..<500).map { makeFriend("\($0)") }, timestamp: fixedDate, completion: $0)
+        }
+        writer.closeConnection()
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        let whole = try Data(contentsOf: url)
+        for damaged in [Data(repeating: 0x42, count: 8_192), whole.prefix(100), whole.prefix(whole.count / 2)] {
+            try damaged.write(to: url)
+            let sut = SQLiteFriendsStore(fileURL: url)
+            let loader = LocalFriendsLoader(store: sut)
+
+            _ = awaitResult { loader.validateCache(completion: $0) }
+
+            XCTAssertNoThrow(
+                try awaitResult { sut.replaceAll(with: [makeFriend("new")], timestamp: fixedDate, completion: $0) }?
+                    .get())
+            XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, [makeFriend("new")])
+            sut.closeConnection()
+        }
+    }
+
+    func test_readOnlyFile_canStillBeRead() throws {
+        let original = [makeFriend("1"), makeFriend("2")]
+        let writer = SQLiteFriendsStore(fileURL: url)
+        _ = awaitResult { writer.replaceAll(with: original, timestamp: fixedDate, completion: $0) }
+        writer.closeConnection()
+        try makeReadOnly(url)
+
+        let sut = SQLiteFriendsStore(fileURL: url)
+
+        XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, original)
+        let written = awaitResult { sut.replaceAll(with: [makeFriend("3")], timestamp: fixedDate, completion: $0) }
+        XCTAssertEqual(sqliteError(written)?.isReadOnly, true, "\(String(describing: written))")
+        sut.closeConnection()
     }
 
     // MARK: - Helpers

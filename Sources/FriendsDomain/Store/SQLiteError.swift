@@ -23,6 +23,8 @@ public struct SQLiteError: Error, Equatable, CustomStringConvertible {
     public var isNotADatabase: Bool { primaryCode == 26 }
     /// The database cannot be written (`SQLITE_READONLY`).
     public var isReadOnly: Bool { primaryCode == 8 }
+    /// Whether the file is not a readable database: not a database (26) or corrupt (11).
+    public var isUnreadableDatabase: Bool { primaryCode == 26 || primaryCode == 11 }
 
     public var description: String {
         "SQLite error \(code) during \(operation): \(message)"

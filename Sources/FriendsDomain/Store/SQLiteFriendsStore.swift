@@ -115,12 +115,44 @@ public final class SQLiteFriendsStore: FriendsStore {
         }
     }
 
+    /// Deletes every friend. A file that is not a readable database (corrupt, truncated, another format) is deleted
+    /// and a new database created in its place, so that the cache heals instead of failing for ever.
     public func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        perform(completion) { (db: SQLiteConnection) throws(SQLiteError) in
-            try db.transaction(operation: "delete all") { () throws(SQLiteError) in
-                try db.run("DELETE FROM friend", operation: "delete all")
-                try db.run("DELETE FROM cache_info", operation: "delete all")
+        let path = self.path
+        let targetVersion = self.targetVersion
+        let connection = self.connection
+        connection.queue.async {
+            let result = connection.withValue { db -> Result<Void, any Error> in
+                do throws(SQLiteError) {
+                    if db == nil { db = try Self.open(path: path, targetVersion: targetVersion) }
+                    try Self.deleteRows(in: db!)
+                    return .success(())
+                } catch  where error.isUnreadableDatabase && path != ":memory:" {
+                    db = nil
+                    for suffix in ["", "-wal", "-shm", "-journal"]
+                    where FileManager.default.fileExists(atPath: path + suffix) {
+                        do { try FileManager.default.removeItem(atPath: path + suffix) } catch {
+                            return .failure(error)
+                        }
+                    }
+                    do throws(SQLiteError) {
+                        db = try Self.open(path: path, targetVersion: targetVersion)
+                        return .success(())
+                    } catch {
+                        return .failure(error)
+                    }
+                } catch {
+                    return .failure(error)
+                }
             }
+            completion(result)
+        }
+    }
+
+    private static func deleteRows(in db: SQLiteConnection) throws(SQLiteError) {
+        try db.transaction(operation: "delete all") { () throws(SQLiteError) in
+            try db.run("DELETE FROM friend", operation: "delete all")
+            try db.run("DELETE FROM cache_info", operation: "delete all")
         }
     }
 
@@ -168,11 +200,31 @@ public final class SQLiteFriendsStore: FriendsStore {
 
     private static func open(path: String, targetVersion: Int) throws(SQLiteError) -> SQLiteConnection {
         let db = try SQLiteConnection(path: path)
-        if path != ":memory:" {
-            try db.execute("PRAGMA journal_mode = WAL", operation: "open")
+        do throws(SQLiteError) {
+            if path != ":memory:" { try enableWriteAheadLogging(db) }
+            try migrate(db, to: targetVersion)
+        } catch  where error.isReadOnly {
+            // A read-only file: loads read what is there, writes fail with a typed read-only error. A database too
+            // old to read without migrating it cannot be served.
+            guard Int(try db.integerPragma("user_version", operation: "open")) > 0 else { throw error }
         }
-        try migrate(db, to: targetVersion)
         return db
+    }
+
+    /// Switches the file to WAL. Switching needs the file to itself, and SQLite answers "busy" at once (without its
+    /// busy handler) while another connection holds it, as when two stores open a new file together: wait a little
+    /// and try again, for up to about five seconds, on the store's own queue.
+    private static func enableWriteAheadLogging(_ db: SQLiteConnection) throws(SQLiteError) {
+        var waited = 0
+        while true {
+            do throws(SQLiteError) {
+                return try db.execute("PRAGMA journal_mode = WAL", operation: "open")
+            } catch  where error.primaryCode == 5 && waited < 5_000 {
+                let pause = min(5 + waited / 10, 50)
+                usleep(useconds_t(pause * 1_000))
+                waited += pause
+            }
+        }
     }
 
     /// The schema, one step per version: step N takes a database from version N-1 to N.
@@ -197,9 +249,11 @@ public final class SQLiteFriendsStore: FriendsStore {
     ]
 
     private static func migrate(_ db: SQLiteConnection, to targetVersion: Int) throws(SQLiteError) {
-        let version = Int(try db.integerPragma("user_version", operation: "migrate"))
-        guard version < targetVersion else { return }
+        guard Int(try db.integerPragma("user_version", operation: "migrate")) < targetVersion else { return }
         try db.transaction(operation: "migrate") { () throws(SQLiteError) in
+            // Read again under the write lock: another connection may have migrated the file meanwhile.
+            let version = Int(try db.integerPragma("user_version", operation: "migrate"))
+            guard version < targetVersion else { return }
             for step in version..<targetVersion {
                 try db.execute(migrations[step], operation: "migrate to version \(step + 1)")
             }
