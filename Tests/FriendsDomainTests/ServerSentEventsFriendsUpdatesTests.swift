@@ -82,6 +82,48 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
         recorder.cancel()
     }
 
+    func test_anOversizedEvent_dropsTheConnection_withATypedError_andReconnects() {
+        let huge = "data: " + String(repeating: "x", count: 2 << 20) + "\n\n"
+        URLProtocolStub.stub(.chunks([Data(huge.utf8)]))
+        let scheduler = TestScheduler()
+        let changes = Locked<[String]>([])
+        let sut = ServerSentEventsFriendsUpdates(
+            baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(),
+            reconnection: .constant(.seconds(1), maxAttempts: 2), scheduler: scheduler,
+            onConnectionChange: { change in
+                if case .disconnected(let error) = change { changes.withLock { $0.append("\(error)") } }
+            })
+        let recorder = StreamRecorder(sut.updates())
+
+        waitUntil { scheduler.pendingCount == 1 }
+        XCTAssertEqual(changes.withLock { $0 }.first, "\(ServerSentEventParser.EventTooLarge(limit: 1 << 20))")
+        scheduler.advance(by: .seconds(1))
+        waitUntil { recorder.completion != nil }
+        guard case .failure(let error)? = recorder.completion else { return XCTFail() }
+        XCTAssertTrue(error is ServerSentEventParser.EventTooLarge, "\(error)")
+        XCTAssertEqual(recorder.values.count, 0)
+    }
+
+    func test_aServerThatAcceptsAndDropsAtOnce_getsAGrowingBackoff_withTheDefaultPolicy() {
+        URLProtocolStub.stub(.chunks([]))  // 200, then the stream ends at once
+        let scheduler = TestScheduler()
+        let sut = ServerSentEventsFriendsUpdates(
+            baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(), scheduler: scheduler)
+        let recorder = StreamRecorder(sut.updates())
+
+        for reconnect in 1...5 {
+            waitUntil { scheduler.pendingCount == 1 }
+            scheduler.advance(by: scheduler.scheduledDelays.last ?? .zero)
+            waitUntil { URLProtocolStub.requests.count == reconnect + 1 }
+        }
+
+        XCTAssertEqual(
+            Array(scheduler.scheduledDelays.prefix(5)),
+            [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8)],
+            "connections that never stayed up do not start the count over")
+        recorder.cancel()
+    }
+
     func test_failsWhenThePolicyGivesUp_withTheLastError() {
         URLProtocolStub.stub(.response(status: 503, body: Data()))
         let sut = ServerSentEventsFriendsUpdates(

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One event of a server-sent-events stream.
 public struct ServerSentEvent: Equatable, Sendable {
     /// The event type (`event:`); "message" when the server named none.
@@ -24,6 +26,24 @@ public struct ServerSentEvent: Equatable, Sendable {
 /// let events = parser.push(Array("event: upsert\ndata: {...}\n\n".utf8))
 /// ```
 public struct ServerSentEventParser: Sendable {
+    /// An event (its lines, up to the blank line that ends it) was larger than the parser's limit.
+    public struct EventTooLarge: Error, Equatable, CustomStringConvertible, LocalizedError {
+        /// The limit, in bytes.
+        public let limit: Int
+
+        /// Creates the error for a limit of `limit` bytes.
+        public init(limit: Int) {
+            self.limit = limit
+        }
+
+        public var description: String { "A server-sent event was larger than \(limit) bytes." }
+
+        public var errorDescription: String? { description }
+    }
+
+    /// The largest event accepted, in bytes.
+    public let maximumEventSize: Int
+    private var eventSize = 0
     private var line: [UInt8] = []
     private var lastByteWasCR = false
     private var isAtStart = true
@@ -35,13 +55,20 @@ public struct ServerSentEventParser: Sendable {
     /// The reconnection delay the server asked for (`retry:`), in milliseconds.
     public private(set) var retryMilliseconds: Int?
 
-    /// Creates a parser at the start of a stream.
-    public init() {}
+    /// Creates a parser at the start of a stream, accepting events of up to `maximumEventSize` bytes (1 MiB by
+    /// default), so that a hostile or broken server cannot make it buffer without limit.
+    public init(maximumEventSize: Int = 1 << 20) {
+        self.maximumEventSize = maximumEventSize
+    }
 
-    /// Parses the next chunk and returns the events it completed, in order.
-    public mutating func push<Bytes: Sequence>(_ bytes: Bytes) -> [ServerSentEvent] where Bytes.Element == UInt8 {
+    /// Parses the next chunk and returns the events it completed, in order; throws ``EventTooLarge`` as soon as the
+    /// event being read passes the limit (the stream should then be dropped).
+    public mutating func push<Bytes: Sequence>(_ bytes: Bytes) throws(EventTooLarge) -> [ServerSentEvent]
+    where Bytes.Element == UInt8 {
         var events: [ServerSentEvent] = []
         for byte in bytes {
+            eventSize += 1
+            guard eventSize <= maximumEventSize else { throw EventTooLarge(limit: maximumEventSize) }
             if lastByteWasCR {
                 lastByteWasCR = false
                 if byte == 0x0A { continue }  // the LF of a CRLF
@@ -94,6 +121,7 @@ public struct ServerSentEventParser: Sendable {
 
     private mutating func dispatch() -> ServerSentEvent? {
         defer {
+            eventSize = 0
             eventType = ""
             dataLines = []
             hasData = false

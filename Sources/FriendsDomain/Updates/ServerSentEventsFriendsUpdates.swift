@@ -219,9 +219,16 @@ private final class EventSourceConnection: NSObject, URLSessionDataDelegate, Sen
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let (events, retryHint) = state.withLock { state -> ([ServerSentEvent], Int?) in
-            guard !state.isStopped, state.session === session else { return ([], nil) }
-            return (state.parser.push(data), state.parser.retryMilliseconds)
+        let (parsed, retryHint) = state.withLock { state -> (Result<[ServerSentEvent], any Error>, Int?) in
+            guard !state.isStopped, state.session === session else { return (.success([]), nil) }
+            let parsed = Result { () throws(ServerSentEventParser.EventTooLarge) in try state.parser.push(data) }
+            return (parsed.mapError { $0 }, state.parser.retryMilliseconds)
+        }
+        guard case .success(let events) = parsed else {
+            // An oversized event: drop this connection, failing with the parser's error; the policy decides about
+            // reconnecting.
+            if case .failure(let error) = parsed { state.withLock { $0.statusError = error } }
+            return session.invalidateAndCancel()
         }
         if let id = events.last(where: { $0.id != nil })?.id ?? nil {
             memory.withLock { $0.lastEventID = id }
