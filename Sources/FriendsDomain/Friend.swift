@@ -88,6 +88,21 @@ extension Friend {
     }
 }
 
+extension Array where Element == Friend {
+    /// The list with one friend per id: where an id appears more than once, the last occurrence's values win, at
+    /// the first occurrence's position. The API's lists and every store go through it, so memory and disk agree.
+    public func deduplicatedByID() -> [Friend] {
+        var lastIndex: [Friend.ID: Int] = [:]
+        for (index, friend) in enumerated() { lastIndex[friend.id] = index }
+        guard lastIndex.count < count else { return self }
+        var emitted = Set<Friend.ID>()
+        return compactMap { friend in
+            guard emitted.insert(friend.id).inserted, let last = lastIndex[friend.id] else { return nil }
+            return self[last]
+        }
+    }
+}
+
 /// ISO 8601 timestamps (`2026-11-20T10:00:00Z`, `2026-11-20T10:00:00.250+01:00`), with or without fractional
 /// seconds, parsed and written by hand: a formatter per date cost a third of a millisecond, so that large lists
 /// could not be decoded in time.

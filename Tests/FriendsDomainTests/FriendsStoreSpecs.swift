@@ -47,6 +47,17 @@ extension FriendsStoreSpecs {
             line: line)
     }
 
+    func assertInsertKeepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition(
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        let sut = makeSUT()
+        let list = [makeFriend("1", name: "A"), makeFriend("2"), makeFriend("1", name: "B"), makeFriend("3")]
+        XCTAssertNoThrow(try replaceAll(sut, list)?.get(), file: file, line: line)
+        XCTAssertEqual(
+            try retrieve(sut)?.get()?.friends, [makeFriend("1", name: "B"), makeFriend("2"), makeFriend("3")],
+            file: file, line: line)
+    }
+
     func assertUpsertReplacesByIDInPlaceAndAppendsUnknownIDs(file: StaticString = #filePath, line: UInt = #line) {
         let sut = makeSUT()
         _ = replaceAll(sut, [makeFriend("1"), makeFriend("2"), makeFriend("3")])

@@ -49,4 +49,8 @@ final class InMemoryFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
     func test_operationsRunInOrder() {
         assertOperationsRunInOrder()
     }
+
+    func test_insertKeepsOneFriendPerID() {
+        assertInsertKeepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition()
+    }
 }

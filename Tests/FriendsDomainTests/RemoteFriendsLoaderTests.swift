@@ -53,6 +53,22 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         }
     }
 
+    func test_load_keepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition() throws {
+        let body = #"""
+            {"friends": [
+                {"id": "u1", "name": "Ada", "status": "online", "updated_at": "2026-11-20T10:00:00Z"},
+                {"id": "u2", "name": "Grace", "status": "online", "updated_at": "2026-11-20T10:00:00Z"},
+                {"id": "u1", "name": "Ada Lovelace", "status": "away", "updated_at": "2026-11-20T11:00:00Z"}
+            ]}
+            """#
+        URLProtocolStub.stub(.response(status: 200, body: Data(body.utf8)))
+
+        let friends = try XCTUnwrap(load()).get()
+
+        XCTAssertEqual(friends.map(\.id), ["u1", "u2"])
+        XCTAssertEqual(friends.first?.name, "Ada Lovelace")
+    }
+
     func test_load_deliversInvalidDataOnBadBodies() {
         let bodies = [
             "",

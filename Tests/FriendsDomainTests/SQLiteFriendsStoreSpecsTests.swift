@@ -54,6 +54,10 @@ final class SQLiteFileFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
     func test_operationsRunInOrder() {
         assertOperationsRunInOrder()
     }
+
+    func test_insertKeepsOneFriendPerID() {
+        assertInsertKeepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition()
+    }
 }
 
 /// The store specs against an in-memory SQLite database.
@@ -104,5 +108,9 @@ final class SQLiteInMemoryFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
 
     func test_operationsRunInOrder() {
         assertOperationsRunInOrder()
+    }
+
+    func test_insertKeepsOneFriendPerID() {
+        assertInsertKeepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition()
     }
 }

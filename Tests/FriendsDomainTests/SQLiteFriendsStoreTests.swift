@@ -61,10 +61,14 @@ final class SQLiteFriendsStoreTests: XCTestCase {
         let original = [makeFriend("1"), makeFriend("2")]
         _ = awaitResult { sut.replaceAll(with: original, timestamp: fixedDate, completion: $0) }
 
-        // Two friends with one id break the primary key halfway through the transaction.
+        // A trigger makes the second insert fail halfway through the transaction.
+        XCTAssertNoThrow(
+            try sut.executeForTesting(
+                "CREATE TEMP TRIGGER boom BEFORE INSERT ON friend WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END"
+            ))
         let failed = awaitResult {
             sut.replaceAll(
-                with: [makeFriend("3"), makeFriend("3")], timestamp: fixedDate.addingTimeInterval(9), completion: $0)
+                with: [makeFriend("3"), makeFriend("boom")], timestamp: fixedDate.addingTimeInterval(9), completion: $0)
         }
 
         XCTAssertEqual(

@@ -10,7 +10,8 @@ import Loading
 /// ```swift
 /// let remote = RemoteFriendsLoader(baseURL: api, client: URLSessionHTTPClient(session: .shared))
 /// ```
-/// 200 with a valid body gives the friends; any other status gives ``FriendsAPIError/unexpectedStatus(_:)``; an
+/// 200 with a valid body gives the friends (one per id: a repeated id's last occurrence wins, see
+/// `deduplicatedByID()`); any other status gives ``FriendsAPIError/unexpectedStatus(_:)``; an
 /// empty, malformed or incomplete body gives ``FriendsAPIError/invalidData``; a transport failure gives
 /// ``FriendsAPIError/connectivity(underlying:)``. Cancelling cancels the request.
 public struct RemoteFriendsLoader: Loader {
@@ -45,7 +46,7 @@ public struct RemoteFriendsLoader: Loader {
         guard let payload = try? Friend.makeDecoder().decode(Payload.self, from: data) else {
             return .failure(FriendsAPIError.invalidData)
         }
-        return .success(payload.friends)
+        return .success(payload.friends.deduplicatedByID())
     }
 }
 

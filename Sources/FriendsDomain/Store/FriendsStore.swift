@@ -22,7 +22,7 @@ public protocol FriendsStore: Sendable {
     /// Reads what is stored: `nil` when nothing is.
     func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void)
 
-    /// Replaces everything with `friends`, saved at `timestamp`.
+    /// Replaces everything with `friends` (one per id: `friends.deduplicatedByID()`), saved at `timestamp`.
     func replaceAll(
         with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 

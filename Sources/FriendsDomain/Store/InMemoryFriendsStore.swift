@@ -18,7 +18,7 @@ public final class InMemoryFriendsStore: FriendsStore {
         with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
         let replaced = cache.withLock { cache in
-            defer { cache = CachedFriends(friends: friends, timestamp: timestamp) }
+            defer { cache = CachedFriends(friends: friends.deduplicatedByID(), timestamp: timestamp) }
             return cache
         }
         withExtendedLifetime(replaced) {}  // what was stored is released after unlocking

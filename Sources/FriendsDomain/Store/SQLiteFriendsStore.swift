@@ -71,7 +71,7 @@ public final class SQLiteFriendsStore: FriendsStore {
                     INSERT INTO friend (id, position, name, status, avatar_url, updated_at)
                     VALUES (?, ?, ?, ?, ?, ?)
                     """, operation: "replace all")
-                for (position, friend) in friends.enumerated() {
+                for (position, friend) in friends.deduplicatedByID().enumerated() {
                     try db.run(insert, operation: "replace all") { (statement: OpaquePointer) throws(SQLiteError) in
                         try db.bind(.text(friend.id), at: 1, in: statement, operation: "replace all")
                         try db.bind(.integer(Int64(position)), at: 2, in: statement, operation: "replace all")
@@ -162,6 +162,20 @@ public final class SQLiteFriendsStore: FriendsStore {
     func closeConnection() {
         let connection = self.connection
         connection.queue.sync { connection.withValue { $0 = nil } }
+    }
+
+    /// Runs `sql` on the store's connection: tests install triggers that make a write fail halfway.
+    func executeForTesting(_ sql: String) throws {
+        let connection = self.connection
+        let path = self.path
+        let targetVersion = self.targetVersion
+        _ = try connection.queue.sync {
+            try connection.withValue { db throws(SQLiteError) -> Int in
+                if db == nil { db = try Self.open(path: path, targetVersion: targetVersion) }
+                try db!.execute(sql, operation: "test")
+                return 0
+            }
+        }
     }
 
     /// The schema version of the open database, for tests of the migration.
