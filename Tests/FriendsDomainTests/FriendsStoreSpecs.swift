@@ -47,7 +47,7 @@ extension FriendsStoreSpecs {
             line: line)
     }
 
-    func assertInsertKeepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition(
+    func assertInsertKeepsOneFriendPerIDLastOccurrenceWinning(
         file: StaticString = #filePath, line: UInt = #line
     ) {
         let sut = makeSUT()

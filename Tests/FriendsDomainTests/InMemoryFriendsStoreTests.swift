@@ -51,6 +51,6 @@ final class InMemoryFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
     }
 
     func test_insertKeepsOneFriendPerID() {
-        assertInsertKeepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition()
+        assertInsertKeepsOneFriendPerIDLastOccurrenceWinning()
     }
 }

@@ -56,7 +56,7 @@ final class SQLiteFileFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
     }
 
     func test_insertKeepsOneFriendPerID() {
-        assertInsertKeepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition()
+        assertInsertKeepsOneFriendPerIDLastOccurrenceWinning()
     }
 }
 
@@ -111,6 +111,6 @@ final class SQLiteInMemoryFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
     }
 
     func test_insertKeepsOneFriendPerID() {
-        assertInsertKeepsOneFriendPerID_theLastOccurrenceAtTheFirstPosition()
+        assertInsertKeepsOneFriendPerIDLastOccurrenceWinning()
     }
 }
