@@ -61,12 +61,13 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ``StoreResponse/error``, and the stream goes on.
     public func stream(for key: Key, policy: ReadPolicy = .cacheFirst) -> EventStream<StoreResponse<Value>, any Error> {
         EventStream { [self] observer in
-            let subject = subject(for: key)
-            let changes = subject.stream.compactMap { $0 }.setFailureType(to: (any Error).self)
-            changes.subscribe(observer)
+            // Changes and the policy's failure come from different threads: serialized, they never overlap.
+            let serial = SerializedObserver(observer)
+            let changes = subject(for: key).stream.compactMap { $0 }.setFailureType(to: (any Error).self)
+            changes.subscribe(StreamObserver(lifetime: observer.lifetime) { serial.send($0) })
             guard observer.lifetime.isActive else { return }
             let token = run(policy, for: key) { failure in
-                observer.fail(failure)
+                serial.send(.completion(.failure(failure)))
             }
             observer.onTermination { token.cancel() }
         }
@@ -96,46 +97,39 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Removes `key`'s value from the store and every level; fetches started before are dropped when they complete.
     public func remove(_ key: Key) {
-        let (snapshot, timers) = state.withLock { state -> (Snapshot?, [any CancellationToken]) in
-            var entry = state.entries[key] ?? Entry()
-            entry.generation += 1
-            entry.confirmed = nil
-            let timers = entry.debounced.values.map(\.timer)
-            entry.debounced = [:]
-            state.entries[key] = entry
-            return (state.snapshot(for: key), timers)
+        let (snapshot, removed) = state.withLock { state -> (Snapshot?, StoredValue<Value>?) in
+            state.entries[key, default: Entry()].generation += 1
+            let removed = state.setConfirmed(nil, for: key)
+            state.levelOperations.append(.remove(key))
+            return (state.snapshot(for: key), removed)
         }
-        for timer in timers { timer.cancel() }
+        withExtendedLifetime(removed) {}  // released after unlocking
         publish(snapshot)
-        for level in levels {
-            level.cache.removeValue(for: key) { [onWriteFailure] result in
-                if case .failure(let error) = result { onWriteFailure(error) }
-            }
-        }
+        applyLevelOperations()
     }
 
-    /// Forgets everything (a logout): cancels pending optimistic changes and debounced writes, empties every level,
-    /// and shows every observed key as empty. Nothing fetched or changed before the clear reappears after it.
+    /// Forgets everything (a logout): cancels pending optimistic changes (their commits are cancelled and their
+    /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
+    /// key as empty. Nothing fetched or changed before the clear reappears after it.
     public func clear() {
-        let (snapshots, cancellations) = state.withLock { state -> ([Snapshot], [any CancellationToken]) in
+        let (snapshots, forgotten) = state.withLock { state -> ([Snapshot], [Entry]) in
             state.epoch += 1
-            var cancellations: [any CancellationToken] = []
+            var forgotten: [Entry] = []
             for key in state.entries.keys {
                 var emptied = Entry()
                 emptied.version = state.entries[key]!.version  // versions only grow, so observers take the clear
-                let entry = exchange(&state.entries[key]!, with: emptied)
-                cancellations += entry.debounced.values.map(\.timer)
-                cancellations += entry.pending.compactMap(\.commit)
+                emptied.confirmedVersion = state.entries[key]!.confirmedVersion + 1
+                forgotten.append(exchange(&state.entries[key]!, with: emptied))
             }
-            return (state.entries.keys.compactMap { state.snapshot(for: $0) }, cancellations)
+            state.levelOperations.append(.removeAll)
+            return (state.entries.keys.compactMap { state.snapshot(for: $0) }, forgotten)
         }
-        for token in cancellations { token.cancel() }
+        // Released here, after unlocking: the pending changes' closures, and their commits, cancelled.
+        for commit in forgotten.flatMap({ $0.pending.compactMap(\.commit) }) {
+            commit.completeCancellingStep(.failure(StoreError.cleared))
+        }
         for snapshot in snapshots { publish(snapshot) }
-        for level in levels {
-            level.cache.removeAll { [onWriteFailure] result in
-                if case .failure(let error) = result { onWriteFailure(error) }
-            }
-        }
+        applyLevelOperations()
     }
 
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
@@ -195,6 +189,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             step.startStep {
                 fetch(key, sharing: true) { [self] result in
                     guard case .failure(let error) = result else { return step.complete(.success(())) }
+                    // Dropped on purpose (the key was removed or the store cleared meanwhile): nothing to report.
+                    if case StoreError.discarded? = error as? StoreError { return step.complete(.success(())) }
                     if fallbackToCache {
                         step.startStep {
                             readLevels(key, from: 0, error: error) { found in
@@ -252,20 +248,28 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             done(false)
             return AnyCancellationToken()
         }
-        let epoch = state.withLock { $0.epoch }
         let token = AnyCancellationToken()
-        levels[index].cache.value(for: key) { [self] result in
+        // The read is queued behind the level writes and removals already decided, so it never sees data older
+        // than the store's; its value is confirmed only if the store learned nothing about the key meanwhile.
+        let read: @Sendable (Result<CachedValue<Value>, any Error>, Stamp) -> Void = { [self] result, stamp in
             guard !token.isCancelled else { return }
             switch result {
             case .success(let cached):
                 confirm(
                     cached.value, for: key, origin: .cache(levels[index].name), savedAt: cached.savedAt,
-                    writingTo: 0..<index, ifEpoch: epoch, error: error)
-                done(true)
+                    writingTo: 0..<index, error: error, ifUnchangedSince: stamp)
+                done(true)  // a hit, even when the store knew better meanwhile
             case .failure:
                 _ = readLevels(key, from: index + 1, error: error, done: done)
             }
         }
+        state.withLock { state in
+            let stamp = Stamp(
+                epoch: state.epoch, generation: state.entries[key]?.generation ?? 0,
+                confirmedVersion: state.entries[key]?.confirmedVersion ?? 0)
+            state.levelOperations.append(.read(key, index, stamp, read))
+        }
+        applyLevelOperations()
         return token
     }
 
@@ -318,13 +322,20 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         writingTo targets: Range<Int>,
         ifEpoch epoch: Int? = nil,
         generation: Int? = nil,
-        error: (any Error)? = nil
+        error: (any Error)? = nil,
+        ifUnchangedSince stamp: Stamp? = nil
     ) -> StoreResponse<Value>? {
         let (snapshot, replaced) = state.withLock { state -> (Snapshot?, StoredValue<Value>?) in
             if let epoch, state.epoch != epoch { return (nil, nil) }
             if let generation, (state.entries[key]?.generation ?? 0) != generation { return (nil, nil) }
-            let stored = StoredValue(value: value, origin: origin, savedAt: savedAt)
-            let replaced = exchange(&state.entries[key, default: Entry()].confirmed, with: stored)
+            if let stamp,
+                stamp.epoch != state.epoch || stamp.generation != (state.entries[key]?.generation ?? 0)
+                    || stamp.confirmedVersion != (state.entries[key]?.confirmedVersion ?? 0)
+            {
+                return (nil, nil)
+            }
+            let replaced = state.setConfirmed(StoredValue(value: value, origin: origin, savedAt: savedAt), for: key)
+            if !targets.isEmpty { state.levelOperations.append(.save(key, value, targets)) }
             state.entries[key]!.error = error
             defer { state.entries[key]!.error = nil }
             return (state.snapshot(for: key), replaced)
@@ -332,79 +343,137 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         withExtendedLifetime(replaced) {}
         guard let snapshot else { return nil }
         publish(snapshot)
-        for index in targets { writeLevel(index, value, for: key) }
+        applyLevelOperations()
         return snapshot.response
     }
 
     /// Settles a pending change: accepted, it joins the confirmed value (written to every level); refused or
-    /// cancelled, it is dropped. Either way the key's shown value is published again.
+    /// cancelled, it is dropped. Either way the key's shown value is published again. The change runs outside the
+    /// lock, and again if the confirmed value changed meanwhile.
     private func settle(_ key: Key, mutation id: Int, epoch: Int, accepted: Bool) {
-        let (snapshot, confirmed) = state.withLock { state -> (Snapshot?, Value?) in
-            guard state.epoch == epoch, let index = state.entries[key]?.pending.firstIndex(where: { $0.id == id })
-            else { return (nil, nil) }
-            let mutation = state.entries[key]!.pending.remove(at: index)
-            var confirmed: Value?
-            if accepted {
-                let base = state.entries[key]!.confirmed?.value
-                confirmed = mutation.change(base)
-                state.entries[key]!.confirmed = confirmed.map {
-                    StoredValue(value: $0, origin: .local, savedAt: now())
-                }
+        while true {
+            let read = state.withLock { state -> (change: @Sendable (Value?) -> Value?, base: Value?, stamp: Int)? in
+                guard state.epoch == epoch, let entry = state.entries[key],
+                    let mutation = entry.pending.first(where: { $0.id == id })
+                else { return nil }
+                return (mutation.change, entry.confirmed?.value, entry.confirmedVersion)
             }
-            state.entries[key]!.version += 1
-            return (state.snapshot(for: key), confirmed)
+            guard let read else { return }
+            let confirmed = accepted ? read.change(read.base) : nil
+            let outcome = state.withLock { state -> (settled: Bool, Snapshot?, Mutation?, StoredValue<Value>?) in
+                guard state.epoch == epoch, let index = state.entries[key]?.pending.firstIndex(where: { $0.id == id })
+                else { return (true, nil, nil, nil) }
+                guard state.entries[key]!.confirmedVersion == read.stamp else { return (false, nil, nil, nil) }
+                let mutation = state.entries[key]!.pending.remove(at: index)
+                var replaced: StoredValue<Value>?
+                if accepted {
+                    replaced = state.setConfirmed(
+                        confirmed.map { StoredValue(value: $0, origin: .local, savedAt: now()) }, for: key)
+                    state.levelOperations.append(confirmed.map { .save(key, $0, levels.indices) } ?? .remove(key))
+                }
+                return (true, state.snapshot(for: key), mutation, replaced)
+            }
+            guard outcome.settled else { continue }
+            withExtendedLifetime((outcome.2, outcome.3)) {}  // the change and the old value, released unlocked
+            publish(outcome.1)
+            applyLevelOperations()
+            return
         }
-        publish(snapshot)
-        if let confirmed { for index in levels.indices { writeLevel(index, confirmed, for: key) } }
     }
 
-    private func writeLevel(_ index: Int, _ value: Value, for key: Key) {
-        let level = levels[index]
-        let onWriteFailure = self.onWriteFailure
-        let save: @Sendable () -> Void = {
-            level.cache.save(value, for: key) { result in
-                if case .failure(let error) = result { onWriteFailure(error) }
-            }
+    // MARK: Levels
+
+    /// Runs the level operations queued by state changes, in the order of those changes, one at a time: whoever
+    /// finds the queue idle drains it (outside the lock), others only queue.
+    private func applyLevelOperations() {
+        let starts = state.withLock { state -> Bool in
+            guard !state.isApplyingLevelOperations, !state.levelOperations.isEmpty else { return false }
+            state.isApplyingLevelOperations = true
+            return true
         }
-        guard let debounce = level.writeDebounce else { return save() }
-        // Debounced: the last value of a burst is written once no newer one came for `debounce`; a clear or a
-        // removal cancels it.
-        let token = state.withLock { state -> Int in
+        guard starts else { return }
+        while true {
+            let batch = state.withLock { state -> [LevelOperation] in
+                let batch = exchange(&state.levelOperations, with: [])
+                if batch.isEmpty { state.isApplyingLevelOperations = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            for operation in batch { apply(operation) }
+        }
+    }
+
+    private func apply(_ operation: LevelOperation) {
+        let report: @Sendable (Result<Void, any Error>) -> Void = { [onWriteFailure] result in
+            if case .failure(let error) = result { onWriteFailure(error) }
+        }
+        switch operation {
+        case .read(let key, let index, let stamp, let completion):
+            levels[index].cache.value(for: key) { completion($0, stamp) }
+        case .save(let key, let value, let targets):
+            for index in targets {
+                guard let interval = levels[index].writeDebounce else {
+                    levels[index].cache.save(value, for: key, completion: report)
+                    continue
+                }
+                debounce(value, for: key, level: index, interval: interval)
+            }
+        case .flush(let key, let index, let id, let value):
+            let isCurrent = state.withLock { state -> Bool in
+                guard state.debounced[key]?[index]?.id == id else { return false }
+                state.debounced[key]![index] = nil
+                return true
+            }
+            if isCurrent { levels[index].cache.save(value, for: key, completion: report) }
+        case .remove(let key):
+            let timers = state.withLock { state in state.debounced.removeValue(forKey: key) ?? [:] }
+            for (_, write) in timers { write.timer.cancel() }
+            for level in levels { level.cache.removeValue(for: key, completion: report) }
+        case .removeAll:
+            let timers = state.withLock { exchange(&$0.debounced, with: [:]) }
+            for write in timers.values.flatMap(\.values) { write.timer.cancel() }
+            for level in levels { level.cache.removeAll(completion: report) }
+        }
+    }
+
+    /// Writes `value` to a debounced level once no newer value for the key came for `interval`.
+    private func debounce(_ value: Value, for key: Key, level index: Int, interval: Duration) {
+        let id = state.withLock { state -> Int in
             state.nextID += 1
             return state.nextID
         }
-        let timer = level.scheduler.schedule(after: debounce) { [self] in
-            let isCurrent = state.withLock { state -> Bool in
-                guard state.entries[key]?.debounced[index]?.id == token else { return false }
-                state.entries[key]!.debounced[index] = nil
-                return true
-            }
-            if isCurrent { save() }
+        let timer = levels[index].scheduler.schedule(after: interval) { [weak self] in
+            guard let self else { return }
+            state.withLock { $0.levelOperations.append(.flush(key, index, id, value)) }
+            applyLevelOperations()
         }
-        let replaced = state.withLock { state -> (any CancellationToken)? in
-            exchange(
-                &state.entries[key, default: Entry()].debounced[index], with: DebouncedWrite(id: token, timer: timer))?
-                .timer
+        let replaced = state.withLock { state -> DebouncedWrite? in
+            exchange(&state.debounced[key, default: [:]][index], with: DebouncedWrite(id: id, timer: timer))
         }
-        replaced?.cancel()
+        replaced?.timer.cancel()
     }
 
     private func subject(for key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
-        state.withLock { state in
-            if let subject = state.subjects[key] { return subject }
-            let subject = CurrentValueStreamSubject<StoreResponse<Value>?, Never>(state.snapshot(for: key)?.response)
+        let (subject, snapshot) = state.withLock {
+            state -> (CurrentValueStreamSubject<StoreResponse<Value>?, Never>, Snapshot?) in
+            if let subject = state.subjects[key] { return (subject, nil) }
+            let subject = CurrentValueStreamSubject<StoreResponse<Value>?, Never>(nil)
             state.subjects[key] = subject
-            return subject
+            return (subject, state.snapshot(for: key))
         }
+        publish(snapshot)
+        return subject
     }
 
     /// Sends `snapshot` to the key's observers unless a newer version was sent already (publishes from several
-    /// threads may arrive out of order).
+    /// threads may arrive out of order). The shown value is computed here, outside the lock: it runs the pending
+    /// changes.
     private func publish(_ snapshot: Snapshot?) {
         guard let snapshot, let subject = state.withLock({ $0.subjects[snapshot.key] }) else { return }
+        let response = snapshot.response
         subject.update { current in
-            guard (current?.version ?? -1) < snapshot.response.version else { return nil }
-            return snapshot.response
+            guard (current?.version ?? -1) < response.version else { return nil }
+            return response
         }
     }
 
@@ -426,40 +495,72 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let timer: any CancellationToken
     }
 
+    /// What the store knew of a key when an operation started.
+    private struct Stamp: Sendable {
+        let epoch: Int
+        let generation: Int
+        let confirmedVersion: Int
+    }
+
+    private enum LevelOperation: Sendable {
+        case read(Key, Int, Stamp, @Sendable (Result<CachedValue<Value>, any Error>, Stamp) -> Void)
+        case save(Key, Value, Range<Int>)
+        case flush(Key, Int, Int, Value)
+        case remove(Key)
+        case removeAll
+    }
+
     private struct Entry: Sendable {
         var confirmed: StoredValue<Value>?
+        /// Counts changes of `confirmed`, so that a change computed outside the lock knows whether it is stale.
+        var confirmedVersion = 0
         var pending: [Mutation] = []
-        var debounced: [Int: DebouncedWrite] = [:]
         var generation = 0
         var version = 0
         var error: (any Error)?
     }
 
+    /// What the key shows, captured under the lock and computed outside it.
     private struct Snapshot: Sendable {
         let key: Key
-        let response: StoreResponse<Value>
+        let version: Int
+        let confirmed: StoredValue<Value>?
+        let changes: [@Sendable (Value?) -> Value?]
+        let error: (any Error)?
+
+        var response: StoreResponse<Value> {
+            StoreResponse(
+                value: changes.reduce(confirmed?.value) { value, change in change(value) },
+                origin: changes.isEmpty ? confirmed?.origin ?? .local : .local,
+                savedAt: confirmed?.savedAt,
+                hasPendingChanges: !changes.isEmpty,
+                error: error,
+                version: version)
+        }
     }
 
     private struct State: Sendable {
         var entries: [Key: Entry] = [:]
         var subjects: [Key: CurrentValueStreamSubject<StoreResponse<Value>?, Never>] = [:]
+        var debounced: [Key: [Int: DebouncedWrite]] = [:]
+        var levelOperations: [LevelOperation] = []
+        var isApplyingLevelOperations = false
         var epoch = 0
         var nextID = 0
 
+        /// Replaces the key's confirmed value and returns the old one (to be released after unlocking).
+        mutating func setConfirmed(_ stored: StoredValue<Value>?, for key: Key) -> StoredValue<Value>? {
+            entries[key, default: Entry()].confirmedVersion += 1
+            return exchange(&entries[key]!.confirmed, with: stored)
+        }
+
         /// The key's shown value, with a new version.
         mutating func snapshot(for key: Key) -> Snapshot? {
-            guard var entry = entries[key] else { return nil }
-            entry.version += 1
-            entries[key]!.version = entry.version
-            let shown = entry.pending.reduce(entry.confirmed?.value) { value, mutation in mutation.change(value) }
-            let response = StoreResponse(
-                value: shown,
-                origin: entry.pending.isEmpty ? entry.confirmed?.origin ?? .local : .local,
-                savedAt: entry.confirmed?.savedAt,
-                hasPendingChanges: !entry.pending.isEmpty,
-                error: entry.error,
-                version: entry.version)
-            return Snapshot(key: key, response: response)
+            guard let entry = entries[key] else { return nil }
+            entries[key]!.version += 1
+            return Snapshot(
+                key: key, version: entry.version + 1, confirmed: entry.confirmed,
+                changes: entry.pending.map(\.change), error: entry.error)
         }
     }
 }
@@ -545,9 +646,15 @@ public struct StoreResponse<Value: Sendable>: Sendable {
 public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// A fetched value was dropped because the key was removed or the store cleared while it was in flight.
     case discarded
+    /// An optimistic change was pending when the store was cleared: it was undone and its commit cancelled.
+    case cleared
 
     public var description: String {
-        "The fetched value was discarded: the key was removed or the store cleared while it was being fetched."
+        switch self {
+        case .discarded:
+            "The fetched value was discarded: the key was removed or the store cleared while it was being fetched."
+        case .cleared: "The change was undone: the store was cleared before the server confirmed it."
+        }
     }
 }
 

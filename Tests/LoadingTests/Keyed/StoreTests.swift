@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Loading
 import LoadingTestSupport
@@ -204,12 +205,16 @@ final class StoreTests: XCTestCase {
         let commit = LoaderSpy<Void>()
         store.mutate("a", { _ in "optimistic" }, commit: commit)
 
+        let outcome = LoadRecorder<Void>()
+        store.mutate("a", { _ in "second" }, commit: LoaderSpy<Void>(), completion: outcome.record)
+
         store.clear()
         network.complete("a", with: "fetched before the clear")
 
         XCTAssertEqual(recorder.values.last.map { $0.value }, .some(nil))
         XCTAssertNil(levels.disk.values["a"])
         XCTAssertEqual(commit.cancelledRequests, [0])
+        XCTAssertEqual(outcome.errors.first as? StoreError, .cleared, "a pending change's caller learns of the clear")
     }
 
     func test_remove_staysRemoved_whenAFetchStartedBeforeItCompletes() {
@@ -222,6 +227,32 @@ final class StoreTests: XCTestCase {
 
         XCTAssertNil(levels.disk.values["a"])
         XCTAssertEqual(levels.memory.cachedValue(for: "a").mapError { $0 }.map(\.value).failureIsMiss, true)
+    }
+
+    func test_aFetchDroppedByARemoval_doesNotFailTheObservation() {
+        let (store, _, network) = makeSUT()
+        let recorder = StreamRecorder(store.stream(for: "a"))
+
+        store.remove("a")
+        network.complete("a", with: "stale")
+        store.write("later", for: "a")
+
+        XCTAssertNil(recorder.completion)
+        XCTAssertEqual(recorder.values.map(\.value), [nil, "later"])
+    }
+
+    func test_aLevelReadRacingAWrite_neverOverwritesTheNewerValue() {
+        let (store, levels, _) = makeSUT()
+        levels.disk.values["a"] = "old"
+        levels.disk.holdReads = true
+        let recorder = StreamRecorder(store.stream(for: "a", policy: .cacheOnly))
+
+        store.write("new", for: "a")
+        levels.disk.releaseReads()
+
+        XCTAssertEqual(recorder.values.last?.value, "new")
+        XCTAssertEqual(levels.disk.values["a"], "new")
+        XCTAssertNil(recorder.completion, "a read that lost to a newer write is not a miss")
     }
 
     func test_debouncedLevel_writesTheLastValueOfABurstOnce() {
@@ -237,6 +268,62 @@ final class StoreTests: XCTestCase {
 
         XCTAssertEqual(levels.disk.values["a"], "3")
         XCTAssertEqual(levels.disk.saves, 1)
+    }
+
+    // MARK: Concurrency
+
+    func test_concurrentWritesMutationsReadsAndClears_leaveObserversAgreeingWithTheStore() {
+        let memory = MemoryCache<Int, Int>()
+        let store = Store(
+            levels: [.cache(memory, name: "memory")],
+            fetch: LoaderFamily { (key: Int) in
+                AnyLoader<Int> { completion in
+                    DispatchQueue.global().async { completion(.success(key * 100)) }
+                    return AnyCancellationToken()
+                }
+            })
+        let recorders = (0..<4).map { StreamRecorder(store.stream(for: $0, policy: .cacheThenNetwork)) }
+        let commits = AnyLoader<Void> { completion in
+            DispatchQueue.global().async { completion(Bool.random() ? .success(()) : .failure(TestError(id: 0))) }
+            return AnyCancellationToken()
+        }
+        let group = DispatchGroup()
+
+        DispatchQueue.concurrentPerform(iterations: 2_000) { index in
+            let key = index % 4
+            switch index % 7 {
+            case 0: store.write(index, for: key)
+            case 1:
+                group.enter()
+                store.mutate(key, { ($0 ?? 0) + 1 }, commit: commits) { _ in group.leave() }
+            case 2: store.remove(key)
+            case 3:
+                group.enter()
+                store.refresh(key).load { _ in group.leave() }
+            case 4 where index % 500 == 4: store.clear()
+            default:
+                group.enter()
+                store.read(key, policy: .cacheFirst).load { _ in group.leave() }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 30), .success)
+        // The memory level ends up holding exactly what the store shows (level writes follow state changes in order).
+        func levelsAgree() -> Bool {
+            (0..<4).allSatisfy { key in
+                recorders[key].values.last?.value == (try? memory.cachedValue(for: key).get().value)
+            }
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while !levelsAgree() && Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        XCTAssertTrue(levelsAgree(), "the memory level differs from what the store shows")
+        for (key, recorder) in recorders.enumerated() {
+            XCTAssertEqual(recorder.overlappingDeliveries, 0)
+            let latest = LoadRecorder<StoreResponse<Int>>()
+            latest.load(store.read(key, policy: .cacheOnly))
+            if let shown = recorder.values.last?.value, let current = latest.values.first?.value {
+                XCTAssertEqual(shown, current, "key \(key): the last emitted value is the store's")
+            }
+        }
     }
 
     // MARK: Helpers
@@ -275,12 +362,33 @@ private final class SpyCache: KeyedCache {
     var reads: Int { state.withLock { $0.reads } }
     var saves: Int { state.withLock { $0.saves } }
 
+    /// While set, reads read at once but deliver only on `releaseReads()`.
+    var holdReads: Bool {
+        get { held.withLock { $0.isHolding } }
+        set { held.withLock { $0.isHolding = newValue } }
+    }
+    private let held = Locked<(isHolding: Bool, deliveries: [@Sendable () -> Void])>((false, []))
+
+    func releaseReads() {
+        let deliveries = held.withLock { held in
+            held.isHolding = false
+            defer { held.deliveries = [] }
+            return held.deliveries
+        }
+        for delivery in deliveries { delivery() }
+    }
+
     func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
         let value = state.withLock { state -> CachedValue<String>? in
             state.reads += 1
             return state.values[key]
         }
-        completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
+        let deliver: @Sendable () -> Void = { completion(value.map { .success($0) } ?? .failure(CacheMiss.absent)) }
+        let isHeld = held.withLock { held -> Bool in
+            if held.isHolding { held.deliveries.append(deliver) }
+            return held.isHolding
+        }
+        if !isHeld { deliver() }
     }
 
     func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
