@@ -105,6 +105,41 @@ final class ReleaseRuleTests: XCTestCase {
         XCTAssertTrue(sut.isCancelled)
     }
 
+    func test_coalescedFamily_callerCancelReleasesItsCompletionOutsideTheLock() {
+        let family = LoaderFamily { (_: Int) in LoaderSpy<Int>() }.coalesced()
+        let other = Locked<(any CancellationToken)?>(nil)
+        let token = family[1].load { [probe = DeinitProbe { other.withLock { $0 }?.cancel() }] _ in probe.touch() }
+        other.withLock { $0 = family[1].load { _ in } }
+
+        guard assertReturns("cancel", keeping: other, running: { token.cancel() }) else { return }
+    }
+
+    func test_memoryCache_evictionReleasesValuesOutsideItsLock() {
+        let cache = MemoryCache<Int, Held>(countLimit: 1)
+        cache.insert(Held(DeinitProbe { _ = cache.count }), for: 1)
+
+        guard assertReturns("insert", keeping: cache, running: { cache.insert(Held(nil), for: 2) }) else { return }
+        XCTAssertEqual(cache.count, 1)
+    }
+
+    func test_store_runsChangesAndReleasesThemOutsideItsLock() {
+        let store = Store<Int, Int>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Int>() })
+        store.write(1, for: 1)
+        let commit = LoaderSpy<Void>()
+        let probe = DeinitProbe { store.write(3, for: 2) }
+        store.mutate(
+            1,
+            { [probe] value in
+                probe.touch()
+                store.write(2, for: 2)  // user code calling back into the store while the change is applied
+                return value.map { $0 + 1 }
+            }, commit: commit)
+        withExtendedLifetime(probe) {}
+
+        guard assertReturns("settle", keeping: store, commit, running: { commit.complete(with: ()) }) else { return }
+        guard assertReturns("clear", keeping: store, running: { store.clear() }) else { return }
+    }
+
     // MARK: Schedulers
 
     func test_cancelScheduledAction_releasesActionOutsideTheLock() {
