@@ -7,7 +7,7 @@ import XCTest
 final class LoaderFamilyTests: XCTestCase {
     func test_subscript_buildsEachKeysLoaderFromTheSameComposites() {
         let memory = MemoryCache<String, String>()
-        let network = KeyedSpy()
+        let network = KeyedLoaderSpy<String, String>()
         let family = LoaderFamily { (id: String) in
             memory[id].fallback(to: network[id].caching(to: memory[id]))
         }
@@ -22,7 +22,7 @@ final class LoaderFamilyTests: XCTestCase {
     }
 
     func test_coalesced_concurrentLoadsOfOneKeyShareOneUpstreamLoad() {
-        let network = KeyedSpy()
+        let network = KeyedLoaderSpy<String, String>()
         let family = LoaderFamily { network[$0] }.coalesced()
         let first = LoadRecorder<String>()
         let second = LoadRecorder<String>()
@@ -37,7 +37,7 @@ final class LoaderFamilyTests: XCTestCase {
     }
 
     func test_coalesced_differentKeysLoadIndependently() {
-        let network = KeyedSpy()
+        let network = KeyedLoaderSpy<String, String>()
         let family = LoaderFamily { network[$0] }.coalesced()
         let recorder = LoadRecorder<String>()
 
@@ -51,7 +51,7 @@ final class LoaderFamilyTests: XCTestCase {
     }
 
     func test_coalesced_aCallersCancelDropsOnlyItsInterest() {
-        let network = KeyedSpy()
+        let network = KeyedLoaderSpy<String, String>()
         let family = LoaderFamily { network[$0] }.coalesced()
         let leaving = LoadRecorder<String>()
         let staying = LoadRecorder<String>()
@@ -72,7 +72,7 @@ final class LoaderFamilyTests: XCTestCase {
 
     func test_coalesced_lastCallerOutCancelsTheUpstream_inEitherOrder() {
         for order in [[0, 1], [1, 0]] {
-            let network = KeyedSpy()
+            let network = KeyedLoaderSpy<String, String>()
             let family = LoaderFamily { network[$0] }.coalesced()
             let tokens = [
                 family["a"].load { _ in XCTFail("cancelled") }, family["a"].load { _ in XCTFail("cancelled") },
@@ -87,7 +87,7 @@ final class LoaderFamilyTests: XCTestCase {
     }
 
     func test_coalesced_aLoadAfterCompletionStartsANewOne() {
-        let network = KeyedSpy()
+        let network = KeyedLoaderSpy<String, String>()
         let family = LoaderFamily { network[$0] }.coalesced()
         let recorder = LoadRecorder<String>()
 
@@ -148,28 +148,6 @@ final class LoaderFamilyTests: XCTestCase {
             XCTAssertEqual(counts[index], cancelledCallers.contains(index) ? 0 : 1, "caller \(index)")
         }
     }
-}
-
-/// A network double by key: each load waits until the test completes it.
-private final class KeyedSpy: Sendable {
-    private let spies = Locked<[String: LoaderSpy<String>]>([:])
-
-    subscript(key: String) -> LoaderSpy<String> {
-        spies.withLock { spies in
-            if let spy = spies[key] { return spy }
-            let spy = LoaderSpy<String>()
-            spies[key] = spy
-            return spy
-        }
-    }
-
-    func complete(_ key: String, with value: String) {
-        let spy = self[key]
-        for index in spy.pendingRequests { spy.complete(with: value, at: index) }
-    }
-
-    func loadCount(for key: String) -> Int { self[key].loadCount }
-    func cancelledCount(for key: String) -> Int { self[key].cancelledRequests.count }
 }
 
 /// A source that holds every load until the test completes them all, and knows which were cancelled.

@@ -329,11 +329,11 @@ final class StoreTests: XCTestCase {
     // MARK: Helpers
 
     private func makeSUT(debounceDisk scheduler: TestScheduler? = nil) -> (
-        Store<String, String>, (memory: MemoryCache<String, String>, disk: SpyCache), FetchSpy
+        Store<String, String>, (memory: MemoryCache<String, String>, disk: SpyCache), KeyedLoaderSpy<String, String>
     ) {
         let memory = MemoryCache<String, String>(now: { [clock] in clock.now })
         let disk = SpyCache(now: { [clock] in clock.now })
-        let network = FetchSpy()
+        let network = KeyedLoaderSpy<String, String>()
         let diskLevel: StoreLevel<String, String> =
             scheduler.map { .cache(disk, name: "disk", debouncingWritesFor: .milliseconds(500), scheduler: $0) }
             ?? .cache(disk, name: "disk")
@@ -410,36 +410,15 @@ private final class SpyCache: KeyedCache {
     }
 }
 
-/// The network by key: each fetch waits until the test completes it.
-private final class FetchSpy: Sendable {
-    private let spies = Locked<[String: LoaderSpy<String>]>([:])
-    private let tokens = Locked<[any CancellationToken]>([])
-
-    subscript(key: String) -> LoaderSpy<String> {
-        spies.withLock { spies in
-            if let spy = spies[key] { return spy }
-            let spy = LoaderSpy<String>()
-            spies[key] = spy
-            return spy
-        }
-    }
-
-    /// Starts `loader` and keeps its token (so that the load is not dropped).
-    func load(_ key: String, into loader: AnyLoader<StoreResponse<String>>) {
+extension KeyedLoaderSpy where Key == String, Output == String {
+    /// Starts `loader` and keeps its token in `tokens` (so that the load is not dropped).
+    fileprivate func load(_ key: String, into loader: AnyLoader<StoreResponse<String>>) {
         let token = loader.load { _ in }
-        tokens.withLock { $0.append(token) }
+        heldTokens.withLock { $0.append(token) }
     }
-
-    func complete(_ key: String, with value: String, at index: Int? = nil) {
-        self[key].complete(with: value, at: index)
-    }
-
-    func fail(_ key: String, with error: any Error) {
-        self[key].fail(with: error)
-    }
-
-    func loadCount(for key: String) -> Int { self[key].loadCount }
 }
+
+private let heldTokens = Locked<[any CancellationToken]>([])
 
 extension Result {
     fileprivate var failureIsMiss: Bool {
