@@ -52,6 +52,18 @@ final class StreamOperatorContractTests: XCTestCase {
                 "receive(on: .immediate)", { $0.receive(on: .immediate) },
                 [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]
             ),
+            (
+                "concat", { $0.concat(.just(8)) },
+                [.value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]
+            ),
+            (
+                "prepend", { $0.prepend(0) },
+                [.value(0), .value(1), .value(2), .value(3), .completion(.failure(TestError(id: 9)))]
+            ),
+            (
+                "retry(.max) over a failing source", { $0.catch { _ in .just(5) }.retry(.max) },
+                [.value(1), .value(2), .value(3), .value(5), .completion(.finished)]
+            ),
             ("first", { $0.first() }, [.value(1), .completion(.finished)]),
             ("first(where:)", { $0.first { $0 > 1 } }, [.value(2), .completion(.finished)]),
             (
