@@ -28,6 +28,35 @@ public struct AnyCache<Value: Sendable>: Cache {
         body = save
     }
 
+    /// Creates a cache from an `async` closure, such as an actor's method. Saves run one after another, in the
+    /// order they were asked for, each in a `Task`.
+    ///
+    /// ```swift
+    /// actor QuoteStore {
+    ///     private(set) var quotes: [String] = []
+    ///     func save(_ quotes: [String]) { self.quotes = quotes }
+    /// }
+    /// let store = QuoteStore()
+    /// let cache = AnyCache<[String]> { quotes in await store.save(quotes) }
+    /// ```
+    public init(_ save: @escaping @Sendable (Value) async throws -> Void) {
+        let last = Locked<Task<Void, Never>?>(nil)
+        body = { value, completion in
+            last.withLock { last in
+                let previous = last
+                last = Task {
+                    await previous?.value  // keeps saves in the order they were asked for
+                    do {
+                        try await save(value)
+                        completion(.success(()))
+                    } catch {
+                        completion(.failure(error))
+                    }
+                }
+            }
+        }
+    }
+
     @inlinable
     public func save(_ value: Value, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         body(value, completion)
