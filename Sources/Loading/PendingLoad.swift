@@ -2,8 +2,8 @@
 ///
 /// It holds the load's completion until the load completes or is cancelled, and the token of the step in flight (a
 /// request, a timer, another load). Whichever of ``complete(_:)`` and ``cancel()`` comes first wins: the completion
-/// runs at most once, no call of it begins after `cancel()` returns, and a cancel reaches the step in flight. Return it as the
-/// load's token.
+/// runs at most once, no call of it begins after `cancel()` returns, and a cancel reaches the step in flight. Return
+/// it as the load's token.
 ///
 /// ```swift
 /// struct QuoteLoader: Loader {

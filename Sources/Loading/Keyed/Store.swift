@@ -74,7 +74,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The first response `policy` produces for `key`. With ``ReadPolicy/cacheThenNetwork`` that is the cached
-    /// value when there is one (the fetch it starts goes on, and updates the store).
+    /// value when there is one, and the fetch the policy started stops with the read (use ``stream(for:policy:)``
+    /// to see both, or ``refresh(_:)`` for the fresh value).
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
         let stream = stream(for: key, policy: policy)
         return AnyLoader(stream.asLoader())
