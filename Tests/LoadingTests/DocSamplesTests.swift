@@ -110,7 +110,8 @@ final class DocSamplesTests: XCTestCase {
         let upstream = AnyLoader { try await client.quote() }
             .timeout(after: .seconds(2), scheduler: .task)
             .retry(.exponential(initial: .milliseconds(100), maxAttempts: 3), scheduler: .task)
-        let quote = try await RequestID.$current.withValue("req-42") { try await upstream.load() }  // every attempt sees it
+        // Every attempt sees the request id.
+        let quote = try await RequestID.$current.withValue("req-42") { try await upstream.load() }
         XCTAssertEqual(quote, "req-42")
     }
 
