@@ -150,3 +150,21 @@ final class DocSamplesTests: XCTestCase {
         _ = QuoteLoader(session: URLSession(configuration: .ephemeral), url: URL(string: "http://127.0.0.1:9/")!)
     }
 }
+
+final class LoadingErrorMessagesTests: XCTestCase {
+    func test_everyPublicErrorDescribesWhatHappened_inBothDescriptions() {
+        let errors: [(any Error, mentions: String)] = [
+            (TimeoutError(interval: .seconds(2)), "did not finish within"),
+            (StreamFinishedWithoutValueError(), "finished without sending a value"),
+            (CacheMiss.absent, "holds no value"),
+            (CacheMiss.expired(savedAt: Date(timeIntervalSince1970: 0)), "has expired"),
+            (StoreError.discarded, "discarded"),
+            (StoreError.cleared, "cleared"),
+            (ResourceRepository<Int>.WipedError(), "wiped"),
+        ]
+        for (error, mentions) in errors {
+            XCTAssertTrue(String(describing: error).contains(mentions), String(describing: error))
+            XCTAssertEqual(error.localizedDescription, String(describing: error))
+        }
+    }
+}
