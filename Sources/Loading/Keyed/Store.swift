@@ -96,6 +96,30 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         confirm(value, for: key, origin: .local, savedAt: now(), writingTo: levels.indices)
     }
 
+    /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), atomically
+    /// with respect to every other change: `transform` runs outside the lock, and again if the value changed
+    /// meanwhile. Writes the result to every level (`nil` removes it from them) and shows it.
+    public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
+        while true {
+            let (base, stamp) = state.withLock { state in
+                (state.entries[key]?.confirmed?.value, state.entries[key]?.confirmedVersion ?? 0)
+            }
+            let next = transform(base)
+            let outcome = state.withLock { state -> (applied: Bool, Snapshot?, StoredValue<Value>?) in
+                guard (state.entries[key]?.confirmedVersion ?? 0) == stamp else { return (false, nil, nil) }
+                let replaced = state.setConfirmed(
+                    next.map { StoredValue(value: $0, origin: .local, savedAt: now()) }, for: key)
+                state.levelOperations.append(next.map { .save(key, $0, levels.indices) } ?? .remove(key))
+                return (true, state.snapshot(for: key), replaced)
+            }
+            guard outcome.applied else { continue }
+            withExtendedLifetime(outcome.2) {}
+            publish(outcome.1)
+            applyLevelOperations()
+            return
+        }
+    }
+
     /// Removes `key`'s value from the store and every level; fetches started before are dropped when they complete.
     public func remove(_ key: Key) {
         let (snapshot, removed) = state.withLock { state -> (Snapshot?, StoredValue<Value>?) in

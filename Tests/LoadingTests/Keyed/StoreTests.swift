@@ -34,6 +34,20 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(levels.disk.values["a"], "v")
     }
 
+    func test_update_appliesToTheConfirmedValue_atomically_andWritesThrough() {
+        let (store, levels, _) = makeSUT()
+        store.write("a", for: "list")
+        let recorder = StreamRecorder(store.stream(for: "list"))
+
+        DispatchQueue.concurrentPerform(iterations: 100) { _ in store.update("list") { ($0 ?? "") + "." } }
+
+        XCTAssertEqual(recorder.values.last?.value, "a" + String(repeating: ".", count: 100))
+        XCTAssertEqual(levels.disk.values["list"], "a" + String(repeating: ".", count: 100))
+        store.update("list") { _ in nil }
+        XCTAssertEqual(recorder.values.last.map { $0.value }, .some(nil))
+        XCTAssertNil(levels.disk.values["list"])
+    }
+
     // MARK: Read policies
 
     func test_cacheFirst_servesTheFirstLevelHit_andNeverFetches() {
