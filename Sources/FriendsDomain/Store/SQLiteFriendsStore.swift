@@ -120,32 +120,20 @@ public final class SQLiteFriendsStore: FriendsStore {
     public func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         let path = self.path
         let targetVersion = self.targetVersion
-        let connection = self.connection
-        connection.queue.async {
-            let result = connection.withValue { db -> Result<Void, any Error> in
-                do throws(SQLiteError) {
-                    if db == nil { db = try Self.open(path: path, targetVersion: targetVersion) }
-                    try Self.deleteRows(in: db!)
-                    return .success(())
-                } catch  where error.isUnreadableDatabase && path != ":memory:" {
-                    db = nil
-                    for suffix in ["", "-wal", "-shm", "-journal"]
-                    where FileManager.default.fileExists(atPath: path + suffix) {
-                        do { try FileManager.default.removeItem(atPath: path + suffix) } catch {
-                            return .failure(error)
-                        }
-                    }
-                    do throws(SQLiteError) {
-                        db = try Self.open(path: path, targetVersion: targetVersion)
-                        return .success(())
-                    } catch {
-                        return .failure(error)
-                    }
-                } catch {
-                    return .failure(error)
+        let recreateUnreadableFile: @Sendable (inout SQLiteConnection?, SQLiteError) -> Result<Void, any Error>? = {
+            db, error in
+            guard error.isUnreadableDatabase, path != ":memory:" else { return nil }
+            db = nil
+            return Result {
+                for suffix in ["", "-wal", "-shm", "-journal"]
+                where FileManager.default.fileExists(atPath: path + suffix) {
+                    try FileManager.default.removeItem(atPath: path + suffix)
                 }
+                db = try Self.open(path: path, targetVersion: targetVersion)
             }
-            completion(result)
+        }
+        perform(completion, recovering: recreateUnreadableFile) { (db: SQLiteConnection) throws(SQLiteError) in
+            try Self.deleteRows(in: db)
         }
     }
 
@@ -191,9 +179,11 @@ public final class SQLiteFriendsStore: FriendsStore {
         }
     }
 
-    /// Runs `work` on the store's queue with an open, migrated connection, and completes with its outcome.
+    /// Runs `work` on the store's queue with an open, migrated connection, and completes with its outcome; on an
+    /// SQLite error, `recover` (when given) may replace the connection and the outcome.
     private func perform<Success: Sendable>(
         _ completion: @escaping @Sendable (Result<Success, any Error>) -> Void,
+        recovering recover: (@Sendable (inout SQLiteConnection?, SQLiteError) -> Result<Success, any Error>?)? = nil,
         _ work: @escaping @Sendable (SQLiteConnection) throws(SQLiteError) -> Success
     ) {
         let connection = self.connection
@@ -205,7 +195,7 @@ public final class SQLiteFriendsStore: FriendsStore {
                     if db == nil { db = try Self.open(path: path, targetVersion: targetVersion) }
                     return .success(try work(db!))
                 } catch {
-                    return .failure(error)
+                    return recover?(&db, error) ?? .failure(error)
                 }
             }
             completion(result)
