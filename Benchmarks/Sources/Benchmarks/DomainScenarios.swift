@@ -210,60 +210,13 @@ final class RawSQLite: @unchecked Sendable {
 /// Scenario 6: many concurrent loads on the coalescing repository, against a load per call. The source holds every
 /// load until all callers have called (as a slow network would), then answers.
 func concurrencyScenario(callers: Int) -> Scenario {
-    let lock = NSLock()
-    let held = ResultBox<[LoadCompletion<Int>]>()
-    held.value = []
-    let underlyingLoads = Tally()
-    let source = AnyLoader<Int> { completion in
-        lock.lock()
-        underlyingLoads.value += 1
-        held.value!.append(completion)
-        lock.unlock()
-        return NoToken()
-    }
-    func run(_ loader: some Loader<Int>, _ count: Int) -> (delivered: Int, loads: Int) {
-        lock.lock()
-        underlyingLoads.value = 0
-        lock.unlock()
-        let group = DispatchGroup()
-        let total = ResultBox<Int>()
-        total.value = 0
-        for _ in 0..<count { group.enter() }
-        DispatchQueue.concurrentPerform(iterations: count) { _ in
-            loader.load { result in
-                lock.lock()
-                total.value! += (try? result.get()) ?? 0
-                lock.unlock()
-                group.leave()
-            }
-        }
-        lock.lock()
-        let completions = held.value!
-        held.value = []
-        let loads = underlyingLoads.value
-        lock.unlock()
-        DispatchQueue.concurrentPerform(iterations: completions.count) { completions[$0](.success(1)) }
-        group.wait()
-        return (total.value!, loads)
-    }
-    let coalescing = Variant(name: "ResourceRepository (coalescing)") { count in
-        let (delivered, loads) = run(ResourceRepository(loader: source, scheduler: ImmediateScheduler()), count)
-        precondition(loads == 1, "coalescing must perform exactly one underlying load, performed \(loads)")
-        return delivered
-    }
-    let perCall = Variant(name: "a load per call") { count in
-        let (delivered, loads) = run(source, count)
-        precondition(loads == count, "one load per call expected")
-        return delivered
-    }
-    return Scenario(
-        title: "6. Concurrency: \(Report.count(callers)) concurrent load() calls, delivered to all",
-        unit: "batches of callers", operations: 1, reference: "a load per call",
-        variants: [perCall, coalescing], targets: [],
-        expectedChecksum: { _ in callers },
-        note: "underlying loads per batch: \(Report.count(callers)) without coalescing, 1 with it (checked every run)"
-    )
-    .withOperations(callers)
+    let held = HeldBatchSource()
+    let source = held.loader
+    let repository = ResourceRepository(loader: source, scheduler: ImmediateScheduler())
+    return coalescingScenario(
+        title: "6. Concurrency: \(Report.count(callers)) concurrent load() calls, delivered to all", callers: callers,
+        separate: ("a load per call", { source.load(completion: $0) }),
+        shared: ("ResourceRepository (coalescing)", { repository.load(completion: $0) }), source: held)
 }
 
 extension Scenario {

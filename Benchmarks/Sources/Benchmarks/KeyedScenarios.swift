@@ -54,66 +54,13 @@ func keyedMemoryHitScenario(loads: Int) -> Scenario {
 
 /// 9. Many concurrent loads of one key through a coalesced family: one upstream load.
 func keyedCoalescingScenario(callers: Int) -> Scenario {
-    let lock = NSLock()
-    let held = ResultBox<[LoadCompletion<Int>]>()
-    held.value = []
-    let upstreamLoads = Tally()
-    let network = LoaderFamily { (_: Int) in
-        AnyLoader<Int> { completion in
-            lock.lock()
-            upstreamLoads.value += 1
-            held.value!.append(completion)
-            lock.unlock()
-            return NoToken()
-        }
-    }
-    func run(_ family: LoaderFamily<Int, Int>, _ count: Int) -> (delivered: Int, loads: Int) {
-        lock.lock()
-        upstreamLoads.value = 0
-        lock.unlock()
-        let group = DispatchGroup()
-        let total = ResultBox<Int>()
-        total.value = 0
-        for _ in 0..<count { group.enter() }
-        let tokens = Locked<[any CancellationToken]>([])
-        DispatchQueue.concurrentPerform(iterations: count) { _ in
-            let token = family[7].load { result in
-                lock.lock()
-                total.value! += (try? result.get()) ?? 0
-                lock.unlock()
-                group.leave()
-            }
-            tokens.withLock { $0.append(token) }
-        }
-        lock.lock()
-        let completions = held.value!
-        held.value = []
-        let loads = upstreamLoads.value
-        lock.unlock()
-        for completion in completions { completion(.success(1)) }
-        group.wait()
-        withExtendedLifetime(tokens) {}
-        return (total.value!, loads)
-    }
+    let held = HeldBatchSource()
+    let network = LoaderFamily { (_: Int) in held.loader }
     let coalesced = network.coalesced()
-    let shared = Variant(name: "coalesced family") { count in
-        let (delivered, loads) = run(coalesced, count)
-        precondition(loads == 1, "coalescing must perform exactly one upstream load, performed \(loads)")
-        return delivered
-    }
-    let separate = Variant(name: "a load per call") { count in
-        let (delivered, loads) = run(network, count)
-        precondition(loads == count, "one load per call expected")
-        return delivered
-    }
-    return Scenario(
-        title: "9. Keyed coalescing: \(Report.count(callers)) concurrent loads of one key",
-        unit: "batches of callers", operations: 1, reference: "a load per call",
-        variants: [separate, shared], targets: [],
-        expectedChecksum: { _ in callers },
-        note: "upstream loads per batch: \(Report.count(callers)) without coalescing, 1 with it (checked every run)"
-    )
-    .withOperations(callers)
+    return coalescingScenario(
+        title: "9. Keyed coalescing: \(Report.count(callers)) concurrent loads of one key", callers: callers,
+        separate: ("a load per call", { network[7].load(completion: $0) }),
+        shared: ("coalesced family", { coalesced[7].load(completion: $0) }), source: held)
 }
 
 /// 10. DiskCache writes and reads of small values, against `Data.write(options: .atomic)` and `Data(contentsOf:)`.
