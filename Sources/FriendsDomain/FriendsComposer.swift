@@ -5,21 +5,23 @@ import Loading
     import FoundationNetworking
 #endif
 
-/// The composition root of the friends feature: it builds, from a small configuration, this chain:
+/// The composition root of the friends feature: one ``Store`` holds the friends list, and everything reads it,
+/// writes it and observes it:
 ///
-/// 1. Load friends from memory first; if that fails, from the database; if that fails, from the network API.
-/// 2. A successful database load is cached in memory.
-/// 3. A successful network load is cached in the database and in memory.
-/// 4. Live updates are merged in: a changed friend replaces the old one by id, and each updated list is cached in
-///    memory at once and in the database, debounced.
-/// 5. Cached data older than `maxAge` counts as missing; database saves during a burst of updates are delayed.
+/// 1. Friends are read from memory first; if that fails, from the database; if that fails, from the network API.
+/// 2. A database hit is kept in memory; a network load is kept in memory and in the database.
+/// 3. Live updates, deletes (optimistic or not) and a logout's wipe change the store, which writes memory at once and
+///    the database debounced (a logout cancels a pending save): a deleted friend stays deleted everywhere, and the
+///    caches always hold what is shown.
+/// 4. Cached data older than `maxAge` counts as missing.
 ///
 /// ```swift
 /// let composer = FriendsComposer(configuration: .init(
 ///     baseURL: URL(string: "https://api.example.com")!,
 ///     databaseURL: applicationSupport.appendingPathComponent("friends.sqlite")))
 /// composer.friendsLoader.load { result in ... }          // one list, on the main queue
-/// let subscription = composer.friendsStream().sink(...)   // the list, then every update, on the main queue
+/// composer.friend(id: "u1").load { result in ... }       // one friend, from the list or the API
+/// let subscription = composer.friendsStream().sink(...)   // the list, then every change, on the main queue
 /// ```
 public struct FriendsComposer: Sendable {
     /// The knobs of the composition.
@@ -80,21 +82,30 @@ public struct FriendsComposer: Sendable {
         case saveFailed(Source, any Error)
         /// A live update was merged into the list.
         case updateApplied(FriendUpdate)
+        /// A store that could not be read at all (a corrupt or truncated database) was deleted and created anew.
+        case reset(Source, reason: any Error)
     }
 
-    /// The in-memory store (the first source).
+    /// The in-memory store (the first level of ``store``).
     public let memoryStore: any FriendsStore
-    /// The database store (the second source).
+    /// The database store (the second level of ``store``).
     public let databaseStore: any FriendsStore
     /// Deletes friends on the server.
     public let deleter: RemoteFriendsDeleter?
+    /// The one source of truth: the friends list under ``FriendsKey/all``, with memory and the database as its
+    /// levels and the API as its fetch. Every change goes through it.
+    public let store: Store<FriendsKey, [Friend]>
+    /// Requirements 1, 2 and 4, delivered on the main queue: the list as ``store`` shows it, read from memory, else
+    /// the database, else the network.
+    public let friendsLoader: AnyLoader<[Friend]>
+    /// The network, kept in both caches, falling back to what is cached when the network fails: what a
+    /// pull-to-refresh wants. Delivered on the main queue.
+    public let refreshLoader: AnyLoader<[Friend]>
 
-    private let memory: LocalFriendsLoader
-    private let database: LocalFriendsLoader
-    private let remote: AnyLoader<[Friend]>
+    private let listPolicy: ReadPolicy
+    private let remoteFriend: LoaderFamily<Friend.ID, Friend>?
     private let updates: (any FriendsUpdatesSource)?
-    private let saveDebounce: Duration
-    private let scheduler: any Scheduler
+    private let databaseLevel: ReportingCache
     private let onEvent: @Sendable (Event) -> Void
 
     /// Builds the production composition: an in-memory store, an SQLite store at `databaseURL`, the API over
@@ -107,13 +118,19 @@ public struct FriendsComposer: Sendable {
         onEvent: @escaping @Sendable (Event) -> Void = { _ in }
     ) {
         let client = URLSessionHTTPClient(session: session)
+        let (baseURL, timeout, retry) = (configuration.baseURL, configuration.timeout, configuration.retry)
         self.init(
             memoryStore: InMemoryFriendsStore(),
             databaseStore: SQLiteFriendsStore(fileURL: configuration.databaseURL),
-            remote: RemoteFriendsLoader(baseURL: configuration.baseURL, client: client)
-                .timeout(after: configuration.timeout, scheduler: scheduler)
-                .retry(configuration.retry.onlyForTransientErrors, scheduler: scheduler)
+            remote: RemoteFriendsLoader(baseURL: baseURL, client: client)
+                .timeout(after: timeout, scheduler: scheduler)
+                .retry(retry.onlyForTransientErrors, scheduler: scheduler)
                 .eraseToAnyLoader(),
+            remoteFriend: LoaderFamily { id in
+                RemoteFriendLoader(id: id, baseURL: baseURL, client: client)
+                    .timeout(after: timeout, scheduler: scheduler)
+                    .retry(retry.onlyForTransientErrors, scheduler: scheduler)
+            },
             updates: ServerSentEventsFriendsUpdates(
                 baseURL: configuration.baseURL, configuration: session.configuration, scheduler: scheduler),
             deleter: RemoteFriendsDeleter(baseURL: configuration.baseURL, client: client),
@@ -124,11 +141,13 @@ public struct FriendsComposer: Sendable {
             onEvent: onEvent)
     }
 
-    /// Builds the composition from its parts: how tests and other transports plug in.
+    /// Builds the composition from its parts: how tests and other transports plug in. Without `remoteFriend`,
+    /// ``friend(id:)`` finds friends in the list only.
     public init(
         memoryStore: any FriendsStore,
         databaseStore: any FriendsStore,
         remote: AnyLoader<[Friend]>,
+        remoteFriend: LoaderFamily<Friend.ID, Friend>? = nil,
         updates: (any FriendsUpdatesSource)? = nil,
         deleter: RemoteFriendsDeleter? = nil,
         maxAge: Duration? = nil,
@@ -140,97 +159,192 @@ public struct FriendsComposer: Sendable {
         self.memoryStore = memoryStore
         self.databaseStore = databaseStore
         self.deleter = deleter
-        memory = LocalFriendsLoader(store: memoryStore, maxAge: maxAge, currentDate: currentDate)
-        database = LocalFriendsLoader(store: databaseStore, maxAge: maxAge, currentDate: currentDate)
-        self.remote = remote
+        self.remoteFriend = remoteFriend?.coalesced()
         self.updates = updates
-        self.saveDebounce = saveDebounce
-        self.scheduler = scheduler
         self.onEvent = onEvent
-    }
-
-    /// Requirements 1 to 3 and the cache policy, delivered on the main queue.
-    public var friendsLoader: AnyLoader<[Friend]> {
-        cachedChain.dispatchOnMainQueue().eraseToAnyLoader()
-    }
-
-    /// The network, cached to both stores, falling back to the database and memory when the network fails:
-    /// what a pull-to-refresh wants (it skips the memory cache). Delivered on the main queue.
-    public var refreshLoader: AnyLoader<[Friend]> {
-        networkCachedToBoth
-            .fallback(to: observed(database, .database).fallback(to: observed(memory, .memory)))
+        let expiry: CacheExpiry<[Friend]> = maxAge.map { .maxAge($0) } ?? .never
+        let memoryLevel = ReportingCache(
+            FriendsCache(store: memoryStore, expiry: expiry, now: currentDate), as: .memory, onEvent)
+        databaseLevel = ReportingCache(
+            FriendsCache(
+                store: databaseStore, expiry: expiry, now: currentDate,
+                onReset: { onEvent(.reset(.database, reason: $0)) }),
+            as: .database, onEvent)
+        let network = remote.handleEvents(
+            onStart: { onEvent(.started(.network)) },
+            onValue: { onEvent(.loaded(.network, count: $0.count)) },
+            onFailure: { onEvent(.failed(.network, $0)) })
+        let store = Store(
+            levels: [
+                .cache(memoryLevel, name: Source.memory.rawValue),
+                .cache(
+                    databaseLevel, name: Source.database.rawValue, debouncingWritesFor: saveDebounce,
+                    scheduler: scheduler),
+            ],
+            fetch: LoaderFamily { (_: FriendsKey) in network },
+            now: currentDate)
+        let listPolicy: ReadPolicy = maxAge.map { .cacheFirst(maxAge: $0) } ?? .cacheFirst
+        self.store = store
+        self.listPolicy = listPolicy
+        friendsLoader = store.read(.all, policy: listPolicy).tryMap(Self.friends).dispatchOnMainQueue()
+            .eraseToAnyLoader()
+        refreshLoader = store.refresh(.all)
+            .fallback(to: store.read(.all, policy: .cacheOnly))
+            .tryMap(Self.friends)
             .dispatchOnMainQueue()
             .eraseToAnyLoader()
     }
 
-    /// Requirements 1 to 5: the loaded list, then a new list for every live update, each cached in memory at once
-    /// and in the database debounced; delivered on the main queue. The stream fails if the load fails; it ends
-    /// when the updates source gives up.
-    public func friendsStream() -> EventStream<[Friend], any Error> {
-        let loaded = cachedChain.asStream()
-        guard let updates else { return loaded.receive(on: .main) }
-        let memory = self.memory
-        let database = self.database
-        let onEvent = self.onEvent
-        let saveDebounce = self.saveDebounce
-        let scheduler = self.scheduler
-        return
-            loaded
-            .flatMap { list in
-                EventStream<[Friend], any Error>.just(list)
-                    .merge(
-                        with: updates.updates()
-                            .handleEvents(receiveOutput: { onEvent(.updateApplied($0)) })
-                            .scan(list) { friends, update in friends.applying(update) }
-                            .caching(to: Self.reporting(memory, as: .memory, onEvent))
-                            .caching(
-                                to: Self.reporting(database, as: .database, onEvent), debounce: saveDebounce,
-                                scheduler: scheduler))
-            }
-            .receive(on: .main)
-    }
-
-    /// Deletes expired or unreadable cached data from both stores (call it at launch).
-    public func validateCaches(completion: @escaping @Sendable () -> Void = {}) {
-        let database = self.database
-        memory.validateCache { _ in database.validateCache { _ in completion() } }
-    }
-
-    // MARK: - The chain
-
-    private var cachedChain: some Loader<[Friend]> {
-        observed(memory, .memory)
-            .fallback(to: observed(database, .database).caching(to: Self.reporting(memory, as: .memory, onEvent)))
-            .fallback(to: networkCachedToBoth)
-    }
-
-    private var networkCachedToBoth: some Loader<[Friend]> {
-        observed(remote, .network)
-            .caching(to: Self.reporting(database, as: .database, onEvent))
-            .caching(to: Self.reporting(memory, as: .memory, onEvent))
-    }
-
-    private func observed<L: Loader<[Friend]>>(_ loader: L, _ source: Source) -> HandleEventsLoader<L> {
-        let onEvent = self.onEvent
-        return loader.handleEvents(
-            onStart: { onEvent(.started(source)) },
-            onValue: { onEvent(.loaded(source, count: $0.count)) },
-            onFailure: { onEvent(.failed(source, $0)) })
-    }
-
-    /// A cache that reports each save's outcome.
-    private static func reporting(
-        _ cache: LocalFriendsLoader, as source: Source, _ onEvent: @escaping @Sendable (Event) -> Void
-    ) -> AnyCache<[Friend]> {
-        AnyCache { friends, completion in
-            cache.save(friends) { result in
-                switch result {
-                case .success: onEvent(.saved(source, count: friends.count))
-                case .failure(let error): onEvent(.saveFailed(source, error))
-                }
-                completion(result)
-            }
+    /// The friend with `id`: from the friends list when it holds them (read as ``friendsLoader`` reads it, without
+    /// going to the network for the whole list), else from the API's `GET /friends/{id}`. A friend the API returns
+    /// is merged into the list when there is one, so that the list and the friend never disagree. Fails with
+    /// ``FriendsAPIError/notFound`` when neither has the friend. Delivered on the main queue.
+    public func friend(id: Friend.ID) -> AnyLoader<Friend> {
+        let (store, remoteFriend) = (store, remoteFriend)
+        let fromList = store.read(.all, policy: .cacheOnly).tryMap { response in
+            guard let friend = response.value?.first(where: { $0.id == id }) else { throw FriendsAPIError.notFound }
+            return friend
         }
+        guard let remoteFriend else { return fromList.dispatchOnMainQueue().eraseToAnyLoader() }
+        let fromAPI = remoteFriend[id].handleEvents(onValue: { friend in
+            store.update(.all) { list in list?.applying(.upsert(friend)) }
+        })
+        return fromList.fallback(to: fromAPI).dispatchOnMainQueue().eraseToAnyLoader()
+    }
+
+    /// Requirements 1 to 4 as a stream: the list, then the list after every change (a live update, a delete, a
+    /// refresh, a wipe: an empty list), on the main queue. Live updates that arrive before the list has loaded are
+    /// applied to it once it has. The stream fails if the first read finds nothing (the network failed and nothing
+    /// is cached) or when the updates source gives up.
+    public func friendsStream() -> EventStream<[Friend], any Error> {
+        let (store, listPolicy, updates, onEvent) = (store, listPolicy, updates, onEvent)
+        let list = store.stream(for: .all, policy: listPolicy)
+        guard let updates else { return list.map { $0.value ?? [] }.receive(on: .main) }
+        return EventStream.deferred {
+            let live = LiveUpdates(store: store)
+            let applied = updates.updates()
+                .handleEvents(receiveOutput: { update in
+                    onEvent(.updateApplied(update))
+                    live.receive(update)
+                })
+                .compactMap { _ -> [Friend]? in nil }
+            return
+                list
+                .handleEvents(receiveOutput: { response in
+                    if response.value != nil { live.listArrived() }
+                })
+                .map { $0.value ?? [] }
+                .merge(with: applied)
+        }
+        .receive(on: .main)
+    }
+
+    /// Deletes expired or unreadable cached data from both stores (call it at launch). An unreadable database is
+    /// deleted and created anew, and ``Event/reset(_:reason:)`` reported.
+    public func validateCaches(completion: @escaping @Sendable () -> Void = {}) {
+        let (memoryStore, databaseLevel) = (memoryStore, databaseLevel)
+        databaseLevel.base.value(for: .all) { _ in
+            LocalFriendsLoader(store: memoryStore).validateCache { _ in completion() }
+        }
+    }
+
+    private static func friends(in response: StoreResponse<[Friend]>) throws -> [Friend] {
+        if let error = response.error { throw error }
+        return response.value ?? []
+    }
+}
+
+/// Applies live updates to the store's list in the order they came; those that come before the list is there
+/// wait for it, and are applied (still in order, before any later one) once it is.
+private final class LiveUpdates: Sendable {
+    private enum Phase { case waiting, flushing, live }
+
+    private let store: Store<FriendsKey, [Friend]>
+    private let state = Locked<(phase: Phase, waiting: [FriendUpdate])>((.waiting, []))
+
+    init(store: Store<FriendsKey, [Friend]>) {
+        self.store = store
+    }
+
+    func receive(_ update: FriendUpdate) {
+        let isLive = state.withLock { state -> Bool in
+            guard state.phase == .live else {
+                state.waiting.append(update)
+                return false
+            }
+            return true
+        }
+        if isLive { store.update(.all) { $0?.applying(update) } }
+    }
+
+    func listArrived() {
+        let flushes = state.withLock { state -> Bool in
+            guard state.phase == .waiting else { return false }
+            state.phase = .flushing
+            return true
+        }
+        guard flushes else { return }
+        while true {
+            let batch = state.withLock { state -> [FriendUpdate] in
+                let batch = state.waiting
+                state.waiting = []
+                if batch.isEmpty { state.phase = .live }
+                return batch
+            }
+            if batch.isEmpty { return }
+            store.update(.all) { list in list.map { batch.reduce($0) { $0.applying($1) } } }
+        }
+    }
+}
+
+/// A level that reports what happens to it as composer events.
+private struct ReportingCache: KeyedCache {
+    let base: FriendsCache
+    let source: FriendsComposer.Source
+    let onEvent: @Sendable (FriendsComposer.Event) -> Void
+
+    init(
+        _ base: FriendsCache, as source: FriendsComposer.Source,
+        _ onEvent: @escaping @Sendable (FriendsComposer.Event) -> Void
+    ) {
+        self.base = base
+        self.source = source
+        self.onEvent = onEvent
+    }
+
+    func value(
+        for key: FriendsKey, completion: @escaping @Sendable (Result<CachedValue<[Friend]>, any Error>) -> Void
+    ) {
+        let (source, onEvent) = (source, onEvent)
+        onEvent(.started(source))
+        base.value(for: key) { result in
+            switch result {
+            case .success(let cached): onEvent(.loaded(source, count: cached.value.count))
+            case .failure(let error): onEvent(.failed(source, error))
+            }
+            completion(result)
+        }
+    }
+
+    func save(
+        _ friends: [Friend], for key: FriendsKey, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        let (source, onEvent) = (source, onEvent)
+        base.save(friends, for: key) { result in
+            switch result {
+            case .success: onEvent(.saved(source, count: friends.count))
+            case .failure(let error): onEvent(.saveFailed(source, error))
+            }
+            completion(result)
+        }
+    }
+
+    func removeValue(for key: FriendsKey, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        base.removeValue(for: key, completion: completion)
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        base.removeAll(completion: completion)
     }
 }
 

@@ -135,9 +135,10 @@ final class FriendsComposerTests: XCTestCase {
         subscription.cancel()
     }
 
-    func test_cancellingTheStreamSavesAWaitingUpdateAtOnce() throws {
+    func test_cancellingTheStream_keepsTheWaitingSave_theStoreWritesItWhenTheBurstIsOver() throws {
         let updates = UpdatesDouble()
-        let (sut, parts) = makeSUT(updates: updates, scheduler: TestScheduler())
+        let scheduler = TestScheduler()
+        let (sut, parts) = makeSUT(updates: updates, scheduler: scheduler)
         parts.memory.replaceAll(with: [makeFriend("1")], timestamp: fixedDate) { _ in }
         let count = Locked(0)
         let subscription = sut.friendsStream().sink { _ in
@@ -148,6 +149,8 @@ final class FriendsComposerTests: XCTestCase {
 
         updates.send(.upsert(makeFriend("1", name: "Last")))
         subscription.cancel()
+        XCTAssertEqual(try retrieve(parts.memory)?.friends, [makeFriend("1", name: "Last")], "memory at once")
+        scheduler.advance(by: .milliseconds(500))
 
         XCTAssertEqual(try retrieve(parts.database)?.friends, [makeFriend("1", name: "Last")])
     }

@@ -43,20 +43,21 @@ final class FriendsRepositoryTests: XCTestCase {
         subscription.cancel()
     }
 
-    func test_pessimisticDelete_publishesLoadingThenTheServersTruth() throws {
+    func test_pessimisticDelete_changesNothingUntilTheServerAgrees_thenShowsTheServersTruth() throws {
         let (sut, parts) = try makeLoadedSUT()
         let states = StreamRecorder(sut.state)
 
         let done = expectation(description: "removed")
         sut.remove(id: "1", optimistic: false) { _ in done.fulfill() }
-        XCTAssertEqual(
-            states.values.last, .loading(previous: [ada, grace]), "nothing disappears before the server agrees")
+        XCTAssertEqual(states.values.last, .loaded([ada, grace]), "nothing disappears before the server agrees")
         parts.network.answer(with: [grace, makeFriend("3")])  // the server's truth after the delete
         parts.deleter.complete(with: .success(()))
         wait(for: [done], timeout: 5)
+        waitUntil { sut.currentState == .loaded([grace, makeFriend("3")]) }
 
         XCTAssertEqual(sut.currentState, .loaded([grace, makeFriend("3")]))
         XCTAssertEqual(try retrieve(parts.memory), [grace, makeFriend("3")])
+        waitUntil { (try? retrieve(parts.database)) == [grace, makeFriend("3")] }
         XCTAssertEqual(try retrieve(parts.database), [grace, makeFriend("3")])
     }
 
@@ -92,9 +93,7 @@ final class FriendsRepositoryTests: XCTestCase {
         let composer = FriendsComposer(
             memoryStore: parts.memory, databaseStore: parts.database, remote: parts.network.eraseToAnyLoader(),
             scheduler: ImmediateScheduler())
-        let sut = FriendsRepository(
-            loader: composer.friendsLoader, refreshLoader: composer.refreshLoader, memoryStore: parts.memory,
-            databaseStore: parts.database, deleter: parts.deleter, scheduler: ImmediateScheduler())
+        let sut = FriendsRepository(store: composer.store, deleter: parts.deleter, scheduler: ImmediateScheduler())
         return (sut, parts)
     }
 
@@ -178,5 +177,10 @@ final class DeleterSpy: FriendDeleting {
 
     func complete(with result: Result<Void, any Error>) {
         requests.withLock { $0.last?.completion }?(result)
+    }
+
+    /// Completes the (first) request that deletes `id`.
+    func complete(id: Friend.ID, with result: Result<Void, any Error>) {
+        requests.withLock { $0.first { $0.id == id }?.completion }?(result)
     }
 }

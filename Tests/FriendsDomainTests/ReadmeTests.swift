@@ -59,7 +59,9 @@ final class ReadmeTests: XCTestCase {
         // README: end
 
         RunLoop.current.run(until: Date().addingTimeInterval(0.1))
-        XCTAssertEqual(repository.currentState, .idle)
+        XCTAssertEqual(
+            repository.currentState, .loaded([]),
+            "the sections loaded the list again after the wipe (the network has none), and the repository shows it")
         for element in [screen, toasts, sections] { element.cancel() }
     }
 }

@@ -70,7 +70,7 @@ public struct RemoteFriendsDeleter: Sendable {
     public func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
         -> any CancellationToken
     {
-        guard let url = Self.url(for: id, in: baseURL) else {
+        guard let url = FriendURL.make(for: id, in: baseURL) else {
             completion(.failure(FriendsAPIError.invalidID(id)))
             return AnyCancellationToken()
         }
@@ -88,8 +88,63 @@ public struct RemoteFriendsDeleter: Sendable {
         }
     }
 
+    /// Deletes the friend with `id`, with async/await.
+    public func delete(id: Friend.ID) async throws {
+        try await AnyLoader<Void> { completion in delete(id: id, completion: completion) }.load()
+    }
+}
+
+/// Loads one friend from the API: `GET {baseURL}/friends/{id}`.
+///
+/// ```swift
+/// let ada = RemoteFriendLoader(id: "u1", baseURL: api, client: URLSessionHTTPClient(session: .shared))
+/// ```
+/// 200 with a valid friend gives it; 404 gives ``FriendsAPIError/notFound``; other statuses, bodies and transport
+/// failures map as for ``RemoteFriendsLoader``. The id is sent as one percent-encoded path segment; an empty id fails
+/// with ``FriendsAPIError/invalidID(_:)`` before any request. Cancelling cancels the request.
+public struct RemoteFriendLoader: Loader {
+    private let id: Friend.ID
+    private let url: URL?
+    private let client: any HTTPClient
+
+    /// Creates a loader of the friend with `id` from the API at `baseURL`.
+    public init(id: Friend.ID, baseURL: URL, client: any HTTPClient) {
+        self.id = id
+        url = FriendURL.make(for: id, in: baseURL)
+        self.client = client
+    }
+
+    @discardableResult
+    public func load(completion: @escaping LoadCompletion<Friend>) -> any CancellationToken {
+        guard let url else {
+            completion(.failure(FriendsAPIError.invalidID(id)))
+            return AnyCancellationToken()
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = "GET"
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        return client.perform(request) { result in
+            completion(
+                result
+                    .mapError { FriendsAPIError.connectivity(underlying: $0) }
+                    .flatMap { data, response in Self.map(data, response) })
+        }
+    }
+
+    static func map(_ data: Data, _ response: HTTPURLResponse) -> Result<Friend, any Error> {
+        if response.statusCode == 404 { return .failure(FriendsAPIError.notFound) }
+        guard response.statusCode == 200 else { return .failure(FriendsAPIError.status(of: response)) }
+        guard let friend = try? Friend.makeDecoder().decode(Friend.self, from: data) else {
+            return .failure(FriendsAPIError.invalidData)
+        }
+        return .success(friend)
+    }
+}
+
+/// The URL of one friend.
+enum FriendURL {
     /// `{baseURL}/friends/{id}` with `id` as one percent-encoded segment; `nil` for an empty id.
-    static func url(for id: Friend.ID, in baseURL: URL) -> URL? {
+    static func make(for id: Friend.ID, in baseURL: URL) -> URL? {
         guard !id.isEmpty else { return nil }
         // Only unreserved characters stay as they are; `.` is encoded too, so that `.` and `..` are plain names.
         let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~".utf8)
@@ -103,11 +158,6 @@ public struct RemoteFriendsDeleter: Sendable {
         }
         let base = baseURL.appendingPathComponent("friends").absoluteString
         return URL(string: base + "/" + segment)
-    }
-
-    /// Deletes the friend with `id`, with async/await.
-    public func delete(id: Friend.ID) async throws {
-        try await AnyLoader<Void> { completion in delete(id: id, completion: completion) }.load()
     }
 }
 

@@ -11,8 +11,8 @@ public protocol FriendDeleting: Sendable {
 
 extension RemoteFriendsDeleter: FriendDeleting {}
 
-/// The friends list as a screen consumes it: a loading state shared by every observer, deletes that can
-/// be optimistic and roll back, and a wipe for logout.
+/// The friends list as a screen consumes it: a loading state shared by every observer, over the composition's
+/// ``Store``; deletes that can be optimistic and undo only themselves when refused; and a wipe for logout.
 ///
 /// ```swift
 /// let repository = FriendsRepository(composer: composer)
@@ -21,7 +21,8 @@ extension RemoteFriendsDeleter: FriendDeleting {}
 /// repository.load()
 /// repository.remove(id: "u1", optimistic: true)
 /// ```
-/// The memory and database caches always end up matching what is published.
+/// Every change goes through the store, which writes the memory and database caches: they always end up holding
+/// what is shown, and a confirmed delete stays deleted whatever loads or live updates come after it.
 public final class FriendsRepository: Sendable {
     /// A deletion was asked of a repository whose composition has no deleter: nothing was sent.
     public struct DeletionUnavailable: Error, Equatable, CustomStringConvertible, LocalizedError {
@@ -35,42 +36,32 @@ public final class FriendsRepository: Sendable {
 
     /// Something a screen should tell the user about, beside the state.
     public enum Event: Sendable {
-        /// Deleting the friend failed; the list was restored.
+        /// Deleting the friend failed; it is shown again.
         case deletionFailed(id: Friend.ID, error: any Error)
     }
 
     private let repository: ResourceRepository<[Friend]>
-    private let memoryStore: any FriendsStore
-    private let databaseStore: any FriendsStore
+    private let store: Store<FriendsKey, [Friend]>
     private let deleter: any FriendDeleting
     private let eventSubject = StreamSubject<Event, Never>()
     private let eventDelivery: EventStream<Event, Never>
 
-    /// Creates a repository from its parts.
+    /// Creates a repository showing the friends list of `store`, read with `policy`, deleting with `deleter`.
     public init(
-        loader: AnyLoader<[Friend]>,
-        refreshLoader: AnyLoader<[Friend]>,
-        memoryStore: any FriendsStore,
-        databaseStore: any FriendsStore,
+        store: Store<FriendsKey, [Friend]>,
         deleter: any FriendDeleting,
+        policy: ReadPolicy = .cacheFirst,
         scheduler: some Scheduler = .main
     ) {
-        repository = ResourceRepository(loader: loader, refreshLoader: refreshLoader, scheduler: scheduler)
-        self.memoryStore = memoryStore
-        self.databaseStore = databaseStore
+        repository = ResourceRepository(store: store, key: .all, policy: policy, scheduler: scheduler)
+        self.store = store
         self.deleter = deleter
         eventDelivery = eventSubject.stream.receive(on: scheduler)
     }
 
     /// Creates the repository of a composition (whose deleter must exist: the production composer has one).
     public convenience init(composer: FriendsComposer, scheduler: some Scheduler = .main) {
-        self.init(
-            loader: composer.friendsLoader,
-            refreshLoader: composer.refreshLoader,
-            memoryStore: composer.memoryStore,
-            databaseStore: composer.databaseStore,
-            deleter: composer.deleter ?? MissingDeleter(),
-            scheduler: scheduler)
+        self.init(store: composer.store, deleter: composer.deleter ?? MissingDeleter(), scheduler: scheduler)
     }
 
     /// The loading state: the current one at once, then every change.
@@ -85,56 +76,46 @@ public final class FriendsRepository: Sendable {
     /// Loads the friends (joining a load in flight).
     public func load() { repository.load() }
 
-    /// Loads from the network, skipping the memory cache (joining a load in flight).
+    /// Fetches the friends from the network anew, even while a load is in flight.
     public func refresh() { repository.refresh() }
 
     /// Removes a friend.
     ///
-    /// Optimistic: the list without the friend is published at once and the caches follow once the server agrees;
-    /// if the server refuses, the previous list is published again and ``Event/deletionFailed(id:error:)`` is sent.
-    /// Not optimistic: loading is published (keeping the list), and once the server agrees the list is loaded again
-    /// from the network, its truth; on refusal the previous list and the event, as above.
-    /// `completion` runs when all of that is done.
+    /// Optimistic: the list without the friend is shown at once and the caches follow once the server agrees; if
+    /// the server refuses, the friend is shown again (other deletes made meanwhile stay) and
+    /// ``Event/deletionFailed(id:error:)`` is sent. Not optimistic: nothing changes until the server agrees; then
+    /// the friend is removed and the list fetched anew, the server's truth; on refusal the event, as above.
+    /// `completion` runs with the server's answer.
     public func remove(
         id: Friend.ID,
         optimistic: Bool = true,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) {
-        let previous = repository.currentState.value ?? []
-        let remaining = previous.filter { $0.id != id }
-        if optimistic {
-            repository.publish(remaining)
-        } else {
-            repository.publish(state: .loading(previous: previous))
+        let (repository, store, eventSubject, deleter) = (repository, store, eventSubject, deleter)
+        let report: @Sendable (Result<Void, any Error>) -> Void = { result in
+            if case .failure(let error) = result { eventSubject.send(.deletionFailed(id: id, error: error)) }
+            completion(result)
         }
-        let (repository, memoryStore, databaseStore, eventSubject) = (
-            repository, memoryStore, databaseStore, eventSubject
-        )
-        deleter.delete(id: id) { result in
-            switch result {
-            case .success:
-                memoryStore.delete(id: id) { _ in
-                    databaseStore.delete(id: id) { _ in
-                        guard !optimistic else { return completion(.success(())) }
-                        repository.publish(state: .loading(previous: remaining))
-                        repository.refresh()
-                        repository.load { _ in completion(.success(())) }
-                    }
+        guard optimistic else {
+            deleter.delete(id: id) { result in
+                if case .success = result {
+                    store.update(.all) { list in list?.filter { $0.id != id } }
+                    repository.refresh()
                 }
-            case .failure(let error):
-                repository.publish(previous)
-                eventSubject.send(.deletionFailed(id: id, error: error))
-                completion(.failure(error))
+                report(result)
             }
+            return
         }
+        let commit = AnyLoader<Void> { completion in deleter.delete(id: id, completion: completion) }
+        repository.mutate({ list in list?.filter { $0.id != id } }, commit: commit, completion: report)
     }
 
-    /// Forgets everything, as on logout: cancels loads in flight, goes back to idle, and empties the memory store
-    /// and the database. Nothing loaded before the wipe is published after it.
+    /// Forgets everything, as on logout: cancels loads in flight and pending deletes, goes back to idle, and
+    /// empties the memory store and the database (a pending debounced save is cancelled, so nothing from before
+    /// comes back). `completion` runs once both stores are empty.
     public func wipe(completion: @escaping @Sendable () -> Void = {}) {
         repository.wipe()
-        let databaseStore = self.databaseStore
-        memoryStore.deleteAll { _ in databaseStore.deleteAll { _ in completion() } }
+        store.clear(completion: completion)
     }
 }
 

@@ -24,7 +24,7 @@
 /// - A **fetch** (the network) confirms its value, unless the key was removed or the store cleared since it started,
 ///   and writes it to every level; a **cache hit** confirms the level's value and writes it to the faster levels.
 /// - ``refresh(_:)`` always fetches anew; it never joins a fetch that started before it was asked.
-/// - ``clear()`` cancels pending optimistic changes and pending debounced level writes, and empties every level.
+/// - ``clear(completion:)`` cancels pending optimistic changes and pending debounced level writes, and empties every level.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let levels: [StoreLevel<Key, Value>]
     private let fetcher: LoaderFamily<Key, Value>
@@ -73,12 +73,43 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// The key's shown value now, if the store has one, and after every change, without reading anything: what a
+    /// screen that loads on its own terms observes. The stream never fails and never finishes.
+    ///
+    /// ```swift
+    /// let subscription = store.changes(for: "u1").sink { response in render(response.value) }
+    /// ```
+    public func changes(for key: Key) -> EventStream<StoreResponse<Value>, Never> {
+        EventStream { [self] observer in
+            subject(for: key).stream.compactMap { $0 }.subscribe(observer)
+        }
+    }
+
     /// The first response `policy` produces for `key`. With ``ReadPolicy/cacheThenNetwork`` that is the cached
     /// value when there is one, and the fetch the policy started stops with the read (use ``stream(for:policy:)``
-    /// to see both, or ``refresh(_:)`` for the fresh value).
+    /// to see both, or ``refresh(_:)`` for the fresh value). With ``ReadPolicy/networkFirst`` and
+    /// ``ReadPolicy/networkOnly`` it is what the fetch produced (or the value shown with the fetch's error
+    /// attached), never the value shown before the read.
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
-        let stream = stream(for: key, policy: policy)
-        return AnyLoader(stream.asLoader())
+        AnyLoader { [self] completion in
+            let now = now()
+            let shown = state.withLock { state -> Snapshot? in
+                state.hasUsableValue(for: key, under: policy, now: now) ? state.peek(at: key) : nil
+            }
+            if let shown {
+                completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
+                return AnyCancellationToken()
+            }
+            let pending = PendingLoad(completion)
+            pending.startStep {
+                run(policy, for: key) {
+                    pending.complete(.success($0))
+                } fail: {
+                    pending.complete(.failure($0))
+                }
+            }
+            return pending
+        }
     }
 
     /// Fetches `key` anew (never joining a fetch already running), confirms and shows the fresh value, and
@@ -93,7 +124,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Confirms `value` for `key` (a live update, a local edit), writes it to every level and shows it.
     public func write(_ value: Value, for key: Key) {
-        confirm(value, for: key, origin: .local, savedAt: now(), writingTo: levels.indices)
+        confirm(value, for: key, origin: .local, savedAt: now(), writingTo: levels.indices, loggedAs: { _ in value })
     }
 
     /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), atomically
@@ -109,6 +140,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 guard (state.entries[key]?.confirmedVersion ?? 0) == stamp else { return (false, nil, nil) }
                 let replaced = state.setConfirmed(
                     next.map { StoredValue(value: $0, origin: .local, savedAt: now()) }, for: key)
+                state.fetchLogs[key]?.log(transform)
                 state.levelOperations.append(next.map { .save(key, $0, levels.indices) } ?? .remove(key))
                 return (true, state.snapshot(for: key), replaced)
             }
@@ -135,8 +167,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Forgets everything (a logout): cancels pending optimistic changes (their commits are cancelled and their
     /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
-    /// key as empty. Nothing fetched or changed before the clear reappears after it.
-    public func clear() {
+    /// key as empty. Nothing fetched or changed before the clear reappears after it. `completion` runs once every
+    /// level has been emptied (or failed to be: see `onWriteFailure`).
+    public func clear(completion: @escaping @Sendable () -> Void = {}) {
         let (snapshots, forgotten) = state.withLock { state -> ([Snapshot], [Entry]) in
             state.epoch += 1
             var forgotten: [Entry] = []
@@ -146,7 +179,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 emptied.confirmedVersion = state.entries[key]!.confirmedVersion + 1
                 forgotten.append(exchange(&state.entries[key]!, with: emptied))
             }
-            state.levelOperations.append(.removeAll)
+            state.levelOperations.append(.removeAll(completion))
             return (state.entries.keys.compactMap { state.snapshot(for: $0) }, forgotten)
         }
         // Released here, after unlocking: the pending changes' closures, and their commits, cancelled.
@@ -202,29 +235,50 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Policies
 
-    /// Runs `policy` for `key`; calls `fail` when it ends with nothing to show.
+    /// Runs `policy` for `key`; calls `answer` with the response it produced first (a level's hit, the fetched
+    /// value, or the value shown with the fetch's error attached) and `fail` when it ends with nothing to show.
     private func run(
         _ policy: ReadPolicy,
         for key: Key,
+        answer: @escaping @Sendable (StoreResponse<Value>) -> Void = { _ in },
         fail: @escaping @Sendable (any Error) -> Void
     ) -> any CancellationToken {
-        let hasValue = state.withLock { $0.entries[key]?.confirmed != nil }
+        let now = now()
+        let hasValue = state.withLock { $0.hasUsableValue(for: key, under: policy, now: now) }
         let step = PendingLoad<Void> { _ in }
+        let answerWithShownValue = { [self] in
+            if let response = currentResponse(for: key) { answer(response) }
+        }
         let fetchThenReport: @Sendable (_ fallbackToCache: Bool) -> Void = { [self] fallbackToCache in
             step.startStep {
                 fetch(key, sharing: true) { [self] result in
-                    guard case .failure(let error) = result else { return step.complete(.success(())) }
-                    // Dropped on purpose (the key was removed or the store cleared meanwhile): nothing to report.
-                    if case StoreError.discarded? = error as? StoreError { return step.complete(.success(())) }
+                    let error: any Error
+                    switch result {
+                    case .success(let response):
+                        answer(response)
+                        return step.complete(.success(()))
+                    case .failure(let failure):
+                        guard (failure as? StoreError) != .discarded else {
+                            // Dropped on purpose (the key was removed or the store cleared meanwhile): nothing
+                            // failed, and what is shown now is the answer.
+                            answer(
+                                currentResponse(for: key)
+                                    ?? StoreResponse(
+                                        value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil,
+                                        version: 0))
+                            return step.complete(.success(()))
+                        }
+                        error = failure
+                    }
                     if fallbackToCache {
                         step.startStep {
-                            readLevels(key, from: 0, error: error) { found in
-                                if !found { self.reportOrFail(key, error, fail) }
+                            readLevels(key, from: 0, error: error) { hit in
+                                if let hit { answer(hit) } else { self.reportOrFail(key, error, answer, fail) }
                                 step.complete(.success(()))
                             }
                         }
                     } else {
-                        reportOrFail(key, error, fail)
+                        reportOrFail(key, error, answer, fail)
                         step.complete(.success(()))
                     }
                 }
@@ -232,27 +286,37 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         switch policy.kind {
         case .cacheFirst:
-            guard !hasValue else { return step }
+            guard !hasValue else {
+                answerWithShownValue()
+                return step
+            }
             step.startStep {
-                readLevels(key, from: 0, error: nil) { found in
-                    if !found { fetchThenReport(false) }
+                readLevels(key, from: 0, error: nil, ifFresherThan: policy.maxAge) { hit in
+                    if let hit { answer(hit) } else { fetchThenReport(false) }
                 }
             }
         case .cacheThenNetwork:
             if hasValue {
+                answerWithShownValue()
                 fetchThenReport(false)
             } else {
                 step.startStep {
-                    readLevels(key, from: 0, error: nil) { _ in fetchThenReport(false) }
+                    readLevels(key, from: 0, error: nil) { hit in
+                        if let hit { answer(hit) }
+                        fetchThenReport(false)
+                    }
                 }
             }
         case .networkFirst:
             fetchThenReport(true)
         case .cacheOnly:
-            guard !hasValue else { return step }
+            guard !hasValue else {
+                answerWithShownValue()
+                return step
+            }
             step.startStep {
-                readLevels(key, from: 0, error: nil) { found in
-                    if !found { fail(CacheMiss.absent) }
+                readLevels(key, from: 0, error: nil) { hit in
+                    if let hit { answer(hit) } else { fail(CacheMiss.absent) }
                 }
             }
         case .networkOnly:
@@ -261,16 +325,18 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return step
     }
 
-    /// Reads the levels from `index` on; the first hit is confirmed (and written to the faster levels). Calls
-    /// `done(true)` on a hit, `done(false)` when every level missed.
+    /// Reads the levels from `index` on; the first hit (saved less than `maxAge` ago, when given) is confirmed (and
+    /// written to the faster levels). Calls `done` with the key's response after a hit (what the store shows, when
+    /// it learned something newer meanwhile), with `nil` when every level missed.
     private func readLevels(
         _ key: Key,
         from index: Int,
         error: (any Error)?,
-        done: @escaping @Sendable (Bool) -> Void
+        ifFresherThan maxAge: Duration? = nil,
+        done: @escaping @Sendable (StoreResponse<Value>?) -> Void
     ) -> any CancellationToken {
         guard index < levels.count else {
-            done(false)
+            done(nil)
             return AnyCancellationToken()
         }
         let token = AnyCancellationToken()
@@ -279,13 +345,24 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let read: @Sendable (Result<CachedValue<Value>, any Error>, Stamp) -> Void = { [self] result, stamp in
             guard !token.isCancelled else { return }
             switch result {
+            case .success(let cached)
+            where maxAge.map {
+                !CacheExpiry<Value>.maxAge($0).isFresh(cached.value, savedAt: cached.savedAt, now: now())
+            }
+                ?? false:
+                _ = readLevels(key, from: index + 1, error: error, ifFresherThan: maxAge, done: done)
             case .success(let cached):
-                confirm(
+                let confirmed = confirm(
                     cached.value, for: key, origin: .cache(levels[index].name), savedAt: cached.savedAt,
                     writingTo: 0..<index, error: error, ifUnchangedSince: stamp)
-                done(true)  // a hit, even when the store knew better meanwhile
+                // A hit, even when the store knew better meanwhile: then what it shows is the answer.
+                done(
+                    confirmed ?? currentResponse(for: key)
+                        ?? StoreResponse(
+                            value: cached.value, origin: .cache(levels[index].name), savedAt: cached.savedAt,
+                            hasPendingChanges: false, error: error, version: 0))
             case .failure:
-                _ = readLevels(key, from: index + 1, error: error, done: done)
+                _ = readLevels(key, from: index + 1, error: error, ifFresherThan: maxAge, done: done)
             }
         }
         state.withLock { state in
@@ -298,29 +375,97 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return token
     }
 
-    /// Fetches `key` (sharing a fetch in flight, or not) and confirms the fresh value.
+    /// Fetches `key` (sharing a fetch in flight, or not) and confirms the fresh value, with the local changes made
+    /// since the fetch started applied to it again (a fetch that started before a change must not undo it).
+    ///
+    /// A fetch may share the upstream load of one that started earlier, so it counts from the oldest fetch in flight
+    /// when it starts: a change it did not miss may be applied twice, which changes that set, insert or remove by
+    /// identity tolerate.
     private func fetch(
         _ key: Key,
         sharing: Bool,
         completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
     ) -> any CancellationToken {
-        let (generation, epoch) = state.withLock { state in (state.entries[key]?.generation ?? 0, state.epoch) }
+        let (generation, epoch, id) = state.withLock { state -> (Int, Int, Int) in
+            state.nextID += 1
+            var log = state.fetchLogs[key, default: FetchLog()]
+            log.fetches[state.nextID] = min(log.fetches.values.min() ?? .max, log.nextSequence)
+            state.fetchLogs[key] = log
+            return (state.entries[key]?.generation ?? 0, state.epoch, state.nextID)
+        }
         let source = sharing ? coalescedFetcher[key] : fetcher[key]
-        return source.load { [self] result in
+        let token = source.load { [self] result in
             switch result {
             case .success(let value):
-                let confirmed = confirm(
-                    value, for: key, origin: .network, savedAt: now(), writingTo: levels.indices, ifEpoch: epoch,
-                    generation: generation)
+                let confirmed = confirmFetched(value, for: key, fetch: id, epoch: epoch, generation: generation)
                 completion(confirmed.map { .success($0) } ?? .failure(StoreError.discarded))
             case .failure(let error):
+                endFetch(id, of: key)
                 completion(.failure(error))
             }
+        }
+        return AnyCancellationToken { [weak self] in
+            token.cancel()
+            self?.endFetch(id, of: key)
+        }
+    }
+
+    private func endFetch(_ id: Int, of key: Key) {
+        let released = state.withLock { state in state.endFetch(id, of: key) }
+        withExtendedLifetime(released) {}
+    }
+
+    /// Confirms a fetched value unless the store was cleared (or the key removed) since the fetch started, with the
+    /// changes logged since then applied to it (outside the lock, and again if the value moved meanwhile).
+    private func confirmFetched(
+        _ value: Value, for key: Key, fetch id: Int, epoch: Int, generation: Int
+    ) -> StoreResponse<Value>? {
+        while true {
+            let read = state.withLock { state -> (changes: [@Sendable (Value?) -> Value?], stamp: Int)? in
+                guard state.epoch == epoch, (state.entries[key]?.generation ?? 0) == generation,
+                    let log = state.fetchLogs[key], let start = log.fetches[id]
+                else { return nil }
+                return (
+                    log.changeLog.filter { $0.sequence > start }.map(\.change),
+                    state.entries[key]?.confirmedVersion ?? 0
+                )
+            }
+            guard let read else {
+                endFetch(id, of: key)
+                return nil
+            }
+            let rebased = read.changes.reduce(Optional(value)) { value, change in change(value) }
+            let savedAt = now()
+            let outcome = state.withLock {
+                state -> (applied: Bool, Snapshot?, StoredValue<Value>?, [@Sendable (Value?) -> Value?]) in
+                guard state.epoch == epoch, (state.entries[key]?.generation ?? 0) == generation,
+                    state.fetchLogs[key]?.fetches[id] != nil
+                else { return (true, nil, nil, []) }
+                guard (state.entries[key]?.confirmedVersion ?? 0) == read.stamp else { return (false, nil, nil, []) }
+                let released = state.endFetch(id, of: key)
+                let origin: StoreOrigin = read.changes.isEmpty ? .network : .local
+                let replaced = state.setConfirmed(
+                    rebased.map { StoredValue(value: $0, origin: origin, savedAt: savedAt) }, for: key)
+                state.levelOperations.append(rebased.map { .save(key, $0, levels.indices) } ?? .remove(key))
+                return (true, state.snapshot(for: key), replaced, released)
+            }
+            guard outcome.applied else { continue }
+            withExtendedLifetime((outcome.2, outcome.3)) {}  // released after unlocking
+            guard let snapshot = outcome.1 else {
+                endFetch(id, of: key)
+                return nil
+            }
+            publish(snapshot)
+            applyLevelOperations()
+            return snapshot.response
         }
     }
 
     /// Attaches `error` to the key's shown value, or fails the read when there is nothing to show.
-    private func reportOrFail(_ key: Key, _ error: any Error, _ fail: @Sendable (any Error) -> Void) {
+    private func reportOrFail(
+        _ key: Key, _ error: any Error, _ answer: @Sendable (StoreResponse<Value>) -> Void,
+        _ fail: @Sendable (any Error) -> Void
+    ) {
         let snapshot = state.withLock { state -> Snapshot? in
             guard state.entries[key]?.confirmed != nil || !(state.entries[key]?.pending.isEmpty ?? true) else {
                 return nil
@@ -332,6 +477,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         guard let snapshot else { return fail(error) }
         publish(snapshot)
+        answer(snapshot.response)
+    }
+
+    /// What the key shows now, without publishing anything; `nil` when the store never heard of the key.
+    private func currentResponse(for key: Key) -> StoreResponse<Value>? {
+        state.withLock { $0.peek(at: key) }?.response
     }
 
     // MARK: State
@@ -348,7 +499,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         ifEpoch epoch: Int? = nil,
         generation: Int? = nil,
         error: (any Error)? = nil,
-        ifUnchangedSince stamp: Stamp? = nil
+        ifUnchangedSince stamp: Stamp? = nil,
+        loggedAs change: (@Sendable (Value?) -> Value?)? = nil
     ) -> StoreResponse<Value>? {
         let (snapshot, replaced) = state.withLock { state -> (Snapshot?, StoredValue<Value>?) in
             if let epoch, state.epoch != epoch { return (nil, nil) }
@@ -360,6 +512,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return (nil, nil)
             }
             let replaced = state.setConfirmed(StoredValue(value: value, origin: origin, savedAt: savedAt), for: key)
+            if let change { state.fetchLogs[key]?.log(change) }
             if !targets.isEmpty { state.levelOperations.append(.save(key, value, targets)) }
             state.entries[key]!.error = error
             defer { state.entries[key]!.error = nil }
@@ -394,6 +547,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 if accepted {
                     replaced = state.setConfirmed(
                         confirmed.map { StoredValue(value: $0, origin: .local, savedAt: now()) }, for: key)
+                    state.fetchLogs[key]?.log(mutation.change)
                     state.levelOperations.append(confirmed.map { .save(key, $0, levels.indices) } ?? .remove(key))
                 }
                 return (true, state.snapshot(for: key), mutation, replaced)
@@ -454,10 +608,21 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let timers = state.withLock { state in state.debounced.removeValue(forKey: key) ?? [:] }
             for (_, write) in timers { write.timer.cancel() }
             for level in levels { level.cache.removeValue(for: key, completion: report) }
-        case .removeAll:
+        case .removeAll(let done):
             let timers = state.withLock { exchange(&$0.debounced, with: [:]) }
             for write in timers.values.flatMap(\.values) { write.timer.cancel() }
-            for level in levels { level.cache.removeAll(completion: report) }
+            guard !levels.isEmpty else { return done() }
+            let remaining = Locked(levels.count)
+            for level in levels {
+                level.cache.removeAll { result in
+                    report(result)
+                    let isLast = remaining.withLock { remaining -> Bool in
+                        remaining -= 1
+                        return remaining == 0
+                    }
+                    if isLast { done() }
+                }
+            }
         }
     }
 
@@ -532,7 +697,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case save(Key, Value, Range<Int>)
         case flush(Key, Int, Int, Value)
         case remove(Key)
-        case removeAll
+        case removeAll(@Sendable () -> Void)
     }
 
     private struct Entry: Sendable {
@@ -543,6 +708,32 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var generation = 0
         var version = 0
         var error: (any Error)?
+    }
+
+    /// The fetches of a key in flight, and the local changes made meanwhile, which their values may miss.
+    private struct FetchLog: Sendable {
+        /// The fetches in flight, by id, with the sequence number of the oldest change their value may miss.
+        var fetches: [Int: Int] = [:]
+        /// The local changes made while fetches were in flight, to apply again to their values.
+        var changeLog: [(sequence: Int, change: @Sendable (Value?) -> Value?)] = []
+        var nextSequence = 0
+
+        /// Notes `change` (just applied to `confirmed`) for the fetches in flight.
+        mutating func log(_ change: @escaping @Sendable (Value?) -> Value?) {
+            guard !fetches.isEmpty else { return }
+            nextSequence += 1
+            changeLog.append((nextSequence, change))
+        }
+
+        /// Forgets fetch `id`, and the logged changes no fetch in flight needs any more (returned, to be released
+        /// after unlocking).
+        mutating func endFetch(_ id: Int) -> [@Sendable (Value?) -> Value?] {
+            fetches[id] = nil
+            let oldest = fetches.values.min() ?? .max
+            let kept = changeLog.filter { $0.sequence > oldest }
+            defer { changeLog = kept }
+            return changeLog.filter { $0.sequence <= oldest }.map(\.change)
+        }
     }
 
     /// What the key shows, captured under the lock and computed outside it.
@@ -566,6 +757,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private struct State: Sendable {
         var entries: [Key: Entry] = [:]
+        var fetchLogs: [Key: FetchLog] = [:]
         var subjects: [Key: CurrentValueStreamSubject<StoreResponse<Value>?, Never>] = [:]
         var debounced: [Key: [Int: DebouncedWrite]] = [:]
         var levelOperations: [LevelOperation] = []
@@ -573,10 +765,39 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var epoch = 0
         var nextID = 0
 
+        /// Forgets fetch `id` of `key`, and the logged changes no fetch in flight needs any more (returned, to be
+        /// released after unlocking).
+        mutating func endFetch(_ id: Int, of key: Key) -> [@Sendable (Value?) -> Value?] {
+            guard var log = fetchLogs.removeValue(forKey: key) else { return [] }
+            let released = log.endFetch(id)
+            if !log.fetches.isEmpty { fetchLogs[key] = log }
+            return released
+        }
+
         /// Replaces the key's confirmed value and returns the old one (to be released after unlocking).
         mutating func setConfirmed(_ stored: StoredValue<Value>?, for key: Key) -> StoredValue<Value>? {
             entries[key, default: Entry()].confirmedVersion += 1
             return exchange(&entries[key]!.confirmed, with: stored)
+        }
+
+        /// Whether the key has a confirmed value that `policy` may serve as it is (for ``ReadPolicy/cacheFirst(maxAge:)``
+        /// only while it is young enough).
+        func hasUsableValue(for key: Key, under policy: ReadPolicy, now: Date) -> Bool {
+            guard let confirmed = entries[key]?.confirmed else { return false }
+            switch policy.kind {
+            case .networkFirst, .networkOnly: return false
+            case .cacheFirst, .cacheThenNetwork, .cacheOnly:
+                guard let maxAge = policy.maxAge else { return true }
+                return CacheExpiry<Value>.maxAge(maxAge).isFresh(confirmed.value, savedAt: confirmed.savedAt, now: now)
+            }
+        }
+
+        /// The key's shown value, at its current version.
+        func peek(at key: Key) -> Snapshot? {
+            guard let entry = entries[key] else { return nil }
+            return Snapshot(
+                key: key, version: entry.version, confirmed: entry.confirmed, changes: entry.pending.map(\.change),
+                error: entry.error)
         }
 
         /// The key's shown value, with a new version.
@@ -623,9 +844,22 @@ public struct ReadPolicy: Sendable, Equatable {
     }
 
     let kind: Kind
+    /// For ``cacheFirst(maxAge:)``: how old the store's own value may be (`nil`: any age).
+    let maxAge: Duration?
+
+    init(kind: Kind, maxAge: Duration? = nil) {
+        self.kind = kind
+        self.maxAge = maxAge
+    }
 
     /// The store's or a level's value when there is one, else the network.
     public static let cacheFirst = ReadPolicy(kind: .cacheFirst)
+    /// Like ``cacheFirst``, but the store's own value counts only while it was saved less than `maxAge` ago (the
+    /// levels apply their own expiry); an older one is read anew from the levels, else the network, and stays shown
+    /// if both fail.
+    public static func cacheFirst(maxAge: Duration) -> ReadPolicy {
+        ReadPolicy(kind: .cacheFirst, maxAge: maxAge)
+    }
     /// The cached value at once when there is one, then the network's (stale-while-revalidate).
     public static let cacheThenNetwork = ReadPolicy(kind: .cacheThenNetwork)
     /// The network, else the cache.

@@ -1,14 +1,17 @@
-/// Publishes the loading state of one resource to every observer, and coalesces loads: while a load is in flight,
-/// more `load()` calls join it instead of starting another.
+/// The loading state of one resource, for every screen that shows it: a view of one ``Store`` key that adds what a
+/// screen needs beside the value (loading, the last failure) and coalesces loads.
 ///
 /// ```swift
-/// let repository = ResourceRepository(loader: composer.friendsLoader, refreshLoader: composer.refreshLoader)
-/// let subscription = repository.state.sink { state in render(state) } // .idle, .loading, .loaded([...])
-/// repository.load()
+/// let repository = ResourceRepository(store: store, key: "u1")
+/// let subscription = repository.state.sink { state in render(state) } // .idle, .loading, .loaded(...), .failed
+/// repository.load()        // joins a load in flight
+/// repository.refresh()     // always fetches anew
+/// repository.mutate({ $0?.renamed("Ada L.") }, commit: api.rename("u1", to: "Ada L."))
 /// ```
-/// The repository is itself a ``Loader``: `load(completion:)` joins the load in flight, and its token cancels only
-/// that caller's interest. State changes are delivered on the scheduler given at creation (the main queue by
-/// default), in order, to any number of observers.
+/// The value shown is always the store's: a live update written to the store, an optimistic change, a removal or
+/// a clear shows at once, whoever made it. The repository is itself a ``Loader``: `load(completion:)` joins the load
+/// in flight, and its token cancels only that caller's interest. State changes are delivered on the scheduler given
+/// at creation (the main queue by default), in order, to any number of observers.
 public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     /// The error of a load that was in flight when ``wipe()`` was called.
     public struct WipedError: Error, Equatable {
@@ -16,10 +19,15 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         public init() {}
     }
 
-    /// A published state and the generation that published it: a load's result is published only if no other
-    /// state (a wipe, an optimistic value, another load) was published since the load started.
+    /// One read or fetch of the key: its completion, and its token.
+    private typealias Operation =
+        @Sendable (@escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void)
+        -> any CancellationToken
+
+    /// A published state and the version that published it (publishes from several threads may arrive out of
+    /// order: an older one never overwrites a newer one).
     private struct Stamped: Sendable {
-        var generation: Int
+        var version: Int
         var state: LoadingState<Value>
     }
 
@@ -28,43 +36,79 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         let completion: LoadCompletion<Value>
     }
 
-    private struct Flight: Sendable {
-        var loadID = 0
-        var isLoading = false
-        var token: (any CancellationToken)?
+    private struct Flights: Sendable {
+        /// Bumped by a wipe: what started before it is ignored when it completes.
+        var epoch = 0
+        /// The load every `load()` joins while it runs.
+        var load: (id: Int, token: (any CancellationToken)?)?
         var waiters: [Waiter] = []
-        var nextWaiterID = 0
+        /// The refreshes in flight, by id.
+        var refreshes: [Int: (any CancellationToken)?] = [:]
+        var nextID = 0
+        /// The store's latest response for the key.
+        var shown: StoreResponse<Value>?
+        /// The failure of the latest finished read, until the next one succeeds.
+        var error: (any Error)?
+        var version = 0
+
+        var isLoading: Bool { load != nil || !refreshes.isEmpty }
+
+        mutating func state() -> Stamped {
+            version += 1
+            let value = shown?.value
+            let state: LoadingState<Value> =
+                if isLoading {
+                    .loading(previous: value)
+                } else if let error {
+                    .failed(error, previous: value)
+                } else if let value {
+                    .loaded(value)
+                } else {
+                    .idle
+                }
+            return Stamped(version: version, state: state)
+        }
     }
 
-    private let loader: AnyLoader<Value>
-    private let refreshLoader: AnyLoader<Value>
-    private let subject = CurrentValueStreamSubject<Stamped, Never>(Stamped(generation: 0, state: .idle))
+    private let read: Operation
+    private let fetchAnew: Operation
+    private let change:
+        @Sendable (
+            _ change: @escaping @Sendable (Value?) -> Value?, _ commit: AnyLoader<Void>,
+            _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+        ) -> any CancellationToken
+    private let forget: @Sendable () -> Void
+    private let subject = CurrentValueStreamSubject<Stamped, Never>(Stamped(version: 0, state: .idle))
     private let deliveredState: EventStream<LoadingState<Value>, Never>
-    private let flight = Locked(Flight())
+    private let flights = Locked(Flights())
+    private let observation = Locked<StreamSubscription?>(nil)
 
-    /// Creates a repository over `loader`; `refresh()` uses `refreshLoader` (for example one that skips the
-    /// memory cache), or `loader` when it is `nil`. State is delivered on `scheduler`.
-    public init<L: Loader, R: Loader, S: Scheduler>(loader: L, refreshLoader: R?, scheduler: S)
-    where L.Output == Value, R.Output == Value {
-        self.loader = AnyLoader(loader)
-        self.refreshLoader = refreshLoader.map(AnyLoader.init) ?? AnyLoader(loader)
+    /// Creates a repository showing `key` of `store`: `load()` reads it with `policy`, `refresh()` fetches it anew.
+    /// State is delivered on `scheduler`.
+    public init<Key>(
+        store: Store<Key, Value>,
+        key: Key,
+        policy: ReadPolicy = .cacheFirst,
+        scheduler: some Scheduler = .main
+    ) {
+        read = { completion in store.read(key, policy: policy).load(completion: completion) }
+        fetchAnew = { completion in store.refresh(key).load(completion: completion) }
+        change = { change, commit, completion in store.mutate(key, change, commit: commit, completion: completion) }
+        forget = { store.remove(key) }
         deliveredState = subject.stream.map(\.state).receive(on: scheduler)
+        let subscription = store.changes(for: key).sink { [weak self] response in self?.show(response) }
+        observation.withLock { $0 = subscription }
     }
 
-    /// Creates a repository delivering state on the main queue.
-    public convenience init<L: Loader, R: Loader>(loader: L, refreshLoader: R?)
-    where L.Output == Value, R.Output == Value {
-        self.init(loader: loader, refreshLoader: refreshLoader, scheduler: .main)
+    /// Creates a repository over `loader` alone: `load()` runs it (joining a load in flight) and `refresh()` runs it
+    /// anew; the last value stays shown when a later load fails. State is delivered on `scheduler`.
+    public convenience init<L: Loader>(loader: L, scheduler: some Scheduler = .main) where L.Output == Value {
+        let store = Store<LoaderKey, Value>(levels: [], fetch: LoaderFamily { _ in loader })
+        self.init(store: store, key: LoaderKey(), policy: .networkFirst, scheduler: scheduler)
     }
 
-    /// Creates a repository without a separate refresh loader, delivering state on `scheduler`.
-    public convenience init<L: Loader, S: Scheduler>(loader: L, scheduler: S) where L.Output == Value {
-        self.init(loader: loader, refreshLoader: L?.none, scheduler: scheduler)
-    }
-
-    /// Creates a repository without a separate refresh loader, delivering state on the main queue.
-    public convenience init<L: Loader>(loader: L) where L.Output == Value {
-        self.init(loader: loader, refreshLoader: L?.none, scheduler: .main)
+    deinit {
+        observation.withLock { $0 }?.cancel()
     }
 
     /// The loading state: the current one at once, then every change, for any number of observers.
@@ -80,90 +124,173 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     /// Loads unless a load is in flight (then nothing new starts): the state goes to loading (keeping the value
     /// shown), then to loaded or failed.
     public func load() {
-        join(loader, completion: nil)
+        join(completion: nil)
     }
 
-    /// Loads with the refresh loader, unless a load is in flight.
+    /// Fetches anew, even while a load is in flight (it is never absorbed by a load that started before it): the
+    /// state goes to loading (keeping the value shown) until every load and refresh has finished.
     public func refresh() {
-        join(refreshLoader, completion: nil)
+        let (id, epoch, stamped) = flights.withLock { flights -> (Int, Int, Stamped) in
+            flights.nextID += 1
+            flights.refreshes[flights.nextID] = .some(nil)
+            return (flights.nextID, flights.epoch, flights.state())
+        }
+        publish(stamped)
+        let token = fetchAnew { [weak self] result in
+            self?.finish(epoch: epoch, with: result) { flights in flights.refreshes.removeValue(forKey: id) != nil }
+        }
+        keep(token, epoch: epoch) { flights in
+            guard flights.refreshes[id] != nil else { return false }
+            flights.refreshes[id] = token
+            return true
+        }
     }
 
     /// Joins the load in flight, or starts one, and calls `completion` with its result (the state is published
     /// too). Cancelling the token drops this caller's completion only; the shared load goes on.
     @discardableResult
     public func load(completion: @escaping LoadCompletion<Value>) -> any CancellationToken {
-        let id = join(loader, completion: completion)
+        let id = join(completion: completion)
         return AnyCancellationToken { [weak self] in
-            let removed = self?.flight.withLock { flight -> Waiter? in
-                flight.waiters.firstIndex { $0.id == id }.map { flight.waiters.remove(at: $0) }
+            let removed = self?.flights.withLock { flights -> Waiter? in
+                flights.waiters.firstIndex { $0.id == id }.map { flights.waiters.remove(at: $0) }
             }
             withExtendedLifetime(removed) {}  // the caller's completion is released after unlocking
         }
     }
 
-    /// Publishes `value` as loaded, at once (for optimistic updates). A load in flight still completes its callers,
-    /// but no longer publishes, so its older result cannot overwrite `value`.
-    public func publish(_ value: Value) {
-        publish(state: .loaded(value))
+    /// Shows `change` applied to the value at once and sends it upstream with `commit`: an optimistic edit made
+    /// through the store. When `commit` fails only this change is undone; see ``Store/mutate(_:_:commit:completion:)``.
+    @discardableResult
+    public func mutate<Commit: Loader>(
+        _ change: @escaping @Sendable (Value?) -> Value?,
+        commit: Commit,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
+    ) -> any CancellationToken {
+        let commit = AnyLoader<Void>(commit.map { _ in () })
+        return self.change(change, commit, completion)
     }
 
-    /// Publishes `state` as is, with the same rule as ``publish(_:)`` for a load in flight.
-    public func publish(state newState: LoadingState<Value>) {
-        subject.update { Stamped(generation: $0.generation + 1, state: newState) }
-    }
-
-    /// Forgets everything: cancels the load in flight (its callers fail with ``WipedError``) and goes back to
-    /// idle. Nothing from before the wipe is published afterwards.
+    /// Forgets the resource: cancels the loads in flight (their callers fail with ``WipedError``), removes the key
+    /// from the store (and its levels), and goes back to idle. Nothing from before the wipe is shown afterwards.
     public func wipe() {
-        let (token, waiters) = flight.withLock { flight -> ((any CancellationToken)?, [Waiter]) in
-            flight.loadID += 1
-            flight.isLoading = false
-            return (exchange(&flight.token, with: nil), exchange(&flight.waiters, with: []))
+        let (tokens, waiters, stamped) = flights.withLock {
+            flights -> ([any CancellationToken], [Waiter], Stamped) in
+            flights.epoch += 1
+            var tokens = flights.refreshes.values.compactMap { $0 }
+            if let token = flights.load?.token { tokens.append(token) }
+            flights.load = nil
+            flights.refreshes = [:]
+            flights.error = nil
+            return (tokens, exchange(&flights.waiters, with: []), flights.state())
         }
-        token?.cancel()
-        publish(state: .idle)
+        for token in tokens { token.cancel() }
+        publish(stamped)
+        forget()
         for waiter in waiters { waiter.completion(.failure(WipedError())) }
     }
 
+    // MARK: Flights
+
     @discardableResult
-    private func join(_ loader: AnyLoader<Value>, completion: LoadCompletion<Value>?) -> Int {
-        let (waiterID, loadID) = flight.withLock { flight -> (Int, Int?) in
-            let id = flight.nextWaiterID
-            flight.nextWaiterID += 1
-            if let completion { flight.waiters.append(Waiter(id: id, completion: completion)) }
-            guard !flight.isLoading else { return (id, nil) }
-            flight.isLoading = true
-            flight.loadID += 1
-            return (id, flight.loadID)
+    private func join(completion: LoadCompletion<Value>?) -> Int {
+        let (waiterID, start) = flights.withLock { flights -> (Int, (id: Int, epoch: Int, Stamped)?) in
+            flights.nextID += 1
+            let id = flights.nextID
+            if let completion { flights.waiters.append(Waiter(id: id, completion: completion)) }
+            guard flights.load == nil else { return (id, nil) }
+            flights.load = (id, nil)
+            return (id, (id, flights.epoch, flights.state()))
         }
-        guard let loadID else { return waiterID }
-        let generation =
-            subject.update {
-                Stamped(generation: $0.generation + 1, state: $0.state.startingLoad())
-            }?.generation ?? 0
-        let token = loader.load { [weak self] result in
-            self?.finish(loadID: loadID, generation: generation, with: result)
+        guard let (loadID, epoch, stamped) = start else { return waiterID }
+        publish(stamped)
+        let token = read { [weak self] result in
+            self?.finish(epoch: epoch, with: result) { flights in
+                guard flights.load?.id == loadID else { return false }
+                flights.load = nil
+                return true
+            }
         }
-        let isStale = flight.withLock { flight -> Bool in
-            guard flight.loadID == loadID, flight.isLoading else { return true }
-            flight.token = token
-            return false
+        keep(token, epoch: epoch) { flights in
+            guard flights.load?.id == loadID else { return false }
+            flights.load?.token = token
+            return true
         }
-        if isStale { token.cancel() }
         return waiterID
     }
 
-    private func finish(loadID: Int, generation: Int, with result: Result<Value, any Error>) {
-        let finished = flight.withLock { flight -> ([Waiter], (any CancellationToken)?)? in
-            guard flight.loadID == loadID, flight.isLoading else { return nil }
-            flight.isLoading = false
-            return (exchange(&flight.waiters, with: []), exchange(&flight.token, with: nil))
+    /// Keeps `token` where `store` puts it while its flight runs; cancels it when a wipe came first.
+    private func keep(
+        _ token: any CancellationToken, epoch: Int, in store: @Sendable (inout Flights) -> Bool
+    ) {
+        let isWiped = flights.withLock { flights -> Bool in
+            guard flights.epoch == epoch else { return true }
+            _ = store(&flights)  // false when the flight already finished: nothing to keep
+            return false
         }
-        guard let (waiters, _) = finished else { return }
-        subject.update { stamped in
-            guard stamped.generation == generation else { return nil }
-            return Stamped(generation: generation, state: stamped.state.finishingLoad(with: result))
+        if isWiped { token.cancel() }
+    }
+
+    private func finish(
+        epoch: Int,
+        with result: Result<StoreResponse<Value>, any Error>,
+        ending: @Sendable (inout Flights) -> Bool
+    ) {
+        let outcome: Result<Value, any Error>? =
+            switch result {
+            case .success(let response):
+                if let error = response.error {
+                    .failure(error)
+                } else if let value = response.value {
+                    .success(value)
+                } else {
+                    .failure(CacheMiss.absent)
+                }
+            case .failure(let error as StoreError) where error == .discarded:
+                nil  // the key was removed or the store cleared meanwhile: nothing went wrong
+            case .failure(let error):
+                .failure(error)
+            }
+        let finished = flights.withLock { flights -> (waiters: [Waiter], Stamped)? in
+            guard flights.epoch == epoch, ending(&flights) else { return nil }
+            if case .success(let response) = result, response.version > (flights.shown?.version ?? -1) {
+                flights.shown = response
+            }
+            switch outcome {
+            case .failure(let error)?: flights.error = error
+            case .success?: flights.error = nil
+            case nil: break
+            }
+            let waiters = flights.load == nil ? exchange(&flights.waiters, with: []) : []
+            return (waiters, flights.state())
         }
-        for waiter in waiters { waiter.completion(result) }
+        guard let (waiters, stamped) = finished else { return }
+        publish(stamped)
+        let delivered = outcome ?? .failure(StoreError.discarded)
+        for waiter in waiters { waiter.completion(delivered) }
+    }
+
+    /// Takes the store's latest response for the key. While a load runs, what a read or a fetch brought is shown
+    /// when the load finishes (one state change, not two); local changes, removals and clears show at once.
+    private func show(_ response: StoreResponse<Value>) {
+        let (stamped, replaced) = flights.withLock { flights -> (Stamped?, StoreResponse<Value>?) in
+            guard response.version > (flights.shown?.version ?? -1) else { return (nil, nil) }
+            let replaced = exchange(&flights.shown, with: response)
+            let clearsError = response.value == nil && flights.error != nil
+            if clearsError { flights.error = nil }  // removed or cleared: nothing failed to show
+            let changes = response.value != nil || replaced?.value != nil || clearsError
+            let showsNow = !flights.isLoading || response.origin == .local || response.value == nil
+            return (changes && showsNow ? flights.state() : nil, replaced)
+        }
+        withExtendedLifetime(replaced) {}  // released after unlocking
+        guard let stamped else { return }
+        publish(stamped)
+    }
+
+    private func publish(_ stamped: Stamped) {
+        subject.update { current in current.version < stamped.version ? stamped : nil }
     }
 }
+
+/// The one key of a repository built over a loader alone.
+private struct LoaderKey: Hashable, Sendable {}

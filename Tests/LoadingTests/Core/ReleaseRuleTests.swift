@@ -80,7 +80,7 @@ final class ReleaseRuleTests: XCTestCase {
 
     func test_resourceRepository_cancelReleasesCallersCompletionOutsideItsLock() {
         let upstream = LoaderSpy<Int>()
-        let repository = ResourceRepository(loader: upstream, refreshLoader: upstream, scheduler: .immediate)
+        let repository = ResourceRepository(loader: upstream, scheduler: .immediate)
         let token = Locked<(any CancellationToken)?>(nil)
         let delivered = Locked(0)
         let callerToken = repository.load { [probe = DeinitProbe { repository.load { _ in } }] _ in

@@ -131,6 +131,94 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(levels.disk.values["a"], "fresh")
     }
 
+    // MARK: Fetches and changes made while they run
+
+    func test_aFetchThatStartedBeforeAChange_neverUndoesIt_theChangeIsAppliedToItsValue() {
+        let (store, levels, network) = makeSUT()
+        store.write("a", for: "list")
+        let recorder = StreamRecorder(store.changes(for: "list"))
+        let commit = LoaderSpy<Void>()
+
+        network.load("list", into: store.refresh("list"))  // the server answers with what it had then
+        store.update("list") { $0.map { $0 + "+live" } }
+        store.mutate("list", { $0.map { $0 + "+edit" } }, commit: commit)
+        commit.complete(with: ())
+        network.complete("list", with: "server")
+
+        XCTAssertEqual(recorder.values.last?.value, "server+live+edit")
+        XCTAssertEqual(recorder.values.last?.origin, .local, "the fetched value with local changes on top")
+        XCTAssertEqual(levels.disk.values["list"], "server+live+edit", "the levels hold what is shown")
+        network.load("list", into: store.refresh("list"))
+        network.complete("list", with: "later")
+        XCTAssertEqual(recorder.values.last?.value, "later", "a fetch that started after the changes has them")
+        XCTAssertEqual(recorder.values.last?.origin, .network)
+    }
+
+    func test_aReadJoiningAFetchThatStartedBeforeAChange_stillAppliesTheChange() {
+        let (store, _, network) = makeSUT()
+        store.write("a", for: "list")
+        let recorder = StreamRecorder(store.changes(for: "list"))
+
+        let first = LoadRecorder<StoreResponse<String>>()
+        first.load(store.read("list", policy: .networkOnly))
+        store.update("list") { $0.map { $0 + "+live" } }
+        let second = LoadRecorder<StoreResponse<String>>()
+        second.load(store.read("list", policy: .networkOnly))  // shares the fetch that started before the change
+        XCTAssertEqual(network.loadCount(for: "list"), 1)
+        network.complete("list", with: "server")
+
+        XCTAssertEqual(recorder.values.last?.value, "server+live")
+        XCTAssertEqual(second.values.map(\.value), ["server+live"])
+    }
+
+    func test_aFailedOrCancelledFetch_forgetsTheChangesItKept() {
+        let (store, _, network) = makeSUT()
+        store.write("a", for: "list")
+        let token = store.refresh("list").load { _ in }
+        store.update("list") { $0.map { $0 + "+live" } }
+        token.cancel()
+        network.load("list", into: store.refresh("list"))
+        network.complete("list", with: "server")
+
+        let shown = LoadRecorder<StoreResponse<String>>()
+        shown.load(store.read("list", policy: .cacheOnly))
+        XCTAssertEqual(shown.values.map(\.value), ["server"], "the later fetch started after the change")
+    }
+
+    func test_read_networkFirst_deliversTheFetchedValue_notTheValueShownBefore() {
+        let (store, _, network) = makeSUT()
+        store.write("shown", for: "a")
+        let results = LoadRecorder<StoreResponse<String>>()
+
+        results.load(store.read("a", policy: .networkFirst))
+        XCTAssertEqual(results.all.count, 0, "the read waits for the network")
+        network.complete("a", with: "fresh")
+        results.load(store.read("a", policy: .networkOnly))
+        network.fail("a", with: TestError(id: 3))
+
+        XCTAssertEqual(results.values.map(\.value), ["fresh", "fresh"])
+        XCTAssertEqual(results.values.map(\.origin), [.network, .network])
+        XCTAssertNil(results.values.first?.error)
+        XCTAssertEqual(results.values.last?.error as? TestError, TestError(id: 3), "the failure is attached")
+    }
+
+    func test_changes_emitsTheShownValueAndEveryChange_withoutReadingAnything() {
+        let (store, levels, network) = makeSUT()
+        levels.disk.values["a"] = "on disk"
+        let recorder = StreamRecorder(store.changes(for: "a"))
+
+        XCTAssertEqual(recorder.values.count, 0, "nothing is shown yet, and nothing is read")
+        XCTAssertEqual(levels.disk.reads, 0)
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+        store.write("written", for: "a")
+        store.remove("a")
+        let late = StreamRecorder(store.changes(for: "a"))
+
+        XCTAssertEqual(recorder.values.map(\.value), ["written", nil])
+        XCTAssertEqual(late.values.map(\.value), [nil], "a late observer gets what is shown now")
+        XCTAssertNil(recorder.completion)
+    }
+
     func test_read_deliversThePolicysFirstResponse() {
         let (store, levels, _) = makeSUT()
         levels.memory.insert("cached", for: "a")

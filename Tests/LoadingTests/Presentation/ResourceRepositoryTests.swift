@@ -8,7 +8,7 @@ final class ResourceRepositoryTests: XCTestCase {
     typealias State = LoadingState<[Int]>
 
     func test_publishesIdleThenLoadingThenLoaded_toEveryObserver() {
-        let (sut, loader, _) = makeSUT()
+        let (sut, loader) = makeSUT()
         let first = StreamRecorder(sut.state)
         sut.load()
         let second = StreamRecorder(sut.state)
@@ -19,14 +19,14 @@ final class ResourceRepositoryTests: XCTestCase {
     }
 
     func test_failedLoad_publishesFailure_andFailedRefreshKeepsTheValue() {
-        let (sut, loader, refresh) = makeSUT()
+        let (sut, loader) = makeSUT()
         let recorder = StreamRecorder(sut.state)
         sut.load()
         loader.fail(with: TestError(id: 1))
         sut.load()
         loader.complete(with: [1])
         sut.refresh()
-        refresh.fail(with: TestError(id: 2))
+        loader.fail(with: TestError(id: 2))
 
         XCTAssertEqual(
             recorder.values,
@@ -35,12 +35,58 @@ final class ResourceRepositoryTests: XCTestCase {
                 .loading(previous: nil), .loaded([1]),
                 .loading(previous: [1]), .failed(TestError(id: 2), previous: [1]),
             ])
-        XCTAssertEqual(loader.loadCount, 2)
-        XCTAssertEqual(refresh.loadCount, 1, "refresh uses the refresh loader")
+        XCTAssertEqual(loader.loadCount, 3)
+    }
+
+    func test_refresh_isNeverAbsorbedByALoadInFlight() {
+        let (sut, loader) = makeSUT()
+        let recorder = StreamRecorder(sut.state)
+        sut.load()
+        sut.refresh()
+
+        XCTAssertEqual(loader.loadCount, 2, "the refresh fetches anew while the load runs")
+        loader.complete(with: [1], at: 0)
+        XCTAssertEqual(recorder.values.last, .loading(previous: [1]), "loading until the refresh is done too")
+        loader.complete(with: [2], at: 1)
+        XCTAssertEqual(recorder.values.last, .loaded([2]))
+    }
+
+    func test_storeBacked_showsEveryChangeOfTheKey_whoeverMadeIt() {
+        let network = KeyedLoaderSpy<String, [Int]>()
+        let store = Store<String, [Int]>(levels: [], fetch: LoaderFamily { network[$0] })
+        let sut = ResourceRepository(store: store, key: "a", scheduler: .immediate)
+        let recorder = StreamRecorder(sut.state)
+
+        store.write([1], for: "a")
+        sut.load()
+        store.write([2], for: "b")
+        store.update("a") { $0.map { $0 + [3] } }
+        store.remove("a")
+
+        XCTAssertEqual(
+            recorder.values, [.idle, .loaded([1]), .loading(previous: [1]), .loaded([1]), .loaded([1, 3]), .idle])
+        XCTAssertEqual(network.loadCount(for: "a"), 0, "cache first: the store's value is enough")
+    }
+
+    func test_optimisticEdit_throughTheStore_undoesOnlyWhatFailed() {
+        let network = KeyedLoaderSpy<String, [Int]>()
+        let store = Store<String, [Int]>(levels: [], fetch: LoaderFamily { network[$0] })
+        let sut = ResourceRepository(store: store, key: "a", scheduler: .immediate)
+        store.write([1, 2, 3], for: "a")
+        let first = LoaderSpy<Void>()
+        let second = LoaderSpy<Void>()
+
+        sut.mutate({ $0?.filter { $0 != 1 } }, commit: first)
+        sut.mutate({ $0?.filter { $0 != 2 } }, commit: second)
+        XCTAssertEqual(sut.currentState, .loaded([3]))
+        first.fail(with: TestError(id: 1))
+        second.complete(with: ())
+
+        XCTAssertEqual(sut.currentState, .loaded([1, 3]))
     }
 
     func test_concurrentLoads_coalesceIntoOneUnderlyingLoad() {
-        let (sut, loader, _) = makeSUT()
+        let (sut, loader) = makeSUT()
         let completions = Locked(0)
         let group = DispatchGroup()
         let callers = 1_000
@@ -61,7 +107,7 @@ final class ResourceRepositoryTests: XCTestCase {
     }
 
     func test_cancelledCaller_isDroppedWhileTheSharedLoadGoesOn() {
-        let (sut, loader, _) = makeSUT()
+        let (sut, loader) = makeSUT()
         let results = LoadRecorder<[Int]>()
         let cancelled = results.load(sut)
         results.load(sut)
@@ -73,7 +119,7 @@ final class ResourceRepositoryTests: XCTestCase {
     }
 
     func test_wipeDuringAnInFlightLoad_publishesIdleAndNothingAfterwards() {
-        let (sut, loader, _) = makeSUT()
+        let (sut, loader) = makeSUT()
         let recorder = StreamRecorder(sut.state)
         let results = LoadRecorder<[Int]>()
         results.load(sut)
@@ -89,15 +135,15 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(recorder.values.last, .loaded([2]), "the repository works again after a wipe")
     }
 
-    func test_publishDuringAnInFlightLoad_winsOverTheOlderResult() {
-        let (sut, loader, _) = makeSUT()
+    func test_optimisticEditDuringAnInFlightLoad_staysAppliedOverTheLoadedValue() {
+        let (sut, loader) = makeSUT()
         let results = LoadRecorder<[Int]>()
         results.load(sut)
-        sut.publish([9])
+        sut.mutate({ ($0 ?? []) + [9] }, commit: LoaderSpy<Void>())
         loader.complete(with: [1])
 
-        XCTAssertEqual(sut.currentState, .loaded([9]))
-        XCTAssertEqual(results.values, [[1]], "callers still get their load's result")
+        XCTAssertEqual(sut.currentState, .loaded([1, 9]))
+        XCTAssertEqual(results.values, [[1, 9]], "callers get the value shown")
     }
 
     func test_deliversStateOnTheGivenScheduler() {
@@ -127,10 +173,9 @@ final class ResourceRepositoryTests: XCTestCase {
         subscription.cancel()
     }
 
-    private func makeSUT() -> (ResourceRepository<[Int]>, LoaderSpy<[Int]>, LoaderSpy<[Int]>) {
+    private func makeSUT() -> (ResourceRepository<[Int]>, LoaderSpy<[Int]>) {
         let loader = LoaderSpy<[Int]>()
-        let refresh = LoaderSpy<[Int]>()
-        let sut = ResourceRepository(loader: loader, refreshLoader: refresh, scheduler: .immediate)
-        return (sut, loader, refresh)
+        let sut = ResourceRepository(loader: loader, scheduler: .immediate)
+        return (sut, loader)
     }
 }
