@@ -159,7 +159,15 @@ public struct FriendsComposer: Sendable {
         self.memoryStore = memoryStore
         self.databaseStore = databaseStore
         self.deleter = deleter
-        self.remoteFriend = remoteFriend?.coalesced()
+        self.remoteFriend = remoteFriend.map { family in
+            LoaderFamily { id in
+                family[id].handleEvents(
+                    onStart: { onEvent(.started(.network)) },
+                    onValue: { _ in onEvent(.loaded(.network, count: 1)) },
+                    onFailure: { onEvent(.failed(.network, $0)) })
+            }
+            .coalesced()
+        }
         self.updates = updates
         self.onEvent = onEvent
         let expiry: CacheExpiry<[Friend]> = maxAge.map { .maxAge($0) } ?? .never

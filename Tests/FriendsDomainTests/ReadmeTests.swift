@@ -22,12 +22,14 @@ final class ReadmeTests: XCTestCase {
                 saveDebounce: .milliseconds(500)))
 
         let token = composer.friendsLoader.load { _ in XCTFail("cancelled loads never complete") }
+        let friend = composer.friend(id: "u1").load { _ in XCTFail("cancelled loads never complete") }
         let live = composer.friendsStream().sink { _ in
         } receiveValue: { _ in
         }
         // README: end
 
         token.cancel()
+        friend.cancel()
         live.cancel()
         XCTAssertFalse(live.isActive)
         RunLoop.current.run(until: Date().addingTimeInterval(0.05))
@@ -50,7 +52,7 @@ final class ReadmeTests: XCTestCase {
         }
         repository.load()
         repository.remove(id: "u1", optimistic: true)  // published at once; restored if the server refuses
-        repository.wipe()  // logout: idle, memory and database emptied
+        repository.wipe()  // logout: idle, memory and database emptied, pending saves cancelled
 
         let sections = composer.sections().sections.sink { sections in
             // Online, All friends, Recently updated

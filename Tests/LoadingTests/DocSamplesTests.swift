@@ -39,6 +39,16 @@ private struct QuoteLoader: Loader {
     func render(_ state: LoadingState<[String]>) {}
 }
 
+/// A loader that delivers `value` at once.
+private struct Just<Output: Sendable>: Loader {
+    let value: Output
+    init(_ value: Output) { self.value = value }
+    func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
+        completion(.success(value))
+        return AnyCancellationToken()
+    }
+}
+
 // MARK: AnyCache from an actor
 
 private actor QuoteStore {
@@ -137,6 +147,45 @@ final class DocSamplesTests: XCTestCase {
         let entry = memory["u1"]
         entry.save(1) { _ in }
         XCTAssertEqual(try memory.cachedValue(for: "u1").get().value, 1)
+    }
+
+    func test_storeBackedRepositoryAndChanges() {
+        let store = Store<String, String>(levels: [], fetch: LoaderFamily { id in Just("Ada (\(id))") })
+        let rendered = Locked<[String]>([])
+        @Sendable func render(_ state: LoadingState<String>) { rendered.withLock { $0.append("\(state)") } }
+        @Sendable func render(_ value: String?) { rendered.withLock { $0.append(value ?? "nil") } }
+
+        // ResourceRepository and CachingAndTheStore.md
+        let repository = ResourceRepository(store: store, key: "u1", scheduler: .immediate)
+        let subscription = repository.state.sink { state in render(state) }  // .idle, .loading, .loaded(...), .failed
+        repository.load()  // joins a load in flight
+        repository.refresh()  // always fetches anew
+        repository.mutate({ $0.map { $0 + " L." } }, commit: Just(()))
+
+        // Store.changes(for:)
+        let changes = store.changes(for: "u1").sink { response in render(response.value) }
+
+        XCTAssertEqual(repository.currentState.value, "Ada (u1) L.")
+        XCTAssertEqual(rendered.withLock { $0 }.last, "Ada (u1) L.")
+        subscription.cancel()
+        changes.cancel()
+    }
+
+    func test_tryMap() {
+        let friends = Just(["Ada"])
+        let first = friends.tryMap { friends in
+            guard let friend = friends.first else { throw CacheMiss.absent }
+            return friend
+        }
+        let results = LoadRecorder<String>()
+        results.load(first)
+        results.load(
+            Just([String]()).tryMap { friends in
+                guard let friend = friends.first else { throw CacheMiss.absent }
+                return friend
+            })
+        XCTAssertEqual(results.values, ["Ada"])
+        XCTAssertEqual(results.errors.first as? CacheMiss, .absent)
     }
 
     @MainActor

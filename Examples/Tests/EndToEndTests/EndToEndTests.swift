@@ -136,6 +136,69 @@ final class EndToEndTests: XCTestCase {
         subscription.cancel()
     }
 
+    func test_aConfirmedDeleteStaysDeleted_throughALoadAnsweredMeanwhileAndALiveUpdateAfter() throws {
+        let server = try makeServer(for: self)
+        let databaseURL = makeDatabaseURL(for: self)
+        let composer = FriendsComposer(
+            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: .milliseconds(100)),
+            session: makeSession())
+        let repository = FriendsRepository(composer: composer)
+        let lists = Locked<[[Friend]]>([])
+        let subscription = composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            lists.withLock { $0.append(list) }
+        }
+        waitUntil { lists.withLock { $0.last } == sampleFriends() && server.openEventStreams == 1 }
+
+        server.setLatency(.milliseconds(300))
+        repository.refresh()  // the server reads its list (Ada included) now, and answers in 300 ms
+        waitUntil { server.listRequestCount == 2 }
+        let deleted = Locked<Result<Void, any Error>?>(nil)
+        repository.remove(id: "u1", optimistic: true) { result in deleted.withLock { $0 = result } }
+        waitUntil { deleted.withLock { $0 } != nil }
+        XCTAssertNoThrow(try deleted.withLock { $0 }?.get())
+        server.setLatency(.milliseconds(5))
+        var renamed = sampleFriends()[1]
+        renamed.name = "Renamed after the delete"
+        server.push(.upsert(renamed))
+
+        let expected = [renamed, sampleFriends()[2]]
+        waitUntil { lists.withLock { $0.last } == expected }
+        waitUntil { repository.currentState.value == expected }
+        waitUntil { self.storedFriends(at: databaseURL) == expected }
+        XCTAssertFalse(lists.withLock { $0.last }?.contains { $0.id == "u1" } ?? true, "the deleted friend is gone")
+        subscription.cancel()
+    }
+
+    func test_logoutWithALiveSubscriptionAndADebouncedSavePending_leavesNothingOnDisk() throws {
+        let server = try makeServer(for: self)
+        let databaseURL = makeDatabaseURL(for: self)
+        let composer = FriendsComposer(
+            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: .milliseconds(300)),
+            session: makeSession())
+        let repository = FriendsRepository(composer: composer)
+        let lists = Locked<[[Friend]]>([])
+        let subscription = composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            lists.withLock { $0.append(list) }
+        }
+        waitUntil { lists.withLock { $0.last } == sampleFriends() && server.openEventStreams == 1 }
+        waitUntil { self.storedFriends(at: databaseURL) == sampleFriends() }
+
+        let newcomer = Friend(
+            id: "u9", name: "Newcomer", status: .online, updatedAt: Date(timeIntervalSince1970: 1_795_000_100))
+        server.push(.upsert(newcomer))
+        waitUntil { lists.withLock { $0.last }?.contains(newcomer) == true }  // its database save waits 300 ms
+        let wiped = expectation(description: "wiped")
+        repository.wipe { wiped.fulfill() }
+        wait(for: [wiped], timeout: 5)
+        RunLoop.current.run(until: Date().addingTimeInterval(0.8))
+
+        XCTAssertNil(storedFriends(at: databaseURL), "the pending save was cancelled: nothing reappears on disk")
+        XCTAssertEqual(lists.withLock { $0.last }, [], "the screen shows nothing")
+        subscription.cancel()
+    }
+
     func test_reconnectsAfterTheServerDropsTheEventStream() throws {
         let server = try makeServer(for: self)
         let updates = ServerSentEventsFriendsUpdates(

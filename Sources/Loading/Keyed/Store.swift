@@ -632,8 +632,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             state.nextID += 1
             return state.nextID
         }
-        let timer = levels[index].scheduler.schedule(after: interval) { [weak self] in
-            guard let self else { return }
+        // The timer keeps the store alive until it fires: a store released with a write pending still writes it.
+        let timer = levels[index].scheduler.schedule(after: interval) { [self] in
             state.withLock { $0.levelOperations.append(.flush(key, index, id, value)) }
             applyLevelOperations()
         }
@@ -826,7 +826,8 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// A level whose writes are debounced: the last value of a burst of changes to a key is written once no newer
-    /// one came for `interval` on `scheduler` (a database under a stream of live updates).
+    /// one came for `interval` on `scheduler` (a database under a stream of live updates). A write waiting keeps the
+    /// store alive until it lands, so releasing the store loses none; a removal or a clear cancels it.
     public static func cache(
         _ cache: some KeyedCache<Key, Value>,
         name: String,

@@ -131,6 +131,22 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(levels.disk.values["a"], "fresh")
     }
 
+    func test_aDebouncedWriteWaiting_landsEvenWhenTheStoreIsReleased() {
+        let scheduler = TestScheduler()
+        let disk = SpyCache(now: { [clock] in clock.now })
+        var store: Store<String, String>? = Store(
+            levels: [.cache(disk, name: "disk", debouncingWritesFor: .milliseconds(500), scheduler: scheduler)],
+            fetch: LoaderFamily { _ in LoaderSpy<String>() })
+        weak let released = store
+        store?.write("last", for: "a")
+        store = nil
+
+        scheduler.advance(by: .milliseconds(500))
+
+        XCTAssertEqual(disk.values["a"], "last")
+        XCTAssertNil(released, "and then the store goes away")
+    }
+
     // MARK: Fetches and changes made while they run
 
     func test_aFetchThatStartedBeforeAChange_neverUndoesIt_theChangeIsAppliedToItsValue() {
