@@ -42,8 +42,8 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         /// The load every `load()` joins while it runs.
         var load: (id: Int, token: (any CancellationToken)?)?
         var waiters: [Waiter] = []
-        /// The refreshes in flight, by id.
-        var refreshes: [Int: (any CancellationToken)?] = [:]
+        /// The refreshes in flight, by id, with their tokens and their callers' completions.
+        var refreshes: [Int: (token: (any CancellationToken)?, completion: LoadCompletion<Value>?)] = [:]
         var nextID = 0
         /// The store's latest response for the key.
         var shown: StoreResponse<Value>?
@@ -128,20 +128,24 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     }
 
     /// Fetches anew, even while a load is in flight (it is never absorbed by a load that started before it): the
-    /// state goes to loading (keeping the value shown) until every load and refresh has finished.
-    public func refresh() {
+    /// state goes to loading (keeping the value shown) until every load and refresh has finished. `completion`, when
+    /// given, receives this refresh's result (after the state is published).
+    public func refresh(completion: LoadCompletion<Value>? = nil) {
         let (id, epoch, stamped) = flights.withLock { flights -> (Int, Int, Stamped) in
             flights.nextID += 1
-            flights.refreshes[flights.nextID] = .some(nil)
+            flights.refreshes[flights.nextID] = (nil, completion)
             return (flights.nextID, flights.epoch, flights.state())
         }
         publish(stamped)
         let token = fetchAnew { [weak self] result in
-            self?.finish(epoch: epoch, with: result) { flights in flights.refreshes.removeValue(forKey: id) != nil }
+            self?.finish(epoch: epoch, with: result) { flights in
+                guard let refresh = flights.refreshes.removeValue(forKey: id) else { return nil }
+                return refresh.completion.map { [$0] } ?? []
+            }
         }
         keep(token, epoch: epoch) { flights in
             guard flights.refreshes[id] != nil else { return false }
-            flights.refreshes[id] = token
+            flights.refreshes[id]?.token = token
             return true
         }
     }
@@ -175,19 +179,20 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     /// from the store (and its levels), and goes back to idle. Nothing from before the wipe is shown afterwards.
     public func wipe() {
         let (tokens, waiters, stamped) = flights.withLock {
-            flights -> ([any CancellationToken], [Waiter], Stamped) in
+            flights -> ([any CancellationToken], [LoadCompletion<Value>], Stamped) in
             flights.epoch += 1
-            var tokens = flights.refreshes.values.compactMap { $0 }
+            var tokens = flights.refreshes.values.compactMap(\.token)
             if let token = flights.load?.token { tokens.append(token) }
+            let refreshes = exchange(&flights.refreshes, with: [:]).values.compactMap(\.completion)
             flights.load = nil
-            flights.refreshes = [:]
             flights.error = nil
-            return (tokens, exchange(&flights.waiters, with: []), flights.state())
+            let waiters = exchange(&flights.waiters, with: []).map(\.completion) + refreshes
+            return (tokens, waiters, flights.state())
         }
         for token in tokens { token.cancel() }
         publish(stamped)
         forget()
-        for waiter in waiters { waiter.completion(.failure(WipedError())) }
+        for waiter in waiters { waiter(.failure(WipedError())) }
     }
 
     // MARK: Flights
@@ -206,9 +211,9 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         publish(stamped)
         let token = read { [weak self] result in
             self?.finish(epoch: epoch, with: result) { flights in
-                guard flights.load?.id == loadID else { return false }
+                guard flights.load?.id == loadID else { return nil }
                 flights.load = nil
-                return true
+                return exchange(&flights.waiters, with: []).map(\.completion)
             }
         }
         keep(token, epoch: epoch) { flights in
@@ -231,10 +236,11 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         if isWiped { token.cancel() }
     }
 
+    /// Ends a flight: `ending` returns the completions of its callers, or `nil` when the flight is over already.
     private func finish(
         epoch: Int,
         with result: Result<StoreResponse<Value>, any Error>,
-        ending: @Sendable (inout Flights) -> Bool
+        ending: @Sendable (inout Flights) -> [LoadCompletion<Value>]?
     ) {
         let outcome: Result<Value, any Error>? =
             switch result {
@@ -251,8 +257,8 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
             case .failure(let error):
                 .failure(error)
             }
-        let finished = flights.withLock { flights -> (waiters: [Waiter], Stamped)? in
-            guard flights.epoch == epoch, ending(&flights) else { return nil }
+        let finished = flights.withLock { flights -> (callers: [LoadCompletion<Value>], Stamped)? in
+            guard flights.epoch == epoch, let callers = ending(&flights) else { return nil }
             if case .success(let response) = result, response.version > (flights.shown?.version ?? -1) {
                 flights.shown = response
             }
@@ -261,13 +267,12 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
             case .success?: flights.error = nil
             case nil: break
             }
-            let waiters = flights.load == nil ? exchange(&flights.waiters, with: []) : []
-            return (waiters, flights.state())
+            return (callers, flights.state())
         }
-        guard let (waiters, stamped) = finished else { return }
+        guard let (callers, stamped) = finished else { return }
         publish(stamped)
         let delivered = outcome ?? .failure(StoreError.discarded)
-        for waiter in waiters { waiter.completion(delivered) }
+        for caller in callers { caller(delivered) }
     }
 
     /// Takes the store's latest response for the key. While a load runs, what a read or a fetch brought is shown

@@ -51,6 +51,21 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(recorder.values.last, .loaded([2]))
     }
 
+    func test_refreshCompletion_receivesThatRefreshsResult_andAWipeFailsIt() {
+        let (sut, loader) = makeSUT()
+        let results = LoadRecorder<[Int]>()
+        sut.refresh(completion: results.record)
+        loader.complete(with: [1])
+        sut.refresh(completion: results.record)
+        sut.wipe()
+        loader.complete(with: [2])
+
+        XCTAssertEqual(results.count, 2)
+        XCTAssertEqual(try? results.all.first?.get(), [1])
+        assertError(results.all.last, ResourceRepository<[Int]>.WipedError())
+        XCTAssertEqual(sut.currentState, .idle)
+    }
+
     func test_storeBacked_showsEveryChangeOfTheKey_whoeverMadeIt() {
         let network = KeyedLoaderSpy<String, [Int]>()
         let store = Store<String, [Int]>(levels: [], fetch: LoaderFamily { network[$0] })

@@ -1,0 +1,111 @@
+#if canImport(Observation)
+    import Foundation
+    import Loading
+    import LoadingTestSupport
+    import Observation
+    import XCTest
+
+    /// A screen's view model on the main actor binds to the model as SwiftUI or UIKit would: it reads the model's
+    /// properties in `withObservationTracking` and renders again after each change. No `assumeIsolated` anywhere.
+    @MainActor
+    private final class FriendsScreen {
+        let model: ResourceModel<[String]>
+        private(set) var rendered: [LoadingState<[String]>] = []
+
+        init(model: ResourceModel<[String]>) {
+            self.model = model
+            render()
+        }
+
+        private func render() {
+            let state = withObservationTracking {
+                model.state
+            } onChange: { [weak self] in
+                Task { @MainActor in self?.render() }  // onChange runs before the change: render after it
+            }
+            rendered.append(state)
+        }
+    }
+
+    @MainActor
+    final class ResourceModelTests: XCTestCase {
+        func test_aMainActorScreen_observesLoading_loaded_refreshed_failedKeepingTheValue() async {
+            let network = KeyedLoaderSpy<String, [String]>()
+            let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { network[$0] })
+            let screen = FriendsScreen(model: ResourceModel(store: store, key: "friends"))
+
+            screen.model.load()
+            await rendered(screen, count: 2)
+            network.complete("friends", with: ["Ada"])
+            await rendered(screen, count: 3)
+            let refreshed = Task { await screen.model.refresh() }
+            await rendered(screen, count: 4)
+            network.complete("friends", with: ["Ada", "Grace"])
+            await refreshed.value
+            await rendered(screen, count: 5)
+            let failed = Task { await screen.model.refresh() }
+            await rendered(screen, count: 6)
+            network.fail("friends", with: TestError(id: 1))
+            await failed.value
+            await rendered(screen, count: 7)
+
+            XCTAssertEqual(
+                screen.rendered,
+                [
+                    .idle, .loading(previous: nil), .loaded(["Ada"]),
+                    .loading(previous: ["Ada"]), .loaded(["Ada", "Grace"]),
+                    .loading(previous: ["Ada", "Grace"]), .failed(TestError(id: 1), previous: ["Ada", "Grace"]),
+                ])
+            XCTAssertEqual(screen.model.value, ["Ada", "Grace"], "the value stays shown after the failure")
+            XCTAssertEqual(screen.model.error as? TestError, TestError(id: 1))
+            XCTAssertFalse(screen.model.isLoading)
+        }
+
+        func test_followsEveryChangeOfTheKey_liveUpdatesAndOptimisticEditsIncluded() async {
+            let network = KeyedLoaderSpy<String, [String]>()
+            let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { network[$0] })
+            store.write(["Ada"], for: "friends")
+            let model = ResourceModel(store: store, key: "friends")
+            XCTAssertEqual(model.state, .loaded(["Ada"]), "what the store shows, at once")
+
+            let commit = LoaderSpy<Void>()
+            DispatchQueue.global().async { store.update("friends") { $0.map { $0 + ["Grace"] } } }  // a live update
+            await until { model.value == ["Ada", "Grace"] }
+            model.mutate({ $0?.filter { $0 != "Ada" } }, commit: commit)
+            XCTAssertEqual(model.value, ["Grace"], "an optimistic edit shows at once")
+            commit.fail(with: TestError(id: 2))
+            XCTAssertEqual(model.value, ["Ada", "Grace"], "and is undone when refused")
+        }
+
+        func test_asyncRefresh_returnsOnceTheFreshValueIsShown() async {
+            let network = KeyedLoaderSpy<String, [String]>()
+            let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { network[$0] })
+            let model = ResourceModel(store: store, key: "friends")
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) {
+                network.complete("friends", with: ["Fresh"])
+            }
+
+            await model.refresh()
+
+            XCTAssertEqual(model.state, .loaded(["Fresh"]))
+        }
+
+        func test_overALoaderAlone() async {
+            let loader = LoaderSpy<[String]>()
+            let model = ResourceModel(loader: loader)
+            model.load()
+            loader.complete(with: ["Ada"])
+            XCTAssertEqual(model.state, .loaded(["Ada"]))
+        }
+
+        private func rendered(_ screen: FriendsScreen, count: Int) async {
+            await until { screen.rendered.count >= count }
+        }
+
+        private func until(_ condition: () -> Bool) async {
+            let deadline = Date().addingTimeInterval(5)
+            while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+            XCTAssertTrue(condition(), "timed out")
+        }
+    }
+#endif
