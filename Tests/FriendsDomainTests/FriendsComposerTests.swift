@@ -8,7 +8,7 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// Seed 000's requirements, one test each, with test doubles for the stores, the network and the updates.
+/// The composer's requirements, one test each, with test doubles for the stores, the network and the updates.
 final class FriendsComposerTests: XCTestCase {
     func test_requirement1_memoryHitTouchesNeitherDatabaseNorNetwork() throws {
         let (sut, parts) = makeSUT()

@@ -3,34 +3,33 @@ import FriendsDomain
 import Loading
 import XCTest
 
-/// The README's FriendsDomain snippet, compiled as written (the loads are cancelled at once: no network here).
+/// The README's FriendsDomain samples, compiled and run as written.
 final class ReadmeTests: XCTestCase {
-    func test_readmeComposerSnippetBuilds() {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
-        let databasePath = directory.appendingPathComponent("friends.sqlite").path
+    func test_readmeComposerSnippetRuns() {
+        let applicationSupport = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "readme-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: applicationSupport, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: applicationSupport) }
 
-        // README: begin
+        // Sample: begin
         let composer = FriendsComposer(
             configuration: .init(
                 baseURL: URL(string: "https://api.example.com/v1")!,
-                databaseURL: URL(fileURLWithPath: databasePath),
-                maxAge: .seconds(300),
+                databaseURL: applicationSupport.appendingPathComponent("friends.sqlite"),
+                maxAge: .seconds(300),  // cache policy
                 retry: .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
-                timeout: .seconds(10),
-                saveDebounce: .milliseconds(500)))
+                timeout: .seconds(10),  // per network attempt
+                saveDebounce: .milliseconds(500)))  // database saves during updates
 
-        let token = composer.friendsLoader.load { _ in XCTFail("cancelled loads never complete") }
-        let friend = composer.friend(id: "u1").load { _ in XCTFail("cancelled loads never complete") }
+        composer.friendsLoader.load { result in print(result) }  // one load
+        composer.friend(id: "u1").load { result in print(result) }  // one friend, from the list or the API
         let live = composer.friendsStream().sink { _ in
-        } receiveValue: { _ in
-        }
-        // README: end
+        } receiveValue: { friends in
+            print(friends)
+        }  // and updates
+        // Sample: end
 
-        token.cancel()
-        friend.cancel()
-        live.cancel()
+        live.cancel()  // there is no network here: the loads fail, on the main queue
         XCTAssertFalse(live.isActive)
         RunLoop.current.run(until: Date().addingTimeInterval(0.05))
     }
@@ -41,7 +40,7 @@ final class ReadmeTests: XCTestCase {
         let composer = FriendsComposer(
             memoryStore: memory, databaseStore: SQLiteFriendsStore.inMemory(), remote: AnyLoader { [] })
 
-        // README: begin
+        // Sample: begin
         let repository = FriendsRepository(composer: composer)
         let viewModel = FriendsViewModel(states: repository.state)
         let screen = viewModel.viewStates.sink { state in
@@ -58,7 +57,7 @@ final class ReadmeTests: XCTestCase {
             // Online, All friends, Recently updated
             for section in sections { print(section.title, section.state.value?.count ?? 0) }
         }
-        // README: end
+        // Sample: end
 
         RunLoop.current.run(until: Date().addingTimeInterval(0.1))
         XCTAssertEqual(

@@ -31,13 +31,17 @@ private struct QuoteLoader: Loader {
 
 // MARK: sink(on:)
 
-@MainActor private final class FriendsScreen {
+// Sample: begin
+@MainActor final class FriendsScreen {
     var subscription: StreamSubscription?
+
     func bind(to states: EventStream<LoadingState<[String]>, Never>) {
         subscription = states.sink(on: .main) { [weak self] state in self?.render(state) }
     }
+
     func render(_ state: LoadingState<[String]>) {}
 }
+// Sample: end
 
 /// A loader that delivers `value` at once.
 private struct Just<Output: Sendable>: Loader {

@@ -9,7 +9,7 @@ final class ReadmeCompositionTests: XCTestCase {
         let database = InMemoryCache<[String]>()
         let remote = AnyLoader<[String]> { ["Ada", "Grace"] }
 
-        // README: begin
+        // Sample: begin
         let friends =
             memory
             .fallback(to: database.caching(to: memory))
@@ -20,8 +20,9 @@ final class ReadmeCompositionTests: XCTestCase {
             )
             .dispatchOnMainQueue()
 
-        let list = try await friends.load()
-        // README: end
+        friends.load { result in print(result) }  // callback; returns a token that cancels the load
+        let list = try await friends.load()  // async/await; cancelling the Task cancels the load
+        // Sample: end
 
         XCTAssertEqual(list, ["Ada", "Grace"])
         XCTAssertEqual(memory.value, ["Ada", "Grace"], "network results are cached in memory")

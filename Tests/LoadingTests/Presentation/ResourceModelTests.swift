@@ -8,7 +8,7 @@
     /// A screen's view model on the main actor binds to the model as SwiftUI or UIKit would: it reads the model's
     /// properties in `withObservationTracking` and renders again after each change. No `assumeIsolated` anywhere.
     @MainActor
-    private final class FriendsScreen {
+    private final class RenderingScreen {
         let model: ResourceModel<[String]>
         private(set) var rendered: [LoadingState<[String]>] = []
 
@@ -32,7 +32,7 @@
         func test_aMainActorScreen_observesLoading_loaded_refreshed_failedKeepingTheValue() async {
             let network = KeyedLoaderSpy<String, [String]>()
             let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { network[$0] })
-            let screen = FriendsScreen(model: ResourceModel(store: store, key: "friends"))
+            let screen = RenderingScreen(model: ResourceModel(store: store, key: "friends"))
 
             screen.model.load()
             await rendered(screen, count: 2)
@@ -98,7 +98,7 @@
             XCTAssertEqual(model.state, .loaded(["Ada"]))
         }
 
-        private func rendered(_ screen: FriendsScreen, count: Int) async {
+        private func rendered(_ screen: RenderingScreen, count: Int) async {
             await until { screen.rendered.count >= count }
         }
 

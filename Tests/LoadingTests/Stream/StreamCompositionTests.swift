@@ -3,7 +3,16 @@ import Loading
 import LoadingTestSupport
 import XCTest
 
-/// Seed 000's Combine composition, written with the stream core: memory, else the database (cached to memory),
+private let received = Locked<[[StreamCompositionTests.Friend]]>([])
+private let renderedOnMain = Locked(true)
+
+/// What the README's sample renders.
+private func render(_ list: [StreamCompositionTests.Friend]) {
+    if !Thread.isMainThread { renderedOnMain.withLock { $0 = false } }
+    received.withLock { $0.append(list) }
+}
+
+/// The README's stream composition: memory, else the database (cached to memory),
 /// else the network (cached to both), merged with live updates that replace a friend by id and are cached to both,
 /// delivered on the main queue.
 final class StreamCompositionTests: XCTestCase {
@@ -13,11 +22,13 @@ final class StreamCompositionTests: XCTestCase {
     }
 
     func test_seedComposition_loadsFromNetworkCachesBothAndMergesLiveUpdates() {
+        received.withLock { $0 = [] }
         let memory = InMemoryCache<[Friend]>()
         let database = InMemoryCache<[Friend]>()
         let network = LoaderSpy<[Friend]>()
         let updates = StreamSubject<Friend, Never>()
 
+        // Sample: begin
         let friends = memory.asStream()
             .fallback(to: database.asStream().caching(to: memory))
             .fallback(
@@ -38,13 +49,11 @@ final class StreamCompositionTests: XCTestCase {
             )
             .receive(on: .main)
 
-        let received = Locked<[[Friend]]>([])
-        let onMain = Locked(true)
         let subscription = friends.sink { _ in
         } receiveValue: { list in
-            if !Thread.isMainThread { onMain.withLock { $0 = false } }
-            received.withLock { $0.append(list) }
+            render(list)
         }
+        // Sample: end
 
         let ada = Friend(id: "1", name: "Ada")
         let grace = Friend(id: "2", name: "Grace")
@@ -61,7 +70,7 @@ final class StreamCompositionTests: XCTestCase {
         XCTAssertEqual(received.withLock { $0 }, [[ada, grace], [ada, renamed]])
         XCTAssertEqual(memory.value, [ada, renamed], "the updated list is cached in memory")
         XCTAssertEqual(database.value, [ada, renamed], "and in the database")
-        XCTAssertTrue(onMain.withLock { $0 })
+        XCTAssertTrue(renderedOnMain.withLock { $0 })
         subscription.cancel()
     }
 

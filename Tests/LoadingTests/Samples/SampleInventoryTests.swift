@@ -1,0 +1,116 @@
+import Foundation
+import XCTest
+
+/// Every Swift sample of the README and the DocC articles is compiled (and run) by a test: each appears, as written
+/// (comments, spacing and trailing commas aside), between `// Sample: begin` and `// Sample: end` in a test file of
+/// this repository. Exempt: package manifest fragments (first line `// Package.swift`) and SwiftUI or UIKit code
+/// (it imports SwiftUI or UIKit), which is for reading on Linux; the models it binds to are tested.
+final class SampleInventoryTests: XCTestCase {
+    private let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func test_everySampleOfTheReadmeAndTheArticles_isCompiledByATest() throws {
+        let articles = try FileManager.default.contentsOfDirectory(
+            at: root.appendingPathComponent("Sources/Loading/Loading.docc"), includingPropertiesForKeys: nil
+        ).filter { $0.pathExtension == "md" }
+        let documents = [root.appendingPathComponent("README.md")] + articles.sorted { $0.path < $1.path }
+        let regions = try testFiles().flatMap { try Self.regions(in: String(contentsOf: $0, encoding: .utf8)) }
+            .map(Self.normalized)
+        XCTAssertFalse(regions.isEmpty)
+
+        var checked = 0
+        for document in documents {
+            let text = try String(contentsOf: document, encoding: .utf8)
+            for (line, block) in Self.swiftBlocks(in: text) where !Self.isExempt(block) {
+                checked += 1
+                let sample = Self.normalized(block)
+                XCTAssertTrue(
+                    regions.contains { $0.contains(sample) },
+                    "\(document.lastPathComponent):\(line): no test compiles this sample:\n\(block)")
+            }
+        }
+        XCTAssertGreaterThan(checked, 10)
+    }
+
+    private func testFiles() -> [URL] {
+        ["Tests", "Examples/Tests"].flatMap { folder -> [URL] in
+            let enumerator = FileManager.default.enumerator(
+                at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
+            return (enumerator?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "swift" }
+        }
+    }
+
+    /// The Swift code blocks of a Markdown text, with the line each starts on.
+    static func swiftBlocks(in text: String) -> [(line: Int, code: String)] {
+        var blocks: [(Int, String)] = []
+        var current: (Int, [Substring])?
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            if current == nil, line.trimmingCharacters(in: .whitespaces) == "```swift" {
+                current = (index + 2, [])
+            } else if let block = current, line.trimmingCharacters(in: .whitespaces) == "```" {
+                blocks.append((block.0, block.1.joined(separator: "\n")))
+                current = nil
+            } else if current != nil {
+                current!.1.append(line)
+            }
+        }
+        return blocks
+    }
+
+    /// The text between `// Sample: begin` and `// Sample: end` lines.
+    static func regions(in source: String) -> [String] {
+        var regions: [String] = []
+        var current: [Substring]?
+        for line in source.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed == "// Sample: begin" {
+                current = []
+            } else if trimmed == "// Sample: end", let lines = current {
+                regions.append(lines.joined(separator: "\n"))
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return regions
+    }
+
+    static func isExempt(_ block: String) -> Bool {
+        block.hasPrefix("// Package.swift") || block.contains("import SwiftUI") || block.contains("import UIKit")
+    }
+
+    /// The code without imports, comments, whitespace and trailing commas.
+    static func normalized(_ code: String) -> String {
+        var result = ""
+        var index = code.startIndex
+        var inString = false
+        while index < code.endIndex {
+            let rest = code[index...]
+            if !inString, rest.hasPrefix("//") {
+                index = rest.firstIndex(of: "\n") ?? code.endIndex
+                continue
+            }
+            if !inString, rest.hasPrefix("/*"), let end = rest.range(of: "*/") {
+                index = end.upperBound
+                continue
+            }
+            if !inString, rest.hasPrefix("import "), result.isEmpty || result.last == "\n" {
+                index = rest.firstIndex(of: "\n") ?? code.endIndex
+                continue
+            }
+            let character = code[index]
+            if character == "\"" { inString.toggle() }
+            if character == "\\", inString, code.index(after: index) < code.endIndex {
+                result.append(character)
+                index = code.index(after: index)
+                result.append(code[index])
+                index = code.index(after: index)
+                continue
+            }
+            result.append(character)
+            index = code.index(after: index)
+        }
+        let compact = result.filter { !$0.isWhitespace }
+        return compact.replacingOccurrences(of: ",)", with: ")").replacingOccurrences(of: ",]", with: "]")
+    }
+}
