@@ -33,8 +33,14 @@ public struct AnyCache<Value: Sendable>: Cache {
     ///
     /// ```swift
     /// actor QuoteStore {
-    ///     private(set) var quotes: [String] = []
+    ///     private var quotes: [String]?
+    ///
     ///     func save(_ quotes: [String]) { self.quotes = quotes }
+    ///
+    ///     func load() throws -> [String] {
+    ///         guard let quotes else { throw CacheMiss.absent }
+    ///         return quotes
+    ///     }
     /// }
     /// let store = QuoteStore()
     /// let cache = AnyCache<[String]> { quotes in await store.save(quotes) }

@@ -55,10 +55,7 @@ private struct Just<Output: Sendable>: Loader {
 
 // MARK: AnyCache from an actor
 
-private actor QuoteStore {
-    private(set) var quotes: [String] = []
-    func save(_ quotes: [String]) { self.quotes = quotes }
-}
+// QuoteStore: the Bridging article's, in BridgingSamplesTests.swift.
 
 // MARK: TaskScheduler
 
@@ -115,7 +112,7 @@ final class DocSamplesTests: XCTestCase {
         let saved = expectation(description: "saved")
         cache.save(["q"]) { _ in saved.fulfill() }
         await fulfillment(of: [saved], timeout: 5)
-        let quotes = await store.quotes
+        let quotes = try? await store.load()
         XCTAssertEqual(quotes, ["q"])
     }
 

@@ -77,3 +77,34 @@ extension EventStream where Failure == any Error {
         }
     }
 }
+
+extension EventStream where Failure == any Error {
+    /// A stream of the elements of an async sequence, iterated anew for each subscription in a Task: cancelling the
+    /// subscription cancels the iteration. The stream finishes when the sequence ends and fails when it throws.
+    ///
+    /// The bridge from any async API to streams: an `AsyncStream` a delegate feeds, `NotificationCenter`'s
+    /// notifications, a Combine publisher's `values`.
+    /// ```swift
+    /// let (ticks, continuation) = AsyncStream.makeStream(of: Int.self)
+    /// let stream = EventStream.elements(of: ticks)
+    /// continuation.yield(1)
+    /// ```
+    public static func elements<Elements: AsyncSequence & Sendable>(
+        of sequence: Elements,
+        priority: TaskPriority? = nil
+    ) -> EventStream where Elements.Element == Output {
+        EventStream { observer in
+            let task = Task(priority: priority) {
+                do {
+                    for try await element in sequence {
+                        observer.send(element)
+                    }
+                    observer.finish()
+                } catch {
+                    observer.fail(error)
+                }
+            }
+            observer.onTermination { task.cancel() }
+        }
+    }
+}

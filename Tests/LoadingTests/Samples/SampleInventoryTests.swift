@@ -3,8 +3,8 @@ import XCTest
 
 /// Every Swift sample of the README and the DocC articles is compiled (and run) by a test: each appears, as written
 /// (comments, spacing and trailing commas aside), between `// Sample: begin` and `// Sample: end` in a test file of
-/// this repository. Exempt: package manifest fragments (first line `// Package.swift`) and SwiftUI or UIKit code
-/// (it imports SwiftUI or UIKit), which is for reading on Linux; the models it binds to are tested.
+/// this repository. Exempt: package manifest fragments (first line `// Package.swift`) and SwiftUI, UIKit or Combine code
+/// (it imports them), which is for reading on Linux; what it binds to is tested.
 final class SampleInventoryTests: XCTestCase {
     private let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -76,7 +76,8 @@ final class SampleInventoryTests: XCTestCase {
     }
 
     static func isExempt(_ block: String) -> Bool {
-        block.hasPrefix("// Package.swift") || block.contains("import SwiftUI") || block.contains("import UIKit")
+        block.hasPrefix("// Package.swift")
+            || ["import SwiftUI", "import UIKit", "import Combine"].contains { block.contains($0) }
     }
 
     /// The code without imports, comments, whitespace and trailing commas.

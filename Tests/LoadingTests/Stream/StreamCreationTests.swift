@@ -111,6 +111,54 @@ final class StreamCreationTests: XCTestCase {
 
         XCTAssertEqual(recorder.events.count, 0)
     }
+
+    func test_elements_sendsEachElementThenFinishes_andEachSubscriptionIteratesAnew() async throws {
+        let numbers = AsyncStream<Int> { continuation in
+            for number in 1...3 { continuation.yield(number) }
+            continuation.finish()
+        }
+        let stream = EventStream.elements(of: numbers)
+        var received: [Int] = []
+        for try await number in stream.values { received.append(number) }
+        XCTAssertEqual(received, [1, 2, 3])
+
+        let counting = EventStream.elements(of: Countdown(from: 2))
+        let first = try await counting.values.reduce(into: [Int]()) { $0.append($1) }
+        let second = try await counting.values.reduce(into: [Int]()) { $0.append($1) }
+        XCTAssertEqual(first, [2, 1])
+        XCTAssertEqual(second, [2, 1], "a new subscription iterates the sequence anew")
+    }
+
+    func test_elements_failsWhenTheSequenceThrows() async {
+        let failing = AsyncThrowingStream<Int, any Error> { continuation in
+            continuation.yield(1)
+            continuation.finish(throwing: TestError(id: 4))
+        }
+        var received: [Int] = []
+        do {
+            for try await number in EventStream.elements(of: failing).values { received.append(number) }
+            XCTFail("expected a failure")
+        } catch {
+            XCTAssertEqual(error as? TestError, TestError(id: 4))
+        }
+        XCTAssertEqual(received, [1])
+    }
+}
+
+/// An async sequence counting down to 1.
+private struct Countdown: AsyncSequence, Sendable {
+    let from: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var next: Int
+        mutating func next() async -> Int? {
+            guard next > 0 else { return nil }
+            defer { next -= 1 }
+            return next
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(next: from) }
 }
 
 /// An object whose lifetime a test watches.
