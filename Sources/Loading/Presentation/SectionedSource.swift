@@ -44,6 +44,8 @@ public struct SectionSource<Value: Sendable>: Sendable {
 /// ])
 /// let subscription = sections.sections.sink { sections in render(sections) }
 /// ```
+/// The sections share one value type and one stream. For sections of different types, or to reload one section
+/// alone, give each section its own ``ResourceModel`` (the Screens article shows a screen built that way).
 public struct SectionedSource<Value: Sendable>: Sendable {
     private let sources: [SectionSource<Value>]
 

@@ -109,3 +109,59 @@
         }
     }
 #endif
+
+#if canImport(Observation)
+    struct Ad: Sendable, Equatable {
+        var text: String
+    }
+
+    // Sample: begin
+    @MainActor @Observable final class HomeScreen {
+        let friends: ResourceModel<[Friend]>
+        let ads: ResourceModel<[Ad]>
+
+        init(friends: some Loader<[Friend]>, ads: some Loader<[Ad]>) {
+            self.friends = ResourceModel(loader: friends)
+            self.ads = ResourceModel(loader: ads)
+        }
+
+        func appeared() {
+            friends.load()
+            ads.load()
+        }
+
+        func reloadAds() async {
+            await ads.refresh()  // this section alone
+        }
+    }
+    // Sample: end
+
+    @MainActor
+    final class SectionModelsTests: XCTestCase {
+        func test_sectionsOfDifferentTypes_loadAndFailOnTheirOwn_andOneReloadsAlone() async {
+            let friends = LoaderSpy<[Friend]>()
+            let ads = LoaderSpy<[Ad]>()
+            let screen = HomeScreen(friends: friends, ads: ads)
+
+            screen.appeared()
+            ads.fail(with: TestError(id: 1))
+            XCTAssertEqual(screen.ads.error as? TestError, TestError(id: 1), "the ads section fails alone")
+            XCTAssertTrue(screen.friends.isLoading, "while friends still load")
+            friends.complete(with: [Friend(id: "u1", name: "Ada")])
+            XCTAssertEqual(screen.friends.value, [Friend(id: "u1", name: "Ada")])
+
+            let reloading = Task { await screen.reloadAds() }
+            await until { ads.loadCount == 2 }
+            ads.complete(with: [Ad(text: "Try Loading")])
+            await reloading.value
+
+            XCTAssertEqual(screen.ads.value, [Ad(text: "Try Loading")])
+            XCTAssertEqual(friends.loadCount, 1, "reloading one section leaves the others alone")
+        }
+
+        private func until(_ condition: () -> Bool) async {
+            let deadline = Date().addingTimeInterval(5)
+            while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+        }
+    }
+#endif
