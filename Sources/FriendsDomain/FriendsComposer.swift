@@ -84,6 +84,8 @@ public struct FriendsComposer: Sendable {
         case updateApplied(FriendUpdate)
         /// A store that could not be read at all (a corrupt or truncated database) was deleted and created anew.
         case reset(Source, reason: any Error)
+        /// A step of a traced load (``FriendsComposer/friend(id:)``): each load has its own identity and timeline.
+        case traced(LoadEvent)
     }
 
     /// The in-memory store (the first level of ``store``).
@@ -206,18 +208,26 @@ public struct FriendsComposer: Sendable {
     /// The friend with `id`: from the friends list when it holds them (read as ``friendsLoader`` reads it, without
     /// going to the network for the whole list), else from the API's `GET /friends/{id}`. A friend the API returns
     /// is merged into the list when there is one, so that the list and the friend never disagree. Fails with
-    /// ``FriendsAPIError/notFound`` when neither has the friend. Delivered on the main queue.
+    /// ``FriendsAPIError/notFound`` when neither has the friend (`CacheMiss.absent` when the composition has no
+    /// `remoteFriend`). Delivered on the main queue. Each load is traced:
+    /// ``Event/traced(_:)`` tells its steps ("list", then "network") with their durations.
     public func friend(id: Friend.ID) -> AnyLoader<Friend> {
-        let (store, remoteFriend) = (store, remoteFriend)
+        let (store, remoteFriend, onEvent) = (store, remoteFriend, onEvent)
         let fromList = store.read(.all, policy: .cacheOnly).tryMap { response in
-            guard let friend = response.value?.first(where: { $0.id == id }) else { throw FriendsAPIError.notFound }
+            guard let friend = response.value?.first(where: { $0.id == id }) else { throw CacheMiss.absent }
             return friend
         }
-        guard let remoteFriend else { return fromList.dispatchOnMainQueue().eraseToAnyLoader() }
-        let fromAPI = remoteFriend[id].handleEvents(onValue: { friend in
-            store.update(.all) { list in list?.applying(.upsert(friend)) }
-        })
-        return fromList.fallback(to: fromAPI).dispatchOnMainQueue().eraseToAnyLoader()
+        let fromAPI = remoteFriend.map { family in
+            family[id].handleEvents(onValue: { friend in
+                store.update(.all) { list in list?.applying(.upsert(friend)) }
+            })
+        }
+        return TracedLoader("friend \(id)", observer: { onEvent(.traced($0)) }) { trace in
+            guard let fromAPI else { return fromList.step("list", of: trace).eraseToAnyLoader() }
+            return fromList.step("list", of: trace).fallback(to: fromAPI.step("network", of: trace)).eraseToAnyLoader()
+        }
+        .dispatchOnMainQueue()
+        .eraseToAnyLoader()
     }
 
     /// Requirements 1 to 4 as a stream: the list, then the list after every change (a live update, a delete, a

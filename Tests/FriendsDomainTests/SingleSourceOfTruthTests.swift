@@ -167,6 +167,30 @@ final class SingleSourceOfTruthTests: XCTestCase {
         }
     }
 
+    func test_friendByID_tracesEachLoad_theListThenTheNetwork_withOneIdentityPerLoad() throws {
+        let api = KeyedLoaderSpy<Friend.ID, Friend>()
+        let events = Locked<[LoadEvent]>([])
+        let sut = makeSUT(remoteFriend: LoaderFamily { api[$0] }) { event in
+            if case .traced(let traced) = event { events.withLock { $0.append(traced) } }
+        }
+
+        XCTAssertEqual(try awaitFriend(sut.composer.friend(id: "2"), answering: api, with: grace), grace)
+
+        let steps = events.withLock { $0 }.map { event -> String in
+            switch event.kind {
+            case .started: "started"
+            case .stepStarted(let name): "\(name)?"
+            case .stepSucceeded(let name, _): "\(name) hit"
+            case .stepFailed(let name, let error, _): "\(name) miss \(error is CacheMiss ? "(absent)" : "")"
+            case .succeeded: "succeeded"
+            default: "other"
+            }
+        }
+        XCTAssertEqual(steps, ["started", "list?", "list miss (absent)", "network?", "network hit", "succeeded"])
+        XCTAssertEqual(Set(events.withLock { $0 }.map(\.load)).count, 1)
+        XCTAssertEqual(events.withLock { $0 }.first?.label, "friend 2")
+    }
+
     // MARK: Live updates before the first load
 
     func test_liveUpdatesArrivingBeforeTheFirstLoadCompletes_areAppliedToIt() {

@@ -80,6 +80,7 @@ final class Story: Sendable {
                 await step("Friend by id, from the API", expect: [.network: .hit]) {
                     [try await first.friend(id: "u99").load()]
                 })
+            for line in log.timeline() { output.detail(line) }
             let joined = (try? await first.friendsLoader.load())?.contains(newcomer) == true
             output.detail("GET /friends/u99, then merged into the list: \(joined ? "yes" : "no")")
             record("Friend by id joins the list", joined)
@@ -312,6 +313,30 @@ final class EventRecorder: Sendable {
             }
         }
         return outcomes
+    }
+
+    /// The traced load's steps, one line each: when, what, how long.
+    func timeline() -> [String] {
+        events.withLock { $0 }.compactMap { event -> String? in
+            guard case .traced(let traced) = event else { return nil }
+            let at = "+\(Self.milliseconds(traced.elapsed))"
+            switch traced.kind {
+            case .started: return "\(at) load #\(traced.load) (\(traced.label)) started"
+            case .stepStarted(let step): return "\(at) \(step): asked"
+            case .stepSucceeded(let step, let duration): return "\(at) \(step): hit in \(Self.milliseconds(duration))"
+            case .stepFailed(let step, let error, let duration):
+                return "\(at) \(step): miss in \(Self.milliseconds(duration)) (\(error))"
+            case .retrying(let attempt, let delay, _): return "\(at) attempt \(attempt) in \(Self.milliseconds(delay))"
+            case .succeeded(let duration): return "\(at) done in \(Self.milliseconds(duration))"
+            case .failed(let error, let duration): return "\(at) failed in \(Self.milliseconds(duration)): \(error)"
+            case .cancelled(let duration): return "\(at) cancelled after \(Self.milliseconds(duration))"
+            }
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        let value = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
+        return value < 1 ? String(format: "%.2f ms", value) : String(format: "%.0f ms", value)
     }
 
     func databaseWrites() -> Int {

@@ -55,6 +55,7 @@ public final class RetryLoader<Upstream: Loader>: Loader {
                     attempt(number < .max ? number + 1 : number, pending, trampoline)
                 }
                 let delay = policy.delay(beforeRetry: number, after: error)
+                policy.retryObserver?(number, delay, error)
                 if delay <= .zero {
                     trampoline.run(next)
                 } else {

@@ -22,6 +22,9 @@ public struct RetryPolicy: Sendable {
     /// An attempt that ran at least this long before failing starts the count, and the backoff, over (see
     /// ``resettingAttempts(after:)``); `nil` never starts over.
     public var resetInterval: Duration?
+    /// Told of every retry before its wait: which retry it is (1 for the first), how long the wait is, and the error
+    /// that caused it (see ``observingRetries(_:)``).
+    public var retryObserver: (@Sendable (_ retry: Int, _ delay: Duration, _ error: any Error) -> Void)?
 
     /// Creates a policy; `maxAttempts` below 1 is treated as 1.
     public init(
@@ -59,6 +62,26 @@ public struct RetryPolicy: Sendable {
             maxAttempts: maxAttempts,
             backoff: .exponential(initial: initial, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter),
             maxDelay: maxDelay)
+    }
+
+    /// A copy that tells `observe` of every retry before waiting for it (after the observer already set, if any):
+    /// for logs, metrics and ``LoadTrace``.
+    ///
+    /// ```swift
+    /// remote.retry(.constant(.seconds(1), maxAttempts: 3).observingRetries { retry, delay, error in
+    ///     print("retry \(retry) in \(delay) after \(error)")
+    /// })
+    /// ```
+    public func observingRetries(
+        _ observe: @escaping @Sendable (_ retry: Int, _ delay: Duration, _ error: any Error) -> Void
+    ) -> RetryPolicy {
+        var policy = self
+        let previous = retryObserver
+        policy.retryObserver = { retry, delay, error in
+            previous?(retry, delay, error)
+            observe(retry, delay, error)
+        }
+        return policy
     }
 
     /// A copy that retries only the errors `predicate` accepts.

@@ -57,6 +57,7 @@ extension EventStream {
                         observer: observer, trampoline: trampoline)
                 }
                 let delay = policy.delay(beforeRetry: number, after: error)
+                policy.retryObserver?(number, delay, error)
                 guard delay > .zero else { return trampoline.run(next) }
                 // A child lifetime for the wait, so that a cancel stops the timer and a fired timer leaves nothing
                 // behind on the subscription.
