@@ -129,7 +129,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), atomically
     /// with respect to every other change: `transform` runs outside the lock, and again if the value changed
-    /// meanwhile. Writes the result to every level (`nil` removes it from them) and shows it.
+    /// meanwhile. Writes the result to every level (`nil` removes it from them) and shows it. When the key has no
+    /// value and `transform` makes none, nothing changes, except that a fetch in flight gets `transform` applied to
+    /// the value it brings (a live update that arrives while the first load runs is kept).
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
         while true {
             let (base, stamp) = state.withLock { state in
@@ -138,6 +140,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let next = transform(base)
             let outcome = state.withLock { state -> (applied: Bool, Snapshot?, StoredValue<Value>?) in
                 guard (state.entries[key]?.confirmedVersion ?? 0) == stamp else { return (false, nil, nil) }
+                guard base != nil || next != nil else {
+                    // Nothing to change (no value, none made): the levels keep what they hold, and a fetch in flight
+                    // gets the change applied to its value.
+                    state.fetchLogs[key]?.log(transform)
+                    return (true, nil, nil)
+                }
                 let replaced = state.setConfirmed(
                     next.map { StoredValue(value: $0, origin: .local, savedAt: now()) }, for: key)
                 state.fetchLogs[key]?.log(transform)

@@ -170,6 +170,26 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(recorder.values.last?.origin, .network)
     }
 
+    func test_anUpdateWhileTheFirstFetchRuns_isAppliedToWhatItBrings_andNeverTouchesTheLevelsBefore() {
+        let (store, levels, network) = makeSUT()
+        let recorder = StreamRecorder(store.stream(for: "list", policy: .networkOnly))
+
+        store.update("list") { $0.map { $0 + "+live" } }  // no value yet: nothing to change, nothing removed
+        network.complete("list", with: "server")
+
+        XCTAssertEqual(recorder.values.map(\.value), ["server+live"])
+        XCTAssertEqual(levels.disk.values["list"], "server+live")
+    }
+
+    func test_anUpdateOfAKeyWithNoValue_leavesTheLevelsAlone() {
+        let (store, levels, _) = makeSUT()
+        levels.disk.values["list"] = "on disk"
+
+        store.update("list") { $0.map { $0 + "+live" } }
+
+        XCTAssertEqual(levels.disk.values["list"], "on disk", "an update that changes nothing removes nothing")
+    }
+
     func test_aReadJoiningAFetchThatStartedBeforeAChange_stillAppliesTheChange() {
         let (store, _, network) = makeSUT()
         store.write("a", for: "list")
