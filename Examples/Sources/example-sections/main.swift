@@ -20,10 +20,10 @@ struct Offline: Error {}
 let favourites = AnyLoader<[Friend]> { throw Offline() }
 
 let sections = SectionedSource([
-    SectionSource(title: "Online", loader: friends.map { $0.filter { $0.status == .online } }),
-    SectionSource(title: "All friends", loader: friends),
-    SectionSource(title: "Recommended", loader: slowRecommendations),
-    SectionSource(title: "Favourites", loader: favourites),
+    TitledSource(title: "Online", loader: friends.map { $0.filter { $0.status == .online } }),
+    TitledSource(title: "All friends", loader: friends),
+    TitledSource(title: "Recommended", loader: slowRecommendations),
+    TitledSource(title: "Favourites", loader: favourites),
 ])
 
 func describe(_ state: LoadingState<[Friend]>) -> String {

@@ -11,9 +11,9 @@ extension FriendsComposer {
     public func sections(recentlyUpdatedLimit: Int = 5) -> SectionedSource<[Friend]> {
         let all = friendsLoader
         return SectionedSource([
-            SectionSource(title: "Online", loader: all.map { $0.filter { $0.status == .online } }),
-            SectionSource(title: "All friends", loader: all),
-            SectionSource(title: "Recently updated", loader: recentlyUpdatedLoader(limit: recentlyUpdatedLimit)),
+            TitledSource(title: "Online", loader: all.map { $0.filter { $0.status == .online } }),
+            TitledSource(title: "All friends", loader: all),
+            TitledSource(title: "Recently updated", loader: recentlyUpdatedLoader(limit: recentlyUpdatedLimit)),
         ])
     }
 

@@ -161,3 +161,24 @@ public struct TracedLoader<Output: Sendable>: Loader {
         }
     }
 }
+
+extension Loader {
+    /// Tells `log` of every failed load as a ``LoadEvent`` (``LoadEvent/Kind/failed(_:duration:)``) with the load's
+    /// identity, `label` and duration, so that the failures of overlapping loads are told apart.
+    ///
+    /// ```swift
+    /// let friends = remote.logErrors(as: "friends") { event in
+    ///     print("load \(event.load) of \(event.label) failed after \(event.elapsed)")
+    /// }
+    /// ```
+    public func logErrors(
+        as label: String,
+        to log: @escaping @Sendable (LoadEvent) -> Void
+    ) -> TracedLoader<Output> {
+        let upstream = self
+        let failures: @Sendable (LoadEvent) -> Void = { event in
+            if case .failed = event.kind { log(event) }
+        }
+        return TracedLoader(label, observer: failures) { _ in upstream }
+    }
+}

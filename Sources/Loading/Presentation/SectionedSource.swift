@@ -1,5 +1,5 @@
-/// One titled section of a screen, with its own loading state.
-public struct LoadingSection<Value: Sendable>: Sendable {
+/// The state of one titled section of a screen: each section loads on its own.
+public struct SectionState<Value: Sendable>: Sendable {
     /// The section's title.
     public var title: String
     /// The section's state: each section loads on its own.
@@ -12,10 +12,10 @@ public struct LoadingSection<Value: Sendable>: Sendable {
     }
 }
 
-extension LoadingSection: Equatable where Value: Equatable {}
+extension SectionState: Equatable where Value: Equatable {}
 
-/// A titled source of one section: a stream of values (a loader works too).
-public struct SectionSource<Value: Sendable>: Sendable {
+/// Where one titled section's values come from: a stream of values (a loader works too).
+public struct TitledSource<Value: Sendable>: Sendable {
     /// The section's title.
     public var title: String
     /// Where the section's values come from.
@@ -39,25 +39,25 @@ public struct SectionSource<Value: Sendable>: Sendable {
 ///
 /// ```swift
 /// let sections = SectionedSource([
-///     SectionSource(title: "Online", loader: friends.map { $0.filter { $0.status == .online } }),
-///     SectionSource(title: "All friends", loader: friends),
+///     TitledSource(title: "Online", loader: friends.map { $0.filter { $0.status == .online } }),
+///     TitledSource(title: "All friends", loader: friends),
 /// ])
 /// let subscription = sections.sections.sink { sections in render(sections) }
 /// ```
 /// The sections share one value type and one stream. For sections of different types, or to reload one section
 /// alone, give each section its own ``ResourceModel`` (the Screens article shows a screen built that way).
 public struct SectionedSource<Value: Sendable>: Sendable {
-    private let sources: [SectionSource<Value>]
+    private let sources: [TitledSource<Value>]
 
     /// Creates the composite, in the order the sections appear.
-    public init(_ sources: [SectionSource<Value>]) {
+    public init(_ sources: [TitledSource<Value>]) {
         self.sources = sources
     }
 
     /// The sections: first all loading, then a new array every time one section's state changes. Finishes when
     /// every source has finished; never fails (failures live in the sections).
-    public var sections: EventStream<[LoadingSection<Value>], Never> {
-        let initial = sources.map { LoadingSection<Value>(title: $0.title, state: .loading(previous: nil)) }
+    public var sections: EventStream<[SectionState<Value>], Never> {
+        let initial = sources.map { SectionState<Value>(title: $0.title, state: .loading(previous: nil)) }
         let changes = EventStream<(index: Int, result: Result<Value, any Error>), Never>.merge(
             sources.enumerated().map { index, source in
                 source.values
@@ -69,6 +69,14 @@ public struct SectionedSource<Value: Sendable>: Sendable {
             sections[change.index].state = sections[change.index].state.finishingLoad(with: change.result)
             return sections
         }
-        return EventStream<[LoadingSection<Value>], Never>.just(initial).merge(with: updates)
+        return EventStream<[SectionState<Value>], Never>.just(initial).merge(with: updates)
     }
 }
+
+/// The former name of ``SectionState``.
+@available(*, deprecated, renamed: "SectionState")
+public typealias LoadingSection<Value: Sendable> = SectionState<Value>
+
+/// The former name of ``TitledSource``.
+@available(*, deprecated, renamed: "TitledSource")
+public typealias SectionSource<Value: Sendable> = TitledSource<Value>

@@ -106,6 +106,26 @@ final class TraceTests: XCTestCase {
             ])
     }
 
+    func test_logErrors_tellsEachFailedLoad_withItsIdentityAndDuration() {
+        let upstream = LoaderSpy<Int>()
+        let failures = Locked<[LoadEvent]>([])
+        let sut = upstream.logErrors(as: "friends") { event in failures.withLock { $0.append(event) } }
+        let results = LoadRecorder<Int>()
+
+        results.load(sut)
+        results.load(sut)
+        results.load(sut)
+        upstream.fail(with: TestError(id: 1), at: 0)
+        upstream.complete(with: 2, at: 1)
+        upstream.fail(with: TestError(id: 3), at: 2)
+
+        let logged = failures.withLock { $0 }
+        XCTAssertEqual(logged.count, 2, "failures only")
+        XCTAssertEqual(Set(logged.map(\.load)).count, 2, "each failed load with its own identity")
+        XCTAssertEqual(logged.map(\.label), ["friends", "friends"])
+        XCTAssertEqual(results.values, [2])
+    }
+
     func test_streamRetry_tellsTheRetryObserverToo() {
         let seen = Locked<[Int]>([])
         let attempts = Locked(0)

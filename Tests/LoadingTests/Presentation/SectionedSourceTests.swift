@@ -8,9 +8,9 @@ final class SectionedSourceTests: XCTestCase {
         let slow = LoaderSpy<[Int]>()
         let failing = LoaderSpy<[Int]>()
         let sut = SectionedSource([
-            SectionSource(title: "Fast", loader: fast),
-            SectionSource(title: "Slow", loader: slow),
-            SectionSource(title: "Failing", loader: failing),
+            TitledSource(title: "Fast", loader: fast),
+            TitledSource(title: "Slow", loader: slow),
+            TitledSource(title: "Failing", loader: failing),
         ])
         let recorder = StreamRecorder(sut.sections)
 
@@ -22,9 +22,9 @@ final class SectionedSourceTests: XCTestCase {
         XCTAssertEqual(
             recorder.values.last,
             [
-                LoadingSection(title: "Fast", state: .loaded([1])),
-                LoadingSection(title: "Slow", state: .loading(previous: nil)),
-                LoadingSection(title: "Failing", state: .failed(TestError(id: 3), previous: nil)),
+                SectionState(title: "Fast", state: .loaded([1])),
+                SectionState(title: "Slow", state: .loading(previous: nil)),
+                SectionState(title: "Failing", state: .failed(TestError(id: 3), previous: nil)),
             ])
         XCTAssertNil(recorder.completion)
         slow.complete(with: [2])
@@ -35,7 +35,7 @@ final class SectionedSourceTests: XCTestCase {
 
     func test_streamSection_updatesAndKeepsItsValueAfterAFailure() {
         let live = StreamSubject<[Int], any Error>()
-        let sut = SectionedSource([SectionSource(title: "Live", values: live.stream)])
+        let sut = SectionedSource([TitledSource(title: "Live", values: live.stream)])
         let recorder = StreamRecorder(sut.sections)
         live.send([1])
         live.send([1, 2])
@@ -50,7 +50,7 @@ final class SectionedSourceTests: XCTestCase {
         let first = LoaderSpy<[Int]>()
         let second = LoaderSpy<[Int]>()
         let recorder = StreamRecorder(
-            SectionedSource([SectionSource(title: "A", loader: first), SectionSource(title: "B", loader: second)])
+            SectionedSource([TitledSource(title: "A", loader: first), TitledSource(title: "B", loader: second)])
                 .sections)
         recorder.cancel()
         XCTAssertEqual(first.cancelledRequests + second.cancelledRequests, [0, 0])
