@@ -19,9 +19,9 @@ import Loading
 /// let composer = FriendsComposer(configuration: .init(
 ///     baseURL: URL(string: "https://api.example.com")!,
 ///     databaseURL: applicationSupport.appendingPathComponent("friends.sqlite")))
-/// composer.friendsLoader.load { result in ... }          // one list, on the main queue
-/// composer.friend(id: "u1").load { result in ... }       // one friend, from the list or the API
-/// let subscription = composer.friendsStream().sink(...)   // the list, then every change, on the main queue
+/// composer.friendsLoader.load { result in render(result) }       // one list, on the main queue
+/// composer.friend(id: "u1").load { result in show(result) }      // one friend, from the list or the API
+/// let subscription = composer.friendsStream().sink { _ in } receiveValue: { list in render(list) }  // then every change
 /// ```
 public struct FriendsComposer: Sendable {
     /// The knobs of the composition.

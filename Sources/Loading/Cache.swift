@@ -32,17 +32,7 @@ public struct AnyCache<Value: Sendable>: Cache {
     /// order they were asked for, each in a `Task`.
     ///
     /// ```swift
-    /// actor QuoteStore {
-    ///     private var quotes: [String]?
-    ///
-    ///     func save(_ quotes: [String]) { self.quotes = quotes }
-    ///
-    ///     func load() throws -> [String] {
-    ///         guard let quotes else { throw CacheMiss.absent }
-    ///         return quotes
-    ///     }
-    /// }
-    /// let store = QuoteStore()
+    /// let store = QuoteStore()  // an actor with `func save(_ quotes: [String])`
     /// let cache = AnyCache<[String]> { quotes in await store.save(quotes) }
     /// ```
     public init(_ save: @escaping @Sendable (Value) async throws -> Void) {

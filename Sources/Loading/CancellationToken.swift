@@ -18,8 +18,10 @@ public protocol CancellationToken: Sendable {
 ///
 /// Use it to wrap a callback API's own handle when building a loader or a stream:
 /// ```swift
-/// AnyLoader { completion in
-///     let task = session.dataTask(with: url) { ... }
+/// let page = AnyLoader<Data> { completion in
+///     let task = session.dataTask(with: url) { data, _, error in
+///         completion(data.map { .success($0) } ?? .failure(error ?? URLError(.badServerResponse)))
+///     }
 ///     task.resume()
 ///     return AnyCancellationToken { task.cancel() }
 /// }

@@ -12,22 +12,7 @@ import XCTest
 
 // MARK: PendingLoad
 
-private struct QuoteLoader: Loader {
-    let session: URLSession
-    let url: URL
-
-    func load(completion: @escaping LoadCompletion<Data>) -> any CancellationToken {
-        let pending = PendingLoad(completion)
-        pending.startStep {
-            let task = session.dataTask(with: url) { data, _, error in
-                pending.complete(data.map { .success($0) } ?? .failure(error ?? URLError(.badServerResponse)))
-            }
-            task.resume()
-            return AnyCancellationToken { task.cancel() }
-        }
-        return pending
-    }
-}
+// QuoteLoader: the PendingLoad sample, in DocCommentSamplesTests.swift.
 
 // MARK: sink(on:)
 

@@ -23,7 +23,7 @@ public struct ServerSentEvent: Equatable, Sendable {
 /// Handles LF, CRLF and CR line endings, multi-line `data:`, comment lines (heartbeats), `id:` and `retry:`.
 /// ```swift
 /// var parser = ServerSentEventParser()
-/// let events = parser.push(Array("event: upsert\ndata: {...}\n\n".utf8))
+/// let events = try parser.push(Array("event: upsert\ndata: {...}\n\n".utf8))
 /// ```
 public struct ServerSentEventParser: Sendable {
     /// An event (its lines, up to the blank line that ends it) was larger than the parser's limit.

@@ -14,7 +14,7 @@ extension Loader {
     /// ahead of it, otherwise asynchronously. See ``MainQueueScheduler``.
     ///
     /// ```swift
-    /// friends.dispatchOnMainQueue().load { result in label.text = ... }
+    /// friends.dispatchOnMainQueue().load { result in render(result) }
     /// ```
     @inlinable
     public func dispatchOnMainQueue() -> ReceiveOnLoader<Self, MainQueueScheduler> {

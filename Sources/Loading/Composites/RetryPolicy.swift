@@ -1,9 +1,9 @@
 /// How many times a failed load is tried, how long to wait between tries, and which errors are worth a retry.
 ///
 /// ```swift
-/// remote.retry(.exponential(initial: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 4))
-/// remote.retry(.constant(.seconds(1), maxAttempts: 3).retrying { $0 is TimeoutError })
-/// liveUpdates.retry(.exponential(initial: .seconds(1), maxAttempts: .max), scheduler: .global())  // for ever
+/// let friends = remote.retry(.exponential(initial: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 4))
+/// let patient = remote.retry(.constant(.seconds(1), maxAttempts: 3).retrying { $0 is TimeoutError })
+/// let live = liveUpdates.retry(.exponential(initial: .seconds(1), maxAttempts: .max), scheduler: .global())  // for ever
 /// ```
 /// `maxAttempts: .max` (``unlimited``) never gives up. An error that conforms to ``RetryAfterError`` can ask for a
 /// longer wait (an HTTP `Retry-After`, a server-sent `retry:`), never longer than ``maxDelay``.
@@ -68,7 +68,7 @@ public struct RetryPolicy: Sendable {
     /// for logs, metrics and ``LoadTrace``.
     ///
     /// ```swift
-    /// remote.retry(.constant(.seconds(1), maxAttempts: 3).observingRetries { retry, delay, error in
+    /// let observed = remote.retry(.constant(.seconds(1), maxAttempts: 3).observingRetries { retry, delay, error in
     ///     print("retry \(retry) in \(delay) after \(error)")
     /// })
     /// ```

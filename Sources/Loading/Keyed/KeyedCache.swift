@@ -78,7 +78,7 @@ public enum CacheMiss: Error, Equatable, CustomStringConvertible {
 ///
 /// ```swift
 /// let entry = memory["u1"]
-/// entry.load { result in ... }         // the value, or CacheMiss
+/// entry.load { result in show(result) } // the value, or CacheMiss
 /// entry.save(ada) { _ in }             // stored under "u1"
 /// ```
 public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
@@ -122,8 +122,8 @@ public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
 /// ``never``, never fresh for ever.
 ///
 /// ```swift
-/// MemoryCache<String, Friend>(expiry: .maxAge(.seconds(300)))
-/// DiskCache<String, Friend>(directory: folder, expiry: .validate { friend, savedAt, now in friend.isPinned })
+/// let memory = MemoryCache<String, Friend>(expiry: .maxAge(.seconds(300)))
+/// let disk = DiskCache<String, Friend>(directory: folder, expiry: .validate { friend, savedAt, now in friend.isPinned })
 /// ```
 public struct CacheExpiry<Value: Sendable>: Sendable {
     @usableFromInline

@@ -3,7 +3,7 @@ import Dispatch
 /// A scheduler that runs work asynchronously on a dispatch queue.
 ///
 /// ```swift
-/// loader.receive(on: .queue(DispatchQueue(label: "saves")))
+/// let saved = loader.receive(on: .queue(DispatchQueue(label: "saves")))
 /// ```
 public struct DispatchQueueScheduler: Scheduler {
     /// The queue work runs on.

@@ -35,7 +35,7 @@ extension EventStream {
     /// A stream that sends the elements of `sequence` in order, then finishes; it stops early when cancelled.
     ///
     /// ```swift
-    /// EventStream<Int, Never>.sequence([1, 2, 3])
+    /// let numbers = EventStream<Int, Never>.sequence([1, 2, 3])
     /// ```
     @inlinable
     public static func sequence<S: Sequence & Sendable>(_ sequence: S) -> EventStream where S.Element == Output {

@@ -7,10 +7,16 @@ import XCTest
 // `SampleInventoryTests` checks that every sample appears here or in another test between the markers.
 
 struct Friend: Codable, Sendable, Equatable {
+    enum Status: String, Codable, Sendable {
+        case online, offline
+    }
+
     var id: String
     var name: String
+    var status: Status = .online
+    var isPinned = false
 
-    func renamed(_ name: String) -> Friend { Friend(id: id, name: name) }
+    func renamed(_ name: String) -> Friend { Friend(id: id, name: name, status: status, isPinned: isPinned) }
 }
 
 struct Profile: Sendable, Equatable {

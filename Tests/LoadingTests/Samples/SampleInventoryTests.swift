@@ -1,10 +1,10 @@
 import Foundation
 import XCTest
 
-/// Every Swift sample of the README and the DocC articles is compiled (and run) by a test: each appears, as written
-/// (comments, spacing and trailing commas aside), between `// Sample: begin` and `// Sample: end` in a test file of
-/// this repository. Exempt: package manifest fragments (first line `// Package.swift`) and SwiftUI, UIKit or Combine code
-/// (it imports them), which is for reading on Linux; what it binds to is tested.
+/// Every Swift sample of the README, the DocC articles and the doc comments is compiled (and run) by a test: each
+/// appears, as written (comments, spacing and trailing commas aside), between `// Sample: begin` and `// Sample: end`
+/// in a test file of this repository. Exempt: package manifest fragments (first line `// Package.swift`) and SwiftUI,
+/// UIKit or Combine code (it imports them), which is for reading on Linux; what it binds to is tested.
 final class SampleInventoryTests: XCTestCase {
     private let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -32,8 +32,39 @@ final class SampleInventoryTests: XCTestCase {
         XCTAssertGreaterThan(checked, 10)
     }
 
+    func test_everySampleOfTheDocComments_isCompiledByATest() throws {
+        let regions = try testFiles().flatMap { try Self.regions(in: String(contentsOf: $0, encoding: .utf8)) }
+            .map(Self.normalized)
+        var checked = 0
+        for source in swiftFiles(under: ["Sources/Loading", "Sources/LoadingTestSupport", "Sources/FriendsDomain"]) {
+            let text = try String(contentsOf: source, encoding: .utf8)
+            for (line, block) in Self.swiftBlocks(in: Self.docComments(of: text)) where !Self.isExempt(block) {
+                checked += 1
+                XCTAssertTrue(
+                    regions.contains { $0.contains(Self.normalized(block)) },
+                    "\(source.lastPathComponent):\(line): no test compiles this sample:\n\(block)")
+            }
+        }
+        XCTAssertGreaterThan(checked, 50)
+    }
+
+    /// The text of the `///` comments of a source file, line for line (other lines are left empty).
+    static func docComments(of source: String) -> String {
+        source.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
+            let trimmed = line.drop { $0 == " " }
+            guard trimmed.hasPrefix("///") else { return "" }
+            let comment = trimmed.dropFirst(3)
+            return comment.hasPrefix(" ") ? comment.dropFirst() : comment
+        }
+        .joined(separator: "\n")
+    }
+
     private func testFiles() -> [URL] {
-        ["Tests", "Examples/Tests"].flatMap { folder -> [URL] in
+        swiftFiles(under: ["Tests", "Examples/Tests"])
+    }
+
+    private func swiftFiles(under folders: [String]) -> [URL] {
+        folders.flatMap { folder -> [URL] in
             let enumerator = FileManager.default.enumerator(
                 at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
             return (enumerator?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "swift" }

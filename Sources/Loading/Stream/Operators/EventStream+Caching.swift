@@ -3,7 +3,7 @@ extension EventStream where Failure == any Error {
     /// ``CacheSavePolicy``. Failures are never cached.
     ///
     /// ```swift
-    /// remote.asStream().caching(to: database).caching(to: memory)
+    /// let fresh = remote.asStream().caching(to: database).caching(to: memory)
     /// ```
     /// With ``CacheSavePolicy/ignoreFailures`` (the default) and ``CacheSavePolicy/reportFailures(to:)`` each save
     /// starts and the value passes on at once. With ``CacheSavePolicy/failLoad`` each value passes on once its save
@@ -36,7 +36,7 @@ extension EventStream where Failure == any Error {
     /// is saved at once, so the last state is always the one saved. Values pass on without waiting.
     ///
     /// ```swift
-    /// liveLists.caching(to: memory).caching(to: database, debounce: .milliseconds(500), scheduler: .global())
+    /// let saved = liveLists.caching(to: memory).caching(to: database, debounce: .milliseconds(500), scheduler: .global())
     /// ```
     /// `policy` says what a failed save does: nothing (``CacheSavePolicy/ignoreFailures``, the default), call a
     /// handler (``CacheSavePolicy/reportFailures(to:)``), or fail the stream with the save's error

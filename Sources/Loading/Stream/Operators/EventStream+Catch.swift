@@ -2,7 +2,7 @@ extension EventStream {
     /// Switches to the stream `handler` returns when this one fails; values before the failure pass through.
     ///
     /// ```swift
-    /// memory.asStream().catch { _ in database.asStream() }
+    /// let friends = memory.asStream().catch { _ in database.asStream() }
     /// ```
     /// Cancelling before the failure cancels this stream; after it, the replacement.
     @inlinable

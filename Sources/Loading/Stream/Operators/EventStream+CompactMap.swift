@@ -2,7 +2,7 @@ extension EventStream {
     /// Transforms each value and sends only the non-`nil` results.
     ///
     /// ```swift
-    /// events.compactMap { $0.upsertedFriend }
+    /// let upserted = events.compactMap { $0.upsertedFriend }
     /// ```
     public func compactMap<NewOutput: Sendable>(
         _ transform: @escaping @Sendable (Output) -> NewOutput?

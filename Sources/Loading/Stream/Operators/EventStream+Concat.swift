@@ -3,7 +3,7 @@ extension EventStream {
     /// list, then the fresh one").
     ///
     /// ```swift
-    /// memory.asStream().replaceError(with: []).setFailureType(to: (any Error).self)
+    /// let cachedThenFresh = memory.asStream().replaceError(with: []).setFailureType(to: (any Error).self)
     ///     .concat(remote.asStream())
     /// ```
     /// `next` is subscribed only when this stream finishes; a failure ends the whole stream at once. Cancelling
@@ -30,7 +30,7 @@ extension EventStream {
     /// Sends `values` first, then this stream's events.
     ///
     /// ```swift
-    /// liveLists.prepend(cachedList)  // show what is at hand while the live source connects
+    /// let lists = liveLists.prepend(cachedList)  // show what is at hand while the live source connects
     /// ```
     public func prepend(_ values: Output...) -> EventStream {
         EventStream.sequence(values).concat(self)

@@ -3,7 +3,7 @@ extension EventStream {
     /// value.
     ///
     /// ```swift
-    /// updatedLists.debounce(for: .milliseconds(500), scheduler: .global())
+    /// let saving = updatedLists.debounce(for: .milliseconds(500), scheduler: .global())
     ///     .sink { list in database.save(list) { _ in } } // a handful of writes for a burst of updates
     /// ```
     /// When the upstream finishes, a value still waiting is sent at once, then `.finished`, so the last value is

@@ -2,7 +2,7 @@ extension EventStream {
     /// Switches to `fallback` when this stream fails: the stream form of ``Loader/fallback(to:)``.
     ///
     /// ```swift
-    /// memory.asStream()
+    /// let friends = memory.asStream()
     ///     .fallback(to: database.asStream().caching(to: memory))
     ///     .fallback(to: remote.asStream().caching(to: database).caching(to: memory))
     /// ```

@@ -2,7 +2,7 @@ extension EventStream {
     /// Sends only the values that satisfy `isIncluded`.
     ///
     /// ```swift
-    /// friends.filter { !$0.isEmpty }
+    /// let nonEmpty = friends.filter { !$0.isEmpty }
     /// ```
     public func filter(_ isIncluded: @escaping @Sendable (Output) -> Bool) -> EventStream {
         EventStream { observer in

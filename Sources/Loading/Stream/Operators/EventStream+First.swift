@@ -2,7 +2,7 @@ extension EventStream {
     /// Sends the first value, then finishes and cancels the upstream. Finishes without a value if the upstream does.
     ///
     /// ```swift
-    /// updates.first().sink { print("first update: \($0)") }
+    /// let subscription = updates.first().sink { print("first update: \($0)") }
     /// ```
     public func first() -> EventStream {
         first { _ in true }

@@ -2,7 +2,7 @@ extension EventStream {
     /// Maps each value to a stream and merges the values of all those streams.
     ///
     /// ```swift
-    /// EventStream.task { try await authenticator.authenticate() }
+    /// let friends = EventStream.task { try await authenticator.authenticate() }
     ///     .flatMap { session in api.friends(session).asStream() }
     /// ```
     /// Finishes when this stream and every inner stream have finished; the first failure is delivered at once and

@@ -2,7 +2,7 @@ extension EventStream {
     /// Calls the given closures as events pass, without changing them: the hook for caching, logging and metrics.
     ///
     /// ```swift
-    /// remote.handleEvents(receiveOutput: { friends in database.save(friends) { _ in } })
+    /// let saved = remote.handleEvents(receiveOutput: { friends in database.save(friends) { _ in } })
     /// ```
     /// Each closure runs before the downstream sees the event, on the thread of the event.
     /// `receiveSubscription` runs when a subscription starts; `receiveCancel` runs only when the subscription is
@@ -42,7 +42,7 @@ extension EventStream {
     /// ``Loader/logErrors(to:)``.
     ///
     /// ```swift
-    /// api.friends().asStream().logErrors { logger.error("\($0)") }
+    /// let friends = api.friends().asStream().logErrors { logger.error("\($0)") }
     /// ```
     @inlinable
     public func logErrors(to log: @escaping @Sendable (Failure) -> Void) -> EventStream {

@@ -2,7 +2,7 @@ extension EventStream {
     /// Transforms each value.
     ///
     /// ```swift
-    /// friends.map { $0.map(FriendViewModel.init) }
+    /// let rows = friends.map { $0.map(FriendRow.init) }
     /// ```
     @inlinable
     public func map<NewOutput: Sendable>(

@@ -2,7 +2,7 @@ extension EventStream {
     /// Transforms the failure's error.
     ///
     /// ```swift
-    /// api.friends().mapError { FriendsError.network($0) }
+    /// let typed = api.friends().asStream().mapError { FriendsError.network($0) }
     /// ```
     public func mapError<NewFailure: Error>(
         _ transform: @escaping @Sendable (Failure) -> NewFailure

@@ -3,7 +3,7 @@ extension EventStream {
     /// delivered at once and cancels the others.
     ///
     /// ```swift
-    /// EventStream.merge([memoryUpdates, networkUpdates, localEdits])
+    /// let updates = EventStream.merge([memoryUpdates, networkUpdates, localEdits])
     /// ```
     /// Values from different threads are delivered one at a time, never overlapping.
     public static func merge(_ streams: [EventStream]) -> EventStream {
@@ -44,7 +44,7 @@ extension EventStream {
     /// Merges this stream with `others`: values from all of them as they come.
     ///
     /// ```swift
-    /// loadedFriends.merge(with: liveUpdates)
+    /// let friends = loadedFriends.merge(with: liveUpdates)
     /// ```
     public func merge(with others: EventStream...) -> EventStream {
         .merge([self] + others)

@@ -2,7 +2,7 @@ extension EventStream {
     /// Delivers every event on `scheduler`, in order and one at a time, even on a concurrent queue.
     ///
     /// ```swift
-    /// friends.receive(on: .main).sink { list in render(list) }
+    /// let subscription = friends.receive(on: .main).sink { list in render(list) }
     /// ```
     /// With ``MainQueueScheduler`` an event that arrives on the main queue with nothing queued ahead is delivered
     /// inline. Once the subscription is cancelled, events still waiting for the scheduler are dropped.

@@ -2,7 +2,7 @@ extension EventStream where Output: Equatable {
     /// Sends a value only when it differs from the previous one sent.
     ///
     /// ```swift
-    /// friends.removeDuplicates() // no re-render when a refresh returns the same list
+    /// let lists = friends.removeDuplicates() // no re-render when a refresh returns the same list
     /// ```
     public func removeDuplicates() -> EventStream {
         removeDuplicates(by: ==)

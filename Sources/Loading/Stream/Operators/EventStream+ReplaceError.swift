@@ -2,7 +2,7 @@ extension EventStream {
     /// Replaces a failure with `value`, then finishes: a stream that cannot fail.
     ///
     /// ```swift
-    /// friends.replaceError(with: [])
+    /// let lists = friends.replaceError(with: [])
     /// ```
     public func replaceError(with value: Output) -> EventStream<Output, Never> {
         EventStream<Output, Never> { observer in

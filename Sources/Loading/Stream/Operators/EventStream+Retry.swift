@@ -3,7 +3,7 @@ extension EventStream {
     /// already been delivered. `retry(.max)` retries for ever.
     ///
     /// ```swift
-    /// EventStream.deferred { api.friends().asStream() }.retry(2)
+    /// let friends = EventStream.deferred { api.friends().asStream() }.retry(2)
     /// ```
     /// Retrying re-runs the stream's subscription. A bare ``future(_:)`` does its work once, so retrying it only
     /// replays its failure: wrap it in ``deferred(_:)`` (or use ``task(priority:_:)``) to retry the work itself.
@@ -16,7 +16,7 @@ extension EventStream {
     /// on `scheduler` between attempts.
     ///
     /// ```swift
-    /// liveEvents.retry(
+    /// let live = liveEvents.retry(
     ///     .exponential(initial: .seconds(1), maxDelay: .seconds(30), maxAttempts: .max)
     ///         .resettingAttempts(after: .seconds(10)),
     ///     scheduler: .global())

@@ -2,7 +2,7 @@ extension EventStream {
     /// Sends a running result: `nextPartialResult(previous, value)` for each value, starting from `initialResult`.
     ///
     /// ```swift
-    /// updates.scan(loadedFriends) { friends, update in friends.applying(update) }
+    /// let lists = updates.scan(loadedFriends) { friends, update in friends.applying(update) }
     /// ```
     public func scan<Result: Sendable>(
         _ initialResult: Result,

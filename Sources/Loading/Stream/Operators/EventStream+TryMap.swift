@@ -2,7 +2,7 @@ extension EventStream {
     /// Transforms each value with a throwing closure; a thrown error fails the stream and cancels the upstream.
     ///
     /// ```swift
-    /// responses.tryMap { try JSONDecoder().decode(Page.self, from: $0) }
+    /// let pages = responses.tryMap { try JSONDecoder().decode(Page.self, from: $0) }
     /// ```
     public func tryMap<NewOutput: Sendable>(
         _ transform: @escaping @Sendable (Output) throws -> NewOutput

@@ -3,7 +3,7 @@
 /// ```swift
 /// let state = CurrentValueStreamSubject<LoadingState<[Friend]>, Never>(.idle)
 /// let subscription = state.stream.sink { render($0) } // .idle at once
-/// state.send(.loading)
+/// state.send(.loading(previous: nil))
 /// ```
 /// Safe to send to from any thread; see ``StreamSubject`` for the delivery rules.
 public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: Sendable {
