@@ -1,0 +1,117 @@
+#if canImport(Observation)
+    import Foundation
+    import FriendsDomain
+    import Loading
+    import LoadingTestSupport
+    import Observation
+    import XCTest
+
+    #if canImport(FoundationNetworking)
+        import FoundationNetworking
+    #endif
+
+    /// An HTTP client answering every request with one status.
+    private struct StatusClient: HTTPClient {
+        let status: Int
+
+        func perform(
+            _ request: URLRequest,
+            completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), any Error>) -> Void
+        ) -> any CancellationToken {
+            let response = HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: nil, headerFields: nil)!
+            DispatchQueue.global().async { completion(.success((Data(), response))) }
+            return AnyCancellationToken()
+        }
+    }
+
+    // Sample: begin
+    @MainActor func makeFriendsScreen(composer: FriendsComposer) -> FriendsScreenModel {
+        let screen = FriendsScreenModel(composer: composer)
+        screen.load()  // screen.view.isLoading, then screen.view.items
+        screen.delete(id: "u1")  // gone at once; back, with screen.toast set, if the server refuses
+        return screen
+    }
+    // Sample: end
+
+    /// A screen bound to the model as UIKit code would: it renders in `withObservationTracking`, again after
+    /// each change.
+    @MainActor
+    private final class BoundScreen {
+        let model: FriendsScreenModel
+        private(set) var rendered: [[String]] = []
+
+        init(model: FriendsScreenModel) {
+            self.model = model
+            render()
+        }
+
+        private func render() {
+            let names = withObservationTracking {
+                model.view.items.map(\.displayName)
+            } onChange: { [weak self] in
+                Task { @MainActor in self?.render() }
+            }
+            rendered.append(names)
+        }
+    }
+
+    @MainActor
+    final class FriendsScreenModelTests: XCTestCase {
+
+        func test_aScreenBindsToIt_andSeesTheList_aDeleteAtOnce_andARefusedOneComeBackWithAToast() async {
+            let base = URL(string: "https://api.example.com")!
+            let (ada, grace) = (makeFriend("1", name: "Ada"), makeFriend("2", name: "Grace"))
+            let composer = FriendsComposer(
+                memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
+                remote: AnyLoader { [ada, grace] },
+                deleter: RemoteFriendsDeleter(baseURL: base, client: StatusClient(status: 500)),
+                scheduler: ImmediateScheduler())
+            let bound = BoundScreen(model: FriendsScreenModel(composer: composer))
+            let screen = bound.model
+
+            screen.load()
+            await until { screen.view.items.count == 2 }
+            screen.delete(id: "1")
+            XCTAssertEqual(screen.view.items.map(\.displayName), ["Grace"], "gone at once")
+            await until { screen.toast != nil }
+
+            XCTAssertEqual(screen.view.items.map(\.displayName), ["Ada", "Grace"], "back when the server refuses")
+            XCTAssertEqual(screen.toast, "Could not delete: The server had a problem. Try again later.")
+            await until { bound.rendered.last == ["Ada", "Grace"] }
+            XCTAssertTrue(bound.rendered.contains(["Grace"]), "the bound screen saw the delete")
+            screen.dismissToast()
+            XCTAssertNil(screen.toast)
+        }
+
+        func test_showsEveryChangeOfTheStore_aLiveUpdateIncluded() async {
+            let (ada, grace) = (makeFriend("1", name: "Ada"), makeFriend("2", name: "Grace"))
+            let composer = FriendsComposer(
+                memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
+                remote: AnyLoader { [ada] }, scheduler: ImmediateScheduler())
+            let screen = FriendsScreenModel(composer: composer)
+            screen.load()
+            await until { screen.view.items.count == 1 }
+
+            composer.store.update(.all) { $0?.applying(.upsert(grace)) }
+
+            XCTAssertEqual(screen.view.items.map(\.displayName), ["Ada", "Grace"])
+            await screen.refresh()
+            XCTAssertEqual(screen.view.items.map(\.displayName), ["Ada"], "a refresh shows the server's list")
+        }
+
+        func test_theDocumentedScreen() async {
+            let composer = FriendsComposer(
+                memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
+                remote: AnyLoader { [makeFriend("u1"), makeFriend("u2")] }, scheduler: ImmediateScheduler())
+            let screen = makeFriendsScreen(composer: composer)
+            await until { screen.toast != nil }
+            XCTAssertEqual(screen.toast, "Could not delete: Something went wrong. Try again.", "no deleter here")
+        }
+
+        private func until(_ condition: () -> Bool) async {
+            let deadline = Date().addingTimeInterval(5)
+            while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+            XCTAssertTrue(condition(), "timed out")
+        }
+    }
+#endif
