@@ -24,7 +24,8 @@
 /// - A **fetch** (the network) confirms its value, unless the key was removed or the store cleared since it started,
 ///   and writes it to every level; a **cache hit** confirms the level's value and writes it to the faster levels.
 /// - ``refresh(_:)`` always fetches anew; it never joins a fetch that started before it was asked.
-/// - ``clear(completion:)`` cancels pending optimistic changes and pending debounced level writes, and empties every level.
+/// - ``clear(completion:)`` cancels pending optimistic changes and pending debounced level writes, and empties every
+///   level.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let levels: [StoreLevel<Key, Value>]
     private let fetcher: LoaderFamily<Key, Value>
@@ -86,29 +87,35 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The first response `policy` produces for `key`. With ``ReadPolicy/cacheThenNetwork`` that is the cached
-    /// value when there is one, and the fetch the policy started stops with the read (use ``stream(for:policy:)``
-    /// to see both, or ``refresh(_:)`` for the fresh value). With ``ReadPolicy/networkFirst`` and
-    /// ``ReadPolicy/networkOnly`` it is what the fetch produced (or the value shown with the fetch's error
-    /// attached), never the value shown before the read.
+    /// value when there is one, and the fetch the policy started goes on and updates the store (observe it with
+    /// ``stream(for:policy:)`` or ``changes(for:)``, or ask ``refresh(_:)`` for the fresh value). With
+    /// ``ReadPolicy/networkFirst`` and ``ReadPolicy/networkOnly`` it is what the fetch produced (or the value shown
+    /// with the fetch's error attached), never the value shown before the read.
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
         AnyLoader { [self] completion in
             let now = now()
+            // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below).
             let shown = state.withLock { state -> Snapshot? in
-                state.hasUsableValue(for: key, under: policy, now: now) ? state.peek(at: key) : nil
+                guard policy.kind != .cacheThenNetwork, state.hasUsableValue(for: key, under: policy, now: now) else {
+                    return nil
+                }
+                return state.peek(at: key)
             }
             if let shown {
                 completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
                 return AnyCancellationToken()
             }
             let pending = PendingLoad(completion)
-            pending.startStep {
-                run(policy, for: key) {
-                    pending.complete(.success($0))
-                } fail: {
-                    pending.complete(.failure($0))
-                }
+            let running = run(policy, for: key) {
+                pending.complete(.success($0))
+            } fail: {
+                pending.complete(.failure($0))
             }
-            return pending
+            // A cancel before the answer stops the policy; once answered, what the policy still does (the fetch of
+            // cacheThenNetwork) goes on.
+            return AnyCancellationToken {
+                if pending.cancelReportingPending() { running.cancel() }
+            }
         }
     }
 

@@ -38,12 +38,16 @@
 
         @ObservationIgnored private let repository: ResourceRepository<Value>
         @ObservationIgnored private var subscription: StreamSubscription?
+        /// The version of the state shown: a state older than it is never shown again.
+        @ObservationIgnored private var version: Int
 
         /// Creates a model showing `repository`'s state.
         public init(repository: ResourceRepository<Value>) {
             self.repository = repository
-            state = repository.currentState
-            subscription = repository.state.sink(on: .main) { [weak self] state in self?.state = state }
+            (version, state) = repository.currentVersionedState
+            subscription = repository.versionedStates.sink(on: .main) { [weak self] versioned in
+                self?.show(versioned)
+            }
         }
 
         /// Creates a model showing `key` of `store`, read with `policy`.
@@ -76,6 +80,13 @@
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 repository.refresh { _ in continuation.resume() }
             }
+            show(repository.currentVersionedState)  // even if its delivery to the main actor has not run yet
+        }
+
+        private func show(_ versioned: (version: Int, state: LoadingState<Value>)) {
+            guard versioned.version > version else { return }
+            version = versioned.version
+            state = versioned.state
         }
 
         /// Shows `change` at once and sends it upstream with `commit`; when `commit` fails, only this change is undone.

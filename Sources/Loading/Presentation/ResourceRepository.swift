@@ -121,6 +121,18 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         subject.value.state
     }
 
+    /// The states with the version that orders them, as they are published (on the publishing thread): for a model
+    /// that delivers them on its own terms and must never take an older one after a newer one.
+    var versionedStates: EventStream<(version: Int, state: LoadingState<Value>), Never> {
+        subject.stream.map { ($0.version, $0.state) }
+    }
+
+    /// The current state, with its version.
+    var currentVersionedState: (version: Int, state: LoadingState<Value>) {
+        let stamped = subject.value
+        return (stamped.version, stamped.state)
+    }
+
     /// Loads unless a load is in flight (then nothing new starts): the state goes to loading (keeping the value
     /// shown), then to loaded or failed.
     public func load() {

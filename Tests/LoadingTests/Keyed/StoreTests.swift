@@ -265,6 +265,20 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(recorder.values.map(\.value), ["cached"])
     }
 
+    func test_read_cacheThenNetwork_answersWithTheCachedValue_andItsFetchGoesOnToUpdateTheStore() {
+        let (store, _, network) = makeSUT()
+        store.write("cached", for: "a")
+        let changes = StreamRecorder(store.changes(for: "a"))
+        let recorder = LoadRecorder<StoreResponse<String>>()
+
+        recorder.load(store.read("a", policy: .cacheThenNetwork))
+        network.complete("a", with: "fresh")
+
+        XCTAssertEqual(recorder.values.map(\.value), ["cached"])
+        XCTAssertEqual(network.loadCount(for: "a"), 1)
+        XCTAssertEqual(changes.values.last?.value, "fresh", "the fetch the read started updated the store")
+    }
+
     func test_refresh_isNeverAbsorbedByAFetchAlreadyRunning() {
         let (store, _, network) = makeSUT()
         let subscription = StreamRecorder(store.stream(for: "a"))  // starts a fetch
