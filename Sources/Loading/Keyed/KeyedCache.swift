@@ -98,7 +98,7 @@ public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
     @discardableResult
     public func load(completion: @escaping LoadCompletion<Storage.Value>) -> any CancellationToken {
         let pending = PendingLoad(completion)
-        cache.value(for: key) { result in pending.complete(result.map(\.value)) }
+        cache.value(for: key) { result in pending.complete(result.map { $0.value }) }
         return pending
     }
 

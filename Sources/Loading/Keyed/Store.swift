@@ -198,7 +198,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return (state.entries.keys.compactMap { state.snapshot(for: $0) }, forgotten)
         }
         // Released here, after unlocking: the pending changes' closures, and their commits, cancelled.
-        for commit in forgotten.flatMap({ $0.pending.compactMap(\.commit) }) {
+        for commit in forgotten.flatMap({ $0.pending.compactMap { $0.commit } }) {
             commit.completeCancellingStep(.failure(StoreError.cleared))
         }
         for snapshot in snapshots { publish(snapshot) }
@@ -441,7 +441,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     let log = state.fetchLogs[key], let start = log.fetches[id]
                 else { return nil }
                 return (
-                    log.changeLog.filter { $0.sequence > start }.map(\.change),
+                    log.changeLog.filter { $0.sequence > start }.map { $0.change },
                     state.entries[key]?.confirmedVersion ?? 0
                 )
             }
@@ -625,7 +625,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             for level in levels { level.cache.removeValue(for: key, completion: report) }
         case .removeAll(let done):
             let timers = state.withLock { exchange(&$0.debounced, with: [:]) }
-            for write in timers.values.flatMap(\.values) { write.timer.cancel() }
+            for write in timers.values.flatMap({ $0.values }) { write.timer.cancel() }
             guard !levels.isEmpty else { return done() }
             let remaining = Locked(levels.count)
             for level in levels {
@@ -747,7 +747,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let oldest = fetches.values.min() ?? .max
             let kept = changeLog.filter { $0.sequence > oldest }
             defer { changeLog = kept }
-            return changeLog.filter { $0.sequence <= oldest }.map(\.change)
+            return changeLog.filter { $0.sequence <= oldest }.map { $0.change }
         }
     }
 
@@ -811,7 +811,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         func peek(at key: Key) -> Snapshot? {
             guard let entry = entries[key] else { return nil }
             return Snapshot(
-                key: key, version: entry.version, confirmed: entry.confirmed, changes: entry.pending.map(\.change),
+                key: key, version: entry.version, confirmed: entry.confirmed, changes: entry.pending.map { $0.change },
                 error: entry.error)
         }
 
@@ -821,7 +821,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entries[key]!.version += 1
             return Snapshot(
                 key: key, version: entry.version + 1, confirmed: entry.confirmed,
-                changes: entry.pending.map(\.change), error: entry.error)
+                changes: entry.pending.map { $0.change }, error: entry.error)
         }
     }
 }

@@ -95,7 +95,7 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         fetchAnew = { completion in store.refresh(key).load(completion: completion) }
         change = { change, commit, completion in store.mutate(key, change, commit: commit, completion: completion) }
         forget = { store.remove(key) }
-        deliveredState = subject.stream.map(\.state).receive(on: scheduler)
+        deliveredState = subject.stream.map { $0.state }.receive(on: scheduler)
         let subscription = store.changes(for: key).sink { [weak self] response in self?.show(response) }
         observation.withLock { $0 = subscription }
     }
@@ -193,12 +193,12 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         let (tokens, waiters, stamped) = flights.withLock {
             flights -> ([any CancellationToken], [LoadCompletion<Value>], Stamped) in
             flights.epoch += 1
-            var tokens = flights.refreshes.values.compactMap(\.token)
+            var tokens = flights.refreshes.values.compactMap { $0.token }
             if let token = flights.load?.token { tokens.append(token) }
-            let refreshes = exchange(&flights.refreshes, with: [:]).values.compactMap(\.completion)
+            let refreshes = exchange(&flights.refreshes, with: [:]).values.compactMap { $0.completion }
             flights.load = nil
             flights.error = nil
-            let waiters = exchange(&flights.waiters, with: []).map(\.completion) + refreshes
+            let waiters = exchange(&flights.waiters, with: []).map { $0.completion } + refreshes
             return (tokens, waiters, flights.state())
         }
         for token in tokens { token.cancel() }
@@ -225,7 +225,7 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
             self?.finish(epoch: epoch, with: result) { flights in
                 guard flights.load?.id == loadID else { return nil }
                 flights.load = nil
-                return exchange(&flights.waiters, with: []).map(\.completion)
+                return exchange(&flights.waiters, with: []).map { $0.completion }
             }
         }
         keep(token, epoch: epoch) { flights in
