@@ -92,30 +92,46 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ``ReadPolicy/networkFirst`` and ``ReadPolicy/networkOnly`` it is what the fetch produced (or the value shown
     /// with the fetch's error attached), never the value shown before the read.
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
-        AnyLoader { [self] completion in
-            let now = now()
-            // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below).
-            let shown = state.withLock { state -> Snapshot? in
-                guard policy.kind != .cacheThenNetwork, state.hasUsableValue(for: key, under: policy, now: now) else {
-                    return nil
-                }
-                return state.peek(at: key)
+        AnyLoader(Read(store: self, key: key, policy: policy))
+    }
+
+    /// A read as a loader: it keeps the loader contract itself (one completion at most, none after a cancel), so it
+    /// needs no wrapping.
+    private struct Read: Loader {
+        let store: Store
+        let key: Key
+        let policy: ReadPolicy
+
+        func load(completion: @escaping LoadCompletion<StoreResponse<Value>>) -> any CancellationToken {
+            store.load(key, policy: policy, completion: completion)
+        }
+    }
+
+    private func load(
+        _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>
+    ) -> any CancellationToken {
+        let now = now()
+        // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below).
+        let shown = state.withLock { state -> Snapshot? in
+            guard policy.kind != .cacheThenNetwork, state.hasUsableValue(for: key, under: policy, now: now) else {
+                return nil
             }
-            if let shown {
-                completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
-                return AnyCancellationToken()
-            }
-            let pending = PendingLoad(completion)
-            let running = run(policy, for: key) {
-                pending.complete(.success($0))
-            } fail: {
-                pending.complete(.failure($0))
-            }
-            // A cancel before the answer stops the policy; once answered, what the policy still does (the fetch of
-            // cacheThenNetwork) goes on.
-            return AnyCancellationToken {
-                if pending.cancelReportingPending() { running.cancel() }
-            }
+            return state.peek(at: key)
+        }
+        if let shown {
+            completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
+            return AnyCancellationToken()
+        }
+        let pending = PendingLoad(completion)
+        let running = run(policy, for: key) {
+            pending.complete(.success($0))
+        } fail: {
+            pending.complete(.failure($0))
+        }
+        // A cancel before the answer stops the policy; once answered, what the policy still does (the fetch of
+        // cacheThenNetwork) goes on.
+        return AnyCancellationToken {
+            if pending.cancelReportingPending() { running.cancel() }
         }
     }
 
@@ -802,8 +818,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             switch policy.kind {
             case .networkFirst, .networkOnly: return false
             case .cacheFirst, .cacheThenNetwork, .cacheOnly:
-                guard let maxAge = policy.maxAge else { return true }
-                return CacheExpiry<Value>.maxAge(maxAge).isFresh(confirmed.value, savedAt: confirmed.savedAt, now: now)
+                guard let maxAge = policy.maxAgeSeconds else { return true }
+                // As CacheExpiry.maxAge judges: younger than the age, and not stamped in the future.
+                return confirmed.savedAt <= now && now.timeIntervalSince(confirmed.savedAt) < maxAge
             }
         }
 
@@ -862,10 +879,13 @@ public struct ReadPolicy: Sendable, Equatable {
     let kind: Kind
     /// For ``cacheFirst(maxAge:)``: how old the store's own value may be (`nil`: any age).
     let maxAge: Duration?
+    /// `maxAge` in seconds, computed once.
+    let maxAgeSeconds: Double?
 
     init(kind: Kind, maxAge: Duration? = nil) {
         self.kind = kind
         self.maxAge = maxAge
+        maxAgeSeconds = maxAge.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
     }
 
     /// The store's or a level's value when there is one, else the network.
