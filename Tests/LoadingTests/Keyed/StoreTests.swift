@@ -279,6 +279,35 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(changes.values.last?.value, "fresh", "the fetch the read started updated the store")
     }
 
+    func test_aCancelledRead_neverCompletes_andCancelsItsFetchWhenNoOneElseWaits() {
+        let (store, _, network) = makeSUT()
+        let recorder = LoadRecorder<StoreResponse<String>>()
+
+        recorder.load(store.read("a", policy: .networkOnly)).cancel()
+        network.complete("a", with: "late")
+        recorder.load(store.read("b")).cancel()  // the levels miss at once: the fetch started, then is cancelled
+
+        XCTAssertEqual(recorder.count, 0, "a cancelled read never completes")
+        XCTAssertEqual(network["b"].cancelledRequests, [0], "the last one out cancels the fetch")
+    }
+
+    func test_aReadOfAValueShown_answersAtOnce_andANetworkReadStillWaitsForTheNetwork() {
+        let (store, levels, network) = makeSUT()
+        store.write("shown", for: "a")
+        let recorder = LoadRecorder<StoreResponse<String>>()
+
+        recorder.load(store.read("a", policy: .cacheOnly))
+        recorder.load(store.read("a", policy: .cacheFirst(maxAge: .seconds(60))))
+        XCTAssertEqual(recorder.values.map(\.value), ["shown", "shown"])
+        XCTAssertEqual(levels.disk.reads, 0)
+
+        clock.advance(by: 61)  // now too old for this policy: read anew (the levels hold it as old), else fetched
+        recorder.load(store.read("a", policy: .cacheFirst(maxAge: .seconds(60))))
+        XCTAssertEqual(recorder.count, 2, "the old value does not answer")
+        network.complete("a", with: "fresh")
+        XCTAssertEqual(recorder.values.last?.value, "fresh")
+    }
+
     func test_refresh_isNeverAbsorbedByAFetchAlreadyRunning() {
         let (store, _, network) = makeSUT()
         let subscription = StreamRecorder(store.stream(for: "a"))  // starts a fetch
