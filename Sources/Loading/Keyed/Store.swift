@@ -30,9 +30,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let levels: [StoreLevel<Key, Value>]
     private let fetcher: LoaderFamily<Key, Value>
     private let coalescedFetcher: LoaderFamily<Key, Value>
-    private let now: @Sendable () -> Date
+    @usableFromInline let now: @Sendable () -> Date
     private let onWriteFailure: @Sendable (any Error) -> Void
-    private let state = Locked(State())
+    @usableFromInline let state = Locked(State())
 
     /// Creates a store.
     /// - Parameters:
@@ -91,37 +91,49 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ``stream(for:policy:)`` or ``changes(for:)``, or ask ``refresh(_:)`` for the fresh value). With
     /// ``ReadPolicy/networkFirst`` and ``ReadPolicy/networkOnly`` it is what the fetch produced (or the value shown
     /// with the fetch's error attached), never the value shown before the read.
+    @inlinable
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
         AnyLoader(Read(store: self, key: key, policy: policy))
     }
 
     /// A read as a loader: it keeps the loader contract itself (one completion at most, none after a cancel), so it
-    /// needs no wrapping.
-    private struct Read: Loader {
-        let store: Store
-        let key: Key
-        let policy: ReadPolicy
+    /// needs no wrapping. Its answer from a value already shown is inlinable, so that it is specialized where it is
+    /// used.
+    @usableFromInline
+    struct Read: Loader {
+        @usableFromInline let store: Store
+        @usableFromInline let key: Key
+        @usableFromInline let policy: ReadPolicy
 
+        @inlinable
+        init(store: Store, key: Key, policy: ReadPolicy) {
+            self.store = store
+            self.key = key
+            self.policy = policy
+        }
+
+        @inlinable
         func load(completion: @escaping LoadCompletion<StoreResponse<Value>>) -> any CancellationToken {
-            store.load(key, policy: policy, completion: completion)
-        }
-    }
-
-    private func load(
-        _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>
-    ) -> any CancellationToken {
-        let now = now()
-        // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below).
-        let shown = state.withLock { state -> Snapshot? in
-            guard policy.kind != .cacheThenNetwork, state.hasUsableValue(for: key, under: policy, now: now) else {
-                return nil
+            let (store, key, policy) = (store, key, policy)
+            let now = store.now()
+            // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below).
+            let shown = store.state.withLock { state -> Snapshot? in
+                guard policy.kind != .cacheThenNetwork, state.hasUsableValue(for: key, under: policy, now: now) else {
+                    return nil
+                }
+                return state.peek(at: key)
             }
-            return state.peek(at: key)
-        }
-        if let shown {
+            guard let shown else { return store.startRead(key, policy: policy, completion: completion) }
             completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
             return AnyCancellationToken()
         }
+    }
+
+    /// Runs `policy` for a read that no value shown could answer.
+    @usableFromInline
+    func startRead(
+        _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>
+    ) -> any CancellationToken {
         let pending = PendingLoad(completion)
         let running = run(policy, for: key) {
             pending.complete(.success($0))
@@ -700,9 +712,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Types
 
-    private struct Mutation: Sendable {
+    @usableFromInline
+    struct Mutation: Sendable {
         let id: Int
-        let change: @Sendable (Value?) -> Value?
+        @usableFromInline let change: @Sendable (Value?) -> Value?
         var commit: PendingLoad<Void>?
 
         init(id: Int, change: @escaping @Sendable (Value?) -> Value?) {
@@ -711,19 +724,19 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    private struct DebouncedWrite: Sendable {
+    struct DebouncedWrite: Sendable {
         let id: Int
         let timer: any CancellationToken
     }
 
     /// What the store knew of a key when an operation started.
-    private struct Stamp: Sendable {
+    struct Stamp: Sendable {
         let epoch: Int
         let generation: Int
         let confirmedVersion: Int
     }
 
-    private enum LevelOperation: Sendable {
+    enum LevelOperation: Sendable {
         case read(Key, Int, Stamp, @Sendable (Result<CachedValue<Value>, any Error>, Stamp) -> Void)
         case save(Key, Value, Range<Int>)
         case flush(Key, Int, Int, Value)
@@ -731,18 +744,19 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case removeAll(@Sendable () -> Void)
     }
 
-    private struct Entry: Sendable {
-        var confirmed: StoredValue<Value>?
+    @usableFromInline
+    struct Entry: Sendable {
+        @usableFromInline var confirmed: StoredValue<Value>?
         /// Counts changes of `confirmed`, so that a change computed outside the lock knows whether it is stale.
         var confirmedVersion = 0
-        var pending: [Mutation] = []
+        @usableFromInline var pending: [Mutation] = []
         var generation = 0
-        var version = 0
-        var error: (any Error)?
+        @usableFromInline var version = 0
+        @usableFromInline var error: (any Error)?
     }
 
     /// The fetches of a key in flight, and the local changes made meanwhile, which their values may miss.
-    private struct FetchLog: Sendable {
+    struct FetchLog: Sendable {
         /// The fetches in flight, by id, with the sequence number of the oldest change their value may miss.
         var fetches: [Int: Int] = [:]
         /// The local changes made while fetches were in flight, to apply again to their values.
@@ -768,13 +782,27 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// What the key shows, captured under the lock and computed outside it.
-    private struct Snapshot: Sendable {
-        let key: Key
-        let version: Int
-        let confirmed: StoredValue<Value>?
-        let changes: [@Sendable (Value?) -> Value?]
-        let error: (any Error)?
+    @usableFromInline
+    struct Snapshot: Sendable {
+        @usableFromInline let key: Key
+        @usableFromInline let version: Int
+        @usableFromInline let confirmed: StoredValue<Value>?
+        @usableFromInline let changes: [@Sendable (Value?) -> Value?]
+        @usableFromInline let error: (any Error)?
 
+        @inlinable
+        init(
+            key: Key, version: Int, confirmed: StoredValue<Value>?, changes: [@Sendable (Value?) -> Value?],
+            error: (any Error)?
+        ) {
+            self.key = key
+            self.version = version
+            self.confirmed = confirmed
+            self.changes = changes
+            self.error = error
+        }
+
+        @inlinable
         var response: StoreResponse<Value> {
             StoreResponse(
                 value: changes.reduce(confirmed?.value) { value, change in change(value) },
@@ -786,8 +814,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    private struct State: Sendable {
-        var entries: [Key: Entry] = [:]
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var entries: [Key: Entry] = [:]
         var fetchLogs: [Key: FetchLog] = [:]
         var subjects: [Key: CurrentValueStreamSubject<StoreResponse<Value>?, Never>] = [:]
         var debounced: [Key: [Int: DebouncedWrite]] = [:]
@@ -813,6 +842,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
         /// Whether the key has a confirmed value that `policy` may serve as it is (for ``ReadPolicy/cacheFirst(maxAge:)``
         /// only while it is young enough).
+        @inlinable
         func hasUsableValue(for key: Key, under policy: ReadPolicy, now: Date) -> Bool {
             guard let confirmed = entries[key]?.confirmed else { return false }
             switch policy.kind {
@@ -825,6 +855,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
 
         /// The key's shown value, at its current version.
+        @inlinable
         func peek(at key: Key) -> Snapshot? {
             guard let entry = entries[key] else { return nil }
             return Snapshot(
@@ -872,15 +903,16 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
 /// Where a ``Store`` read comes from and when to go to the network.
 public struct ReadPolicy: Sendable, Equatable {
+    @usableFromInline
     enum Kind: Sendable, Equatable {
         case cacheFirst, cacheThenNetwork, networkFirst, cacheOnly, networkOnly
     }
 
-    let kind: Kind
+    @usableFromInline let kind: Kind
     /// For ``cacheFirst(maxAge:)``: how old the store's own value may be (`nil`: any age).
     let maxAge: Duration?
     /// `maxAge` in seconds, computed once.
-    let maxAgeSeconds: Double?
+    @usableFromInline let maxAgeSeconds: Double?
 
     init(kind: Kind, maxAge: Duration? = nil) {
         self.kind = kind
@@ -929,7 +961,19 @@ public struct StoreResponse<Value: Sendable>: Sendable {
     public let hasPendingChanges: Bool
     /// The failure of the read that produced this response, when it fell back to the value already shown.
     public let error: (any Error)?
-    let version: Int
+    @usableFromInline let version: Int
+
+    @inlinable
+    init(
+        value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?, version: Int
+    ) {
+        self.value = value
+        self.origin = origin
+        self.savedAt = savedAt
+        self.hasPendingChanges = hasPendingChanges
+        self.error = error
+        self.version = version
+    }
 
     /// How old the confirmed value is at `date`.
     public func age(at date: Date = Date()) -> Duration? {
@@ -954,8 +998,16 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
 }
 
 /// A confirmed value of a ``Store`` key, with where it came from and when it was saved.
-private struct StoredValue<Value: Sendable>: Sendable {
-    let value: Value
-    let origin: StoreOrigin
-    let savedAt: Date
+@usableFromInline
+struct StoredValue<Value: Sendable>: Sendable {
+    @usableFromInline let value: Value
+    @usableFromInline let origin: StoreOrigin
+    @usableFromInline let savedAt: Date
+
+    @inlinable
+    init(value: Value, origin: StoreOrigin, savedAt: Date) {
+        self.value = value
+        self.origin = origin
+        self.savedAt = savedAt
+    }
 }
