@@ -95,7 +95,7 @@ public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
     }
 
     /// Loads the value stored for the key; fails with ``CacheMiss`` when there is none or it expired.
-    @discardableResult
+    @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Storage.Value>) -> any CancellationToken {
         let pending = PendingLoad(completion)
         cache.value(for: key) { result in pending.complete(result.map { $0.value }) }
@@ -146,6 +146,7 @@ public struct CacheExpiry<Value: Sendable>: Sendable {
     }
 
     /// Whether `value`, saved at `savedAt`, is still fresh at `now`.
+    @inlinable
     public func isFresh(_ value: Value, savedAt: Date, now: Date) -> Bool {
         guard let isFresh else { return true }
         guard savedAt <= now else { return false }  // stamped in the future: the clock was ahead

@@ -39,6 +39,7 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
     /// interest, and the last caller to leave cancels the upstream load. Keys never wait for each other, and a load
     /// that starts after the shared one completed starts a new one. Every caller receives the shared result on the
     /// thread it arrives on. Keep the returned family (for example in a property): the sharing is per family value.
+    @inlinable
     public func coalesced() -> LoaderFamily {
         let flights = Flights<Key, Output>(makeLoader: makeLoader)
         return LoaderFamily { key in CoalescedLoader(flights: flights, key: key) }
@@ -54,10 +55,18 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
 }
 
 /// One key's loader in a coalesced family.
-private struct CoalescedLoader<Key: Hashable & Sendable, Output: Sendable>: Loader {
-    let flights: Flights<Key, Output>
-    let key: Key
+@usableFromInline
+struct CoalescedLoader<Key: Hashable & Sendable, Output: Sendable>: Loader {
+    @usableFromInline let flights: Flights<Key, Output>
+    @usableFromInline let key: Key
 
+    @inlinable
+    init(flights: Flights<Key, Output>, key: Key) {
+        self.flights = flights
+        self.key = key
+    }
+
+    @inlinable
     func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
         flights.join(key, completion)
     }
@@ -67,29 +76,38 @@ private struct CoalescedLoader<Key: Hashable & Sendable, Output: Sendable>: Load
 ///
 /// One lock guards the table; it is held only to look up, add or remove (never while a load starts, completes or is
 /// cancelled), so keys do not wait for each other's work.
-private final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
-    private struct Flight: Sendable {
-        let id: Int
-        var callers: [Int: LoadCompletion<Output>] = [:]
-        var token: (any CancellationToken)?
+@usableFromInline
+final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
+    @usableFromInline
+    struct Flight: Sendable {
+        @usableFromInline let id: Int
+        @usableFromInline var callers: [Int: LoadCompletion<Output>] = [:]
+        @usableFromInline var token: (any CancellationToken)?
 
+        @inlinable
         init(id: Int) {
             self.id = id
         }
     }
 
-    private struct State: Sendable {
-        var flights: [Key: Flight] = [:]
-        var nextID = 0
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var flights: [Key: Flight] = [:]
+        @usableFromInline var nextID = 0
+
+        @inlinable
+        init() {}
     }
 
-    private let state = Locked(State())
-    private let makeLoader: @Sendable (Key) -> AnyLoader<Output>
+    @usableFromInline let state = Locked(State())
+    @usableFromInline let makeLoader: @Sendable (Key) -> AnyLoader<Output>
 
+    @inlinable
     init(makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>) {
         self.makeLoader = makeLoader
     }
 
+    @inlinable
     func join(_ key: Key, _ completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
         let (flightID, callerID, startsFlight) = state.withLock { state -> (Int, Int, Bool) in
             state.nextID += 1
@@ -108,7 +126,8 @@ private final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendabl
         return AnyCancellationToken { [weak self] in self?.leave(key, flightID, callerID) }
     }
 
-    private func start(_ key: Key, _ flightID: Int) {
+    @inlinable
+    func start(_ key: Key, _ flightID: Int) {
         let token = makeLoader(key).load { [self] result in finish(key, flightID, result) }
         let isCurrent = state.withLock { state -> Bool in
             guard state.flights[key]?.id == flightID else { return false }
@@ -120,7 +139,8 @@ private final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendabl
         if !isCurrent { token.cancel() }
     }
 
-    private func finish(_ key: Key, _ flightID: Int, _ result: Result<Output, any Error>) {
+    @inlinable
+    func finish(_ key: Key, _ flightID: Int, _ result: Result<Output, any Error>) {
         let finished = state.withLock { state -> Flight? in
             guard state.flights[key]?.id == flightID else { return nil }
             return state.flights.removeValue(forKey: key)
@@ -129,7 +149,8 @@ private final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendabl
         for (_, completion) in finished.callers.sorted(by: { $0.key < $1.key }) { completion(result) }
     }
 
-    private func leave(_ key: Key, _ flightID: Int, _ callerID: Int) {
+    @inlinable
+    func leave(_ key: Key, _ flightID: Int, _ callerID: Int) {
         let (left, emptied) = state.withLock { state -> (LoadCompletion<Output>?, Flight?) in
             guard state.flights[key]?.id == flightID else { return (nil, nil) }
             let left = state.flights[key]!.callers.removeValue(forKey: callerID)

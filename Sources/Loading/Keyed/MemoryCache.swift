@@ -16,12 +16,12 @@
 ///
 /// - Complexity: O(1) per read, write and removal, eviction included.
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: KeyedCache {
-    private let state: Locked<LRUTable<Key, Value>>
+    @usableFromInline let state: Locked<LRUTable<Key, Value>>
     private let countLimit: Int
     private let costLimit: Int
     private let cost: @Sendable (Value) -> Int
-    private let expiry: CacheExpiry<Value>
-    private let now: @Sendable () -> Date
+    @usableFromInline let expiry: CacheExpiry<Value>
+    @usableFromInline let now: @Sendable () -> Date
 
     /// Creates an empty cache.
     /// - Parameters:
@@ -56,17 +56,24 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
         state.withLock { $0.totalCost }
     }
 
-    /// The value stored for `key` and when it was saved, or why there is none; a hit counts as a use.
+    /// The value stored for `key` and when it was saved, or why there is none; a hit counts as a use. Inlinable:
+    /// a hit is specialized where it is read.
+    @inlinable
     public func cachedValue(for key: Key) -> Result<CachedValue<Value>, CacheMiss> {
         let now = self.now()
         guard let stored = state.withLock({ $0.touch(key) }) else { return .failure(.absent) }
         guard expiry.isFresh(stored.value, savedAt: stored.savedAt, now: now) else {
-            // Removed only if it is still the same entry (a save may have replaced it meanwhile).
-            let removed = state.withLock { $0.remove(key, ifSavedAt: stored.savedAt) }
-            withExtendedLifetime(removed) {}
-            return .failure(.expired(savedAt: stored.savedAt))
+            return .failure(removeExpired(key, savedAt: stored.savedAt))
         }
         return .success(stored)
+    }
+
+    /// Removes `key`'s expired entry, if it is still the same one (a save may have replaced it meanwhile).
+    @usableFromInline
+    func removeExpired(_ key: Key, savedAt: Date) -> CacheMiss {
+        let removed = state.withLock { $0.remove(key, ifSavedAt: savedAt) }
+        withExtendedLifetime(removed) {}
+        return .expired(savedAt: savedAt)
     }
 
     /// Stores `value` for `key`, stamped now, and evicts the least recently used values beyond the limits.
@@ -98,6 +105,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
         withExtendedLifetime(removed) {}
     }
 
+    @inlinable
     public func value(for key: Key, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void) {
         completion(cachedValue(for: key).mapError { $0 })
     }
@@ -120,25 +128,28 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
 
 /// A hash table whose entries are also linked in order of use, most recent first, in arrays of slots (no node
 /// allocations): O(1) lookup, move-to-front, insert and removal of the least recently used.
+@usableFromInline
 struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private struct Slot: Sendable {
-        var key: Key
-        var stored: CachedValue<Value>?
-        var cost: Int
-        var newer: Int
-        var older: Int
+    @usableFromInline
+    struct Slot: Sendable {
+        @usableFromInline var key: Key
+        @usableFromInline var stored: CachedValue<Value>?
+        @usableFromInline var cost: Int
+        @usableFromInline var newer: Int
+        @usableFromInline var older: Int
     }
 
-    private var slots: [Slot] = []
-    private var index: [Key: Int] = [:]
+    @usableFromInline var slots: [Slot] = []
+    @usableFromInline var index: [Key: Int] = [:]
     private var free: [Int] = []
-    private var newest = -1
-    private var oldest = -1
+    @usableFromInline var newest = -1
+    @usableFromInline var oldest = -1
     private(set) var totalCost = 0
 
     var count: Int { index.count }
 
     /// The entry for `key`, marked as the most recently used.
+    @inlinable
     mutating func touch(_ key: Key) -> CachedValue<Value>? {
         guard let slot = index[key] else { return nil }
         unlink(slot)
@@ -187,7 +198,8 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return exchange(&slots[slot].stored, with: nil)
     }
 
-    private mutating func linkFirst(_ slot: Int) {
+    @inlinable
+    mutating func linkFirst(_ slot: Int) {
         slots[slot].older = newest
         slots[slot].newer = -1
         if newest >= 0 { slots[newest].newer = slot }
@@ -195,7 +207,8 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if oldest < 0 { oldest = slot }
     }
 
-    private mutating func unlink(_ slot: Int) {
+    @inlinable
+    mutating func unlink(_ slot: Int) {
         let (newer, older) = (slots[slot].newer, slots[slot].older)
         if newer >= 0 { slots[newer].older = older } else { newest = older }
         if older >= 0 { slots[older].newer = newer } else { oldest = newer }
