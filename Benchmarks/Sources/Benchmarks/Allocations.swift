@@ -40,7 +40,8 @@ func allocationsReport(quick: Bool) -> [String] {
     return lines
 }
 
-private func strippedCopyOfThisBinary() -> URL? {
+/// A copy of this binary without its debug info (valgrind 3.19 cannot read the DWARF 5 that Swift 6 writes).
+func strippedCopyOfThisBinary() -> URL? {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
         "loading-bench-valgrind-\(UUID().uuidString)")
     let copy = folder.appendingPathComponent("Benchmarks")

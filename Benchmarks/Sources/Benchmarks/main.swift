@@ -7,6 +7,29 @@ if let index = CommandLine.arguments.firstIndex(of: "--allocations-child") {
     runAllocationChild(variant: CommandLine.arguments[index + 1], loads: Int(CommandLine.arguments[index + 2]) ?? 0)
     exit(0)
 }
+if let index = CommandLine.arguments.firstIndex(of: "--count-child") {
+    let arguments = Array(CommandLine.arguments[(index + 1)...])
+    runCountChild(
+        builder: Int(arguments[0]) ?? 0, scenarioTitle: arguments[1], variantName: arguments[2],
+        operations: Int(arguments[3]) ?? 0)
+    exit(0)
+}
+
+/// Builders of every scenario, at the sizes of a full run or of a quick one (each builder makes one or a few).
+func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
+    [
+        { [throughputScenario(values: quick ? 10_000 : 1_000_000)] },
+        { [singleShotScenario(loads: quick ? 1_000 : 200_000, primaryFails: false)] },
+        { [singleShotScenario(loads: quick ? 1_000 : 200_000, primaryFails: true)] },
+        { [composerMemoryHitScenario(loads: quick ? 1_000 : 100_000)] },
+        { sqliteScenarios(rows: quick ? 500 : 10_000, folder: folder) },
+        { [concurrencyScenario(callers: quick ? 100 : 1_000)] },
+        { [keyedMemoryHitScenario(loads: quick ? 1_000 : 200_000)] },
+        { [keyedCoalescingScenario(callers: quick ? 100 : 1_000)] },
+        { diskCacheScenarios(values: quick ? 100 : 1_000, folder: folder) },
+        { [decodeFriendsScenario(friends: quick ? 1_000 : 100_000)] },
+    ]
+}
 
 let repetitions = quick ? 3 : 11
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("loading-bench-\(UUID().uuidString)")
@@ -19,20 +42,20 @@ report.addLine(
 report.addLine(
     "Each row: median time per operation over repetitions, min - max, and the median of ratios paired per repetition.")
 
-let scenarios: [Scenario] =
-    [
-        throughputScenario(values: quick ? 10_000 : 1_000_000),
-        singleShotScenario(loads: quick ? 1_000 : 200_000, primaryFails: false),
-        singleShotScenario(loads: quick ? 1_000 : 200_000, primaryFails: true),
-        composerMemoryHitScenario(loads: quick ? 1_000 : 100_000),
-    ] + sqliteScenarios(rows: quick ? 500 : 10_000, folder: folder)
-    + [concurrencyScenario(callers: quick ? 100 : 1_000)]
-    + [keyedMemoryHitScenario(loads: quick ? 1_000 : 200_000), keyedCoalescingScenario(callers: quick ? 100 : 1_000)]
-    + diskCacheScenarios(values: quick ? 100 : 1_000, folder: folder)
-    + [decodeFriendsScenario(friends: quick ? 1_000 : 100_000)]
+// Each scenario with the index of the builder that made it (a counting child runs that builder alone).
+let built = scenarioBuilders(quick: quick, folder: folder).enumerated().flatMap { index, build in
+    build().map { (builder: index, scenario: $0) }
+}
+let scenarios = built.map(\.scenario)
+let only = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }
+
+if arguments.contains("--counts") {
+    let chosen = built.filter { built in only.map { built.scenario.title.hasPrefix($0) } ?? true }
+    print(countsReport(scenarios: chosen, operations: quick ? 200 : 1_000).joined(separator: "\n"))
+    exit(0)
+}
 
 var printed = 0
-let only = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }
 do {
     for scenario in scenarios where only.map({ scenario.title.hasPrefix($0) }) ?? true {
         try Harness.run(scenario, repetitions: repetitions, report: &report)
