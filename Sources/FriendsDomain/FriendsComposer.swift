@@ -107,6 +107,7 @@ public struct FriendsComposer: Sendable {
     private let listPolicy: ReadPolicy
     private let remoteFriend: LoaderFamily<Friend.ID, Friend>?
     private let updates: (any FriendsUpdatesSource)?
+    private let memoryLevel: ReportingCache
     private let databaseLevel: ReportingCache
     private let onEvent: @Sendable (Event) -> Void
 
@@ -175,6 +176,7 @@ public struct FriendsComposer: Sendable {
         let expiry: CacheExpiry<[Friend]> = maxAge.map { .maxAge($0) } ?? .never
         let memoryLevel = ReportingCache(
             FriendsCache(store: memoryStore, expiry: expiry, now: currentDate), as: .memory, onEvent)
+        self.memoryLevel = memoryLevel
         databaseLevel = ReportingCache(
             FriendsCache(
                 store: databaseStore, expiry: expiry, now: currentDate,
@@ -260,9 +262,10 @@ public struct FriendsComposer: Sendable {
     /// Deletes expired or unreadable cached data from both stores (call it at launch). An unreadable database is
     /// deleted and created anew, and ``Event/reset(_:reason:)`` reported.
     public func validateCaches(completion: @escaping @Sendable () -> Void = {}) {
-        let (memoryStore, databaseLevel) = (memoryStore, databaseLevel)
-        databaseLevel.base.value(for: .all) { _ in
-            LocalFriendsLoader(store: memoryStore).validateCache { _ in completion() }
+        let (memoryLevel, databaseLevel) = (memoryLevel.base, databaseLevel.base)
+        // Reading a level deletes what it holds when that has expired or cannot be read.
+        databaseLevel.value(for: .all) { _ in
+            memoryLevel.value(for: .all) { _ in completion() }
         }
     }
 

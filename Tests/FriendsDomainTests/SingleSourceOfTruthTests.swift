@@ -149,6 +149,31 @@ final class SingleSourceOfTruthTests: XCTestCase {
         XCTAssertEqual(try retrieve(SQLiteFriendsStore(fileURL: url)), [ada], "the file works again")
     }
 
+    func test_validateCaches_healsAnUnreadableDatabase_reportsIt_andDeletesExpiredFriends() throws {
+        let url = temporaryFileURL()
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        try Data(repeating: 0x42, count: 8_192).write(to: url)
+        let memory = InMemoryFriendsStore(CachedFriends(friends: [ada], timestamp: fixedDate))
+        let database = SQLiteFriendsStore(fileURL: url)
+        let events = Locked<[FriendsComposer.Event]>([])
+        let composer = FriendsComposer(
+            memoryStore: memory, databaseStore: database, remote: AnyLoader { [] }, maxAge: .seconds(60),
+            currentDate: { fixedDate.addingTimeInterval(61) },
+            onEvent: { event in events.withLock { $0.append(event) } })
+
+        let validated = expectation(description: "validated")
+        composer.validateCaches { validated.fulfill() }
+        wait(for: [validated], timeout: 5)
+
+        let resets = events.withLock { $0 }.filter { if case .reset(.database, _) = $0 { true } else { false } }
+        XCTAssertEqual(resets.count, 1, "the unreadable database was deleted, created anew, and reported")
+        XCTAssertNil(try retrieve(database), "and it reads again (empty)")
+        XCTAssertNil(try retrieve(memory), "expired friends are deleted")
+        database.replaceAll(with: [grace], timestamp: fixedDate) { _ in }
+        XCTAssertEqual(try retrieve(database), [grace], "and it takes saves again")
+    }
+
     // MARK: A friend by id
 
     func test_friendByID_comesFromTheListWhenItHoldsThem_elseFromTheAPI_whichJoinsTheList() throws {
