@@ -43,6 +43,7 @@ final class FriendsDocCommentSamplesTests: XCTestCase {
             render(list)
         }  // then every change
         // Sample: end
+        waitUntilRequestsStarted()
         subscription.cancel()
         do {
             // Sample: begin
@@ -118,6 +119,12 @@ final class FriendsDocCommentSamplesTests: XCTestCase {
             print(update)
         }
         // Sample: end
+        waitUntilRequestsStarted()
         subscription.cancel()
+    }
+
+    /// FoundationNetworking on Linux can crash on a task cancelled as it starts: cancel only once it surely has.
+    private func waitUntilRequestsStarted() {
+        RunLoop.current.run(until: Date().addingTimeInterval(0.3))
     }
 }

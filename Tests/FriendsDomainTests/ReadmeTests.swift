@@ -29,9 +29,11 @@ final class ReadmeTests: XCTestCase {
         }  // and updates
         // Sample: end
 
-        live.cancel()  // there is no network here: the loads fail, on the main queue
+        // There is no network here: the loads fail, on the main queue. The live updates' request is cancelled only
+        // once it has surely started: FoundationNetworking on Linux can crash on a task cancelled as it starts.
+        RunLoop.current.run(until: Date().addingTimeInterval(0.3))
+        live.cancel()
         XCTAssertFalse(live.isActive)
-        RunLoop.current.run(until: Date().addingTimeInterval(0.05))
     }
 
     func test_readmePresentationSnippetRuns() {
