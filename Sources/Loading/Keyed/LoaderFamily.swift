@@ -81,12 +81,53 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
     @usableFromInline
     struct Flight: Sendable {
         @usableFromInline let id: Int
-        @usableFromInline var callers: [Int: LoadCompletion<Output>] = [:]
+        @usableFromInline var callers = Callers()
         @usableFromInline var token: (any CancellationToken)?
 
         @inlinable
         init(id: Int) {
             self.id = id
+        }
+    }
+
+    /// A flight's callers in the order they joined; the first is kept inline, so that a load nobody else joins
+    /// allocates nothing for its callers.
+    @usableFromInline
+    struct Callers: Sendable {
+        @usableFromInline var first: (id: Int, completion: LoadCompletion<Output>)?
+        @usableFromInline var others: [(id: Int, completion: LoadCompletion<Output>)] = []
+
+        @inlinable
+        init() {}
+
+        @inlinable
+        var isEmpty: Bool { first == nil && others.isEmpty }
+
+        @inlinable
+        mutating func append(_ id: Int, _ completion: @escaping LoadCompletion<Output>) {
+            if first == nil && others.isEmpty {
+                first = (id, completion)
+            } else {
+                others.append((id, completion))  // ids only grow: the order stays the joining order
+            }
+        }
+
+        /// Removes caller `id` and returns its completion (to be released after unlocking).
+        @inlinable
+        mutating func remove(_ id: Int) -> LoadCompletion<Output>? {
+            if let caller = first, caller.id == id {
+                first = nil
+                return caller.completion
+            }
+            guard let index = others.firstIndex(where: { $0.id == id }) else { return nil }
+            return others.remove(at: index).completion
+        }
+
+        /// Calls every caller with `result`, in the order they joined.
+        @inlinable
+        func deliver(_ result: Result<Output, any Error>) {
+            first?.completion(result)
+            for caller in others { caller.completion(result) }
         }
     }
 
@@ -113,12 +154,12 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             state.nextID += 1
             let callerID = state.nextID
             if state.flights[key] != nil {
-                state.flights[key]!.callers[callerID] = completion
+                state.flights[key]!.callers.append(callerID, completion)
                 return (state.flights[key]!.id, callerID, false)
             }
             state.nextID += 1
             var flight = Flight(id: state.nextID)
-            flight.callers[callerID] = completion
+            flight.callers.append(callerID, completion)
             state.flights[key] = flight
             return (flight.id, callerID, true)
         }
@@ -145,15 +186,14 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             guard state.flights[key]?.id == flightID else { return nil }
             return state.flights.removeValue(forKey: key)
         }
-        guard let finished else { return }
-        for (_, completion) in finished.callers.sorted(by: { $0.key < $1.key }) { completion(result) }
+        finished?.callers.deliver(result)
     }
 
     @inlinable
     func leave(_ key: Key, _ flightID: Int, _ callerID: Int) {
         let (left, emptied) = state.withLock { state -> (LoadCompletion<Output>?, Flight?) in
             guard state.flights[key]?.id == flightID else { return (nil, nil) }
-            let left = state.flights[key]!.callers.removeValue(forKey: callerID)
+            let left = state.flights[key]!.callers.remove(callerID)
             guard state.flights[key]!.callers.isEmpty else { return (left, nil) }
             return (left, state.flights.removeValue(forKey: key))
         }
