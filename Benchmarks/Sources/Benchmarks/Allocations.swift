@@ -8,16 +8,9 @@ func allocationsReport(quick: Bool) -> [String] {
     var lines = [
         "", "7. Allocations per single-shot load (fallback, primary succeeds, + caching + map), counted by valgrind",
     ]
-    guard
-        let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first(
-            where: FileManager.default.isExecutableFile)
-    else {
-        lines.append("  valgrind not found: skipped")
-        return lines
-    }
-    // valgrind 3.19 cannot read the DWARF 5 debug info Swift 6 writes: count on a copy without it.
-    guard let binary = strippedCopyOfThisBinary() else {
-        lines.append("  could not copy and strip this binary for valgrind: skipped")
+    let setUp = valgrindAndStrippedBinary()
+    guard case .success(let (valgrind, binary)) = setUp else {
+        if case .failure(let problem) = setUp { lines.append("  \(problem.reason): skipped") }
         return lines
     }
     defer { try? FileManager.default.removeItem(at: binary.deletingLastPathComponent()) }
@@ -27,8 +20,8 @@ func allocationsReport(quick: Bool) -> [String] {
         ("stream", "EventStream pipeline"),
         ("opencombine", "OpenCombine pipeline"),
     ] {
-        guard let few = heapAllocations(valgrind, binary, variant, loads),
-            let many = heapAllocations(valgrind, binary, variant, 2 * loads)
+        guard let few = count(.allocations, valgrind, binary, ["--allocations-child", variant, String(loads)]),
+            let many = count(.allocations, valgrind, binary, ["--allocations-child", variant, String(2 * loads)])
         else {
             lines.append("  \(title): could not be measured")
             continue
@@ -58,25 +51,6 @@ func strippedCopyOfThisBinary() -> URL? {
     guard (try? strip.run()) != nil else { return nil }
     strip.waitUntilExit()
     return strip.terminationStatus == 0 ? copy : nil
-}
-
-private func heapAllocations(_ valgrind: String, _ binary: URL, _ variant: String, _ loads: Int) -> Int? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: valgrind)
-    process.arguments = [
-        "--tool=memcheck", "--leak-check=no", binary.path, "--allocations-child", variant, String(loads),
-    ]
-    let pipe = Pipe()
-    process.standardError = pipe
-    process.standardOutput = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return nil }
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard let range = output.range(of: #"total heap usage: ([0-9,]+) allocs"#, options: .regularExpression) else {
-        return nil
-    }
-    let digits = output[range].filter(\.isNumber)
-    return Int(digits)
 }
 
 /// Runs `loads` single-shot loads of one variant (in a child process under valgrind).

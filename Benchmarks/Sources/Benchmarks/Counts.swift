@@ -9,15 +9,9 @@ func countsReport(scenarios: [(builder: Int, scenario: Scenario)], operations: I
         "Counts per operation (marginal: the count for \(2 * operations) operations minus the count for \(operations), "
             + "over \(operations); valgrind on a stripped copy of this binary)",
     ]
-    guard
-        let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first(
-            where: FileManager.default.isExecutableFile)
-    else {
-        lines.append("  valgrind not found: skipped")
-        return lines
-    }
-    guard let binary = strippedCopyOfThisBinary() else {
-        lines.append("  could not copy and strip this binary for valgrind: skipped")
+    let setUp = valgrindAndStrippedBinary()
+    guard case .success(let (valgrind, binary)) = setUp else {
+        if case .failure(let problem) = setUp { lines.append("  \(problem.reason): skipped") }
         return lines
     }
     defer { try? FileManager.default.removeItem(at: binary.deletingLastPathComponent()) }
@@ -70,11 +64,29 @@ func runCountChild(builder: Int, scenarioTitle: String, variantName: String, ope
     _ = scenario.variants.first { $0.name == variantName }?.run(operations)
 }
 
-private enum CountingTool {
+/// Why valgrind cannot count here.
+struct ValgrindUnavailable: Error {
+    let reason: String
+}
+
+/// valgrind, and a copy of this binary it can read; remove the copy's folder when done.
+func valgrindAndStrippedBinary() -> Result<(valgrind: String, binary: URL), ValgrindUnavailable> {
+    guard
+        let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first(
+            where: FileManager.default.isExecutableFile)
+    else { return .failure(ValgrindUnavailable(reason: "valgrind not found")) }
+    guard let binary = strippedCopyOfThisBinary() else {
+        return .failure(ValgrindUnavailable(reason: "could not copy and strip this binary for valgrind"))
+    }
+    return .success((valgrind, binary))
+}
+
+enum CountingTool {
     case instructions, allocations
 }
 
-private func count(_ tool: CountingTool, _ valgrind: String, _ binary: URL, _ arguments: [String]) -> Int? {
+/// The instructions or heap allocations of one child run of `binary` with `arguments`.
+func count(_ tool: CountingTool, _ valgrind: String, _ binary: URL, _ arguments: [String]) -> Int? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: valgrind)
     let options =

@@ -112,14 +112,8 @@ final class EndToEndTests: XCTestCase {
     func test_liveUpdatesOverServerSentEventsArriveAreMergedAndSaved() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)
-        let composer = FriendsComposer(
-            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: .milliseconds(100)),
-            session: makeSession())
-        let lists = Locked<[[Friend]]>([])
-        let subscription = composer.friendsStream().sink { _ in
-        } receiveValue: { list in
-            lists.withLock { $0.append(list) }
-        }
+        let (_, lists, subscription) = liveComposer(
+            server: server, databaseURL: databaseURL, saveDebounce: .milliseconds(100))
         waitUntil { lists.withLock { $0.count } == 1 && server.openEventStreams == 1 }
 
         var renamed = sampleFriends()[1]
@@ -139,15 +133,9 @@ final class EndToEndTests: XCTestCase {
     func test_aConfirmedDeleteStaysDeleted_throughALoadAnsweredMeanwhileAndALiveUpdateAfter() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)
-        let composer = FriendsComposer(
-            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: .milliseconds(100)),
-            session: makeSession())
+        let (composer, lists, subscription) = liveComposer(
+            server: server, databaseURL: databaseURL, saveDebounce: .milliseconds(100))
         let repository = FriendsRepository(composer: composer)
-        let lists = Locked<[[Friend]]>([])
-        let subscription = composer.friendsStream().sink { _ in
-        } receiveValue: { list in
-            lists.withLock { $0.append(list) }
-        }
         waitUntil { lists.withLock { $0.last } == sampleFriends() && server.openEventStreams == 1 }
 
         server.setLatency(.milliseconds(300))
@@ -173,15 +161,9 @@ final class EndToEndTests: XCTestCase {
     func test_logoutWithALiveSubscriptionAndADebouncedSavePending_leavesNothingOnDisk() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)
-        let composer = FriendsComposer(
-            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: .milliseconds(300)),
-            session: makeSession())
+        let (composer, lists, subscription) = liveComposer(
+            server: server, databaseURL: databaseURL, saveDebounce: .milliseconds(300))
         let repository = FriendsRepository(composer: composer)
-        let lists = Locked<[[Friend]]>([])
-        let subscription = composer.friendsStream().sink { _ in
-        } receiveValue: { list in
-            lists.withLock { $0.append(list) }
-        }
         waitUntil { lists.withLock { $0.last } == sampleFriends() && server.openEventStreams == 1 }
         waitUntil { self.storedFriends(at: databaseURL) == sampleFriends() }
 
@@ -220,6 +202,21 @@ final class EndToEndTests: XCTestCase {
 
         XCTAssertEqual(received.withLock { $0 }, [.remove(id: "u1"), .remove(id: "u2")])
         subscription.cancel()
+    }
+
+    /// A composer on `server` and the file at `databaseURL`, with every list its stream delivers recorded.
+    private func liveComposer(server: FriendsAPIServer, databaseURL: URL, saveDebounce: Duration) -> (
+        FriendsComposer, Locked<[[Friend]]>, StreamSubscription
+    ) {
+        let composer = FriendsComposer(
+            configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: saveDebounce),
+            session: makeSession())
+        let lists = Locked<[[Friend]]>([])
+        let subscription = composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            lists.withLock { $0.append(list) }
+        }
+        return (composer, lists, subscription)
     }
 
     private func awaitSave(_ friends: [Friend], to cache: LocalFriendsLoader) -> Bool {

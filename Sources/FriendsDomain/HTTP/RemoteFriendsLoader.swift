@@ -26,15 +26,7 @@ public struct RemoteFriendsLoader: Loader {
 
     @discardableResult
     public func load(completion: @escaping LoadCompletion<[Friend]>) -> any CancellationToken {
-        var request = URLRequest(url: url)
-        request.httpMethod = "GET"
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        return client.perform(request) { result in
-            completion(
-                result
-                    .mapError { FriendsAPIError.connectivity(underlying: $0) }
-                    .flatMap { data, response in Self.map(data, response) })
-        }
+        return client.getJSON(url, mapping: Self.map, completion: completion)
     }
 
     private struct Payload: Decodable {
@@ -120,15 +112,7 @@ public struct RemoteFriendLoader: Loader {
             completion(.failure(FriendsAPIError.invalidID(id)))
             return AnyCancellationToken()
         }
-        var request = URLRequest(url: url)
-        request.httpMethod = "GET"
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        return client.perform(request) { result in
-            completion(
-                result
-                    .mapError { FriendsAPIError.connectivity(underlying: $0) }
-                    .flatMap { data, response in Self.map(data, response) })
-        }
+        return client.getJSON(url, mapping: Self.map, completion: completion)
     }
 
     static func map(_ data: Data, _ response: HTTPURLResponse) -> Result<Friend, any Error> {
@@ -158,6 +142,26 @@ enum FriendURL {
         }
         let base = baseURL.appendingPathComponent("friends").absoluteString
         return URL(string: base + "/" + segment)
+    }
+}
+
+extension HTTPClient {
+    /// `GET url` asking for JSON; a transport failure is ``FriendsAPIError/connectivity(underlying:)``, a response is
+    /// what `map` makes of it.
+    fileprivate func getJSON<Output>(
+        _ url: URL,
+        mapping map: @escaping @Sendable (Data, HTTPURLResponse) -> Result<Output, any Error>,
+        completion: @escaping LoadCompletion<Output>
+    ) -> any CancellationToken {
+        var request = URLRequest(url: url)
+        request.httpMethod = "GET"
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        return perform(request) { result in
+            completion(
+                result
+                    .mapError { FriendsAPIError.connectivity(underlying: $0) }
+                    .flatMap { data, response in map(data, response) })
+        }
     }
 }
 

@@ -334,7 +334,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return step
             }
             step.startStep {
-                readLevels(key, from: 0, error: nil, ifFresherThan: policy.maxAge) { hit in
+                readLevels(key, from: 0, error: nil, acceptedBy: policy) { hit in
                     if let hit { answer(hit) } else { fetchThenReport(false) }
                 }
             }
@@ -368,14 +368,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return step
     }
 
-    /// Reads the levels from `index` on; the first hit (saved less than `maxAge` ago, when given) is confirmed (and
+    /// Reads the levels from `index` on; the first hit young enough for `policy` (when given) is confirmed (and
     /// written to the faster levels). Calls `done` with the key's response after a hit (what the store shows, when
     /// it learned something newer meanwhile), with `nil` when every level missed.
     private func readLevels(
         _ key: Key,
         from index: Int,
         error: (any Error)?,
-        ifFresherThan maxAge: Duration? = nil,
+        acceptedBy policy: ReadPolicy? = nil,
         done: @escaping @Sendable (StoreResponse<Value>?) -> Void
     ) -> any CancellationToken {
         guard index < levels.count else {
@@ -388,12 +388,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let read: @Sendable (Result<CachedValue<Value>, any Error>, Stamp) -> Void = { [self] result, stamp in
             guard !token.isCancelled else { return }
             switch result {
-            case .success(let cached)
-            where maxAge.map {
-                !CacheExpiry<Value>.maxAge($0).isFresh(cached.value, savedAt: cached.savedAt, now: now())
-            }
-                ?? false:
-                _ = readLevels(key, from: index + 1, error: error, ifFresherThan: maxAge, done: done)
+            case .success(let cached) where policy?.accepts(savedAt: cached.savedAt, now: now()) == false:
+                _ = readLevels(key, from: index + 1, error: error, acceptedBy: policy, done: done)
             case .success(let cached):
                 let confirmed = confirm(
                     cached.value, for: key, origin: .cache(levels[index].name), savedAt: cached.savedAt,
@@ -405,7 +401,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                             value: cached.value, origin: .cache(levels[index].name), savedAt: cached.savedAt,
                             hasPendingChanges: false, error: error, version: 0))
             case .failure:
-                _ = readLevels(key, from: index + 1, error: error, ifFresherThan: maxAge, done: done)
+                _ = readLevels(key, from: index + 1, error: error, acceptedBy: policy, done: done)
             }
         }
         state.withLock { state in
@@ -848,9 +844,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             switch policy.kind {
             case .networkFirst, .networkOnly: return false
             case .cacheFirst, .cacheThenNetwork, .cacheOnly:
-                guard let maxAge = policy.maxAgeSeconds else { return true }
-                // As CacheExpiry.maxAge judges: younger than the age, and not stamped in the future.
-                return confirmed.savedAt <= now && now.timeIntervalSince(confirmed.savedAt) < maxAge
+                return policy.accepts(savedAt: confirmed.savedAt, now: now)
             }
         }
 
@@ -909,15 +903,20 @@ public struct ReadPolicy: Sendable, Equatable {
     }
 
     @usableFromInline let kind: Kind
-    /// For ``cacheFirst(maxAge:)``: how old the store's own value may be (`nil`: any age).
-    let maxAge: Duration?
-    /// `maxAge` in seconds, computed once.
+    /// For ``cacheFirst(maxAge:)``: how old, in seconds, a value may be to be served (`nil`: any age).
     @usableFromInline let maxAgeSeconds: Double?
 
     init(kind: Kind, maxAge: Duration? = nil) {
         self.kind = kind
-        self.maxAge = maxAge
         maxAgeSeconds = maxAge.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+    }
+
+    /// Whether a value saved at `savedAt` is young enough for this policy at `now`: as `CacheExpiry.maxAge` judges,
+    /// younger than the age and not stamped in the future.
+    @inlinable
+    func accepts(savedAt: Date, now: Date) -> Bool {
+        guard let maxAgeSeconds else { return true }
+        return savedAt <= now && now.timeIntervalSince(savedAt) < maxAgeSeconds
     }
 
     /// The store's or a level's value when there is one, else the network.
