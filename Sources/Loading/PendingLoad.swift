@@ -33,6 +33,9 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
         /// Counts started steps, so that a step that finished synchronously (and started the next one from its
         /// completion) does not overwrite its successor's token when its own start returns.
         @usableFromInline var generation = 0
+        /// Whether the load ended by a cancel (or a completion that cancels the step): a step whose start is still
+        /// running then gets cancelled when it returns. A step that completed the load is over and is left alone.
+        @usableFromInline var cancelsStep = false
 
         @inlinable
         init(completion: LoadCompletion<Output>?) {
@@ -67,7 +70,8 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
 
     /// Starts a step (a request, a delay, another load) unless the load has finished, and keeps its token as the
     /// step in flight, so that a cancel reaches it. If the load is cancelled while `start` runs, the step is
-    /// cancelled as soon as `start` returns. Each step replaces the previous one.
+    /// cancelled as soon as `start` returns; a step that completed the load before its start returned is not.
+    /// Each step replaces the previous one.
     @inlinable
     public func startStep(_ start: () -> any CancellationToken) {
         // The previous step (over by now: steps run one after another) is taken out here and released after
@@ -81,7 +85,7 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
         guard let generation else { return }
         let token = start()
         let isFinished = state.withLock { state -> Bool in
-            guard state.completion != nil else { return true }
+            guard state.completion != nil else { return state.cancelsStep }
             if state.generation == generation { state.step = token }
             return false
         }
@@ -89,7 +93,7 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
     }
 
     /// Calls the completion with `result`, unless the load was already cancelled or completed.
-    @inlinable
+    @inlinable @inline(__always)
     public func complete(_ result: Result<Output, any Error>) {
         takeCompletion()?(result)
     }
@@ -97,7 +101,10 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
     /// Cancels the step in flight and calls the completion with `result`, unless the load already finished.
     @inlinable
     func completeCancellingStep(_ result: Result<Output, any Error>) {
-        let (completion, step) = state.withLock { $0.finish() }
+        let (completion, step) = state.withLock { state in
+            state.cancelsStep = true
+            return state.finish()
+        }
         guard let completion else { return }
         step?.cancel()
         completion(result)
@@ -105,7 +112,7 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
 
     /// Takes the completion without calling it, so the caller can deliver on its own terms. Returns `nil` when the
     /// load was already cancelled or completed.
-    @inlinable
+    @inlinable @inline(__always)
     func takeCompletion() -> LoadCompletion<Output>? {
         let (completion, step) = state.withLock { $0.finish() }
         withExtendedLifetime(step) {}
@@ -122,7 +129,10 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
     @discardableResult
     @inlinable
     func cancelReportingPending() -> Bool {
-        let (completion, step) = state.withLock { $0.finish() }
+        let (completion, step) = state.withLock { state in
+            state.cancelsStep = true
+            return state.finish()
+        }
         step?.cancel()
         // Dropped here, after unlocking: releasing the completion may run its captures' deinitializers.
         return withExtendedLifetime(completion) { completion != nil }

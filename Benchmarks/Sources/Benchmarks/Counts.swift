@@ -1,13 +1,70 @@
 import Foundation
 
+/// The counts of one scenario's variants, per operation.
+struct CountTable {
+    let rows: [(name: String, instructions: Double?, allocations: Double?)]
+
+    func instructions(_ variant: String) -> Double? { rows.first { $0.name == variant }?.instructions ?? nil }
+    func allocations(_ variant: String) -> Double? { rows.first { $0.name == variant }?.allocations ?? nil }
+}
+
+/// A claim checked on counts per operation, which do not move with the machine's load: the figure `measure` takes
+/// from the scenario's counts must be at most `limit`.
+struct CountTarget {
+    let label: String
+    let limit: Double
+    let measure: (CountTable) -> Double?
+    var format = "%.0f"
+
+    /// `variant` costs at most `limit` instructions per operation, divided by `per` (deliveries per operation, say).
+    static func instructions(_ variant: String, atMost limit: Double, per: Double = 1, label: String) -> CountTarget {
+        CountTarget(label: label, limit: limit) { table in table.instructions(variant).map { $0 / per } }
+    }
+
+    /// `variant` costs at most `ratio` times the instructions of `reference`.
+    static func instructions(_ variant: String, atMost ratio: Double, of reference: String, label: String)
+        -> CountTarget
+    {
+        CountTarget(
+            label: label, limit: ratio,
+            measure: { table in
+                guard let variant = table.instructions(variant), let reference = table.instructions(reference) else {
+                    return nil
+                }
+                return variant / max(reference, 1)
+            }, format: "%.2fx")
+    }
+
+    /// `variant` allocates at most `limit` times per operation.
+    static func allocations(_ variant: String, atMost limit: Double, label: String) -> CountTarget {
+        CountTarget(label: label, limit: limit, measure: { $0.allocations(variant) }, format: "%.1f")
+    }
+}
+
+/// A target's verdict, printed last.
+struct Verdict {
+    let scenario: String
+    let target: CountTarget
+    let measured: Double?
+
+    var passed: Bool { measured.map { $0 <= target.limit } ?? false }
+
+    var line: String {
+        let figure = measured.map { String(format: target.format, $0) } ?? "not measured"
+        let limit = String(format: target.format, target.limit)
+        return "  \(passed ? "✓ pass" : "✗ miss")  \(target.label): \(figure) (target <= \(limit))  [\(scenario)]"
+    }
+}
+
 /// `--counts`: instructions (callgrind) and heap allocations (memcheck) per operation, for every variant of every
 /// scenario, each counted in child runs of a stripped copy of this binary: the count for 2N operations minus the
 /// count for N, over N, so that start-up and set-up cancel out. Deterministic where times are not; slow (valgrind).
+/// Ends with every scenario's targets, pass or miss.
 func countsReport(scenarios: [(builder: Int, scenario: Scenario)], operations: Int) -> [String] {
     var lines = [
         "",
-        "Counts per operation (marginal: the count for \(2 * operations) operations minus the count for \(operations), "
-            + "over \(operations); valgrind on a stripped copy of this binary)",
+        "Counts per operation (marginal: the count for 2N operations minus the count for N, over N, with N = "
+            + "\(operations) unless shown; valgrind on a stripped copy of this binary)",
     ]
     let setUp = valgrindAndStrippedBinary()
     guard case .success(let (valgrind, binary)) = setUp else {
@@ -15,11 +72,17 @@ func countsReport(scenarios: [(builder: Int, scenario: Scenario)], operations: I
         return lines
     }
     defer { try? FileManager.default.removeItem(at: binary.deletingLastPathComponent()) }
+    var verdicts: [Verdict] = []
     for (builder, scenario) in scenarios {
+        let operations = scenario.countedOperations ?? operations
         lines.append("")
-        lines.append(scenario.title)
+        guard operations > 0 else {
+            lines.append(scenario.title + ": not counted (its work hops between threads; counts would vary)")
+            continue
+        }
+        lines.append(scenario.title + (scenario.countedOperations == nil ? "" : " (N = \(operations))"))
         lines.append(
-            "  " + "variant".padding(toLength: 36, withPad: " ", startingAt: 0)
+            "  " + "variant".padding(toLength: 40, withPad: " ", startingAt: 0)
                 + "instructions".padding(toLength: 16, withPad: " ", startingAt: 0)
                 + "allocations".padding(toLength: 14, withPad: " ", startingAt: 0) + "instructions vs "
                 + scenario.reference)
@@ -34,7 +97,8 @@ func countsReport(scenarios: [(builder: Int, scenario: Scenario)], operations: I
             }
             counted.append((variant.name, marginal(.instructions), marginal(.allocations)))
         }
-        let reference = counted.first { $0.name == scenario.reference }?.instructions
+        let table = CountTable(rows: counted)
+        let reference = table.instructions(scenario.reference)
         for row in counted {
             var ratio = "-"
             if let instructions = row.instructions, let reference {
@@ -42,11 +106,21 @@ func countsReport(scenarios: [(builder: Int, scenario: Scenario)], operations: I
             }
             let instructions = row.instructions.map { String(format: "%.0f", $0) } ?? "-"
             let allocations = row.allocations.map { String(format: "%.1f", $0) } ?? "-"
-            let name = row.name.padding(toLength: 36, withPad: " ", startingAt: 0)
+            let name = row.name.padding(toLength: 40, withPad: " ", startingAt: 0)
             lines.append(
                 "  " + name + instructions.padding(toLength: 16, withPad: " ", startingAt: 0)
                     + allocations.padding(toLength: 14, withPad: " ", startingAt: 0) + ratio)
         }
+        lines += scenario.countNotes?(table) ?? []
+        verdicts += scenario.targets.map { Verdict(scenario: scenario.title, target: $0, measured: $0.measure(table)) }
+    }
+    if !verdicts.isEmpty {
+        lines.append("")
+        lines.append("Targets, checked on the counts above:")
+        lines += verdicts.map(\.line)
+        let missed = verdicts.filter { !$0.passed }.count
+        lines.append(
+            missed == 0 ? "All \(verdicts.count) targets reached." : "\(missed) of \(verdicts.count) targets missed.")
     }
     return lines
 }
@@ -110,4 +184,24 @@ func count(_ tool: CountingTool, _ valgrind: String, _ binary: URL, _ arguments:
         }
     guard let range = output.range(of: pattern, options: .regularExpression) else { return nil }
     return Int(output[range].filter(\.isNumber))
+}
+
+/// A copy of this binary without its debug info (valgrind 3.19 cannot read the DWARF 5 that Swift 6 writes).
+func strippedCopyOfThisBinary() -> URL? {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "loading-bench-valgrind-\(UUID().uuidString)")
+    let copy = folder.appendingPathComponent("Benchmarks")
+    do {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            at: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(), to: copy)
+    } catch {
+        return nil
+    }
+    let strip = Process()
+    strip.executableURL = URL(fileURLWithPath: "/usr/bin/strip")
+    strip.arguments = ["-g", copy.path]
+    guard (try? strip.run()) != nil else { return nil }
+    strip.waitUntilExit()
+    return strip.terminationStatus == 0 ? copy : nil
 }

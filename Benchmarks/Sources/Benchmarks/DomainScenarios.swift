@@ -48,9 +48,9 @@ func composerMemoryHitScenario(loads: Int) -> Scenario {
         unit: "loads", operations: loads, reference: "InMemoryFriendsStore.retrieve",
         variants: [direct, composed],
         targets: [
-            Target(
-                variant: "FriendsComposer.friendsLoader", against: "InMemoryFriendsStore.retrieve", limit: 3,
-                label: "<= 3x direct")
+            .instructions(
+                "FriendsComposer.friendsLoader", atMost: 3, of: "InMemoryFriendsStore.retrieve",
+                label: "memory hit through FriendsComposer.friendsLoader, instructions vs the store read")
         ],
         expectedChecksum: { $0 &* 100 },
         note: "memory (max age 5 min) -> fallbacks -> main-queue dispatch, called on the main queue (delivered inline)")
@@ -123,17 +123,22 @@ func sqliteScenarios(rows: Int, folder: URL) -> [Scenario] {
             unit: "replacements", operations: 1, reference: "raw sqlite3 C API",
             variants: [replaceRaw, replaceRawOnQueue, replaceStore],
             targets: [
-                Target(variant: "SQLiteFriendsStore", against: "raw sqlite3 C API", limit: 1.15, label: "<= 1.15x raw")
+                .instructions(
+                    "SQLiteFriendsStore", atMost: 1.15, of: "raw sqlite3 C API",
+                    label: "SQLite replace-all through SQLiteFriendsStore, instructions vs the raw C API")
             ],
-            expectedChecksum: { $0 }, note: "same schema, WAL, one prepared statement, values bound"),
+            expectedChecksum: { $0 }, note: "same schema, WAL, one prepared statement, values bound",
+            countedOperations: 5),
         Scenario(
             title: "5b. SQLite: read all \(Report.count(rows)) friends back",
             unit: "reads", operations: 1, reference: "raw sqlite3 C API",
             variants: [readRaw, readRawOnQueue, readStore],
             targets: [
-                Target(variant: "SQLiteFriendsStore", against: "raw sqlite3 C API", limit: 1.15, label: "<= 1.15x raw")
+                .instructions(
+                    "SQLiteFriendsStore", atMost: 1.15, of: "raw sqlite3 C API",
+                    label: "SQLite read-all through SQLiteFriendsStore, instructions vs the raw C API")
             ],
-            expectedChecksum: { $0 &* rows }),
+            expectedChecksum: { $0 &* rows }, countedOperations: 5),
     ]
 }
 
@@ -231,6 +236,6 @@ extension Scenario {
                     return delivered / max(batches, 1)
                 }
             },
-            targets: targets, expectedChecksum: { _ in callers }, note: note)
+            targets: targets, expectedChecksum: { _ in callers }, note: note, countedOperations: 0)
     }
 }

@@ -45,9 +45,9 @@ func keyedMemoryHitScenario(loads: Int) -> Scenario {
         unit: "loads", operations: loads, reference: "locked Dictionary lookup",
         variants: [locked, cacheRead, keyed],
         targets: [
-            Target(
-                variant: "coalesced family, memory hit", against: "locked Dictionary lookup", limit: 3,
-                label: "<= 3x a locked Dictionary")
+            .instructions(
+                "coalesced family, memory hit", atMost: 3, of: "locked Dictionary lookup",
+                label: "keyed memory-cache hit through a coalesced family, instructions vs a locked Dictionary")
         ],
         expectedChecksum: { count in (0..<count).reduce(0) { $0 &+ $1 % keys } })
 }
@@ -126,12 +126,12 @@ func diskCacheScenarios(values: Int, folder: URL) -> [Scenario] {
     return [
         Scenario(
             title: "10a. DiskCache: write \(Report.count(values)) small values", unit: "writes", operations: values,
-            reference: "Data.write(options: .atomic)", variants: [rawWrite, cacheWrite], targets: [],
+            reference: "Data.write(options: .atomic)", variants: [rawWrite, cacheWrite],
             expectedChecksum: { $0 },
             note: "same JSON-encoded struct, one file each; the cache also stamps, wraps its key and hops to its queue"),
         Scenario(
             title: "10b. DiskCache: read \(Report.count(values)) small values back", unit: "reads", operations: values,
-            reference: "Data(contentsOf:)", variants: [rawRead, cacheRead], targets: [],
+            reference: "Data(contentsOf:)", variants: [rawRead, cacheRead],
             expectedChecksum: { $0 }),
     ]
 }
@@ -168,9 +168,9 @@ func decodeFriendsScenario(friends count: Int) -> Scenario {
         title: "11. Decode \(Report.count(count)) friends from JSON", unit: "lists", operations: 1,
         reference: "JSONDecoder, numeric dates", variants: [reference, api],
         targets: [
-            Target(
-                variant: "Friend.makeDecoder(), ISO 8601", against: "JSONDecoder, numeric dates", limit: 1.2,
-                label: "<= 1.2x JSONDecoder")
+            .instructions(
+                "Friend.makeDecoder(), ISO 8601", atMost: 1.2, of: "JSONDecoder, numeric dates",
+                label: "decode friends from JSON, instructions vs JSONDecoder")
         ],
-        expectedChecksum: { $0 * count })
+        expectedChecksum: { $0 * count }, countedOperations: 2)
 }

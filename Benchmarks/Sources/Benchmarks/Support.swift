@@ -117,7 +117,7 @@ func coalescingScenario(
     }
     return Scenario(
         title: title, unit: "batches of callers", operations: 1, reference: separate.name,
-        variants: [perCall, coalesced], targets: [],
+        variants: [perCall, coalesced],
         expectedChecksum: { _ in callers },
         note: "upstream loads per batch: \(Report.count(callers)) without coalescing, 1 with it (checked every run)"
     )

@@ -1,22 +1,29 @@
 /// Delivers events from several threads to one observer without overlap and in the order they were accepted:
 /// whichever thread finds the observer idle delivers, draining what others queued meanwhile; the others enqueue
 /// and return at once. Nothing is accepted after a terminal event.
+@usableFromInline
 final class SerializedObserver<Output: Sendable, Failure: Error>: Sendable {
-    private struct State: Sendable {
-        var queue: [StreamEvent<Output, Failure>] = []
-        var isDelivering = false
-        var isTerminated = false
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var queue: [StreamEvent<Output, Failure>] = []
+        @usableFromInline var isDelivering = false
+        @usableFromInline var isTerminated = false
+
+        @inlinable
+        init() {}
     }
 
-    private let state = Locked(State())
-    let downstream: StreamObserver<Output, Failure>
+    @usableFromInline let state = Locked(State())
+    @usableFromInline let downstream: StreamObserver<Output, Failure>
 
+    @inlinable
     init(_ downstream: StreamObserver<Output, Failure>) {
         self.downstream = downstream
     }
 
     /// Accepts `event` for delivery; returns `false` when it was dropped because a terminal event came first.
     @discardableResult
+    @inlinable
     func send(_ event: StreamEvent<Output, Failure>) -> Bool {
         let (accepted, deliverNow) = state.withLock { state -> (Bool, Bool) in
             guard !state.isTerminated else { return (false, false) }

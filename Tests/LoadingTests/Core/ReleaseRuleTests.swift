@@ -310,7 +310,7 @@ final class ReleaseRuleTests: XCTestCase {
 
 /// Runs `onDeinit` when it is released: how a test makes dropping a closure run code. A test captures it in a
 /// closure handed to the library, then lets go of its own reference with `release()`.
-private final class DeinitProbe: Sendable {
+final class DeinitProbe: Sendable {
     private let onDeinit: @Sendable () -> Void
 
     init(_ onDeinit: @escaping @Sendable () -> Void) {

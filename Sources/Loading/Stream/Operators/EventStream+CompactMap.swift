@@ -4,6 +4,7 @@ extension EventStream {
     /// ```swift
     /// let upserted = events.compactMap { $0.upsertedFriend }
     /// ```
+    @inlinable
     public func compactMap<NewOutput: Sendable>(
         _ transform: @escaping @Sendable (Output) -> NewOutput?
     ) -> EventStream<NewOutput, Failure> {

@@ -4,6 +4,7 @@ extension EventStream {
     /// ```swift
     /// let nonEmpty = friends.filter { !$0.isEmpty }
     /// ```
+    @inlinable
     public func filter(_ isIncluded: @escaping @Sendable (Output) -> Bool) -> EventStream {
         EventStream { observer in
             subscribe(

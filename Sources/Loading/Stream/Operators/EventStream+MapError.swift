@@ -4,6 +4,7 @@ extension EventStream {
     /// ```swift
     /// let typed = api.friends().asStream().mapError { FriendsError.network($0) }
     /// ```
+    @inlinable
     public func mapError<NewFailure: Error>(
         _ transform: @escaping @Sendable (Failure) -> NewFailure
     ) -> EventStream<Output, NewFailure> {
@@ -20,6 +21,7 @@ extension EventStream {
     }
 
     /// The same stream with its failure seen as `any Error`.
+    @inlinable
     public func eraseErrorType() -> EventStream<Output, any Error> {
         mapError { $0 }
     }
@@ -27,6 +29,7 @@ extension EventStream {
 
 extension EventStream where Failure == Never {
     /// The same stream, typed as able to fail with `NewFailure` (it never does), to combine it with one that can.
+    @inlinable
     public func setFailureType<NewFailure: Error>(to _: NewFailure.Type) -> EventStream<Output, NewFailure> {
         EventStream<Output, NewFailure> { observer in
             subscribe(

@@ -6,6 +6,7 @@ extension EventStream {
     /// let updates = EventStream.merge([memoryUpdates, networkUpdates, localEdits])
     /// ```
     /// Values from different threads are delivered one at a time, never overlapping.
+    @inlinable
     public static func merge(_ streams: [EventStream]) -> EventStream {
         EventStream { observer in
             guard !streams.isEmpty else { return observer.finish() }
@@ -37,6 +38,7 @@ extension EventStream {
     }
 
     /// Merges the given streams; see ``merge(_:)-swift.type.method``.
+    @inlinable
     public static func merge(_ streams: EventStream...) -> EventStream {
         merge(streams)
     }
@@ -46,6 +48,7 @@ extension EventStream {
     /// ```swift
     /// let friends = loadedFriends.merge(with: liveUpdates)
     /// ```
+    @inlinable
     public func merge(with others: EventStream...) -> EventStream {
         .merge([self] + others)
     }

@@ -4,6 +4,7 @@ extension EventStream {
     /// ```swift
     /// let lists = friends.replaceError(with: [])
     /// ```
+    @inlinable
     public func replaceError(with value: Output) -> EventStream<Output, Never> {
         EventStream<Output, Never> { observer in
             subscribe(

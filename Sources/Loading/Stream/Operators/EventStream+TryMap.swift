@@ -4,6 +4,7 @@ extension EventStream {
     /// ```swift
     /// let pages = responses.tryMap { try JSONDecoder().decode(Page.self, from: $0) }
     /// ```
+    @inlinable
     public func tryMap<NewOutput: Sendable>(
         _ transform: @escaping @Sendable (Output) throws -> NewOutput
     ) -> EventStream<NewOutput, any Error> {
