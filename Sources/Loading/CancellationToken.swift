@@ -57,3 +57,14 @@ public final class AnyCancellationToken: CancellationToken {
         action?()
     }
 }
+
+/// The token of a load that completed before returning, or of work that has nothing left to cancel: cancelling it
+/// does nothing, and it costs no allocation (unlike `AnyCancellationToken()`, which holds a lock box).
+@usableFromInline
+struct FinishedToken: CancellationToken {
+    @inlinable
+    init() {}
+
+    @inlinable
+    func cancel() {}
+}

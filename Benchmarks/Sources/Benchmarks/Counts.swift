@@ -60,8 +60,10 @@ struct Verdict {
 /// scenario, each counted in child runs of a stripped copy of this binary: the count for 2N operations minus the
 /// count for N, over N, so that start-up and set-up cancel out. Deterministic where times are not; slow (valgrind).
 /// Ends with every scenario's targets, pass or miss.
-func countsReport(scenarios: [(builder: Int, scenario: Scenario)], operations: Int) -> [String] {
-    var lines = [
+func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: Int) {
+    // Printed as counted: a full count takes minutes.
+    var lines = Lines()
+    lines += [
         "",
         "Counts per operation (marginal: the count for 2N operations minus the count for N, over N, with N = "
             + "\(operations) unless shown; valgrind on a stripped copy of this binary)",
@@ -69,7 +71,7 @@ func countsReport(scenarios: [(builder: Int, scenario: Scenario)], operations: I
     let setUp = valgrindAndStrippedBinary()
     guard case .success(let (valgrind, binary)) = setUp else {
         if case .failure(let problem) = setUp { lines.append("  \(problem.reason): skipped") }
-        return lines
+        return
     }
     defer { try? FileManager.default.removeItem(at: binary.deletingLastPathComponent()) }
     var verdicts: [Verdict] = []
@@ -122,7 +124,17 @@ func countsReport(scenarios: [(builder: Int, scenario: Scenario)], operations: I
         lines.append(
             missed == 0 ? "All \(verdicts.count) targets reached." : "\(missed) of \(verdicts.count) targets missed.")
     }
-    return lines
+}
+
+/// Lines printed as they are added.
+struct Lines {
+    mutating func append(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    static func += (lines: inout Lines, more: [String]) {
+        for line in more { lines.append(line) }
+    }
 }
 
 /// Runs `operations` operations of one variant of one scenario (in a child process under valgrind).

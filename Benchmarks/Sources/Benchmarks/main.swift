@@ -54,7 +54,7 @@ let only = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.argu
 let chosen = built.filter { built in only.map { built.scenario.title.hasPrefix($0) } ?? true }
 let countedOperations = quick ? 200 : 1_000
 if arguments.contains("--counts") {
-    print(countsReport(scenarios: chosen, operations: countedOperations).joined(separator: "\n"))
+    printCounts(scenarios: chosen, operations: countedOperations)
     exit(0)
 }
 
@@ -70,4 +70,4 @@ do {
     exit(1)
 }
 // A full run ends with the counts and the targets' verdicts; a quick run (CI) only proves the scenarios run.
-if !quick { print(countsReport(scenarios: chosen, operations: countedOperations).joined(separator: "\n")) }
+if !quick { printCounts(scenarios: chosen, operations: countedOperations) }

@@ -6,7 +6,6 @@ final class SerializedObserver<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline
     struct State: Sendable {
         @usableFromInline var queue: [StreamEvent<Output, Failure>] = []
-        @usableFromInline var isDelivering = false
         @usableFromInline var isTerminated = false
 
         @inlinable
@@ -14,6 +13,7 @@ final class SerializedObserver<Output: Sendable, Failure: Error>: Sendable {
     }
 
     @usableFromInline let state = Locked(State())
+    @usableFromInline let turn = DeliveryTurn()
     @usableFromInline let downstream: StreamObserver<Output, Failure>
 
     @inlinable
@@ -28,23 +28,27 @@ final class SerializedObserver<Output: Sendable, Failure: Error>: Sendable {
         let (accepted, deliverNow) = state.withLock { state -> (Bool, Bool) in
             guard !state.isTerminated else { return (false, false) }
             if event.isCompletion { state.isTerminated = true }
-            guard !state.isDelivering else {
+            guard turn.take() else {
                 state.queue.append(event)
                 return (true, false)
             }
-            state.isDelivering = true
             return (true, true)
         }
         guard deliverNow else { return accepted }
         downstream.receive(event)
-        while true {
+        // Nothing queued meanwhile (the common case): the turn ends without the lock.
+        while !turn.end() {
             let batch = state.withLock { state -> [StreamEvent<Output, Failure>] in
-                if state.queue.isEmpty { state.isDelivering = false }
-                defer { state.queue = [] }
-                return state.queue
+                guard !state.queue.isEmpty else {
+                    turn.pass()
+                    return []
+                }
+                turn.keep()
+                return exchange(&state.queue, with: [])
             }
             if batch.isEmpty { return true }
             for queued in batch { downstream.receive(queued) }
         }
+        return true
     }
 }

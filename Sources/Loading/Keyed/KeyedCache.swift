@@ -46,14 +46,22 @@ extension KeyedCache {
 public struct CachedValue<Value: Sendable>: Sendable {
     /// The stored value.
     public var value: Value
+    // The date as seconds since the reference date, which `Date` holds exactly: a `Date` stored here would make
+    // every copy of the value go through run-time generic code, `Date` coming from a resilient module.
+    @usableFromInline var savedAtSeconds: Double
+
     /// When it was saved, by the cache's clock.
-    public var savedAt: Date
+    @inlinable
+    public var savedAt: Date {
+        get { Date(timeIntervalSinceReferenceDate: savedAtSeconds) }
+        set { savedAtSeconds = newValue.timeIntervalSinceReferenceDate }
+    }
 
     /// Creates a cached value saved at `savedAt`.
     @inlinable
     public init(_ value: Value, savedAt: Date) {
         self.value = value
-        self.savedAt = savedAt
+        savedAtSeconds = savedAt.timeIntervalSinceReferenceDate
     }
 }
 
@@ -112,7 +120,7 @@ public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
         let (cache, key) = (cache, key)
         return AnyLoader { completion in
             cache.value(for: key, completion: completion)
-            return AnyCancellationToken()
+            return FinishedToken()
         }
     }
 }

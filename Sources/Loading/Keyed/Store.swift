@@ -80,7 +80,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ```swift
     /// let subscription = store.changes(for: "u1").sink { response in render(response.value) }
     /// ```
+    @inlinable
     public func changes(for key: Key) -> EventStream<StoreResponse<Value>, Never> {
+        // Inlinable, so that what runs for each delivery is specialized where the store is observed.
         EventStream { [self] observer in
             subject(for: key).stream.compactMap { $0 }.subscribe(observer)
         }
@@ -125,7 +127,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             }
             guard let shown else { return store.startRead(key, policy: policy, completion: completion) }
             completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
-            return AnyCancellationToken()
+            return FinishedToken()
         }
     }
 
@@ -380,7 +382,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) -> any CancellationToken {
         guard index < levels.count else {
             done(nil)
-            return AnyCancellationToken()
+            return FinishedToken()
         }
         let token = AnyCancellationToken()
         // The read is queued behind the level writes and removals already decided, so it never sees data older
@@ -682,7 +684,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         replaced?.timer.cancel()
     }
 
-    private func subject(for key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
+    @usableFromInline
+    func subject(for key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
         let (subject, snapshot) = state.withLock {
             state -> (CurrentValueStreamSubject<StoreResponse<Value>?, Never>, Snapshot?) in
             if let subject = state.subjects[key] { return (subject, nil) }
@@ -950,28 +953,58 @@ public enum StoreOrigin: Sendable, Equatable {
 /// What a ``Store`` shows for a key: its value (`nil` when it has none, after a removal or a clear), where it came
 /// from and when it was saved.
 public struct StoreResponse<Value: Sendable>: Sendable {
+    // One immutable reference: a response is sent to every observer of its key and through each operator they
+    // chain, and a copy is then one retain, even where the store's generic code copies it at run time.
+    @usableFromInline let storage: Storage
+
+    @usableFromInline
+    final class Storage: Sendable {
+        @usableFromInline let value: Value?
+        @usableFromInline let origin: StoreOrigin
+        @usableFromInline let savedAt: Date?
+        @usableFromInline let hasPendingChanges: Bool
+        @usableFromInline let error: (any Error)?
+        @usableFromInline let version: Int
+
+        @inlinable
+        init(
+            value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?,
+            version: Int
+        ) {
+            self.value = value
+            self.origin = origin
+            self.savedAt = savedAt
+            self.hasPendingChanges = hasPendingChanges
+            self.error = error
+            self.version = version
+        }
+    }
+
     /// The shown value: the confirmed value with the pending changes applied; `nil` when there is none.
-    public let value: Value?
+    @inlinable
+    public var value: Value? { storage.value }
     /// Where the confirmed value came from (``StoreOrigin/local`` while changes are pending).
-    public let origin: StoreOrigin
+    @inlinable
+    public var origin: StoreOrigin { storage.origin }
     /// When the confirmed value was saved (for a cache hit, when the level saved it).
-    public let savedAt: Date?
+    @inlinable
+    public var savedAt: Date? { storage.savedAt }
     /// Whether optimistic changes are still waiting for their commit.
-    public let hasPendingChanges: Bool
+    @inlinable
+    public var hasPendingChanges: Bool { storage.hasPendingChanges }
     /// The failure of the read that produced this response, when it fell back to the value already shown.
-    public let error: (any Error)?
-    @usableFromInline let version: Int
+    @inlinable
+    public var error: (any Error)? { storage.error }
+    @inlinable
+    var version: Int { storage.version }
 
     @inlinable
     init(
         value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?, version: Int
     ) {
-        self.value = value
-        self.origin = origin
-        self.savedAt = savedAt
-        self.hasPendingChanges = hasPendingChanges
-        self.error = error
-        self.version = version
+        storage = Storage(
+            value: value, origin: origin, savedAt: savedAt, hasPendingChanges: hasPendingChanges, error: error,
+            version: version)
     }
 
     /// How old the confirmed value is at `date`.
@@ -1001,12 +1034,17 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
 struct StoredValue<Value: Sendable>: Sendable {
     @usableFromInline let value: Value
     @usableFromInline let origin: StoreOrigin
-    @usableFromInline let savedAt: Date
+    // Seconds since the reference date rather than a `Date`, which (from a resilient module) would make copies
+    // run generic code at run time.
+    @usableFromInline let savedAtSeconds: Double
+
+    @inlinable
+    var savedAt: Date { Date(timeIntervalSinceReferenceDate: savedAtSeconds) }
 
     @inlinable
     init(value: Value, origin: StoreOrigin, savedAt: Date) {
         self.value = value
         self.origin = origin
-        self.savedAt = savedAt
+        savedAtSeconds = savedAt.timeIntervalSinceReferenceDate
     }
 }

@@ -15,7 +15,7 @@ public struct ImmediateScheduler: Scheduler {
     @discardableResult
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any CancellationToken {
         action()
-        return AnyCancellationToken()
+        return FinishedToken()
     }
 }
 

@@ -54,8 +54,6 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         @usableFromInline
         var queue: [Delivery] = []
         @usableFromInline
-        var isDelivering = false
-        @usableFromInline
         var current: Output?
 
         @inlinable
@@ -66,6 +64,8 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     @usableFromInline
     let state: Locked<State>
+    @usableFromInline
+    let turn = DeliveryTurn()
 
     @inlinable
     init(current: Output?) {
@@ -90,7 +90,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
                 state.completion = completion
             }
             state.sequence += 1
-            return (Self.enqueue(Delivery(event: event, sequence: state.sequence, target: nil), in: &state), replaced)
+            return (enqueue(Delivery(event: event, sequence: state.sequence, target: nil), in: &state), replaced)
         }
         withExtendedLifetime(replaced) {}  // the previous value is released after unlocking
         if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
@@ -112,7 +112,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
                 let replaced = exchange(&state.current, with: next)
                 state.sequence += 1
                 let delivery = Delivery(event: .value(next), sequence: state.sequence, target: nil)
-                return (true, Self.enqueue(delivery, in: &state), replaced)
+                return (true, enqueue(delivery, in: &state), replaced)
             }
             withExtendedLifetime(outcome.2) {}  // the previous value is released after unlocking
             guard outcome.sent else { continue }
@@ -133,7 +133,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
             state.subscribers.append(Subscriber(id: id, firstSequence: state.sequence + 1, observer: observer))
             guard replayCurrent, let current = state.current else { return (id, nil, nil) }
             let replay = Delivery(event: .value(current), sequence: state.sequence, target: id)
-            return (id, nil, Self.enqueue(replay, in: &state))
+            return (id, nil, enqueue(replay, in: &state))
         }
         if let completion { return observer.send(completion: completion) }
         if let id {
@@ -152,38 +152,42 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         withExtendedLifetime(removed) {}
     }
 
-    /// Queues `delivery` if another thread is delivering; otherwise makes the caller the deliverer and returns the
-    /// delivery with the subscribers to send it to.
+    /// Under the lock: queues `delivery` if another thread is delivering; otherwise makes the caller the deliverer
+    /// and returns the delivery with the subscribers to send it to.
     @inlinable
-    static func enqueue(_ delivery: Delivery, in state: inout State) -> (Delivery, [Subscriber])? {
-        guard !state.isDelivering else {
+    func enqueue(_ delivery: Delivery, in state: inout State) -> (Delivery, [Subscriber])? {
+        guard turn.take() else {
             state.queue.append(delivery)
             return nil
         }
-        state.isDelivering = true
         return (delivery, state.subscribers)
     }
 
     @inlinable
     func deliver(_ first: Delivery, to firstSubscribers: [Subscriber]) {
-        // The first delivery goes out without building a batch: the common case (one sender) allocates nothing.
+        // The first delivery goes out without building a batch: the common case (one sender) allocates nothing,
+        // and ends its turn without taking the lock again.
         Self.send(first, to: firstSubscribers)
-        var (batch, subscribers) = nextBatch(after: first.event.isCompletion)
-        while !batch.isEmpty {
+        var completed = first.event.isCompletion
+        while completed || !turn.end() {
+            let (batch, subscribers) = nextBatch(after: completed)
+            if batch.isEmpty { return }
             for delivery in batch { Self.send(delivery, to: subscribers) }
-            (batch, subscribers) = nextBatch(after: batch.contains { $0.event.isCompletion })
+            completed = batch.contains { $0.event.isCompletion }
         }
     }
 
-    /// Takes what other senders queued meanwhile, or marks the delivery loop as done.
+    /// Takes what other senders queued meanwhile, or ends the delivery turn. After a completion, also lets go of
+    /// the subscribers.
     @inlinable
     func nextBatch(after completed: Bool) -> ([Delivery], [Subscriber]) {
         let (batch, subscribers, finished) = state.withLock { state -> ([Delivery], [Subscriber], [Subscriber]) in
             let finished = completed ? exchange(&state.subscribers, with: []) : []
             guard !state.queue.isEmpty else {
-                state.isDelivering = false
+                turn.pass()
                 return ([], [], finished)
             }
+            turn.keep()
             return (exchange(&state.queue, with: []), state.subscribers, finished)
         }
         withExtendedLifetime(finished) {}  // subscribers of a completed subject are released after unlocking
