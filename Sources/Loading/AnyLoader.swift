@@ -29,7 +29,7 @@ public struct AnyLoader<Output: Sendable>: Loader {
     public init(_ load: @escaping @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken) {
         body = { completion in
             let pending = PendingLoad(completion)
-            pending.startStep { load { pending.complete($0) } }
+            pending.startFirstStep { load { pending.complete($0) } }
             return pending
         }
     }
@@ -40,7 +40,7 @@ public struct AnyLoader<Output: Sendable>: Loader {
     public init(priority: TaskPriority? = nil, _ operation: @escaping @Sendable () async throws -> Output) {
         body = { completion in
             let pending = PendingLoad(completion)
-            pending.startStep {
+            pending.startFirstStep {
                 let task = Task(priority: priority) {
                     do {
                         pending.complete(.success(try await operation()))

@@ -92,6 +92,20 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
         if isFinished { token.cancel() }
     }
 
+    /// ``startStep(_:)`` for the first step of a load this caller just created and has not shared yet: nothing
+    /// can have finished it or started a step, so the lock is taken once (after `start`), not twice. The first
+    /// step's generation is 0, the one a new load starts with.
+    @inlinable
+    func startFirstStep(_ start: () -> any CancellationToken) {
+        let token = start()
+        let isFinished = state.withLock { state -> Bool in
+            guard state.completion != nil else { return state.cancelsStep }
+            if state.generation == 0 { state.step = token }
+            return false
+        }
+        if isFinished { token.cancel() }
+    }
+
     /// Calls the completion with `result`, unless the load was already cancelled or completed.
     @inlinable @inline(__always)
     public func complete(_ result: Result<Output, any Error>) {

@@ -61,6 +61,11 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
         for _ in 0..<count { erased.load(completion: deliver) }
         return checksum()
     }
+    let anyLoader = opaque(composedOnce.eraseToAnyLoader())
+    let compositesAnyLoader = Variant(name: "Loader composites as AnyLoader<Int>") { count in
+        for _ in 0..<count { anyLoader.load(completion: deliver) }
+        return checksum()
+    }
     let compositesPerLoad = Variant(name: "Loader composites (built per load)") { count in
         for _ in 0..<count {
             primary.fallback(to: secondary).caching(to: cache).map(transform).load(completion: deliver)
@@ -121,7 +126,10 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
             ? "3. Fallback path: the primary fails, the fallback succeeds (+ caching + map)"
             : "2. Single-shot load: fallback (primary succeeds) + caching + map",
         unit: "loads", operations: loads, reference: "hand-written callbacks",
-        variants: [hand, inline, composites, compositesErased, compositesPerLoad, stream, openCombine, asyncChain],
+        variants: [
+            hand, inline, composites, compositesErased, compositesAnyLoader, compositesPerLoad, stream, openCombine,
+            asyncChain,
+        ],
         targets: primaryFails
             ? []
             : [

@@ -82,7 +82,7 @@ public final class CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Val
             }
         case .fail:
             let pending = PendingLoad(completion)
-            pending.startStep {
+            pending.startFirstStep {
                 upstream.load { [self] result in
                     guard case .success(let value) = result else { return pending.complete(result) }
                     guard !pending.isFinished else { return }

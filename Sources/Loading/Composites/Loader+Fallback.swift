@@ -33,7 +33,7 @@ public final class FallbackLoader<Primary: Loader, Fallback: Loader>: Loader whe
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Primary.Output>) -> any CancellationToken {
         let pending = PendingLoad(completion)
-        pending.startStep {
+        pending.startFirstStep {
             // A class, so that each load captures one reference rather than a copy of the fallback's whole chain.
             primary.load { [self] result in
                 switch result {

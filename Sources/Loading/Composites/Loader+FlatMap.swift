@@ -28,7 +28,7 @@ public final class FlatMapLoader<Upstream: Loader, Next: Loader>: Loader {
     @discardableResult
     public func load(completion: @escaping LoadCompletion<Next.Output>) -> any CancellationToken {
         let pending = PendingLoad(completion)
-        pending.startStep {
+        pending.startFirstStep {
             upstream.load { [transform] result in
                 switch result {
                 case .success(let value):

@@ -75,7 +75,7 @@ public final class HandleEventsLoader<Upstream: Loader>: Loader {
             }
         }
         let pending = PendingLoad(completion)
-        pending.startStep {
+        pending.startFirstStep {
             upstream.load { [self] result in
                 guard let deliver = pending.takeCompletion() else { return }
                 Self.report(result, to: events)

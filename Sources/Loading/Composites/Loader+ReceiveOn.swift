@@ -37,7 +37,7 @@ public struct ReceiveOnLoader<Upstream: Loader, S: Scheduler>: Loader {
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         let pending = PendingLoad(completion)
         let scheduler = self.scheduler
-        pending.startStep {
+        pending.startFirstStep {
             upstream.load { result in
                 scheduler.schedule { pending.complete(result) }
             }

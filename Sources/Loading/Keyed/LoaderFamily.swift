@@ -163,12 +163,15 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             state.flights[key] = flight
             return (flight.id, callerID, true)
         }
-        if startsFlight { start(key, flightID) }
+        // A flight over by the time its load returned (a memory hit answers at once) has delivered to its caller:
+        // there is nothing to leave, and the token costs no allocation.
+        if startsFlight, !start(key, flightID) { return FinishedToken() }
         return AnyCancellationToken { [weak self] in self?.leave(key, flightID, callerID) }
     }
 
+    /// Starts the flight's load; returns whether the flight is still going when the load returned.
     @inlinable
-    func start(_ key: Key, _ flightID: Int) {
+    func start(_ key: Key, _ flightID: Int) -> Bool {
         let token = makeLoader(key).load { [self] result in finish(key, flightID, result) }
         let isCurrent = state.withLock { state -> Bool in
             guard state.flights[key]?.id == flightID else { return false }
@@ -178,6 +181,7 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
         // Every caller left (or the load completed) before the load returned its token: cancelling a completed
         // load does nothing, and a left one must stop.
         if !isCurrent { token.cancel() }
+        return isCurrent
     }
 
     @inlinable
