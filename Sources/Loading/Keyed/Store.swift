@@ -117,13 +117,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         @inlinable
         func load(completion: @escaping LoadCompletion<StoreResponse<Value>>) -> any CancellationToken {
             let (store, key, policy) = (store, key, policy)
-            let now = store.now()
+            // The clock is read only when the policy judges age.
+            let now = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
             // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below).
             let shown = store.state.withLock { state -> Snapshot? in
-                guard policy.kind != .cacheThenNetwork, state.hasUsableValue(for: key, under: policy, now: now) else {
-                    return nil
-                }
-                return state.peek(at: key)
+                guard policy.kind != .cacheThenNetwork else { return nil }
+                return state.usableSnapshot(of: key, under: policy, now: now)
             }
             guard let shown else { return store.startRead(key, policy: policy, completion: completion) }
             completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
@@ -852,6 +851,21 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
 
         /// The key's shown value, at its current version.
+        /// What is shown for `key` when `policy` serves it as it is (one dictionary lookup): see
+        /// ``hasUsableValue(for:under:now:)``.
+        @inlinable
+        func usableSnapshot(of key: Key, under policy: ReadPolicy, now: Date) -> Snapshot? {
+            guard let entry = entries[key], let confirmed = entry.confirmed else { return nil }
+            switch policy.kind {
+            case .networkFirst, .networkOnly: return nil
+            case .cacheFirst, .cacheThenNetwork, .cacheOnly:
+                guard policy.accepts(savedAt: confirmed.savedAt, now: now) else { return nil }
+            }
+            return Snapshot(
+                key: key, version: entry.version, confirmed: confirmed, changes: entry.pending.map { $0.change },
+                error: entry.error)
+        }
+
         @inlinable
         func peek(at key: Key) -> Snapshot? {
             guard let entry = entries[key] else { return nil }
