@@ -90,7 +90,8 @@ func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: In
                 + scenario.reference)
         var counted: [(name: String, instructions: Double?, allocations: Double?)] = []
         for variant in scenario.variants {
-            let child = ["--count-child", String(builder), scenario.title, variant.name]
+            // The child builds the scenario at this run's sizes, so that it finds it by its title.
+            let child = (quick ? ["--quick"] : []) + ["--count-child", String(builder), scenario.title, variant.name]
             func marginal(_ tool: CountingTool) -> Double? {
                 guard let few = count(tool, valgrind, binary, child + [String(operations)]),
                     let many = count(tool, valgrind, binary, child + [String(2 * operations)])
@@ -108,7 +109,7 @@ func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: In
             }
             let instructions = row.instructions.map { String(format: "%.0f", $0) } ?? "-"
             let allocations = row.allocations.map { String(format: "%.1f", $0) } ?? "-"
-            let name = row.name.padding(toLength: 40, withPad: " ", startingAt: 0)
+            let name = row.name.padding(toLength: max(40, row.name.count + 1), withPad: " ", startingAt: 0)
             lines.append(
                 "  " + name + instructions.padding(toLength: 16, withPad: " ", startingAt: 0)
                     + allocations.padding(toLength: 14, withPad: " ", startingAt: 0) + ratio)
@@ -143,11 +144,16 @@ func runCountChild(builder: Int, scenarioTitle: String, variantName: String, ope
     try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
     // Only the builder that makes this scenario runs: the others' set-up would blur the counts.
-    let builders = scenarioBuilders(quick: true, folder: folder)
+    let builders = scenarioBuilders(quick: quick, folder: folder)
     guard builders.indices.contains(builder),
-        let scenario = builders[builder]().first(where: { $0.title == scenarioTitle })
-    else { return }
-    _ = scenario.variants.first { $0.name == variantName }?.run(operations)
+        let scenario = builders[builder]().first(where: { $0.title == scenarioTitle }),
+        let variant = scenario.variants.first(where: { $0.name == variantName })
+    else {
+        FileHandle.standardError.write(Data("no variant \(variantName) in \(scenarioTitle)\n".utf8))
+        exit(1)
+    }
+    scenario.prepare?()
+    _ = variant.run(operations)
 }
 
 /// Why valgrind cannot count here.
@@ -189,6 +195,7 @@ func count(_ tool: CountingTool, _ valgrind: String, _ binary: URL, _ arguments:
     guard (try? process.run()) != nil else { return nil }
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return nil }
     let pattern =
         switch tool {
         case .instructions: #"Collected : ([0-9]+)"#

@@ -33,6 +33,8 @@ struct Scenario {
     var countedOperations: Int? = nil
     /// Lines printed under the scenario's counts (a scaling table, say).
     var countNotes: ((CountTable) -> [String])? = nil
+    /// Run once before any variant (what the variants read, say).
+    var prepare: (() -> Void)? = nil
 }
 
 struct Measurement {
@@ -45,6 +47,7 @@ enum Harness {
 
     static func run(_ scenario: Scenario, repetitions: Int, report: inout Report) throws {
         var measurements = scenario.variants.map { Measurement(variant: $0.name) }
+        scenario.prepare?()
         // Warm-up: one untimed pass each, which also checks every variant's side effects.
         for variant in scenario.variants {
             let checksum = variant.run(max(scenario.operations / 10, 1))
