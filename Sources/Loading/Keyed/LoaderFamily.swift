@@ -78,11 +78,15 @@ struct CoalescedLoader<Key: Hashable & Sendable, Output: Sendable>: Loader {
 /// cancelled), so keys do not wait for each other's work.
 @usableFromInline
 final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
+    /// A flight holds no token: an `any CancellationToken` would make every copy of it (each lookup of a flight's
+    /// id) go through run-time value witnesses. The tokens of the flights still running when their load returned
+    /// are kept apart, in `State.tokens`.
     @usableFromInline
     struct Flight: Sendable {
         @usableFromInline let id: Int
         @usableFromInline var callers = Callers()
-        @usableFromInline var token: (any CancellationToken)?
+        /// Whether `State.tokens` holds this flight's token.
+        @usableFromInline var hasToken = false
 
         @inlinable
         init(id: Int) {
@@ -134,7 +138,15 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
     @usableFromInline
     struct State: Sendable {
         @usableFromInline var flights: [Key: Flight] = [:]
+        @usableFromInline var tokens: [Key: any CancellationToken] = [:]
         @usableFromInline var nextID = 0
+
+        /// Removes the flight of `key` with its token, for the caller to release (or cancel) after unlocking.
+        @inlinable
+        mutating func removeFlight(_ key: Key) -> (Flight?, (any CancellationToken)?) {
+            guard let flight = flights.removeValue(forKey: key) else { return (nil, nil) }
+            return (flight, flight.hasToken ? tokens.removeValue(forKey: key) : nil)
+        }
 
         @inlinable
         init() {}
@@ -175,33 +187,37 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
         let token = makeLoader(key).load { [self] result in finish(key, flightID, result) }
         let isCurrent = state.withLock { state -> Bool in
             guard state.flights[key]?.id == flightID else { return false }
-            state.flights[key]!.token = token
+            state.flights[key]!.hasToken = true
+            state.tokens[key] = token
             return true
         }
-        // Every caller left (or the load completed) before the load returned its token: cancelling a completed
-        // load does nothing, and a left one must stop.
-        if !isCurrent { token.cancel() }
+        // Not current: the load completed before it returned its token (a memory hit answers at once). It cannot
+        // be that every caller left, since the caller starting the flight gets its token only after this returns.
+        // A completed load has nothing to cancel, and cancelling it through its existential is not free.
         return isCurrent
     }
 
     @inlinable
     func finish(_ key: Key, _ flightID: Int, _ result: Result<Output, any Error>) {
-        let finished = state.withLock { state -> Flight? in
-            guard state.flights[key]?.id == flightID else { return nil }
-            return state.flights.removeValue(forKey: key)
+        let (finished, token) = state.withLock { state -> (Flight?, (any CancellationToken)?) in
+            guard state.flights[key]?.id == flightID else { return (nil, nil) }
+            return state.removeFlight(key)
         }
+        withExtendedLifetime(token) {}  // the completed load's token, released after unlocking
         finished?.callers.deliver(result)
     }
 
     @inlinable
     func leave(_ key: Key, _ flightID: Int, _ callerID: Int) {
-        let (left, emptied) = state.withLock { state -> (LoadCompletion<Output>?, Flight?) in
-            guard state.flights[key]?.id == flightID else { return (nil, nil) }
+        let (left, emptied, token) = state.withLock {
+            state -> (LoadCompletion<Output>?, Flight?, (any CancellationToken)?) in
+            guard state.flights[key]?.id == flightID else { return (nil, nil, nil) }
             let left = state.flights[key]!.callers.remove(callerID)
-            guard state.flights[key]!.callers.isEmpty else { return (left, nil) }
-            return (left, state.flights.removeValue(forKey: key))
+            guard state.flights[key]!.callers.isEmpty else { return (left, nil, nil) }
+            let (emptied, token) = state.removeFlight(key)
+            return (left, emptied, token)
         }
-        emptied?.token?.cancel()  // the last caller out cancels the upstream load
+        token?.cancel()  // the last caller out cancels the upstream load
         withExtendedLifetime((left, emptied)) {}  // released after unlocking
     }
 }
