@@ -115,6 +115,23 @@ final class LoaderFamilyTests: XCTestCase {
         XCTAssertEqual(recorder.values, [2, 2])
     }
 
+    func test_coalesced_aLoadThatCompletedBeforeReturning_isNotCancelled_andItsCallersTokenDoesNothing() {
+        let upstreamCancels = Locked(0)
+        let family = LoaderFamily { (key: Int) in
+            AnyLoader<Int> { completion in
+                completion(.success(key))
+                return AnyCancellationToken { upstreamCancels.withLock { $0 += 1 } }
+            }
+        }.coalesced()
+        let recorder = LoadRecorder<Int>()
+
+        let token = recorder.load(family[7])
+        token.cancel()
+
+        XCTAssertEqual(recorder.values, [7])
+        XCTAssertEqual(upstreamCancels.withLock { $0 }, 0, "a completed load has nothing to cancel")
+    }
+
     func test_coalesced_stress_manyThreadsManyKeysRandomCancels() {
         let keys = 100
         let loads = 10_000
