@@ -800,6 +800,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             self.error = error
         }
 
+        /// What `entry` shows, as version `version`.
+        @inlinable @inline(__always)
+        init(key: Key, entry: Entry, version: Int) {
+            self.init(
+                key: key, version: version, confirmed: entry.confirmed, changes: entry.pending.map { $0.change },
+                error: entry.error)
+        }
+
         @inlinable
         var response: StoreResponse<Value> {
             StoreResponse(
@@ -842,45 +850,38 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         /// only while it is young enough).
         @inlinable
         func hasUsableValue(for key: Key, under policy: ReadPolicy, now: Date) -> Bool {
-            guard let confirmed = entries[key]?.confirmed else { return false }
+            Self.serves(entries[key]?.confirmed, under: policy, now: now)
+        }
+
+        /// What is shown for `key` when `policy` serves it as it is, with one dictionary lookup: see
+        /// ``hasUsableValue(for:under:now:)``.
+        @inlinable
+        func usableSnapshot(of key: Key, under policy: ReadPolicy, now: Date) -> Snapshot? {
+            guard let entry = entries[key], Self.serves(entry.confirmed, under: policy, now: now) else { return nil }
+            return Snapshot(key: key, entry: entry, version: entry.version)
+        }
+
+        @inlinable
+        static func serves(_ confirmed: StoredValue<Value>?, under policy: ReadPolicy, now: Date) -> Bool {
+            guard let confirmed else { return false }
             switch policy.kind {
             case .networkFirst, .networkOnly: return false
-            case .cacheFirst, .cacheThenNetwork, .cacheOnly:
-                return policy.accepts(savedAt: confirmed.savedAt, now: now)
+            case .cacheFirst, .cacheThenNetwork, .cacheOnly: return policy.accepts(savedAt: confirmed.savedAt, now: now)
             }
         }
 
         /// The key's shown value, at its current version.
-        /// What is shown for `key` when `policy` serves it as it is (one dictionary lookup): see
-        /// ``hasUsableValue(for:under:now:)``.
-        @inlinable
-        func usableSnapshot(of key: Key, under policy: ReadPolicy, now: Date) -> Snapshot? {
-            guard let entry = entries[key], let confirmed = entry.confirmed else { return nil }
-            switch policy.kind {
-            case .networkFirst, .networkOnly: return nil
-            case .cacheFirst, .cacheThenNetwork, .cacheOnly:
-                guard policy.accepts(savedAt: confirmed.savedAt, now: now) else { return nil }
-            }
-            return Snapshot(
-                key: key, version: entry.version, confirmed: confirmed, changes: entry.pending.map { $0.change },
-                error: entry.error)
-        }
-
         @inlinable
         func peek(at key: Key) -> Snapshot? {
             guard let entry = entries[key] else { return nil }
-            return Snapshot(
-                key: key, version: entry.version, confirmed: entry.confirmed, changes: entry.pending.map { $0.change },
-                error: entry.error)
+            return Snapshot(key: key, entry: entry, version: entry.version)
         }
 
         /// The key's shown value, with a new version.
         mutating func snapshot(for key: Key) -> Snapshot? {
             guard let entry = entries[key] else { return nil }
             entries[key]!.version += 1
-            return Snapshot(
-                key: key, version: entry.version + 1, confirmed: entry.confirmed,
-                changes: entry.pending.map { $0.change }, error: entry.error)
+            return Snapshot(key: key, entry: entry, version: entry.version + 1)
         }
     }
 }
