@@ -22,35 +22,55 @@
 ///
 /// - The **shown value** of a key is its confirmed value with every pending optimistic change applied in order.
 /// - A **fetch** (the network) confirms its value, unless the key was removed or the store cleared since it started,
-///   and writes it to every level; a **cache hit** confirms the level's value and writes it to the faster levels.
+///   or a fetch started after it was confirmed first; it writes every level. A **cache hit** confirms the level's
+///   value and writes it to the faster levels.
 /// - ``refresh(_:)`` always fetches anew; it never joins a fetch that started before it was asked.
 /// - ``clear(completion:)`` cancels pending optimistic changes and pending debounced level writes, and empties every
-///   level.
+///   level. It and ``remove(_:)`` take effect at once: no read, fetch or change in flight shows anything from before.
+/// - **Memory is bounded**: the store holds a key only while it is in use (observed, read, fetched, changed, or
+///   written to a level), plus the values of the last `keptValues` keys to fall out of use. Otherwise the key's value
+///   lives in the levels.
+/// - **Work runs where it was asked**: a read's level reads and its fetch start on the caller's thread (in its task,
+///   with its task-local values), and a key's work never waits for another key's.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let levels: [StoreLevel<Key, Value>]
     private let fetcher: LoaderFamily<Key, Value>
-    private let coalescedFetcher: LoaderFamily<Key, Value>
     @usableFromInline let now: @Sendable () -> Date
     private let onWriteFailure: @Sendable (any Error) -> Void
-    @usableFromInline let state = Locked(State())
+    @usableFromInline let state: Locked<StoreMachine<Key, Value>>
+
+    typealias Machine = StoreMachine<Key, Value>
+    @usableFromInline typealias Snapshot = StoreMachine<Key, Value>.Snapshot
 
     /// Creates a store.
     /// - Parameters:
     ///   - levels: the caches, fastest first (memory, then disk or a database).
-    ///   - fetch: the source of fresh values (the network); concurrent fetches of one key share one load.
+    ///   - fetch: the source of fresh values (the network); concurrent reads of one key share one fetch.
+    ///   - keptValues: how many values of keys no longer in use the store keeps itself (the last to fall out of use),
+    ///     for reads that answer without asking a level. By default a store with levels keeps none (the levels hold
+    ///     them), and a store without levels, being its own cache, keeps every value.
     ///   - now: the clock responses are stamped with.
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
     public init(
         levels: [StoreLevel<Key, Value>],
         fetch: LoaderFamily<Key, Value>,
+        keptValues: Int? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in }
     ) {
         self.levels = levels
         fetcher = fetch
-        coalescedFetcher = fetch.coalesced()
         self.now = now
         self.onWriteFailure = onWriteFailure
+        let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
+        let kept = keptValues ?? (levels.isEmpty ? .max : 0)
+        state = Locked(Machine(levelNames: levels.map(\.name), debouncedLevels: debounced, keptValues: kept))
+    }
+
+    /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or
+    /// waiting for a level write) and the values it keeps (see `keptValues`).
+    public var count: Int {
+        state.withLock { $0.count }
     }
 
     // MARK: Reading
@@ -64,7 +84,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         EventStream { [self] observer in
             // Changes and the policy's failure come from different threads: serialized, they never overlap.
             let serial = SerializedObserver(observer)
-            let changes = subject(for: key).stream.compactMap { $0 }.setFailureType(to: (any Error).self)
+            let changes = changes(for: key).setFailureType(to: (any Error).self)
             changes.subscribe(StreamObserver(lifetime: observer.lifetime) { serial.send($0) })
             guard observer.lifetime.isActive else { return }
             let token = run(policy, for: key) { failure in
@@ -75,7 +95,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The key's shown value now, if the store has one, and after every change, without reading anything: what a
-    /// screen that loads on its own terms observes. The stream never fails and never finishes.
+    /// screen that loads on its own terms observes. The stream never fails and never finishes. While it is
+    /// observed, the store holds the key in memory.
     ///
     /// ```swift
     /// let subscription = store.changes(for: "u1").sink { response in render(response.value) }
@@ -84,7 +105,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public func changes(for key: Key) -> EventStream<StoreResponse<Value>, Never> {
         // Inlinable, so that what runs for each delivery is specialized where the store is observed.
         EventStream { [self] observer in
-            subject(for: key).stream.compactMap { $0 }.subscribe(observer)
+            let subject = startObserving(key)
+            observer.onTermination { [self] in stopObserving(key) }
+            subject.stream.compactMap { $0 }.subscribe(observer)
         }
     }
 
@@ -92,7 +115,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// value when there is one, and the fetch the policy started goes on and updates the store (observe it with
     /// ``stream(for:policy:)`` or ``changes(for:)``, or ask ``refresh(_:)`` for the fresh value). With
     /// ``ReadPolicy/networkFirst`` and ``ReadPolicy/networkOnly`` it is what the fetch produced (or the value shown
-    /// with the fetch's error attached), never the value shown before the read.
+    /// with the fetch's error attached), never the value shown before the read. A read overtaken by a removal or a
+    /// clear answers with what the store shows after it (no value), never with what it read before.
     @inlinable
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
         AnyLoader(Read(store: self, key: key, policy: policy))
@@ -120,9 +144,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             // The clock is read only when the policy judges age.
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
             // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below).
-            let shown = store.state.withLock { state -> Snapshot? in
+            let shown = store.state.withLock { machine -> Snapshot? in
                 guard policy.kind != .cacheThenNetwork else { return nil }
-                return state.usableSnapshot(of: key, under: policy, now: now)
+                return machine.usableSnapshot(of: key, under: policy, now: now)
             }
             guard let shown else { return store.startRead(key, policy: policy, completion: completion) }
             completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
@@ -152,7 +176,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// delivers it.
     public func refresh(_ key: Key) -> AnyLoader<StoreResponse<Value>> {
         AnyLoader { [self] completion in
-            fetch(key, sharing: false) { result in completion(result) }
+            let pending = PendingLoad(completion)
+            pending.startStep {
+                fetch(key, joining: false) { result in pending.complete(result.map(\.response)) }
+            }
+            return pending
         }
     }
 
@@ -160,78 +188,31 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Confirms `value` for `key` (a live update, a local edit), writes it to every level and shows it.
     public func write(_ value: Value, for key: Key) {
-        confirm(value, for: key, origin: .local, savedAt: now(), writingTo: levels.indices, loggedAs: { _ in value })
+        submit(.write(StoredValue(value: value, origin: .local, savedAt: now())), for: key)
     }
 
-    /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), atomically
-    /// with respect to every other change: `transform` runs outside the lock, and again if the value changed
-    /// meanwhile. Writes the result to every level (`nil` removes it from them) and shows it. When the key has no
-    /// value and `transform` makes none, nothing changes, except that a fetch in flight gets `transform` applied to
-    /// the value it brings (a live update that arrives while the first load runs is kept).
+    /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), in order with
+    /// every other change of the key: `transform` runs outside the lock, on the value the key has when its turn
+    /// comes (read from the levels first when the store does not hold the key). Writes the result to every level
+    /// (`nil` removes it from them) and shows it. When the key has no value and `transform` makes none, nothing
+    /// changes, except that a fetch in flight gets `transform` applied to the value it brings (a live update that
+    /// arrives while the first load runs is kept).
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
-        while true {
-            let (base, stamp) = state.withLock { state in
-                (state.entries[key]?.confirmed?.value, state.entries[key]?.confirmedVersion ?? 0)
-            }
-            let next = transform(base)
-            let outcome = state.withLock { state -> (applied: Bool, Snapshot?, StoredValue<Value>?) in
-                guard (state.entries[key]?.confirmedVersion ?? 0) == stamp else { return (false, nil, nil) }
-                guard base != nil || next != nil else {
-                    // Nothing to change (no value, none made): the levels keep what they hold, and a fetch in flight
-                    // gets the change applied to its value.
-                    state.fetchLogs[key]?.log(transform)
-                    return (true, nil, nil)
-                }
-                let replaced = state.setConfirmed(
-                    next.map { StoredValue(value: $0, origin: .local, savedAt: now()) }, for: key)
-                state.fetchLogs[key]?.log(transform)
-                state.levelOperations.append(next.map { .save(key, $0, levels.indices) } ?? .remove(key))
-                return (true, state.snapshot(for: key), replaced)
-            }
-            guard outcome.applied else { continue }
-            withExtendedLifetime(outcome.2) {}
-            publish(outcome.1)
-            applyLevelOperations()
-            return
-        }
+        submit(.update(transform), for: key)
     }
 
-    /// Removes `key`'s value from the store and every level; fetches started before are dropped when they complete.
+    /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm
+    /// nothing, and writes and updates not yet applied are dropped.
     public func remove(_ key: Key) {
-        let (snapshot, removed) = state.withLock { state -> (Snapshot?, StoredValue<Value>?) in
-            state.entries[key, default: Entry()].generation += 1
-            let removed = state.setConfirmed(nil, for: key)
-            state.levelOperations.append(.remove(key))
-            return (state.snapshot(for: key), removed)
-        }
-        withExtendedLifetime(removed) {}  // released after unlocking
-        publish(snapshot)
-        applyLevelOperations()
+        perform(state.withLock { $0.remove(key) }, for: key)
     }
 
     /// Forgets everything (a logout): cancels pending optimistic changes (their commits are cancelled and their
     /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
-    /// key as empty. Nothing fetched or changed before the clear reappears after it. `completion` runs once every
-    /// level has been emptied (or failed to be: see `onWriteFailure`).
+    /// key as empty. Nothing fetched, read or changed before the clear reappears after it. `completion` runs once
+    /// every level has been emptied (or failed to be: see `onWriteFailure`).
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
-        let (snapshots, forgotten) = state.withLock { state -> ([Snapshot], [Entry]) in
-            state.epoch += 1
-            var forgotten: [Entry] = []
-            for key in state.entries.keys {
-                var emptied = Entry()
-                emptied.version = state.entries[key]!.version  // versions only grow, so observers take the clear
-                emptied.confirmedVersion = state.entries[key]!.confirmedVersion + 1
-                forgotten.append(exchange(&state.entries[key]!, with: emptied))
-            }
-            state.levelOperations.append(.removeAll(completion))
-            return (state.entries.keys.compactMap { state.snapshot(for: $0) }, forgotten)
-        }
-        // Released here, after unlocking: the pending changes' closures, and their commits, cancelled.
-        for commit in forgotten.flatMap({ $0.pending.compactMap { $0.commit } }) {
-            commit.completeCancellingStep(.failure(StoreError.cleared))
-        }
-        for snapshot in snapshots { publish(snapshot) }
-        applyLevelOperations()
+        perform(state.withLock { $0.clear(completion: completion) }, for: nil)
     }
 
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
@@ -247,33 +228,22 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         commit: Commit,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) -> any CancellationToken {
-        let (id, epoch, snapshot) = state.withLock { state -> (Int, Int, Snapshot?) in
-            state.nextID += 1
-            state.entries[key, default: Entry()].pending.append(Mutation(id: state.nextID, change: change))
-            return (state.nextID, state.epoch, state.snapshot(for: key))
-        }
-        publish(snapshot)
+        let (id, shown, loads) = state.withLock { $0.addMutation(change, to: key) }
+        publish(shown)
+        if loads { submit(.load, for: key) }
         let pending = PendingLoad<Void> { result in completion(result) }
         pending.startStep {
             commit.load { [self] result in
-                switch result {
-                case .success:
-                    settle(key, mutation: id, epoch: epoch, accepted: true)
-                    pending.complete(.success(()))
-                case .failure(let error):
-                    settle(key, mutation: id, epoch: epoch, accepted: false)
-                    pending.complete(.failure(error))
-                }
+                submit(.settle(mutation: id, accepted: (try? result.get()) != nil), for: key)
+                pending.complete(result.map { _ in () })
             }
         }
-        state.withLock { state in
-            guard state.epoch == epoch, let index = state.entries[key]?.pending.firstIndex(where: { $0.id == id })
-            else { return }
-            state.entries[key]!.pending[index].commit = pending
+        if !state.withLock({ $0.keepCommit(pending, ofMutation: id, for: key) }) {
+            withExtendedLifetime(pending) {}  // settled or cleared already
         }
         return AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }
-            self?.settle(key, mutation: id, epoch: epoch, accepted: false)
+            self?.submit(.settle(mutation: id, accepted: false), for: key)
         }
     }
 
@@ -287,420 +257,232 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         answer: @escaping @Sendable (StoreResponse<Value>) -> Void = { _ in },
         fail: @escaping @Sendable (any Error) -> Void
     ) -> any CancellationToken {
-        let now = now()
-        let hasValue = state.withLock { $0.hasUsableValue(for: key, under: policy, now: now) }
+        let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
+        let shown = state.withLock { $0.usableSnapshot(of: key, under: policy, now: now) }
         let step = PendingLoad<Void> { _ in }
-        let answerWithShownValue = { [self] in
-            if let response = currentResponse(for: key) { answer(response) }
-        }
-        let fetchThenReport: @Sendable (_ fallbackToCache: Bool) -> Void = { [self] fallbackToCache in
-            step.startStep {
-                fetch(key, sharing: true) { [self] result in
-                    let error: any Error
-                    switch result {
-                    case .success(let response):
-                        answer(response)
-                        return step.complete(.success(()))
-                    case .failure(let failure):
-                        guard (failure as? StoreError) != .discarded else {
-                            // Dropped on purpose (the key was removed or the store cleared meanwhile): nothing
-                            // failed, and what is shown now is the answer.
-                            answer(
-                                currentResponse(for: key)
-                                    ?? StoreResponse(
-                                        value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil,
-                                        version: 0))
-                            return step.complete(.success(()))
-                        }
-                        error = failure
-                    }
-                    if fallbackToCache {
-                        step.startStep {
-                            readLevels(key, from: 0, error: error) { hit in
-                                if let hit { answer(hit) } else { self.reportOrFail(key, error, answer, fail) }
-                                step.complete(.success(()))
-                            }
-                        }
-                    } else {
-                        reportOrFail(key, error, answer, fail)
-                        step.complete(.success(()))
-                    }
-                }
-            }
-        }
+        let read = PolicyRun(key: key, step: step, answer: answer, fail: fail)
         switch policy.kind {
-        case .cacheFirst:
-            guard !hasValue else {
-                answerWithShownValue()
+        case .cacheFirst, .cacheOnly:
+            if let shown {
+                answer(shown.response)
                 return step
             }
             step.startStep {
-                readLevels(key, from: 0, error: nil, acceptedBy: policy) { hit in
-                    if let hit { answer(hit) } else { fetchThenReport(false) }
+                readLevels(key, acceptedBy: policy) { [self] hit in
+                    if let hit { return answer(hit) }
+                    if policy.kind == .cacheOnly { return fail(CacheMiss.absent) }
+                    fetchThenReport(read)
                 }
             }
         case .cacheThenNetwork:
-            if hasValue {
-                answerWithShownValue()
-                fetchThenReport(false)
-            } else {
-                step.startStep {
-                    readLevels(key, from: 0, error: nil) { hit in
-                        if let hit { answer(hit) }
-                        fetchThenReport(false)
-                    }
-                }
-            }
-        case .networkFirst:
-            fetchThenReport(true)
-        case .cacheOnly:
-            guard !hasValue else {
-                answerWithShownValue()
+            guard shown == nil else {
+                answer(shown!.response)
+                fetchThenReport(read)
                 return step
             }
             step.startStep {
-                readLevels(key, from: 0, error: nil) { hit in
-                    if let hit { answer(hit) } else { fail(CacheMiss.absent) }
+                readLevels(key, acceptedBy: nil) { [self] hit in
+                    if let hit { answer(hit) }
+                    fetchThenReport(read)
                 }
             }
-        case .networkOnly:
-            fetchThenReport(false)
+        case .networkFirst, .networkOnly:
+            fetchThenReport(read)
         }
         return step
     }
 
-    /// Reads the levels from `index` on; the first hit young enough for `policy` (when given) is confirmed (and
-    /// written to the faster levels). Calls `done` with the key's response after a hit (what the store shows, when
-    /// it learned something newer meanwhile), with `nil` when every level missed.
-    private func readLevels(
-        _ key: Key,
-        from index: Int,
-        error: (any Error)?,
-        acceptedBy policy: ReadPolicy? = nil,
-        done: @escaping @Sendable (StoreResponse<Value>?) -> Void
-    ) -> any CancellationToken {
-        guard index < levels.count else {
-            done(nil)
-            return FinishedToken()
-        }
-        let token = AnyCancellationToken()
-        // The read is queued behind the level writes and removals already decided, so it never sees data older
-        // than the store's; its value is confirmed only if the store learned nothing about the key meanwhile.
-        let read: @Sendable (Result<CachedValue<Value>, any Error>, Stamp) -> Void = { [self] result, stamp in
-            guard !token.isCancelled else { return }
-            switch result {
-            case .success(let cached) where policy?.accepts(savedAt: cached.savedAt, now: now()) == false:
-                _ = readLevels(key, from: index + 1, error: error, acceptedBy: policy, done: done)
-            case .success(let cached):
-                let confirmed = confirm(
-                    cached.value, for: key, origin: .cache(levels[index].name), savedAt: cached.savedAt,
-                    writingTo: 0..<index, error: error, ifUnchangedSince: stamp)
-                // A hit, even when the store knew better meanwhile: then what it shows is the answer.
-                done(
-                    confirmed ?? currentResponse(for: key)
-                        ?? StoreResponse(
-                            value: cached.value, origin: .cache(levels[index].name), savedAt: cached.savedAt,
-                            hasPendingChanges: false, error: error, version: 0))
-            case .failure:
-                _ = readLevels(key, from: index + 1, error: error, acceptedBy: policy, done: done)
+    /// A policy's read in progress: its key, its current step, and where its outcome goes.
+    private struct PolicyRun: Sendable {
+        let key: Key
+        let step: PendingLoad<Void>
+        let answer: @Sendable (StoreResponse<Value>) -> Void
+        let fail: @Sendable (any Error) -> Void
+    }
+
+    /// Fetches (joining a fetch in flight) and answers with what it brought; on a failure, answers with the value
+    /// shown (the store's, else the levels') and the error attached, or fails when there is none.
+    private func fetchThenReport(_ read: PolicyRun) {
+        read.step.startStep {
+            fetch(read.key, joining: true) { [self] result in
+                switch result {
+                case .success(let snapshot):
+                    read.answer(snapshot.response)
+                case .failure(let error as StoreError) where error == .discarded:
+                    // Dropped on purpose (a removal or a clear came after it started): what is shown is the answer.
+                    read.answer(shownResponse(read.key))
+                case .failure(let error):
+                    // The value to show with the error: a level's (a hit shown with the error attached), or the
+                    // store's (see reportOrFail).
+                    return read.step.startStep {
+                        readLevels(read.key, acceptedBy: nil, attaching: error) { [self] hit in
+                            if let hit, hit.error != nil { read.answer(hit) } else { reportOrFail(error, read) }
+                            read.step.complete(.success(()))
+                        }
+                    }
+                }
+                read.step.complete(.success(()))
             }
         }
-        state.withLock { state in
-            let stamp = Stamp(
-                epoch: state.epoch, generation: state.entries[key]?.generation ?? 0,
-                confirmedVersion: state.entries[key]?.confirmedVersion ?? 0)
-            state.levelOperations.append(.read(key, index, stamp, read))
-        }
-        applyLevelOperations()
+    }
+
+    /// Attaches `error` to the key's shown value and answers with it, or fails the read when nothing is shown.
+    private func reportOrFail(_ error: any Error, _ read: PolicyRun) {
+        guard let snapshot = state.withLock({ $0.attach(error, to: read.key) }) else { return read.fail(error) }
+        publish(snapshot)
+        read.answer(snapshot.response)
+    }
+
+    /// What the key shows now (no value when it shows nothing).
+    private func shownResponse(_ key: Key) -> StoreResponse<Value> {
+        state.withLock { $0.shown(key) }?.response
+            ?? StoreResponse(value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
+    }
+
+    // MARK: Reading the levels
+
+    /// Reads the levels in order, on the caller's thread (each next one on the thread the previous one completed
+    /// on); the first hit young enough for `policy` (when given) is confirmed, in order with the key's changes.
+    /// `done` receives what the key shows after it (what the store learned meanwhile wins), or `nil` when every
+    /// level missed. When the store knows the key, its shown value answers and no level is read.
+    private func readLevels(
+        _ key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)? = nil,
+        done: @escaping @Sendable (StoreResponse<Value>?) -> Void
+    ) -> any CancellationToken {
+        let token = AnyCancellationToken()
+        readLevel(0, of: key, acceptedBy: policy, attaching: error, token: token, done: done)
         return token
     }
 
-    /// Fetches `key` (sharing a fetch in flight, or not) and confirms the fresh value, with the local changes made
-    /// since the fetch started applied to it again (a fetch that started before a change must not undo it).
-    ///
-    /// A fetch may share the upstream load of one that started earlier, so it counts from the oldest fetch in flight
-    /// when it starts: a change it did not miss may be applied twice, which changes that set, insert or remove by
-    /// identity tolerate.
-    private func fetch(
-        _ key: Key,
-        sharing: Bool,
-        completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
-    ) -> any CancellationToken {
-        let (generation, epoch, id) = state.withLock { state -> (Int, Int, Int) in
-            state.nextID += 1
-            var log = state.fetchLogs[key, default: FetchLog()]
-            log.fetches[state.nextID] = min(log.fetches.values.min() ?? .max, log.nextSequence)
-            state.fetchLogs[key] = log
-            return (state.entries[key]?.generation ?? 0, state.epoch, state.nextID)
+    private func readLevel(
+        _ index: Int, of key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)?,
+        token: AnyCancellationToken, done: @escaping @Sendable (StoreResponse<Value>?) -> Void
+    ) {
+        guard index < levels.count else { return done(nil) }
+        let stamp: Machine.ReadStamp
+        switch state.withLock({ $0.beginLevelRead(key) }) {
+        case .known(let snapshot):
+            let accepted = snapshot?.confirmed.map { policy?.accepts(savedAt: $0.savedAt, now: now()) ?? true }
+            return done(accepted == true ? snapshot?.response : nil)
+        case .read(let readStamp):
+            stamp = readStamp
         }
-        let source = sharing ? coalescedFetcher[key] : fetcher[key]
-        let token = source.load { [self] result in
-            switch result {
-            case .success(let value):
-                let confirmed = confirmFetched(value, for: key, fetch: id, epoch: epoch, generation: generation)
-                completion(confirmed.map { .success($0) } ?? .failure(StoreError.discarded))
-            case .failure(let error):
-                endFetch(id, of: key)
-                completion(.failure(error))
+        levels[index].cache.value(for: key) { [self] result in
+            if !token.isCancelled, case .success(let cached) = result,
+                policy?.accepts(savedAt: cached.savedAt, now: now()) ?? true
+            {
+                let reply: Machine.HitReply = { snapshot in
+                    if !token.isCancelled { done(snapshot.response) }
+                }
+                return submit(.hit(cached, level: index, stamp: stamp, error: error, reply: reply), for: key)
             }
+            state.withLock { $0.endLevelRead(key) }
+            guard !token.isCancelled else { return }
+            readLevel(index + 1, of: key, acceptedBy: policy, attaching: error, token: token, done: done)
+        }
+    }
+
+    /// Reads the levels in order for the value of a key the store does not hold, for the change waiting for it.
+    private func loadBase(of key: Key, generation: Int) {
+        readBase(of: key, from: 0) { [self] hit, level in
+            let effects = state.withLock { $0.commitBase(hit, level: level, generation: generation, for: key) }
+            perform(effects, for: key)
+            runChanges(of: key, from: nil)
+        }
+    }
+
+    private func readBase(
+        of key: Key, from index: Int, done: @escaping @Sendable (CachedValue<Value>?, Int) -> Void
+    ) {
+        guard index < levels.count else { return done(nil, 0) }
+        levels[index].cache.value(for: key) { [self] result in
+            guard case .success(let cached) = result else { return readBase(of: key, from: index + 1, done: done) }
+            done(cached, index)
+        }
+    }
+
+    // MARK: Fetching
+
+    /// Fetches `key`, joining the newest fetch in flight when `joining`; the caller that starts the upstream load
+    /// starts it on its own thread. The token drops this caller; the last caller out cancels the fetch.
+    private func fetch(
+        _ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion
+    ) -> any CancellationToken {
+        let (id, caller, starts) = state.withLock { $0.beginFetch(key, joining: joining, completion: completion) }
+        if starts {
+            let token = fetcher[key].load { [self] result in fetchEnded(id, of: key, with: result) }
+            state.withLock { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
         }
         return AnyCancellationToken { [weak self] in
-            token.cancel()
-            self?.endFetch(id, of: key)
+            guard let self else { return }
+            let (garbage, cancel) = state.withLock { $0.leaveFetch(id, caller: caller, of: key) }
+            cancel?.cancel()
+            withExtendedLifetime(garbage) {}  // the caller's completion, released after unlocking
         }
     }
 
-    private func endFetch(_ id: Int, of key: Key) {
-        let released = state.withLock { state in state.endFetch(id, of: key) }
-        withExtendedLifetime(released) {}
+    private func fetchEnded(_ id: Int, of key: Key, with result: Result<Value, any Error>) {
+        switch result {
+        case .success(let value): submit(.fetched(value, fetch: id), for: key)
+        case .failure(let error): perform(state.withLock { $0.fetchFailed(id, of: key, with: error) }, for: key)
+        }
     }
 
-    /// Confirms a fetched value unless the store was cleared (or the key removed) since the fetch started, with the
-    /// changes logged since then applied to it (outside the lock, and again if the value moved meanwhile).
-    private func confirmFetched(
-        _ value: Value, for key: Key, fetch id: Int, epoch: Int, generation: Int
-    ) -> StoreResponse<Value>? {
+    // MARK: Changes
+
+    /// Submits a change of `key`'s confirmed value, and runs the key's queue when it was idle.
+    private func submit(_ job: Machine.Job, for key: Key) {
+        let now = now()
+        runChanges(of: key, from: state.withLock { $0.submit(job, for: key, now: now) })
+    }
+
+    /// Runs `key`'s queued changes, starting with `first` (or the next one when `nil`), until the queue is empty
+    /// or waits for a level read. A change's closures run here, outside the lock.
+    private func runChanges(of key: Key, from first: Machine.Step?) {
+        var step = first
         while true {
-            let read = state.withLock { state -> (changes: [@Sendable (Value?) -> Value?], stamp: Int)? in
-                guard state.epoch == epoch, (state.entries[key]?.generation ?? 0) == generation,
-                    let log = state.fetchLogs[key], let start = log.fetches[id]
-                else { return nil }
-                return (
-                    log.changeLog.filter { $0.sequence > start }.map { $0.change },
-                    state.entries[key]?.confirmedVersion ?? 0
-                )
+            if step == nil {
+                let now = now()
+                guard let next = state.withLock({ $0.nextChange(of: key, now: now) }) else { return }
+                step = next
             }
-            guard let read else {
-                endFetch(id, of: key)
-                return nil
+            switch step! {
+            case .queued:
+                return
+            case .loadBase(let generation):
+                return loadBase(of: key, generation: generation)
+            case .applied(let effects):
+                perform(effects, for: key)
+            case .run(let work):
+                let result = work.run()
+                let now = now()
+                perform(state.withLock { $0.commit(work, result: result, for: key, now: now) }, for: key)
             }
-            let rebased = read.changes.reduce(Optional(value)) { value, change in change(value) }
-            let savedAt = now()
-            let outcome = state.withLock {
-                state -> (applied: Bool, Snapshot?, StoredValue<Value>?, [@Sendable (Value?) -> Value?]) in
-                guard state.epoch == epoch, (state.entries[key]?.generation ?? 0) == generation,
-                    state.fetchLogs[key]?.fetches[id] != nil
-                else { return (true, nil, nil, []) }
-                guard (state.entries[key]?.confirmedVersion ?? 0) == read.stamp else { return (false, nil, nil, []) }
-                let released = state.endFetch(id, of: key)
-                let origin: StoreOrigin = read.changes.isEmpty ? .network : .local
-                let replaced = state.setConfirmed(
-                    rebased.map { StoredValue(value: $0, origin: origin, savedAt: savedAt) }, for: key)
-                state.levelOperations.append(rebased.map { .save(key, $0, levels.indices) } ?? .remove(key))
-                return (true, state.snapshot(for: key), replaced, released)
-            }
-            guard outcome.applied else { continue }
-            withExtendedLifetime((outcome.2, outcome.3)) {}  // released after unlocking
-            guard let snapshot = outcome.1 else {
-                endFetch(id, of: key)
-                return nil
-            }
-            publish(snapshot)
-            applyLevelOperations()
-            return snapshot.response
+            step = nil
         }
     }
 
-    /// Attaches `error` to the key's shown value, or fails the read when there is nothing to show.
-    private func reportOrFail(
-        _ key: Key, _ error: any Error, _ answer: @Sendable (StoreResponse<Value>) -> Void,
-        _ fail: @Sendable (any Error) -> Void
-    ) {
-        let snapshot = state.withLock { state -> Snapshot? in
-            guard state.entries[key]?.confirmed != nil || !(state.entries[key]?.pending.isEmpty ?? true) else {
-                return nil
-            }
-            state.entries[key]!.error = error
-            state.entries[key]!.version += 1
-            defer { state.entries[key]!.error = nil }
-            return state.snapshot(for: key)
-        }
-        guard let snapshot else { return fail(error) }
-        publish(snapshot)
-        answer(snapshot.response)
-    }
+    // MARK: Effects
 
-    /// What the key shows now, without publishing anything; `nil` when the store never heard of the key.
-    private func currentResponse(for key: Key) -> StoreResponse<Value>? {
-        state.withLock { $0.peek(at: key) }?.response
-    }
-
-    // MARK: State
-
-    /// Confirms `value` unless the store was cleared (or the key removed) since `epoch` (and `generation`), writes
-    /// it to the levels at `targets` and publishes the key's new shown value, which it returns.
-    @discardableResult
-    private func confirm(
-        _ value: Value,
-        for key: Key,
-        origin: StoreOrigin,
-        savedAt: Date,
-        writingTo targets: Range<Int>,
-        ifEpoch epoch: Int? = nil,
-        generation: Int? = nil,
-        error: (any Error)? = nil,
-        ifUnchangedSince stamp: Stamp? = nil,
-        loggedAs change: (@Sendable (Value?) -> Value?)? = nil
-    ) -> StoreResponse<Value>? {
-        let (snapshot, replaced) = state.withLock { state -> (Snapshot?, StoredValue<Value>?) in
-            if let epoch, state.epoch != epoch { return (nil, nil) }
-            if let generation, (state.entries[key]?.generation ?? 0) != generation { return (nil, nil) }
-            if let stamp,
-                stamp.epoch != state.epoch || stamp.generation != (state.entries[key]?.generation ?? 0)
-                    || stamp.confirmedVersion != (state.entries[key]?.confirmedVersion ?? 0)
-            {
-                return (nil, nil)
-            }
-            let replaced = state.setConfirmed(StoredValue(value: value, origin: origin, savedAt: savedAt), for: key)
-            if let change { state.fetchLogs[key]?.log(change) }
-            if !targets.isEmpty { state.levelOperations.append(.save(key, value, targets)) }
-            state.entries[key]!.error = error
-            defer { state.entries[key]!.error = nil }
-            return (state.snapshot(for: key), replaced)
+    /// Performs what the machine decided, after unlocking; what it dropped is released when `effects` goes.
+    private func perform(_ effects: Machine.Effects, for key: Key?) {
+        for token in effects.cancels { token.cancel() }
+        for commit in effects.failedCommits { commit.completeCancellingStep(.failure(StoreError.cleared)) }
+        for snapshot in effects.publish { publish(snapshot) }
+        if let key {
+            for write in effects.debounce { debounce(write.value, for: key, level: write.level, id: write.id) }
         }
-        withExtendedLifetime(replaced) {}
-        guard let snapshot else { return nil }
-        publish(snapshot)
-        applyLevelOperations()
-        return snapshot.response
-    }
-
-    /// Settles a pending change: accepted, it joins the confirmed value (written to every level); refused or
-    /// cancelled, it is dropped. Either way the key's shown value is published again. The change runs outside the
-    /// lock, and again if the confirmed value changed meanwhile.
-    private func settle(_ key: Key, mutation id: Int, epoch: Int, accepted: Bool) {
-        while true {
-            let read = state.withLock { state -> (change: @Sendable (Value?) -> Value?, base: Value?, stamp: Int)? in
-                guard state.epoch == epoch, let entry = state.entries[key],
-                    let mutation = entry.pending.first(where: { $0.id == id })
-                else { return nil }
-                return (mutation.change, entry.confirmed?.value, entry.confirmedVersion)
-            }
-            guard let read else { return }
-            let confirmed = accepted ? read.change(read.base) : nil
-            let outcome = state.withLock { state -> (settled: Bool, Snapshot?, Mutation?, StoredValue<Value>?) in
-                guard state.epoch == epoch, let index = state.entries[key]?.pending.firstIndex(where: { $0.id == id })
-                else { return (true, nil, nil, nil) }
-                guard state.entries[key]!.confirmedVersion == read.stamp else { return (false, nil, nil, nil) }
-                let mutation = state.entries[key]!.pending.remove(at: index)
-                var replaced: StoredValue<Value>?
-                if accepted {
-                    replaced = state.setConfirmed(
-                        confirmed.map { StoredValue(value: $0, origin: .local, savedAt: now()) }, for: key)
-                    state.fetchLogs[key]?.log(mutation.change)
-                    state.levelOperations.append(confirmed.map { .save(key, $0, levels.indices) } ?? .remove(key))
-                }
-                return (true, state.snapshot(for: key), mutation, replaced)
-            }
-            guard outcome.settled else { continue }
-            withExtendedLifetime((outcome.2, outcome.3)) {}  // the change and the old value, released unlocked
-            publish(outcome.1)
-            applyLevelOperations()
-            return
-        }
-    }
-
-    // MARK: Levels
-
-    /// Runs the level operations queued by state changes, in the order of those changes, one at a time: whoever
-    /// finds the queue idle drains it (outside the lock), others only queue.
-    private func applyLevelOperations() {
-        let starts = state.withLock { state -> Bool in
-            guard !state.isApplyingLevelOperations, !state.levelOperations.isEmpty else { return false }
-            state.isApplyingLevelOperations = true
-            return true
-        }
-        guard starts else { return }
-        while true {
-            let batch = state.withLock { state -> [LevelOperation] in
-                let batch = exchange(&state.levelOperations, with: [])
-                if batch.isEmpty { state.isApplyingLevelOperations = false }
-                return batch
-            }
-            if batch.isEmpty { return }
-            for operation in batch { apply(operation) }
-        }
-    }
-
-    private func apply(_ operation: LevelOperation) {
-        let report: @Sendable (Result<Void, any Error>) -> Void = { [onWriteFailure] result in
-            if case .failure(let error) = result { onWriteFailure(error) }
-        }
-        switch operation {
-        case .read(let key, let index, let stamp, let completion):
-            levels[index].cache.value(for: key) { completion($0, stamp) }
-        case .save(let key, let value, let targets):
-            for index in targets {
-                guard let interval = levels[index].writeDebounce else {
-                    levels[index].cache.save(value, for: key, completion: report)
-                    continue
-                }
-                debounce(value, for: key, level: index, interval: interval)
-            }
-        case .flush(let key, let index, let id, let value):
-            let isCurrent = state.withLock { state -> Bool in
-                guard state.debounced[key]?[index]?.id == id else { return false }
-                state.debounced[key]![index] = nil
-                return true
-            }
-            if isCurrent { levels[index].cache.save(value, for: key, completion: report) }
-        case .remove(let key):
-            let timers = state.withLock { state in state.debounced.removeValue(forKey: key) ?? [:] }
-            for (_, write) in timers { write.timer.cancel() }
-            for level in levels { level.cache.removeValue(for: key, completion: report) }
-        case .removeAll(let done):
-            let timers = state.withLock { exchange(&$0.debounced, with: [:]) }
-            for write in timers.values.flatMap({ $0.values }) { write.timer.cancel() }
-            guard !levels.isEmpty else { return done() }
-            let remaining = Locked(levels.count)
-            for level in levels {
-                level.cache.removeAll { result in
-                    report(result)
-                    let isLast = remaining.withLock { remaining -> Bool in
-                        remaining -= 1
-                        return remaining == 0
-                    }
-                    if isLast { done() }
-                }
-            }
-        }
-    }
-
-    /// Writes `value` to a debounced level once no newer value for the key came for `interval`.
-    private func debounce(_ value: Value, for key: Key, level index: Int, interval: Duration) {
-        let id = state.withLock { state -> Int in
-            state.nextID += 1
-            return state.nextID
-        }
-        // The timer keeps the store alive until it fires: a store released with a write pending still writes it.
-        let timer = levels[index].scheduler.schedule(after: interval) { [self] in
-            state.withLock { $0.levelOperations.append(.flush(key, index, id, value)) }
-            applyLevelOperations()
-        }
-        let replaced = state.withLock { state -> DebouncedWrite? in
-            exchange(&state.debounced[key, default: [:]][index], with: DebouncedWrite(id: id, timer: timer))
-        }
-        replaced?.timer.cancel()
-    }
-
-    @usableFromInline
-    func subject(for key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
-        let (subject, snapshot) = state.withLock {
-            state -> (CurrentValueStreamSubject<StoreResponse<Value>?, Never>, Snapshot?) in
-            if let subject = state.subjects[key] { return (subject, nil) }
-            let subject = CurrentValueStreamSubject<StoreResponse<Value>?, Never>(nil)
-            state.subjects[key] = subject
-            return (subject, state.snapshot(for: key))
-        }
-        publish(snapshot)
-        return subject
+        if effects.removeAll { removeAllFromLevels() }
+        if effects.issueLevels, let key { issueLevelOps(of: key) }
+        for (reply, result) in effects.fetchReplies { reply(result) }
+        for (reply, snapshot) in effects.hitReplies { reply(snapshot) }
     }
 
     /// Sends `snapshot` to the key's observers unless a newer version was sent already (publishes from several
     /// threads may arrive out of order). The shown value is computed here, outside the lock: it runs the pending
     /// changes.
-    private func publish(_ snapshot: Snapshot?) {
-        guard let snapshot, let subject = state.withLock({ $0.subjects[snapshot.key] }) else { return }
+    private func publish(_ snapshot: Snapshot) {
+        guard let subject = snapshot.subject else { return }
         let response = snapshot.response
         subject.update { current in
             guard (current?.version ?? -1) < response.version else { return nil }
@@ -708,181 +490,77 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    // MARK: Types
-
     @usableFromInline
-    struct Mutation: Sendable {
-        let id: Int
-        @usableFromInline let change: @Sendable (Value?) -> Value?
-        var commit: PendingLoad<Void>?
-
-        init(id: Int, change: @escaping @Sendable (Value?) -> Value?) {
-            self.id = id
-            self.change = change
-        }
-    }
-
-    struct DebouncedWrite: Sendable {
-        let id: Int
-        let timer: any CancellationToken
-    }
-
-    /// What the store knew of a key when an operation started.
-    struct Stamp: Sendable {
-        let epoch: Int
-        let generation: Int
-        let confirmedVersion: Int
-    }
-
-    enum LevelOperation: Sendable {
-        case read(Key, Int, Stamp, @Sendable (Result<CachedValue<Value>, any Error>, Stamp) -> Void)
-        case save(Key, Value, Range<Int>)
-        case flush(Key, Int, Int, Value)
-        case remove(Key)
-        case removeAll(@Sendable () -> Void)
+    func startObserving(_ key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
+        let fresh = state.withLock { $0.subject(of: key) } == nil ? Machine.Subject(nil) : nil
+        let (subject, shown) = state.withLock { $0.observe(key, subject: fresh ?? Machine.Subject(nil)) }
+        if let shown { publish(shown) }
+        return subject
     }
 
     @usableFromInline
-    struct Entry: Sendable {
-        @usableFromInline var confirmed: StoredValue<Value>?
-        /// Counts changes of `confirmed`, so that a change computed outside the lock knows whether it is stale.
-        var confirmedVersion = 0
-        @usableFromInline var pending: [Mutation] = []
-        var generation = 0
-        @usableFromInline var version = 0
-        @usableFromInline var error: (any Error)?
+    func stopObserving(_ key: Key) {
+        let subject = state.withLock { $0.stopObserving(key) }
+        withExtendedLifetime(subject) {}  // released after unlocking
     }
 
-    /// The fetches of a key in flight, and the local changes made meanwhile, which their values may miss.
-    struct FetchLog: Sendable {
-        /// The fetches in flight, by id, with the sequence number of the oldest change their value may miss.
-        var fetches: [Int: Int] = [:]
-        /// The local changes made while fetches were in flight, to apply again to their values.
-        var changeLog: [(sequence: Int, change: @Sendable (Value?) -> Value?)] = []
-        var nextSequence = 0
+    // MARK: Levels
 
-        /// Notes `change` (just applied to `confirmed`) for the fetches in flight.
-        mutating func log(_ change: @escaping @Sendable (Value?) -> Value?) {
-            guard !fetches.isEmpty else { return }
-            nextSequence += 1
-            changeLog.append((nextSequence, change))
-        }
-
-        /// Forgets fetch `id`, and the logged changes no fetch in flight needs any more (returned, to be released
-        /// after unlocking).
-        mutating func endFetch(_ id: Int) -> [@Sendable (Value?) -> Value?] {
-            fetches[id] = nil
-            let oldest = fetches.values.min() ?? .max
-            let kept = changeLog.filter { $0.sequence > oldest }
-            defer { changeLog = kept }
-            return changeLog.filter { $0.sequence <= oldest }.map { $0.change }
-        }
-    }
-
-    /// What the key shows, captured under the lock and computed outside it.
-    @usableFromInline
-    struct Snapshot: Sendable {
-        @usableFromInline let key: Key
-        @usableFromInline let version: Int
-        @usableFromInline let confirmed: StoredValue<Value>?
-        @usableFromInline let changes: [@Sendable (Value?) -> Value?]
-        @usableFromInline let error: (any Error)?
-
-        @inlinable
-        init(
-            key: Key, version: Int, confirmed: StoredValue<Value>?, changes: [@Sendable (Value?) -> Value?],
-            error: (any Error)?
-        ) {
-            self.key = key
-            self.version = version
-            self.confirmed = confirmed
-            self.changes = changes
-            self.error = error
-        }
-
-        /// What `entry` shows, as version `version`.
-        @inlinable @inline(__always)
-        init(key: Key, entry: Entry, version: Int) {
-            self.init(
-                key: key, version: version, confirmed: entry.confirmed, changes: entry.pending.map { $0.change },
-                error: entry.error)
-        }
-
-        @inlinable
-        var response: StoreResponse<Value> {
-            StoreResponse(
-                value: changes.reduce(confirmed?.value) { value, change in change(value) },
-                origin: changes.isEmpty ? confirmed?.origin ?? .local : .local,
-                savedAt: confirmed?.savedAt,
-                hasPendingChanges: !changes.isEmpty,
-                error: error,
-                version: version)
-        }
-    }
-
-    @usableFromInline
-    struct State: Sendable {
-        @usableFromInline var entries: [Key: Entry] = [:]
-        var fetchLogs: [Key: FetchLog] = [:]
-        var subjects: [Key: CurrentValueStreamSubject<StoreResponse<Value>?, Never>] = [:]
-        var debounced: [Key: [Int: DebouncedWrite]] = [:]
-        var levelOperations: [LevelOperation] = []
-        var isApplyingLevelOperations = false
-        var epoch = 0
-        var nextID = 0
-
-        /// Forgets fetch `id` of `key`, and the logged changes no fetch in flight needs any more (returned, to be
-        /// released after unlocking).
-        mutating func endFetch(_ id: Int, of key: Key) -> [@Sendable (Value?) -> Value?] {
-            guard var log = fetchLogs.removeValue(forKey: key) else { return [] }
-            let released = log.endFetch(id)
-            if !log.fetches.isEmpty { fetchLogs[key] = log }
-            return released
-        }
-
-        /// Replaces the key's confirmed value and returns the old one (to be released after unlocking).
-        mutating func setConfirmed(_ stored: StoredValue<Value>?, for key: Key) -> StoredValue<Value>? {
-            entries[key, default: Entry()].confirmedVersion += 1
-            return exchange(&entries[key]!.confirmed, with: stored)
-        }
-
-        /// Whether the key has a confirmed value that `policy` may serve as it is (for ``ReadPolicy/cacheFirst(maxAge:)``
-        /// only while it is young enough).
-        @inlinable
-        func hasUsableValue(for key: Key, under policy: ReadPolicy, now: Date) -> Bool {
-            Self.serves(entries[key]?.confirmed, under: policy, now: now)
-        }
-
-        /// What is shown for `key` when `policy` serves it as it is, with one dictionary lookup: see
-        /// ``hasUsableValue(for:under:now:)``.
-        @inlinable
-        func usableSnapshot(of key: Key, under policy: ReadPolicy, now: Date) -> Snapshot? {
-            guard let entry = entries[key], Self.serves(entry.confirmed, under: policy, now: now) else { return nil }
-            return Snapshot(key: key, entry: entry, version: entry.version)
-        }
-
-        @inlinable
-        static func serves(_ confirmed: StoredValue<Value>?, under policy: ReadPolicy, now: Date) -> Bool {
-            guard let confirmed else { return false }
-            switch policy.kind {
-            case .networkFirst, .networkOnly: return false
-            case .cacheFirst, .cacheThenNetwork, .cacheOnly: return policy.accepts(savedAt: confirmed.savedAt, now: now)
+    /// Issues `key`'s level operations in the order they were decided, while there are any; a clear's `removeAll`
+    /// waiting for them is issued by the caller that issues the last.
+    private func issueLevelOps(of key: Key) {
+        while let taken = state.withLock({ $0.takeLevelOps(of: key) }) {
+            if taken.removeAll { return removeAllFromLevels() }
+            for operation in taken.ops {
+                switch operation {
+                case .save(let value, let targets):
+                    for index in targets { levels[index].cache.save(value, for: key, completion: reportFailure) }
+                case .remove:
+                    for level in levels { level.cache.removeValue(for: key, completion: reportFailure) }
+                }
             }
         }
+    }
 
-        /// The key's shown value, at its current version.
-        @inlinable
-        func peek(at key: Key) -> Snapshot? {
-            guard let entry = entries[key] else { return nil }
-            return Snapshot(key: key, entry: entry, version: entry.version)
+    /// Empties every level, then issues the level operations held behind the clear; the clears' completions run
+    /// once every level is empty.
+    private func removeAllFromLevels() {
+        let progress = Locked<(remaining: Int, completions: [@Sendable () -> Void]?)>((levels.count, nil))
+        let finish: @Sendable () -> Void = {
+            let completions = progress.withLock { progress -> [@Sendable () -> Void] in
+                guard progress.remaining == 0, let completions = progress.completions else { return [] }
+                progress.completions = []
+                return completions
+            }
+            for completion in completions { completion() }
         }
+        for level in levels {
+            level.cache.removeAll { [reportFailure] result in
+                reportFailure(result)
+                progress.withLock { $0.remaining -= 1 }
+                finish()
+            }
+        }
+        let (completions, held) = state.withLock { $0.removeAllIssued() }
+        progress.withLock { $0.completions = completions }
+        finish()
+        for key in held { issueLevelOps(of: key) }
+    }
 
-        /// The key's shown value, with a new version.
-        mutating func snapshot(for key: Key) -> Snapshot? {
-            guard let entry = entries[key] else { return nil }
-            entries[key]!.version += 1
-            return Snapshot(key: key, entry: entry, version: entry.version + 1)
+    private var reportFailure: @Sendable (Result<Void, any Error>) -> Void {
+        { [onWriteFailure] result in
+            if case .failure(let error) = result { onWriteFailure(error) }
         }
+    }
+
+    /// Starts the timer of a debounced write. The timer keeps the store alive until it fires: a store released with
+    /// a write pending still writes it.
+    private func debounce(_ value: Value, for key: Key, level: Int, id: Int) {
+        guard let interval = levels[level].writeDebounce else { return }
+        let timer = levels[level].scheduler.schedule(after: interval) { [self] in
+            perform(state.withLock { $0.debounceFired(id, level: level, for: key) }, for: key)
+        }
+        state.withLock { $0.keepTimer(timer, ofWrite: id, level: level, for: key) }?.cancel()
     }
 }
 
@@ -951,7 +629,8 @@ public struct ReadPolicy: Sendable, Equatable {
     public static let networkFirst = ReadPolicy(kind: .networkFirst)
     /// The cache only; a miss fails with ``CacheMiss/absent``.
     public static let cacheOnly = ReadPolicy(kind: .cacheOnly)
-    /// The network only (the cache is not read, but still written).
+    /// The network only: the cache is written, and read only when the fetch fails (the cached value is then the
+    /// answer, with the fetch's error attached).
     public static let networkOnly = ReadPolicy(kind: .networkOnly)
 }
 

@@ -181,13 +181,24 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(levels.disk.values["list"], "server+live")
     }
 
-    func test_anUpdateOfAKeyWithNoValue_leavesTheLevelsAlone() {
+    func test_anUpdateOfAKeyTheStoreDoesNotHold_appliesToWhatTheLevelsHold() {
         let (store, levels, _) = makeSUT()
         levels.disk.values["list"] = "on disk"
 
         store.update("list") { $0.map { $0 + "+live" } }
 
-        XCTAssertEqual(levels.disk.values["list"], "on disk", "an update that changes nothing removes nothing")
+        XCTAssertEqual(levels.disk.values["list"], "on disk+live", "a live update never replaces a list it did not see")
+        XCTAssertEqual(try? levels.memory.cachedValue(for: "list").get().value, "on disk+live")
+    }
+
+    func test_anUpdateOfAKeyWithNoValueAnywhere_thatMakesNone_writesNothing() {
+        let (store, levels, _) = makeSUT()
+
+        store.update("list") { $0.map { $0 + "+live" } }
+
+        XCTAssertEqual(levels.disk.saves, 0)
+        XCTAssertNil(levels.disk.values["list"])
+        XCTAssertEqual(store.count, 0, "nothing is kept for a key that has nothing")
     }
 
     func test_aReadJoiningAFetchThatStartedBeforeAChange_stillAppliesTheChange() {
@@ -223,6 +234,8 @@ final class StoreTests: XCTestCase {
 
     func test_read_networkFirst_deliversTheFetchedValue_notTheValueShownBefore() {
         let (store, _, network) = makeSUT()
+        let observed = store.changes(for: "a").sink { _ in }  // observed: the store holds the key
+        defer { observed.cancel() }
         store.write("shown", for: "a")
         let results = LoadRecorder<StoreResponse<String>>()
 
@@ -236,6 +249,20 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(results.values.map(\.origin), [.network, .network])
         XCTAssertNil(results.values.first?.error)
         XCTAssertEqual(results.values.last?.error as? TestError, TestError(id: 3), "the failure is attached")
+    }
+
+    func test_aFailedNetworkRead_ofAKeyNoOneObserves_answersWithTheLevelsValue_andTheErrorAttached() {
+        let (store, _, network) = makeSUT()
+        store.write("saved", for: "a")
+        XCTAssertEqual(store.count, 0, "unobserved, the key lives in the levels")
+        let results = LoadRecorder<StoreResponse<String>>()
+
+        results.load(store.read("a", policy: .networkOnly))
+        network.fail("a", with: TestError(id: 4))
+
+        XCTAssertEqual(results.values.map(\.value), ["saved"])
+        XCTAssertEqual(results.values.map(\.origin), [.cache("memory")])
+        XCTAssertEqual(results.values.first?.error as? TestError, TestError(id: 4))
     }
 
     func test_changes_emitsTheShownValueAndEveryChange_withoutReadingAnything() {

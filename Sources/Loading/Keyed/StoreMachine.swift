@@ -1,0 +1,615 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// What a ``Store`` knows of its keys, and what must happen when something happens to one: a value with no lock, no
+/// clock and no closure it runs. Each event is a method call (with the time it happened, where that matters); each
+/// returns the actions the store performs after unlocking, in order (``Effects``). The store holds the machine
+/// behind one lock and does nothing else under it.
+///
+/// ## Invariants
+/// - **One entry per key in use.** An entry exists while something needs it: an observer, a level read, a fetch, a
+///   pending optimistic change, a queued change, a level operation not yet issued, a debounced write. Then it is
+///   dropped (or kept among the last `keptValues` values), and the levels hold the key's value.
+/// - **Known or not.** An entry's `confirmed` value is the truth only when `isKnown`; otherwise the levels hold it
+///   and the store reads them. An entry that is not known has no level operation pending: level operations come only
+///   from confirmed changes, which make it known.
+/// - **A generation** is a store-wide number an entry takes when it is made and anew on every removal and clear.
+///   Whatever started under an older generation (a fetch, a level read, a change being computed) is stale when it
+///   ends: it confirms nothing.
+/// - **Confirmed versions** count the changes of an entry's confirmed value: a level read confirms its hit only if
+///   the value did not change while it ran.
+/// - **Versions** number what observers are shown, store-wide and only growing: an observer never takes an older
+///   response after a newer one, even across entries that were dropped and made again.
+/// - **Per key, one change at a time.** Every change of a confirmed value (a write, an update, a fetched value, a
+///   level hit, a settled optimistic change) goes through its key's queue: the caller that finds the queue idle runs
+///   it, and the changes queued meanwhile, in order. Removals and clears act at once and make what is queued or
+///   running stale.
+/// - **Per key, level operations in decision order.** They are issued by one caller at a time, in the order the
+///   changes that decided them were made; a clear's `removeAll` is issued after every operation decided before it and
+///   before any decided after it. Levels are read only when nothing is pending for the key.
+/// - **Last asked wins.** A fetch's value is confirmed only if no fetch started after it was confirmed first; changes
+///   made while it was in flight are applied again to its value.
+@usableFromInline
+struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    @usableFromInline typealias Change = @Sendable (Value?) -> Value?
+    typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
+    typealias HitReply = @Sendable (Snapshot) -> Void
+    @usableFromInline typealias Subject = CurrentValueStreamSubject<StoreResponse<Value>?, Never>
+
+    @usableFromInline var entries: [Key: Entry] = [:]
+    private let levelNames: [String]
+    private let debouncedLevels: Set<Int>
+    private let keptValues: Int
+    /// Keys that fell out of use with a value, oldest first; a record whose stamp is no longer its entry's is stale.
+    private var kept: [(key: Key, stamp: Int)] = []
+    private var keptHead = 0
+    /// Entries with a `keptStamp`.
+    private var keptCount = 0
+    private var counter = 0
+    /// The `removeAll` of a clear, waiting for the level operations being issued to be issued.
+    private var clearing: Clearing?
+    /// Keys whose callers are issuing level operations now.
+    private var issuing = 0
+    /// Keys whose level operations wait for a clear's `removeAll` to be issued.
+    private var held: [Key] = []
+
+    init(levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int) {
+        self.levelNames = levelNames
+        self.debouncedLevels = debouncedLevels
+        self.keptValues = max(0, keptValues)
+    }
+
+    /// The number of entries: keys in use, and values kept.
+    var count: Int { entries.count }
+
+    private mutating func next() -> Int {
+        counter += 1
+        return counter
+    }
+
+    private mutating func entry(_ key: Key) -> Entry {
+        if let entry = entries[key] { return entry }
+        let entry = Entry(generation: next())
+        entries[key] = entry
+        return entry
+    }
+
+    // MARK: Reading what is shown
+
+    /// What `key` shows when `policy` serves the store's value as it is (a known value, young enough).
+    @inlinable
+    func usableSnapshot(of key: Key, under policy: ReadPolicy, now: Date) -> Snapshot? {
+        guard let entry = entries[key], let confirmed = entry.confirmed,
+            Self.serves(confirmed, under: policy, now: now)
+        else { return nil }
+        return Snapshot(key: key, entry: entry, version: entry.version)
+    }
+
+    @inlinable
+    static func serves(_ confirmed: StoredValue<Value>, under policy: ReadPolicy, now: Date) -> Bool {
+        switch policy.kind {
+        case .networkFirst, .networkOnly: false
+        case .cacheFirst, .cacheThenNetwork, .cacheOnly: policy.accepts(savedAt: confirmed.savedAt, now: now)
+        }
+    }
+
+    /// What `key` shows now, when it shows anything (a known value or pending changes).
+    func shown(_ key: Key) -> Snapshot? {
+        guard let entry = entries[key], entry.showsSomething else { return nil }
+        return Snapshot(key: key, entry: entry, version: entry.version)
+    }
+
+    /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).
+    mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
+        guard entries[key]?.showsSomething == true else { return nil }
+        entries[key]!.version = next()
+        return Snapshot(key: key, entry: entries[key]!, version: entries[key]!.version, error: error)
+    }
+
+    // MARK: Observers
+
+    /// The subject `key`'s observers subscribe to, while it has observers.
+    func subject(of key: Key) -> Subject? {
+        entries[key]?.subject
+    }
+
+    /// Counts an observer of `key`, which subscribes to `subject` unless the key has one already (returned);
+    /// returns what the key shows now, if anything, to publish.
+    mutating func observe(_ key: Key, subject: Subject) -> (subject: Subject, shown: Snapshot?) {
+        var entry = entry(key)
+        entry.observers += 1
+        if entry.subject == nil { entry.subject = subject }
+        entries[key] = entry
+        return (entry.subject!, shown(key))
+    }
+
+    /// Forgets an observer of `key`; the last one takes the key's subject away (returned, to release unlocked).
+    mutating func stopObserving(_ key: Key) -> Subject? {
+        guard entries[key] != nil else { return nil }
+        entries[key]!.observers -= 1
+        let subject = entries[key]!.observers == 0 ? exchange(&entries[key]!.subject, with: nil) : nil
+        release(key)
+        return subject
+    }
+
+    // MARK: Level reads
+
+    /// Starts a read of the levels for `key`, unless they cannot hold anything the store does not know: the key is
+    /// known (its levels hold what it shows, or are being written: the answer is what it shows), or a clear is
+    /// emptying them (a miss).
+    mutating func beginLevelRead(_ key: Key) -> LevelRead {
+        guard clearing == nil else { return .known(nil) }
+        var entry = entry(key)
+        guard !entry.isKnown else {
+            defer { release(key) }
+            return .known(entry.confirmed == nil ? nil : shownNow(key))
+        }
+        entry.levelReads += 1
+        entries[key] = entry
+        return .read(ReadStamp(generation: entry.generation, confirmedVersion: entry.confirmedVersion))
+    }
+
+    /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel).
+    mutating func endLevelRead(_ key: Key) {
+        guard entries[key] != nil else { return }
+        entries[key]!.levelReads -= 1
+        release(key)
+    }
+
+    // MARK: Fetches
+
+    /// Adds a caller to `key`'s newest fetch in flight (when `joining`), or starts a fetch: returns its id, the
+    /// caller's id, and whether the caller must start the upstream load.
+    mutating func beginFetch(
+        _ key: Key, joining: Bool, completion: @escaping FetchCompletion
+    ) -> (fetch: Int, caller: Int, starts: Bool) {
+        var entry = entry(key)
+        let caller = next()
+        if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned {
+            entry.fetches[index].callers.append((caller, completion))
+            entries[key] = entry
+            return (entry.fetches[index].id, caller, false)
+        }
+        // A fetch may get what an upstream load that started earlier brings (a family that coalesces), so it counts
+        // from the oldest fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
+        let logStart = min(entry.fetches.map(\.logStart).min() ?? .max, entry.logSequence)
+        let fetch = Fetch(id: next(), generation: entry.generation, logStart: logStart, callers: [(caller, completion)])
+        entry.fetches.append(fetch)
+        entries[key] = entry
+        return (fetch.id, caller, true)
+    }
+
+    /// Keeps the token of fetch `id`'s upstream load; returns it when it must be cancelled (every caller left
+    /// before it was kept).
+    mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (any CancellationToken)? {
+        guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }) else { return nil }
+        guard entries[key]!.fetches[index].isAbandoned else {
+            entries[key]!.fetches[index].token = token
+            return nil
+        }
+        entries[key]!.fetches.remove(at: index)
+        trimLog(of: key)
+        release(key)
+        return token
+    }
+
+    /// Drops a caller of fetch `id`; when it was the last, the fetch is dropped and its token returned to cancel.
+    /// What was dropped is returned too, to be released after unlocking.
+    mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (garbage: [Any], cancel: (any CancellationToken)?) {
+        guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }),
+            let callerIndex = entries[key]!.fetches[index].callers.firstIndex(where: { $0.id == caller })
+        else { return ([], nil) }
+        let left = entries[key]!.fetches[index].callers.remove(at: callerIndex)
+        guard entries[key]!.fetches[index].callers.isEmpty else { return ([left.completion], nil) }
+        guard let token = entries[key]!.fetches[index].token else {
+            entries[key]!.fetches[index].isAbandoned = true  // its token is cancelled when it is kept
+            return ([left.completion], nil)
+        }
+        let fetch = entries[key]!.fetches.remove(at: index)
+        trimLog(of: key)
+        release(key)
+        return ([left.completion, fetch], token)
+    }
+
+    /// A fetch failed: it ends, and its callers get `error`.
+    mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
+        var effects = Effects()
+        guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }) else { return effects }
+        let fetch = entries[key]!.fetches.remove(at: index)
+        trimLog(of: key)
+        release(key)
+        effects.fetchReplies = fetch.callers.map { ($0.completion, .failure(error)) }
+        return effects
+    }
+
+    // MARK: Changes
+
+    /// Submits a change of `key`'s confirmed value. The caller that finds the key's queue idle gets its first
+    /// ``Step`` and runs the queue until ``nextChange(of:now:)`` returns `nil`; others get ``Step/queued``.
+    mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
+        var entry = entry(key)
+        if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
+        if case .fetched(_, let id) = job, !entry.fetches.contains(where: { $0.id == id }) {
+            entries[key] = entry
+            release(key)
+            return .applied(Effects(garbage: [job]))  // every caller left: nothing to confirm
+        }
+        entry.queue.append(job)
+        guard !entry.isChanging else {
+            entries[key] = entry
+            return .queued
+        }
+        entry.isChanging = true
+        entries[key] = entry
+        return nextStep(for: key, now: now)
+    }
+
+    /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
+    /// caller stops running it).
+    mutating func nextChange(of key: Key, now: Date) -> Step? {
+        guard entries[key] != nil else { return nil }
+        guard !entries[key]!.queue.isEmpty else {
+            entries[key]!.isChanging = false
+            release(key)
+            return nil
+        }
+        return nextStep(for: key, now: now)
+    }
+
+    private mutating func nextStep(for key: Key, now: Date) -> Step {
+        let entry = entries[key]!
+        let job = entry.queue[0]
+        if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
+        guard let changes = job.changes(in: entry) else {
+            entries[key]!.queue.removeFirst()
+            return .applied(apply(job, to: key, value: job.base(in: entry), now: now))
+        }
+        return .run(Work(generation: entry.generation, base: job.base(in: entry), changes: changes))
+    }
+
+    /// Commits the result of the ``Work`` that ran for the change at the head of `key`'s queue.
+    mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
+        guard entries[key] != nil, !entries[key]!.queue.isEmpty else { return Effects() }
+        let job = entries[key]!.queue.removeFirst()
+        guard entries[key]!.generation == work.generation else {
+            // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
+            // again on what is confirmed now, a fetch or a hit is judged stale and answers its callers.
+            switch job {
+            case .update, .write, .load: return Effects(garbage: [job, result as Any])
+            case .settle: entries[key]!.queue.insert(job, at: 0)
+            case .fetched, .hit: return apply(job, to: key, value: result, now: now)
+            }
+            return Effects(garbage: [result as Any])
+        }
+        return apply(job, to: key, value: result, now: now)
+    }
+
+    /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
+    mutating func commitBase(_ hit: CachedValue<Value>?, level: Int, generation: Int, for key: Key) -> Effects {
+        guard entries[key] != nil, entries[key]!.generation == generation, !entries[key]!.isKnown else {
+            return Effects(garbage: [hit as Any])
+        }
+        entries[key]!.isKnown = true
+        entries[key]!.confirmedVersion += 1
+        guard let hit else { return Effects() }
+        let origin = StoreOrigin.cache(levelNames[level])
+        entries[key]!.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
+        return Effects(publish: [publish(key)])
+    }
+
+    // MARK: Optimistic changes
+
+    /// Adds a pending optimistic change to `key`; returns its id, what the key shows with it, and whether the
+    /// levels' value must be read first (submit ``Job/load``).
+    mutating func addMutation(_ change: @escaping Change, to key: Key) -> (id: Int, shown: Snapshot, loads: Bool) {
+        var entry = entry(key)
+        let id = next()
+        entry.pending.append(Mutation(id: id, change: change))
+        entries[key] = entry
+        return (id, publish(key), !entry.isKnown)
+    }
+
+    /// Keeps the commit of pending change `id`, so that a clear can fail it; `false` when the change is gone.
+    mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key) -> Bool {
+        guard let index = entries[key]?.pending.firstIndex(where: { $0.id == id }) else { return false }
+        entries[key]!.pending[index].commit = commit
+        return true
+    }
+
+    // MARK: Removal and clear
+
+    /// Removes `key`'s value at once: the writes and updates queued for it are dropped, fetches and level reads in
+    /// flight confirm nothing, optimistic changes stay pending, and the levels lose the key.
+    mutating func remove(_ key: Key) -> Effects {
+        var entry = entry(key)
+        var effects = Effects()
+        let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
+        effects.garbage = [entry.confirmed as Any, dropped]
+        entry.queue = kept
+        entry.generation = next()
+        entry.isKnown = true
+        entry.confirmed = nil
+        entry.confirmedVersion += 1
+        effects.cancels = entry.debounced.values.map(\.timer)
+        entry.debounced = [:]
+        entry.levelOps.append(.remove)
+        entries[key] = entry
+        effects.publish = [publish(key)]
+        effects.issueLevels = startIssuing(key)
+        return effects
+    }
+
+    /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
+    /// returned to fail), debounced writes are cancelled, and the levels are emptied once what was decided before is
+    /// issued (`removeAll`, or the caller that issues the last of it).
+    mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
+        var effects = Effects()
+        for key in Array(entries.keys) {
+            var entry = entries[key]!
+            let shownBefore = entry.showsSomething
+            let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
+            effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, entry.pending]
+            effects.failedCommits += entry.pending.compactMap(\.commit)
+            effects.cancels += entry.debounced.values.map(\.timer)
+            entry.generation = next()
+            entry.isKnown = true
+            entry.confirmed = nil
+            entry.confirmedVersion += 1
+            entry.pending = []
+            entry.queue = kept
+            entry.levelOps = []
+            entry.debounced = [:]
+            entry.keptStamp = nil
+            entries[key] = entry
+            if shownBefore || entry.observers > 0 { effects.publish.append(publish(key)) }
+            release(key)
+        }
+        kept = []
+        keptHead = 0
+        keptCount = 0
+        var clearing = clearing ?? Clearing()
+        clearing.completions.append(completion)
+        if issuing == 0, !clearing.isAssigned {
+            clearing.isAssigned = true
+            effects.removeAll = true
+        }
+        self.clearing = clearing
+        return effects
+    }
+
+    /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, and
+    /// the keys whose level operations were held (the caller issues them now, as it would its own).
+    mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
+        let completions = clearing?.completions ?? []
+        clearing = nil
+        let keys = exchange(&held, with: []).filter { entries[$0] != nil && !entries[$0]!.levelOps.isEmpty }
+        for key in keys { entries[key]!.isIssuing = true }
+        issuing += keys.count
+        return (completions, keys)
+    }
+
+    // MARK: Level operations
+
+    /// The next level operations of `key`, for the caller issuing them. `nil` when there are none: the caller
+    /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
+    mutating func takeLevelOps(of key: Key) -> (ops: [LevelOp], removeAll: Bool)? {
+        guard entries[key] != nil else { return nil }
+        if clearing == nil, !entries[key]!.levelOps.isEmpty {
+            return (exchange(&entries[key]!.levelOps, with: []), false)
+        }
+        entries[key]!.isIssuing = false
+        issuing -= 1
+        if clearing != nil, !entries[key]!.levelOps.isEmpty { held.append(key) }
+        release(key)
+        guard clearing != nil, issuing == 0, !clearing!.isAssigned else { return nil }
+        clearing!.isAssigned = true
+        return ([], true)
+    }
+
+    /// A debounced write's timer is running: keeps its token; returns it when the write was dropped meanwhile.
+    mutating func keepTimer(
+        _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
+    ) -> (any CancellationToken)? {
+        guard entries[key]?.debounced[level]?.id == id else { return timer }
+        entries[key]!.debounced[level]!.timer = timer
+        return nil
+    }
+
+    /// A debounced write's timer fired: the write is issued if it is still the level's latest.
+    mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
+        guard let write = entries[key]?.debounced[level], write.id == id else { return Effects() }
+        entries[key]!.debounced[level] = nil
+        entries[key]!.levelOps.append(.save(write.value, levels: [level]))
+        var effects = Effects(garbage: [write.timer])
+        effects.issueLevels = startIssuing(key)
+        release(key)
+        return effects
+    }
+
+    /// Whether the caller that decided level operations for `key` issues them: not when another caller is issuing
+    /// the key's operations already, or a clear holds them until its `removeAll` is issued.
+    private mutating func startIssuing(_ key: Key) -> Bool {
+        guard !entries[key]!.levelOps.isEmpty, !entries[key]!.isIssuing else { return false }
+        guard clearing == nil else {
+            if !held.contains(key) { held.append(key) }
+            return false
+        }
+        entries[key]!.isIssuing = true
+        issuing += 1
+        return true
+    }
+
+    // MARK: Applying changes
+
+    /// Applies `job` to `key`, `value` being its closures' result (or its base when it has none).
+    private mutating func apply(_ job: Job, to key: Key, value: Value?, now: Date) -> Effects {
+        switch job {
+        case .write(let stored):
+            return confirm(stored, for: key, logging: { _ in stored.value }, levels: Array(levelNames.indices))
+        case .update(let change):
+            guard entries[key]!.confirmed != nil || value != nil else {
+                log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
+                return Effects()
+            }
+            let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
+            return confirm(stored, for: key, logging: change, levels: Array(levelNames.indices))
+        case .fetched(_, let id):
+            return confirmFetch(id, for: key, value: value, now: now)
+        case .hit(let cached, let level, let stamp, let error, let reply):
+            return confirmHit(cached, level: level, stamp: stamp, error: error, reply: reply, for: key)
+        case .settle(let id, let accepted):
+            return settle(id, accepted: accepted, for: key, value: value, now: now)
+        case .load:
+            return Effects()
+        }
+    }
+
+    private mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
+        guard let index = entries[key]!.fetches.firstIndex(where: { $0.id == id }) else {
+            return Effects(garbage: [value as Any])
+        }
+        let fetch = entries[key]!.fetches.remove(at: index)
+        let rebased = entries[key]!.log.contains { $0.sequence > fetch.logStart }
+        trimLog(of: key)
+        guard fetch.generation == entries[key]!.generation else {
+            let replies = fetch.callers.map { ($0.completion, Result<Snapshot, any Error>.failure(StoreError.discarded)) }
+            return Effects(fetchReplies: replies, garbage: [value as Any])
+        }
+        guard id > entries[key]!.lastConfirmedFetch else {
+            // A fetch started after this one was confirmed first: what it brought stays, and is the answer.
+            let shown = shownNow(key)
+            return Effects(fetchReplies: fetch.callers.map { ($0.completion, .success(shown)) }, garbage: [value as Any])
+        }
+        entries[key]!.lastConfirmedFetch = id
+        let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
+        var effects = confirm(stored, for: key, logging: nil, levels: Array(levelNames.indices))
+        let shown = effects.publish[effects.publish.count - 1]
+        effects.fetchReplies = fetch.callers.map { ($0.completion, .success(shown)) }
+        return effects
+    }
+
+    private mutating func confirmHit(
+        _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, error: (any Error)?, reply: @escaping HitReply,
+        for key: Key
+    ) -> Effects {
+        let entry = entries[key]!
+        guard entry.generation == stamp.generation, entry.confirmedVersion == stamp.confirmedVersion else {
+            // The store learned something newer while the level was read (a write, a removal, a clear): what it
+            // shows now is the answer, never the level's older value.
+            return Effects(hitReplies: [(reply, shownNow(key))], garbage: [cached])
+        }
+        let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
+        var effects = confirm(stored, for: key, logging: nil, levels: Array(0..<level), error: error)
+        effects.hitReplies = [(reply, effects.publish[effects.publish.count - 1])]
+        return effects
+    }
+
+    private mutating func settle(_ id: Int, accepted: Bool, for key: Key, value: Value?, now: Date) -> Effects {
+        guard let index = entries[key]!.pending.firstIndex(where: { $0.id == id }) else {
+            return Effects(garbage: [value as Any])
+        }
+        let mutation = entries[key]!.pending.remove(at: index)
+        guard accepted else { return Effects(publish: [publish(key)], garbage: [mutation]) }
+        let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
+        var effects = confirm(stored, for: key, logging: mutation.change, levels: Array(levelNames.indices))
+        effects.garbage.append(mutation)
+        return effects
+    }
+
+    /// Replaces `key`'s confirmed value, notes the change for the fetches in flight, decides the level writes and
+    /// publishes the new shown value (the last of `publish`).
+    private mutating func confirm(
+        _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: [Int],
+        error: (any Error)? = nil
+    ) -> Effects {
+        var effects = Effects()
+        effects.garbage.append(entries[key]!.confirmed as Any)
+        entries[key]!.confirmed = stored
+        entries[key]!.isKnown = true
+        entries[key]!.confirmedVersion += 1
+        if let change { log(change, for: key) }
+        if let stored {
+            let atOnce = targets.filter { !debouncedLevels.contains($0) }
+            if !atOnce.isEmpty { entries[key]!.levelOps.append(.save(stored.value, levels: atOnce)) }
+            for level in targets where debouncedLevels.contains(level) {
+                let write = DebouncedWrite(id: next(), value: stored.value, timer: FinishedToken())
+                if let replaced = entries[key]!.debounced.updateValue(write, forKey: level) {
+                    effects.cancels.append(replaced.timer)
+                }
+                effects.debounce.append((level, write.id, stored.value))
+            }
+        } else {
+            effects.cancels += entries[key]!.debounced.values.map(\.timer)
+            entries[key]!.debounced = [:]
+            entries[key]!.levelOps.append(.remove)
+        }
+        effects.publish.append(publish(key, error: error))
+        effects.issueLevels = startIssuing(key)
+        return effects
+    }
+
+    // MARK: Bookkeeping
+
+    private mutating func log(_ change: @escaping Change, for key: Key) {
+        guard !entries[key]!.fetches.isEmpty else { return }
+        entries[key]!.logSequence += 1
+        entries[key]!.log.append((entries[key]!.logSequence, change))
+    }
+
+    /// Forgets the logged changes no fetch in flight needs any more.
+    private mutating func trimLog(of key: Key) {
+        guard let oldest = entries[key]!.fetches.map(\.logStart).min() else {
+            entries[key]!.log = []
+            return
+        }
+        entries[key]!.log.removeAll { $0.sequence <= oldest }
+    }
+
+    /// A new version of what `key` shows, for its observers.
+    private mutating func publish(_ key: Key, error: (any Error)? = nil) -> Snapshot {
+        entries[key]!.version = next()
+        return Snapshot(key: key, entry: entries[key]!, version: entries[key]!.version, error: error)
+    }
+
+    /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
+    private func shownNow(_ key: Key) -> Snapshot {
+        Snapshot(key: key, entry: entries[key]!, version: entries[key]!.version)
+    }
+
+    /// Drops `key`'s entry when nothing needs it any more, unless its value is among the last `keptValues` to
+    /// fall out of use.
+    private mutating func release(_ key: Key) {
+        guard let entry = entries[key], entry.isIdle else { return }
+        guard keptValues > 0, entry.confirmed != nil else {
+            drop(key)
+            return
+        }
+        if entry.keptStamp == nil { keptCount += 1 }
+        let stamp = next()
+        entries[key]!.keptStamp = stamp
+        kept.append((key, stamp))
+        while keptCount > keptValues, keptHead < kept.count {
+            let oldest = kept[keptHead]
+            keptHead += 1
+            guard let candidate = entries[oldest.key], candidate.keptStamp == oldest.stamp else { continue }
+            keptCount -= 1
+            entries[oldest.key]!.keptStamp = nil
+            if candidate.isIdle { entries[oldest.key] = nil }
+        }
+        // Records go stale as keys come back into use: compacted once they outnumber the live ones.
+        if kept.count - keptHead > 2 * keptCount + 64 {
+            kept = kept[keptHead...].filter { entries[$0.key]?.keptStamp == $0.stamp }
+            keptHead = 0
+        } else if keptHead > 64, keptHead * 2 > kept.count {
+            kept.removeFirst(keptHead)
+            keptHead = 0
+        }
+    }
+
+    private mutating func drop(_ key: Key) {
+        if entries.removeValue(forKey: key)?.keptStamp != nil { keptCount -= 1 }
+    }
+}
