@@ -127,11 +127,14 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             return others.remove(at: index).completion
         }
 
-        /// Calls every caller with `result`, in the order they joined.
+        /// Takes the caller that joined first out, for delivery.
         @inlinable
-        func deliver(_ result: Result<Output, any Error>) {
-            first?.completion(result)
-            for caller in others { caller.completion(result) }
+        mutating func removeFirst() -> LoadCompletion<Output>? {
+            if let caller = first {
+                first = nil
+                return caller.completion
+            }
+            return others.isEmpty ? nil : others.removeFirst().completion
         }
     }
 
@@ -139,6 +142,9 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
     struct State: Sendable {
         @usableFromInline var flights: [Key: Flight] = [:]
         @usableFromInline var tokens: [Key: any CancellationToken] = [:]
+        /// The callers of finished flights not called yet, by flight id: each is taken out just before it is called,
+        /// so that one cancelled meanwhile (by an earlier caller's completion, say) is never called.
+        @usableFromInline var delivering: [Int: Callers] = [:]
         @usableFromInline var nextID = 0
 
         /// Removes the flight of `key` with its token, for the caller to release (or cancel) after unlocking.
@@ -204,14 +210,34 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             return state.removeFlight(key)
         }
         withExtendedLifetime(token) {}  // the completed load's token, released after unlocking
-        finished?.callers.deliver(result)
+        guard var callers = finished?.callers else { return }
+        if callers.others.isEmpty {
+            callers.first?.completion(result)  // one caller: no one else to cancel meanwhile
+            return
+        }
+        let flightID = finished!.id
+        let first = callers.removeFirst()
+        state.withLock { $0.delivering[flightID] = callers }
+        first?(result)
+        while let next = state.withLock({ state -> LoadCompletion<Output>? in
+            let next = state.delivering[flightID]?.removeFirst()
+            if state.delivering[flightID]?.isEmpty ?? false { state.delivering[flightID] = nil }
+            return next
+        }) {
+            next(result)
+        }
     }
 
     @inlinable
     func leave(_ key: Key, _ flightID: Int, _ callerID: Int) {
         let (left, emptied, token) = state.withLock {
             state -> (LoadCompletion<Output>?, Flight?, (any CancellationToken)?) in
-            guard state.flights[key]?.id == flightID else { return (nil, nil, nil) }
+            guard state.flights[key]?.id == flightID else {
+                // Finished: a caller still waiting for its delivery leaves without being called.
+                let left = state.delivering[flightID]?.remove(callerID)
+                if state.delivering[flightID]?.isEmpty ?? false { state.delivering[flightID] = nil }
+                return (left, nil, nil)
+            }
             let left = state.flights[key]!.callers.remove(callerID)
             guard state.flights[key]!.callers.isEmpty else { return (left, nil, nil) }
             let (emptied, token) = state.removeFlight(key)

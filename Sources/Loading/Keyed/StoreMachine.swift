@@ -198,7 +198,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Drops a caller of fetch `id`; when it was the last, the fetch is dropped and its token returned to cancel.
     /// What was dropped is returned too, to be released after unlocking.
-    mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (garbage: [Any], cancel: (any CancellationToken)?) {
+    mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (garbage: [Any], cancel: (any CancellationToken)?)
+    {
         guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }),
             let callerIndex = entries[key]!.fetches[index].callers.firstIndex(where: { $0.id == caller })
         else { return ([], nil) }
@@ -475,13 +476,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let rebased = entries[key]!.log.contains { $0.sequence > fetch.logStart }
         trimLog(of: key)
         guard fetch.generation == entries[key]!.generation else {
-            let replies = fetch.callers.map { ($0.completion, Result<Snapshot, any Error>.failure(StoreError.discarded)) }
+            let replies = fetch.callers.map {
+                ($0.completion, Result<Snapshot, any Error>.failure(StoreError.discarded))
+            }
             return Effects(fetchReplies: replies, garbage: [value as Any])
         }
         guard id > entries[key]!.lastConfirmedFetch else {
             // A fetch started after this one was confirmed first: what it brought stays, and is the answer.
             let shown = shownNow(key)
-            return Effects(fetchReplies: fetch.callers.map { ($0.completion, .success(shown)) }, garbage: [value as Any])
+            return Effects(
+                fetchReplies: fetch.callers.map { ($0.completion, .success(shown)) }, garbage: [value as Any])
         }
         entries[key]!.lastConfirmedFetch = id
         let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }

@@ -42,6 +42,9 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         /// The load every `load()` joins while it runs.
         var load: (id: Int, token: (any CancellationToken)?)?
         var waiters: [Waiter] = []
+        /// The callers of finished loads not called yet, by delivery: each is taken out just before it is called,
+        /// so that one cancelled meanwhile (by an earlier caller's completion, say) is never called.
+        var delivering: [Int: [Waiter]] = [:]
         /// The refreshes in flight, by id, with their tokens and their callers' completions.
         var refreshes: [Int: (token: (any CancellationToken)?, completion: LoadCompletion<Value>?)] = [:]
         var nextID = 0
@@ -152,7 +155,7 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         let token = fetchAnew { [weak self] result in
             self?.finish(epoch: epoch, with: result) { flights in
                 guard let refresh = flights.refreshes.removeValue(forKey: id) else { return nil }
-                return refresh.completion.map { [$0] } ?? []
+                return refresh.completion.map { [Waiter(id: id, completion: $0)] } ?? []
             }
         }
         keep(token, epoch: epoch) { flights in
@@ -169,7 +172,14 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         let id = join(completion: completion)
         return AnyCancellationToken { [weak self] in
             let removed = self?.flights.withLock { flights -> Waiter? in
-                flights.waiters.firstIndex { $0.id == id }.map { flights.waiters.remove(at: $0) }
+                if let index = flights.waiters.firstIndex(where: { $0.id == id }) {
+                    return flights.waiters.remove(at: index)
+                }
+                for (delivery, waiters) in flights.delivering {
+                    guard let index = waiters.firstIndex(where: { $0.id == id }) else { continue }
+                    return flights.delivering[delivery]!.remove(at: index)
+                }
+                return nil
             }
             withExtendedLifetime(removed) {}  // the caller's completion is released after unlocking
         }
@@ -190,21 +200,23 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     /// Forgets the resource: cancels the loads in flight (their callers fail with ``WipedError``), removes the key
     /// from the store (and its levels), and goes back to idle. Nothing from before the wipe is shown afterwards.
     public func wipe() {
-        let (tokens, waiters, stamped) = flights.withLock {
-            flights -> ([any CancellationToken], [LoadCompletion<Value>], Stamped) in
+        let (tokens, delivery, stamped) = flights.withLock {
+            flights -> ([any CancellationToken], Int, Stamped) in
             flights.epoch += 1
             var tokens = flights.refreshes.values.compactMap { $0.token }
             if let token = flights.load?.token { tokens.append(token) }
-            let refreshes = exchange(&flights.refreshes, with: [:]).values.compactMap { $0.completion }
+            let refreshes = exchange(&flights.refreshes, with: [:]).sorted { $0.key < $1.key }
+                .compactMap { id, refresh in refresh.completion.map { Waiter(id: id, completion: $0) } }
             flights.load = nil
             flights.error = nil
-            let waiters = exchange(&flights.waiters, with: []).map { $0.completion } + refreshes
-            return (tokens, waiters, flights.state())
+            flights.nextID += 1
+            flights.delivering[flights.nextID] = exchange(&flights.waiters, with: []) + refreshes
+            return (tokens, flights.nextID, flights.state())
         }
         for token in tokens { token.cancel() }
         publish(stamped)
         forget()
-        for waiter in waiters { waiter(.failure(WipedError())) }
+        deliver(.failure(WipedError()), to: delivery)
     }
 
     // MARK: Flights
@@ -225,7 +237,7 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
             self?.finish(epoch: epoch, with: result) { flights in
                 guard flights.load?.id == loadID else { return nil }
                 flights.load = nil
-                return exchange(&flights.waiters, with: []).map { $0.completion }
+                return exchange(&flights.waiters, with: [])
             }
         }
         keep(token, epoch: epoch) { flights in
@@ -248,11 +260,12 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         if isWiped { token.cancel() }
     }
 
-    /// Ends a flight: `ending` returns the completions of its callers, or `nil` when the flight is over already.
+    /// Ends a flight: `ending` returns its callers, or `nil` when the flight is over already. The callers are called
+    /// in order, each taken out just before: one whose token is cancelled meanwhile is not called.
     private func finish(
         epoch: Int,
         with result: Result<StoreResponse<Value>, any Error>,
-        ending: @Sendable (inout Flights) -> [LoadCompletion<Value>]?
+        ending: @Sendable (inout Flights) -> [Waiter]?
     ) {
         let outcome: Result<Value, any Error>? =
             switch result {
@@ -269,8 +282,10 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
             case .failure(let error):
                 .failure(error)
             }
-        let finished = flights.withLock { flights -> (callers: [LoadCompletion<Value>], Stamped)? in
+        let finished = flights.withLock { flights -> (delivery: Int, Stamped)? in
             guard flights.epoch == epoch, let callers = ending(&flights) else { return nil }
+            flights.nextID += 1
+            if !callers.isEmpty { flights.delivering[flights.nextID] = callers }
             if case .success(let response) = result, response.version > (flights.shown?.version ?? -1) {
                 flights.shown = response
             }
@@ -279,12 +294,23 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
             case .success?: flights.error = nil
             case nil: break
             }
-            return (callers, flights.state())
+            return (flights.nextID, flights.state())
         }
-        guard let (callers, stamped) = finished else { return }
+        guard let (delivery, stamped) = finished else { return }
         publish(stamped)
-        let delivered = outcome ?? .failure(StoreError.discarded)
-        for caller in callers { caller(delivered) }
+        deliver(outcome ?? .failure(StoreError.discarded), to: delivery)
+    }
+
+    /// Calls the callers of `delivery` in order, each taken out just before it is called.
+    private func deliver(_ result: Result<Value, any Error>, to delivery: Int) {
+        while let caller = flights.withLock({ flights -> Waiter? in
+            guard var waiters = flights.delivering.removeValue(forKey: delivery), !waiters.isEmpty else { return nil }
+            let caller = waiters.removeFirst()
+            if !waiters.isEmpty { flights.delivering[delivery] = waiters }
+            return caller
+        }) {
+            caller.completion(result)
+        }
     }
 
     /// Takes the store's latest response for the key. While a load runs, what a read or a fetch brought is shown

@@ -1,0 +1,30 @@
+import Foundation
+
+/// Whether `condition` holds within `timeout`, checked about once a millisecond on the calling thread: for a test
+/// that waits for work on other threads without sleeping a fixed time. It returns as soon as the condition holds.
+///
+/// ```swift
+/// let done = Locked(false)
+/// DispatchQueue.global().async { done.withLock { $0 = true } }
+/// XCTAssertTrue(eventually { done.withLock { $0 } })
+/// ```
+public func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        // Polling, not waiting a fixed time: the condition is checked again at once after a short yield.
+        Thread.sleep(forTimeInterval: 0.001)
+    }
+    return true
+}
+
+/// ``eventually(timeout:_:)`` for async tests: the condition is checked about once a millisecond, without blocking
+/// a thread.
+public func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}

@@ -1,0 +1,233 @@
+import Foundation
+import XCTest
+
+@testable import Loading
+
+/// The store's state machine alone: each race is a sequence of events, and the test reads the effects.
+final class StoreMachineTests: XCTestCase {
+    private typealias Machine = StoreMachine<String, String>
+    private let now = Date(timeIntervalSinceReferenceDate: 1_000)
+
+    // MARK: Removal and clear beat what is in flight
+
+    func test_aLevelReadThatEndsAfterAClear_answersWithNothing_andConfirmsNothing() throws {
+        var machine = makeMachine()
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a").stamp)
+
+        _ = machine.clear {}
+        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
+
+        XCTAssertEqual(effects.hitReplies.map { $0.1.confirmed?.value }, [nil], "the pre-logout value is not shown")
+        XCTAssertTrue(effects.publish.isEmpty)
+        XCTAssertNil(machine.shown("a"))
+    }
+
+    func test_aLevelReadThatEndsAfterARemoval_answersWithNothing() throws {
+        var machine = makeMachine()
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a").stamp)
+
+        _ = machine.remove("a")
+        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
+
+        XCTAssertEqual(effects.hitReplies.map { $0.1.confirmed?.value }, [nil])
+    }
+
+    func test_aLevelReadThatLostToAWrite_answersWithTheWrite() throws {
+        var machine = makeMachine()
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a").stamp)
+
+        _ = machine.submit(.write(stored("new")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
+
+        XCTAssertEqual(effects.hitReplies.map { $0.1.confirmed?.value }, ["new"])
+        XCTAssertTrue(effects.publish.isEmpty, "nothing newer to show")
+    }
+
+    func test_aFetchThatEndsAfterAClear_isDiscarded() throws {
+        var machine = makeMachine()
+        let fetch = machine.beginFetch("a", joining: true) { _ in }
+
+        _ = machine.clear {}
+        let effects = try XCTUnwrap(machine.submit(.fetched("old", fetch: fetch.fetch), for: "a", now: now).effects)
+
+        XCTAssertEqual(effects.fetchReplies.count, 1)
+        XCTAssertThrowsError(try effects.fetchReplies[0].1.get()) { XCTAssertEqual($0 as? StoreError, .discarded) }
+        XCTAssertNil(machine.shown("a"))
+    }
+
+    // MARK: Last asked wins
+
+    func test_aFetchOlderThanARefresh_neverReplacesWhatTheRefreshBrought() throws {
+        var machine = makeMachine()
+        let older = machine.beginFetch("a", joining: true) { _ in }
+        let refresh = machine.beginFetch("a", joining: false) { _ in }
+        XCTAssertTrue(refresh.starts, "a refresh never joins")
+
+        _ = machine.submit(.fetched("new", fetch: refresh.fetch), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        let effects = try XCTUnwrap(machine.submit(.fetched("old", fetch: older.fetch), for: "a", now: now).effects)
+
+        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "new")
+        XCTAssertEqual(try effects.fetchReplies.map { try $0.1.get().confirmed?.value }, ["new"])
+        XCTAssertTrue(effects.publish.isEmpty)
+        XCTAssertFalse(effects.issueLevels, "the levels are not written with the older value")
+    }
+
+    func test_readsJoinTheNewestFetch_andTheLastCallerOutCancelsIt() {
+        var machine = makeMachine()
+        let first = machine.beginFetch("a", joining: true) { _ in }
+        let second = machine.beginFetch("a", joining: true) { _ in }
+        XCTAssertEqual(first.fetch, second.fetch)
+        XCTAssertFalse(second.starts)
+        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: first.fetch, for: "a"))
+
+        XCTAssertNil(machine.leaveFetch(first.fetch, caller: first.caller, of: "a").cancel)
+        XCTAssertNotNil(machine.leaveFetch(second.fetch, caller: second.caller, of: "a").cancel)
+        XCTAssertEqual(machine.count, 0)
+    }
+
+    // MARK: Per-key order
+
+    func test_aKeyRunningAChange_queuesItsNextChanges_butNeverAnotherKeys() throws {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+
+        let work = try XCTUnwrap(machine.submit(.update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued, "same key: in order")
+        XCTAssertNotNil(machine.submit(.write(stored("b")), for: "b", now: now).effects, "another key: at once")
+
+        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "1+u")
+        _ = finishChanges(&machine, "a")
+        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "2", "the write asked after the update lands after it")
+    }
+
+    func test_anUpdateOfAKeyNotHeld_readsTheLevelsFirst() throws {
+        var machine = makeMachine()
+
+        let step = machine.submit(.update { $0.map { $0 + "+live" } }, for: "a", now: now)
+        guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
+        _ = machine.commitBase(CachedValue("saved", savedAt: now), level: 1, generation: generation, for: "a")
+        let work = try XCTUnwrap(machine.nextChange(of: "a", now: now)?.work)
+        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+
+        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "saved+live")
+    }
+
+    func test_aRemovalWhileAnUpdateRuns_wins() throws {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        let work = try XCTUnwrap(machine.submit(.update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+
+        _ = machine.remove("a")
+        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+
+        XCTAssertNil(machine.shown("a"), "the update was asked before the removal")
+    }
+
+    // MARK: Level operations and the clear barrier
+
+    func test_aClear_waitsForTheLevelOperationsBeingIssued_andHoldsTheNextOnes() throws {
+        var machine = makeMachine()
+        let write = try XCTUnwrap(machine.submit(.write(stored("1")), for: "a", now: now).effects)
+        XCTAssertTrue(write.issueLevels, "the writer issues its key's level operations")
+        XCTAssertEqual(machine.takeLevelOps(of: "a")?.ops.count, 1)  // being issued now
+
+        XCTAssertFalse(machine.clear {}.removeAll, "the write being issued goes first")
+        _ = finishChanges(&machine, "a")
+        let afterClear = try XCTUnwrap(machine.submit(.write(stored("2")), for: "b", now: now).effects)
+        XCTAssertFalse(afterClear.issueLevels, "held behind the clear's removeAll")
+
+        XCTAssertEqual(machine.takeLevelOps(of: "a")?.removeAll, true, "the last issuer issues the removeAll")
+        let released = machine.removeAllIssued()
+        XCTAssertEqual(released.completions.count, 1)
+        XCTAssertEqual(released.held, ["b"])
+    }
+
+    func test_levelsAreNotReadWhileAClearEmptiesThem() {
+        var machine = makeMachine()
+        _ = machine.clear {}
+        guard case .known(nil) = machine.beginLevelRead("a") else { return XCTFail("expected a miss") }
+    }
+
+    // MARK: Bounded memory
+
+    func test_anEntryIsDroppedOnceNothingNeedsIt() {
+        var machine = makeMachine()
+        _ = machine.observe("a", subject: .init(nil))
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        _ = machine.takeLevelOps(of: "a")
+        _ = machine.takeLevelOps(of: "a")
+        XCTAssertEqual(machine.count, 1, "observed")
+
+        _ = machine.stopObserving("a")
+
+        XCTAssertEqual(machine.count, 0)
+    }
+
+    func test_keptValues_keepsTheLastKeysToFallOutOfUse() {
+        var machine = Machine(levelNames: [], debouncedLevels: [], keptValues: 2)
+        for key in ["a", "b", "c"] {
+            _ = machine.submit(.write(stored(key)), for: key, now: now)
+            _ = finishChanges(&machine, key)
+        }
+        XCTAssertEqual(machine.count, 2)
+        XCTAssertNil(machine.shown("a"))
+        XCTAssertEqual(machine.shown("c")?.confirmed?.value, "c")
+    }
+
+    // MARK: Helpers
+
+    private func makeMachine() -> Machine {
+        Machine(levelNames: ["memory", "disk"], debouncedLevels: [], keptValues: 0)
+    }
+
+    private func stored(_ value: String) -> StoredValue<String> {
+        StoredValue(value: value, origin: .local, savedAt: now)
+    }
+
+    private func hit(_ value: String, _ stamp: Machine.ReadStamp) -> Machine.Job {
+        .hit(CachedValue(value, savedAt: now), level: 1, stamp: stamp, error: nil, reply: { _ in })
+    }
+
+    /// Runs the key's queue to the end, as the store would (committing work with its closures' result).
+    private func finishChanges(_ machine: inout Machine, _ key: String) -> [Machine.Effects] {
+        var all: [Machine.Effects] = []
+        while let step = machine.nextChange(of: key, now: now) {
+            switch step {
+            case .applied(let effects): all.append(effects)
+            case .run(let work): all.append(machine.commit(work, result: work.run(), for: key, now: now))
+            case .loadBase, .queued: return all
+            }
+        }
+        return all
+    }
+}
+
+extension StoreMachine.Step {
+    fileprivate var effects: StoreMachine.Effects? {
+        if case .applied(let effects) = self { return effects }
+        return nil
+    }
+
+    fileprivate var work: StoreMachine.Work? {
+        if case .run(let work) = self { return work }
+        return nil
+    }
+
+    fileprivate var isQueued: Bool {
+        if case .queued = self { return true }
+        return false
+    }
+}
+
+extension StoreMachine.LevelRead {
+    fileprivate var stamp: StoreMachine.ReadStamp? {
+        if case .read(let stamp) = self { return stamp }
+        return nil
+    }
+}

@@ -1,0 +1,285 @@
+import Dispatch
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// The races a store must win, each through the public API: a logout during a slow read, a fetch overtaken by a
+/// refresh, one key's slow work next to another's, the caller's task-local values, bounded memory.
+final class StoreRaceTests: XCTestCase {
+    // MARK: Removal and clear beat reads in flight
+
+    func test_aSlowLevelReadStartedBeforeAClear_neverAnswersWithWhatItReadBefore() {
+        let disk = HeldCache()
+        disk.store("before logout", for: "a")
+        let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
+        let read = LoadRecorder<StoreResponse<String>>()
+
+        read.load(store.read("a"))
+        store.clear()
+        disk.releaseReads()  // the read found the value before the clear emptied the disk
+
+        XCTAssertEqual(read.values.map(\.value), [nil], "no pre-logout data after the logout")
+    }
+
+    func test_aSlowLevelReadStartedBeforeARemoval_neverAnswersWithWhatItReadBefore() {
+        let disk = HeldCache()
+        disk.store("removed", for: "a")
+        let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
+        let read = LoadRecorder<StoreResponse<String>>()
+
+        read.load(store.read("a"))
+        store.remove("a")
+        disk.releaseReads()
+
+        XCTAssertEqual(read.values.map(\.value), [nil])
+    }
+
+    func test_aRepositoryLoadingWhenTheStoreIsCleared_neverShowsWhatItReadBefore() {
+        let disk = HeldCache()
+        disk.store("before logout", for: "a")
+        let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
+        let repository = ResourceRepository(store: store, key: "a", scheduler: ImmediateScheduler())
+
+        repository.load()
+        store.clear()
+        disk.releaseReads()
+
+        XCTAssertNil(repository.currentState.value)
+    }
+
+    // MARK: Last asked wins
+
+    func test_aFetchStartedBeforeARefresh_neverReplacesWhatTheRefreshBrought() {
+        let memory = MemoryCache<String, String>()
+        let network = KeyedLoaderSpy<String, String>()
+        let store = Store(levels: [.cache(memory, name: "memory")], fetch: LoaderFamily { network[$0] })
+        let observed = StreamRecorder(store.changes(for: "a"))
+        let read = LoadRecorder<StoreResponse<String>>()
+        let refreshed = LoadRecorder<StoreResponse<String>>()
+
+        read.load(store.read("a", policy: .networkOnly))
+        refreshed.load(store.refresh("a"))
+        XCTAssertEqual(network.loadCount(for: "a"), 2, "a refresh never joins the fetch running")
+        network.complete("a", with: "new", at: 1)
+        network.complete("a", with: "old", at: 0)
+
+        XCTAssertEqual(observed.values.last?.value, "new")
+        XCTAssertEqual(try? memory.cachedValue(for: "a").get().value, "new")
+        XCTAssertEqual(refreshed.values.map(\.value), ["new"])
+        XCTAssertEqual(read.values.map(\.value), ["new"], "the older fetch's caller gets what the store shows")
+    }
+
+    // MARK: Keys never wait for each other
+
+    func test_aSlowCompletionOfOneKey_neverHoldsBackAnotherKeysRead() {
+        let memory = MemoryCache<String, String>()
+        memory.insert("A", for: "a")
+        memory.insert("B", for: "b")
+        let store = Store(levels: [.cache(memory, name: "memory")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
+        let answered = DispatchSemaphore(value: 0)
+        let otherKey = Locked<(value: String?, onTheReadersThread: Bool)>((nil, false))
+        let waited = Locked<DispatchTimeoutResult?>(nil)
+
+        let token = store.read("a").load { _ in
+            // Key a's completion waits for a read of key b made on another thread.
+            Thread.detachNewThread {
+                Thread.current.name = "reader of b"
+                _ = store.read("b").load { result in
+                    otherKey.withLock { $0 = ((try? result.get())?.value, Thread.current.name == "reader of b") }
+                    answered.signal()
+                }
+            }
+            waited.withLock { $0 = answered.wait(timeout: .now() + 5) }
+        }
+
+        XCTAssertEqual(waited.withLock { $0 }, .success, "key b's read waited for key a's completion")
+        XCTAssertEqual(otherKey.withLock { $0.value }, "B")
+        XCTAssertTrue(otherKey.withLock { $0.onTheReadersThread }, "key b's completion ran on key a's thread")
+        token.cancel()
+    }
+
+    func test_aReadsFetch_runsInItsCallersTask_withItsTaskLocalValues() async throws {
+        let levels = GatedCache(gated: "a")
+        let seen = Locked<[String: String]>([:])
+        let store = Store(
+            levels: [.cache(levels, name: "slow")],
+            fetch: LoaderFamily { (key: String) in
+                AnyLoader<String> { completion in
+                    seen.withLock { $0[key] = RequestContext.id }
+                    completion(.success(key.uppercased()))
+                    return AnyCancellationToken()
+                }
+            })
+
+        // Caller A's level read blocks its thread; caller B reads another key meanwhile.
+        let first = Task { try await RequestContext.$id.withValue("A") { try await store.read("a").load() } }
+        let entered = await eventually { levels.isGateEntered }
+        XCTAssertTrue(entered)
+        let second = Task { try await RequestContext.$id.withValue("B") { try await store.read("b").load() } }
+        let startedAtOnce = await eventually(timeout: .seconds(2)) { seen.withLock { $0["b"] != nil } }
+        levels.openGate()
+        _ = try await (first.value, second.value)
+
+        XCTAssertTrue(startedAtOnce, "B's fetch waited for A's level read")
+        XCTAssertEqual(seen.withLock { $0 }, ["a": "A", "b": "B"], "each fetch runs with its own caller's values")
+    }
+
+    // MARK: Bounded memory
+
+    func test_aHundredThousandKeysReadOnce_leaveOnlyTheObservedKeysInTheStore() {
+        let memory = MemoryCache<Int, Int>(countLimit: 1_000)
+        let store = Store(
+            levels: [.cache(memory, name: "memory")],
+            fetch: LoaderFamily { (key: Int) in
+                AnyLoader<Int> { completion in
+                    completion(.success(key))
+                    return AnyCancellationToken()
+                }
+            })
+        let observed = StreamRecorder(store.changes(for: -1))
+        store.write(-1, for: -1)
+        let answers = Locked(0)
+
+        for key in 0..<100_000 {
+            _ = store.read(key).load { _ in answers.withLock { $0 += 1 } }
+        }
+
+        XCTAssertEqual(answers.withLock { $0 }, 100_000)
+        XCTAssertEqual(store.count, 1, "only the observed key stays in the store; the others live in the levels")
+        XCTAssertEqual(observed.values.map(\.value), [-1])
+        XCTAssertEqual(store.count, 1)
+    }
+
+    func test_removeAndClear_dropTheKeysNoOneObserves() {
+        let store = Store(levels: [.cache(MemoryCache<String, Int>(), name: "memory")], fetch: .never)
+        let observed = StreamRecorder(store.changes(for: "watched"))
+        store.write(1, for: "watched")
+        store.mutate("pending", { _ in 2 }, commit: LoaderSpy<Void>())
+        XCTAssertEqual(store.count, 2, "an observed key and a key with a pending change")
+
+        store.remove("watched")
+        store.clear()
+
+        XCTAssertEqual(store.count, 1, "the observed key stays (it shows nothing), the cleared change is gone")
+        XCTAssertEqual(observed.values.last.map(\.value), .some(nil))
+    }
+
+    // MARK: Coalesced callers cancelled during delivery
+
+    func test_aCoalescedCallerCancelledByAnEarlierCallersCompletion_isNotCalled() {
+        let network = KeyedLoaderSpy<String, Int>()
+        let family = LoaderFamily { network[$0] }.coalesced()
+        let calls = Locked<[String]>([])
+        let second = Locked<(any CancellationToken)?>(nil)
+
+        let first = family["a"].load { _ in
+            calls.withLock { $0.append("first") }
+            second.withLock { $0 }?.cancel()
+        }
+        second.withLock { $0 = family["a"].load { _ in calls.withLock { $0.append("second") } } }
+        network.complete("a", with: 1)
+
+        XCTAssertEqual(calls.withLock { $0 }, ["first"], "cancelled on the delivering thread: never called")
+        first.cancel()
+    }
+
+    func test_aRepositoryCallerCancelledByAnEarlierCallersCompletion_isNotCalled() {
+        let network = LoaderSpy<Int>()
+        let repository = ResourceRepository(loader: network, scheduler: ImmediateScheduler())
+        let calls = Locked<[String]>([])
+        let second = Locked<(any CancellationToken)?>(nil)
+
+        repository.load { _ in
+            calls.withLock { $0.append("first") }
+            second.withLock { $0 }?.cancel()
+        }
+        second.withLock { $0 = repository.load { _ in calls.withLock { $0.append("second") } } }
+        network.complete(with: 1)
+
+        XCTAssertEqual(calls.withLock { $0 }, ["first"])
+    }
+}
+
+enum RequestContext {
+    @TaskLocal static var id = "none"
+}
+
+extension LoaderFamily where Output: Sendable {
+    /// A family whose loads never complete.
+    fileprivate static var never: LoaderFamily { LoaderFamily { _ in LoaderSpy<Output>() } }
+}
+
+/// A keyed cache whose reads read at once but deliver only on `releaseReads()`.
+private final class HeldCache: KeyedCache {
+    private let state = Locked<(values: [String: String], held: [@Sendable () -> Void])>(([:], []))
+
+    func store(_ value: String, for key: String) {
+        state.withLock { $0.values[key] = value }
+    }
+
+    func releaseReads() {
+        for delivery in state.withLock({ exchange(&$0.held, with: []) }) { delivery() }
+    }
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
+        state.withLock { state in
+            let value = state.values[key]
+            state.held.append {
+                completion(value.map { .success(CachedValue($0, savedAt: Date())) } ?? .failure(CacheMiss.absent))
+            }
+        }
+    }
+
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        store(value, for: key)
+        completion(.success(()))
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        state.withLock { _ = $0.values.removeValue(forKey: key) }
+        completion(.success(()))
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        state.withLock { $0.values = [:] }
+        completion(.success(()))
+    }
+}
+
+/// A keyed cache that holds nothing; reading the gated key blocks the reading thread until the gate opens.
+private final class GatedCache: KeyedCache {
+    private let gated: String
+    private let gate = DispatchSemaphore(value: 0)
+    private let entered = Locked(false)
+
+    init(gated: String) {
+        self.gated = gated
+    }
+
+    var isGateEntered: Bool { entered.withLock { $0 } }
+
+    func openGate() {
+        gate.signal()
+    }
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
+        if key == gated {
+            entered.withLock { $0 = true }
+            gate.wait()
+        }
+        completion(.failure(CacheMiss.absent))
+    }
+
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+}
