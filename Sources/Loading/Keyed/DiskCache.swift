@@ -1,5 +1,13 @@
 import Dispatch
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -17,7 +25,10 @@ import Dispatch
 /// a save sees it. An entry that cannot be read or decoded (a truncated file, another format) is a miss
 /// (``CacheMiss/absent``), and is deleted; it never crashes. A failed write leaves the previous entry intact.
 ///
-/// Each entry holds its key, so two keys whose file names collide never read each other's value.
+/// Each entry holds its key, so two keys whose file names collide never read each other's value. A save writes a
+/// temporary file beside the entry and renames it into place, so a process killed mid-write leaves the previous
+/// entry whole; ``removeAll(completion:)`` deletes such leftovers too. Failed writes and removals are reported as
+/// ``DiskCacheError``s.
 public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable & Codable>: KeyedCache {
     /// The directory the entries are kept in.
     public let directory: URL
@@ -48,27 +59,26 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
     public func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         queue.async { [self] in
             completion(
-                Result {
-                    let entry = Entry(key: key, savedAt: now(), value: value)
-                    let data = try JSONEncoder().encode(entry)
+                attempt(.save, key: key) { file in
+                    let data = try JSONEncoder().encode(Entry(key: key, savedAt: now(), value: value))
                     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                    try data.write(to: try fileURL(for: key), options: .atomic)
+                    try replace(file, with: data)
                 })
         }
     }
 
     public func removeValue(for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         queue.async { [self] in
-            completion(Result { try removeFile(at: try fileURL(for: key)) })
+            completion(attempt(.remove, key: key) { file in try removeFile(at: file) })
         }
     }
 
     public func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         queue.async { [self] in
             completion(
-                Result {
+                attempt(.removeAll, key: nil) { _ in
                     let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-                    for name in names where name.hasSuffix(Self.fileExtension) {
+                    for name in names where Self.isOwnFile(name) {
                         try removeFile(at: directory.appendingPathComponent(name))
                     }
                 })
@@ -84,6 +94,41 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
     }
 
     private static var fileExtension: String { ".entry" }
+    private static var temporaryExtension: String { ".writing" }
+
+    /// Whether `name` is an entry, or the temporary file of a write that did not finish (this cache's, or the one
+    /// Foundation's atomic write made in earlier versions).
+    private static func isOwnFile(_ name: String) -> Bool {
+        name.hasSuffix(fileExtension) || name.hasSuffix(temporaryExtension) || name.hasPrefix(".dat.nosync")
+    }
+
+    /// Runs `body` on the file of `key` (the directory for `removeAll`), reporting a failure as a ``DiskCacheError``.
+    private func attempt(
+        _ operation: DiskCacheError<Key>.Operation, key: Key?, _ body: (URL) throws -> Void
+    ) -> Result<Void, any Error> {
+        var file = directory
+        do {
+            if let key { file = try fileURL(for: key) }
+            try body(file)
+            return .success(())
+        } catch {
+            return .failure(DiskCacheError(operation: operation, key: key, file: file, underlyingError: error))
+        }
+    }
+
+    /// Writes `data` to a temporary file beside `file` and renames it into place: readers see the old entry or the
+    /// new one, never a part. Whatever is not a file at `file` (a directory, say) is removed first.
+    private func replace(_ file: URL, with data: Data) throws {
+        let type = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.type] as? FileAttributeType
+        if let type, type != .typeRegular { try FileManager.default.removeItem(at: file) }
+        let temporary = file.appendingPathExtension(UUID().uuidString + Self.temporaryExtension)
+        try data.write(to: temporary)
+        guard rename(temporary.path, file.path) == 0 else {
+            let code = errno
+            try? FileManager.default.removeItem(at: temporary)
+            throw POSIXError(POSIXError.Code(rawValue: code) ?? .EIO)
+        }
+    }
 
     private func read(_ key: Key) -> Result<CachedValue<Value>, any Error> {
         let url: URL
@@ -118,5 +163,33 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
         let name = String(hash, radix: 16)
         return directory.appendingPathComponent(
             String(repeating: "0", count: 16 - name.count) + name + Self.fileExtension)
+    }
+}
+
+/// Why a ``DiskCache`` could not save or remove: the operation, the key (none for ``DiskCache/removeAll(completion:)``),
+/// the file, and the underlying error. The previous entry is left intact.
+public struct DiskCacheError<Key: Hashable & Sendable>: Error, CustomStringConvertible {
+    /// What the cache was doing.
+    public enum Operation: Sendable, Equatable {
+        /// Saving a value.
+        case save
+        /// Removing a key's value.
+        case remove
+        /// Removing every value.
+        case removeAll
+    }
+
+    /// What the cache was doing.
+    public let operation: Operation
+    /// The key whose entry could not be written or removed; `nil` for ``Operation/removeAll``.
+    public let key: Key?
+    /// The entry's file, or the cache's directory.
+    public let file: URL
+    /// What the file system reported.
+    public let underlyingError: any Error
+
+    public var description: String {
+        let subject = key.map { "the entry for \($0)" } ?? "every entry"
+        return "DiskCache could not \(operation) \(subject) at \(file.path): \(underlyingError)"
     }
 }

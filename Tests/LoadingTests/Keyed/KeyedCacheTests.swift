@@ -147,6 +147,58 @@ final class DiskCacheTests: XCTestCase {
         XCTAssertEqual(read(1, from: cache), .success(Sample(name: "Ada")))
     }
 
+    func test_removeAll_deletesTheTemporaryFilesOfInterruptedWrites_andLeavesOtherFilesAlone() throws {
+        let cache = DiskCache<Int, Sample>(directory: directory)
+        save(Sample(name: "Ada"), for: 1, to: cache)
+        let entry = try XCTUnwrap(entryFiles().first)
+        // What a process killed mid-write leaves: this cache's temporary file, and Foundation's (earlier versions).
+        let leftovers = [
+            entry.appendingPathExtension("3F2A.writing"), directory.appendingPathComponent(".dat.nosync1859.INgHiZ"),
+        ]
+        for file in leftovers { try Data("partial".utf8).write(to: file) }
+        let unrelated = directory.appendingPathComponent("notes.txt")
+        try Data("mine".utf8).write(to: unrelated)
+
+        let emptied = expectation(description: "removeAll")
+        cache.removeAll { _ in emptied.fulfill() }
+        wait(for: [emptied], timeout: 5)
+
+        let remaining = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        XCTAssertEqual(remaining, ["notes.txt"], "entries and temporary files go; a file the cache did not make stays")
+    }
+
+    func test_aDirectoryAtAnEntrysPath_isReplacedOnSave() throws {
+        let cache = DiskCache<Int, Sample>(directory: directory)
+        save(Sample(name: "Ada"), for: 1, to: cache)
+        let entry = try XCTUnwrap(entryFiles().first)
+        try FileManager.default.removeItem(at: entry)
+        try FileManager.default.createDirectory(at: entry, withIntermediateDirectories: false)
+        try Data("x".utf8).write(to: entry.appendingPathComponent("inside"))
+
+        save(Sample(name: "Grace"), for: 1, to: cache)
+
+        XCTAssertEqual(read(1, from: cache), .success(Sample(name: "Grace")))
+    }
+
+    func test_aFailedWrite_isADiskCacheError_withTheKeyAndTheUnderlyingError() throws {
+        try Data("not a directory".utf8).write(to: directory)  // the cache's directory cannot be made
+        let cache = DiskCache<Int, Sample>(directory: directory)
+        let outcome = Locked<(any Error)?>(nil)
+        let done = expectation(description: "save")
+
+        cache.save(Sample(name: "Ada"), for: 7) { result in
+            if case .failure(let error) = result { outcome.withLock { $0 = error } }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+
+        let error = try XCTUnwrap(outcome.withLock { $0 } as? DiskCacheError<Int>)
+        XCTAssertEqual(error.operation, .save)
+        XCTAssertEqual(error.key, 7)
+        XCTAssertFalse(error.underlyingError is DiskCacheError<Int>)
+        XCTAssertTrue(error.description.contains("7"))
+    }
+
     private func entryFiles() -> [URL] {
         ((try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? [])
             .filter { $0.pathExtension == "entry" }

@@ -799,6 +799,14 @@ final class DocCommentSamplesTests: XCTestCase {
 
     // MARK: Test kit
 
+    func test_eventually() {
+        // Sample: begin
+        let done = Locked(false)
+        DispatchQueue.global().async { done.withLock { $0 = true } }
+        XCTAssertTrue(eventually { done.withLock { $0 } })
+        // Sample: end
+    }
+
     func test_testKit() {
         let ada = docAda
         let spy = LoaderSpy<[Friend]>()
