@@ -12,6 +12,8 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CSQLiteBench", path: "Sources/CSQLiteBench", providers: [.apt(["libsqlite3-dev"])]),
+        // The allocator's count of bytes in use (glibc), for the store's memory per key.
+        .target(name: "CHeapStats"),
         .executableTarget(
             name: "Benchmarks",
             dependencies: [
@@ -19,6 +21,7 @@ let package = Package(
                 .product(name: "FriendsDomain", package: "Loading"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .target(name: "CSQLiteBench", condition: .when(platforms: [.linux])),
+                "CHeapStats",
             ]),
     ],
     swiftLanguageModes: [.v6]

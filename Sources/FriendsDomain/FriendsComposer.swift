@@ -194,6 +194,7 @@ public struct FriendsComposer: Sendable {
                     scheduler: scheduler),
             ],
             fetch: LoaderFamily { (_: FriendsKey) in network },
+            keptValues: 1,  // one key, the list: it stays in the store between reads
             now: currentDate)
         let listPolicy: ReadPolicy = maxAge.map { .cacheFirst(maxAge: $0) } ?? .cacheFirst
         self.store = store

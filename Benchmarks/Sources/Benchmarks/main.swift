@@ -31,6 +31,8 @@ func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
         { [mergeScenario(values: quick ? 10_000 : 500_000)] },
         { [fanOutScenario(sends: quick ? 100 : 10_000)] },
         { [storeObservationScenario(writes: quick ? 100 : 10_000)] },
+        { [storePathsScenario(operations: quick ? 1_000 : 100_000)] },
+        { [storeAsyncHitScenario(reads: quick ? 1_000 : 100_000)] },
     ]
 }
 
@@ -68,6 +70,9 @@ do {
 } catch {
     FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
     exit(1)
+}
+if only.map({ "17.".hasPrefix($0) || $0.hasPrefix("17") }) ?? true {
+    print("\n" + storeMemoryPerKeyLine(keys: quick ? 10_000 : 100_000))
 }
 // A full run ends with the counts and the targets' verdicts; a quick run (CI) only proves the scenarios run.
 if !quick { printCounts(scenarios: chosen, operations: countedOperations) }

@@ -33,13 +33,13 @@
 /// - **Work runs where it was asked**: a read's level reads and its fetch start on the caller's thread (in its task,
 ///   with its task-local values), and a key's work never waits for another key's.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private let levels: [StoreLevel<Key, Value>]
-    private let fetcher: LoaderFamily<Key, Value>
+    @usableFromInline let levels: [StoreLevel<Key, Value>]
+    @usableFromInline let fetcher: LoaderFamily<Key, Value>
     @usableFromInline let now: @Sendable () -> Date
-    private let onWriteFailure: @Sendable (any Error) -> Void
+    @usableFromInline let onWriteFailure: @Sendable (any Error) -> Void
     @usableFromInline let state: Locked<StoreMachine<Key, Value>>
 
-    typealias Machine = StoreMachine<Key, Value>
+    @usableFromInline typealias Machine = StoreMachine<Key, Value>
     @usableFromInline typealias Snapshot = StoreMachine<Key, Value>.Snapshot
 
     /// Creates a store.
@@ -69,6 +69,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or
     /// waiting for a level write) and the values it keeps (see `keptValues`).
+    @inlinable
     public var count: Int {
         state.withLock { $0.count }
     }
@@ -156,6 +157,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Runs `policy` for a read that no value shown could answer.
     @usableFromInline
+    @inlinable
     func startRead(
         _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>
     ) -> any CancellationToken {
@@ -174,6 +176,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Fetches `key` anew (never joining a fetch already running), confirms and shows the fresh value, and
     /// delivers it.
+    @inlinable
     public func refresh(_ key: Key) -> AnyLoader<StoreResponse<Value>> {
         AnyLoader { [self] completion in
             let pending = PendingLoad(completion)
@@ -187,6 +190,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // MARK: Writing
 
     /// Confirms `value` for `key` (a live update, a local edit), writes it to every level and shows it.
+    @inlinable
     public func write(_ value: Value, for key: Key) {
         submit(.write(StoredValue(value: value, origin: .local, savedAt: now())), for: key)
     }
@@ -197,12 +201,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// (`nil` removes it from them) and shows it. When the key has no value and `transform` makes none, nothing
     /// changes, except that a fetch in flight gets `transform` applied to the value it brings (a live update that
     /// arrives while the first load runs is kept).
+    @inlinable
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
         submit(.update(transform), for: key)
     }
 
     /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm
     /// nothing, and writes and updates not yet applied are dropped.
+    @inlinable
     public func remove(_ key: Key) {
         perform(state.withLock { $0.remove(key) }, for: key)
     }
@@ -211,6 +217,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
     /// key as empty. Nothing fetched, read or changed before the clear reappears after it. `completion` runs once
     /// every level has been emptied (or failed to be: see `onWriteFailure`).
+    @inlinable
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
         perform(state.withLock { $0.clear(completion: completion) }, for: nil)
     }
@@ -222,6 +229,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// undone, and changes made meanwhile stay. `completion` receives the commit's outcome. Cancelling the returned
     /// token cancels the commit and undoes the change.
     @discardableResult
+    @inlinable
     public func mutate<Commit: Loader>(
         _ key: Key,
         _ change: @escaping @Sendable (Value?) -> Value?,
@@ -251,7 +259,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Runs `policy` for `key`; calls `answer` with the response it produced first (a level's hit, the fetched
     /// value, or the value shown with the fetch's error attached) and `fail` when it ends with nothing to show.
-    private func run(
+    @inlinable
+    func run(
         _ policy: ReadPolicy,
         for key: Key,
         answer: @escaping @Sendable (StoreResponse<Value>) -> Void = { _ in },
@@ -293,16 +302,29 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// A policy's read in progress: its key, its current step, and where its outcome goes.
-    private struct PolicyRun: Sendable {
-        let key: Key
-        let step: PendingLoad<Void>
-        let answer: @Sendable (StoreResponse<Value>) -> Void
-        let fail: @Sendable (any Error) -> Void
+    @usableFromInline
+    struct PolicyRun: Sendable {
+        @usableFromInline let key: Key
+        @usableFromInline let step: PendingLoad<Void>
+        @usableFromInline let answer: @Sendable (StoreResponse<Value>) -> Void
+        @usableFromInline let fail: @Sendable (any Error) -> Void
+
+        @inlinable
+        init(
+            key: Key, step: PendingLoad<Void>, answer: @escaping @Sendable (StoreResponse<Value>) -> Void,
+            fail: @escaping @Sendable (any Error) -> Void
+        ) {
+            self.key = key
+            self.step = step
+            self.answer = answer
+            self.fail = fail
+        }
     }
 
     /// Fetches (joining a fetch in flight) and answers with what it brought; on a failure, answers with the value
     /// shown (the store's, else the levels') and the error attached, or fails when there is none.
-    private func fetchThenReport(_ read: PolicyRun) {
+    @inlinable
+    func fetchThenReport(_ read: PolicyRun) {
         read.step.startStep {
             fetch(read.key, joining: true) { [self] result in
                 switch result {
@@ -327,14 +349,16 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Attaches `error` to the key's shown value and answers with it, or fails the read when nothing is shown.
-    private func reportOrFail(_ error: any Error, _ read: PolicyRun) {
+    @inlinable
+    func reportOrFail(_ error: any Error, _ read: PolicyRun) {
         guard let snapshot = state.withLock({ $0.attach(error, to: read.key) }) else { return read.fail(error) }
         publish(snapshot)
         read.answer(snapshot.response)
     }
 
     /// What the key shows now (no value when it shows nothing).
-    private func shownResponse(_ key: Key) -> StoreResponse<Value> {
+    @inlinable
+    func shownResponse(_ key: Key) -> StoreResponse<Value> {
         state.withLock { $0.shown(key) }?.response
             ?? StoreResponse(value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
     }
@@ -345,7 +369,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// on); the first hit young enough for `policy` (when given) is confirmed, in order with the key's changes.
     /// `done` receives what the key shows after it (what the store learned meanwhile wins), or `nil` when every
     /// level missed. When the store knows the key, its shown value answers and no level is read.
-    private func readLevels(
+    @inlinable
+    func readLevels(
         _ key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)? = nil,
         done: @escaping @Sendable (StoreResponse<Value>?) -> Void
     ) -> any CancellationToken {
@@ -354,7 +379,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return token
     }
 
-    private func readLevel(
+    @inlinable
+    func readLevel(
         _ index: Int, of key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)?,
         token: AnyCancellationToken, done: @escaping @Sendable (StoreResponse<Value>?) -> Void
     ) {
@@ -383,7 +409,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Reads the levels in order for the value of a key the store does not hold, for the change waiting for it.
-    private func loadBase(of key: Key, generation: Int) {
+    @inlinable
+    func loadBase(of key: Key, generation: Int) {
         readBase(of: key, from: 0) { [self] hit, level in
             let effects = state.withLock { $0.commitBase(hit, level: level, generation: generation, for: key) }
             perform(effects, for: key)
@@ -391,7 +418,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    private func readBase(
+    @inlinable
+    func readBase(
         of key: Key, from index: Int, done: @escaping @Sendable (CachedValue<Value>?, Int) -> Void
     ) {
         guard index < levels.count else { return done(nil, 0) }
@@ -405,7 +433,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Fetches `key`, joining the newest fetch in flight when `joining`; the caller that starts the upstream load
     /// starts it on its own thread. The token drops this caller; the last caller out cancels the fetch.
-    private func fetch(
+    @inlinable
+    func fetch(
         _ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion
     ) -> any CancellationToken {
         let (id, caller, starts) = state.withLock { $0.beginFetch(key, joining: joining, completion: completion) }
@@ -421,7 +450,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    private func fetchEnded(_ id: Int, of key: Key, with result: Result<Value, any Error>) {
+    @inlinable
+    func fetchEnded(_ id: Int, of key: Key, with result: Result<Value, any Error>) {
         switch result {
         case .success(let value): submit(.fetched(value, fetch: id), for: key)
         case .failure(let error): perform(state.withLock { $0.fetchFailed(id, of: key, with: error) }, for: key)
@@ -431,14 +461,16 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // MARK: Changes
 
     /// Submits a change of `key`'s confirmed value, and runs the key's queue when it was idle.
-    private func submit(_ job: Machine.Job, for key: Key) {
+    @inlinable
+    func submit(_ job: Machine.Job, for key: Key) {
         let now = now()
         runChanges(of: key, from: state.withLock { $0.submit(job, for: key, now: now) })
     }
 
     /// Runs `key`'s queued changes, starting with `first` (or the next one when `nil`), until the queue is empty
     /// or waits for a level read. A change's closures run here, outside the lock.
-    private func runChanges(of key: Key, from first: Machine.Step?) {
+    @inlinable
+    func runChanges(of key: Key, from first: Machine.Step?) {
         var step = first
         while true {
             if step == nil {
@@ -465,7 +497,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // MARK: Effects
 
     /// Performs what the machine decided, after unlocking; what it dropped is released when `effects` goes.
-    private func perform(_ effects: Machine.Effects, for key: Key?) {
+    @inlinable
+    func perform(_ effects: Machine.Effects, for key: Key?) {
         for token in effects.cancels { token.cancel() }
         for commit in effects.failedCommits { commit.completeCancellingStep(.failure(StoreError.cleared)) }
         for snapshot in effects.publish { publish(snapshot) }
@@ -474,14 +507,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         if effects.removeAll { removeAllFromLevels() }
         if effects.issueLevels, let key { issueLevelOps(of: key) }
-        for (reply, result) in effects.fetchReplies { reply(result) }
-        for (reply, snapshot) in effects.hitReplies { reply(snapshot) }
+        for reply in effects.fetchReplies { reply.completion(reply.result) }
+        for delivery in effects.hitReplies { delivery.reply(delivery.snapshot) }
     }
 
     /// Sends `snapshot` to the key's observers unless a newer version was sent already (publishes from several
     /// threads may arrive out of order). The shown value is computed here, outside the lock: it runs the pending
     /// changes.
-    private func publish(_ snapshot: Snapshot) {
+    @inlinable
+    func publish(_ snapshot: Snapshot) {
         guard let subject = snapshot.subject else { return }
         let response = snapshot.response
         subject.update { current in
@@ -491,6 +525,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     @usableFromInline
+    @inlinable
     func startObserving(_ key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
         let fresh = state.withLock { $0.subject(of: key) } == nil ? Machine.Subject(nil) : nil
         let (subject, shown) = state.withLock { $0.observe(key, subject: fresh ?? Machine.Subject(nil)) }
@@ -499,6 +534,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     @usableFromInline
+    @inlinable
     func stopObserving(_ key: Key) {
         let subject = state.withLock { $0.stopObserving(key) }
         withExtendedLifetime(subject) {}  // released after unlocking
@@ -508,13 +544,18 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Issues `key`'s level operations in the order they were decided, while there are any; a clear's `removeAll`
     /// waiting for them is issued by the caller that issues the last.
-    private func issueLevelOps(of key: Key) {
+    @inlinable
+    func issueLevelOps(of key: Key) {
         while let taken = state.withLock({ $0.takeLevelOps(of: key) }) {
             if taken.removeAll { return removeAllFromLevels() }
             for operation in taken.ops {
                 switch operation {
                 case .save(let value, let targets):
-                    for index in targets { levels[index].cache.save(value, for: key, completion: reportFailure) }
+                    for index in targets where levels[index].writeDebounce == nil {
+                        levels[index].cache.save(value, for: key, completion: reportFailure)
+                    }
+                case .flush(let value, let index):
+                    levels[index].cache.save(value, for: key, completion: reportFailure)
                 case .remove:
                     for level in levels { level.cache.removeValue(for: key, completion: reportFailure) }
                 }
@@ -524,7 +565,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Empties every level, then issues the level operations held behind the clear; the clears' completions run
     /// once every level is empty.
-    private func removeAllFromLevels() {
+    @inlinable
+    func removeAllFromLevels() {
         let progress = Locked<(remaining: Int, completions: [@Sendable () -> Void]?)>((levels.count, nil))
         let finish: @Sendable () -> Void = {
             let completions = progress.withLock { progress -> [@Sendable () -> Void] in
@@ -547,7 +589,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         for key in held { issueLevelOps(of: key) }
     }
 
-    private var reportFailure: @Sendable (Result<Void, any Error>) -> Void {
+    @inlinable
+    var reportFailure: @Sendable (Result<Void, any Error>) -> Void {
         { [onWriteFailure] result in
             if case .failure(let error) = result { onWriteFailure(error) }
         }
@@ -555,7 +598,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Starts the timer of a debounced write. The timer keeps the store alive until it fires: a store released with
     /// a write pending still writes it.
-    private func debounce(_ value: Value, for key: Key, level: Int, id: Int) {
+    @inlinable
+    func debounce(_ value: Value, for key: Key, level: Int, id: Int) {
         guard let interval = levels[level].writeDebounce else { return }
         let timer = levels[level].scheduler.schedule(after: interval) { [self] in
             perform(state.withLock { $0.debounceFired(id, level: level, for: key) }, for: key)
@@ -569,9 +613,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The level's name, as ``StoreOrigin/cache(_:)`` reports it.
     public let name: String
-    let cache: any KeyedCache<Key, Value>
-    let writeDebounce: Duration?
-    let scheduler: any Scheduler
+    @usableFromInline let cache: any KeyedCache<Key, Value>
+    @usableFromInline let writeDebounce: Duration?
+    @usableFromInline let scheduler: any Scheduler
 
     /// A level written at once.
     public static func cache(_ cache: some KeyedCache<Key, Value>, name: String) -> StoreLevel {

@@ -15,38 +15,41 @@ extension StoreMachine {
         @usableFromInline var pending: [Mutation] = []
         /// The version of the last response published for the key.
         @usableFromInline var version = 0
-        var generation: Int
-        var confirmedVersion = 0
-        var observers = 0
-        var levelReads = 0
+        @usableFromInline var generation: Int
+        @usableFromInline var confirmedVersion = 0
+        @usableFromInline var observers = 0
+        @usableFromInline var levelReads = 0
         /// Fetches in flight, oldest first.
-        var fetches: [Fetch] = []
+        @usableFromInline var fetches: [Fetch] = []
         /// The id of the newest fetch whose value was confirmed.
-        var lastConfirmedFetch = 0
+        @usableFromInline var lastConfirmedFetch = 0
         /// Changes confirmed while fetches were in flight, to apply again to what they bring.
-        var log: [(sequence: Int, change: Change)] = []
-        var logSequence = 0
+        @usableFromInline var log: [LoggedChange] = []
+        @usableFromInline var logSequence = 0
         /// Changes waiting for the one running (`isChanging`), in the order they were asked.
-        var queue: [Job] = []
-        var isChanging = false
+        @usableFromInline var queue: [Job] = []
+        @usableFromInline var isChanging = false
         /// Level operations decided and not yet issued, and whether a caller is issuing them.
-        var levelOps: [LevelOp] = []
-        var isIssuing = false
+        @usableFromInline var levelOps: [LevelOp] = []
+        @usableFromInline var isIssuing = false
         /// Debounced writes waiting for their timer, by level.
-        var debounced: [Int: DebouncedWrite] = [:]
+        @usableFromInline var debounced: [Int: DebouncedWrite] = [:]
         /// Set while the entry counts among the kept values.
-        var keptStamp: Int?
+        @usableFromInline var keptStamp: Int?
         /// The subject the key's observers subscribe to, while it has observers.
         @usableFromInline var subject: Subject?
 
+        @inlinable
         init(generation: Int) {
             self.generation = generation
         }
 
         /// Whether observers are shown a value: a known one, or pending changes.
+        @inlinable
         var showsSomething: Bool { confirmed != nil || !pending.isEmpty }
 
         /// Whether nothing needs the entry: its value, if any, lives in the levels.
+        @inlinable
         var isIdle: Bool {
             observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
                 && levelOps.isEmpty && !isIssuing && debounced.isEmpty
@@ -56,10 +59,11 @@ extension StoreMachine {
     /// An optimistic change waiting for its commit.
     @usableFromInline
     struct Mutation: Sendable {
-        let id: Int
+        @usableFromInline let id: Int
         @usableFromInline let change: Change
-        var commit: PendingLoad<Void>?
+        @usableFromInline var commit: PendingLoad<Void>?
 
+        @inlinable
         init(id: Int, change: @escaping Change) {
             self.id = id
             self.change = change
@@ -67,30 +71,128 @@ extension StoreMachine {
     }
 
     /// A fetch in flight and the callers waiting for it.
+    @usableFromInline
     struct Fetch: Sendable {
-        let id: Int
-        let generation: Int
+        @inlinable
+        init(id: Int, generation: Int, logStart: Int, callers: [FetchCaller]) {
+            self.id = id
+            self.generation = generation
+            self.logStart = logStart
+            self.callers = callers
+        }
+
+        @usableFromInline let id: Int
+        @usableFromInline let generation: Int
         /// Logged changes with a greater sequence number were made after the fetch started.
-        let logStart: Int
-        var callers: [(id: Int, completion: FetchCompletion)]
-        var token: (any CancellationToken)?
+        @usableFromInline let logStart: Int
+        @usableFromInline var callers: [FetchCaller]
+        @usableFromInline var token: (any CancellationToken)?
         /// Every caller left before the token was kept: the token is cancelled when it is.
-        var isAbandoned = false
+        @usableFromInline var isAbandoned = false
     }
 
     /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss).
+    @usableFromInline
     enum LevelRead {
         case read(ReadStamp)
         case known(Snapshot?)
     }
 
+    /// A caller waiting for a fetch.
+    @usableFromInline
+    struct FetchCaller: Sendable {
+        @inlinable
+        init(id: Int, completion: @escaping FetchCompletion) {
+            self.id = id
+            self.completion = completion
+        }
+
+        @usableFromInline let id: Int
+        @usableFromInline let completion: FetchCompletion
+    }
+
+    /// A change confirmed while fetches were in flight, numbered in order.
+    @usableFromInline
+    struct LoggedChange: Sendable {
+        @inlinable
+        init(sequence: Int, change: @escaping Change) {
+            self.sequence = sequence
+            self.change = change
+        }
+
+        @usableFromInline let sequence: Int
+        @usableFromInline let change: Change
+    }
+
+    /// A key that fell out of use with a value, and the stamp it was kept with.
+    @usableFromInline
+    struct KeptRecord: Sendable {
+        @inlinable
+        init(key: Key, stamp: Int) {
+            self.key = key
+            self.stamp = stamp
+        }
+
+        @usableFromInline let key: Key
+        @usableFromInline let stamp: Int
+    }
+
+    /// What a fetch's caller receives.
+    @usableFromInline
+    struct FetchReply {
+        @inlinable
+        init(completion: @escaping FetchCompletion, result: Result<Snapshot, any Error>) {
+            self.completion = completion
+            self.result = result
+        }
+
+        @usableFromInline let completion: FetchCompletion
+        @usableFromInline let result: Result<Snapshot, any Error>
+    }
+
+    /// What a level read's caller receives.
+    @usableFromInline
+    struct HitReplyDelivery {
+        @inlinable
+        init(reply: @escaping HitReply, snapshot: Snapshot) {
+            self.reply = reply
+            self.snapshot = snapshot
+        }
+
+        @usableFromInline let reply: HitReply
+        @usableFromInline let snapshot: Snapshot
+    }
+
+    /// A debounced write whose timer the store starts.
+    @usableFromInline
+    struct DebounceStart {
+        @inlinable
+        init(level: Int, id: Int, value: Value) {
+            self.level = level
+            self.id = id
+            self.value = value
+        }
+
+        @usableFromInline let level: Int
+        @usableFromInline let id: Int
+        @usableFromInline let value: Value
+    }
+
     /// What a level read knew of its key when it started.
+    @usableFromInline
     struct ReadStamp: Sendable {
-        let generation: Int
-        let confirmedVersion: Int
+        @inlinable
+        init(generation: Int, confirmedVersion: Int) {
+            self.generation = generation
+            self.confirmedVersion = confirmedVersion
+        }
+
+        @usableFromInline let generation: Int
+        @usableFromInline let confirmedVersion: Int
     }
 
     /// A change of a key's confirmed value, queued per key.
+    @usableFromInline
     enum Job: Sendable {
         /// A value written (a live update, a local edit).
         case write(StoredValue<Value>)
@@ -108,6 +210,7 @@ extension StoreMachine {
 
         /// Whether the job applies a change to the confirmed value, which must be read from the levels first
         /// when the key is not known.
+        @inlinable
         var needsBase: Bool {
             switch self {
             case .update, .load, .settle(_, accepted: true): true
@@ -116,6 +219,7 @@ extension StoreMachine {
         }
 
         /// The value the job's changes apply to.
+        @inlinable
         func base(in entry: Entry) -> Value? {
             switch self {
             case .write(let stored): stored.value
@@ -126,6 +230,7 @@ extension StoreMachine {
         }
 
         /// The closures to run outside the lock on ``base(in:)``; `nil` when there are none.
+        @inlinable
         func changes(in entry: Entry) -> [Change]? {
             switch self {
             case .update(let change):
@@ -143,6 +248,7 @@ extension StoreMachine {
 
         /// Whether a removal or a clear drops the job unapplied (it was asked before them); the others are
         /// judged stale when they run, and answer their callers.
+        @inlinable
         var isDroppedByRemoval: Bool {
             switch self {
             case .write, .update, .load: true
@@ -152,18 +258,28 @@ extension StoreMachine {
     }
 
     /// Closures to run outside the lock, on `base`, for the change at the head of a key's queue.
+    @usableFromInline
     struct Work: Sendable {
-        let generation: Int
-        let base: Value?
-        let changes: [Change]
+        @inlinable
+        init(generation: Int, base: Value?, changes: [Change]) {
+            self.generation = generation
+            self.base = base
+            self.changes = changes
+        }
+
+        @usableFromInline let generation: Int
+        @usableFromInline let base: Value?
+        @usableFromInline let changes: [Change]
 
         /// The changes applied in order.
+        @inlinable
         func run() -> Value? {
             changes.reduce(base) { value, change in change(value) }
         }
     }
 
     /// What the caller that submitted a change (or finished one) does next.
+    @usableFromInline
     enum Step {
         /// The change was applied: perform the effects, then ask for the next step.
         case applied(Effects)
@@ -176,38 +292,68 @@ extension StoreMachine {
     }
 
     /// A write or removal for a key's levels.
+    @usableFromInline
     enum LevelOp: Sendable {
-        case save(Value, levels: [Int])
+        /// Save to the levels of the range written at once (the debounced ones are flushed later).
+        case save(Value, levels: Range<Int>)
+        /// A debounced level's write, once its timer fired.
+        case flush(Value, level: Int)
         case remove
     }
 
+    @usableFromInline
     struct DebouncedWrite: Sendable {
-        let id: Int
-        let value: Value
-        var timer: any CancellationToken
+        @inlinable
+        init(id: Int, value: Value, timer: any CancellationToken) {
+            self.id = id
+            self.value = value
+            self.timer = timer
+        }
+
+        @usableFromInline let id: Int
+        @usableFromInline let value: Value
+        @usableFromInline var timer: any CancellationToken
     }
 
     /// A clear whose `removeAll` is not issued yet.
+    @usableFromInline
     struct Clearing: Sendable {
-        var completions: [@Sendable () -> Void] = []
+        @inlinable
+        init() {}
+
+        @usableFromInline var completions: [@Sendable () -> Void] = []
         /// Whether a caller was told to issue the `removeAll`.
-        var isAssigned = false
+        @usableFromInline var isAssigned = false
     }
 
     /// What the store performs after unlocking, in this order: release the garbage, cancel, fail the cleared
     /// commits, publish, schedule the debounced writes, issue the level operations, reply.
+    @usableFromInline
     struct Effects {
-        var publish: [Snapshot] = []
-        var fetchReplies: [(FetchCompletion, Result<Snapshot, any Error>)] = []
-        var hitReplies: [(HitReply, Snapshot)] = []
-        var garbage: [Any] = []
-        var cancels: [any CancellationToken] = []
-        var failedCommits: [PendingLoad<Void>] = []
-        var debounce: [(level: Int, id: Int, value: Value)] = []
+        @inlinable
+        init(
+            publish: [Snapshot] = [], fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
+            garbage: [Any] = []
+        ) {
+            self.publish = publish
+            self.fetchReplies = fetchReplies
+            self.hitReplies = hitReplies
+            self.garbage = garbage
+        }
+
+        @usableFromInline var publish: [Snapshot] = []
+        @usableFromInline var fetchReplies: [FetchReply] = []
+        @usableFromInline var hitReplies: [HitReplyDelivery] = []
+        /// The confirmed value a change replaced, released after unlocking.
+        @usableFromInline var replaced: StoredValue<Value>?
+        @usableFromInline var garbage: [Any] = []
+        @usableFromInline var cancels: [any CancellationToken] = []
+        @usableFromInline var failedCommits: [PendingLoad<Void>] = []
+        @usableFromInline var debounce: [DebounceStart] = []
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
-        var issueLevels = false
+        @usableFromInline var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.
-        var removeAll = false
+        @usableFromInline var removeAll = false
     }
 
     /// What a key shows, captured under the lock and computed outside it (the pending changes run then).
@@ -256,6 +402,7 @@ extension StoreMachine {
 
 extension Array {
     /// The elements that satisfy `belongs`, and the others, each in their order.
+    @inlinable
     func partitioned(by belongs: (Element) -> Bool) -> (matching: [Element], others: [Element]) {
         var matching: [Element] = []
         var others: [Element] = []

@@ -35,27 +35,28 @@
 @usableFromInline
 struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline typealias Change = @Sendable (Value?) -> Value?
-    typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
-    typealias HitReply = @Sendable (Snapshot) -> Void
+    @usableFromInline typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
+    @usableFromInline typealias HitReply = @Sendable (Snapshot) -> Void
     @usableFromInline typealias Subject = CurrentValueStreamSubject<StoreResponse<Value>?, Never>
 
     @usableFromInline var entries: [Key: Entry] = [:]
-    private let levelNames: [String]
-    private let debouncedLevels: Set<Int>
-    private let keptValues: Int
+    @usableFromInline let levelNames: [String]
+    @usableFromInline let debouncedLevels: Set<Int>
+    @usableFromInline let keptValues: Int
     /// Keys that fell out of use with a value, oldest first; a record whose stamp is no longer its entry's is stale.
-    private var kept: [(key: Key, stamp: Int)] = []
-    private var keptHead = 0
+    @usableFromInline var kept: [KeptRecord] = []
+    @usableFromInline var keptHead = 0
     /// Entries with a `keptStamp`.
-    private var keptCount = 0
-    private var counter = 0
+    @usableFromInline var keptCount = 0
+    @usableFromInline var counter = 0
     /// The `removeAll` of a clear, waiting for the level operations being issued to be issued.
-    private var clearing: Clearing?
+    @usableFromInline var clearing: Clearing?
     /// Keys whose callers are issuing level operations now.
-    private var issuing = 0
+    @usableFromInline var issuing = 0
     /// Keys whose level operations wait for a clear's `removeAll` to be issued.
-    private var held: [Key] = []
+    @usableFromInline var held: [Key] = []
 
+    @inlinable
     init(levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int) {
         self.levelNames = levelNames
         self.debouncedLevels = debouncedLevels
@@ -63,18 +64,19 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The number of entries: keys in use, and values kept.
+    @inlinable
     var count: Int { entries.count }
 
-    private mutating func next() -> Int {
+    @inlinable
+    mutating func next() -> Int {
         counter += 1
         return counter
     }
 
-    private mutating func entry(_ key: Key) -> Entry {
-        if let entry = entries[key] { return entry }
-        let entry = Entry(generation: next())
-        entries[key] = entry
-        return entry
+    /// Makes `key`'s entry when it has none (then mutated in place: a copy of an entry is costly in generic code).
+    @inlinable
+    mutating func ensureEntry(_ key: Key) {
+        if entries[key] == nil { entries[key] = Entry(generation: next()) }
     }
 
     // MARK: Reading what is shown
@@ -97,12 +99,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// What `key` shows now, when it shows anything (a known value or pending changes).
+    @inlinable
     func shown(_ key: Key) -> Snapshot? {
         guard let entry = entries[key], entry.showsSomething else { return nil }
         return Snapshot(key: key, entry: entry, version: entry.version)
     }
 
     /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).
+    @inlinable
     mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
         guard entries[key]?.showsSomething == true else { return nil }
         entries[key]!.version = next()
@@ -112,21 +116,23 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // MARK: Observers
 
     /// The subject `key`'s observers subscribe to, while it has observers.
+    @inlinable
     func subject(of key: Key) -> Subject? {
         entries[key]?.subject
     }
 
     /// Counts an observer of `key`, which subscribes to `subject` unless the key has one already (returned);
     /// returns what the key shows now, if anything, to publish.
+    @inlinable
     mutating func observe(_ key: Key, subject: Subject) -> (subject: Subject, shown: Snapshot?) {
-        var entry = entry(key)
-        entry.observers += 1
-        if entry.subject == nil { entry.subject = subject }
-        entries[key] = entry
-        return (entry.subject!, shown(key))
+        ensureEntry(key)
+        entries[key]!.observers += 1
+        if entries[key]!.subject == nil { entries[key]!.subject = subject }
+        return (entries[key]!.subject!, shown(key))
     }
 
     /// Forgets an observer of `key`; the last one takes the key's subject away (returned, to release unlocked).
+    @inlinable
     mutating func stopObserving(_ key: Key) -> Subject? {
         guard entries[key] != nil else { return nil }
         entries[key]!.observers -= 1
@@ -140,19 +146,21 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Starts a read of the levels for `key`, unless they cannot hold anything the store does not know: the key is
     /// known (its levels hold what it shows, or are being written: the answer is what it shows), or a clear is
     /// emptying them (a miss).
+    @inlinable
     mutating func beginLevelRead(_ key: Key) -> LevelRead {
         guard clearing == nil else { return .known(nil) }
-        var entry = entry(key)
-        guard !entry.isKnown else {
+        ensureEntry(key)
+        guard !entries[key]!.isKnown else {
             defer { release(key) }
-            return .known(entry.confirmed == nil ? nil : shownNow(key))
+            return .known(entries[key]!.confirmed == nil ? nil : shownNow(key))
         }
-        entry.levelReads += 1
-        entries[key] = entry
-        return .read(ReadStamp(generation: entry.generation, confirmedVersion: entry.confirmedVersion))
+        entries[key]!.levelReads += 1
+        return .read(
+            ReadStamp(generation: entries[key]!.generation, confirmedVersion: entries[key]!.confirmedVersion))
     }
 
     /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel).
+    @inlinable
     mutating func endLevelRead(_ key: Key) {
         guard entries[key] != nil else { return }
         entries[key]!.levelReads -= 1
@@ -163,27 +171,29 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Adds a caller to `key`'s newest fetch in flight (when `joining`), or starts a fetch: returns its id, the
     /// caller's id, and whether the caller must start the upstream load.
+    @inlinable
     mutating func beginFetch(
         _ key: Key, joining: Bool, completion: @escaping FetchCompletion
     ) -> (fetch: Int, caller: Int, starts: Bool) {
-        var entry = entry(key)
+        ensureEntry(key)
         let caller = next()
-        if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned {
-            entry.fetches[index].callers.append((caller, completion))
-            entries[key] = entry
-            return (entry.fetches[index].id, caller, false)
+        if joining, let index = entries[key]!.fetches.indices.last, !entries[key]!.fetches[index].isAbandoned {
+            entries[key]!.fetches[index].callers.append(FetchCaller(id: caller, completion: completion))
+            return (entries[key]!.fetches[index].id, caller, false)
         }
         // A fetch may get what an upstream load that started earlier brings (a family that coalesces), so it counts
         // from the oldest fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
-        let logStart = min(entry.fetches.map(\.logStart).min() ?? .max, entry.logSequence)
-        let fetch = Fetch(id: next(), generation: entry.generation, logStart: logStart, callers: [(caller, completion)])
-        entry.fetches.append(fetch)
-        entries[key] = entry
+        let logStart = min(entries[key]!.fetches.map(\.logStart).min() ?? .max, entries[key]!.logSequence)
+        let fetch = Fetch(
+            id: next(), generation: entries[key]!.generation, logStart: logStart,
+            callers: [FetchCaller(id: caller, completion: completion)])
+        entries[key]!.fetches.append(fetch)
         return (fetch.id, caller, true)
     }
 
     /// Keeps the token of fetch `id`'s upstream load; returns it when it must be cancelled (every caller left
     /// before it was kept).
+    @inlinable
     mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (any CancellationToken)? {
         guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }) else { return nil }
         guard entries[key]!.fetches[index].isAbandoned else {
@@ -198,6 +208,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Drops a caller of fetch `id`; when it was the last, the fetch is dropped and its token returned to cancel.
     /// What was dropped is returned too, to be released after unlocking.
+    @inlinable
     mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (garbage: [Any], cancel: (any CancellationToken)?)
     {
         guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }),
@@ -216,13 +227,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// A fetch failed: it ends, and its callers get `error`.
+    @inlinable
     mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
         var effects = Effects()
         guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }) else { return effects }
         let fetch = entries[key]!.fetches.remove(at: index)
         trimLog(of: key)
         release(key)
-        effects.fetchReplies = fetch.callers.map { ($0.completion, .failure(error)) }
+        effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .failure(error)) }
         return effects
     }
 
@@ -230,26 +242,23 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Submits a change of `key`'s confirmed value. The caller that finds the key's queue idle gets its first
     /// ``Step`` and runs the queue until ``nextChange(of:now:)`` returns `nil`; others get ``Step/queued``.
+    @inlinable
     mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
-        var entry = entry(key)
-        if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
-        if case .fetched(_, let id) = job, !entry.fetches.contains(where: { $0.id == id }) {
-            entries[key] = entry
+        ensureEntry(key)
+        if case .hit = job { entries[key]!.levelReads -= 1 }  // the read is over; its hit is judged in order
+        if case .fetched(_, let id) = job, !entries[key]!.fetches.contains(where: { $0.id == id }) {
             release(key)
             return .applied(Effects(garbage: [job]))  // every caller left: nothing to confirm
         }
-        entry.queue.append(job)
-        guard !entry.isChanging else {
-            entries[key] = entry
-            return .queued
-        }
-        entry.isChanging = true
-        entries[key] = entry
+        entries[key]!.queue.append(job)
+        guard !entries[key]!.isChanging else { return .queued }
+        entries[key]!.isChanging = true
         return nextStep(for: key, now: now)
     }
 
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
     /// caller stops running it).
+    @inlinable
     mutating func nextChange(of key: Key, now: Date) -> Step? {
         guard entries[key] != nil else { return nil }
         guard !entries[key]!.queue.isEmpty else {
@@ -260,7 +269,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return nextStep(for: key, now: now)
     }
 
-    private mutating func nextStep(for key: Key, now: Date) -> Step {
+    @inlinable
+    mutating func nextStep(for key: Key, now: Date) -> Step {
         let entry = entries[key]!
         let job = entry.queue[0]
         if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
@@ -272,6 +282,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Commits the result of the ``Work`` that ran for the change at the head of `key`'s queue.
+    @inlinable
     mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
         guard entries[key] != nil, !entries[key]!.queue.isEmpty else { return Effects() }
         let job = entries[key]!.queue.removeFirst()
@@ -289,6 +300,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
+    @inlinable
     mutating func commitBase(_ hit: CachedValue<Value>?, level: Int, generation: Int, for key: Key) -> Effects {
         guard entries[key] != nil, entries[key]!.generation == generation, !entries[key]!.isKnown else {
             return Effects(garbage: [hit as Any])
@@ -305,15 +317,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Adds a pending optimistic change to `key`; returns its id, what the key shows with it, and whether the
     /// levels' value must be read first (submit ``Job/load``).
+    @inlinable
     mutating func addMutation(_ change: @escaping Change, to key: Key) -> (id: Int, shown: Snapshot, loads: Bool) {
-        var entry = entry(key)
+        ensureEntry(key)
         let id = next()
-        entry.pending.append(Mutation(id: id, change: change))
-        entries[key] = entry
-        return (id, publish(key), !entry.isKnown)
+        entries[key]!.pending.append(Mutation(id: id, change: change))
+        return (id, publish(key), !entries[key]!.isKnown)
     }
 
     /// Keeps the commit of pending change `id`, so that a clear can fail it; `false` when the change is gone.
+    @inlinable
     mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key) -> Bool {
         guard let index = entries[key]?.pending.firstIndex(where: { $0.id == id }) else { return false }
         entries[key]!.pending[index].commit = commit
@@ -324,8 +337,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Removes `key`'s value at once: the writes and updates queued for it are dropped, fetches and level reads in
     /// flight confirm nothing, optimistic changes stay pending, and the levels lose the key.
+    @inlinable
     mutating func remove(_ key: Key) -> Effects {
-        var entry = entry(key)
+        ensureEntry(key)
+        var entry = entries[key]!
         var effects = Effects()
         let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
         effects.garbage = [entry.confirmed as Any, dropped]
@@ -346,6 +361,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
     /// returned to fail), debounced writes are cancelled, and the levels are emptied once what was decided before is
     /// issued (`removeAll`, or the caller that issues the last of it).
+    @inlinable
     mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
         var effects = Effects()
         for key in Array(entries.keys) {
@@ -383,6 +399,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, and
     /// the keys whose level operations were held (the caller issues them now, as it would its own).
+    @inlinable
     mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
         let completions = clearing?.completions ?? []
         clearing = nil
@@ -396,6 +413,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The next level operations of `key`, for the caller issuing them. `nil` when there are none: the caller
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
+    @inlinable
     mutating func takeLevelOps(of key: Key) -> (ops: [LevelOp], removeAll: Bool)? {
         guard entries[key] != nil else { return nil }
         if clearing == nil, !entries[key]!.levelOps.isEmpty {
@@ -411,6 +429,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// A debounced write's timer is running: keeps its token; returns it when the write was dropped meanwhile.
+    @inlinable
     mutating func keepTimer(
         _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
     ) -> (any CancellationToken)? {
@@ -420,10 +439,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// A debounced write's timer fired: the write is issued if it is still the level's latest.
+    @inlinable
     mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
         guard let write = entries[key]?.debounced[level], write.id == id else { return Effects() }
         entries[key]!.debounced[level] = nil
-        entries[key]!.levelOps.append(.save(write.value, levels: [level]))
+        entries[key]!.levelOps.append(.flush(write.value, level: level))
         var effects = Effects(garbage: [write.timer])
         effects.issueLevels = startIssuing(key)
         release(key)
@@ -432,7 +452,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Whether the caller that decided level operations for `key` issues them: not when another caller is issuing
     /// the key's operations already, or a clear holds them until its `removeAll` is issued.
-    private mutating func startIssuing(_ key: Key) -> Bool {
+    @inlinable
+    mutating func startIssuing(_ key: Key) -> Bool {
         guard !entries[key]!.levelOps.isEmpty, !entries[key]!.isIssuing else { return false }
         guard clearing == nil else {
             if !held.contains(key) { held.append(key) }
@@ -446,17 +467,18 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // MARK: Applying changes
 
     /// Applies `job` to `key`, `value` being its closures' result (or its base when it has none).
-    private mutating func apply(_ job: Job, to key: Key, value: Value?, now: Date) -> Effects {
+    @inlinable
+    mutating func apply(_ job: Job, to key: Key, value: Value?, now: Date) -> Effects {
         switch job {
         case .write(let stored):
-            return confirm(stored, for: key, logging: { _ in stored.value }, levels: Array(levelNames.indices))
+            return confirm(stored, for: key, logging: { _ in stored.value }, levels: levelNames.indices)
         case .update(let change):
             guard entries[key]!.confirmed != nil || value != nil else {
                 log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
                 return Effects()
             }
             let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
-            return confirm(stored, for: key, logging: change, levels: Array(levelNames.indices))
+            return confirm(stored, for: key, logging: change, levels: levelNames.indices)
         case .fetched(_, let id):
             return confirmFetch(id, for: key, value: value, now: now)
         case .hit(let cached, let level, let stamp, let error, let reply):
@@ -468,7 +490,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    private mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
+    @inlinable
+    mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
         guard let index = entries[key]!.fetches.firstIndex(where: { $0.id == id }) else {
             return Effects(garbage: [value as Any])
         }
@@ -477,7 +500,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         trimLog(of: key)
         guard fetch.generation == entries[key]!.generation else {
             let replies = fetch.callers.map {
-                ($0.completion, Result<Snapshot, any Error>.failure(StoreError.discarded))
+                FetchReply(completion: $0.completion, result: .failure(StoreError.discarded))
             }
             return Effects(fetchReplies: replies, garbage: [value as Any])
         }
@@ -485,17 +508,19 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             // A fetch started after this one was confirmed first: what it brought stays, and is the answer.
             let shown = shownNow(key)
             return Effects(
-                fetchReplies: fetch.callers.map { ($0.completion, .success(shown)) }, garbage: [value as Any])
+                fetchReplies: fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) },
+                garbage: [value as Any])
         }
         entries[key]!.lastConfirmedFetch = id
         let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
-        var effects = confirm(stored, for: key, logging: nil, levels: Array(levelNames.indices))
+        var effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices)
         let shown = effects.publish[effects.publish.count - 1]
-        effects.fetchReplies = fetch.callers.map { ($0.completion, .success(shown)) }
+        effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) }
         return effects
     }
 
-    private mutating func confirmHit(
+    @inlinable
+    mutating func confirmHit(
         _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, error: (any Error)?, reply: @escaping HitReply,
         for key: Key
     ) -> Effects {
@@ -503,47 +528,49 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard entry.generation == stamp.generation, entry.confirmedVersion == stamp.confirmedVersion else {
             // The store learned something newer while the level was read (a write, a removal, a clear): what it
             // shows now is the answer, never the level's older value.
-            return Effects(hitReplies: [(reply, shownNow(key))], garbage: [cached])
+            return Effects(hitReplies: [HitReplyDelivery(reply: reply, snapshot: shownNow(key))], garbage: [cached])
         }
         let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
-        var effects = confirm(stored, for: key, logging: nil, levels: Array(0..<level), error: error)
-        effects.hitReplies = [(reply, effects.publish[effects.publish.count - 1])]
+        var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error)
+        effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.publish[effects.publish.count - 1])]
         return effects
     }
 
-    private mutating func settle(_ id: Int, accepted: Bool, for key: Key, value: Value?, now: Date) -> Effects {
+    @inlinable
+    mutating func settle(_ id: Int, accepted: Bool, for key: Key, value: Value?, now: Date) -> Effects {
         guard let index = entries[key]!.pending.firstIndex(where: { $0.id == id }) else {
             return Effects(garbage: [value as Any])
         }
         let mutation = entries[key]!.pending.remove(at: index)
         guard accepted else { return Effects(publish: [publish(key)], garbage: [mutation]) }
         let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
-        var effects = confirm(stored, for: key, logging: mutation.change, levels: Array(levelNames.indices))
+        var effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices)
         effects.garbage.append(mutation)
         return effects
     }
 
     /// Replaces `key`'s confirmed value, notes the change for the fetches in flight, decides the level writes and
     /// publishes the new shown value (the last of `publish`).
-    private mutating func confirm(
-        _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: [Int],
+    @inlinable
+    mutating func confirm(
+        _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
         error: (any Error)? = nil
     ) -> Effects {
         var effects = Effects()
-        effects.garbage.append(entries[key]!.confirmed as Any)
+        effects.replaced = entries[key]!.confirmed
         entries[key]!.confirmed = stored
         entries[key]!.isKnown = true
         entries[key]!.confirmedVersion += 1
         if let change { log(change, for: key) }
         if let stored {
-            let atOnce = targets.filter { !debouncedLevels.contains($0) }
-            if !atOnce.isEmpty { entries[key]!.levelOps.append(.save(stored.value, levels: atOnce)) }
-            for level in targets where debouncedLevels.contains(level) {
+            // The debounced levels among the targets are written when their timers fire (`flush`).
+            if !targets.isEmpty { entries[key]!.levelOps.append(.save(stored.value, levels: targets)) }
+            for level in targets where !debouncedLevels.isEmpty && debouncedLevels.contains(level) {
                 let write = DebouncedWrite(id: next(), value: stored.value, timer: FinishedToken())
                 if let replaced = entries[key]!.debounced.updateValue(write, forKey: level) {
                     effects.cancels.append(replaced.timer)
                 }
-                effects.debounce.append((level, write.id, stored.value))
+                effects.debounce.append(DebounceStart(level: level, id: write.id, value: stored.value))
             }
         } else {
             effects.cancels += entries[key]!.debounced.values.map(\.timer)
@@ -557,14 +584,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Bookkeeping
 
-    private mutating func log(_ change: @escaping Change, for key: Key) {
+    @inlinable
+    mutating func log(_ change: @escaping Change, for key: Key) {
         guard !entries[key]!.fetches.isEmpty else { return }
         entries[key]!.logSequence += 1
-        entries[key]!.log.append((entries[key]!.logSequence, change))
+        entries[key]!.log.append(LoggedChange(sequence: entries[key]!.logSequence, change: change))
     }
 
     /// Forgets the logged changes no fetch in flight needs any more.
-    private mutating func trimLog(of key: Key) {
+    @inlinable
+    mutating func trimLog(of key: Key) {
         guard let oldest = entries[key]!.fetches.map(\.logStart).min() else {
             entries[key]!.log = []
             return
@@ -573,19 +602,22 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// A new version of what `key` shows, for its observers.
-    private mutating func publish(_ key: Key, error: (any Error)? = nil) -> Snapshot {
+    @inlinable
+    mutating func publish(_ key: Key, error: (any Error)? = nil) -> Snapshot {
         entries[key]!.version = next()
         return Snapshot(key: key, entry: entries[key]!, version: entries[key]!.version, error: error)
     }
 
     /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
-    private func shownNow(_ key: Key) -> Snapshot {
+    @inlinable
+    func shownNow(_ key: Key) -> Snapshot {
         Snapshot(key: key, entry: entries[key]!, version: entries[key]!.version)
     }
 
     /// Drops `key`'s entry when nothing needs it any more, unless its value is among the last `keptValues` to
     /// fall out of use.
-    private mutating func release(_ key: Key) {
+    @inlinable
+    mutating func release(_ key: Key) {
         guard let entry = entries[key], entry.isIdle else { return }
         guard keptValues > 0, entry.confirmed != nil else {
             drop(key)
@@ -594,7 +626,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if entry.keptStamp == nil { keptCount += 1 }
         let stamp = next()
         entries[key]!.keptStamp = stamp
-        kept.append((key, stamp))
+        kept.append(KeptRecord(key: key, stamp: stamp))
         while keptCount > keptValues, keptHead < kept.count {
             let oldest = kept[keptHead]
             keptHead += 1
@@ -613,7 +645,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    private mutating func drop(_ key: Key) {
+    @inlinable
+    mutating func drop(_ key: Key) {
         if entries.removeValue(forKey: key)?.keptStamp != nil { keptCount -= 1 }
     }
 }

@@ -17,7 +17,8 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.clear {}
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
 
-        XCTAssertEqual(effects.hitReplies.map { $0.1.confirmed?.value }, [nil], "the pre-logout value is not shown")
+        XCTAssertEqual(
+            effects.hitReplies.map { $0.snapshot.confirmed?.value }, [nil], "the pre-logout value is not shown")
         XCTAssertTrue(effects.publish.isEmpty)
         XCTAssertNil(machine.shown("a"))
     }
@@ -29,7 +30,7 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.remove("a")
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
 
-        XCTAssertEqual(effects.hitReplies.map { $0.1.confirmed?.value }, [nil])
+        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed?.value }, [nil])
     }
 
     func test_aLevelReadThatLostToAWrite_answersWithTheWrite() throws {
@@ -40,7 +41,7 @@ final class StoreMachineTests: XCTestCase {
         _ = finishChanges(&machine, "a")
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
 
-        XCTAssertEqual(effects.hitReplies.map { $0.1.confirmed?.value }, ["new"])
+        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed?.value }, ["new"])
         XCTAssertTrue(effects.publish.isEmpty, "nothing newer to show")
     }
 
@@ -52,7 +53,7 @@ final class StoreMachineTests: XCTestCase {
         let effects = try XCTUnwrap(machine.submit(.fetched("old", fetch: fetch.fetch), for: "a", now: now).effects)
 
         XCTAssertEqual(effects.fetchReplies.count, 1)
-        XCTAssertThrowsError(try effects.fetchReplies[0].1.get()) { XCTAssertEqual($0 as? StoreError, .discarded) }
+        XCTAssertThrowsError(try effects.fetchReplies[0].result.get()) { XCTAssertEqual($0 as? StoreError, .discarded) }
         XCTAssertNil(machine.shown("a"))
     }
 
@@ -69,7 +70,7 @@ final class StoreMachineTests: XCTestCase {
         let effects = try XCTUnwrap(machine.submit(.fetched("old", fetch: older.fetch), for: "a", now: now).effects)
 
         XCTAssertEqual(machine.shown("a")?.confirmed?.value, "new")
-        XCTAssertEqual(try effects.fetchReplies.map { try $0.1.get().confirmed?.value }, ["new"])
+        XCTAssertEqual(try effects.fetchReplies.map { try $0.result.get().confirmed?.value }, ["new"])
         XCTAssertTrue(effects.publish.isEmpty)
         XCTAssertFalse(effects.issueLevels, "the levels are not written with the older value")
     }
