@@ -17,9 +17,9 @@
 /// - Complexity: O(1) per read, write and removal, eviction included.
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: KeyedCache {
     @usableFromInline let state: Locked<LRUTable<Key, Value>>
-    private let countLimit: Int
-    private let costLimit: Int
-    private let cost: @Sendable (Value) -> Int
+    @usableFromInline let countLimit: Int
+    @usableFromInline let costLimit: Int
+    @usableFromInline let cost: @Sendable (Value) -> Int
     @usableFromInline let expiry: CacheExpiry<Value>
     @usableFromInline let now: @Sendable () -> Date
 
@@ -77,6 +77,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     }
 
     /// Stores `value` for `key`, stamped now, and evicts the least recently used values beyond the limits.
+    /// Inlinable, like a hit: a store writes its memory level on every change.
+    @inlinable
     public func insert(_ value: Value, for key: Key) {
         let valueCost = max(cost(value), 0)
         let stored = CachedValue(value, savedAt: now())
@@ -94,6 +96,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     }
 
     /// Removes the value for `key`.
+    @inlinable
     public func remove(_ key: Key) {
         let removed = state.withLock { $0.remove(key) }
         withExtendedLifetime(removed) {}
@@ -110,11 +113,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
         completion(cachedValue(for: key).mapError { $0 })
     }
 
+    @inlinable
     public func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         insert(value, for: key)
         completion(.success(()))
     }
 
+    @inlinable
     public func removeValue(for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         remove(key)
         completion(.success(()))
@@ -137,15 +142,25 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         @usableFromInline var cost: Int
         @usableFromInline var newer: Int
         @usableFromInline var older: Int
+
+        @inlinable
+        init(key: Key, stored: CachedValue<Value>?, cost: Int, newer: Int, older: Int) {
+            self.key = key
+            self.stored = stored
+            self.cost = cost
+            self.newer = newer
+            self.older = older
+        }
     }
 
     @usableFromInline var slots: [Slot] = []
     @usableFromInline var index: [Key: Int] = [:]
-    private var free: [Int] = []
+    @usableFromInline var free: [Int] = []
     @usableFromInline var newest = -1
     @usableFromInline var oldest = -1
-    private(set) var totalCost = 0
+    @usableFromInline var totalCost = 0
 
+    @inlinable
     var count: Int { index.count }
 
     /// The entry for `key`, marked as the most recently used.
@@ -157,6 +172,7 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return slots[slot].stored
     }
 
+    @inlinable
     mutating func insertFirst(_ key: Key, _ stored: CachedValue<Value>, cost: Int) {
         let entry = Slot(key: key, stored: stored, cost: cost, newer: -1, older: -1)
         let slot: Int
@@ -173,6 +189,7 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Removes `key`'s entry and returns it.
+    @inlinable
     mutating func remove(_ key: Key) -> CachedValue<Value>? {
         guard let slot = index.removeValue(forKey: key) else { return nil }
         return release(slot)
@@ -185,13 +202,15 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Removes the least recently used entry and returns it.
+    @inlinable
     mutating func removeLast() -> CachedValue<Value>? {
         guard oldest >= 0 else { return nil }
         index[slots[oldest].key] = nil
         return release(oldest)
     }
 
-    private mutating func release(_ slot: Int) -> CachedValue<Value>? {
+    @inlinable
+    mutating func release(_ slot: Int) -> CachedValue<Value>? {
         unlink(slot)
         totalCost -= slots[slot].cost
         free.append(slot)

@@ -393,7 +393,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case .read(let readStamp):
             stamp = readStamp
         }
-        levels[index].cache.value(for: key) { [self] result in
+        levels[index].read(key) { [self] result in
             if !token.isCancelled, case .success(let cached) = result,
                 policy?.accepts(savedAt: cached.savedAt, now: now()) ?? true
             {
@@ -423,7 +423,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         of key: Key, from index: Int, done: @escaping @Sendable (CachedValue<Value>?, Int) -> Void
     ) {
         guard index < levels.count else { return done(nil, 0) }
-        levels[index].cache.value(for: key) { [self] result in
+        levels[index].read(key) { [self] result in
             guard case .success(let cached) = result else { return readBase(of: key, from: index + 1, done: done) }
             done(cached, index)
         }
@@ -552,12 +552,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 switch operation {
                 case .save(let value, let targets):
                     for index in targets where levels[index].writeDebounce == nil {
-                        levels[index].cache.save(value, for: key, completion: reportFailure)
+                        levels[index].save(value, key, reportFailure)
                     }
                 case .flush(let value, let index):
-                    levels[index].cache.save(value, for: key, completion: reportFailure)
+                    levels[index].save(value, key, reportFailure)
                 case .remove:
-                    for level in levels { level.cache.removeValue(for: key, completion: reportFailure) }
+                    for level in levels { level.removeValue(key, reportFailure) }
                 }
             }
         }
@@ -577,7 +577,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             for completion in completions { completion() }
         }
         for level in levels {
-            level.cache.removeAll { [reportFailure] result in
+            level.removeAll { [reportFailure] result in
                 reportFailure(result)
                 progress.withLock { $0.remaining -= 1 }
                 finish()
@@ -611,27 +611,49 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 /// A cache level of a ``Store``: a keyed cache with a name (reported as the origin of what it serves), written at
 /// once or debounced.
 public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    @usableFromInline typealias Completion<Output> = @Sendable (Result<Output, any Error>) -> Void
+
     /// The level's name, as ``StoreOrigin/cache(_:)`` reports it.
     public let name: String
-    @usableFromInline let cache: any KeyedCache<Key, Value>
+    // The cache's operations as closures made where the level is made (the initializer is inlinable): they run the
+    // cache's code specialized for its types, where a call through `any KeyedCache` would run it generic.
+    @usableFromInline let read: @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> Void
+    @usableFromInline let save: @Sendable (Value, Key, @escaping Completion<Void>) -> Void
+    @usableFromInline let removeValue: @Sendable (Key, @escaping Completion<Void>) -> Void
+    @usableFromInline let removeAll: @Sendable (@escaping Completion<Void>) -> Void
     @usableFromInline let writeDebounce: Duration?
     @usableFromInline let scheduler: any Scheduler
 
+    @inlinable
+    init<Cache: KeyedCache<Key, Value>>(
+        cache: Cache, name: String, writeDebounce: Duration?, scheduler: any Scheduler
+    ) {
+        self.name = name
+        read = { key, completion in cache.value(for: key, completion: completion) }
+        save = { value, key, completion in cache.save(value, for: key, completion: completion) }
+        removeValue = { key, completion in cache.removeValue(for: key, completion: completion) }
+        removeAll = { completion in cache.removeAll(completion: completion) }
+        self.writeDebounce = writeDebounce
+        self.scheduler = scheduler
+    }
+
     /// A level written at once.
+    @inlinable
     public static func cache(_ cache: some KeyedCache<Key, Value>, name: String) -> StoreLevel {
-        StoreLevel(name: name, cache: cache, writeDebounce: nil, scheduler: ImmediateScheduler())
+        StoreLevel(cache: cache, name: name, writeDebounce: nil, scheduler: ImmediateScheduler())
     }
 
     /// A level whose writes are debounced: the last value of a burst of changes to a key is written once no newer
     /// one came for `interval` on `scheduler` (a database under a stream of live updates). A write waiting keeps the
     /// store alive until it lands, so releasing the store loses none; a removal or a clear cancels it.
+    @inlinable
     public static func cache(
         _ cache: some KeyedCache<Key, Value>,
         name: String,
         debouncingWritesFor interval: Duration,
         scheduler: some Scheduler
     ) -> StoreLevel {
-        StoreLevel(name: name, cache: cache, writeDebounce: interval, scheduler: scheduler)
+        StoreLevel(cache: cache, name: name, writeDebounce: interval, scheduler: scheduler)
     }
 }
 

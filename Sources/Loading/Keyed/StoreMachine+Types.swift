@@ -5,9 +5,11 @@
 #endif
 
 extension StoreMachine {
-    /// What the store knows of one key in use.
+    /// What the store knows of one key in use. A reference, so that changing a field costs neither a copy of the
+    /// entry nor a second lookup of its key; it is reached only through the machine, which only the store's lock
+    /// reaches (that lock is what makes it safe to send).
     @usableFromInline
-    struct Entry: Sendable {
+    final class Entry: @unchecked Sendable {
         /// The confirmed value, when `isKnown`.
         @usableFromInline var confirmed: StoredValue<Value>?
         /// Whether `confirmed` is the truth; when not, the levels hold it.

@@ -73,10 +73,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return counter
     }
 
-    /// Makes `key`'s entry when it has none (then mutated in place: a copy of an entry is costly in generic code).
-    @inlinable
-    mutating func ensureEntry(_ key: Key) {
-        if entries[key] == nil { entries[key] = Entry(generation: next()) }
+    /// `key`'s entry, made when it has none.
+    @inlinable @discardableResult
+    mutating func ensureEntry(_ key: Key) -> Entry {
+        if let entry = entries[key] { return entry }
+        let entry = Entry(generation: next())
+        entries[key] = entry
+        return entry
     }
 
     // MARK: Reading what is shown
@@ -108,9 +111,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).
     @inlinable
     mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
-        guard entries[key]?.showsSomething == true else { return nil }
-        entries[key]!.version = next()
-        return Snapshot(key: key, entry: entries[key]!, version: entries[key]!.version, error: error)
+        guard let entry = entries[key], entry.showsSomething else { return nil }
+        entry.version = next()
+        return Snapshot(key: key, entry: entry, version: entry.version, error: error)
     }
 
     // MARK: Observers
@@ -125,18 +128,18 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// returns what the key shows now, if anything, to publish.
     @inlinable
     mutating func observe(_ key: Key, subject: Subject) -> (subject: Subject, shown: Snapshot?) {
-        ensureEntry(key)
-        entries[key]!.observers += 1
-        if entries[key]!.subject == nil { entries[key]!.subject = subject }
-        return (entries[key]!.subject!, shown(key))
+        let entry = ensureEntry(key)
+        entry.observers += 1
+        if entry.subject == nil { entry.subject = subject }
+        return (entry.subject!, shown(key))
     }
 
     /// Forgets an observer of `key`; the last one takes the key's subject away (returned, to release unlocked).
     @inlinable
     mutating func stopObserving(_ key: Key) -> Subject? {
-        guard entries[key] != nil else { return nil }
-        entries[key]!.observers -= 1
-        let subject = entries[key]!.observers == 0 ? exchange(&entries[key]!.subject, with: nil) : nil
+        guard let entry = entries[key] else { return nil }
+        entry.observers -= 1
+        let subject = entry.observers == 0 ? exchange(&entry.subject, with: nil) : nil
         release(key)
         return subject
     }
@@ -149,21 +152,21 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func beginLevelRead(_ key: Key) -> LevelRead {
         guard clearing == nil else { return .known(nil) }
-        ensureEntry(key)
-        guard !entries[key]!.isKnown else {
+        let entry = ensureEntry(key)
+        guard !entry.isKnown else {
             defer { release(key) }
-            return .known(entries[key]!.confirmed == nil ? nil : shownNow(key))
+            return .known(entry.confirmed == nil ? nil : shownNow(key))
         }
-        entries[key]!.levelReads += 1
+        entry.levelReads += 1
         return .read(
-            ReadStamp(generation: entries[key]!.generation, confirmedVersion: entries[key]!.confirmedVersion))
+            ReadStamp(generation: entry.generation, confirmedVersion: entry.confirmedVersion))
     }
 
     /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel).
     @inlinable
     mutating func endLevelRead(_ key: Key) {
-        guard entries[key] != nil else { return }
-        entries[key]!.levelReads -= 1
+        guard let entry = entries[key] else { return }
+        entry.levelReads -= 1
         release(key)
     }
 
@@ -175,19 +178,19 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func beginFetch(
         _ key: Key, joining: Bool, completion: @escaping FetchCompletion
     ) -> (fetch: Int, caller: Int, starts: Bool) {
-        ensureEntry(key)
+        let entry = ensureEntry(key)
         let caller = next()
-        if joining, let index = entries[key]!.fetches.indices.last, !entries[key]!.fetches[index].isAbandoned {
-            entries[key]!.fetches[index].callers.append(FetchCaller(id: caller, completion: completion))
-            return (entries[key]!.fetches[index].id, caller, false)
+        if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned {
+            entry.fetches[index].callers.append(FetchCaller(id: caller, completion: completion))
+            return (entry.fetches[index].id, caller, false)
         }
         // A fetch may get what an upstream load that started earlier brings (a family that coalesces), so it counts
         // from the oldest fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
-        let logStart = min(entries[key]!.fetches.map(\.logStart).min() ?? .max, entries[key]!.logSequence)
+        let logStart = min(entry.fetches.map(\.logStart).min() ?? .max, entry.logSequence)
         let fetch = Fetch(
-            id: next(), generation: entries[key]!.generation, logStart: logStart,
+            id: next(), generation: entry.generation, logStart: logStart,
             callers: [FetchCaller(id: caller, completion: completion)])
-        entries[key]!.fetches.append(fetch)
+        entry.fetches.append(fetch)
         return (fetch.id, caller, true)
     }
 
@@ -195,12 +198,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// before it was kept).
     @inlinable
     mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (any CancellationToken)? {
-        guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }) else { return nil }
-        guard entries[key]!.fetches[index].isAbandoned else {
-            entries[key]!.fetches[index].token = token
+        guard let entry = entries[key], let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
             return nil
         }
-        entries[key]!.fetches.remove(at: index)
+        guard entry.fetches[index].isAbandoned else {
+            entry.fetches[index].token = token
+            return nil
+        }
+        entry.fetches.remove(at: index)
         trimLog(of: key)
         release(key)
         return token
@@ -211,16 +216,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (garbage: [Any], cancel: (any CancellationToken)?)
     {
-        guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }),
-            let callerIndex = entries[key]!.fetches[index].callers.firstIndex(where: { $0.id == caller })
+        guard let entry = entries[key], let index = entry.fetches.firstIndex(where: { $0.id == id }),
+            let callerIndex = entry.fetches[index].callers.firstIndex(where: { $0.id == caller })
         else { return ([], nil) }
-        let left = entries[key]!.fetches[index].callers.remove(at: callerIndex)
-        guard entries[key]!.fetches[index].callers.isEmpty else { return ([left.completion], nil) }
-        guard let token = entries[key]!.fetches[index].token else {
-            entries[key]!.fetches[index].isAbandoned = true  // its token is cancelled when it is kept
+        let left = entry.fetches[index].callers.remove(at: callerIndex)
+        guard entry.fetches[index].callers.isEmpty else { return ([left.completion], nil) }
+        guard let token = entry.fetches[index].token else {
+            entry.fetches[index].isAbandoned = true  // its token is cancelled when it is kept
             return ([left.completion], nil)
         }
-        let fetch = entries[key]!.fetches.remove(at: index)
+        let fetch = entry.fetches.remove(at: index)
         trimLog(of: key)
         release(key)
         return ([left.completion, fetch], token)
@@ -229,9 +234,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A fetch failed: it ends, and its callers get `error`.
     @inlinable
     mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
+        let entry = entries[key]!
         var effects = Effects()
         guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }) else { return effects }
-        let fetch = entries[key]!.fetches.remove(at: index)
+        let fetch = entry.fetches.remove(at: index)
         trimLog(of: key)
         release(key)
         effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .failure(error)) }
@@ -244,15 +250,15 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ``Step`` and runs the queue until ``nextChange(of:now:)`` returns `nil`; others get ``Step/queued``.
     @inlinable
     mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
-        ensureEntry(key)
-        if case .hit = job { entries[key]!.levelReads -= 1 }  // the read is over; its hit is judged in order
-        if case .fetched(_, let id) = job, !entries[key]!.fetches.contains(where: { $0.id == id }) {
+        let entry = ensureEntry(key)
+        if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
+        if case .fetched(_, let id) = job, !entry.fetches.contains(where: { $0.id == id }) {
             release(key)
             return .applied(Effects(garbage: [job]))  // every caller left: nothing to confirm
         }
-        entries[key]!.queue.append(job)
-        guard !entries[key]!.isChanging else { return .queued }
-        entries[key]!.isChanging = true
+        entry.queue.append(job)
+        guard !entry.isChanging else { return .queued }
+        entry.isChanging = true
         return nextStep(for: key, now: now)
     }
 
@@ -260,9 +266,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// caller stops running it).
     @inlinable
     mutating func nextChange(of key: Key, now: Date) -> Step? {
-        guard entries[key] != nil else { return nil }
-        guard !entries[key]!.queue.isEmpty else {
-            entries[key]!.isChanging = false
+        guard let entry = entries[key] else { return nil }
+        guard !entry.queue.isEmpty else {
+            entry.isChanging = false
             release(key)
             return nil
         }
@@ -275,7 +281,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let job = entry.queue[0]
         if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
         guard let changes = job.changes(in: entry) else {
-            entries[key]!.queue.removeFirst()
+            entry.queue.removeFirst()
             return .applied(apply(job, to: key, value: job.base(in: entry), now: now))
         }
         return .run(Work(generation: entry.generation, base: job.base(in: entry), changes: changes))
@@ -284,14 +290,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Commits the result of the ``Work`` that ran for the change at the head of `key`'s queue.
     @inlinable
     mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
-        guard entries[key] != nil, !entries[key]!.queue.isEmpty else { return Effects() }
-        let job = entries[key]!.queue.removeFirst()
-        guard entries[key]!.generation == work.generation else {
+        guard let entry = entries[key], !entry.queue.isEmpty else { return Effects() }
+        let job = entry.queue.removeFirst()
+        guard entry.generation == work.generation else {
             // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
             // again on what is confirmed now, a fetch or a hit is judged stale and answers its callers.
             switch job {
             case .update, .write, .load: return Effects(garbage: [job, result as Any])
-            case .settle: entries[key]!.queue.insert(job, at: 0)
+            case .settle: entry.queue.insert(job, at: 0)
             case .fetched, .hit: return apply(job, to: key, value: result, now: now)
             }
             return Effects(garbage: [result as Any])
@@ -302,14 +308,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
     @inlinable
     mutating func commitBase(_ hit: CachedValue<Value>?, level: Int, generation: Int, for key: Key) -> Effects {
-        guard entries[key] != nil, entries[key]!.generation == generation, !entries[key]!.isKnown else {
+        guard let entry = entries[key], entry.generation == generation, !entry.isKnown else {
             return Effects(garbage: [hit as Any])
         }
-        entries[key]!.isKnown = true
-        entries[key]!.confirmedVersion += 1
+        entry.isKnown = true
+        entry.confirmedVersion += 1
         guard let hit else { return Effects() }
         let origin = StoreOrigin.cache(levelNames[level])
-        entries[key]!.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
+        entry.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
         return Effects(publish: [publish(key)])
     }
 
@@ -319,17 +325,19 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// levels' value must be read first (submit ``Job/load``).
     @inlinable
     mutating func addMutation(_ change: @escaping Change, to key: Key) -> (id: Int, shown: Snapshot, loads: Bool) {
-        ensureEntry(key)
+        let entry = ensureEntry(key)
         let id = next()
-        entries[key]!.pending.append(Mutation(id: id, change: change))
-        return (id, publish(key), !entries[key]!.isKnown)
+        entry.pending.append(Mutation(id: id, change: change))
+        return (id, publish(key), !entry.isKnown)
     }
 
     /// Keeps the commit of pending change `id`, so that a clear can fail it; `false` when the change is gone.
     @inlinable
     mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key) -> Bool {
-        guard let index = entries[key]?.pending.firstIndex(where: { $0.id == id }) else { return false }
-        entries[key]!.pending[index].commit = commit
+        guard let entry = entries[key], let index = entry.pending.firstIndex(where: { $0.id == id }) else {
+            return false
+        }
+        entry.pending[index].commit = commit
         return true
     }
 
@@ -339,8 +347,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// flight confirm nothing, optimistic changes stay pending, and the levels lose the key.
     @inlinable
     mutating func remove(_ key: Key) -> Effects {
-        ensureEntry(key)
-        var entry = entries[key]!
+        let entry = ensureEntry(key)
         var effects = Effects()
         let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
         effects.garbage = [entry.confirmed as Any, dropped]
@@ -364,8 +371,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
         var effects = Effects()
-        for key in Array(entries.keys) {
-            var entry = entries[key]!
+        for (key, entry) in entries {
             let shownBefore = entry.showsSomething
             let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
             effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, entry.pending]
@@ -415,13 +421,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
     @inlinable
     mutating func takeLevelOps(of key: Key) -> (ops: [LevelOp], removeAll: Bool)? {
-        guard entries[key] != nil else { return nil }
-        if clearing == nil, !entries[key]!.levelOps.isEmpty {
-            return (exchange(&entries[key]!.levelOps, with: []), false)
+        guard let entry = entries[key] else { return nil }
+        if clearing == nil, !entry.levelOps.isEmpty {
+            return (exchange(&entry.levelOps, with: []), false)
         }
-        entries[key]!.isIssuing = false
+        entry.isIssuing = false
         issuing -= 1
-        if clearing != nil, !entries[key]!.levelOps.isEmpty { held.append(key) }
+        if clearing != nil, !entry.levelOps.isEmpty { held.append(key) }
         release(key)
         guard clearing != nil, issuing == 0, !clearing!.isAssigned else { return nil }
         clearing!.isAssigned = true
@@ -433,17 +439,17 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func keepTimer(
         _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
     ) -> (any CancellationToken)? {
-        guard entries[key]?.debounced[level]?.id == id else { return timer }
-        entries[key]!.debounced[level]!.timer = timer
+        guard let entry = entries[key], entry.debounced[level]?.id == id else { return timer }
+        entry.debounced[level]!.timer = timer
         return nil
     }
 
     /// A debounced write's timer fired: the write is issued if it is still the level's latest.
     @inlinable
     mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
-        guard let write = entries[key]?.debounced[level], write.id == id else { return Effects() }
-        entries[key]!.debounced[level] = nil
-        entries[key]!.levelOps.append(.flush(write.value, level: level))
+        guard let entry = entries[key], let write = entry.debounced[level], write.id == id else { return Effects() }
+        entry.debounced[level] = nil
+        entry.levelOps.append(.flush(write.value, level: level))
         var effects = Effects(garbage: [write.timer])
         effects.issueLevels = startIssuing(key)
         release(key)
@@ -454,12 +460,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// the key's operations already, or a clear holds them until its `removeAll` is issued.
     @inlinable
     mutating func startIssuing(_ key: Key) -> Bool {
-        guard !entries[key]!.levelOps.isEmpty, !entries[key]!.isIssuing else { return false }
+        let entry = entries[key]!
+        guard !entry.levelOps.isEmpty, !entry.isIssuing else { return false }
         guard clearing == nil else {
             if !held.contains(key) { held.append(key) }
             return false
         }
-        entries[key]!.isIssuing = true
+        entry.isIssuing = true
         issuing += 1
         return true
     }
@@ -469,11 +476,12 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Applies `job` to `key`, `value` being its closures' result (or its base when it has none).
     @inlinable
     mutating func apply(_ job: Job, to key: Key, value: Value?, now: Date) -> Effects {
+        let entry = entries[key]!
         switch job {
         case .write(let stored):
             return confirm(stored, for: key, logging: { _ in stored.value }, levels: levelNames.indices)
         case .update(let change):
-            guard entries[key]!.confirmed != nil || value != nil else {
+            guard entry.confirmed != nil || value != nil else {
                 log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
                 return Effects()
             }
@@ -492,26 +500,27 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
-        guard let index = entries[key]!.fetches.firstIndex(where: { $0.id == id }) else {
+        let entry = entries[key]!
+        guard let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
             return Effects(garbage: [value as Any])
         }
-        let fetch = entries[key]!.fetches.remove(at: index)
-        let rebased = entries[key]!.log.contains { $0.sequence > fetch.logStart }
+        let fetch = entry.fetches.remove(at: index)
+        let rebased = entry.log.contains { $0.sequence > fetch.logStart }
         trimLog(of: key)
-        guard fetch.generation == entries[key]!.generation else {
+        guard fetch.generation == entry.generation else {
             let replies = fetch.callers.map {
                 FetchReply(completion: $0.completion, result: .failure(StoreError.discarded))
             }
             return Effects(fetchReplies: replies, garbage: [value as Any])
         }
-        guard id > entries[key]!.lastConfirmedFetch else {
+        guard id > entry.lastConfirmedFetch else {
             // A fetch started after this one was confirmed first: what it brought stays, and is the answer.
             let shown = shownNow(key)
             return Effects(
                 fetchReplies: fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) },
                 garbage: [value as Any])
         }
-        entries[key]!.lastConfirmedFetch = id
+        entry.lastConfirmedFetch = id
         let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
         var effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices)
         let shown = effects.publish[effects.publish.count - 1]
@@ -538,10 +547,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func settle(_ id: Int, accepted: Bool, for key: Key, value: Value?, now: Date) -> Effects {
-        guard let index = entries[key]!.pending.firstIndex(where: { $0.id == id }) else {
+        let entry = entries[key]!
+        guard let index = entry.pending.firstIndex(where: { $0.id == id }) else {
             return Effects(garbage: [value as Any])
         }
-        let mutation = entries[key]!.pending.remove(at: index)
+        let mutation = entry.pending.remove(at: index)
         guard accepted else { return Effects(publish: [publish(key)], garbage: [mutation]) }
         let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
         var effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices)
@@ -556,26 +566,27 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
         error: (any Error)? = nil
     ) -> Effects {
+        let entry = entries[key]!
         var effects = Effects()
-        effects.replaced = entries[key]!.confirmed
-        entries[key]!.confirmed = stored
-        entries[key]!.isKnown = true
-        entries[key]!.confirmedVersion += 1
+        effects.replaced = entry.confirmed
+        entry.confirmed = stored
+        entry.isKnown = true
+        entry.confirmedVersion += 1
         if let change { log(change, for: key) }
         if let stored {
             // The debounced levels among the targets are written when their timers fire (`flush`).
-            if !targets.isEmpty { entries[key]!.levelOps.append(.save(stored.value, levels: targets)) }
+            if !targets.isEmpty { entry.levelOps.append(.save(stored.value, levels: targets)) }
             for level in targets where !debouncedLevels.isEmpty && debouncedLevels.contains(level) {
                 let write = DebouncedWrite(id: next(), value: stored.value, timer: FinishedToken())
-                if let replaced = entries[key]!.debounced.updateValue(write, forKey: level) {
+                if let replaced = entry.debounced.updateValue(write, forKey: level) {
                     effects.cancels.append(replaced.timer)
                 }
                 effects.debounce.append(DebounceStart(level: level, id: write.id, value: stored.value))
             }
         } else {
-            effects.cancels += entries[key]!.debounced.values.map(\.timer)
-            entries[key]!.debounced = [:]
-            entries[key]!.levelOps.append(.remove)
+            effects.cancels += entry.debounced.values.map(\.timer)
+            entry.debounced = [:]
+            entry.levelOps.append(.remove)
         }
         effects.publish.append(publish(key, error: error))
         effects.issueLevels = startIssuing(key)
@@ -586,32 +597,36 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func log(_ change: @escaping Change, for key: Key) {
-        guard !entries[key]!.fetches.isEmpty else { return }
-        entries[key]!.logSequence += 1
-        entries[key]!.log.append(LoggedChange(sequence: entries[key]!.logSequence, change: change))
+        let entry = entries[key]!
+        guard !entry.fetches.isEmpty else { return }
+        entry.logSequence += 1
+        entry.log.append(LoggedChange(sequence: entry.logSequence, change: change))
     }
 
     /// Forgets the logged changes no fetch in flight needs any more.
     @inlinable
     mutating func trimLog(of key: Key) {
-        guard let oldest = entries[key]!.fetches.map(\.logStart).min() else {
-            entries[key]!.log = []
+        let entry = entries[key]!
+        guard let oldest = entry.fetches.map(\.logStart).min() else {
+            entry.log = []
             return
         }
-        entries[key]!.log.removeAll { $0.sequence <= oldest }
+        entry.log.removeAll { $0.sequence <= oldest }
     }
 
     /// A new version of what `key` shows, for its observers.
     @inlinable
     mutating func publish(_ key: Key, error: (any Error)? = nil) -> Snapshot {
-        entries[key]!.version = next()
-        return Snapshot(key: key, entry: entries[key]!, version: entries[key]!.version, error: error)
+        let entry = entries[key]!
+        entry.version = next()
+        return Snapshot(key: key, entry: entry, version: entry.version, error: error)
     }
 
     /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
     @inlinable
     func shownNow(_ key: Key) -> Snapshot {
-        Snapshot(key: key, entry: entries[key]!, version: entries[key]!.version)
+        let entry = entries[key]!
+        return Snapshot(key: key, entry: entry, version: entry.version)
     }
 
     /// Drops `key`'s entry when nothing needs it any more, unless its value is among the last `keptValues` to
@@ -625,7 +640,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         if entry.keptStamp == nil { keptCount += 1 }
         let stamp = next()
-        entries[key]!.keptStamp = stamp
+        entry.keptStamp = stamp
         kept.append(KeptRecord(key: key, stamp: stamp))
         while keptCount > keptValues, keptHead < kept.count {
             let oldest = kept[keptHead]
