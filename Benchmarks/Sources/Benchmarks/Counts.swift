@@ -60,7 +60,8 @@ struct Verdict {
 /// scenario, each counted in child runs of a stripped copy of this binary: the count for 2N operations minus the
 /// count for N, over N, so that start-up and set-up cancel out. Deterministic where times are not; slow (valgrind).
 /// Ends with every scenario's targets, pass or miss.
-func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: Int) {
+@discardableResult
+func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: Int) -> [String: CountTable] {
     // Printed as counted: a full count takes minutes.
     var lines = Lines()
     lines += [
@@ -71,10 +72,11 @@ func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: In
     let setUp = valgrindAndStrippedBinary()
     guard case .success(let (valgrind, binary)) = setUp else {
         if case .failure(let problem) = setUp { lines.append("  \(problem.reason): skipped") }
-        return
+        return [:]
     }
     defer { try? FileManager.default.removeItem(at: binary.deletingLastPathComponent()) }
     var verdicts: [Verdict] = []
+    var tables: [String: CountTable] = [:]
     for (builder, scenario) in scenarios {
         let operations = scenario.countedOperations ?? operations
         lines.append("")
@@ -101,6 +103,7 @@ func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: In
             counted.append((variant.name, marginal(.instructions), marginal(.allocations)))
         }
         let table = CountTable(rows: counted)
+        tables[scenario.title] = table
         let reference = table.instructions(scenario.reference)
         for row in counted {
             var ratio = "-"
@@ -125,6 +128,7 @@ func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: In
         lines.append(
             missed == 0 ? "All \(verdicts.count) targets reached." : "\(missed) of \(verdicts.count) targets missed.")
     }
+    return tables
 }
 
 /// Lines printed as they are added.
@@ -223,4 +227,58 @@ func strippedCopyOfThisBinary() -> URL? {
     guard (try? strip.run()) != nil else { return nil }
     strip.waitUntilExit()
     return strip.terminationStatus == 0 ? copy : nil
+}
+
+/// A recorded count per operation, which `--gate` holds the current counts to.
+struct RecordedCount {
+    let scenario: String
+    let variant: String
+    let instructions: Double
+    let allocations: Double
+
+    /// The rows of the Markdown table between `<!-- recorded counts: begin -->` and `<!-- recorded counts: end -->`
+    /// in `text`: `| scenario title prefix | variant | instructions | allocations |`.
+    static func parse(_ text: String) -> [RecordedCount] {
+        guard let start = text.range(of: "<!-- recorded counts: begin -->"),
+            let end = text.range(of: "<!-- recorded counts: end -->", range: start.upperBound..<text.endIndex)
+        else { return [] }
+        return text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count == 4, let instructions = Double(cells[2].replacingOccurrences(of: ",", with: "")),
+                let allocations = Double(cells[3])
+            else { return nil }
+            return RecordedCount(
+                scenario: cells[0], variant: cells[1], instructions: instructions, allocations: allocations)
+        }
+    }
+}
+
+/// Compares `tables` with `recorded`: a figure more than `tolerance` above its record is a regression. Prints one
+/// line per figure; returns whether none regressed (and every recorded figure was counted).
+func gate(_ tables: [String: CountTable], against recorded: [RecordedCount], tolerance: Double = 0.10) -> Bool {
+    var lines = Lines()
+    lines.append("")
+    lines.append("Regression gate: each recorded count per operation, allowed \(Int(tolerance * 100))% more")
+    var passed = !recorded.isEmpty
+    for record in recorded {
+        let table = tables.first { $0.key.hasPrefix(record.scenario) }?.value
+        guard let instructions = table?.instructions(record.variant),
+            let allocations = table?.allocations(record.variant)
+        else {
+            lines.append("  ✗ not counted: \(record.scenario) \(record.variant)")
+            passed = false
+            continue
+        }
+        let ok =
+            instructions <= record.instructions * (1 + tolerance)
+            && allocations <= record.allocations * (1 + tolerance) + 0.05
+        if !ok { passed = false }
+        lines.append(
+            String(
+                format: "  %@ %@ %@: %.0f instructions (recorded %.0f), %.1f allocations (recorded %.1f)",
+                ok ? "✓" : "✗ regressed:", record.scenario, record.variant, instructions, record.instructions,
+                allocations, record.allocations))
+    }
+    lines.append(passed ? "No regression." : "Regression gate failed.")
+    return passed
 }

@@ -51,12 +51,22 @@ report.addLine(
 let built = scenarioBuilders(quick: quick, folder: folder).enumerated().flatMap { index, build in
     build().map { (builder: index, scenario: $0) }
 }
-let only = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }
+// `--only 12` or `--only 16.,17.,18.`: the scenarios whose title starts with one of the prefixes.
+let only = CommandLine.arguments.firstIndex(of: "--only").map {
+    CommandLine.arguments[$0 + 1].split(separator: ",").map(String.init)
+}
 
-let chosen = built.filter { built in only.map { built.scenario.title.hasPrefix($0) } ?? true }
+let chosen = built.filter { built in only.map { $0.contains { built.scenario.title.hasPrefix($0) } } ?? true }
 let countedOperations = quick ? 200 : 1_000
 if arguments.contains("--counts") {
-    printCounts(scenarios: chosen, operations: countedOperations)
+    let tables = printCounts(scenarios: chosen, operations: countedOperations)
+    // `--gate FILE`: fail when a count recorded in FILE (see the Benchmarks README) regressed by more than 10%.
+    if let index = CommandLine.arguments.firstIndex(of: "--gate") {
+        let file = URL(fileURLWithPath: CommandLine.arguments[index + 1])
+        let recorded = RecordedCount.parse((try? String(contentsOf: file, encoding: .utf8)) ?? "")
+        let gated = Set(recorded.map(\.scenario))
+        exit(gate(tables.filter { table in gated.contains { table.key.hasPrefix($0) } }, against: recorded) ? 0 : 1)
+    }
     exit(0)
 }
 
@@ -71,8 +81,8 @@ do {
     FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
     exit(1)
 }
-if only.map({ "17.".hasPrefix($0) || $0.hasPrefix("17") }) ?? true {
-    print("\n" + storeMemoryPerKeyLine(keys: quick ? 10_000 : 100_000))
+if only.map({ $0.contains { "17.".hasPrefix($0) || $0.hasPrefix("17") } }) ?? true {
+    print("\n" + storeMemoryPerKeyLines(keys: quick ? 10_000 : 100_000).joined(separator: "\n"))
 }
 // A full run ends with the counts and the targets' verdicts; a quick run (CI) only proves the scenarios run.
 if !quick { printCounts(scenarios: chosen, operations: countedOperations) }

@@ -144,13 +144,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let (store, key, policy) = (store, key, policy)
             // The clock is read only when the policy judges age.
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
-            // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below).
-            let shown = store.state.withLock { machine -> Snapshot? in
+            // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below). A
+            // key with optimistic changes pending takes the policy's path, which applies them outside the lock.
+            let shown = store.state.withLock { machine -> StoreResponse<Value>? in
                 guard policy.kind != .cacheThenNetwork else { return nil }
-                return machine.usableSnapshot(of: key, under: policy, now: now)
+                return machine.usableResponse(of: key, under: policy, now: now)
             }
             guard let shown else { return store.startRead(key, policy: policy, completion: completion) }
-            completion(.success(shown.response))  // computed outside the lock: it runs the pending changes
+            completion(.success(shown))
             return FinishedToken()
         }
     }

@@ -93,6 +93,18 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return Snapshot(key: key, entry: entry, version: entry.version)
     }
 
+    /// The response for `key` when `policy` serves the store's value as it is and no optimistic change is pending
+    /// (then building it runs no closure, so it is built under the lock: one reference to hand out).
+    @inlinable
+    func usableResponse(of key: Key, under policy: ReadPolicy, now: Date) -> StoreResponse<Value>? {
+        guard let entry = entries[key], entry.pending.isEmpty, let confirmed = entry.confirmed,
+            Self.serves(confirmed, under: policy, now: now)
+        else { return nil }
+        return StoreResponse(
+            value: confirmed.value, origin: confirmed.origin, savedAt: confirmed.savedAt, hasPendingChanges: false,
+            error: nil, version: entry.version)
+    }
+
     @inlinable
     static func serves(_ confirmed: StoredValue<Value>, under policy: ReadPolicy, now: Date) -> Bool {
         switch policy.kind {
