@@ -11,15 +11,35 @@
     #endif
 
     /// An HTTP client answering every request with one status.
-    private struct StatusClient: HTTPClient {
-        let status: Int
+    /// A server that answers every request with `status`, once `answer()` is called: a test checks what shows before
+    /// the server's answer without racing it.
+    private final class StatusClient: HTTPClient {
+        private let status: Int
+        private let held = Locked<(answered: Bool, waiting: [@Sendable () -> Void])>((false, []))
+
+        init(status: Int) {
+            self.status = status
+        }
+
+        func answer() {
+            let waiting = held.withLock { held in
+                held.answered = true
+                return exchange(&held.waiting, with: [])
+            }
+            for respond in waiting { DispatchQueue.global().async(execute: respond) }
+        }
 
         func perform(
             _ request: URLRequest,
             completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), any Error>) -> Void
         ) -> any CancellationToken {
             let response = HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: nil, headerFields: nil)!
-            DispatchQueue.global().async { completion(.success((Data(), response))) }
+            let respond: @Sendable () -> Void = { completion(.success((Data(), response))) }
+            let answersNow = held.withLock { held in
+                if !held.answered { held.waiting.append(respond) }
+                return held.answered
+            }
+            if answersNow { DispatchQueue.global().async(execute: respond) }
             return AnyCancellationToken()
         }
     }
@@ -61,10 +81,11 @@
         func test_aScreenBindsToIt_andSeesTheList_aDeleteAtOnce_andARefusedOneComeBackWithAToast() async {
             let base = URL(string: "https://api.example.com")!
             let (ada, grace) = (makeFriend("1", name: "Ada"), makeFriend("2", name: "Grace"))
+            let server = StatusClient(status: 500)
             let composer = FriendsComposer(
                 memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
                 remote: AnyLoader { [ada, grace] },
-                deleter: RemoteFriendsDeleter(baseURL: base, client: StatusClient(status: 500)),
+                deleter: RemoteFriendsDeleter(baseURL: base, client: server),
                 scheduler: ImmediateScheduler())
             let bound = BoundScreen(model: FriendsScreenModel(composer: composer))
             let screen = bound.model
@@ -73,6 +94,8 @@
             await until { screen.view.items.count == 2 }
             screen.delete(id: "1")
             XCTAssertEqual(screen.view.items.map(\.displayName), ["Grace"], "gone at once")
+            await until { bound.rendered.last == ["Grace"] }
+            server.answer()  // the server refuses
             await until { screen.toast != nil }
 
             XCTAssertEqual(screen.view.items.map(\.displayName), ["Ada", "Grace"], "back when the server refuses")

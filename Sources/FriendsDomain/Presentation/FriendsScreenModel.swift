@@ -30,11 +30,11 @@
         /// The loading resource the screen shows: its state, value and error.
         public let list: ResourceModel<[Friend]>
 
-        @ObservationIgnored private let repository: FriendsRepository
+        @ObservationIgnored private let deleter: RemoteFriendsDeleter?
 
         /// Creates the screen model of a composition.
         public init(composer: FriendsComposer) {
-            repository = FriendsRepository(composer: composer, scheduler: .immediate)
+            deleter = composer.deleter
             list = ResourceModel(store: composer.store, key: .all)
         }
 
@@ -51,7 +51,15 @@
         /// Deletes a friend: gone at once, back with ``toast`` set when the server refuses (other deletes made
         /// meanwhile stay).
         public func delete(id: Friend.ID) {
-            repository.remove(id: id, optimistic: true) { [weak self] result in
+            let deleter = deleter
+            let commit = AnyLoader<Void> { completion in
+                guard let deleter else {
+                    completion(.failure(FriendsRepository.DeletionUnavailable()))
+                    return AnyCancellationToken()
+                }
+                return deleter.delete(id: id, completion: completion)
+            }
+            list.mutate({ list in list?.filter { $0.id != id } }, commit: commit) { [weak self] result in
                 guard case .failure(let error) = result else { return }
                 let message = "Could not delete: \(FriendsViewModel.defaultErrorMessage(for: error))"
                 Task { @MainActor in self?.toast = message }

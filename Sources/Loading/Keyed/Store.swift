@@ -157,7 +157,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Runs `policy` for a read that no value shown could answer.
-    @usableFromInline
     @inlinable
     func startRead(
         _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>
@@ -525,7 +524,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    @usableFromInline
     @inlinable
     func startObserving(_ key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
         let fresh = state.withLock { $0.subject(of: key) } == nil ? Machine.Subject(nil) : nil
@@ -534,7 +532,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return subject
     }
 
-    @usableFromInline
     @inlinable
     func stopObserving(_ key: Key) {
         let subject = state.withLock { $0.stopObserving(key) }

@@ -90,13 +90,16 @@
         }
 
         /// Shows `change` at once and sends it upstream with `commit`; when `commit` fails, only this change is undone.
+        /// The change is shown before this returns, even while another thread is delivering the model's states.
         @discardableResult
         public func mutate<Commit: Loader>(
             _ change: @escaping @Sendable (Value?) -> Value?,
             commit: Commit,
             completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
         ) -> any CancellationToken {
-            repository.mutate(change, commit: commit, completion: completion)
+            let token = repository.mutate(change, commit: commit, completion: completion)
+            show(repository.currentVersionedState)  // its delivery may be queued behind another thread's
+            return token
         }
     }
 #endif
