@@ -59,7 +59,8 @@
                 }
                 return deleter.delete(id: id, completion: completion)
             }
-            list.mutate({ list in list?.filter { $0.id != id } }, commit: commit) { [weak self] result in
+            let removing: @Sendable ([Friend]?) -> [Friend]? = { list in list?.filter { $0.id != id } }
+            list.mutate(removing, commit: commit) { [weak self] result in
                 guard case .failure(let error) = result else { return }
                 let message = "Could not delete: \(FriendsViewModel.defaultErrorMessage(for: error))"
                 Task { @MainActor in self?.toast = message }
