@@ -59,6 +59,30 @@ public final class FriendsRepository: Sendable {
         eventDelivery = eventSubject.stream.receive(on: scheduler)
     }
 
+    /// Creates a repository from its parts: the friends are read from `memoryStore`, then `databaseStore`, then
+    /// `refreshLoader` (what `loader` chained in a composition), and `refresh()` reaches `refreshLoader`.
+    @available(
+        *, deprecated,
+        message: "Use init(composer:scheduler:), or init(store:deleter:policy:scheduler:) with a Store over the stores"
+    )
+    public convenience init(
+        loader: AnyLoader<[Friend]>,
+        refreshLoader: AnyLoader<[Friend]>,
+        memoryStore: any FriendsStore,
+        databaseStore: any FriendsStore,
+        deleter: any FriendDeleting,
+        scheduler: some Scheduler = .main
+    ) {
+        // `loader` chained the two stores before the network: the store reads them as its levels, then fetches.
+        let store = Store(
+            levels: [
+                .cache(FriendsCache(store: memoryStore), name: "memory"),
+                .cache(FriendsCache(store: databaseStore), name: "database"),
+            ],
+            fetch: LoaderFamily { (_: FriendsKey) in refreshLoader })
+        self.init(store: store, deleter: deleter, scheduler: scheduler)
+    }
+
     /// Creates the repository of a composition (whose deleter must exist: the production composer has one).
     public convenience init(composer: FriendsComposer, scheduler: some Scheduler = .main) {
         self.init(store: composer.store, deleter: composer.deleter ?? MissingDeleter(), scheduler: scheduler)

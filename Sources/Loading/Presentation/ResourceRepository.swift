@@ -81,6 +81,8 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
             _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
         ) -> any CancellationToken
     private let forget: @Sendable () -> Void
+    /// Writes a value to the key (what the deprecated `publish(_:)` forwards to).
+    private let write: @Sendable (Value) -> Void
     private let subject = CurrentValueStreamSubject<Stamped, Never>(Stamped(version: 0, state: .idle))
     private let deliveredState: EventStream<LoadingState<Value>, Never>
     private let flights = Locked(Flights())
@@ -88,16 +90,33 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
 
     /// Creates a repository showing `key` of `store`: `load()` reads it with `policy`, `refresh()` fetches it anew.
     /// State is delivered on `scheduler`.
-    public init<Key>(
+    public convenience init<Key>(
         store: Store<Key, Value>,
         key: Key,
         policy: ReadPolicy = .cacheFirst,
         scheduler: some Scheduler = .main
     ) {
+        self.init(store: store, key: key, policy: policy, scheduler: scheduler, refreshingWith: nil)
+    }
+
+    /// The designated initializer: `refresher`, when given, is what `refresh()` runs (its value is written to the
+    /// key), instead of the store's fetch.
+    init<Key>(
+        store: Store<Key, Value>,
+        key: Key,
+        policy: ReadPolicy,
+        scheduler: some Scheduler,
+        refreshingWith refresher: AnyLoader<Value>?
+    ) {
         read = { completion in store.read(key, policy: policy).load(completion: completion) }
-        fetchAnew = { completion in store.refresh(key).load(completion: completion) }
+        if let refresher {
+            fetchAnew = { completion in Self.refresh(key, of: store, with: refresher, completion: completion) }
+        } else {
+            fetchAnew = { completion in store.refresh(key).load(completion: completion) }
+        }
         change = { change, commit, completion in store.mutate(key, change, commit: commit, completion: completion) }
         forget = { store.remove(key) }
+        write = { value in store.write(value, for: key) }
         deliveredState = subject.stream.map { $0.state }.receive(on: scheduler)
         let subscription = store.changes(for: key).sink { [weak self] response in self?.show(response) }
         observation.withLock { $0 = subscription }
@@ -108,6 +127,47 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     public convenience init<L: Loader>(loader: L, scheduler: some Scheduler = .main) where L.Output == Value {
         let store = Store<LoaderKey, Value>(levels: [], fetch: LoaderFamily { _ in loader })
         self.init(store: store, key: LoaderKey(), policy: .networkFirst, scheduler: scheduler)
+    }
+
+    /// Creates a repository over `loader` whose `refresh()` runs `refreshLoader` (or `loader` when it is `nil`).
+    @available(
+        *, deprecated, message: "Use init(loader:scheduler:); for a separate refresh source, a Store whose fetch is it"
+    )
+    public convenience init<L: Loader, R: Loader, S: Scheduler>(loader: L, refreshLoader: R?, scheduler: S)
+    where L.Output == Value, R.Output == Value {
+        let store = Store<LoaderKey, Value>(levels: [], fetch: LoaderFamily { _ in loader })
+        self.init(
+            store: store, key: LoaderKey(), policy: .networkFirst, scheduler: scheduler,
+            refreshingWith: refreshLoader.map { AnyLoader($0) })
+    }
+
+    /// Creates a repository over `loader` whose `refresh()` runs `refreshLoader`, delivering on the main queue.
+    @available(
+        *, deprecated, message: "Use init(loader:scheduler:); for a separate refresh source, a Store whose fetch is it"
+    )
+    public convenience init<L: Loader, R: Loader>(loader: L, refreshLoader: R?)
+    where L.Output == Value, R.Output == Value {
+        self.init(loader: loader, refreshLoader: refreshLoader, scheduler: .main)
+    }
+
+    /// Runs `refresher`, writes its value to `key` and answers with what the key shows then.
+    private static func refresh<Key>(
+        _ key: Key, of store: Store<Key, Value>, with refresher: AnyLoader<Value>,
+        completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
+    ) -> any CancellationToken {
+        let pending = PendingLoad(completion)
+        pending.startStep {
+            refresher.load { result in
+                switch result {
+                case .success(let value):
+                    store.write(value, for: key)
+                    pending.startStep { store.read(key, policy: .cacheOnly).load { pending.complete($0) } }
+                case .failure(let error):
+                    pending.complete(.failure(error))
+                }
+            }
+        }
+        return pending
     }
 
     deinit {
@@ -195,6 +255,27 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     ) -> any CancellationToken {
         let commit = AnyLoader<Void>(commit.map { _ in () })
         return self.change(change, commit, completion)
+    }
+
+    /// Shows `value` at once: writes it to the key, so every view of the key shows it (a load in flight gets it
+    /// applied to what it brings).
+    @available(*, deprecated, message: "Use mutate(_:commit:completion:), or write the value to the store")
+    public func publish(_ value: Value) {
+        write(value)
+    }
+
+    /// Shows `state`: a value it carries is written to the key (the error of `.failed` is shown beside it); `.idle`
+    /// forgets the key, as ``wipe()`` does.
+    @available(*, deprecated, message: "Use mutate(_:commit:completion:), or write to or remove the key in the store")
+    public func publish(state newState: LoadingState<Value>) {
+        if case .idle = newState { return wipe() }
+        if let value = newState.value { write(value) }
+        guard let error = newState.error else { return }
+        let stamped = flights.withLock { flights -> Stamped in
+            flights.error = error
+            return flights.state()
+        }
+        publish(stamped)
     }
 
     /// Forgets the resource: cancels the loads in flight (their callers fail with ``WipedError``), removes the key
