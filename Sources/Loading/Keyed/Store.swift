@@ -269,7 +269,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
         let shown = state.withLock { $0.usableSnapshot(of: key, under: policy, now: now) }
         let step = PendingLoad<Void> { _ in }
-        let read = PolicyRun(key: key, step: step, answer: answer, fail: fail)
+        let read = PolicyRun(key: key, step: step, answer: answer, fail: fail, fallsBack: policy.kind == .networkFirst)
         switch policy.kind {
         case .cacheFirst, .cacheOnly:
             if let shown {
@@ -308,16 +308,19 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         @usableFromInline let step: PendingLoad<Void>
         @usableFromInline let answer: @Sendable (StoreResponse<Value>) -> Void
         @usableFromInline let fail: @Sendable (any Error) -> Void
+        /// Whether a failed fetch falls back to the levels (networkFirst) even when the store shows a value.
+        @usableFromInline let fallsBack: Bool
 
         @inlinable
         init(
             key: Key, step: PendingLoad<Void>, answer: @escaping @Sendable (StoreResponse<Value>) -> Void,
-            fail: @escaping @Sendable (any Error) -> Void
+            fail: @escaping @Sendable (any Error) -> Void, fallsBack: Bool
         ) {
             self.key = key
             self.step = step
             self.answer = answer
             self.fail = fail
+            self.fallsBack = fallsBack
         }
     }
 
@@ -333,6 +336,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 case .failure(let error as StoreError) where error == .discarded:
                     // Dropped on purpose (a removal or a clear came after it started): what is shown is the answer.
                     read.answer(shownResponse(read.key))
+                case .failure(let error) where !read.fallsBack && state.withLock({ $0.shown(read.key) != nil }):
+                    reportOrFail(error, read)  // the value shown, with the error attached
                 case .failure(let error):
                     // The value to show with the error: a level's (a hit shown with the error attached), or the
                     // store's (see reportOrFail).
@@ -386,15 +391,17 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) {
         guard index < levels.count else { return done(nil) }
         let stamp: Machine.ReadStamp
-        switch state.withLock({ $0.beginLevelRead(key) }) {
+        let inStep: Bool
+        switch state.withLock({ $0.beginLevelRead(key, level: index) }) {
         case .known(let snapshot):
             let accepted = snapshot?.confirmed.map { policy?.accepts(savedAt: $0.savedAt, now: now()) ?? true }
             return done(accepted == true ? snapshot?.response : nil)
-        case .read(let readStamp):
-            stamp = readStamp
+        case .read(let readStamp, let levelInStep):
+            (stamp, inStep) = (readStamp, levelInStep)
         }
         levels[index].read(key) { [self] result in
-            if !token.isCancelled, case .success(let cached) = result,
+            // A hit from a level behind the store (its write not issued yet) is older than what the store holds.
+            if !token.isCancelled, inStep, case .success(let cached) = result,
                 policy?.accepts(savedAt: cached.savedAt, now: now()) ?? true
             {
                 let reply: Machine.HitReply = { snapshot in

@@ -96,7 +96,8 @@ extension StoreMachine {
     /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss).
     @usableFromInline
     enum LevelRead {
-        case read(ReadStamp)
+        /// Read the level; a hit counts only when the level is `inStep` with the store.
+        case read(ReadStamp, inStep: Bool)
         case known(Snapshot?)
     }
 

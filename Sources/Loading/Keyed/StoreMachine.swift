@@ -158,20 +158,25 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Level reads
 
-    /// Starts a read of the levels for `key`, unless they cannot hold anything the store does not know: the key is
-    /// known (its levels hold what it shows, or are being written: the answer is what it shows), or a clear is
-    /// emptying them (a miss).
+    /// Starts a read of level `level` for `key`, unless the store knows better: a change of the key is running (the
+    /// answer is what it shows) or a clear is emptying the levels (a miss). A level whose writes for the key are
+    /// not issued yet (a debounced write, operations waiting) may be read, but its hit is older than what the store
+    /// confirmed: `inStep` is false, and the store takes it as a miss. A level in step is read like any other (a
+    /// value too old for the store may be young enough there, written by another process).
     @inlinable
-    mutating func beginLevelRead(_ key: Key) -> LevelRead {
+    mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
         guard clearing == nil else { return .known(nil) }
         let entry = ensureEntry(key)
-        guard !entry.isKnown else {
+        guard !(entry.isKnown && (entry.isChanging || !entry.queue.isEmpty)) else {
             defer { release(key) }
             return .known(entry.confirmed == nil ? nil : shownNow(key))
         }
+        let behind =
+            entry.debounced[level] != nil
+            || (!debouncedLevels.contains(level) && (!entry.levelOps.isEmpty || entry.isIssuing))
         entry.levelReads += 1
         return .read(
-            ReadStamp(generation: entry.generation, confirmedVersion: entry.confirmedVersion))
+            ReadStamp(generation: entry.generation, confirmedVersion: entry.confirmedVersion), inStep: !behind)
     }
 
     /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel).

@@ -12,7 +12,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aLevelReadThatEndsAfterAClear_answersWithNothing_andConfirmsNothing() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a").stamp)
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
 
         _ = machine.clear {}
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
@@ -25,7 +25,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aLevelReadThatEndsAfterARemoval_answersWithNothing() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a").stamp)
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
 
         _ = machine.remove("a")
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
@@ -35,7 +35,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aLevelReadThatLostToAWrite_answersWithTheWrite() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a").stamp)
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
 
         _ = machine.submit(.write(stored("new")), for: "a", now: now)
         _ = finishChanges(&machine, "a")
@@ -151,7 +151,24 @@ final class StoreMachineTests: XCTestCase {
     func test_levelsAreNotReadWhileAClearEmptiesThem() {
         var machine = makeMachine()
         _ = machine.clear {}
-        guard case .known(nil) = machine.beginLevelRead("a") else { return XCTFail("expected a miss") }
+        guard case .known(nil) = machine.beginLevelRead("a", level: 1) else { return XCTFail("expected a miss") }
+    }
+
+    func test_aKnownKeyWhoseLevelsAreInStep_isReadFromThem_butALevelBehindTheStoreIsNotTrusted() {
+        var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 1)
+        _ = machine.observe("a", subject: .init(nil))
+        let write = machine.submit(.write(stored("1")), for: "a", now: now)
+        XCTAssertEqual(write.effects?.debounce.map(\.level), [1], "the database write waits for its timer")
+        _ = finishChanges(&machine, "a")
+        _ = machine.takeLevelOps(of: "a")
+        _ = machine.takeLevelOps(of: "a")
+
+        guard case .read(_, inStep: true) = machine.beginLevelRead("a", level: 0) else {
+            return XCTFail("the memory level holds what the store confirmed: it may be read")
+        }
+        guard case .read(_, inStep: false) = machine.beginLevelRead("a", level: 1) else {
+            return XCTFail("the database is behind until its debounced write lands: its hit is not trusted")
+        }
     }
 
     // MARK: Bounded memory
@@ -228,7 +245,7 @@ extension StoreMachine.Step {
 
 extension StoreMachine.LevelRead {
     fileprivate var stamp: StoreMachine.ReadStamp? {
-        if case .read(let stamp) = self { return stamp }
+        if case .read(let stamp, _) = self { return stamp }
         return nil
     }
 }

@@ -265,6 +265,22 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(results.values.first?.error as? TestError, TestError(id: 4))
     }
 
+    func test_cacheFirstWithAMaxAge_readsAValueTooOldForTheStore_anewFromTheLevels_evenWhileTheKeyIsObserved() {
+        let (store, levels, network) = makeSUT()
+        let observed = StreamRecorder(store.changes(for: "a"))
+        store.write("old", for: "a")
+        clock.advance(by: 600)
+        levels.memory.insert("younger", for: "a")  // written there since (another process, say)
+        let read = LoadRecorder<StoreResponse<String>>()
+
+        read.load(store.read("a", policy: .cacheFirst(maxAge: .seconds(300))))
+
+        XCTAssertEqual(read.values.map(\.value), ["younger"])
+        XCTAssertEqual(read.values.map(\.origin), [.cache("memory")])
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+        XCTAssertEqual(observed.values.last?.value, "younger")
+    }
+
     func test_changes_emitsTheShownValueAndEveryChange_withoutReadingAnything() {
         let (store, levels, network) = makeSUT()
         levels.disk.values["a"] = "on disk"
