@@ -104,7 +104,10 @@ public struct FriendsComposer: Sendable {
     /// pull-to-refresh wants. Delivered on the main queue.
     public let refreshLoader: AnyLoader<[Friend]>
 
-    private let listPolicy: ReadPolicy
+    /// How the friends list is read: cache first, counting only a list younger than the configured maximum age.
+    /// ``FriendsRepository/init(composer:scheduler:)`` and ``FriendsScreenModel`` read with it, as
+    /// ``friendsLoader`` does.
+    public let listPolicy: ReadPolicy
     private let remoteFriend: LoaderFamily<Friend.ID, Friend>?
     private let updates: (any FriendsUpdatesSource)?
     private let memoryLevel: ReportingCache

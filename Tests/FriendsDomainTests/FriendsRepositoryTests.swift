@@ -7,6 +7,51 @@ import XCTest
 final class FriendsRepositoryTests: XCTestCase {
     private let ada = makeFriend("1", name: "Ada"), grace = makeFriend("2", name: "Grace")
 
+    func test_aRepositoryOfAComposer_readsWithTheComposersMaxAge() {
+        let clock = TestClock()
+        let (ada, grace) = (makeFriend("1", name: "Ada"), makeFriend("2", name: "Grace"))
+        let network = LoaderSpy<[Friend]>()
+        let composer = FriendsComposer(
+            memoryStore: InMemoryFriendsStore(CachedFriends(friends: [ada], timestamp: clock.now)),
+            databaseStore: InMemoryFriendsStore(), remote: AnyLoader(network), maxAge: .seconds(300),
+            scheduler: ImmediateScheduler(), currentDate: { clock.now })
+        let repository = FriendsRepository(composer: composer, scheduler: ImmediateScheduler())
+
+        repository.load()
+        XCTAssertEqual(repository.currentState, .loaded([ada]))
+        clock.advance(by: 3_600)
+        repository.load()
+
+        XCTAssertEqual(network.loadCount, 1, "an hour-old list is not served: the composer's max age counts")
+        network.complete(with: [ada, grace])
+        XCTAssertEqual(repository.currentState, .loaded([ada, grace]))
+    }
+
+    func test_twoThousandConcurrentColdLoads_makeOneNetworkRequest() {
+        let friends = [makeFriend("1", name: "Ada")]
+        let network = LoaderSpy<[Friend]>()
+        let composer = FriendsComposer(
+            memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
+            remote: AnyLoader(network), scheduler: ImmediateScheduler())
+        let loaded = expectation(description: "every load answered")
+        loaded.expectedFulfillmentCount = 2_000
+        let answers = Locked<[[Friend]]>([])
+
+        DispatchQueue.concurrentPerform(iterations: 2_000) { _ in
+            _ = composer.friendsLoader.load { result in
+                answers.withLock { $0.append((try? result.get()) ?? []) }
+                loaded.fulfill()
+            }
+        }
+        XCTAssertTrue(eventually { network.loadCount >= 1 })
+        network.complete(with: friends)
+        wait(for: [loaded], timeout: 10)
+
+        XCTAssertEqual(network.loadCount, 1, "every cold load joined the one fetch in flight, or read its value")
+        XCTAssertEqual(answers.withLock { $0.count }, 2_000)
+        XCTAssertTrue(answers.withLock { $0.allSatisfy { $0 == friends } })
+    }
+
     func test_optimisticDelete_publishesAtOnceAndCachesMatchOnSuccess() throws {
         let (sut, parts) = try makeLoadedSUT()
         let states = StreamRecorder(sut.state)

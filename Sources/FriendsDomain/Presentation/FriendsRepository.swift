@@ -85,7 +85,9 @@ public final class FriendsRepository: Sendable {
 
     /// Creates the repository of a composition (whose deleter must exist: the production composer has one).
     public convenience init(composer: FriendsComposer, scheduler: some Scheduler = .main) {
-        self.init(store: composer.store, deleter: composer.deleter ?? MissingDeleter(), scheduler: scheduler)
+        self.init(
+            store: composer.store, deleter: composer.deleter ?? MissingDeleter(), policy: composer.listPolicy,
+            scheduler: scheduler)
     }
 
     /// The loading state: the current one at once, then every change.

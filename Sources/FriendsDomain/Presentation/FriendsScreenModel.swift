@@ -35,7 +35,7 @@
         /// Creates the screen model of a composition.
         public init(composer: FriendsComposer) {
             deleter = composer.deleter
-            list = ResourceModel(store: composer.store, key: .all)
+            list = ResourceModel(store: composer.store, key: .all, policy: composer.listPolicy)
         }
 
         /// Loads the friends, joining a load in flight.

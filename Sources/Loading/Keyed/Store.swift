@@ -277,7 +277,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return step
             }
             step.startStep {
-                readLevels(key, acceptedBy: policy) { [self] hit in
+                readLevels(key, acceptedBy: policy, for: read) { [self] hit in
                     if let hit { return answer(hit) }
                     if policy.kind == .cacheOnly { return fail(CacheMiss.absent) }
                     fetchThenReport(read)
@@ -290,6 +290,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return step
             }
             step.startStep {
+                // No stamp: the fetch goes on after a hit (its own confirmation must not stand in for the network).
                 readLevels(key, acceptedBy: nil) { [self] hit in
                     if let hit { answer(hit) }
                     fetchThenReport(read)
@@ -310,6 +311,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         @usableFromInline let fail: @Sendable (any Error) -> Void
         /// Whether a failed fetch falls back to the levels (networkFirst) even when the store shows a value.
         @usableFromInline let fallsBack: Bool
+        /// The stamp of the read's first level read: what the store knew when the read began.
+        @usableFromInline let since = Locked<Machine.ReadStamp?>(nil)
 
         @inlinable
         init(
@@ -329,7 +332,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func fetchThenReport(_ read: PolicyRun) {
         read.step.startStep {
-            fetch(read.key, joining: true) { [self] result in
+            fetch(read.key, joining: true, since: read.since.withLock { $0 }) { [self] result in
                 switch result {
                 case .success(let snapshot):
                     read.answer(snapshot.response)
@@ -376,18 +379,19 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// level missed. When the store knows the key, its shown value answers and no level is read.
     @inlinable
     func readLevels(
-        _ key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)? = nil,
+        _ key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)? = nil, for read: PolicyRun? = nil,
         done: @escaping @Sendable (StoreResponse<Value>?) -> Void
     ) -> any CancellationToken {
         let token = AnyCancellationToken()
-        readLevel(0, of: key, acceptedBy: policy, attaching: error, token: token, done: done)
+        readLevel(0, of: key, acceptedBy: policy, attaching: error, token: token, for: read, done: done)
         return token
     }
 
     @inlinable
     func readLevel(
         _ index: Int, of key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)?,
-        token: AnyCancellationToken, done: @escaping @Sendable (StoreResponse<Value>?) -> Void
+        token: AnyCancellationToken, for read: PolicyRun? = nil,
+        done: @escaping @Sendable (StoreResponse<Value>?) -> Void
     ) {
         guard index < levels.count else { return done(nil) }
         let stamp: Machine.ReadStamp
@@ -398,6 +402,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return done(accepted == true ? snapshot?.response : nil)
         case .read(let readStamp, let levelInStep):
             (stamp, inStep) = (readStamp, levelInStep)
+            if index == 0 { read?.since.withLock { $0 = readStamp } }
         }
         levels[index].read(key) { [self] result in
             // A hit from a level behind the store (its write not issued yet) is older than what the store holds.
@@ -409,9 +414,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 }
                 return submit(.hit(cached, level: index, stamp: stamp, error: error, reply: reply), for: key)
             }
-            state.withLock { $0.endLevelRead(key) }
+            let learned = state.withLock { $0.endLevelRead(key, since: stamp) }
             guard !token.isCancelled else { return }
-            readLevel(index + 1, of: key, acceptedBy: policy, attaching: error, token: token, done: done)
+            // What the store learned while the level was read (a fetch that answered meanwhile) is the answer.
+            if let learned, learned.confirmed.map({ policy?.accepts(savedAt: $0.savedAt, now: now()) ?? true }) != false
+            {
+                return done(learned.response)
+            }
+            readLevel(index + 1, of: key, acceptedBy: policy, attaching: error, token: token, for: read, done: done)
         }
     }
 
@@ -442,9 +452,16 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// starts it on its own thread. The token drops this caller; the last caller out cancels the fetch.
     @inlinable
     func fetch(
-        _ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion
+        _ key: Key, joining: Bool, since stamp: Machine.ReadStamp? = nil,
+        completion: @escaping Machine.FetchCompletion
     ) -> any CancellationToken {
-        let (id, caller, starts) = state.withLock { $0.beginFetch(key, joining: joining, completion: completion) }
+        let (id, caller, starts, answered) = state.withLock {
+            $0.beginFetch(key, joining: joining, since: stamp, completion: completion)
+        }
+        if let answered {
+            completion(.success(answered))
+            return FinishedToken()
+        }
         if starts {
             let token = fetcher[key].load { [self] result in fetchEnded(id, of: key, with: result) }
             state.withLock { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()

@@ -179,27 +179,41 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             ReadStamp(generation: entry.generation, confirmedVersion: entry.confirmedVersion), inStep: !behind)
     }
 
-    /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel).
+    /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel). Returns
+    /// what the key shows when the store learned something since the read began (a fetch or a write confirmed a
+    /// value, or a removal or a clear overtook it): that is the read's answer, rather than reading on or fetching.
     @inlinable
-    mutating func endLevelRead(_ key: Key) {
-        guard let entry = entries[key] else { return }
+    mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
+        guard let entry = entries[key] else { return nil }
         entry.levelReads -= 1
-        release(key)
+        defer { release(key) }
+        guard let stamp, entry.generation != stamp.generation || entry.confirmedVersion != stamp.confirmedVersion
+        else { return nil }
+        return shownNow(key)
     }
 
     // MARK: Fetches
 
     /// Adds a caller to `key`'s newest fetch in flight (when `joining`), or starts a fetch: returns its id, the
     /// caller's id, and whether the caller must start the upstream load.
+    ///
+    /// A read that missed the levels passes `since`, the stamp of its first level read: when the store learned a
+    /// value since (a fetch that answered while the levels were read), that value is the answer (`answered`), and no
+    /// fetch starts.
     @inlinable
     mutating func beginFetch(
-        _ key: Key, joining: Bool, completion: @escaping FetchCompletion
-    ) -> (fetch: Int, caller: Int, starts: Bool) {
+        _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, completion: @escaping FetchCompletion
+    ) -> (fetch: Int, caller: Int, starts: Bool, answered: Snapshot?) {
         let entry = ensureEntry(key)
+        if let stamp, entry.confirmed != nil,
+            entry.generation != stamp.generation || entry.confirmedVersion != stamp.confirmedVersion
+        {
+            return (0, 0, false, shownNow(key))
+        }
         let caller = next()
         if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned {
             entry.fetches[index].callers.append(FetchCaller(id: caller, completion: completion))
-            return (entry.fetches[index].id, caller, false)
+            return (entry.fetches[index].id, caller, false, nil)
         }
         // A fetch may get what an upstream load that started earlier brings (a family that coalesces), so it counts
         // from the oldest fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
@@ -208,7 +222,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             id: next(), generation: entry.generation, logStart: logStart,
             callers: [FetchCaller(id: caller, completion: completion)])
         entry.fetches.append(fetch)
-        return (fetch.id, caller, true)
+        return (fetch.id, caller, true, nil)
     }
 
     /// Keeps the token of fetch `id`'s upstream load; returns it when it must be cancelled (every caller left
