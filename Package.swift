@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Upcoming language features the code builds clean with: `any` spelled out for existentials, and a member used only
+// where its module is imported.
+let upcomingFeatures: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+]
+
 let package = Package(
     name: "Loading",
     // `Duration` sets the floor: macOS 13 / iOS 16. The lock box is built on os_unfair_lock and pthread_mutex,
@@ -14,8 +20,8 @@ let package = Package(
     targets: [
         // Two inline C functions (atomic load and store of a word): lock-free reads of hot flags.
         .target(name: "CLoadingAtomics"),
-        .target(name: "Loading", dependencies: ["CLoadingAtomics"]),
-        .target(name: "LoadingTestSupport", dependencies: ["Loading"]),
+        .target(name: "Loading", dependencies: ["CLoadingAtomics"], swiftSettings: upcomingFeatures),
+        .target(name: "LoadingTestSupport", dependencies: ["Loading"], swiftSettings: upcomingFeatures),
         // The system's libsqlite3. On Apple platforms the SDK's `SQLite3` module is used instead.
         .systemLibrary(
             name: "CSQLite",
@@ -26,9 +32,13 @@ let package = Package(
             dependencies: [
                 "Loading",
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows, .openbsd, .wasi])),
-            ]),
-        .testTarget(name: "LoadingTests", dependencies: ["Loading", "LoadingTestSupport"]),
-        .testTarget(name: "FriendsDomainTests", dependencies: ["FriendsDomain", "Loading", "LoadingTestSupport"]),
+            ],
+            swiftSettings: upcomingFeatures),
+        .testTarget(
+            name: "LoadingTests", dependencies: ["Loading", "LoadingTestSupport"], swiftSettings: upcomingFeatures),
+        .testTarget(
+            name: "FriendsDomainTests", dependencies: ["FriendsDomain", "Loading", "LoadingTestSupport"],
+            swiftSettings: upcomingFeatures),
     ],
     swiftLanguageModes: [.v6]
 )

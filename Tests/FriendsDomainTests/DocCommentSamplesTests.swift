@@ -1,8 +1,13 @@
 import Foundation
+
 import FriendsDomain
 import Loading
 import LoadingTestSupport
 import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 // The code samples of FriendsDomain's doc comments (and the one of `CacheContract`, which uses its stores), as
 // written there. `SampleInventoryTests` checks that every sample appears between the markers of some test.

@@ -1,8 +1,13 @@
 import Foundation
+
 import FriendsDomain
 import Loading
 import LoadingTestSupport
 import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
     private let baseURL = URL(string: "https://api.example.com")!
