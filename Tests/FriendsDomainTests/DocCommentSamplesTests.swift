@@ -1,5 +1,4 @@
 import Foundation
-
 import FriendsDomain
 import Loading
 import LoadingTestSupport
