@@ -252,8 +252,6 @@ final class RemoteFriendsLoaderTests: XCTestCase {
     }
 
     private func waitUntil(_ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        XCTAssertTrue(condition(), "timed out")
+        XCTAssertTrue(eventually(condition), "timed out")
     }
 }
