@@ -60,7 +60,8 @@ public final class FriendsRepository: Sendable {
     }
 
     /// Creates a repository from its parts: the friends are read from `memoryStore`, then `databaseStore`, then
-    /// `refreshLoader` (what `loader` chained in a composition), and `refresh()` reaches `refreshLoader`.
+    /// `refreshLoader`, and `refresh()` reaches `refreshLoader`. `loader` is not called: in a composition it chained
+    /// those same sources, which the repository's store now reads itself.
     @available(
         *, deprecated,
         message: "Use init(composer:scheduler:), or init(store:deleter:policy:scheduler:) with a Store over the stores"

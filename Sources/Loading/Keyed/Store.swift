@@ -246,9 +246,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 pending.complete(result.map { _ in () })
             }
         }
-        if !state.withLock({ $0.keepCommit(pending, ofMutation: id, for: key) }) {
-            withExtendedLifetime(pending) {}  // settled or cleared already
-        }
+        state.withLock { $0.keepCommit(pending, ofMutation: id, for: key) }
         return AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }
             self?.submit(.settle(mutation: id, accepted: false), for: key)
@@ -376,7 +374,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Reads the levels in order, on the caller's thread (each next one on the thread the previous one completed
     /// on); the first hit young enough for `policy` (when given) is confirmed, in order with the key's changes.
     /// `done` receives what the key shows after it (what the store learned meanwhile wins), or `nil` when every
-    /// level missed. When the store knows the key, its shown value answers and no level is read.
+    /// level missed. While a change of the key runs, its shown value answers and no level is read.
     @inlinable
     func readLevels(
         _ key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)? = nil, for read: PolicyRun? = nil,
@@ -550,8 +548,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     func startObserving(_ key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
-        let fresh = state.withLock { $0.subject(of: key) } == nil ? Machine.Subject(nil) : nil
-        let (subject, shown) = state.withLock { $0.observe(key, subject: fresh ?? Machine.Subject(nil)) }
+        // A key observed already has its subject: one lock. Otherwise one is made outside the lock.
+        let (subject, shown) =
+            state.withLock { $0.observe(key, fresh: nil) }
+            ?? state.withLock { $0.observe(key, fresh: Machine.Subject(nil)) }!
         if let shown { publish(shown) }
         return subject
     }

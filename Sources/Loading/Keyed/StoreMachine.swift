@@ -29,7 +29,8 @@
 ///   running stale.
 /// - **Per key, level operations in decision order.** They are issued by one caller at a time, in the order the
 ///   changes that decided them were made; a clear's `removeAll` is issued after every operation decided before it and
-///   before any decided after it. Levels are read only when nothing is pending for the key.
+///   before any decided after it. Levels are not read while a change of the key runs; a level whose writes for the
+///   key are not issued yet may be read, but its hit is older than the confirmed value and counts as a miss.
 /// - **Last asked wins.** A fetch's value is confirmed only if no fetch started after it was confirmed first; changes
 ///   made while it was in flight are applied again to its value.
 @usableFromInline
@@ -130,19 +131,20 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Observers
 
-    /// The subject `key`'s observers subscribe to, while it has observers.
+    /// Counts an observer of `key` and returns the subject it subscribes to (the key's, else `fresh`), with what
+    /// the key shows now, if anything, to publish. Returns `nil`, counting nothing, when the key has no subject and
+    /// `fresh` is `nil`: the caller makes one (outside the lock) and asks again.
     @inlinable
-    func subject(of key: Key) -> Subject? {
-        entries[key]?.subject
-    }
-
-    /// Counts an observer of `key`, which subscribes to `subject` unless the key has one already (returned);
-    /// returns what the key shows now, if anything, to publish.
-    @inlinable
-    mutating func observe(_ key: Key, subject: Subject) -> (subject: Subject, shown: Snapshot?) {
+    mutating func observe(_ key: Key, fresh: Subject?) -> (subject: Subject, shown: Snapshot?)? {
         let entry = ensureEntry(key)
+        if entry.subject == nil {
+            guard let fresh else {
+                release(key)
+                return nil
+            }
+            entry.subject = fresh
+        }
         entry.observers += 1
-        if entry.subject == nil { entry.subject = subject }
         return (entry.subject!, shown(key))
     }
 
@@ -362,14 +364,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return (id, publish(key), !entry.isKnown)
     }
 
-    /// Keeps the commit of pending change `id`, so that a clear can fail it; `false` when the change is gone.
+    /// Keeps the commit of pending change `id`, so that a clear can fail it (nothing to keep when it is gone).
     @inlinable
-    mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key) -> Bool {
-        guard let entry = entries[key], let index = entry.pending.firstIndex(where: { $0.id == id }) else {
-            return false
-        }
+    mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key) {
+        guard let entry = entries[key], let index = entry.pending.firstIndex(where: { $0.id == id }) else { return }
         entry.pending[index].commit = commit
-        return true
     }
 
     // MARK: Removal and clear

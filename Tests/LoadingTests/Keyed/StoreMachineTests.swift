@@ -156,7 +156,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aKnownKeyWhoseLevelsAreInStep_isReadFromThem_butALevelBehindTheStoreIsNotTrusted() {
         var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 1)
-        _ = machine.observe("a", subject: .init(nil))
+        _ = machine.observe("a", fresh: .init(nil))
         let write = machine.submit(.write(stored("1")), for: "a", now: now)
         XCTAssertEqual(write.effects?.debounce.map(\.level), [1], "the database write waits for its timer")
         _ = finishChanges(&machine, "a")
@@ -175,7 +175,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_anEntryIsDroppedOnceNothingNeedsIt() {
         var machine = makeMachine()
-        _ = machine.observe("a", subject: .init(nil))
+        _ = machine.observe("a", fresh: .init(nil))
         _ = machine.submit(.write(stored("1")), for: "a", now: now)
         _ = finishChanges(&machine, "a")
         _ = machine.takeLevelOps(of: "a")

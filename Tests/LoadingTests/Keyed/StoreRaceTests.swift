@@ -10,8 +10,9 @@ final class StoreRaceTests: XCTestCase {
     // MARK: Removal and clear beat reads in flight
 
     func test_aSlowLevelReadStartedBeforeAClear_neverAnswersWithWhatItReadBefore() {
-        let disk = HeldCache()
-        disk.store("before logout", for: "a")
+        let disk = SpyCache(now: Date.init)
+        disk.values["a"] = "before logout"
+        disk.holdReads = true
         let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
         let read = LoadRecorder<StoreResponse<String>>()
 
@@ -23,8 +24,9 @@ final class StoreRaceTests: XCTestCase {
     }
 
     func test_aSlowLevelReadStartedBeforeARemoval_neverAnswersWithWhatItReadBefore() {
-        let disk = HeldCache()
-        disk.store("removed", for: "a")
+        let disk = SpyCache(now: Date.init)
+        disk.values["a"] = "removed"
+        disk.holdReads = true
         let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
         let read = LoadRecorder<StoreResponse<String>>()
 
@@ -36,8 +38,9 @@ final class StoreRaceTests: XCTestCase {
     }
 
     func test_aRepositoryLoadingWhenTheStoreIsCleared_neverShowsWhatItReadBefore() {
-        let disk = HeldCache()
-        disk.store("before logout", for: "a")
+        let disk = SpyCache(now: Date.init)
+        disk.values["a"] = "before logout"
+        disk.holdReads = true
         let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
         let repository = ResourceRepository(store: store, key: "a", scheduler: ImmediateScheduler())
 
@@ -208,43 +211,6 @@ enum RequestContext {
 extension LoaderFamily where Output: Sendable {
     /// A family whose loads never complete.
     fileprivate static var never: LoaderFamily { LoaderFamily { _ in LoaderSpy<Output>() } }
-}
-
-/// A keyed cache whose reads read at once but deliver only on `releaseReads()`.
-private final class HeldCache: KeyedCache {
-    private let state = Locked<(values: [String: String], held: [@Sendable () -> Void])>(([:], []))
-
-    func store(_ value: String, for key: String) {
-        state.withLock { $0.values[key] = value }
-    }
-
-    func releaseReads() {
-        for delivery in state.withLock({ exchange(&$0.held, with: []) }) { delivery() }
-    }
-
-    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
-        state.withLock { state in
-            let value = state.values[key]
-            state.held.append {
-                completion(value.map { .success(CachedValue($0, savedAt: Date())) } ?? .failure(CacheMiss.absent))
-            }
-        }
-    }
-
-    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        store(value, for: key)
-        completion(.success(()))
-    }
-
-    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        state.withLock { _ = $0.values.removeValue(forKey: key) }
-        completion(.success(()))
-    }
-
-    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        state.withLock { $0.values = [:] }
-        completion(.success(()))
-    }
 }
 
 /// A keyed cache that holds nothing; reading the gated key blocks the reading thread until the gate opens.
