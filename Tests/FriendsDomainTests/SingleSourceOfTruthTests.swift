@@ -18,7 +18,8 @@ final class SingleSourceOfTruthTests: XCTestCase {
 
         sut.repository.remove(id: "1")
         sut.network.answer(with: [ada, grace])  // the server has not deleted Ada yet
-        sut.repository.refresh()
+        sut.repository.refresh()  // answered once the database has saved what it brought
+        spinMainQueue { sut.repository.currentState == .loaded([grace]) }
         XCTAssertEqual(sut.repository.currentState, .loaded([grace]), "the pending delete stays applied")
         sut.deleter.complete(id: "1", with: .success(()))
 
@@ -35,6 +36,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
         sut.deleter.complete(id: "1", with: .success(()))
         sut.network.releaseAll(with: [ada, grace, linus])
 
+        spinMainQueue { sut.repository.currentState == .loaded([grace, linus]) }
         XCTAssertEqual(sut.repository.currentState, .loaded([grace, linus]), "the newcomer shows, Ada does not")
         try assertCaches(sut, hold: [grace, linus])
     }

@@ -22,8 +22,9 @@
 ///
 /// - The **shown value** of a key is its confirmed value with every pending optimistic change applied in order.
 /// - A **fetch** (the network) confirms its value, unless the key was removed or the store cleared since it started,
-///   or a fetch started after it was confirmed first; it writes every level. A **cache hit** confirms the level's
-///   value and writes it to the faster levels.
+///   or a fetch started after it was confirmed first; it writes every level at once, and its readers are answered
+///   once those writes have completed. A **cache hit** confirms the level's value and writes it to the faster
+///   levels. Only writes and updates wait for a debounced level's timer (or ``flush(completion:)``).
 /// - ``refresh(_:)`` always fetches anew; it never joins a fetch that started before it was asked.
 /// - ``clear(completion:)`` cancels pending optimistic changes and pending debounced level writes, and empties every
 ///   level. It and ``remove(_:)`` take effect at once: no read, fetch or change in flight shows anything from before.
@@ -189,7 +190,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Writing
 
-    /// Confirms `value` for `key` (a live update, a local edit), writes it to every level and shows it.
+    /// Confirms `value` for `key` (a live update, a local edit), writes it to every level and shows it. A debounced
+    /// level gets it with the rest of its burst, when its timer fires or on ``flush(completion:)``.
     @inlinable
     public func write(_ value: Value, for key: Key) {
         submit(.write(StoredValue(value: value, origin: .local, savedAt: now())), for: key)
@@ -198,9 +200,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), in order with
     /// every other change of the key: `transform` runs outside the lock, on the value the key has when its turn
     /// comes (read from the levels first when the store does not hold the key). Writes the result to every level
-    /// (`nil` removes it from them) and shows it. When the key has no value and `transform` makes none, nothing
-    /// changes, except that a fetch in flight gets `transform` applied to the value it brings (a live update that
-    /// arrives while the first load runs is kept).
+    /// (`nil` removes it from them; a debounced level gets it with the rest of its burst) and shows it. When the key
+    /// has no value and `transform` makes none, nothing changes, except that a fetch in flight gets `transform`
+    /// applied to the value it brings (a live update that arrives while the first load runs is kept).
     @inlinable
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
         submit(.update(transform), for: key)
@@ -211,6 +213,24 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     public func remove(_ key: Key) {
         perform(state.withLock { $0.remove(key) }, for: key)
+    }
+
+    /// Writes every debounced write waiting now, without waiting for its timer: what an app calls when it goes to
+    /// the background, so that a burst of changes is not lost if the process is ended. Changes asked before the call
+    /// are included. `completion` runs once the writes it issued have completed (or failed: see `onWriteFailure`);
+    /// a level that runs its writes in order, as a database connection does, has then completed the earlier ones too.
+    ///
+    /// ```swift
+    /// // When the app goes to the background:
+    /// store.flush()
+    /// ```
+    public func flush(completion: @escaping @Sendable () -> Void = {}) {
+        let saved = StoreSaveTicket(then: completion)
+        for key in state.withLock({ $0.keysToFlush() }) {
+            saved.hold()
+            submit(.flush(saved), for: key)
+        }
+        saved.release()
     }
 
     /// Forgets everything (a logout): cancels pending optimistic changes (their commits are cancelled and their
@@ -225,9 +245,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
     ///
     /// The shown value is the confirmed value with every pending change applied in order. When `commit` succeeds,
-    /// the change joins the confirmed value (and is written to every level); when it fails, only this change is
-    /// undone, and changes made meanwhile stay. `completion` receives the commit's outcome. Cancelling the returned
-    /// token cancels the commit and undoes the change.
+    /// the change joins the confirmed value and is written to every level at once, debounced ones included; when it
+    /// fails, only this change is undone, and changes made meanwhile stay. `completion` receives the commit's
+    /// outcome, a success once the levels' writes have completed. Cancelling the returned token cancels the commit
+    /// and undoes the change.
     @discardableResult
     @inlinable
     public func mutate<Commit: Loader>(
@@ -242,14 +263,19 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let pending = PendingLoad<Void> { result in completion(result) }
         pending.startStep {
             commit.load { [self] result in
-                submit(.settle(mutation: id, accepted: (try? result.get()) != nil), for: key)
-                pending.complete(result.map { _ in () })
+                guard case .success = result else {
+                    submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)
+                    return pending.complete(result.map { _ in () })
+                }
+                // Confirmed: the completion runs once the change is saved to the levels.
+                let saved = StoreSaveTicket { pending.complete(.success(())) }
+                submit(.settle(mutation: id, accepted: true, ticket: saved), for: key)
             }
         }
         state.withLock { $0.keepCommit(pending, ofMutation: id, for: key) }
         return AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }
-            self?.submit(.settle(mutation: id, accepted: false), for: key)
+            self?.submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)
         }
     }
 
@@ -531,6 +557,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if effects.issueLevels, let key { issueLevelOps(of: key) }
         for reply in effects.fetchReplies { reply.completion(reply.result) }
         for delivery in effects.hitReplies { delivery.reply(delivery.snapshot) }
+        for ticket in effects.released { ticket.release() }
     }
 
     /// Sends `snapshot` to the key's observers unless a newer version was sent already (publishes from several
@@ -571,16 +598,24 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         while let taken = state.withLock({ $0.takeLevelOps(of: key) }) {
             if taken.removeAll { return removeAllFromLevels() }
             for operation in taken.ops {
+                let ticket = operation.ticket
+                let done = ticket.map(savedReport) ?? reportFailure
                 switch operation {
-                case .save(let value, let targets):
-                    for index in targets where levels[index].writeDebounce == nil {
-                        levels[index].save(value, key, reportFailure)
+                case .save(let value, let targets, let skipsDebounced, _):
+                    for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
+                        ticket?.hold()
+                        levels[index].save(value, key, done)
                     }
-                case .flush(let value, let index):
-                    levels[index].save(value, key, reportFailure)
+                case .flush(let value, let index, _):
+                    ticket?.hold()
+                    levels[index].save(value, key, done)
                 case .remove:
-                    for level in levels { level.removeValue(key, reportFailure) }
+                    for level in levels {
+                        ticket?.hold()
+                        level.removeValue(key, done)
+                    }
                 }
+                ticket?.release()  // the operation's own hold: it is issued
             }
         }
     }
@@ -615,6 +650,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     var reportFailure: @Sendable (Result<Void, any Error>) -> Void {
         { [onWriteFailure] result in
             if case .failure(let error) = result { onWriteFailure(error) }
+        }
+    }
+
+    /// Reports a level write's failure, then releases the hold the write had on `ticket`.
+    @inlinable
+    func savedReport(_ ticket: StoreSaveTicket) -> @Sendable (Result<Void, any Error>) -> Void {
+        { [onWriteFailure] result in
+            if case .failure(let error) = result { onWriteFailure(error) }
+            ticket.release()
         }
     }
 
@@ -665,9 +709,12 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         StoreLevel(cache: cache, name: name, writeDebounce: nil, scheduler: ImmediateScheduler())
     }
 
-    /// A level whose writes are debounced: the last value of a burst of changes to a key is written once no newer
-    /// one came for `interval` on `scheduler` (a database under a stream of live updates). A write waiting keeps the
-    /// store alive until it lands, so releasing the store loses none; a removal or a clear cancels it.
+    /// A level whose writes of changes are debounced: the last value of a burst of ``Store/write(_:for:)`` and
+    /// ``Store/update(_:_:)`` calls for a key is written once no newer one came for `interval` on `scheduler` (a
+    /// database under a stream of live updates), or at once on ``Store/flush(completion:)``. What the store learns
+    /// elsewhere (a fetched value, a confirmed optimistic change, a faster level's hit) is written at once and
+    /// replaces the write waiting. A write waiting keeps the store alive until it lands, so releasing the store
+    /// loses none; a removal or a clear cancels it.
     @inlinable
     public static func cache(
         _ cache: some KeyedCache<Key, Value>,

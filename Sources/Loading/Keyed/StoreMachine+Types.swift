@@ -142,7 +142,7 @@ extension StoreMachine {
 
     /// What a fetch's caller receives.
     @usableFromInline
-    struct FetchReply {
+    struct FetchReply: Sendable {
         @inlinable
         init(completion: @escaping FetchCompletion, result: Result<Snapshot, any Error>) {
             self.completion = completion
@@ -206,18 +206,21 @@ extension StoreMachine {
         /// What level `level` held, read under `stamp`, shown with `error` attached (the failure of the fetch it
         /// stands in for); `reply` receives the answer of the read.
         case hit(CachedValue<Value>, level: Int, stamp: ReadStamp, error: (any Error)?, reply: HitReply)
-        /// An optimistic change's commit finished (or was cancelled).
-        case settle(mutation: Int, accepted: Bool)
+        /// An optimistic change's commit finished (or was cancelled); `ticket` is released once the change is
+        /// saved to the levels (at once when it is not confirmed).
+        case settle(mutation: Int, accepted: Bool, ticket: StoreSaveTicket?)
         /// Nothing but making the key known (an optimistic change shown over the levels' value).
         case load
+        /// Write the key's debounced writes now; `ticket` is released once they are saved.
+        case flush(StoreSaveTicket)
 
         /// Whether the job applies a change to the confirmed value, which must be read from the levels first
         /// when the key is not known.
         @inlinable
         var needsBase: Bool {
             switch self {
-            case .update, .load, .settle(_, accepted: true): true
-            case .write, .fetched, .hit, .settle: false
+            case .update, .load, .settle(_, accepted: true, _): true
+            case .write, .fetched, .hit, .settle, .flush: false
             }
         }
 
@@ -228,7 +231,7 @@ extension StoreMachine {
             case .write(let stored): stored.value
             case .fetched(let value, _): value
             case .hit(let cached, _, _, _, _): cached.value
-            case .update, .settle, .load: entry.confirmed?.value
+            case .update, .settle, .load, .flush: entry.confirmed?.value
             }
         }
 
@@ -238,13 +241,13 @@ extension StoreMachine {
             switch self {
             case .update(let change):
                 return [change]
-            case .settle(let id, accepted: true):
+            case .settle(let id, accepted: true, _):
                 return entry.pending.first { $0.id == id }.map { [$0.change] }
             case .fetched(_, let id):
                 guard let start = entry.fetches.first(where: { $0.id == id })?.logStart else { return nil }
                 let changes = entry.log.filter { $0.sequence > start }.map(\.change)
                 return changes.isEmpty ? nil : changes
-            case .write, .hit, .settle, .load:
+            case .write, .hit, .settle, .load, .flush:
                 return nil
             }
         }
@@ -255,7 +258,7 @@ extension StoreMachine {
         var isDroppedByRemoval: Bool {
             switch self {
             case .write, .update, .load: true
-            case .fetched, .hit, .settle: false
+            case .fetched, .hit, .settle, .flush: false
             }
         }
     }
@@ -294,14 +297,22 @@ extension StoreMachine {
         case queued
     }
 
-    /// A write or removal for a key's levels.
+    /// A write or removal for a key's levels, with the ticket it holds (work waiting for it to be saved).
     @usableFromInline
     enum LevelOp: Sendable {
-        /// Save to the levels of the range written at once (the debounced ones are flushed later).
-        case save(Value, levels: Range<Int>)
-        /// A debounced level's write, once its timer fired.
-        case flush(Value, level: Int)
-        case remove
+        /// Save to the levels of the range; when `skipsDebounced`, not to the debounced ones (they are written when
+        /// their timers fire).
+        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: StoreSaveTicket?)
+        /// A debounced level's write, once its timer fired or a flush asked for it.
+        case flush(Value, level: Int, ticket: StoreSaveTicket?)
+        case remove(ticket: StoreSaveTicket?)
+
+        @inlinable
+        var ticket: StoreSaveTicket? {
+            switch self {
+            case .save(_, _, _, let ticket), .flush(_, _, let ticket), .remove(let ticket): ticket
+            }
+        }
     }
 
     @usableFromInline
@@ -330,14 +341,15 @@ extension StoreMachine {
     }
 
     /// What the store performs after unlocking, in this order: release the garbage, cancel, fail the cleared
-    /// commits, publish, schedule the debounced writes, issue the level operations, reply.
+    /// commits, publish, schedule the debounced writes, issue the level operations, reply, release the tickets.
     @usableFromInline
     struct Effects {
         @inlinable
         init(
             publish: [Snapshot] = [], fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
-            garbage: [Any] = []
+            garbage: [Any] = [], released: [StoreSaveTicket] = []
         ) {
+            self.released = released
             self.publish = publish
             self.fetchReplies = fetchReplies
             self.hitReplies = hitReplies
@@ -353,6 +365,8 @@ extension StoreMachine {
         @usableFromInline var cancels: [any CancellationToken] = []
         @usableFromInline var failedCommits: [PendingLoad<Void>] = []
         @usableFromInline var debounce: [DebounceStart] = []
+        /// Tickets to release last (work that waited for saves that were dropped or not needed).
+        @usableFromInline var released: [StoreSaveTicket] = []
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
         @usableFromInline var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.

@@ -33,6 +33,10 @@
 ///   key are not issued yet may be read, but its hit is older than the confirmed value and counts as a miss.
 /// - **Last asked wins.** A fetch's value is confirmed only if no fetch started after it was confirmed first; changes
 ///   made while it was in flight are applied again to its value.
+/// - **Saved by intent.** Writes and updates (bursts of live changes) reach a debounced level when its timer fires or
+///   a flush asks; a fetched value, a level's hit and a confirmed optimistic change are written to every level at
+///   once, replacing a debounced write waiting. A fetch's callers and a confirmed change's completion are answered
+///   once those writes have completed (or were dropped by a clear): their ``StoreSaveTicket``.
 @usableFromInline
 struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline typealias Change = @Sendable (Value?) -> Value?
@@ -173,9 +177,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             defer { release(key) }
             return .known(entry.confirmed == nil ? nil : shownNow(key))
         }
-        let behind =
-            entry.debounced[level] != nil
-            || (!debouncedLevels.contains(level) && (!entry.levelOps.isEmpty || entry.isIssuing))
+        let behind = entry.debounced[level] != nil || !entry.levelOps.isEmpty || entry.isIssuing
         entry.levelReads += 1
         return .read(
             ReadStamp(generation: entry.generation, confirmedVersion: entry.confirmedVersion), inStep: !behind)
@@ -331,6 +333,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             switch job {
             case .update, .write, .load: return Effects(garbage: [job, result as Any])
             case .settle: entry.queue.insert(job, at: 0)
+            case .flush: return apply(job, to: key, value: nil, now: now)
             case .fetched, .hit: return apply(job, to: key, value: result, now: now)
             }
             return Effects(garbage: [result as Any])
@@ -388,7 +391,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.confirmedVersion += 1
         effects.cancels = entry.debounced.values.map(\.timer)
         entry.debounced = [:]
-        entry.levelOps.append(.remove)
+        entry.levelOps.append(.remove(ticket: nil))
         entries[key] = entry
         effects.publish = [publish(key)]
         effects.issueLevels = startIssuing(key)
@@ -405,6 +408,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let shownBefore = entry.showsSomething
             let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
             effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, entry.pending]
+            effects.released += entry.levelOps.compactMap(\.ticket)  // work waiting for dropped writes goes on
             effects.failedCommits += entry.pending.compactMap(\.commit)
             effects.cancels += entry.debounced.values.map(\.timer)
             entry.generation = next()
@@ -479,7 +483,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
         guard let entry = entries[key], let write = entry.debounced[level], write.id == id else { return Effects() }
         entry.debounced[level] = nil
-        entry.levelOps.append(.flush(write.value, level: level))
+        entry.levelOps.append(.flush(write.value, level: level, ticket: nil))
         var effects = Effects(garbage: [write.timer])
         effects.issueLevels = startIssuing(key)
         release(key)
@@ -509,22 +513,25 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let entry = entries[key]!
         switch job {
         case .write(let stored):
-            return confirm(stored, for: key, logging: { _ in stored.value }, levels: levelNames.indices)
+            return confirm(
+                stored, for: key, logging: { _ in stored.value }, levels: levelNames.indices, debounces: true)
         case .update(let change):
             guard entry.confirmed != nil || value != nil else {
                 log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
                 return Effects()
             }
             let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
-            return confirm(stored, for: key, logging: change, levels: levelNames.indices)
+            return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
         case .fetched(_, let id):
             return confirmFetch(id, for: key, value: value, now: now)
         case .hit(let cached, let level, let stamp, let error, let reply):
             return confirmHit(cached, level: level, stamp: stamp, error: error, reply: reply, for: key)
-        case .settle(let id, let accepted):
-            return settle(id, accepted: accepted, for: key, value: value, now: now)
+        case .settle(let id, let accepted, let ticket):
+            return settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
         case .load:
             return Effects()
+        case .flush(let ticket):
+            return flushDebounced(of: key, ticket: ticket)
         }
     }
 
@@ -552,9 +559,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         entry.lastConfirmedFetch = id
         let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
-        var effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices)
+        // The callers are answered once the value is saved to the levels.
+        let saved = StoreSaveTicket()
+        let effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved)
         let shown = effects.publish[effects.publish.count - 1]
-        effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) }
+        let replies = fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) }
+        saved.whenSaved {
+            for reply in replies { reply.completion(reply.result) }
+        }
         return effects
     }
 
@@ -576,25 +588,58 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     @inlinable
-    mutating func settle(_ id: Int, accepted: Bool, for key: Key, value: Value?, now: Date) -> Effects {
+    mutating func settle(
+        _ id: Int, accepted: Bool, ticket: StoreSaveTicket?, for key: Key, value: Value?, now: Date
+    ) -> Effects {
         let entry = entries[key]!
+        var effects = Effects(garbage: [value as Any])
         guard let index = entry.pending.firstIndex(where: { $0.id == id }) else {
-            return Effects(garbage: [value as Any])
+            effects.released = ticket.map { [$0] } ?? []
+            return effects
         }
         let mutation = entry.pending.remove(at: index)
-        guard accepted else { return Effects(publish: [publish(key)], garbage: [mutation]) }
+        guard accepted else {
+            return Effects(publish: [publish(key)], garbage: [mutation], released: ticket.map { [$0] } ?? [])
+        }
         let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
-        var effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices)
+        effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices, ticket: ticket)
         effects.garbage.append(mutation)
         return effects
     }
 
+    /// Turns `key`'s debounced writes into level operations now (a flush), cancelling their timers; `ticket` (held
+    /// once for the flush of this key) is held by each.
+    @inlinable
+    mutating func flushDebounced(of key: Key, ticket: StoreSaveTicket) -> Effects {
+        let entry = entries[key]!
+        var effects = Effects(released: [ticket])
+        for (level, write) in entry.debounced.sorted(by: { $0.key < $1.key }) {
+            ticket.hold()
+            entry.levelOps.append(.flush(write.value, level: level, ticket: ticket))
+            effects.cancels.append(write.timer)
+        }
+        entry.debounced = [:]
+        effects.issueLevels = startIssuing(key)
+        return effects
+    }
+
+    /// The keys a flush asks: those with debounced writes waiting, or changes queued or running (which may make
+    /// some).
+    @inlinable
+    func keysToFlush() -> [Key] {
+        entries.compactMap { key, entry in
+            entry.debounced.isEmpty && entry.queue.isEmpty && !entry.isChanging ? nil : key
+        }
+    }
+
     /// Replaces `key`'s confirmed value, notes the change for the fetches in flight, decides the level writes and
-    /// publishes the new shown value (the last of `publish`).
+    /// publishes the new shown value (the last of `publish`). When `debounces`, the debounced levels are written
+    /// when their timers fire; otherwise every level at once (a debounced write waiting is dropped: this one is
+    /// newer). The writes hold `ticket`, released at once when there are none.
     @inlinable
     mutating func confirm(
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
-        error: (any Error)? = nil
+        error: (any Error)? = nil, debounces: Bool = false, ticket: StoreSaveTicket? = nil
     ) -> Effects {
         let entry = entries[key]!
         var effects = Effects()
@@ -604,9 +649,18 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.confirmedVersion += 1
         if let change { log(change, for: key) }
         if let stored {
-            // The debounced levels among the targets are written when their timers fire (`flush`).
-            if !targets.isEmpty { entry.levelOps.append(.save(stored.value, levels: targets)) }
+            if !targets.isEmpty {
+                entry.levelOps.append(.save(stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket))
+            } else if let ticket {
+                effects.released.append(ticket)
+            }
             for level in targets where !debouncedLevels.isEmpty && debouncedLevels.contains(level) {
+                guard debounces else {
+                    if let dropped = entry.debounced.removeValue(forKey: level) {
+                        effects.cancels.append(dropped.timer)
+                    }
+                    continue
+                }
                 let write = DebouncedWrite(id: next(), value: stored.value, timer: FinishedToken())
                 if let replaced = entry.debounced.updateValue(write, forKey: level) {
                     effects.cancels.append(replaced.timer)
@@ -616,7 +670,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         } else {
             effects.cancels += entry.debounced.values.map(\.timer)
             entry.debounced = [:]
-            entry.levelOps.append(.remove)
+            entry.levelOps.append(.remove(ticket: ticket))
         }
         effects.publish.append(publish(key, error: error))
         effects.issueLevels = startIssuing(key)

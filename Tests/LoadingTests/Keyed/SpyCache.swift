@@ -47,12 +47,35 @@ final class SpyCache: KeyedCache {
         if !isHeld { deliver() }
     }
 
-    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        state.withLock { state in
-            state.saves += 1
-            state.values[key] = CachedValue(value, savedAt: now())
+    /// While set, saves are done on `releaseSaves()`, in order.
+    var holdSaves: Bool {
+        get { heldSaves.withLock { $0.isHolding } }
+        set { heldSaves.withLock { $0.isHolding = newValue } }
+    }
+    private let heldSaves = Locked<(isHolding: Bool, saves: [@Sendable () -> Void])>((false, []))
+
+    func releaseSaves() {
+        let saves = heldSaves.withLock { held in
+            held.isHolding = false
+            defer { held.saves = [] }
+            return held.saves
         }
-        completion(.success(()))
+        for save in saves { save() }
+    }
+
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let save: @Sendable () -> Void = { [state, now] in
+            state.withLock { state in
+                state.saves += 1
+                state.values[key] = CachedValue(value, savedAt: now())
+            }
+            completion(.success(()))
+        }
+        let isHeld = heldSaves.withLock { held -> Bool in
+            if held.isHolding { held.saves.append(save) }
+            return held.isHolding
+        }
+        if !isHeld { save() }
     }
 
     func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {

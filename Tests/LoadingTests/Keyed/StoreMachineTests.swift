@@ -171,6 +171,63 @@ final class StoreMachineTests: XCTestCase {
         }
     }
 
+    // MARK: Saved by intent
+
+    func test_aFetchedValue_isWrittenToADebouncedLevelAtOnce_andItsCallersWaitForTheSave() throws {
+        var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 0)
+        let answered = Locked(0)
+        let fetch = machine.beginFetch("a", joining: true) { _ in answered.withLock { $0 += 1 } }
+
+        let effects = try XCTUnwrap(machine.submit(.fetched("v", fetch: fetch.fetch), for: "a", now: now).effects)
+        let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
+
+        XCTAssertTrue(effects.debounce.isEmpty, "no timer: the value is written at once")
+        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?) = ops.first else {
+            return XCTFail("expected one save to both levels, with the callers' ticket: \(ops)")
+        }
+        XCTAssertTrue(effects.fetchReplies.isEmpty, "the callers are answered through the ticket")
+        ticket.release()
+        XCTAssertEqual(answered.withLock { $0 }, 1, "answered once the save is issued and done")
+    }
+
+    func test_aWriteWaitsForTheDebounce_andAFlushIssuesIt() throws {
+        var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 0)
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        while machine.takeLevelOps(of: "a") != nil {}
+        let flushed = Locked(false)
+        let ticket = StoreSaveTicket { flushed.withLock { $0 = true } }
+
+        let effects = try XCTUnwrap(machine.submit(.flush(ticket), for: "a", now: now).effects)
+        let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
+
+        XCTAssertEqual(effects.cancels.count, 1, "the timer is cancelled")
+        guard case .flush("1", level: 1, ticket: let held?) = ops.first, held === ticket else {
+            return XCTFail("expected the database write, now: \(ops)")
+        }
+        for released in effects.released { released.release() }
+        XCTAssertFalse(flushed.withLock { $0 }, "the write is not done yet")
+        held.release()
+        XCTAssertTrue(flushed.withLock { $0 })
+    }
+
+    func test_aClearThatDropsAFetchsWrites_stillAnswersItsCallers() throws {
+        var machine = makeMachine()
+        let answered = Locked(0)
+        _ = machine.submit(.write(stored("x")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        _ = machine.takeLevelOps(of: "a")  // a caller is issuing the key's operations
+        let fetch = machine.beginFetch("a", joining: true) { _ in answered.withLock { $0 += 1 } }
+        _ = machine.submit(.fetched("v", fetch: fetch.fetch), for: "a", now: now)  // its write waits for that caller
+        _ = finishChanges(&machine, "a")
+
+        let cleared = machine.clear {}
+
+        XCTAssertEqual(cleared.released.count, 1, "the dropped write's ticket is released")
+        for ticket in cleared.released { ticket.release() }
+        XCTAssertEqual(answered.withLock { $0 }, 1, "the callers are answered, not left waiting for a write")
+    }
+
     // MARK: Bounded memory
 
     func test_anEntryIsDroppedOnceNothingNeedsIt() {
