@@ -10,9 +10,11 @@ import Loading
 ///
 /// 1. Friends are read from memory first; if that fails, from the database; if that fails, from the network API.
 /// 2. A database hit is kept in memory; a network load is kept in memory and in the database.
-/// 3. Live updates, deletes (optimistic or not) and a logout's wipe change the store, which writes memory at once and
-///    the database debounced (a logout cancels a pending save): a deleted friend stays deleted everywhere, and the
-///    caches always hold what is shown.
+/// 3. Live updates, deletes (optimistic or not) and a logout's wipe change the store, which writes memory at once.
+///    The database gets what the network brought, a confirmed delete and a wipe at once (before they are reported),
+///    and bursts of live updates debounced; ``flush(completion:)`` saves a burst now (call it when the app goes to
+///    the background), and a logout cancels it. A deleted friend stays deleted everywhere, and the caches always
+///    hold what is shown.
 /// 4. Cached data older than `maxAge` counts as missing.
 ///
 /// ```swift
@@ -37,7 +39,8 @@ public struct FriendsComposer: Sendable {
         public var retry: RetryPolicy
         /// How long one network attempt may take.
         public var timeout: Duration
-        /// How long the database waits for a burst of updates to calm down before saving.
+        /// How long the database waits for a burst of live updates to calm down before saving (what the network
+        /// brought and confirmed deletes are saved at once).
         public var saveDebounce: Duration
 
         /// Creates a configuration; the defaults suit a phone app.
@@ -261,6 +264,17 @@ public struct FriendsComposer: Sendable {
                 .merge(with: applied)
         }
         .receive(on: .main)
+    }
+
+    /// Saves the live updates waiting for the database's debounce now: call it when the app goes to the background,
+    /// so that what the user saw survives the process being ended. `completion` runs once the database has them.
+    ///
+    /// ```swift
+    /// // In the app's "did enter background" hook:
+    /// composer.flush()
+    /// ```
+    public func flush(completion: @escaping @Sendable () -> Void = {}) {
+        store.flush(completion: completion)
     }
 
     /// Deletes expired or unreadable cached data from both stores (call it at launch). An unreadable database is

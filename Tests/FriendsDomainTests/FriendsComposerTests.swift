@@ -106,6 +106,31 @@ final class FriendsComposerTests: XCTestCase {
         subscription.cancel()
     }
 
+    func test_flush_savesABurstOfLiveUpdatesBeforeTheDebounce_andANetworkLoadNeedsNone() throws {
+        let updates = UpdatesDouble()
+        let scheduler = TestScheduler()
+        let (composer, parts) = makeSUT(updates: updates, scheduler: scheduler)
+        parts.network.completeWhenAsked(with: [makeFriend("1")])
+        let lists = Locked<[[Friend]]>([])
+        let subscription = composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            lists.withLock { $0.append(list) }
+        }
+        spinMainQueue { lists.withLock { $0.count } == 1 }
+        XCTAssertEqual(try retrieve(parts.database)?.friends, [makeFriend("1")], "a network load is saved at once")
+
+        updates.send(.upsert(makeFriend("2")))
+        spinMainQueue { lists.withLock { $0.count } == 2 }
+        XCTAssertEqual(try retrieve(parts.database)?.friends, [makeFriend("1")], "a live update waits for the burst")
+        // Sample: begin
+        // In the app's "did enter background" hook:
+        composer.flush()
+        // Sample: end
+
+        XCTAssertEqual(try retrieve(parts.database)?.friends, [makeFriend("1"), makeFriend("2")])
+        subscription.cancel()
+    }
+
     func test_requirement5_burstOfUpdatesCausesFewDatabaseWritesAndSavesTheLastState() throws {
         let updates = UpdatesDouble()
         let scheduler = TestScheduler()

@@ -178,6 +178,8 @@ final class ControllableNetwork: Loader {
     private let state = Locked(State())
 
     var pendingCount: Int { state.withLock { $0.pending.count } }
+    /// How many loads were asked.
+    var requestCount: Int { state.withLock { $0.nextID } }
 
     func answer(with friends: [Friend]) {
         state.withLock {

@@ -128,6 +128,72 @@ final class SingleSourceOfTruthTests: XCTestCase {
         subscription.cancel()
     }
 
+    func test_wipe_whileANonOptimisticDeleteWaits_cancelsIt_andItsAnswerFetchesAndSavesNothing() throws {
+        let url = temporaryFileURL()
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let events = Locked<[FriendsRepository.Event]>([])
+        let sut = try makeLoadedSUT([ada, grace], database: SQLiteFriendsStore(fileURL: url))
+        let subscription = sut.repository.events.sink { event in events.withLock { $0.append(event) } }
+        let outcome = Locked<Result<Void, any Error>?>(nil)
+        sut.repository.remove(id: "1", optimistic: false) { result in outcome.withLock { $0 = result } }
+        let requestsBefore = sut.network.requestCount
+
+        let wiped = expectation(description: "wiped")
+        sut.repository.wipe { wiped.fulfill() }
+        wait(for: [wiped], timeout: 5)
+        sut.deleter.complete(id: "1", with: .success(()))  // the server's answer arrives after the logout
+        sut.scheduler.advance(by: .seconds(5))
+        spinMainQueue(timeout: 0.2) { false }
+
+        XCTAssertEqual(sut.network.requestCount, requestsBefore, "no follow-up refresh")
+        XCTAssertEqual(sut.repository.currentState, .idle)
+        XCTAssertNil(try retrieve(sut.memory))
+        XCTAssertNil(try retrieve(sut.database))
+        XCTAssertNil(try retrieve(SQLiteFriendsStore(fileURL: url)), "nothing comes back after a restart either")
+        XCTAssertEqual(events.withLock { $0.count }, 0, "a logout is not a failed deletion")
+        XCTAssertThrowsError(try outcome.withLock { $0 }?.get()) { XCTAssertEqual($0 as? StoreError, .cleared) }
+        subscription.cancel()
+    }
+
+    func test_wipe_whileAnOptimisticDeleteWaits_sendsNoDeletionFailedEvent() throws {
+        let sut = try makeLoadedSUT([ada, grace])
+        let events = Locked<[FriendsRepository.Event]>([])
+        let subscription = sut.repository.events.sink { event in events.withLock { $0.append(event) } }
+        let outcome = Locked<Result<Void, any Error>?>(nil)
+        sut.repository.remove(id: "1", optimistic: true) { result in outcome.withLock { $0 = result } }
+
+        let wiped = expectation(description: "wiped")
+        sut.repository.wipe { wiped.fulfill() }
+        wait(for: [wiped], timeout: 5)
+        sut.deleter.complete(id: "1", with: .success(()))
+
+        XCTAssertEqual(events.withLock { $0.count }, 0, "no \"could not delete\" after a logout")
+        XCTAssertThrowsError(try outcome.withLock { $0 }?.get()) { XCTAssertEqual($0 as? StoreError, .cleared) }
+        XCTAssertEqual(sut.repository.currentState, .idle)
+        subscription.cancel()
+    }
+
+    func test_aConfirmedNonOptimisticDelete_isInTheDatabaseWhenItIsReported() throws {
+        let sut = try makeLoadedSUT([ada, grace])
+        let reported = expectation(description: "reported")
+        let savedWhenReported = Locked<[Friend]??>(nil)
+        let database = sut.database
+        sut.network.hold()  // the follow-up refresh saves nothing: what the database holds is the delete's save
+        sut.repository.remove(id: "1", optimistic: false) { _ in
+            DispatchQueue.global().async {  // not on the database's queue, which runs this completion
+                let saved = try? awaitResult { database.retrieve(completion: $0) }?.get()?.friends
+                savedWhenReported.withLock { $0 = .some(saved) }
+                reported.fulfill()
+            }
+        }
+
+        sut.deleter.complete(id: "1", with: .success(()))
+        wait(for: [reported], timeout: 5)
+
+        XCTAssertEqual(savedWhenReported.withLock { $0 }, .some([grace]), "saved before the success is reported")
+    }
+
     // MARK: Healing
 
     func test_unreadableDatabase_isDeletedAndCreatedAnew_theResetIsReported_andTheNextSaveWorks() throws {
@@ -273,10 +339,11 @@ final class SingleSourceOfTruthTests: XCTestCase {
             scheduler: scheduler, composer: composer, repository: repository)
     }
 
-    private func makeLoadedSUT(_ friends: [Friend], remoteFriend: LoaderFamily<Friend.ID, Friend>? = nil) throws
-        -> SUT
-    {
-        let sut = makeSUT(remoteFriend: remoteFriend)
+    private func makeLoadedSUT(
+        _ friends: [Friend], remoteFriend: LoaderFamily<Friend.ID, Friend>? = nil,
+        database: SQLiteFriendsStore = .inMemory()
+    ) throws -> SUT {
+        let sut = makeSUT(database: database, remoteFriend: remoteFriend)
         sut.network.answer(with: friends)
         sut.repository.load()  // the database misses on its own queue, then the network answers
         spinMainQueue { sut.repository.currentState == .loaded(friends) }

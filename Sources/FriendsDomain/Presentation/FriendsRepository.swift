@@ -45,6 +45,7 @@ public final class FriendsRepository: Sendable {
     private let deleter: any FriendDeleting
     private let eventSubject = StreamSubject<Event, Never>()
     private let eventDelivery: EventStream<Event, Never>
+    private let deletes = PendingDeletes()
 
     /// Creates a repository showing the friends list of `store`, read with `policy`, deleting with `deleter`.
     public init(
@@ -111,38 +112,102 @@ public final class FriendsRepository: Sendable {
     /// Optimistic: the list without the friend is shown at once and the caches follow once the server agrees; if
     /// the server refuses, the friend is shown again (other deletes made meanwhile stay) and
     /// ``Event/deletionFailed(id:error:)`` is sent. Not optimistic: nothing changes until the server agrees; then
-    /// the friend is removed and the list fetched anew, the server's truth; on refusal the event, as above.
-    /// `completion` runs with the server's answer.
+    /// the friend is removed, saved, and the list fetched anew, the server's truth; on refusal the event, as above.
+    /// `completion` runs with the server's answer, a success once the database holds the list without the friend.
+    /// A ``wipe(completion:)`` before the answer cancels the delete: `completion` receives ``StoreError/cleared``,
+    /// and no event is sent.
     public func remove(
         id: Friend.ID,
         optimistic: Bool = true,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) {
-        let (repository, store, eventSubject, deleter) = (repository, store, eventSubject, deleter)
+        let (repository, store, eventSubject, deleter, deletes) = (repository, store, eventSubject, deleter, deletes)
         let report: @Sendable (Result<Void, any Error>) -> Void = { result in
-            if case .failure(let error) = result { eventSubject.send(.deletionFailed(id: id, error: error)) }
+            // A logout's wipe is not a failed deletion: nothing to tell the user.
+            if case .failure(let error) = result, (error as? StoreError) != .cleared {
+                eventSubject.send(.deletionFailed(id: id, error: error))
+            }
             completion(result)
         }
         guard optimistic else {
-            deleter.delete(id: id) { result in
-                if case .success = result {
-                    store.update(.all) { list in list?.filter { $0.id != id } }
-                    repository.refresh()
+            let ticket = deletes.add(report)
+            let token = deleter.delete(id: id) { result in
+                guard let report = deletes.take(ticket) else { return }  // wiped: told already
+                guard case .success = result else { return report(result) }
+                store.update(.all) { list in list?.filter { $0.id != id } }
+                store.flush {
+                    if !deletes.wasWiped(since: ticket) { repository.refresh() }
+                    report(result)
                 }
-                report(result)
             }
+            deletes.keep(token, for: ticket)
             return
         }
         let commit = AnyLoader<Void> { completion in deleter.delete(id: id, completion: completion) }
         repository.mutate({ list in list?.filter { $0.id != id } }, commit: commit, completion: report)
     }
 
-    /// Forgets everything, as on logout: cancels loads in flight and pending deletes, goes back to idle, and
-    /// empties the memory store and the database (a pending debounced save is cancelled, so nothing from before
+    /// Forgets everything, as on logout: cancels loads in flight and pending deletes (optimistic or not, with no
+    /// ``Event/deletionFailed(id:error:)``: their completions receive ``StoreError/cleared``), goes back to idle,
+    /// and empties the memory store and the database (a pending debounced save is cancelled, so nothing from before
     /// comes back). `completion` runs once both stores are empty.
     public func wipe(completion: @escaping @Sendable () -> Void = {}) {
+        let cancelled = deletes.wipe()
         repository.wipe()
         store.clear(completion: completion)
+        for (token, report) in cancelled {
+            token?.cancel()
+            report(.failure(StoreError.cleared))
+        }
+    }
+}
+
+/// Deletes waiting for the server's answer, so that a wipe cancels them; each is answered once, by the server or
+/// by the wipe.
+private final class PendingDeletes: Sendable {
+    typealias Report = @Sendable (Result<Void, any Error>) -> Void
+    private struct Pending {
+        let report: Report
+        var token: (any CancellationToken)?
+    }
+
+    private let state = Locked<(next: Int, wipes: Int, pending: [Int: Pending])>((0, 0, [:]))
+
+    /// Adds a delete; its ticket numbers it, and tells which wipes came after it.
+    func add(_ report: @escaping Report) -> (id: Int, wipes: Int) {
+        state.withLock { state in
+            state.next += 1
+            state.pending[state.next] = Pending(report: report)
+            return (state.next, state.wipes)
+        }
+    }
+
+    /// Keeps the token of a delete sent, to cancel on a wipe; cancels it when a wipe came while it was sent.
+    func keep(_ token: any CancellationToken, for ticket: (id: Int, wipes: Int)) {
+        let wiped = state.withLock { state -> Bool in
+            guard state.pending[ticket.id] != nil else { return state.wipes != ticket.wipes }
+            state.pending[ticket.id]!.token = token
+            return false
+        }
+        if wiped { token.cancel() }
+    }
+
+    /// The delete's report, once: `nil` when a wipe (or the answer) took it already.
+    func take(_ ticket: (id: Int, wipes: Int)) -> Report? {
+        state.withLock { $0.pending.removeValue(forKey: ticket.id) }?.report
+    }
+
+    func wasWiped(since ticket: (id: Int, wipes: Int)) -> Bool {
+        state.withLock { $0.wipes != ticket.wipes }
+    }
+
+    /// Takes every pending delete, to cancel and answer.
+    func wipe() -> [(token: (any CancellationToken)?, report: Report)] {
+        state.withLock { state in
+            state.wipes += 1
+            defer { state.pending = [:] }
+            return state.pending.sorted { $0.key < $1.key }.map { ($0.value.token, $0.value.report) }
+        }
     }
 }
 

@@ -61,7 +61,8 @@
             }
             let removing: @Sendable ([Friend]?) -> [Friend]? = { list in list?.filter { $0.id != id } }
             list.mutate(removing, commit: commit) { [weak self] result in
-                guard case .failure(let error) = result else { return }
+                // A logout's wipe undoes the delete: not a failure to tell the user about.
+                guard case .failure(let error) = result, (error as? StoreError) != .cleared else { return }
                 let message = "Could not delete: \(FriendsViewModel.defaultErrorMessage(for: error))"
                 Task { @MainActor in self?.toast = message }
             }
