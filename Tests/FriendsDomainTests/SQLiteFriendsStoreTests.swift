@@ -184,6 +184,24 @@ final class SQLiteFriendsStoreTests: XCTestCase {
         sut.closeConnection()
     }
 
+    func test_databaseInAReadOnlyFolder_canBeRead_andWritesFailAsReadOnly() throws {
+        let original = [makeFriend("1"), makeFriend("2")]
+        let writer = SQLiteFriendsStore(fileURL: url)
+        _ = awaitResult { writer.replaceAll(with: original, timestamp: fixedDate, completion: $0) }
+        writer.closeConnection()
+        let folder = url.deletingLastPathComponent()
+        try makeReadOnly(folder)  // a seed database in the app's bundle: no -wal or -shm file can be made beside it
+        addTeardownBlock { [self] in makeWritable(folder) }
+
+        let sut = SQLiteFriendsStore(fileURL: url)
+
+        XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, original)
+        let written = awaitResult { sut.replaceAll(with: [makeFriend("3")], timestamp: fixedDate, completion: $0) }
+        XCTAssertEqual(sqliteError(written)?.isReadOnly, true, "\(String(describing: written))")
+        XCTAssertEqual(try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, original, "left intact")
+        sut.closeConnection()
+    }
+
     // MARK: - Helpers
 
     private func sqliteError<T>(_ result: Result<T, any Error>?) -> SQLiteError? {
@@ -194,7 +212,8 @@ final class SQLiteFriendsStoreTests: XCTestCase {
     /// Makes the file read-only even for root (tests run as root here): the immutable attribute when `chattr`
     /// works, otherwise plain permissions.
     private func makeReadOnly(_ url: URL) throws {
-        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: url.path)
+        let isFolder = (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true
+        try FileManager.default.setAttributes([.posixPermissions: isFolder ? 0o555 : 0o444], ofItemAtPath: url.path)
         if getuid() == 0 {
             guard run("/usr/bin/chattr", ["+i", url.path]) == 0 else {
                 throw XCTSkip("running as root without chattr: a read-only file cannot be simulated here")
@@ -206,7 +225,8 @@ final class SQLiteFriendsStoreTests: XCTestCase {
         if getuid() == 0, FileManager.default.fileExists(atPath: url.path) {
             _ = run("/usr/bin/chattr", ["-i", url.path])
         }
-        try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: url.path)
+        let isFolder = (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true
+        try? FileManager.default.setAttributes([.posixPermissions: isFolder ? 0o755 : 0o644], ofItemAtPath: url.path)
     }
 
     private func run(_ tool: String, _ arguments: [String]) -> Int32 {

@@ -12,11 +12,16 @@ final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
-    /// Opens (creating if needed) the database at `path`; ":memory:" for a private in-memory database.
-    init(path: String) throws(SQLiteError) {
+    /// Opens (creating if needed) the database at `path`; ":memory:" for a private in-memory database. With
+    /// `immutable`, opens an existing file read-only and tells SQLite it never changes, so that it makes no file
+    /// beside it (no -wal, -shm or lock): a database in a folder that cannot be written, such as an app's bundle.
+    init(path: String, immutable: Bool = false) throws(SQLiteError) {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        let flags =
+            immutable
+            ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX
+            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(immutable ? Self.immutableURI(path) : path, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close_v2(handle)
@@ -25,6 +30,18 @@ final class SQLiteConnection {
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, 5_000)
         self.handle = handle
+    }
+
+    /// `file:` URI of `path` with `immutable=1`; the characters a URI gives a meaning to are escaped.
+    private static func immutableURI(_ path: String) -> String {
+        var escaped = ""
+        for character in path.unicodeScalars {
+            switch character {
+            case "%", "?", "#": escaped += "%" + String(character.value, radix: 16, uppercase: true)
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return "file:\(escaped)?immutable=1"
     }
 
     deinit {

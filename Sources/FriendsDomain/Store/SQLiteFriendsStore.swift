@@ -8,7 +8,9 @@ import Foundation
 /// and the schema version lives in `PRAGMA user_version`, migrated step by step when the store opens.
 ///
 /// Opening happens on first use. A file that is not a database, a file that cannot be written, or any other SQLite
-/// failure reaches the caller as an ``SQLiteError`` through the operation's completion, never as a crash.
+/// failure reaches the caller as an ``SQLiteError`` through the operation's completion, never as a crash. A file that
+/// cannot be written, or that sits in a folder that cannot be written (a seed database in an app's bundle), is still
+/// read; writes to it fail with ``SQLiteError/isReadOnly``.
 /// ```swift
 /// let database = SQLiteFriendsStore(fileURL: applicationSupport.appendingPathComponent("friends.sqlite"))
 /// ```
@@ -203,16 +205,30 @@ public final class SQLiteFriendsStore: FriendsStore {
     }
 
     private static func open(path: String, targetVersion: Int) throws(SQLiteError) -> SQLiteConnection {
-        let db = try SQLiteConnection(path: path)
         do throws(SQLiteError) {
-            if path != ":memory:" { try enableWriteAheadLogging(db) }
-            try migrate(db, to: targetVersion)
-        } catch  where error.isReadOnly {
-            // A read-only file: loads read what is there, writes fail with a typed read-only error. A database too
-            // old to read without migrating it cannot be served.
+            let db = try SQLiteConnection(path: path)
+            do throws(SQLiteError) {
+                if path != ":memory:" { try enableWriteAheadLogging(db) }
+                try migrate(db, to: targetVersion)
+            } catch  where error.isReadOnly {
+                // A read-only file: loads read what is there, writes fail with a typed read-only error. A database
+                // too old to read without migrating it cannot be served.
+                guard Int(try db.integerPragma("user_version", operation: "open")) > 0 else { throw error }
+            }
+            return db
+        } catch  where (error.isReadOnly || error.primaryCode == 14) && isExistingFileInReadOnlyFolder(path) {
+            // A database in a folder that cannot be written (a seed database in an app's bundle): SQLite cannot
+            // make its -wal and -shm files there, so the file is opened immutable, to read; writes fail read-only.
+            let db = try SQLiteConnection(path: path, immutable: true)
             guard Int(try db.integerPragma("user_version", operation: "open")) > 0 else { throw error }
+            return db
         }
-        return db
+    }
+
+    private static func isExistingFileInReadOnlyFolder(_ path: String) -> Bool {
+        let folder = (path as NSString).deletingLastPathComponent
+        return path != ":memory:" && FileManager.default.fileExists(atPath: path)
+            && !FileManager.default.isWritableFile(atPath: folder.isEmpty ? "." : folder)
     }
 
     /// Switches the file to WAL. Switching needs the file to itself, and SQLite answers "busy" at once (without its
