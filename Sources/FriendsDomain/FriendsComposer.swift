@@ -85,7 +85,9 @@ public struct FriendsComposer: Sendable {
         case saveFailed(Source, any Error)
         /// A live update was merged into the list.
         case updateApplied(FriendUpdate)
-        /// A store that could not be read at all (a corrupt or truncated database) was deleted and created anew.
+        /// A store that could not be read at all (a corrupt or truncated database) was deleted and created anew, or
+        /// a write found the database file deleted or replaced (``SQLiteFriendsStore/FileChanged``) and went to
+        /// what is at its path now.
         case reset(Source, reason: any Error)
         /// A step of a traced load (``FriendsComposer/friend(id:)``): each load has its own identity and timeline.
         case traced(LoadEvent)
@@ -130,7 +132,8 @@ public struct FriendsComposer: Sendable {
         let (baseURL, timeout, retry) = (configuration.baseURL, configuration.timeout, configuration.retry)
         self.init(
             memoryStore: InMemoryFriendsStore(),
-            databaseStore: SQLiteFriendsStore(fileURL: configuration.databaseURL),
+            databaseStore: SQLiteFriendsStore(
+                fileURL: configuration.databaseURL, onFileChanged: { onEvent(.reset(.database, reason: $0)) }),
             remote: RemoteFriendsLoader(baseURL: baseURL, client: client)
                 .timeout(after: timeout, scheduler: scheduler)
                 .retry(retry.onlyForTransientErrors, scheduler: scheduler)

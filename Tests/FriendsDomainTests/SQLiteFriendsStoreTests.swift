@@ -202,6 +202,57 @@ final class SQLiteFriendsStoreTests: XCTestCase {
         sut.closeConnection()
     }
 
+    func test_fileDeletedWhileOpen_theNextWriteCreatesItAnew_andSaysSo() throws {
+        let changes = Locked<[SQLiteFriendsStore.FileChanged]>([])
+        let sut = SQLiteFriendsStore(fileURL: url) { change in changes.withLock { $0.append(change) } }
+        XCTAssertNoThrow(
+            try awaitResult { sut.replaceAll(with: [makeFriend("1")], timestamp: fixedDate, completion: $0) }?.get())
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+
+        XCTAssertNoThrow(
+            try awaitResult { sut.replaceAll(with: [makeFriend("2")], timestamp: fixedDate, completion: $0) }?.get())
+
+        XCTAssertEqual(changes.withLock { $0 }.map(\.change), [.deleted])
+        let reopened = SQLiteFriendsStore(fileURL: url)
+        XCTAssertEqual(
+            try awaitResult { reopened.retrieve(completion: $0) }?.get()?.friends, [makeFriend("2")],
+            "saved to the file at the path, not to the deleted one")
+        reopened.closeConnection()
+        sut.closeConnection()
+    }
+
+    func test_fileReplacedWhileOpen_theNextWriteGoesToTheNewFile() throws {
+        let changes = Locked<[SQLiteFriendsStore.FileChanged]>([])
+        let sut = SQLiteFriendsStore(fileURL: url) { change in changes.withLock { $0.append(change) } }
+        XCTAssertNoThrow(
+            try awaitResult { sut.replaceAll(with: [makeFriend("1")], timestamp: fixedDate, completion: $0) }?.get())
+        let backupURL = url.deletingLastPathComponent().appendingPathComponent("backup.sqlite")
+        let backup = SQLiteFriendsStore(fileURL: backupURL)
+        _ = awaitResult { backup.replaceAll(with: [makeFriend("b")], timestamp: fixedDate, completion: $0) }
+        backup.closeConnection()
+        XCTAssertEqual(rename(backupURL.path, url.path), 0, "a backup restored over the file")
+
+        XCTAssertNoThrow(try awaitResult { sut.upsert(makeFriend("3"), timestamp: fixedDate, completion: $0) }?.get())
+
+        XCTAssertEqual(changes.withLock { $0 }.map(\.change), [.replaced])
+        XCTAssertEqual(
+            try awaitResult { sut.retrieve(completion: $0) }?.get()?.friends, [makeFriend("b"), makeFriend("3")])
+        sut.closeConnection()
+    }
+
+    func test_aFileLeftInPlace_isNeverReportedChanged() throws {
+        let changes = Locked<[SQLiteFriendsStore.FileChanged]>([])
+        let sut = SQLiteFriendsStore(fileURL: url) { change in changes.withLock { $0.append(change) } }
+
+        for index in 0..<3 {
+            _ = awaitResult { sut.replaceAll(with: [makeFriend("\(index)")], timestamp: fixedDate, completion: $0) }
+            _ = awaitResult { sut.deleteAll(completion: $0) }
+        }
+
+        XCTAssertEqual(changes.withLock { $0 }, [])
+        sut.closeConnection()
+    }
+
     // MARK: - Helpers
 
     private func sqliteError<T>(_ result: Result<T, any Error>?) -> SQLiteError? {

@@ -11,6 +11,10 @@ import Foundation
 /// failure reaches the caller as an ``SQLiteError`` through the operation's completion, never as a crash. A file that
 /// cannot be written, or that sits in a folder that cannot be written (a seed database in an app's bundle), is still
 /// read; writes to it fail with ``SQLiteError/isReadOnly``.
+///
+/// The file deleted or replaced while the store has it open (a cache cleaner, a restored backup) is noticed by the
+/// next write, which closes the old file, opens (or creates) what is at the path now, writes there, and tells
+/// `onFileChanged`: the data saved after that is never lost to an unlinked file.
 /// ```swift
 /// let database = SQLiteFriendsStore(fileURL: applicationSupport.appendingPathComponent("friends.sqlite"))
 /// ```
@@ -18,13 +22,41 @@ public final class SQLiteFriendsStore: FriendsStore {
     /// The schema version this code writes.
     static let currentVersion = 2
 
+    /// The database file was deleted or replaced while the store had it open; the write that noticed it went to
+    /// what is at the path now.
+    public struct FileChanged: Error, Equatable, CustomStringConvertible {
+        /// What happened to the file.
+        public enum Change: Sendable, Equatable {
+            /// Nothing is at the path any more: a new database was created there.
+            case deleted
+            /// Another file is at the path: it is used from now on.
+            case replaced
+        }
+
+        /// What happened to the file.
+        public let change: Change
+        /// The database file's path.
+        public let path: String
+
+        public var description: String {
+            switch change {
+            case .deleted: "The database file at \(path) was deleted while open; a new one was created."
+            case .replaced: "The database file at \(path) was replaced while open; the new file is used."
+            }
+        }
+    }
+
     private let path: String
     private let targetVersion: Int
     private let connection: QueueConfined<SQLiteConnection?>
+    /// The device and inode of the file the connection opened, to notice it being deleted or replaced.
+    private let openedFile: QueueConfined<FileIdentity?>
+    private let onFileChanged: @Sendable (FileChanged) -> Void
 
-    /// Creates a store on the database file at `fileURL` (created if missing).
-    public convenience init(fileURL: URL) {
-        self.init(path: fileURL.path, targetVersion: Self.currentVersion)
+    /// Creates a store on the database file at `fileURL` (created if missing); `onFileChanged` is told when a
+    /// write finds the file deleted or replaced (see ``FileChanged``).
+    public convenience init(fileURL: URL, onFileChanged: @escaping @Sendable (FileChanged) -> Void = { _ in }) {
+        self.init(path: fileURL.path, targetVersion: Self.currentVersion, onFileChanged: onFileChanged)
     }
 
     /// Creates a store on a private in-memory database, gone when the store is: for tests and previews.
@@ -33,10 +65,13 @@ public final class SQLiteFriendsStore: FriendsStore {
     }
 
     /// Creates a store that migrates the schema no further than `targetVersion` (tests build old databases so).
-    init(path: String, targetVersion: Int) {
+    init(path: String, targetVersion: Int, onFileChanged: @escaping @Sendable (FileChanged) -> Void = { _ in }) {
         self.path = path
         self.targetVersion = targetVersion
-        connection = QueueConfined(nil, queue: DispatchQueue(label: "FriendsDomain.SQLiteFriendsStore"))
+        self.onFileChanged = onFileChanged
+        let queue = DispatchQueue(label: "FriendsDomain.SQLiteFriendsStore")
+        connection = QueueConfined(nil, queue: queue)
+        openedFile = QueueConfined(nil, queue: queue)
     }
 
     public func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) {
@@ -65,7 +100,7 @@ public final class SQLiteFriendsStore: FriendsStore {
     public func replaceAll(
         with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
-        perform(completion) { (db: SQLiteConnection) throws(SQLiteError) in
+        perform(completion, writing: true) { (db: SQLiteConnection) throws(SQLiteError) in
             try db.transaction(operation: "replace all") { () throws(SQLiteError) in
                 try db.run("DELETE FROM friend", operation: "replace all")
                 let insert = try db.prepared(
@@ -95,7 +130,7 @@ public final class SQLiteFriendsStore: FriendsStore {
     public func upsert(
         _ friend: Friend, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
-        perform(completion) { (db: SQLiteConnection) throws(SQLiteError) in
+        perform(completion, writing: true) { (db: SQLiteConnection) throws(SQLiteError) in
             try db.transaction(operation: "upsert") { () throws(SQLiteError) in
                 try db.run(
                     """
@@ -112,7 +147,7 @@ public final class SQLiteFriendsStore: FriendsStore {
     }
 
     public func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        perform(completion) { (db: SQLiteConnection) throws(SQLiteError) in
+        perform(completion, writing: true) { (db: SQLiteConnection) throws(SQLiteError) in
             try db.run("DELETE FROM friend WHERE id = ?", [.text(id)], operation: "delete")
         }
     }
@@ -134,7 +169,8 @@ public final class SQLiteFriendsStore: FriendsStore {
                 db = try Self.open(path: path, targetVersion: targetVersion)
             }
         }
-        perform(completion, recovering: recreateUnreadableFile) { (db: SQLiteConnection) throws(SQLiteError) in
+        perform(completion, writing: true, recovering: recreateUnreadableFile) {
+            (db: SQLiteConnection) throws(SQLiteError) in
             try Self.deleteRows(in: db)
         }
     }
@@ -150,8 +186,11 @@ public final class SQLiteFriendsStore: FriendsStore {
 
     /// Closes the connection (it reopens on next use). Tests close a store before touching its file.
     func closeConnection() {
-        let connection = self.connection
-        connection.queue.sync { connection.withValue { $0 = nil } }
+        let (connection, openedFile) = (self.connection, self.openedFile)
+        connection.queue.sync {
+            connection.withValue { $0 = nil }
+            openedFile.withValue { $0 = nil }
+        }
     }
 
     /// Runs `sql` on the store's connection: tests install triggers that make a write fail halfway.
@@ -182,26 +221,56 @@ public final class SQLiteFriendsStore: FriendsStore {
     }
 
     /// Runs `work` on the store's queue with an open, migrated connection, and completes with its outcome; on an
-    /// SQLite error, `recover` (when given) may replace the connection and the outcome.
+    /// SQLite error, `recover` (when given) may replace the connection and the outcome. A write (`writing`) first
+    /// checks that the file opened is still the one at the path, and opens the path anew when it is not.
     private func perform<Success: Sendable>(
         _ completion: @escaping @Sendable (Result<Success, any Error>) -> Void,
+        writing: Bool = false,
         recovering recover: (@Sendable (inout SQLiteConnection?, SQLiteError) -> Result<Success, any Error>?)? = nil,
         _ work: @escaping @Sendable (SQLiteConnection) throws(SQLiteError) -> Success
     ) {
-        let connection = self.connection
+        let (connection, openedFile, onFileChanged) = (self.connection, self.openedFile, self.onFileChanged)
         let path = self.path
         let targetVersion = self.targetVersion
         connection.queue.async {
+            let changed = writing ? Self.closeIfChanged(connection, openedFile, path: path) : nil
             let result = connection.withValue { db -> Result<Success, any Error> in
                 do throws(SQLiteError) {
-                    if db == nil { db = try Self.open(path: path, targetVersion: targetVersion) }
+                    if db == nil {
+                        db = try Self.open(path: path, targetVersion: targetVersion)
+                        openedFile.withValue { $0 = FileIdentity(path: path) }
+                    }
                     return .success(try work(db!))
                 } catch {
-                    return recover?(&db, error) ?? .failure(error)
+                    guard let recovered = recover?(&db, error) else { return .failure(error) }
+                    openedFile.withValue { $0 = db == nil ? nil : FileIdentity(path: path) }
+                    return recovered
                 }
             }
+            if let changed { onFileChanged(changed) }
             completion(result)
         }
+    }
+
+    /// Closes the connection when the file it opened is no longer the one at the path (deleted, or replaced by
+    /// another file), so that the next use opens what is there; returns what happened.
+    private static func closeIfChanged(
+        _ connection: QueueConfined<SQLiteConnection?>, _ openedFile: QueueConfined<FileIdentity?>, path: String
+    ) -> FileChanged? {
+        guard path != ":memory:", let opened = openedFile.withValue({ $0 }) else { return nil }
+        let current = FileIdentity(path: path)
+        guard current != opened else { return nil }
+        // The -wal file is named after the path, not the file: what this connection wrote there belongs to the old
+        // file and must not be replayed into the one at the path now. Checkpointed into the old file and emptied.
+        connection.withValue { db in
+            try? db?.execute("PRAGMA wal_checkpoint(TRUNCATE)", operation: "close")
+            db = nil
+        }
+        openedFile.withValue { $0 = nil }
+        if current == nil {
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        return FileChanged(change: current == nil ? .deleted : .replaced, path: path)
     }
 
     private static func open(path: String, targetVersion: Int) throws(SQLiteError) -> SQLiteConnection {
@@ -297,5 +366,20 @@ public final class SQLiteFriendsStore: FriendsStore {
             .real(friend.updatedAt.timeIntervalSince1970),
         ]
         return values
+    }
+}
+
+/// Which file a path names: its device and inode (a file deleted and created anew, or replaced by a rename, has
+/// another).
+private struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// The identity of the file at `path`; `nil` when there is none.
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
     }
 }
