@@ -98,6 +98,39 @@ extension FriendsStoreSpecs {
         XCTAssertEqual(try retrieve(sut)?.get(), .some(nil), file: file, line: line)
     }
 
+    func assertApplyChangesOnlyWhatItNames(file: StaticString = #filePath, line: UInt = #line) {
+        let sut = makeSUT()
+        let (a, b, c) = (makeFriend("a"), makeFriend("b"), makeFriend("c"))
+        _ = replaceAll(sut, [a, b, c])
+        let renamedB = makeFriend("b", name: "Renamed elsewhere")
+        _ = upsert(sut, renamedB)  // another writer's change, which this saver never read
+        let changes = FriendsChanges(from: [a, b, c], to: [c, makeFriend("d")])  // a and b deleted, d added
+
+        let applied = awaitResult { sut.apply(changes, timestamp: fixedDate.addingTimeInterval(1), completion: $0) }
+
+        XCTAssertNotNil(try applied?.get(), file: file, line: line)
+        let stored = try? retrieve(sut)?.get()
+        XCTAssertEqual(stored?.friends, [c, makeFriend("d")], file: file, line: line)
+        XCTAssertEqual(stored?.timestamp, fixedDate.addingTimeInterval(1), file: file, line: line)
+        let moved = FriendsChanges(from: [c, makeFriend("d")], to: [makeFriend("d"), c])
+        _ = awaitResult { sut.apply(moved, timestamp: fixedDate, completion: $0) }
+        XCTAssertEqual(try? retrieve(sut)?.get()?.friends, [makeFriend("d"), c], "moved", file: file, line: line)
+    }
+
+    func assertApplyLeavesRowsItDoesNotNameAsTheyAre(file: StaticString = #filePath, line: UInt = #line) {
+        let sut = makeSUT()
+        let (a, b) = (makeFriend("a"), makeFriend("b"))
+        _ = replaceAll(sut, [a, b])
+        let renamedB = makeFriend("b", name: "Renamed elsewhere")
+        _ = upsert(sut, renamedB)  // another writer's change
+
+        _ = awaitResult { sut.apply(FriendsChanges(from: [a, b], to: [b]), timestamp: fixedDate, completion: $0) }
+
+        XCTAssertEqual(
+            try? retrieve(sut)?.get()?.friends, [renamedB], "b moved, but kept the other writer's change", file: file,
+            line: line)
+    }
+
     func assertOperationsRunInOrder(file: StaticString = #filePath, line: UInt = #line) {
         let sut = makeSUT()
         let order = Locked<[Int]>([])

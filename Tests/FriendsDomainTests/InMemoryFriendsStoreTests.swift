@@ -46,6 +46,14 @@ final class InMemoryFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
         assertDeleteAllOnEmptyStoreSucceeds()
     }
 
+    func test_applyChangesOnlyWhatItNames() {
+        assertApplyChangesOnlyWhatItNames()
+    }
+
+    func test_applyLeavesRowsItDoesNotNameAsTheyAre() {
+        assertApplyLeavesRowsItDoesNotNameAsTheyAre()
+    }
+
     func test_operationsRunInOrder() {
         assertOperationsRunInOrder()
     }

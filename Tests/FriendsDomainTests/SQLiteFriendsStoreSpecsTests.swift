@@ -51,6 +51,14 @@ final class SQLiteFileFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
         assertDeleteAllOnEmptyStoreSucceeds()
     }
 
+    func test_applyChangesOnlyWhatItNames() {
+        assertApplyChangesOnlyWhatItNames()
+    }
+
+    func test_applyLeavesRowsItDoesNotNameAsTheyAre() {
+        assertApplyLeavesRowsItDoesNotNameAsTheyAre()
+    }
+
     func test_operationsRunInOrder() {
         assertOperationsRunInOrder()
     }
@@ -104,6 +112,14 @@ final class SQLiteInMemoryFriendsStoreTests: XCTestCase, FriendsStoreSpecs {
 
     func test_deleteAllOnEmptyStoreSucceeds() {
         assertDeleteAllOnEmptyStoreSucceeds()
+    }
+
+    func test_applyChangesOnlyWhatItNames() {
+        assertApplyChangesOnlyWhatItNames()
+    }
+
+    func test_applyLeavesRowsItDoesNotNameAsTheyAre() {
+        assertApplyLeavesRowsItDoesNotNameAsTheyAre()
     }
 
     func test_operationsRunInOrder() {

@@ -20,11 +20,19 @@ public enum FriendsKey: Hashable, Sendable {
 /// is stored has expired (it is deleted). A database that cannot be read at all (corrupt, truncated, not a database)
 /// is deleted and created anew, `onReset` is told why, and the read fails with the error: the next save heals the
 /// cache instead of failing for ever. Other read failures (a locked file) delete nothing.
+///
+/// A save writes only what changed since the list the cache last read or saved (``FriendsChanges``, applied by
+/// ``FriendsStore/apply(_:timestamp:completion:)``): two processes over one database file (an app and its
+/// extension) each save their own changes, and neither undoes the other's. Each sees the other's on its next read of
+/// the file (a launch, or a read the store makes).
 public struct FriendsCache: KeyedCache {
     private let store: any FriendsStore
     private let expiry: CacheExpiry<[Friend]>
     private let now: @Sendable () -> Date
     private let onReset: @Sendable (any Error) -> Void
+    /// The list the store holds as this cache last read or wrote it (`nil`: unknown), and a count of the writes
+    /// decided (a read that started before a write does not replace what the write made known).
+    private let known = Locked<(friends: [Friend]?, writes: Int)>((nil, 0))
 
     /// Creates the level over `store`; what it holds expires as `expiry` says, judged against `now`.
     public init(
@@ -43,17 +51,21 @@ public struct FriendsCache: KeyedCache {
     public func value(
         for key: FriendsKey, completion: @escaping @Sendable (Result<CachedValue<[Friend]>, any Error>) -> Void
     ) {
-        let (store, expiry, now, onReset) = (store, expiry, now, onReset)
+        let (store, expiry, now, onReset, known) = (store, expiry, now, onReset, known)
+        let writes = known.withLock { $0.writes }
         store.retrieve { result in
             switch result {
             case .success(nil):
+                Self.learn([], if: writes, in: known)
                 completion(.failure(CacheMiss.absent))
             case .success(let cached?):
                 guard expiry.isFresh(cached.friends, savedAt: cached.timestamp, now: now()) else {
+                    Self.learn([], if: writes, in: known)
                     return store.deleteAll { _ in
                         completion(.failure(CacheMiss.expired(savedAt: cached.timestamp)))
                     }
                 }
+                Self.learn(cached.friends, if: writes, in: known)
                 completion(.success(CachedValue(cached.friends, savedAt: cached.timestamp)))
             case .failure(let error as SQLiteError) where error.isUnreadableDatabase:
                 store.deleteAll { outcome in
@@ -66,20 +78,47 @@ public struct FriendsCache: KeyedCache {
         }
     }
 
-    /// Replaces the stored list with `friends`, stamped with the current date.
+    /// Saves `friends`, stamped with the current date: what changed since the list this cache last read or saved
+    /// (everything when it knows none).
     public func save(
         _ friends: [Friend], for key: FriendsKey, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
-        store.replaceAll(with: friends, timestamp: now(), completion: completion)
+        let known = known
+        let changes = known.withLock { known in
+            defer { known = (friends, known.writes + 1) }
+            return FriendsChanges(from: known.friends, to: friends)
+        }
+        store.apply(changes, timestamp: now()) { result in
+            // A failed write leaves the store as it was, which this cache no longer knows: the next save replaces all.
+            if case .failure = result { known.withLock { $0 = (nil, $0.writes + 1) } }
+            completion(result)
+        }
     }
 
     /// Removes the stored list.
     public func removeValue(for key: FriendsKey, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        store.deleteAll(completion: completion)
+        removeAll(completion: completion)
     }
 
     /// Removes the stored list.
     public func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        store.deleteAll(completion: completion)
+        let known = known
+        known.withLock { $0 = ([], $0.writes + 1) }
+        store.deleteAll { result in
+            if case .failure = result { known.withLock { $0 = (nil, $0.writes + 1) } }
+            completion(result)
+        }
+    }
+
+    /// Takes `friends` as what the store holds, unless a write was decided since the read began.
+    private static func learn(
+        _ friends: [Friend], if writes: Int, in known: Locked<(friends: [Friend]?, writes: Int)>
+    ) {
+        let replaced = known.withLock { known -> [Friend]? in
+            guard known.writes == writes else { return nil }
+            defer { known.friends = friends }
+            return known.friends
+        }
+        withExtendedLifetime(replaced) {}  // released after unlocking
     }
 }

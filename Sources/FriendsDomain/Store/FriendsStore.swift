@@ -35,4 +35,110 @@ public protocol FriendsStore: Sendable {
 
     /// Removes everything, timestamp included.
     func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+
+    /// Applies `changes` at once (the database: in one transaction), saved at `timestamp`: the rows of friends the
+    /// changes do not name are left as they are, so that two writers of one file (an app and its extension) never
+    /// undo each other's changes. The default replaces everything with `changes.friends`.
+    func apply(
+        _ changes: FriendsChanges, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+}
+
+extension FriendsStore {
+    /// Reads what is stored, applies `changes` to it, and replaces everything with the result: for a store only one
+    /// writer uses at a time (memory). A store shared by writers applies them at once instead (SQLite: in one
+    /// transaction).
+    public func apply(
+        _ changes: FriendsChanges, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        retrieve { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let cached):
+                replaceAll(
+                    with: changes.applied(to: cached?.friends ?? []), timestamp: timestamp, completion: completion)
+            }
+        }
+    }
+}
+
+/// What saving a friends list changes, against the list the saver knew before (read or saved last): the friends to
+/// insert or update, each with its place in the new list, the friends that only moved, and the ids to delete.
+/// Without a list known before, the save replaces everything.
+///
+/// ```swift
+/// let changes = FriendsChanges(from: [ada, grace], to: [grace, linus])
+/// // deletions: Ada's id; upserts: Linus (new, at 1); moves: Grace (to 0)
+/// ```
+public struct FriendsChanges: Sendable {
+    /// A friend to insert or update, at `position` in the new list.
+    public struct Upsert: Equatable, Sendable {
+        /// The friend as saved.
+        public let friend: Friend
+        /// Its index in the new list.
+        public let position: Int
+
+        /// Creates an upsert of `friend` at `position`.
+        public init(friend: Friend, position: Int) {
+            self.friend = friend
+            self.position = position
+        }
+    }
+
+    /// The whole new list, in order (one per id).
+    public let friends: [Friend]
+    /// The friends that are new or changed.
+    public let upserts: [Upsert]
+    /// The friends that are unchanged but at another place: only their position is saved, so that a change another
+    /// writer made to them stays.
+    public let moves: [Upsert]
+    /// The ids the new list no longer has.
+    public let deletions: [Friend.ID]
+    /// Whether the save replaces everything (nothing was known before).
+    public let replacesAll: Bool
+
+    /// The changes from `old` (`nil`: unknown) to `new`.
+    public init(from old: [Friend]?, to new: [Friend]) {
+        let new = new.deduplicatedByID()
+        friends = new
+        guard let old else {
+            upserts = new.enumerated().map { Upsert(friend: $1, position: $0) }
+            moves = []
+            deletions = []
+            replacesAll = true
+            return
+        }
+        var before: [Friend.ID: (friend: Friend, position: Int)] = [:]
+        for (position, friend) in old.enumerated() { before[friend.id] = (friend, position) }
+        var upserts: [Upsert] = []
+        var moves: [Upsert] = []
+        for (position, friend) in new.enumerated() {
+            guard let known = before[friend.id], known.friend == friend else {
+                upserts.append(Upsert(friend: friend, position: position))
+                continue
+            }
+            if known.position != position { moves.append(Upsert(friend: friend, position: position)) }
+        }
+        self.upserts = upserts
+        self.moves = moves
+        let kept = Set(new.map(\.id))
+        deletions = old.map(\.id).filter { !kept.contains($0) }
+        replacesAll = false
+    }
+
+    /// `list` with the changes applied, as a database applies them: deleted ids removed, upserts replacing by id
+    /// (or added), upserts and moves taking their positions; ordered by position, then by the order rows were
+    /// first stored.
+    public func applied(to list: [Friend]) -> [Friend] {
+        guard !replacesAll else { return friends }
+        var rows: [Friend.ID: (friend: Friend, position: Int, order: Int)] = [:]
+        for (index, friend) in list.enumerated() { rows[friend.id] = (friend, index, index) }
+        for id in deletions { rows[id] = nil }
+        for upsert in upserts {
+            let order = rows[upsert.friend.id]?.order ?? list.count + rows.count
+            rows[upsert.friend.id] = (upsert.friend, upsert.position, order)
+        }
+        for move in moves where rows[move.friend.id] != nil { rows[move.friend.id]!.position = move.position }
+        return rows.values.sorted { ($0.position, $0.order) < ($1.position, $1.order) }.map(\.friend)
+    }
 }

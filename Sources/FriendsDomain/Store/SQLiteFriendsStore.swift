@@ -83,7 +83,8 @@ public final class SQLiteFriendsStore: FriendsStore {
             guard let savedAt else { return nil }
             var friends: [Friend] = []
             try db.run(
-                "SELECT id, name, status, avatar_url, updated_at FROM friend ORDER BY position", operation: "retrieve"
+                "SELECT id, name, status, avatar_url, updated_at FROM friend ORDER BY position, rowid",
+                operation: "retrieve"
             ) { row in
                 friends.append(
                     Friend(
@@ -123,6 +124,41 @@ public final class SQLiteFriendsStore: FriendsStore {
                     }
                 }
                 try Self.stamp(timestamp, in: db, operation: "replace all")
+            }
+        }
+    }
+
+    /// Applies `changes` in one transaction: deletes by id, inserts or updates by id (with their positions), moves
+    /// (the position alone), then the timestamp. Rows the changes do not name (another process's) are left as they
+    /// are.
+    public func apply(
+        _ changes: FriendsChanges, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        guard !changes.replacesAll else {
+            return replaceAll(with: changes.friends, timestamp: timestamp, completion: completion)
+        }
+        perform(completion, writing: true) { (db: SQLiteConnection) throws(SQLiteError) in
+            try db.transaction(operation: "save") { () throws(SQLiteError) in
+                for id in changes.deletions {
+                    try db.run("DELETE FROM friend WHERE id = ?", [.text(id)], operation: "save")
+                }
+                for upsert in changes.upserts {
+                    try db.run(
+                        """
+                        INSERT INTO friend (id, position, name, status, avatar_url, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (id) DO UPDATE SET
+                            position = excluded.position, name = excluded.name, status = excluded.status,
+                            avatar_url = excluded.avatar_url, updated_at = excluded.updated_at
+                        """,
+                        Self.values(of: upsert.friend, position: Int64(upsert.position)), operation: "save")
+                }
+                for move in changes.moves {
+                    try db.run(
+                        "UPDATE friend SET position = ? WHERE id = ?",
+                        [.integer(Int64(move.position)), .text(move.friend.id)], operation: "save")
+                }
+                try Self.stamp(timestamp, in: db, operation: "save")
             }
         }
     }

@@ -1,0 +1,115 @@
+import Dispatch
+import Foundation
+import FriendsDomain
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// Two compositions over one database file (an app and its extension, or two processes): each saves its own
+/// changes, row by row, and neither undoes what the other confirmed.
+final class SharedDatabaseTests: XCTestCase {
+    private let friends = (0..<3).map { makeFriend("u\($0)", name: "Friend \($0)") }
+
+    func test_aConfirmedDeleteByOne_isNotUndoneByTheOthersSaveOfALiveUpdate() throws {
+        let url = try makeDatabaseURL()
+        let a = try makeLoadedSide(url)
+        let b = try makeLoadedSide(url)
+        let stream = b.composer.friendsStream().sink { _ in
+        } receiveValue: { _ in
+        }
+
+        a.network.answer(with: Array(friends.dropFirst()))  // what the server has after the delete
+        let deleted = expectation(description: "deleted")
+        a.repository.remove(id: "u0", optimistic: false) { _ in deleted.fulfill() }
+        a.deleter.complete(id: "u0", with: .success(()))
+        wait(for: [deleted], timeout: 5)
+        let renamed = makeFriend("u1", name: "Renamed by B")
+        b.updates.send(.upsert(renamed))  // B still shows u0: it never read the file again
+        let flushed = expectation(description: "flushed")
+        b.composer.flush { flushed.fulfill() }
+        wait(for: [flushed], timeout: 5)
+
+        let saved = try awaitResult { SQLiteFriendsStore(fileURL: url).retrieve(completion: $0) }?.get()?.friends
+        XCTAssertEqual(saved, [renamed, friends[2]], "A's delete and B's update are both kept")
+        stream.cancel()
+    }
+
+    func test_aLiveUpdateByOne_isNotUndoneByTheOthersConfirmedDelete() throws {
+        let url = try makeDatabaseURL()
+        let a = try makeLoadedSide(url)
+        let b = try makeLoadedSide(url)
+        let stream = b.composer.friendsStream().sink { _ in
+        } receiveValue: { _ in
+        }
+        let renamed = makeFriend("u2", name: "Renamed by B")
+        b.updates.send(.upsert(renamed))
+        let flushed = expectation(description: "flushed")
+        b.composer.flush { flushed.fulfill() }
+        wait(for: [flushed], timeout: 5)
+
+        a.network.hold()  // the follow-up refresh does not answer: what A saves is its delete alone
+        let deleted = expectation(description: "deleted")
+        a.repository.remove(id: "u0", optimistic: true) { _ in deleted.fulfill() }
+        a.deleter.complete(id: "u0", with: .success(()))
+        wait(for: [deleted], timeout: 5)
+
+        let saved = try awaitResult { SQLiteFriendsStore(fileURL: url).retrieve(completion: $0) }?.get()?.friends
+        XCTAssertEqual(saved, [friends[1], renamed])
+        stream.cancel()
+    }
+
+    func test_changes_nameOnlyWhatChanged() {
+        let (ada, grace, linus) = (makeFriend("a"), makeFriend("g"), makeFriend("l"))
+
+        // Sample: begin
+        let changes = FriendsChanges(from: [ada, grace], to: [grace, linus])
+        // deletions: Ada's id; upserts: Linus (new, at 1); moves: Grace (to 0)
+        // Sample: end
+
+        XCTAssertEqual(changes.deletions, ["a"])
+        XCTAssertEqual(changes.upserts, [.init(friend: linus, position: 1)])
+        XCTAssertEqual(changes.moves, [.init(friend: grace, position: 0)])
+        XCTAssertFalse(changes.replacesAll)
+        XCTAssertTrue(FriendsChanges(from: nil, to: [ada]).replacesAll, "nothing known before: replace all")
+    }
+
+    // MARK: - Helpers
+
+    private struct Side {
+        let composer: FriendsComposer
+        let repository: FriendsRepository
+        let network: ControllableNetwork
+        let deleter: DeleterSpy
+        let updates: UpdatesDouble
+    }
+
+    private func makeLoadedSide(_ url: URL) throws -> Side {
+        let network = ControllableNetwork()
+        let deleter = DeleterSpy()
+        let updates = UpdatesDouble()
+        let composer = FriendsComposer(
+            memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore(fileURL: url),
+            remote: network.eraseToAnyLoader(), updates: updates, scheduler: TestScheduler())
+        let repository = FriendsRepository(store: composer.store, deleter: deleter, scheduler: ImmediateScheduler())
+        let loaded = expectation(description: "loaded")
+        let result = Locked<[Friend]?>(nil)
+        composer.friendsLoader.load { outcome in
+            result.withLock { $0 = try? outcome.get() }
+            loaded.fulfill()
+        }
+        wait(for: [loaded], timeout: 5)
+        XCTAssertEqual(result.withLock { $0 }, friends, "read from the file")
+        return Side(composer: composer, repository: repository, network: network, deleter: deleter, updates: updates)
+    }
+
+    private func makeDatabaseURL() throws -> URL {
+        let url = temporaryFileURL()
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let seeded = awaitResult {
+            SQLiteFriendsStore(fileURL: url).replaceAll(with: friends, timestamp: Date(), completion: $0)
+        }
+        XCTAssertNotNil(try seeded?.get())
+        return url
+    }
+}
