@@ -39,6 +39,9 @@ public struct FriendsComposer: Sendable {
         public var retry: RetryPolicy
         /// How long one network attempt may take.
         public var timeout: Duration
+        /// The largest response body accepted, in bytes (64 MiB by default): a larger one fails with
+        /// ``FriendsAPIError/responseTooLarge(limit:)`` as soon as the limit is passed, holding no more in memory.
+        public var maxResponseBytes: Int
         /// How long the database waits for a burst of live updates to calm down before saving (what the network
         /// brought and confirmed deletes are saved at once).
         public var saveDebounce: Duration
@@ -50,8 +53,10 @@ public struct FriendsComposer: Sendable {
             maxAge: Duration? = .seconds(300),
             retry: RetryPolicy = .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
             timeout: Duration = .seconds(10),
-            saveDebounce: Duration = .milliseconds(500)
+            saveDebounce: Duration = .milliseconds(500),
+            maxResponseBytes: Int = URLSessionHTTPClient.defaultMaxResponseBytes
         ) {
+            self.maxResponseBytes = maxResponseBytes
             self.baseURL = baseURL
             self.databaseURL = databaseURL
             self.maxAge = maxAge
@@ -128,7 +133,7 @@ public struct FriendsComposer: Sendable {
         currentDate: @escaping @Sendable () -> Date = Date.init,
         onEvent: @escaping @Sendable (Event) -> Void = { _ in }
     ) {
-        let client = URLSessionHTTPClient(session: session)
+        let client = URLSessionHTTPClient(session: session, maxResponseBytes: configuration.maxResponseBytes)
         let (baseURL, timeout, retry) = (configuration.baseURL, configuration.timeout, configuration.retry)
         self.init(
             memoryStore: InMemoryFriendsStore(),

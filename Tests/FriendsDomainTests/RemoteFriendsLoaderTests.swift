@@ -223,6 +223,64 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         XCTAssertEqual(URLProtocolStub.requests.count, before)
     }
 
+    // MARK: Response size
+
+    func test_load_aDeclaredBodyLargerThanTheLimit_failsBeforeReadingIt() {
+        URLProtocolStub.stub(.response(status: 200, body: Data(count: 2_000), headers: ["Content-Length": "2000"]))
+
+        let result = load(maxResponseBytes: 1_000)
+
+        XCTAssertEqual(apiError(result)?.isResponseTooLarge(limit: 1_000), true, "\(String(describing: result))")
+        XCTAssertEqual(apiError(result)?.isTransient, false, "not retried: the next answer would be as large")
+    }
+
+    func test_load_aBodyThatGrowsPastTheLimit_failsAsItPassesIt() {
+        URLProtocolStub.stub(.chunks(Array(repeating: Data(repeating: 0x20, count: 400), count: 5)))
+
+        let result = load(maxResponseBytes: 1_000)
+
+        XCTAssertEqual(apiError(result)?.isResponseTooLarge(limit: 1_000), true, "\(String(describing: result))")
+    }
+
+    func test_load_aBodyWithinTheLimit_isRead() throws {
+        let body = Data(#"{"friends": []}"#.utf8)
+        URLProtocolStub.stub(.response(status: 200, body: body))
+
+        XCTAssertEqual(try load(maxResponseBytes: body.count)?.get(), [])
+    }
+
+    func test_load_anEndlessBodyFromARealServer_failsAtTheLimit_holdingNoMoreInMemory() throws {
+        #if !os(Linux)
+            throw XCTSkip("the process's peak memory is read from /proc")
+        #endif
+        // A real socket: a Python server that writes an endless body.
+        let server = try EndlessBodyServer()
+        defer { server.stop() }
+        let limit = 1 << 20
+        let sut = RemoteFriendsLoader(
+            baseURL: URL(string: "http://127.0.0.1:\(server.port)")!,
+            client: URLSessionHTTPClient(session: URLSession(configuration: .ephemeral), maxResponseBytes: limit))
+        let peakBefore = try peakMemory()
+
+        let result = awaitResult(timeout: 20) { sut.load(completion: $0) }
+
+        XCTAssertEqual(apiError(result)?.isResponseTooLarge(limit: limit), true, "\(String(describing: result))")
+        // FoundationNetworking may go on reading after the cancel; what it reads is dropped as it arrives.
+        XCTAssertLessThan(try peakMemory() - peakBefore, 16 * limit, "the process's peak memory grew by the body")
+    }
+
+    /// The process's peak resident memory, in bytes (Linux's VmHWM).
+    private func peakMemory() throws -> Int {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
+        return try XCTUnwrap(Int(line.split(separator: " ").dropFirst().first ?? "")) * 1_024
+    }
+
+    private func apiError(_ result: Result<[Friend], any Error>?) -> FriendsAPIError? {
+        guard case .failure(let error) = result else { return nil }
+        return error as? FriendsAPIError
+    }
+
     private func makeComposer(scheduler: some Scheduler = DispatchQueueScheduler.global()) -> FriendsComposer {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("retry-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
@@ -245,13 +303,71 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         return outcome.withLock { $0 }
     }
 
-    private func load() -> Result<[Friend], any Error>? {
-        let sut = RemoteFriendsLoader(
-            baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+    private func load(maxResponseBytes: Int? = URLSessionHTTPClient.defaultMaxResponseBytes) -> Result<
+        [Friend], any Error
+    >? {
+        let client = URLSessionHTTPClient(session: URLProtocolStub.makeSession(), maxResponseBytes: maxResponseBytes)
+        let sut = RemoteFriendsLoader(baseURL: baseURL, client: client)
         return awaitResult { sut.load(completion: $0) }
     }
 
     private func waitUntil(_ condition: () -> Bool) {
         XCTAssertTrue(eventually(condition), "timed out")
+    }
+}
+
+extension FriendsAPIError {
+    fileprivate func isResponseTooLarge(limit expected: Int) -> Bool {
+        if case .responseTooLarge(let limit) = self { return limit == expected }
+        return false
+    }
+}
+
+/// A loopback HTTP server (Python) that answers its first request with 200 and an endless body (up to 4 GiB). A
+/// real socket, so that the client reads as fast as the network lets it.
+private final class EndlessBodyServer {
+    let port: Int
+    private let process = Process()
+    private let output = Pipe()
+
+    init() throws {
+        let script = """
+            import socket, sys
+            server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(1)
+            print(server.getsockname()[1], flush=True)
+            connection, _ = server.accept(); connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nConnection: close\\r\\n\\r\\n")
+            sent, chunk = 0, b" " * 65536
+            try:
+                while sent < 4 << 30:
+                    connection.sendall(chunk); sent += len(chunk)
+            except OSError:
+                pass
+            """
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-u", "-c", script]
+        process.standardOutput = output
+        try process.run()
+        guard let line = Self.readLine(output), let port = Int(line) else {
+            process.terminate()
+            throw XCTSkip("python3 could not start a loopback server here")
+        }
+        self.port = port
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    private static func readLine(_ pipe: Pipe) -> String? {
+        var line = Data()
+        while true {
+            guard let byte = try? pipe.fileHandleForReading.read(upToCount: 1), let first = byte.first else {
+                return nil
+            }
+            if first == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+            line.append(first)
+        }
     }
 }

@@ -19,6 +19,8 @@ public enum FriendsAPIError: Error, CustomStringConvertible, LocalizedError, Ret
     case invalidID(String)
     /// The server is busy (429 or 503) and said how long to wait (`Retry-After`).
     case busy(status: Int, retryAfter: Duration)
+    /// The response body was larger than the client accepts (`limit` bytes); the request was cancelled.
+    case responseTooLarge(limit: Int)
 
     public var description: String {
         switch self {
@@ -29,6 +31,7 @@ public enum FriendsAPIError: Error, CustomStringConvertible, LocalizedError, Ret
         case .invalidID(let id): "\"\(id)\" is not a valid friend id."
         case .busy(let status, let retryAfter):
             "The friends API is busy (status \(status)); it asks to retry after \(retryAfter)."
+        case .responseTooLarge(let limit): "The friends API sent more than the \(limit) bytes accepted."
         }
     }
 
@@ -39,12 +42,12 @@ public enum FriendsAPIError: Error, CustomStringConvertible, LocalizedError, Ret
     }
 
     /// Whether another attempt may succeed: connectivity failures (timeouts included), 408, 429 and 5xx. Other 4xx,
-    /// invalid data and invalid ids are permanent.
+    /// invalid data, responses too large and invalid ids are permanent.
     public var isTransient: Bool {
         switch self {
         case .connectivity, .busy: true
         case .unexpectedStatus(let code): code == 408 || code == 429 || (500...599).contains(code)
-        case .invalidData, .notFound, .invalidID: false
+        case .invalidData, .notFound, .invalidID, .responseTooLarge: false
         }
     }
 

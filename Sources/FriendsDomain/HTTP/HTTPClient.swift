@@ -19,6 +19,13 @@ public protocol HTTPClient: Sendable {
 }
 
 /// An ``HTTPClient`` on a `URLSession` (injected, so tests can stub it with a `URLProtocol`).
+///
+/// A body larger than `maxResponseBytes` fails with ``ResponseTooLarge`` as soon as the limit is passed (a declared
+/// `Content-Length` above it, or the bytes received so far), and the request is cancelled: an endless or hostile
+/// response never holds more than the limit in memory. To receive it, the client runs the requests on a session of
+/// its own, made with `session`'s configuration (its protocol classes, cookies, caches and headers); authentication
+/// challenges still go to `session`'s delegate. With `maxResponseBytes: nil`, requests run on `session` itself and
+/// bodies have no limit.
 public struct URLSessionHTTPClient: HTTPClient {
     /// The response was not an HTTP response.
     public struct UnexpectedResponse: Error, CustomStringConvertible, LocalizedError {
@@ -30,11 +37,32 @@ public struct URLSessionHTTPClient: HTTPClient {
         public var errorDescription: String? { description }
     }
 
-    private let session: URLSession
+    /// The response body was larger than the client accepts; the request was cancelled.
+    public struct ResponseTooLarge: Error, Equatable, CustomStringConvertible, LocalizedError {
+        /// The largest body accepted, in bytes.
+        public let limit: Int
 
-    /// Creates a client that sends requests through `session`.
-    public init(session: URLSession) {
+        /// Creates the error.
+        public init(limit: Int) {
+            self.limit = limit
+        }
+
+        public var description: String { "The response body is larger than the \(limit) bytes accepted." }
+
+        public var errorDescription: String? { description }
+    }
+
+    /// The largest body accepted by default: 64 MiB.
+    public static let defaultMaxResponseBytes = 64 << 20
+
+    private let session: URLSession
+    private let limited: LimitedSession?
+
+    /// Creates a client that sends requests through `session`, accepting bodies of at most `maxResponseBytes`
+    /// (`nil`: any size).
+    public init(session: URLSession, maxResponseBytes: Int? = URLSessionHTTPClient.defaultMaxResponseBytes) {
         self.session = session
+        limited = maxResponseBytes.map { LimitedSession(basedOn: session, limit: $0) }
     }
 
     @discardableResult
@@ -45,7 +73,11 @@ public struct URLSessionHTTPClient: HTTPClient {
         // The data task reports its own cancellation as an error (-999); the pending load drops it, so a cancelled
         // request never completes.
         let pending = PendingLoad<(Data, HTTPURLResponse)>(completion)
-        pending.startStep {
+        pending.startStep { [session, limited] in
+            if let limited {
+                let task = limited.start(request) { pending.complete($0) }
+                return AnyCancellationToken { task.cancel() }
+            }
             let task = session.dataTask(with: request) { data, response, error in
                 if let error {
                     pending.complete(.failure(error))
@@ -59,5 +91,103 @@ public struct URLSessionHTTPClient: HTTPClient {
             return AnyCancellationToken { task.cancel() }
         }
         return pending
+    }
+}
+
+/// A session of the client's own whose delegate receives bodies chunk by chunk, and stops those that grow past the
+/// limit. Released, it lets its tasks finish and lets the session go.
+private final class LimitedSession: Sendable {
+    private let session: URLSession
+    private let receiver: BodyReceiver
+
+    init(basedOn base: URLSession, limit: Int) {
+        let receiver = BodyReceiver(limit: limit, challenges: base.delegate as? any URLSessionTaskDelegate)
+        self.receiver = receiver
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        session = URLSession(configuration: base.configuration, delegate: receiver, delegateQueue: queue)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
+
+    /// Starts `request`; `completion` runs once, when it ends.
+    func start(
+        _ request: URLRequest, completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), any Error>) -> Void
+    ) -> URLSessionDataTask {
+        let task = session.dataTask(with: request)
+        receiver.expect(task, completion: completion)
+        task.resume()
+        return task
+    }
+}
+
+/// The delegate of a ``LimitedSession``: collects each task's body up to the limit. A body that passes it completes
+/// its request at once with ``URLSessionHTTPClient/ResponseTooLarge``; the task is cancelled, and what it still
+/// receives is dropped. (It implements no `didReceive response` callback: on Linux, FoundationNetworking then lets a
+/// cancelled task read on for gigabytes. Even without it, a cancel there may take a while to stop the transfer, so
+/// the limit is kept by dropping, not by the cancel.)
+private final class BodyReceiver: NSObject, URLSessionDataDelegate, Sendable {
+    private struct Receiving: Sendable {
+        let completion: @Sendable (Result<(Data, HTTPURLResponse), any Error>) -> Void
+        var body = Data()
+    }
+
+    private let limit: Int
+    private let challenges: (any URLSessionTaskDelegate)?
+    private let tasks = Locked<[Int: Receiving]>([:])
+
+    init(limit: Int, challenges: (any URLSessionTaskDelegate)?) {
+        self.limit = limit
+        self.challenges = challenges
+    }
+
+    func expect(
+        _ task: URLSessionTask, completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), any Error>) -> Void
+    ) {
+        tasks.withLock { $0[task.taskIdentifier] = Receiving(completion: completion) }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let limit = limit
+        let declared = dataTask.response?.expectedContentLength ?? -1
+        let tooLarge = tasks.withLock { tasks -> Receiving? in
+            // Taken out while it grows, so that the body has one reference and is appended in place.
+            guard var receiving = tasks.removeValue(forKey: dataTask.taskIdentifier) else { return nil }
+            guard declared <= Int64(limit), receiving.body.count + data.count <= limit else { return receiving }
+            receiving.body.append(data)
+            tasks[dataTask.taskIdentifier] = receiving
+            return nil
+        }
+        guard let tooLarge else { return }
+        DispatchQueue.global().async { dataTask.cancel() }  // not on the delegate queue: it must keep draining
+        tooLarge.completion(.failure(URLSessionHTTPClient.ResponseTooLarge(limit: limit)))
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let receiving = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if let error {
+            receiving.completion(.failure(error))
+        } else if let response = task.response as? HTTPURLResponse {
+            receiving.completion(.success((receiving.body, response)))
+        } else {
+            receiving.completion(.failure(URLSessionHTTPClient.UnexpectedResponse()))
+        }
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        guard let challenges else { return completionHandler(.performDefaultHandling, nil) }
+        #if canImport(FoundationNetworking)
+            challenges.urlSession(session, task: task, didReceive: challenge, completionHandler: completionHandler)
+        #else
+            challenges.urlSession?(session, task: task, didReceive: challenge, completionHandler: completionHandler)
+                ?? completionHandler(.performDefaultHandling, nil)
+        #endif
     }
 }

@@ -12,7 +12,8 @@ import Loading
 /// ```
 /// 200 with a valid body gives the friends (one per id: a repeated id's last occurrence wins, see
 /// `deduplicatedByID()`); any other status gives ``FriendsAPIError/unexpectedStatus(_:)``; an
-/// empty, malformed or incomplete body gives ``FriendsAPIError/invalidData``; a transport failure gives
+/// empty, malformed or incomplete body gives ``FriendsAPIError/invalidData``; a body larger than the client accepts
+/// gives ``FriendsAPIError/responseTooLarge(limit:)``; a transport failure gives
 /// ``FriendsAPIError/connectivity(underlying:)``. Cancelling cancels the request.
 public struct RemoteFriendsLoader: Loader {
     private let url: URL
@@ -70,7 +71,7 @@ public struct RemoteFriendsDeleter: Sendable {
         request.httpMethod = "DELETE"
         return client.perform(request) { result in
             switch result {
-            case .failure(let error): completion(.failure(FriendsAPIError.connectivity(underlying: error)))
+            case .failure(let error): completion(.failure(FriendsAPIError.transport(error)))
             case .success((_, let response)) where response.statusCode == 204: completion(.success(()))
             case .success((_, let response)) where response.statusCode == 404:
                 completion(.failure(FriendsAPIError.notFound))
@@ -159,9 +160,19 @@ extension HTTPClient {
         return perform(request) { result in
             completion(
                 result
-                    .mapError { FriendsAPIError.connectivity(underlying: $0) }
+                    .mapError(FriendsAPIError.transport)
                     .flatMap { data, response in map(data, response) })
         }
+    }
+}
+
+extension FriendsAPIError {
+    /// The error for a request that got no usable answer from the client: too large, or no answer at all.
+    fileprivate static func transport(_ error: any Error) -> FriendsAPIError {
+        if let tooLarge = error as? URLSessionHTTPClient.ResponseTooLarge {
+            return .responseTooLarge(limit: tooLarge.limit)
+        }
+        return .connectivity(underlying: error)
     }
 }
 

@@ -103,7 +103,8 @@ public struct FriendsViewModel: Sendable {
         switch error {
         case FriendsAPIError.connectivity: "You appear to be offline. Check your connection and try again."
         case FriendsAPIError.notFound: "That friend no longer exists."
-        case FriendsAPIError.unexpectedStatus, FriendsAPIError.invalidData: "The server had a problem. Try again later."
+        case FriendsAPIError.unexpectedStatus, FriendsAPIError.invalidData, FriendsAPIError.responseTooLarge:
+            "The server had a problem. Try again later."
         case is TimeoutError: "The server is taking too long. Try again later."
         default: "Something went wrong. Try again."
         }
