@@ -18,6 +18,10 @@ struct FriendsDemo {
             FileHandle.standardError.write(Data("friends-demo: \(error)\n\(Options.usage)\n".utf8))
             exit(2)
         }
+        if let database = options.childLoadDatabase, let baseURL = options.baseURL {
+            // The child process of the story's kill step: load, say so, and wait to be killed.
+            await KillStep.runChild(baseURL: baseURL, databaseURL: database)
+        }
         do {
             let story = try Story(options: options)
             let passed = await story.run()
@@ -33,6 +37,8 @@ struct Options {
     var baseURL: URL?
     var databaseURL: URL?
     var quiet = false
+    /// Set in the child process the kill step starts (`--child-load PATH`).
+    var childLoadDatabase: URL?
 
     static let usage = "usage: friends-demo [--base-url URL] [--database PATH] [--quiet]"
 
@@ -56,6 +62,11 @@ struct Options {
                 databaseURL = URL(fileURLWithPath: value)
             case "--quiet":
                 quiet = true
+            case "--child-load":
+                guard let value = arguments.popFirst() else {
+                    throw InvalidArgument(description: "--child-load needs a path")
+                }
+                childLoadDatabase = URL(fileURLWithPath: value)
             case "--help", "-h":
                 print(Options.usage)
                 exit(0)

@@ -88,9 +88,10 @@ final class Story: Sendable {
         } else {
             output.skip("Friend by id, from the API", because: "needs the embedded server")
         }
-        // The database save is debounced (saveDebounce); an app restarted before it lands would not find it.
-        let databaseURL = self.databaseURL
-        _ = await eventually({ Self.hasStoredFriends(at: databaseURL) })
+        // What the network brought is in the database before it is shown: a restart finds it.
+        record("Killed right after a load", await killedAfterLoad())
+        // The app going to the background saves what live changes wait for the debounce (the friend merged above).
+        await withCheckedContinuation { continuation in first.flush { continuation.resume() } }
         if let server {
             server.stop()
             let restarted = makeComposer()
@@ -140,12 +141,12 @@ final class Story: Sendable {
 
     // MARK: - Steps
 
-    private func makeComposer() -> FriendsComposer {
+    private func makeComposer(databaseURL: URL? = nil) -> FriendsComposer {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 10
         return FriendsComposer(
             configuration: .init(
-                baseURL: baseURL, databaseURL: databaseURL, maxAge: maxAge,
+                baseURL: baseURL, databaseURL: databaseURL ?? self.databaseURL, maxAge: maxAge,
                 retry: .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
                 timeout: .seconds(5), saveDebounce: .milliseconds(250)),
             session: URLSession(configuration: configuration),
@@ -247,15 +248,27 @@ final class Story: Sendable {
         return passed
     }
 
-    private static func hasStoredFriends(at url: URL) -> Bool {
-        let found = DispatchSemaphore(value: 0)
-        let result = Locked(false)
-        SQLiteFriendsStore(fileURL: url).retrieve { stored in
-            result.withLock { $0 = ((try? stored.get()) ?? nil) != nil }
-            found.signal()
+    /// Starts this program again as a child that loads the list into a database of its own and says so, kills it
+    /// with SIGKILL that moment, then loads from that database as the next launch would.
+    private func killedAfterLoad() async -> Bool {
+        let title = "Killed right after a load"
+        let folder = databaseURL.deletingLastPathComponent().appendingPathComponent("killed-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let database = folder.appendingPathComponent("friends.sqlite")
+        let shown: Int
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            shown = try await KillStep.loadInChildThenKill(baseURL: baseURL, databaseURL: database)
+        } catch {
+            output.failure(title, "\(error)")
+            return false
         }
-        found.wait()
-        return result.withLock { $0 }
+        output.detail("a child process showed \(shown) friends and was killed with SIGKILL at once")
+        let relaunched = makeComposer(databaseURL: database)
+        let passed = await step("Relaunch after the kill", expect: [.memory: .miss, .database: .hit]) {
+            try await relaunched.friendsLoader.load()
+        }
+        return passed
     }
 
     private func storedFriends() async -> [Friend]? {
