@@ -150,14 +150,17 @@ private final class BodyReceiver: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let limit = limit
-        let declared = dataTask.response?.expectedContentLength ?? -1
+        // What arrives after the limit is dropped here, touching nothing else: the task's own properties wait for
+        // FoundationNetworking's busy queue, and a slow delegate lets chunks pile up in memory.
+        let (limit, id) = (limit, dataTask.taskIdentifier)
+        guard let isFirst = tasks.withLock({ $0[id].map { $0.body.isEmpty } }) else { return }
+        let declared = isFirst ? dataTask.response?.expectedContentLength ?? -1 : -1
         let tooLarge = tasks.withLock { tasks -> Receiving? in
             // Taken out while it grows, so that the body has one reference and is appended in place.
-            guard var receiving = tasks.removeValue(forKey: dataTask.taskIdentifier) else { return nil }
+            guard var receiving = tasks.removeValue(forKey: id) else { return nil }
             guard declared <= Int64(limit), receiving.body.count + data.count <= limit else { return receiving }
             receiving.body.append(data)
-            tasks[dataTask.taskIdentifier] = receiving
+            tasks[id] = receiving
             return nil
         }
         guard let tooLarge else { return }
