@@ -60,7 +60,8 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
         waitUntil { scheduler.pendingCount == 1 }
         XCTAssertEqual(URLProtocolStub.requests.count, 1)
         scheduler.advance(by: .seconds(2))
-        waitUntil { URLProtocolStub.requests.count == 2 }
+        // The second request is recorded before its connection is reported (on the session's delegate queue).
+        waitUntil { URLProtocolStub.requests.count == 2 && changes.withLock { $0.count } >= 4 }
 
         XCTAssertEqual(scheduler.scheduledDelays.first, .seconds(2))
         XCTAssertEqual(

@@ -26,6 +26,10 @@ public protocol HTTPClient: Sendable {
 /// its own, made with `session`'s configuration (its protocol classes, cookies, caches and headers); authentication
 /// challenges still go to `session`'s delegate. With `maxResponseBytes: nil`, requests run on `session` itself and
 /// bodies have no limit.
+///
+/// On Linux, FoundationNetworking may go on reading a cancelled response for a while; the client drops what arrives.
+/// A loopback server that writes faster than a debug build drains those chunks can still make FoundationNetworking's
+/// own queue of them grow.
 public struct URLSessionHTTPClient: HTTPClient {
     /// The response was not an HTTP response.
     public struct UnexpectedResponse: Error, CustomStringConvertible, LocalizedError {
