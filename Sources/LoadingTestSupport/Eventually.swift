@@ -28,3 +28,24 @@ public func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool)
     }
     return true
 }
+
+/// ``eventually(timeout:_:)`` for a test on the main actor, whose condition reads main-actor state: it is checked
+/// about once a millisecond, and main-actor work (a model's updates) runs in between.
+///
+/// ```swift
+/// @MainActor func test_screenShowsTheList() async {
+///     let shown = Locked(false)
+///     DispatchQueue.main.async { shown.withLock { $0 = true } }
+///     let appeared = await eventuallyOnMainActor { shown.withLock { $0 } }
+///     XCTAssertTrue(appeared)
+/// }
+/// ```
+@MainActor
+public func eventuallyOnMainActor(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}

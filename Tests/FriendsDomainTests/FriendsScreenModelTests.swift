@@ -132,9 +132,8 @@
         }
 
         private func until(_ condition: () -> Bool) async {
-            let deadline = Date().addingTimeInterval(5)
-            while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
-            XCTAssertTrue(condition(), "timed out")
+            let held = await eventuallyOnMainActor(condition)
+            XCTAssertTrue(held, "timed out")
         }
     }
 #endif

@@ -92,11 +92,11 @@ final class LocalFriendsLoaderTests: XCTestCase {
     }
 
     func test_cancelledLoad_neverCompletes() {
-        let store = InMemoryFriendsStore()
-        let sut = LocalFriendsLoader(store: SlowStore(wrapping: store))
+        let store = SlowStore(wrapping: InMemoryFriendsStore())
+        let sut = LocalFriendsLoader(store: store)
         let completed = Locked(false)
         sut.load { _ in completed.withLock { $0 = true } }.cancel()
-        Thread.sleep(forTimeInterval: 0.1)
+        store.answerReads()  // the read answers after the cancel
         XCTAssertFalse(completed.withLock { $0 })
     }
 
@@ -131,13 +131,28 @@ final class FailingStore: FriendsStore {
     }
 }
 
-/// A store that answers reads after a short delay on another thread.
-struct SlowStore: FriendsStore {
+/// A store whose reads answer when the test says so (``answerReads()``).
+final class SlowStore: FriendsStore {
     let wrapping: any FriendsStore
+    private let reads = Locked<[@Sendable (Result<CachedFriends?, any Error>) -> Void]>([])
+
+    init(wrapping: any FriendsStore) {
+        self.wrapping = wrapping
+    }
 
     func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.02) { wrapping.retrieve(completion: completion) }
+        reads.withLock { $0.append(completion) }
     }
+
+    /// Answers the reads asked so far, here.
+    func answerReads() {
+        let reads = reads.withLock { reads in
+            defer { reads = [] }
+            return reads
+        }
+        for read in reads { wrapping.retrieve(completion: read) }
+    }
+
     func replaceAll(
         with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {

@@ -102,13 +102,17 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         let sut = RemoteFriendsLoader(
             baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
         let recorder = Locked<[Result<[Friend], any Error>]>([])
-        let token = sut.load { result in recorder.withLock { $0.append(result) } }
+        let released = expectation(description: "the completion was let go: it can no longer be called")
+        let token = sut.load { [probe = ReleaseProbe { released.fulfill() }] result in
+            recorder.withLock { $0.append(result) }
+            probe.touch()
+        }
         waitUntil { URLProtocolStub.requests.count == 1 }
 
         token.cancel()
 
         waitUntil { URLProtocolStub.stoppedRequests == 1 }
-        Thread.sleep(forTimeInterval: 0.1)
+        wait(for: [released], timeout: 5)
         XCTAssertEqual(URLProtocolStub.stoppedRequests, 1, "cancelling must reach the stub")
         XCTAssertEqual(recorder.withLock { $0.count }, 0)
     }
@@ -319,6 +323,19 @@ final class RemoteFriendsLoaderTests: XCTestCase {
     private func waitUntil(_ condition: () -> Bool) {
         XCTAssertTrue(eventually(condition), "timed out")
     }
+}
+
+/// Runs `onRelease` when it is released: captured by a completion, it tells when that completion was let go.
+private final class ReleaseProbe: Sendable {
+    private let onRelease: @Sendable () -> Void
+
+    init(_ onRelease: @escaping @Sendable () -> Void) {
+        self.onRelease = onRelease
+    }
+
+    deinit { onRelease() }
+
+    func touch() {}
 }
 
 extension FriendsAPIError {

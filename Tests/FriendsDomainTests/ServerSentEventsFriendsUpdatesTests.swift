@@ -154,8 +154,8 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
         recorder.cancel()
 
         waitUntil { URLProtocolStub.stoppedRequests == 1 }
+        XCTAssertEqual(scheduler.pendingCount, 0, "no reconnection is scheduled (reconnections go through it)")
         scheduler.run()
-        Thread.sleep(forTimeInterval: 0.05)
         XCTAssertEqual(URLProtocolStub.requests.count, 1)
         XCTAssertEqual(recorder.events.count, 0)
     }

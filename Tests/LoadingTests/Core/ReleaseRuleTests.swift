@@ -343,6 +343,7 @@ private struct TokenOwningLoader: Loader {
 
     func load(completion: @escaping LoadCompletion<Int>) -> any CancellationToken {
         let probe = makeProbe()
+        // The double's latency, not a wait: the answer comes once the caller holds the token.
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { [value] in
             completion(.success(value))
         }

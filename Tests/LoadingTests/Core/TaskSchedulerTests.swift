@@ -34,7 +34,12 @@ final class TaskSchedulerTests: XCTestCase {
                 seen.append(RequestID.current)
                 return seen.count
             }
-            if attempt == 1 { try await Task.sleep(for: .seconds(30)) }
+            if attempt == 1 {  // hangs until the timeout cancels it
+                let (never, continuation) = AsyncStream<Never>.makeStream()
+                for await _ in never {}
+                continuation.finish()
+                try Task.checkCancellation()
+            }
             return attempt
         }
         let sut = hangsOnce.timeout(after: .milliseconds(50))
@@ -77,6 +82,7 @@ final class TaskSchedulerTests: XCTestCase {
         token.cancel()
 
         await fulfillment(of: [ran], timeout: 5)
+        // The real clock is what is under test: a margin after the later action ran, for the cancelled one.
         try? await Task.sleep(for: .milliseconds(30))
         XCTAssertGreaterThanOrEqual(elapsed.withLock { $0 } ?? .zero, .milliseconds(20))
         XCTAssertFalse(cancelled.withLock { $0 })

@@ -537,9 +537,7 @@ final class StoreTests: XCTestCase {
                 recorders[key].values.last?.value == (try? memory.cachedValue(for: key).get().value)
             }
         }
-        let deadline = Date().addingTimeInterval(5)
-        while !levelsAgree() && Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
-        XCTAssertTrue(levelsAgree(), "the memory level differs from what the store shows")
+        XCTAssertTrue(eventually(levelsAgree), "the memory level differs from what the store shows")
         for (key, recorder) in recorders.enumerated() {
             XCTAssertEqual(recorder.overlappingDeliveries, 0)
             let latest = LoadRecorder<StoreResponse<Int>>()

@@ -81,7 +81,8 @@
             let network = KeyedLoaderSpy<String, [String]>()
             let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { network[$0] })
             let model = ResourceModel(store: store, key: "friends")
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) {
+            DispatchQueue.global().async {  // the server answers once asked
+                _ = eventually { network.loadCount(for: "friends") == 1 }
                 network.complete("friends", with: ["Fresh"])
             }
 
@@ -103,9 +104,8 @@
         }
 
         private func until(_ condition: () -> Bool) async {
-            let deadline = Date().addingTimeInterval(5)
-            while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
-            XCTAssertTrue(condition(), "timed out")
+            let held = await eventuallyOnMainActor(condition)
+            XCTAssertTrue(held, "timed out")
         }
     }
 #endif
@@ -160,8 +160,8 @@
         }
 
         private func until(_ condition: () -> Bool) async {
-            let deadline = Date().addingTimeInterval(5)
-            while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+            let held = await eventuallyOnMainActor(condition)
+            XCTAssertTrue(held, "timed out")
         }
     }
 #endif

@@ -10,7 +10,8 @@ struct Forecast: Sendable, Equatable {
     var degrees: Int
 }
 
-/// A callback client: answers on its own queue, and cancelled requests answer all the same (as many do).
+/// A callback client: answers when the test says so (``answerAll()``), and cancelled requests answer all the same
+/// (as many do).
 final class WeatherClient: Sendable {
     final class Request: Sendable {
         private let cancelled = Locked(false)
@@ -18,19 +19,29 @@ final class WeatherClient: Sendable {
         func cancel() { cancelled.withLock { $0 = true } }
     }
 
+    private let answers = Locked<[@Sendable () -> Void]>([])
+
     func forecast(for city: String, completion: @escaping @Sendable (Result<Forecast, any Error>) -> Void) -> Request {
-        let request = Request()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.02) {
-            completion(.success(Forecast(city: city, degrees: 21)))
+        answers.withLock { $0.append { completion(.success(Forecast(city: city, degrees: 21))) } }
+        return Request()
+    }
+
+    /// Answers every request asked so far, in order, on a queue of its own.
+    func answerAll() {
+        let answers = answers.withLock { answers in
+            defer { answers = [] }
+            return answers
         }
-        return request
+        DispatchQueue.global().async {
+            for answer in answers { answer() }
+        }
     }
 }
 
 /// An async client.
 struct Weather: Sendable {
     func forecast(for city: String) async throws -> Forecast {
-        try await Task.sleep(for: .milliseconds(10))
+        await Task.yield()  // it suspends, as a network call would
         return Forecast(city: city, degrees: 19)
     }
 }
@@ -135,7 +146,8 @@ final class ScannerEvents: ScannerDelegate, Sendable {
 
 final class BridgingSamplesTests: XCTestCase {
     func test_callbackAPI_completesOnce_andNeverAfterACancel() {
-        let loader = ForecastLoader(client: WeatherClient(), city: "Paris")
+        let client = WeatherClient()
+        let loader = ForecastLoader(client: client, city: "Paris")
         let results = LoadRecorder<Forecast>()
 
         results.load(loader).cancel()
@@ -144,8 +156,8 @@ final class BridgingSamplesTests: XCTestCase {
             results.record(result)
             done.fulfill()
         }
+        client.answerAll()  // the cancelled request first, then the other
         wait(for: [done], timeout: 5)
-        Thread.sleep(forTimeInterval: 0.05)
 
         XCTAssertEqual(results.values, [Forecast(city: "Paris", degrees: 21)], "the cancelled load never completed")
     }
@@ -191,8 +203,8 @@ final class BridgingSamplesTests: XCTestCase {
 
         let loaded = try await quotes.load()
         XCTAssertEqual(loaded, ["Simplicity is prerequisite for reliability."])
-        let deadline = Date().addingTimeInterval(5)
-        while (try? await store.load()) == nil, Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        let deadline = ContinuousClock.now + .seconds(5)  // the save runs in a task of its own
+        while (try? await store.load()) == nil, ContinuousClock.now < deadline { await Task.yield() }
         let kept = try await stored.load()
         XCTAssertEqual(kept, loaded, "saved through the actor, and loaded from it")
     }
@@ -224,11 +236,13 @@ final class BridgingSamplesTests: XCTestCase {
             received.withLock { $0.append(code) }
             first.fulfill()
         }
+        let ended = expectation(description: "the iteration ended")
+        continuation.onTermination = { _ in ended.fulfill() }
         scanner.read("A")
         wait(for: [first], timeout: 5)
         subscription.cancel()
-        scanner.read("B")
-        Thread.sleep(forTimeInterval: 0.05)
+        wait(for: [ended], timeout: 5)
+        scanner.read("B")  // dropped: nothing iterates the sequence any more
 
         XCTAssertEqual(received.withLock { $0 }, ["A"])
     }

@@ -807,6 +807,15 @@ final class DocCommentSamplesTests: XCTestCase {
         // Sample: end
     }
 
+    // Sample: begin
+    @MainActor func test_screenShowsTheList() async {
+        let shown = Locked(false)
+        DispatchQueue.main.async { shown.withLock { $0 = true } }
+        let appeared = await eventuallyOnMainActor { shown.withLock { $0 } }
+        XCTAssertTrue(appeared)
+    }
+    // Sample: end
+
     func test_testKit() {
         let ada = docAda
         let spy = LoaderSpy<[Friend]>()

@@ -102,8 +102,7 @@ final class DocumentationSamplesTests: XCTestCase {
         friend["u1"].load { result in show(result) }
         // Sample: end
 
-        let deadline = Date().addingTimeInterval(5)  // the disk cache misses on its own queue first
-        while rendered.all.isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        _ = eventually { !rendered.all.isEmpty }  // the disk cache misses on its own queue first
 
         XCTAssertEqual(rendered.all, ["show Ada"])
         XCTAssertEqual(try memory.cachedValue(for: "u1").get().value.name, "Ada")

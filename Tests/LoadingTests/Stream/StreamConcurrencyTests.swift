@@ -39,13 +39,15 @@ final class StreamConcurrencyTests: XCTestCase {
             let subscription = subject.stream.map { $0 + 1 }.sink { _ in
                 if cancelled.withLock({ $0 }) { late.withLock { $0 += 1 } }
             }
+            let sent = DispatchSemaphore(value: 0)
             let sender = Thread {
                 for index in 0..<500 { subject.send(index) }
+                sent.signal()
             }
             sender.start()
             subscription.cancel()
             cancelled.withLock { $0 = true }
-            while sender.isExecuting { usleep(100) }
+            sent.wait()
             // Deliveries never overlap, so at most the one already under way when cancel was called may finish
             // after it; none may start afterwards (without the check, hundreds would).
             XCTAssertLessThanOrEqual(late.withLock { $0 }, 1)

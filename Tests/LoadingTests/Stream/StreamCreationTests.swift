@@ -95,19 +95,17 @@ final class StreamCreationTests: XCTestCase {
 
     func test_task_cancellingTheSubscriptionCancelsTheTask() {
         let started = expectation(description: "started")
-        let cancelled = expectation(description: "cancelled")
-        let stream = EventStream<Int, any Error>.task {
+        let dropped = expectation(description: "the value the task returned after the cancel was dropped")
+        let stream = EventStream<DeinitProbe, any Error>.task {
             started.fulfill()
             while !Task.isCancelled { await Task.yield() }
-            cancelled.fulfill()
-            return 1
+            return DeinitProbe { dropped.fulfill() }  // sent, the recorder would keep it
         }
         let recorder = StreamRecorder(stream)
         wait(for: [started], timeout: 5)
 
         recorder.cancel()
-        wait(for: [cancelled], timeout: 5)
-        Thread.sleep(forTimeInterval: 0.05)
+        wait(for: [dropped], timeout: 5)
 
         XCTAssertEqual(recorder.events.count, 0)
     }
