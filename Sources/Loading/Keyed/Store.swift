@@ -225,7 +225,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// store.flush()
     /// ```
     public func flush(completion: @escaping @Sendable () -> Void = {}) {
-        let saved = StoreSaveTicket(then: completion)
+        let saved = Machine.SaveTicket(.run(completion))
         for key in state.withLock({ $0.keysToFlush() }) {
             saved.hold()
             submit(.flush(saved), for: key)
@@ -268,7 +268,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     return pending.complete(result.map { _ in () })
                 }
                 // Confirmed: the completion runs once the change is saved to the levels.
-                let saved = StoreSaveTicket { pending.complete(.success(())) }
+                let saved = Machine.SaveTicket(.run { pending.complete(.success(())) })
                 submit(.settle(mutation: id, accepted: true, ticket: saved), for: key)
             }
         }
@@ -599,7 +599,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if taken.removeAll { return removeAllFromLevels() }
             for operation in taken.ops {
                 let ticket = operation.ticket
-                let done = ticket.map(savedReport) ?? reportFailure
+                // One closure per operation; a method reference or an optional chain here would make more.
+                let done: @Sendable (Result<Void, any Error>) -> Void =
+                    if let ticket { savedReport(ticket) } else { reportFailure }
                 switch operation {
                 case .save(let value, let targets, let skipsDebounced, _):
                     for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
@@ -655,7 +657,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Reports a level write's failure, then releases the hold the write had on `ticket`.
     @inlinable
-    func savedReport(_ ticket: StoreSaveTicket) -> @Sendable (Result<Void, any Error>) -> Void {
+    func savedReport(_ ticket: Machine.SaveTicket) -> @Sendable (Result<Void, any Error>) -> Void {
         { [onWriteFailure] result in
             if case .failure(let error) = result { onWriteFailure(error) }
             ticket.release()

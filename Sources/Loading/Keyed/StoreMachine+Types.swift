@@ -153,6 +153,54 @@ extension StoreMachine {
         @usableFromInline let result: Result<Snapshot, any Error>
     }
 
+    /// Work that waits for level writes to finish: the answers of a fetch, the completion of a confirmed optimistic
+    /// change or of a flush. A level operation that carries a ticket holds it until it is issued, and each level
+    /// write issued for it holds it until the write completes; the work runs, once, when the last hold is released.
+    /// A value whose copies share one locked state (one allocation).
+    @usableFromInline
+    struct SaveTicket: Sendable {
+        @usableFromInline
+        enum Work: Sendable {
+            case replies([FetchReply])
+            case run(@Sendable () -> Void)
+        }
+
+        @usableFromInline let state: Locked<(holds: Int, work: Work?)>
+
+        /// A ticket with one hold (its maker's, or the level operation's it is made for).
+        @inlinable
+        init(_ work: Work? = nil) {
+            state = Locked((1, work))
+        }
+
+        /// Sets the work to run once every hold is released; only before the ticket's first release.
+        @inlinable
+        func whenSaved(_ work: Work) {
+            state.withLock { $0.work = work }
+        }
+
+        @inlinable
+        func hold() {
+            state.withLock { $0.holds += 1 }
+        }
+
+        /// Releases a hold; the last runs the work (here, after unlocking).
+        @inlinable
+        func release() {
+            let work = state.withLock { state -> Work? in
+                state.holds -= 1
+                guard state.holds == 0 else { return nil }
+                defer { state.work = nil }
+                return state.work
+            }
+            switch work {
+            case .replies(let replies): for reply in replies { reply.completion(reply.result) }
+            case .run(let run): run()
+            case nil: break
+            }
+        }
+    }
+
     /// What a level read's caller receives.
     @usableFromInline
     struct HitReplyDelivery {
@@ -208,11 +256,11 @@ extension StoreMachine {
         case hit(CachedValue<Value>, level: Int, stamp: ReadStamp, error: (any Error)?, reply: HitReply)
         /// An optimistic change's commit finished (or was cancelled); `ticket` is released once the change is
         /// saved to the levels (at once when it is not confirmed).
-        case settle(mutation: Int, accepted: Bool, ticket: StoreSaveTicket?)
+        case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?)
         /// Nothing but making the key known (an optimistic change shown over the levels' value).
         case load
         /// Write the key's debounced writes now; `ticket` is released once they are saved.
-        case flush(StoreSaveTicket)
+        case flush(SaveTicket)
 
         /// Whether the job applies a change to the confirmed value, which must be read from the levels first
         /// when the key is not known.
@@ -302,13 +350,13 @@ extension StoreMachine {
     enum LevelOp: Sendable {
         /// Save to the levels of the range; when `skipsDebounced`, not to the debounced ones (they are written when
         /// their timers fire).
-        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: StoreSaveTicket?)
+        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?)
         /// A debounced level's write, once its timer fired or a flush asked for it.
-        case flush(Value, level: Int, ticket: StoreSaveTicket?)
-        case remove(ticket: StoreSaveTicket?)
+        case flush(Value, level: Int, ticket: SaveTicket?)
+        case remove(ticket: SaveTicket?)
 
         @inlinable
-        var ticket: StoreSaveTicket? {
+        var ticket: SaveTicket? {
             switch self {
             case .save(_, _, _, let ticket), .flush(_, _, let ticket), .remove(let ticket): ticket
             }
@@ -347,7 +395,7 @@ extension StoreMachine {
         @inlinable
         init(
             publish: [Snapshot] = [], fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
-            garbage: [Any] = [], released: [StoreSaveTicket] = []
+            garbage: [Any] = [], released: [SaveTicket] = []
         ) {
             self.released = released
             self.publish = publish
@@ -366,7 +414,7 @@ extension StoreMachine {
         @usableFromInline var failedCommits: [PendingLoad<Void>] = []
         @usableFromInline var debounce: [DebounceStart] = []
         /// Tickets to release last (work that waited for saves that were dropped or not needed).
-        @usableFromInline var released: [StoreSaveTicket] = []
+        @usableFromInline var released: [SaveTicket] = []
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
         @usableFromInline var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.

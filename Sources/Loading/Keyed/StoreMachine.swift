@@ -36,7 +36,7 @@
 /// - **Saved by intent.** Writes and updates (bursts of live changes) reach a debounced level when its timer fires or
 ///   a flush asks; a fetched value, a level's hit and a confirmed optimistic change are written to every level at
 ///   once, replacing a debounced write waiting. A fetch's callers and a confirmed change's completion are answered
-///   once those writes have completed (or were dropped by a clear): their ``StoreSaveTicket``.
+///   once those writes have completed (or were dropped by a clear): their ``SaveTicket``.
 @usableFromInline
 struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline typealias Change = @Sendable (Value?) -> Value?
@@ -560,13 +560,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.lastConfirmedFetch = id
         let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
         // The callers are answered once the value is saved to the levels.
-        let saved = StoreSaveTicket()
+        let saved = SaveTicket()
         let effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved)
         let shown = effects.publish[effects.publish.count - 1]
-        let replies = fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) }
-        saved.whenSaved {
-            for reply in replies { reply.completion(reply.result) }
-        }
+        saved.whenSaved(.replies(fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) }))
         return effects
     }
 
@@ -589,7 +586,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func settle(
-        _ id: Int, accepted: Bool, ticket: StoreSaveTicket?, for key: Key, value: Value?, now: Date
+        _ id: Int, accepted: Bool, ticket: SaveTicket?, for key: Key, value: Value?, now: Date
     ) -> Effects {
         let entry = entries[key]!
         var effects = Effects(garbage: [value as Any])
@@ -610,7 +607,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Turns `key`'s debounced writes into level operations now (a flush), cancelling their timers; `ticket` (held
     /// once for the flush of this key) is held by each.
     @inlinable
-    mutating func flushDebounced(of key: Key, ticket: StoreSaveTicket) -> Effects {
+    mutating func flushDebounced(of key: Key, ticket: SaveTicket) -> Effects {
         let entry = entries[key]!
         var effects = Effects(released: [ticket])
         for (level, write) in entry.debounced.sorted(by: { $0.key < $1.key }) {
@@ -639,7 +636,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func confirm(
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
-        error: (any Error)? = nil, debounces: Bool = false, ticket: StoreSaveTicket? = nil
+        error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil
     ) -> Effects {
         let entry = entries[key]!
         var effects = Effects()
