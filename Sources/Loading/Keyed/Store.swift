@@ -533,10 +533,13 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return loadBase(of: key, generation: generation)
             case .applied(let effects):
                 perform(effects, for: key)
+                if effects.endsTurn { return }
             case .run(let work):
                 let result = work.run()
                 let now = now()
-                perform(state.withLock { $0.commit(work, result: result, for: key, now: now) }, for: key)
+                let effects = state.withLock { $0.commit(work, result: result, for: key, now: now) }
+                perform(effects, for: key)
+                if effects.endsTurn { return }
             }
             step = nil
         }

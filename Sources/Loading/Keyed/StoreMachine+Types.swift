@@ -419,6 +419,9 @@ extension StoreMachine {
         @usableFromInline var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.
         @usableFromInline var removeAll = false
+        /// Whether the caller's turn of running the key's changes is over (its queue was empty): it performs these
+        /// effects and stops, without asking for the next change.
+        @usableFromInline var endsTurn = false
     }
 
     /// What a key shows, captured under the lock and computed outside it (the pending changes run then).

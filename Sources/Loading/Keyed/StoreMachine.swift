@@ -282,14 +282,17 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // MARK: Changes
 
     /// Submits a change of `key`'s confirmed value. The caller that finds the key's queue idle gets its first
-    /// ``Step`` and runs the queue until ``nextChange(of:now:)`` returns `nil`; others get ``Step/queued``.
+    /// ``Step`` and runs the queue until ``nextChange(of:now:)`` returns `nil`, or a step's effects end its turn
+    /// (``Effects/endsTurn``); others get ``Step/queued``.
     @inlinable
     mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
         let entry = ensureEntry(key)
         if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
         if case .fetched(_, let id) = job, !entry.fetches.contains(where: { $0.id == id }) {
             release(key)
-            return .applied(Effects(garbage: [job]))  // every caller left: nothing to confirm
+            var dropped = Effects(garbage: [job])  // every caller left: nothing to confirm
+            dropped.endsTurn = true  // and this caller never had the key's turn
+            return .applied(dropped)
         }
         entry.queue.append(job)
         guard !entry.isChanging else { return .queued }
@@ -317,14 +320,32 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
         guard let changes = job.changes(in: entry) else {
             entry.queue.removeFirst()
-            return .applied(apply(job, to: key, value: job.base(in: entry), now: now))
+            return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
         }
         return .run(Work(generation: entry.generation, base: job.base(in: entry), changes: changes))
     }
 
-    /// Commits the result of the ``Work`` that ran for the change at the head of `key`'s queue.
+    /// Gives up `key`'s turn when its queue is empty after a change, before the change's effects are performed:
+    /// a read or change asked while they run (a reply's caller reading again) finds the key idle.
+    @inlinable
+    mutating func endTurnIfDone(_ effects: Effects, for key: Key) -> Effects {
+        guard let entry = entries[key], entry.queue.isEmpty else { return effects }
+        var effects = effects
+        entry.isChanging = false
+        effects.endsTurn = true
+        release(key)
+        return effects
+    }
+
+    /// Commits the result of the ``Work`` that ran for the change at the head of `key`'s queue, and ends the turn
+    /// when the queue is empty.
     @inlinable
     mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
+        endTurnIfDone(commitWork(work, result: result, for: key, now: now), for: key)
+    }
+
+    @inlinable
+    mutating func commitWork(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
         guard let entry = entries[key], !entry.queue.isEmpty else { return Effects() }
         let job = entry.queue.removeFirst()
         guard entry.generation == work.generation else {

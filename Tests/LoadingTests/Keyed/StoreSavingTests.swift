@@ -138,6 +138,30 @@ final class StoreSavingTests: XCTestCase {
         token.cancel()
     }
 
+    // MARK: Turns
+
+    func test_aReadAskedFromAnAnswer_findsTheKeyIdle_andReadsTheLevels() {
+        let clock = Locked(now)
+        let memory = SpyCache(now: { clock.withLock { $0 } })
+        memory.values = ["a": "cached"]
+        let network = KeyedLoaderSpy<String, String>()
+        let store = Store(
+            levels: [.cache(memory, name: "memory")], fetch: LoaderFamily { network[$0] }, keptValues: 1,
+            now: { clock.withLock { $0 } })
+        let readsFromTheAnswer = Locked<Int?>(nil)
+
+        let token = store.read("a").load { _ in
+            // The hit's change is over: its turn must be too, or this read would not ask the level.
+            clock.withLock { $0 += 120 }
+            let before = memory.reads
+            _ = store.read("a", policy: .cacheFirst(maxAge: .seconds(60))).load { _ in }
+            readsFromTheAnswer.withLock { $0 = memory.reads - before }
+        }
+
+        XCTAssertEqual(readsFromTheAnswer.withLock { $0 }, 1, "the level was read for the second read")
+        token.cancel()
+    }
+
     // MARK: - Helpers
 
     private struct SUT {
