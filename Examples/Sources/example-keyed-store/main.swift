@@ -148,10 +148,12 @@ check(
     "a refused change shows, then is undone")
 check(outcome.withLock { $0 }?.isFailure == true, "the caller learns it was refused")
 
-details.clear()
+let emptied = DispatchSemaphore(value: 0)
+details.clear { emptied.signal() }
 _ = observed.wait(timeout: .now() + 5)
 check(responses.withLock { $0.last.map { $0.value == nil } } == true, "a logout leaves nothing to show")
-check(resultOf(AnyLoader(disk["u7"])).isFailure, "and nothing on disk (reads queue behind the removal)")
+_ = emptied.wait(timeout: .now() + 5)
+check(resultOf(AnyLoader(disk["u7"])).isFailure, "and nothing on disk once the clear completed")
 subscription.cancel()
 server.stop()
 

@@ -87,9 +87,11 @@ final class StoreRaceTests: XCTestCase {
         let token = store.read("a").load { _ in
             // Key a's completion waits for a read of key b made on another thread.
             Thread.detachNewThread {
-                Thread.current.name = "reader of b"
+                // The thread's identity, not its name: Foundation on Linux may not report a name set this early.
+                let reader = pthread_self()
                 _ = store.read("b").load { result in
-                    otherKey.withLock { $0 = ((try? result.get())?.value, Thread.current.name == "reader of b") }
+                    let onReader = pthread_equal(pthread_self(), reader) != 0
+                    otherKey.withLock { $0 = ((try? result.get())?.value, onReader) }
                     answered.signal()
                 }
             }
