@@ -142,7 +142,7 @@ public struct CacheExpiry<Value: Sendable>: Sendable {
 
     /// A value is fresh while less than `age` has passed since it was saved; at `age` exactly it has expired.
     public static func maxAge(_ age: Duration) -> CacheExpiry {
-        let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
+        let seconds = age.seconds
         return CacheExpiry { _, savedAt, now in now.timeIntervalSince(savedAt) < seconds }
     }
 

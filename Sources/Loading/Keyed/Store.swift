@@ -38,6 +38,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let fetcher: LoaderFamily<Key, Value>
     @usableFromInline let now: @Sendable () -> Date
     @usableFromInline let onWriteFailure: @Sendable (any Error) -> Void
+    /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
+    @usableFromInline let maxAgeSeconds: Double?
+    @usableFromInline let network: NetworkMode
     @usableFromInline let state: Locked<StoreMachine<Key, Value>>
 
     @usableFromInline typealias Machine = StoreMachine<Key, Value>
@@ -50,17 +53,25 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///   - keptValues: how many values of keys no longer in use the store keeps itself (the last to fall out of use),
     ///     for reads that answer without asking a level. By default a store with levels keeps none (the levels hold
     ///     them), and a store without levels, being its own cache, keeps every value.
-    ///   - now: the clock responses are stamped with.
+    ///   - maxAge: how long a value stays fresh for reads that do not say (``ReadPolicy/cacheFirst`` and
+    ///     ``ReadPolicy/cacheThenNetwork``), and for ``revalidate()``; `nil`: until it is invalidated.
+    ///   - network: what fetches do while the network cannot be reached (by default, they start anyway).
+    ///   - now: the clock responses are stamped with, and ages and invalidations are judged against (give the levels
+    ///     the same one).
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
     public init(
         levels: [StoreLevel<Key, Value>],
         fetch: LoaderFamily<Key, Value>,
         keptValues: Int? = nil,
+        maxAge: Duration? = nil,
+        network: NetworkMode = .always,
         now: @escaping @Sendable () -> Date = { Date() },
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in }
     ) {
         self.levels = levels
-        fetcher = fetch
+        fetcher = network.applied(to: fetch)
+        maxAgeSeconds = maxAge?.seconds
+        self.network = network
         self.now = now
         self.onWriteFailure = onWriteFailure
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
@@ -83,7 +94,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// nothing cached); a failure after a value was shown is attached to the next response as
     /// ``StoreResponse/error``, and the stream goes on.
     public func stream(for key: Key, policy: ReadPolicy = .cacheFirst) -> EventStream<StoreResponse<Value>, any Error> {
-        EventStream { [self] observer in
+        let policy = policy.defaulting(maxAgeSeconds: maxAgeSeconds)
+        return EventStream { [self] observer in
             // Changes and the policy's failure come from different threads: serialized, they never overlap.
             let serial = SerializedObserver(observer)
             let changes = changes(for: key).setFailureType(to: (any Error).self)
@@ -121,7 +133,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// clear answers with what the store shows after it (no value), never with what it read before.
     @inlinable
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
-        AnyLoader(Read(store: self, key: key, policy: policy))
+        AnyLoader(Read(store: self, key: key, policy: policy.defaulting(maxAgeSeconds: maxAgeSeconds)))
     }
 
     /// A read as a loader: it keeps the loader contract itself (one completion at most, none after a cancel), so it
@@ -145,12 +157,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let (store, key, policy) = (store, key, policy)
             // The clock is read only when the policy judges age.
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
-            // A value the policy serves as it is answers at once (cacheThenNetwork still fetches: it runs below). A
-            // key with optimistic changes pending takes the policy's path, which applies them outside the lock.
-            let shown = store.state.withLock { machine -> StoreResponse<Value>? in
-                guard policy.kind != .cacheThenNetwork else { return nil }
-                return machine.usableResponse(of: key, under: policy, now: now)
-            }
+            // A value the policy takes as it is, needing no fetch, answers at once. A key with optimistic changes
+            // pending takes the policy's path, which applies them outside the lock.
+            let shown = store.state.withLock { $0.usableResponse(of: key, under: policy, now: now) }
             guard let shown else { return store.startRead(key, policy: policy, completion: completion) }
             completion(.success(shown))
             return FinishedToken()
@@ -291,13 +300,13 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         fail: @escaping @Sendable (any Error) -> Void
     ) -> any CancellationToken {
         let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
-        let shown = state.withLock { $0.usableSnapshot(of: key, under: policy, now: now) }
+        let cached = state.withLock { $0.cached(key, under: policy, now: now) }
         let step = PendingLoad<Void> { _ in }
         let read = PolicyRun(key: key, step: step, answer: answer, fail: fail, fallsBack: policy.kind == .networkFirst)
         switch policy.kind {
         case .cacheFirst, .cacheOnly:
-            if let shown {
-                answer(shown.response)
+            if let cached, cached.fresh {
+                answer(cached.snapshot.response)
                 return step
             }
             step.startStep {
@@ -308,16 +317,17 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 }
             }
         case .cacheThenNetwork:
-            guard shown == nil else {
-                answer(shown!.response)
-                fetchThenReport(read)
+            if let cached {
+                answer(cached.snapshot.response)
+                if !cached.fresh { fetchThenReport(read) }
                 return step
             }
             step.startStep {
                 // No stamp: the fetch goes on after a hit (its own confirmation must not stand in for the network).
                 readLevels(key, acceptedBy: nil) { [self] hit in
                     if let hit { answer(hit) }
-                    fetchThenReport(read)
+                    let fresh = hit != nil && state.withLock { $0.cached(key, under: policy, now: now)?.fresh == true }
+                    if !fresh { fetchThenReport(read) }
                 }
             }
         case .networkFirst, .networkOnly:
@@ -418,35 +428,46 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         done: @escaping @Sendable (StoreResponse<Value>?) -> Void
     ) {
         guard index < levels.count else { return done(nil) }
-        let stamp: Machine.ReadStamp
-        let inStep: Bool
+        let (stamp, inStep, rules): (Machine.ReadStamp, Bool, Machine.StaleRules?)
         switch state.withLock({ $0.beginLevelRead(key, level: index) }) {
         case .known(let snapshot):
-            let accepted = snapshot?.confirmed.map { policy?.accepts(savedAt: $0.savedAt, now: now()) ?? true }
-            return done(accepted == true ? snapshot?.response : nil)
-        case .read(let readStamp, let levelInStep):
-            (stamp, inStep) = (readStamp, levelInStep)
+            let taken = snapshot?.confirmed.map { takes($0.savedAt, stale: snapshot!.isStale, under: policy) }
+            return done(taken == true ? snapshot?.response : nil)
+        case .read(let readStamp, let levelInStep, let staleRules):
+            (stamp, inStep, rules) = (readStamp, levelInStep, staleRules)
             if index == 0 { read?.since.withLock { $0 = readStamp } }
         }
         levels[index].read(key) { [self] result in
             // A hit from a level behind the store (its write not issued yet) is older than what the store holds.
-            if !token.isCancelled, inStep, case .success(let cached) = result,
-                policy?.accepts(savedAt: cached.savedAt, now: now()) ?? true
-            {
-                let reply: Machine.HitReply = { snapshot in
-                    if !token.isCancelled { done(snapshot.response) }
+            if !token.isCancelled, inStep, case .success(let cached) = result {
+                // The invalidations are judged here, outside the lock: a predicate is the caller's code.
+                let stale = rules?.isStale(key, savedAt: cached.savedAt) ?? false
+                if takes(cached.savedAt, stale: stale, under: policy) {
+                    let reply: Machine.HitReply = { snapshot in
+                        if !token.isCancelled { done(snapshot.response) }
+                    }
+                    let hit = Machine.Job.hit(
+                        cached, level: index, stamp: stamp, stale: stale, error: error, reply: reply)
+                    return submit(hit, for: key)
                 }
-                return submit(.hit(cached, level: index, stamp: stamp, error: error, reply: reply), for: key)
             }
             let learned = state.withLock { $0.endLevelRead(key, since: stamp) }
             guard !token.isCancelled else { return }
             // What the store learned while the level was read (a fetch that answered meanwhile) is the answer.
-            if let learned, learned.confirmed.map({ policy?.accepts(savedAt: $0.savedAt, now: now()) ?? true }) != false
+            if let learned, learned.confirmed.map({ takes($0.savedAt, stale: learned.isStale, under: policy) }) != false
             {
                 return done(learned.response)
             }
             readLevel(index + 1, of: key, acceptedBy: policy, attaching: error, token: token, for: read, done: done)
         }
+    }
+
+    /// Whether a level read under `policy` takes a value saved at `savedAt`: any value without a policy or for a
+    /// cache-only read; otherwise a fresh one (not invalidated, young enough).
+    @inlinable
+    func takes(_ savedAt: Date, stale: Bool, under policy: ReadPolicy?) -> Bool {
+        guard let policy, policy.kind != .cacheOnly else { return true }
+        return !stale && policy.accepts(savedAt: savedAt, now: now())
     }
 
     /// Reads the levels in order for the value of a key the store does not hold, for the change waiting for it.
@@ -606,10 +627,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 let done: @Sendable (Result<Void, any Error>) -> Void =
                     if let ticket { savedReport(ticket) } else { reportFailure }
                 switch operation {
-                case .save(let value, let targets, let skipsDebounced, _):
+                case .save(let value, let targets, let skipsDebounced, _, let stale):
+                    let landed = stale ? staleWriteLanded(of: key, then: done) : done
                     for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
                         ticket?.hold()
-                        levels[index].save(value, key, done)
+                        levels[index].save(value, key, landed)
                     }
                 case .flush(let value, let index, _):
                     ticket?.hold()
@@ -622,6 +644,20 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 }
                 ticket?.release()  // the operation's own hold: it is issued
             }
+        }
+    }
+
+    /// `done`, after recording that a write of `key`'s stale value landed (see
+    /// ``StoreMachine/staleWriteLanded(_:at:)``).
+    @inlinable
+    func staleWriteLanded(
+        of key: Key, then done: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> @Sendable (Result<Void, any Error>) -> Void {
+        { [self] result in
+            let now = now()
+            let folded = state.withLock { $0.staleWriteLanded(key, at: now) }
+            withExtendedLifetime(folded) {}
+            done(result)
         }
     }
 
@@ -676,209 +712,5 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             perform(state.withLock { $0.debounceFired(id, level: level, for: key) }, for: key)
         }
         state.withLock { $0.keepTimer(timer, ofWrite: id, level: level, for: key) }?.cancel()
-    }
-}
-
-/// A cache level of a ``Store``: a keyed cache with a name (reported as the origin of what it serves), written at
-/// once or debounced.
-public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    @usableFromInline typealias Completion<Output> = @Sendable (Result<Output, any Error>) -> Void
-
-    /// The level's name, as ``StoreOrigin/cache(_:)`` reports it.
-    public let name: String
-    // The cache's operations as closures made where the level is made (the initializer is inlinable): they run the
-    // cache's code specialized for its types, where a call through `any KeyedCache` would run it generic.
-    @usableFromInline let read: @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> Void
-    @usableFromInline let save: @Sendable (Value, Key, @escaping Completion<Void>) -> Void
-    @usableFromInline let removeValue: @Sendable (Key, @escaping Completion<Void>) -> Void
-    @usableFromInline let removeAll: @Sendable (@escaping Completion<Void>) -> Void
-    @usableFromInline let writeDebounce: Duration?
-    @usableFromInline let scheduler: any Scheduler
-
-    @inlinable
-    init<Cache: KeyedCache<Key, Value>>(
-        cache: Cache, name: String, writeDebounce: Duration?, scheduler: any Scheduler
-    ) {
-        self.name = name
-        read = { key, completion in cache.value(for: key, completion: completion) }
-        save = { value, key, completion in cache.save(value, for: key, completion: completion) }
-        removeValue = { key, completion in cache.removeValue(for: key, completion: completion) }
-        removeAll = { completion in cache.removeAll(completion: completion) }
-        self.writeDebounce = writeDebounce
-        self.scheduler = scheduler
-    }
-
-    /// A level written at once.
-    @inlinable
-    public static func cache(_ cache: some KeyedCache<Key, Value>, name: String) -> StoreLevel {
-        StoreLevel(cache: cache, name: name, writeDebounce: nil, scheduler: ImmediateScheduler())
-    }
-
-    /// A level whose writes of changes are debounced: the last value of a burst of ``Store/write(_:for:)`` and
-    /// ``Store/update(_:_:)`` calls for a key is written once no newer one came for `interval` on `scheduler` (a
-    /// database under a stream of live updates), or at once on ``Store/flush(completion:)``. What the store learns
-    /// elsewhere (a fetched value, a confirmed optimistic change, a faster level's hit) is written at once and
-    /// replaces the write waiting. A write waiting keeps the store alive until it lands, so releasing the store
-    /// loses none; a removal or a clear cancels it.
-    @inlinable
-    public static func cache(
-        _ cache: some KeyedCache<Key, Value>,
-        name: String,
-        debouncingWritesFor interval: Duration,
-        scheduler: some Scheduler
-    ) -> StoreLevel {
-        StoreLevel(cache: cache, name: name, writeDebounce: interval, scheduler: scheduler)
-    }
-}
-
-/// Where a ``Store`` read comes from and when to go to the network.
-public struct ReadPolicy: Sendable, Equatable {
-    @usableFromInline
-    enum Kind: Sendable, Equatable {
-        case cacheFirst, cacheThenNetwork, networkFirst, cacheOnly, networkOnly
-    }
-
-    @usableFromInline let kind: Kind
-    /// For ``cacheFirst(maxAge:)``: how old, in seconds, a value may be to be served (`nil`: any age).
-    @usableFromInline let maxAgeSeconds: Double?
-
-    init(kind: Kind, maxAge: Duration? = nil) {
-        self.kind = kind
-        maxAgeSeconds = maxAge.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-    }
-
-    /// Whether a value saved at `savedAt` is young enough for this policy at `now`: as `CacheExpiry.maxAge` judges,
-    /// younger than the age and not stamped in the future.
-    @inlinable
-    func accepts(savedAt: Date, now: Date) -> Bool {
-        guard let maxAgeSeconds else { return true }
-        return savedAt <= now && now.timeIntervalSince(savedAt) < maxAgeSeconds
-    }
-
-    /// The store's or a level's value when there is one, else the network.
-    public static let cacheFirst = ReadPolicy(kind: .cacheFirst)
-    /// Like ``cacheFirst``, but the store's own value counts only while it was saved less than `maxAge` ago (the
-    /// levels apply their own expiry); an older one is read anew from the levels, else the network, and stays shown
-    /// if both fail.
-    public static func cacheFirst(maxAge: Duration) -> ReadPolicy {
-        ReadPolicy(kind: .cacheFirst, maxAge: maxAge)
-    }
-    /// The cached value at once when there is one, then the network's (stale-while-revalidate).
-    public static let cacheThenNetwork = ReadPolicy(kind: .cacheThenNetwork)
-    /// The network, else the cache.
-    public static let networkFirst = ReadPolicy(kind: .networkFirst)
-    /// The cache only; a miss fails with ``CacheMiss/absent``.
-    public static let cacheOnly = ReadPolicy(kind: .cacheOnly)
-    /// The network only: the cache is written, and read only when the fetch fails (the cached value is then the
-    /// answer, with the fetch's error attached).
-    public static let networkOnly = ReadPolicy(kind: .networkOnly)
-}
-
-/// Where a ``Store``'s shown value came from.
-public enum StoreOrigin: Sendable, Equatable {
-    /// A cache level, by name.
-    case cache(String)
-    /// The network (a fetch).
-    case network
-    /// A write or an optimistic change made through the store.
-    case local
-}
-
-/// What a ``Store`` shows for a key: its value (`nil` when it has none, after a removal or a clear), where it came
-/// from and when it was saved.
-public struct StoreResponse<Value: Sendable>: Sendable {
-    // One immutable reference: a response is sent to every observer of its key and through each operator they
-    // chain, and a copy is then one retain, even where the store's generic code copies it at run time.
-    @usableFromInline let storage: Storage
-
-    @usableFromInline
-    final class Storage: Sendable {
-        @usableFromInline let value: Value?
-        @usableFromInline let origin: StoreOrigin
-        @usableFromInline let savedAt: Date?
-        @usableFromInline let hasPendingChanges: Bool
-        @usableFromInline let error: (any Error)?
-        @usableFromInline let version: Int
-
-        @inlinable
-        init(
-            value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?,
-            version: Int
-        ) {
-            self.value = value
-            self.origin = origin
-            self.savedAt = savedAt
-            self.hasPendingChanges = hasPendingChanges
-            self.error = error
-            self.version = version
-        }
-    }
-
-    /// The shown value: the confirmed value with the pending changes applied; `nil` when there is none.
-    @inlinable
-    public var value: Value? { storage.value }
-    /// Where the confirmed value came from (``StoreOrigin/local`` while changes are pending).
-    @inlinable
-    public var origin: StoreOrigin { storage.origin }
-    /// When the confirmed value was saved (for a cache hit, when the level saved it).
-    @inlinable
-    public var savedAt: Date? { storage.savedAt }
-    /// Whether optimistic changes are still waiting for their commit.
-    @inlinable
-    public var hasPendingChanges: Bool { storage.hasPendingChanges }
-    /// The failure of the read that produced this response, when it fell back to the value already shown.
-    @inlinable
-    public var error: (any Error)? { storage.error }
-    @inlinable
-    var version: Int { storage.version }
-
-    @inlinable
-    init(
-        value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?, version: Int
-    ) {
-        storage = Storage(
-            value: value, origin: origin, savedAt: savedAt, hasPendingChanges: hasPendingChanges, error: error,
-            version: version)
-    }
-
-    /// How old the confirmed value is at `date`.
-    public func age(at date: Date = Date()) -> Duration? {
-        savedAt.map { .seconds(date.timeIntervalSince($0)) }
-    }
-}
-
-/// Errors a ``Store`` reports.
-public enum StoreError: Error, Equatable, CustomStringConvertible {
-    /// A fetched value was dropped because the key was removed or the store cleared while it was in flight.
-    case discarded
-    /// An optimistic change was pending when the store was cleared: it was undone and its commit cancelled.
-    case cleared
-
-    public var description: String {
-        switch self {
-        case .discarded:
-            "The fetched value was discarded: the key was removed or the store cleared while it was being fetched."
-        case .cleared: "The change was undone: the store was cleared before the server confirmed it."
-        }
-    }
-}
-
-/// A confirmed value of a ``Store`` key, with where it came from and when it was saved.
-@usableFromInline
-struct StoredValue<Value: Sendable>: Sendable {
-    @usableFromInline let value: Value
-    @usableFromInline let origin: StoreOrigin
-    // Seconds since the reference date rather than a `Date`, which (from a resilient module) would make copies
-    // run generic code at run time.
-    @usableFromInline let savedAtSeconds: Double
-
-    @inlinable
-    var savedAt: Date { Date(timeIntervalSinceReferenceDate: savedAtSeconds) }
-
-    @inlinable
-    init(value: Value, origin: StoreOrigin, savedAt: Date) {
-        self.value = value
-        self.origin = origin
-        savedAtSeconds = savedAt.timeIntervalSinceReferenceDate
     }
 }

@@ -40,6 +40,12 @@ extension StoreMachine {
         @usableFromInline var keptStamp: Int?
         /// The subject the key's observers subscribe to, while it has observers.
         @usableFromInline var subject: Subject?
+        /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
+        /// id), a write, an update or a confirmed optimistic change makes the value fresh.
+        @usableFromInline var staleMark = 0
+        /// Writes of a stale value issued to the levels and not landed yet: a level stamps a save with its own
+        /// time, so each is recorded stale when it lands, and the entry is kept until then.
+        @usableFromInline var staleWrites = 0
 
         @inlinable
         init(generation: Int) {
@@ -54,7 +60,7 @@ extension StoreMachine {
         @inlinable
         var isIdle: Bool {
             observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
-                && levelOps.isEmpty && !isIssuing && debounced.isEmpty
+                && levelOps.isEmpty && !isIssuing && debounced.isEmpty && staleWrites == 0
         }
     }
 
@@ -96,8 +102,9 @@ extension StoreMachine {
     /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss).
     @usableFromInline
     enum LevelRead {
-        /// Read the level; a hit counts only when the level is `inStep` with the store.
-        case read(ReadStamp, inStep: Bool)
+        /// Read the level; a hit counts only when the level is `inStep` with the store, and is judged by `rules`
+        /// (nothing was invalidated when `nil`).
+        case read(ReadStamp, inStep: Bool, rules: StaleRules?)
         case known(Snapshot?)
     }
 
@@ -233,13 +240,49 @@ extension StoreMachine {
     @usableFromInline
     struct ReadStamp: Sendable {
         @inlinable
-        init(generation: Int, confirmedVersion: Int) {
+        init(generation: Int, confirmedVersion: Int, invalidations: Int) {
             self.generation = generation
             self.confirmedVersion = confirmedVersion
+            self.invalidations = invalidations
         }
 
         @usableFromInline let generation: Int
         @usableFromInline let confirmedVersion: Int
+        /// The store's count of invalidations.
+        @usableFromInline let invalidations: Int
+    }
+
+    /// An invalidation of the keys `matches` accepts, made at `date`.
+    @usableFromInline
+    struct Invalidation: Sendable {
+        @inlinable
+        init(date: Date, matches: @escaping @Sendable (Key) -> Bool) {
+            self.date = date
+            self.matches = matches
+        }
+
+        @usableFromInline let date: Date
+        @usableFromInline let matches: @Sendable (Key) -> Bool
+    }
+
+    /// The invalidations a reader judges a level's value by, outside the lock (a predicate is the caller's code).
+    @usableFromInline
+    struct StaleRules: Sendable {
+        @inlinable
+        init(staleBefore: Date?, invalidations: [Invalidation]) {
+            self.staleBefore = staleBefore
+            self.invalidations = invalidations
+        }
+
+        @usableFromInline let staleBefore: Date?
+        @usableFromInline let invalidations: [Invalidation]
+
+        /// Whether `key`'s value saved at `savedAt` was invalidated since.
+        @inlinable
+        func isStale(_ key: Key, savedAt: Date) -> Bool {
+            if let staleBefore, savedAt <= staleBefore { return true }
+            return invalidations.contains { savedAt <= $0.date && $0.matches(key) }
+        }
     }
 
     /// A change of a key's confirmed value, queued per key.
@@ -251,9 +294,9 @@ extension StoreMachine {
         case update(Change)
         /// What fetch `fetch` brought.
         case fetched(Value, fetch: Int)
-        /// What level `level` held, read under `stamp`, shown with `error` attached (the failure of the fetch it
-        /// stands in for); `reply` receives the answer of the read.
-        case hit(CachedValue<Value>, level: Int, stamp: ReadStamp, error: (any Error)?, reply: HitReply)
+        /// What level `level` held, read under `stamp` (`stale` when invalidated since it was saved), shown with
+        /// `error` attached (the failure of the fetch it stands in for); `reply` receives the answer of the read.
+        case hit(CachedValue<Value>, level: Int, stamp: ReadStamp, stale: Bool, error: (any Error)?, reply: HitReply)
         /// An optimistic change's commit finished (or was cancelled); `ticket` is released once the change is
         /// saved to the levels (at once when it is not confirmed).
         case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?)
@@ -278,7 +321,7 @@ extension StoreMachine {
             switch self {
             case .write(let stored): stored.value
             case .fetched(let value, _): value
-            case .hit(let cached, _, _, _, _): cached.value
+            case .hit(let cached, _, _, _, _, _): cached.value
             case .update, .settle, .load, .flush: entry.confirmed?.value
             }
         }
@@ -349,8 +392,8 @@ extension StoreMachine {
     @usableFromInline
     enum LevelOp: Sendable {
         /// Save to the levels of the range; when `skipsDebounced`, not to the debounced ones (they are written when
-        /// their timers fire).
-        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?)
+        /// their timers fire). A `stale` value (invalidated) is recorded stale once each write has landed.
+        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, stale: Bool)
         /// A debounced level's write, once its timer fired or a flush asked for it.
         case flush(Value, level: Int, ticket: SaveTicket?)
         case remove(ticket: SaveTicket?)
@@ -358,7 +401,7 @@ extension StoreMachine {
         @inlinable
         var ticket: SaveTicket? {
             switch self {
-            case .save(_, _, _, let ticket), .flush(_, _, let ticket), .remove(let ticket): ticket
+            case .save(_, _, _, let ticket, _), .flush(_, _, let ticket), .remove(let ticket): ticket
             }
         }
     }
@@ -434,13 +477,16 @@ extension StoreMachine {
         @usableFromInline let error: (any Error)?
         /// The key's subject when it has observers: where the snapshot is published.
         @usableFromInline let subject: Subject?
+        /// Whether the confirmed value was invalidated and not fetched anew since.
+        @usableFromInline let isStale: Bool
 
         @inlinable
         init(
             key: Key, version: Int, confirmed: StoredValue<Value>?, changes: [Change], error: (any Error)?,
-            subject: Subject?
+            subject: Subject?, isStale: Bool = false
         ) {
             self.key = key
+            self.isStale = isStale
             self.subject = subject
             self.version = version
             self.confirmed = confirmed
@@ -452,7 +498,7 @@ extension StoreMachine {
         init(key: Key, entry: Entry, version: Int, error: (any Error)? = nil) {
             self.init(
                 key: key, version: version, confirmed: entry.confirmed, changes: entry.pending.map { $0.change },
-                error: error, subject: entry.subject)
+                error: error, subject: entry.subject, isStale: entry.staleMark != 0)
         }
 
         @inlinable

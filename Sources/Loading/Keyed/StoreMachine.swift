@@ -33,6 +33,12 @@
 ///   key are not issued yet may be read, but its hit is older than the confirmed value and counts as a miss.
 /// - **Last asked wins.** A fetch's value is confirmed only if no fetch started after it was confirmed first; changes
 ///   made while it was in flight are applied again to its value.
+/// - **Stale marks.** An invalidation marks the entries it matches with a counter value (`staleMark`): a fetch
+///   started after it (a greater id) or a write makes the value fresh again; an older fetch does not. Keys the store
+///   does not hold are judged by the invalidation records (dates, and predicates evaluated outside the lock): a
+///   level's value saved at or before a matching record is stale. Records beyond a limit fold into one date before
+///   which everything is stale, and a level hit read while an invalidation happened counts as stale: in a race, more
+///   is refetched, never less.
 /// - **Saved by intent.** Writes and updates (bursts of live changes) reach a debounced level when its timer fires or
 ///   a flush asks; a fetched value, a level's hit and a confirmed optimistic change are written to every level at
 ///   once, replacing a debounced write waiting. A fetch's callers and a confirmed change's completion are answered
@@ -60,6 +66,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var issuing = 0
     /// Keys whose level operations wait for a clear's `removeAll` to be issued.
     @usableFromInline var held: [Key] = []
+    /// Invalidations, oldest first, for judging what the levels hold (see ``StaleRules``).
+    @usableFromInline var invalidations: [Invalidation] = []
+    /// Every value saved at or before this date is stale: an invalidation of every key, or old records folded.
+    @usableFromInline var staleBefore: Date?
+    /// Counts invalidations, so that a level hit read while one happened is judged stale.
+    @usableFromInline var invalidationCount = 0
+    /// How many invalidation records are kept before the oldest fold into `staleBefore`.
+    @usableFromInline static var invalidationLimit: Int { 64 }
 
     @inlinable
     init(levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int) {
@@ -89,33 +103,40 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Reading what is shown
 
-    /// What `key` shows when `policy` serves the store's value as it is (a known value, young enough).
+    /// What `key` shows (a known value), and whether `policy` takes it as it is: for a cache-first read, a value
+    /// not invalidated and young enough; for a cache-only read, any; for a cache-then-network read with a maximum
+    /// age, a value that needs no fetch. `nil` when the store holds no value for the key.
     @inlinable
-    func usableSnapshot(of key: Key, under policy: ReadPolicy, now: Date) -> Snapshot? {
-        guard let entry = entries[key], let confirmed = entry.confirmed,
-            Self.serves(confirmed, under: policy, now: now)
-        else { return nil }
-        return Snapshot(key: key, entry: entry, version: entry.version)
+    func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (snapshot: Snapshot, fresh: Bool)? {
+        guard let entry = entries[key], entry.confirmed != nil else { return nil }
+        return (Snapshot(key: key, entry: entry, version: entry.version), isFresh(entry, under: policy, now: now))
     }
 
-    /// The response for `key` when `policy` serves the store's value as it is and no optimistic change is pending
-    /// (then building it runs no closure, so it is built under the lock: one reference to hand out).
+    /// The response for `key` when `policy` takes the store's value as it is, with no fetch, and no optimistic
+    /// change is pending (then building it runs no closure, so it is built under the lock: one reference to hand
+    /// out).
     @inlinable
     func usableResponse(of key: Key, under policy: ReadPolicy, now: Date) -> StoreResponse<Value>? {
         guard let entry = entries[key], entry.pending.isEmpty, let confirmed = entry.confirmed,
-            Self.serves(confirmed, under: policy, now: now)
+            isFresh(entry, under: policy, now: now)
         else { return nil }
         return StoreResponse(
             value: confirmed.value, origin: confirmed.origin, savedAt: confirmed.savedAt, hasPendingChanges: false,
             error: nil, version: entry.version)
     }
 
+    /// Whether `policy` takes `entry`'s confirmed value as it is (see ``cached(_:under:now:)``).
     @inlinable
-    static func serves(_ confirmed: StoredValue<Value>, under policy: ReadPolicy, now: Date) -> Bool {
+    func isFresh(_ entry: Entry, under policy: ReadPolicy, now: Date) -> Bool {
+        guard let confirmed = entry.confirmed else { return false }
         switch policy.kind {
-        case .networkFirst, .networkOnly: false
-        case .cacheFirst, .cacheThenNetwork, .cacheOnly: policy.accepts(savedAt: confirmed.savedAt, now: now)
+        case .networkFirst, .networkOnly: return false
+        case .cacheOnly: return true
+        case .cacheThenNetwork:
+            guard policy.maxAgeSeconds != nil else { return false }
+        case .cacheFirst: break
         }
+        return entry.staleMark == 0 && policy.accepts(savedAt: confirmed.savedAt, now: now)
     }
 
     /// What `key` shows now, when it shows anything (a known value or pending changes).
@@ -179,8 +200,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let behind = entry.debounced[level] != nil || !entry.levelOps.isEmpty || entry.isIssuing
         entry.levelReads += 1
-        return .read(
-            ReadStamp(generation: entry.generation, confirmedVersion: entry.confirmedVersion), inStep: !behind)
+        let stamp = ReadStamp(
+            generation: entry.generation, confirmedVersion: entry.confirmedVersion, invalidations: invalidationCount)
+        return .read(stamp, inStep: !behind, rules: staleRules)
     }
 
     /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel). Returns
@@ -409,6 +431,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.generation = next()
         entry.isKnown = true
         entry.confirmed = nil
+        entry.staleMark = 0
         entry.confirmedVersion += 1
         effects.cancels = entry.debounced.values.map(\.timer)
         entry.debounced = [:]
@@ -435,6 +458,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.generation = next()
             entry.isKnown = true
             entry.confirmed = nil
+            entry.staleMark = 0
             entry.confirmedVersion += 1
             entry.pending = []
             entry.queue = kept
@@ -448,6 +472,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         kept = []
         keptHead = 0
         keptCount = 0
+        // The levels are emptied: nothing they will hold was saved before the clear.
+        effects.garbage.append(exchange(&invalidations, with: []))
+        staleBefore = nil
         var clearing = clearing ?? Clearing()
         clearing.completions.append(completion)
         if issuing == 0, !clearing.isAssigned {
@@ -470,6 +497,88 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return (completions, keys)
     }
 
+    // MARK: Invalidation
+
+    /// What a reader needs to judge a level's value for invalidations, or `nil` when nothing was invalidated.
+    @inlinable
+    var staleRules: StaleRules? {
+        guard staleBefore != nil || !invalidations.isEmpty else { return nil }
+        return StaleRules(staleBefore: staleBefore, invalidations: invalidations)
+    }
+
+    /// Marks `key` stale at `date`; returns whether it is observed (the store then refetches it), and a record
+    /// folded out of the limit, to release after unlocking.
+    @inlinable
+    mutating func invalidate(_ key: Key, at date: Date) -> (observed: Bool, garbage: Invalidation?) {
+        let garbage = record(Invalidation(date: date) { $0 == key })
+        return (!markStale([key], mark: next()).isEmpty, garbage)
+    }
+
+    /// The first half of an invalidation by predicate: records it, and returns every key the store holds, for the
+    /// caller to judge with the predicate after unlocking (then ``markStale(_:mark:)`` with `mark`).
+    @inlinable
+    mutating func beginInvalidation(
+        _ matches: @escaping @Sendable (Key) -> Bool, at date: Date
+    ) -> (mark: Int, keys: [Key], garbage: Invalidation?) {
+        let garbage = record(Invalidation(date: date, matches: matches))
+        return (next(), Array(entries.keys), garbage)
+    }
+
+    /// Marks every key stale at `date`; returns the observed ones, and the records it replaces.
+    @inlinable
+    mutating func invalidateAll(at date: Date) -> (observed: [Key], garbage: [Invalidation]) {
+        invalidationCount += 1
+        staleBefore = max(staleBefore ?? date, date)
+        return (markStale(entries.keys, mark: next()), exchange(&invalidations, with: []))
+    }
+
+    /// Marks the entries of `keys` stale, as of `mark`; returns those that are observed.
+    @inlinable
+    mutating func markStale(_ keys: some Sequence<Key>, mark: Int) -> [Key] {
+        var observed: [Key] = []
+        for key in keys {
+            guard let entry = entries[key] else { continue }
+            entry.staleMark = max(entry.staleMark, mark)
+            if entry.observers > 0 { observed.append(key) }
+        }
+        return observed
+    }
+
+    /// A write of `key`'s stale value landed in a level: the level stamped it with its own time, so the key is
+    /// recorded stale as of `date` (after that time), and the entry is released once its last such write landed.
+    /// Returns a record folded out of the limit, to release after unlocking.
+    @inlinable
+    mutating func staleWriteLanded(_ key: Key, at date: Date) -> Invalidation? {
+        let folded = record(Invalidation(date: date) { $0 == key })
+        guard let entry = entries[key] else { return folded }
+        entry.staleWrites -= 1
+        release(key)
+        return folded
+    }
+
+    /// Adds an invalidation record; returns the oldest when it no longer fits (folded into `staleBefore`).
+    @inlinable
+    mutating func record(_ invalidation: Invalidation) -> Invalidation? {
+        invalidationCount += 1
+        invalidations.append(invalidation)
+        guard invalidations.count > Self.invalidationLimit else { return nil }
+        let oldest = invalidations.removeFirst()
+        staleBefore = max(staleBefore ?? oldest.date, oldest.date)
+        return oldest
+    }
+
+    /// The observed keys to revalidate: those with no value, an invalidated one, or one older than `maxAgeSeconds`
+    /// (every value, without one). A key whose fetch is in flight is left to it.
+    @inlinable
+    func revalidationTargets(now: Date, maxAgeSeconds: Double?) -> [Key] {
+        entries.compactMap { key, entry in
+            guard entry.observers > 0, entry.fetches.isEmpty else { return nil }
+            guard let confirmed = entry.confirmed, entry.staleMark == 0, let maxAgeSeconds else { return key }
+            let age = now.timeIntervalSince(confirmed.savedAt)
+            return confirmed.savedAt <= now && age < maxAgeSeconds ? nil : key
+        }
+    }
+
     // MARK: Level operations
 
     /// The next level operations of `key`, for the caller issuing them. `nil` when there are none: the caller
@@ -478,7 +587,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func takeLevelOps(of key: Key) -> (ops: [LevelOp], removeAll: Bool)? {
         guard let entry = entries[key] else { return nil }
         if clearing == nil, !entry.levelOps.isEmpty {
-            return (exchange(&entry.levelOps, with: []), false)
+            let ops = exchange(&entry.levelOps, with: [])
+            for case .save(_, let targets, let skipsDebounced, _, stale: true) in ops {
+                entry.staleWrites += targets.count { !skipsDebounced || !debouncedLevels.contains($0) }
+            }
+            return (ops, false)
         }
         entry.isIssuing = false
         issuing -= 1
@@ -534,6 +647,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let entry = entries[key]!
         switch job {
         case .write(let stored):
+            entry.staleMark = 0  // what the app writes is the latest it knows
             return confirm(
                 stored, for: key, logging: { _ in stored.value }, levels: levelNames.indices, debounces: true)
         case .update(let change):
@@ -542,11 +656,12 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return Effects()
             }
             let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
+            entry.staleMark = 0
             return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
         case .fetched(_, let id):
             return confirmFetch(id, for: key, value: value, now: now)
-        case .hit(let cached, let level, let stamp, let error, let reply):
-            return confirmHit(cached, level: level, stamp: stamp, error: error, reply: reply, for: key)
+        case .hit(let cached, let level, let stamp, let stale, let error, let reply):
+            return confirmHit(cached, level: level, stamp: stamp, stale: stale, error: error, reply: reply, for: key)
         case .settle(let id, let accepted, let ticket):
             return settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
         case .load:
@@ -579,6 +694,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 garbage: [value as Any])
         }
         entry.lastConfirmedFetch = id
+        if id > entry.staleMark { entry.staleMark = 0 }  // started after the invalidation: fresh
         let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
         // The callers are answered once the value is saved to the levels.
         let saved = SaveTicket()
@@ -590,8 +706,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func confirmHit(
-        _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, error: (any Error)?, reply: @escaping HitReply,
-        for key: Key
+        _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, stale: Bool, error: (any Error)?,
+        reply: @escaping HitReply, for key: Key
     ) -> Effects {
         let entry = entries[key]!
         guard entry.generation == stamp.generation, entry.confirmedVersion == stamp.confirmedVersion else {
@@ -600,6 +716,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return Effects(hitReplies: [HitReplyDelivery(reply: reply, snapshot: shownNow(key))], garbage: [cached])
         }
         let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
+        // Invalidated, or read while an invalidation happened (its records may not have been judged): stale.
+        entry.staleMark = stale || stamp.invalidations != invalidationCount ? next() : 0
         var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error)
         effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.publish[effects.publish.count - 1])]
         return effects
@@ -620,6 +738,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return Effects(publish: [publish(key)], garbage: [mutation], released: ticket.map { [$0] } ?? [])
         }
         let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
+        entry.staleMark = 0
         effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices, ticket: ticket)
         effects.garbage.append(mutation)
         return effects
@@ -668,7 +787,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if let change { log(change, for: key) }
         if let stored {
             if !targets.isEmpty {
-                entry.levelOps.append(.save(stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket))
+                entry.levelOps.append(
+                    .save(
+                        stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket,
+                        stale: entry.staleMark != 0))
             } else if let ticket {
                 effects.released.append(ticket)
             }

@@ -53,6 +53,11 @@ extension Duration {
         return .nanoseconds(Int(nanoseconds.partialValue + attoseconds / 1_000_000_000))
     }
 
+    /// The duration in seconds, as a floating-point number.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
     /// The duration in nanoseconds, for arithmetic such as backoff.
     var nanoseconds: Double {
         Double(components.seconds) * 1e9 + Double(components.attoseconds) / 1e9

@@ -163,10 +163,10 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.takeLevelOps(of: "a")
         _ = machine.takeLevelOps(of: "a")
 
-        guard case .read(_, inStep: true) = machine.beginLevelRead("a", level: 0) else {
+        guard case .read(_, inStep: true, _) = machine.beginLevelRead("a", level: 0) else {
             return XCTFail("the memory level holds what the store confirmed: it may be read")
         }
-        guard case .read(_, inStep: false) = machine.beginLevelRead("a", level: 1) else {
+        guard case .read(_, inStep: false, _) = machine.beginLevelRead("a", level: 1) else {
             return XCTFail("the database is behind until its debounced write lands: its hit is not trusted")
         }
     }
@@ -182,7 +182,7 @@ final class StoreMachineTests: XCTestCase {
         let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
 
         XCTAssertTrue(effects.debounce.isEmpty, "no timer: the value is written at once")
-        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?) = ops.first else {
+        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?, stale: false) = ops.first else {
             return XCTFail("expected one save to both levels, with the callers' ticket: \(ops)")
         }
         XCTAssertTrue(effects.fetchReplies.isEmpty, "the callers are answered through the ticket")
@@ -255,6 +255,90 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown("c")?.confirmed?.value, "c")
     }
 
+    // MARK: Invalidation
+
+    func test_invalidatingAnObservedKey_asksForItsRefetch_andAnUnobservedOneIsOnlyMarked() {
+        var machine = makeMachine()
+        _ = machine.observe("a", fresh: .init(nil))
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = machine.submit(.write(stored("2")), for: "b", now: now)
+
+        XCTAssertTrue(machine.invalidate("a", at: now).observed)
+        XCTAssertFalse(machine.invalidate("b", at: now).observed)
+        XCTAssertEqual(machine.shown("b")?.isStale, true)
+        XCTAssertNil(machine.usableResponse(of: "b", under: .cacheFirst, now: now), "a cache-first read fetches")
+        XCTAssertNotNil(machine.usableResponse(of: "b", under: .cacheOnly, now: now), "a cache-only read takes it")
+    }
+
+    func test_aFetchStartedBeforeAnInvalidation_leavesTheValueStale_oneStartedAfterMakesItFresh() {
+        var machine = makeMachine()
+        let before = machine.beginFetch("a", joining: true) { _ in }
+        _ = machine.invalidate("a", at: now)
+        let after = machine.beginFetch("a", joining: false) { _ in }
+
+        _ = machine.submit(.fetched("old", fetch: before.fetch), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        XCTAssertEqual(machine.shown("a")?.isStale, true, "what the older fetch brought is shown, stale")
+
+        _ = machine.submit(.fetched("new", fetch: after.fetch), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        XCTAssertEqual(machine.shown("a")?.isStale, false)
+        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "new")
+    }
+
+    func test_aLevelHitReadWhileAnInvalidationHappened_isConfirmedStale() throws {
+        var machine = makeMachine()
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
+        _ = machine.beginInvalidation({ $0 == "elsewhere" }, at: now)  // judged outside the lock: not by this read
+
+        _ = machine.submit(hit("cached", stamp), for: "a", now: now)
+
+        XCTAssertEqual(machine.shown("a")?.isStale, true, "in a race, more is refetched, never less")
+    }
+
+    func test_aStaleValueWrittenToTheLevels_keepsItsEntryUntilTheWriteLands_thenIsRecordedStale() throws {
+        var machine = makeMachine()
+        let fetch = machine.beginFetch("a", joining: true) { _ in }
+        _ = machine.invalidate("a", at: now)
+        _ = machine.submit(.fetched("old", fetch: fetch.fetch), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
+        guard case .save(_, _, _, _, stale: true) = ops.first else { return XCTFail("a stale save: \(ops)") }
+        _ = machine.takeLevelOps(of: "a")
+        XCTAssertEqual(machine.count, 1, "two writes have not landed")
+
+        let landed = now.addingTimeInterval(5)
+        _ = machine.staleWriteLanded("a", at: landed)
+        _ = machine.staleWriteLanded("a", at: landed)
+
+        XCTAssertEqual(machine.count, 0)
+        let rules = try XCTUnwrap(machine.staleRules)
+        XCTAssertTrue(rules.isStale("a", savedAt: landed), "a level stamped the write before it landed")
+        XCTAssertFalse(rules.isStale("a", savedAt: landed.addingTimeInterval(1)))
+        XCTAssertFalse(rules.isStale("b", savedAt: now))
+    }
+
+    func test_revalidationTargets_areTheObservedKeysThatAreNotFresh_withoutAFetchInFlight() {
+        var machine = makeMachine()
+        for key in ["fresh", "old", "stale", "empty", "fetching", "unobserved"] {
+            _ = machine.observe(key, fresh: .init(nil))
+        }
+        _ = machine.submit(.write(stored("v")), for: "fresh", now: now)
+        let old = StoredValue(value: "v", origin: .local, savedAt: now.addingTimeInterval(-120))
+        _ = machine.submit(.write(old), for: "old", now: now)
+        _ = machine.submit(.write(stored("v")), for: "stale", now: now)
+        _ = machine.invalidate("stale", at: now)
+        _ = machine.beginFetch("fetching", joining: true) { _ in }
+        _ = machine.stopObserving("unobserved")
+
+        let targets = machine.revalidationTargets(now: now, maxAgeSeconds: 60)
+
+        XCTAssertEqual(Set(targets), ["old", "stale", "empty"])
+        XCTAssertEqual(
+            Set(machine.revalidationTargets(now: now, maxAgeSeconds: nil)), ["fresh", "old", "stale", "empty"],
+            "without a maximum age, every observed value")
+    }
+
     // MARK: Helpers
 
     private func makeMachine() -> Machine {
@@ -266,7 +350,7 @@ final class StoreMachineTests: XCTestCase {
     }
 
     private func hit(_ value: String, _ stamp: Machine.ReadStamp) -> Machine.Job {
-        .hit(CachedValue(value, savedAt: now), level: 1, stamp: stamp, error: nil, reply: { _ in })
+        .hit(CachedValue(value, savedAt: now), level: 1, stamp: stamp, stale: false, error: nil, reply: { _ in })
     }
 
     /// Runs the key's queue to the end, as the store would (committing work with its closures' result).
@@ -302,7 +386,7 @@ extension StoreMachine.Step {
 
 extension StoreMachine.LevelRead {
     fileprivate var stamp: StoreMachine.ReadStamp? {
-        if case .read(let stamp, _) = self { return stamp }
+        if case .read(let stamp, _, _) = self { return stamp }
         return nil
     }
 }

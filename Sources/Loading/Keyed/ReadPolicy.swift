@@ -1,0 +1,73 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// Where a ``Store`` read comes from and when to go to the network.
+///
+/// A value is **fresh** for a policy when it was not invalidated (``Store/invalidate(_:)``) and, when the policy or
+/// the store has a maximum age, was saved less than that long ago. Cache-first reads serve only fresh values;
+/// cache-then-network reads answer with any cached value and fetch unless it is fresh.
+public struct ReadPolicy: Sendable, Equatable {
+    @usableFromInline
+    enum Kind: Sendable, Equatable {
+        case cacheFirst, cacheThenNetwork, networkFirst, cacheOnly, networkOnly
+    }
+
+    @usableFromInline let kind: Kind
+    /// How old, in seconds, a value may be to be fresh (`nil`: any age).
+    @usableFromInline let maxAgeSeconds: Double?
+
+    @usableFromInline
+    init(kind: Kind, maxAgeSeconds: Double?) {
+        self.kind = kind
+        self.maxAgeSeconds = maxAgeSeconds
+    }
+
+    init(kind: Kind, maxAge: Duration? = nil) {
+        self.init(kind: kind, maxAgeSeconds: maxAge.map(\.seconds))
+    }
+
+    /// Whether a value saved at `savedAt` is young enough for this policy at `now`: as `CacheExpiry.maxAge` judges,
+    /// younger than the age and not stamped in the future.
+    @inlinable
+    func accepts(savedAt: Date, now: Date) -> Bool {
+        guard let maxAgeSeconds else { return true }
+        return savedAt <= now && now.timeIntervalSince(savedAt) < maxAgeSeconds
+    }
+
+    /// This policy with `maxAgeSeconds` as its maximum age when it has none and judges age (cache first, cache then
+    /// network): how a store's own maximum age applies to its reads.
+    @inlinable
+    func defaulting(maxAgeSeconds defaultAge: Double?) -> ReadPolicy {
+        guard let defaultAge, maxAgeSeconds == nil, kind == .cacheFirst || kind == .cacheThenNetwork else {
+            return self
+        }
+        return ReadPolicy(kind: kind, maxAgeSeconds: defaultAge)
+    }
+
+    /// The store's or a level's fresh value when there is one, else the network; when the fetch fails, the value
+    /// shown (stale or old) with the error attached.
+    public static let cacheFirst = ReadPolicy(kind: .cacheFirst)
+    /// Like ``cacheFirst``, but a value counts as fresh only while it was saved less than `maxAge` ago (the store's
+    /// value and each level's); an older one is read anew from the levels, else the network, and stays shown if
+    /// both fail.
+    public static func cacheFirst(maxAge: Duration) -> ReadPolicy {
+        ReadPolicy(kind: .cacheFirst, maxAge: maxAge)
+    }
+    /// The cached value at once when there is one, then the network's (stale-while-revalidate).
+    public static let cacheThenNetwork = ReadPolicy(kind: .cacheThenNetwork)
+    /// The cached value at once when there is one, then the network's only when that value is not fresh: older
+    /// than `maxAge`, or invalidated (stale-while-revalidate with a time during which a value needs no refetch).
+    public static func cacheThenNetwork(maxAge: Duration) -> ReadPolicy {
+        ReadPolicy(kind: .cacheThenNetwork, maxAge: maxAge)
+    }
+    /// The network, else the cache.
+    public static let networkFirst = ReadPolicy(kind: .networkFirst)
+    /// The cache only, whatever its age or invalidation; a miss fails with ``CacheMiss/absent``.
+    public static let cacheOnly = ReadPolicy(kind: .cacheOnly)
+    /// The network only: the cache is written, and read only when the fetch fails (the cached value is then the
+    /// answer, with the fetch's error attached).
+    public static let networkOnly = ReadPolicy(kind: .networkOnly)
+}

@@ -1,0 +1,84 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension Store {
+    // MARK: Invalidation
+
+    /// Marks `key`'s value stale: when the key is observed, it is fetched anew at once (the value stays shown until
+    /// the fresh one arrives, or with the fetch's error attached when it fails); otherwise its next cache-first
+    /// read fetches. The value stays in the levels, and a cache-only read still answers with it.
+    ///
+    /// ```swift
+    /// api.rename("u1", to: "Ada L.").load { _ in friends.invalidate("u1") }   // the server changed it
+    /// ```
+    /// A fetch that started before the invalidation does not make the value fresh again; one that starts after it
+    /// does, and so does a ``write(_:for:)``.
+    public func invalidate(_ key: Key) {
+        let now = now()
+        let (observed, folded) = state.withLock { $0.invalidate(key, at: now) }
+        withExtendedLifetime(folded) {}  // a record dropped from the limit, released after unlocking
+        if observed { refetch(key) }
+    }
+
+    /// Marks stale every key `isStale` accepts, those the store holds and those only its levels hold; the
+    /// observed ones are fetched anew at once (see ``invalidate(_:)``).
+    ///
+    /// ```swift
+    /// pages.invalidate { $0.hasPrefix("search:") }   // every search result list
+    /// ```
+    /// `isStale` runs outside the store's lock, on keys the store holds now and, for keys only the levels hold, on
+    /// their next read. The store remembers the last 64 such invalidations; an older one then counts as an
+    /// invalidation of every value saved before it (more is refetched, never less).
+    public func invalidate(where isStale: @escaping @Sendable (Key) -> Bool) {
+        let now = now()
+        let (mark, keys, folded) = state.withLock { $0.beginInvalidation(isStale, at: now) }
+        withExtendedLifetime(folded) {}
+        let matching = keys.filter(isStale)
+        for key in state.withLock({ $0.markStale(matching, mark: mark) }) { refetch(key) }
+    }
+
+    /// Marks every value stale, in the store and in its levels; the observed keys are fetched anew at once (see
+    /// ``invalidate(_:)``).
+    public func invalidateAll() {
+        let now = now()
+        let (observed, dropped) = state.withLock { $0.invalidateAll(at: now) }
+        withExtendedLifetime(dropped) {}
+        for key in observed { refetch(key) }
+    }
+
+    // MARK: Revalidation
+
+    /// Fetches anew every observed key that is not fresh: invalidated, older than the store's `maxAge` (every
+    /// value, when the store has none), or with no value yet. A key whose fetch is in flight is left to it, and
+    /// nothing happens while the store's ``NetworkMode`` says the network cannot be reached.
+    ///
+    /// What the triggers of ``revalidate(on:)`` call; call it yourself on any other occasion.
+    public func revalidate() {
+        guard !network.isOffline else { return }
+        let now = now()
+        for key in state.withLock({ $0.revalidationTargets(now: now, maxAgeSeconds: maxAgeSeconds) }) {
+            refetch(key)
+        }
+    }
+
+    /// Calls ``revalidate()`` each time one of `triggers` fires, until the returned subscription is cancelled or
+    /// released (the store itself is not kept alive by it).
+    ///
+    /// ```swift
+    /// let revalidation = store.revalidate(on: .foreground(lifecycle), .reconnect(connectivity))
+    /// ```
+    public func revalidate(on triggers: RevalidationTrigger...) -> StreamSubscription {
+        EventStream.merge(triggers.map(\.events)).sink { [weak self] in self?.revalidate() }
+    }
+
+    /// Fetches `key` anew for its observers; a failure is attached to the value shown (which stays stale).
+    func refetch(_ key: Key) {
+        _ = fetch(key, joining: false) { [self] result in
+            guard case .failure(let error) = result, !(error is StoreError) else { return }
+            if let snapshot = state.withLock({ $0.attach(error, to: key) }) { publish(snapshot) }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A cache level of a ``Store``: a keyed cache with a name (reported as the origin of what it serves), written at
+/// once or debounced.
+public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    @usableFromInline typealias Completion<Output> = @Sendable (Result<Output, any Error>) -> Void
+
+    /// The level's name, as ``StoreOrigin/cache(_:)`` reports it.
+    public let name: String
+    // The cache's operations as closures made where the level is made (the initializer is inlinable): they run the
+    // cache's code specialized for its types, where a call through `any KeyedCache` would run it generic.
+    @usableFromInline let read: @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> Void
+    @usableFromInline let save: @Sendable (Value, Key, @escaping Completion<Void>) -> Void
+    @usableFromInline let removeValue: @Sendable (Key, @escaping Completion<Void>) -> Void
+    @usableFromInline let removeAll: @Sendable (@escaping Completion<Void>) -> Void
+    @usableFromInline let writeDebounce: Duration?
+    @usableFromInline let scheduler: any Scheduler
+
+    @inlinable
+    init<Cache: KeyedCache<Key, Value>>(
+        cache: Cache, name: String, writeDebounce: Duration?, scheduler: any Scheduler
+    ) {
+        self.name = name
+        read = { key, completion in cache.value(for: key, completion: completion) }
+        save = { value, key, completion in cache.save(value, for: key, completion: completion) }
+        removeValue = { key, completion in cache.removeValue(for: key, completion: completion) }
+        removeAll = { completion in cache.removeAll(completion: completion) }
+        self.writeDebounce = writeDebounce
+        self.scheduler = scheduler
+    }
+
+    /// A level written at once.
+    @inlinable
+    public static func cache(_ cache: some KeyedCache<Key, Value>, name: String) -> StoreLevel {
+        StoreLevel(cache: cache, name: name, writeDebounce: nil, scheduler: ImmediateScheduler())
+    }
+
+    /// A level whose writes of changes are debounced: the last value of a burst of ``Store/write(_:for:)`` and
+    /// ``Store/update(_:_:)`` calls for a key is written once no newer one came for `interval` on `scheduler` (a
+    /// database under a stream of live updates), or at once on ``Store/flush(completion:)``. What the store learns
+    /// elsewhere (a fetched value, a confirmed optimistic change, a faster level's hit) is written at once and
+    /// replaces the write waiting. A write waiting keeps the store alive until it lands, so releasing the store
+    /// loses none; a removal or a clear cancels it.
+    @inlinable
+    public static func cache(
+        _ cache: some KeyedCache<Key, Value>,
+        name: String,
+        debouncingWritesFor interval: Duration,
+        scheduler: some Scheduler
+    ) -> StoreLevel {
+        StoreLevel(cache: cache, name: name, writeDebounce: interval, scheduler: scheduler)
+    }
+}
