@@ -244,9 +244,8 @@ struct RecordedCount {
         else { return [] }
         return text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard cells.count == 4, let instructions = Double(cells[2].replacingOccurrences(of: ",", with: "")),
-                let allocations = Double(cells[3])
-            else { return nil }
+            let numbers = cells.dropFirst(2).map { Double($0.replacingOccurrences(of: ",", with: "")) }
+            guard cells.count == 4, let instructions = numbers[0], let allocations = numbers[1] else { return nil }
             return RecordedCount(
                 scenario: cells[0], variant: cells[1], instructions: instructions, allocations: allocations)
         }
