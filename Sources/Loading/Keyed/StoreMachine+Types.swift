@@ -290,8 +290,10 @@ extension StoreMachine {
     enum Job: Sendable {
         /// A value written (a live update, a local edit).
         case write(StoredValue<Value>)
-        /// A transform of the confirmed value.
-        case update(Change)
+        /// A transform of the confirmed value. With a `reply`, the result comes from `origin`, is written to every
+        /// level at once (debounced ones too), and `reply` receives what the key shows once it is saved (a failure
+        /// when a removal or a clear drops the change).
+        case update(Change, origin: StoreOrigin, reply: FetchCompletion?)
         /// What fetch `fetch` brought.
         case fetched(Value, fetch: Int)
         /// What level `level` held, read under `stamp` (`stale` when invalidated since it was saved), shown with
@@ -330,7 +332,7 @@ extension StoreMachine {
         @inlinable
         func changes(in entry: Entry) -> [Change]? {
             switch self {
-            case .update(let change):
+            case .update(let change, _, _):
                 return [change]
             case .settle(let id, accepted: true, _):
                 return entry.pending.first { $0.id == id }.map { [$0.change] }
@@ -341,6 +343,13 @@ extension StoreMachine {
             case .write, .hit, .settle, .load, .flush:
                 return nil
             }
+        }
+
+        /// The answer of a job a removal or a clear dropped unapplied, when it has a caller waiting.
+        @inlinable
+        var droppedReply: FetchReply? {
+            guard case .update(_, _, let reply?) = self else { return nil }
+            return FetchReply(completion: reply, result: .failure(StoreError.discarded))
         }
 
         /// Whether a removal or a clear drops the job unapplied (it was asked before them); the others are

@@ -374,7 +374,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
             // again on what is confirmed now, a fetch or a hit is judged stale and answers its callers.
             switch job {
-            case .update, .write, .load: return Effects(garbage: [job, result as Any])
+            case .update, .write, .load:
+                return Effects(fetchReplies: job.droppedReply.map { [$0] } ?? [], garbage: [job, result as Any])
             case .settle: entry.queue.insert(job, at: 0)
             case .flush: return apply(job, to: key, value: nil, now: now)
             case .fetched, .hit: return apply(job, to: key, value: result, now: now)
@@ -427,6 +428,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var effects = Effects()
         let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
         effects.garbage = [entry.confirmed as Any, dropped]
+        effects.fetchReplies = dropped.compactMap(\.droppedReply)
         entry.queue = kept
         entry.generation = next()
         entry.isKnown = true
@@ -452,6 +454,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let shownBefore = entry.showsSomething
             let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
             effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, entry.pending]
+            effects.fetchReplies += dropped.compactMap(\.droppedReply)
             effects.released += entry.levelOps.compactMap(\.ticket)  // work waiting for dropped writes goes on
             effects.failedCommits += entry.pending.compactMap(\.commit)
             effects.cancels += entry.debounced.values.map(\.timer)
@@ -650,14 +653,22 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.staleMark = 0  // what the app writes is the latest it knows
             return confirm(
                 stored, for: key, logging: { _ in stored.value }, levels: levelNames.indices, debounces: true)
-        case .update(let change):
+        case .update(let change, let origin, let reply):
             guard entry.confirmed != nil || value != nil else {
                 log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
-                return Effects()
+                let answer = reply.map { FetchReply(completion: $0, result: .success(shownNow(key))) }
+                return Effects(fetchReplies: answer.map { [$0] } ?? [])
             }
-            let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
+            let stored = value.map { StoredValue(value: $0, origin: origin, savedAt: now) }
             entry.staleMark = 0
-            return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
+            guard let reply else {
+                return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
+            }
+            let saved = SaveTicket()
+            let effects = confirm(stored, for: key, logging: change, levels: levelNames.indices, ticket: saved)
+            let shown = effects.publish[effects.publish.count - 1]
+            saved.whenSaved(.replies([FetchReply(completion: reply, result: .success(shown))]))
+            return effects
         case .fetched(_, let id):
             return confirmFetch(id, for: key, value: value, now: now)
         case .hit(let cached, let level, let stamp, let stale, let error, let reply):

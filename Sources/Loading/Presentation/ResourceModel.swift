@@ -29,6 +29,11 @@
     /// change of the key, whoever made it (a load, a live update written to the store, an optimistic edit, a logout),
     /// and ``value``, ``isLoading`` and ``error`` read it. Reading them in a SwiftUI `body` or in
     /// `withObservationTracking` registers the dependency; the model changes them on the main actor only.
+    ///
+    /// Renders are not wasted: for an `Equatable` value, a state equal to the one shown is not set again (a refresh
+    /// that brings the same value changes nothing), and ``select(_:)`` gives a part of the value that changes only
+    /// when that part does. ``show(_:of:policy:)`` moves the model to another key, keeping the value shown as a
+    /// placeholder until the new key's arrives.
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor
     @Observable
@@ -36,18 +41,26 @@
         /// What the screen shows: idle, loading (keeping the value shown), loaded, or failed (keeping the value shown).
         public private(set) var state: LoadingState<Value>
 
-        @ObservationIgnored private let repository: ResourceRepository<Value>
+        /// Whether the value shown belongs to the key shown before ``show(_:of:policy:)``, kept until the new key's
+        /// value arrives.
+        public private(set) var isPlaceholder = false
+
+        @ObservationIgnored private var repository: ResourceRepository<Value>
         @ObservationIgnored private var subscription: StreamSubscription?
         /// The version of the state shown: a state older than it is never shown again.
         @ObservationIgnored private var version: Int
+        @ObservationIgnored private let isSameState: (LoadingState<Value>, LoadingState<Value>) -> Bool
+        /// Updates the selections made with ``select(_:)`` that are still alive.
+        @ObservationIgnored private var selections: [(Value?) -> Bool] = []
 
         /// Creates a model showing `repository`'s state.
-        public init(repository: ResourceRepository<Value>) {
-            self.repository = repository
-            (version, state) = repository.currentVersionedState
-            subscription = repository.versionedStates.sink(on: .main) { [weak self] versioned in
-                self?.show(versioned)
-            }
+        public convenience init(repository: ResourceRepository<Value>) {
+            self.init(repository: repository, isSameState: { _, _ in false })
+        }
+
+        /// Creates a model showing `repository`'s state; a state equal to the one shown is not set again.
+        public convenience init(repository: ResourceRepository<Value>) where Value: Equatable {
+            self.init(repository: repository, isSameState: ==)
         }
 
         /// Creates a model showing `key` of `store`, read with `policy`.
@@ -55,9 +68,26 @@
             self.init(repository: ResourceRepository(store: store, key: key, policy: policy, scheduler: .immediate))
         }
 
+        /// Creates a model showing `key` of `store`, read with `policy`; a state equal to the one shown is not set
+        /// again.
+        public convenience init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy = .cacheFirst)
+        where Value: Equatable {
+            self.init(repository: ResourceRepository(store: store, key: key, policy: policy, scheduler: .immediate))
+        }
+
         /// Creates a model over `loader` alone.
         public convenience init<L: Loader>(loader: L) where L.Output == Value {
             self.init(repository: ResourceRepository(loader: loader, scheduler: .immediate))
+        }
+
+        private init(
+            repository: ResourceRepository<Value>,
+            isSameState: @escaping (LoadingState<Value>, LoadingState<Value>) -> Bool
+        ) {
+            self.repository = repository
+            self.isSameState = isSameState
+            (version, state) = repository.currentVersionedState
+            subscribe()
         }
 
         /// The value to show, kept while loading and after a failure.
@@ -77,16 +107,12 @@
         /// Fetches a fresh value, even while a load is running, and returns once it is shown (or has failed): what
         /// SwiftUI's `refreshable` awaits. From synchronous code: `Task { await model.refresh() }`.
         public func refresh() async {
+            let repository = repository
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 repository.refresh { _ in continuation.resume() }
             }
-            show(repository.currentVersionedState)  // even if its delivery to the main actor has not run yet
-        }
-
-        private func show(_ versioned: (version: Int, state: LoadingState<Value>)) {
-            guard versioned.version > version else { return }
-            version = versioned.version
-            state = versioned.state
+            // Even if its delivery to the main actor has not run yet (unless the model moved to another key).
+            if repository === self.repository { show(repository.currentVersionedState) }
         }
 
         /// Shows `change` at once and sends it upstream with `commit`; when `commit` fails, only this change is undone.
@@ -100,6 +126,86 @@
             let token = repository.mutate(change, commit: commit, completion: completion)
             show(repository.currentVersionedState)  // its delivery may be queued behind another thread's
             return token
+        }
+
+        /// Moves the model to `key` of `store` (a new search term, another profile) and loads it. Until the key's
+        /// value arrives, the value shown stays as a placeholder (``isPlaceholder``, and ``state`` is loading with
+        /// it); a failure of the new key's load shows no placeholder.
+        ///
+        /// ```swift
+        /// let profile = ResourceModel(store: profiles, key: "u1")
+        /// profile.show("u2", of: profiles)   // u1 stays on screen, loading, until u2 arrives
+        /// ```
+        public func show<Key>(_ key: Key, of store: Store<Key, Value>, policy: ReadPolicy = .cacheFirst) {
+            subscription?.cancel()
+            let placeholder = state.value
+            repository = ResourceRepository(store: store, key: key, policy: policy, scheduler: .immediate)
+            let (newVersion, newState) = repository.currentVersionedState
+            version = newVersion
+            if let placeholder, newState.value == nil, newState.error == nil {
+                isPlaceholder = true
+                set(.loading(previous: placeholder))
+            } else {
+                isPlaceholder = false
+                set(newState)
+            }
+            subscribe()
+            repository.load()
+        }
+
+        /// A part of the value that changes only when that part does: a view that reads it renders again only then.
+        ///
+        /// ```swift
+        /// let name = friend.select { $0?.name }   // a Selection<String?>
+        /// ```
+        /// Keep the selection for as long as it is read; the model stops updating it once it is released.
+        public func select<Part: Equatable>(_ part: @escaping (Value?) -> Part) -> Selection<Part> {
+            let selection = Selection(part(state.value))
+            selections.append { [weak selection] value in
+                guard let selection else { return false }
+                selection.update(part(value))
+                return true
+            }
+            return selection
+        }
+
+        private func subscribe() {
+            subscription = repository.versionedStates.sink(on: .main) { [weak self] versioned in
+                self?.show(versioned)
+            }
+        }
+
+        private func show(_ versioned: (version: Int, state: LoadingState<Value>)) {
+            guard versioned.version > version else { return }
+            version = versioned.version
+            if isPlaceholder, versioned.state.value == nil, versioned.state.error == nil {
+                return set(.loading(previous: state.value))  // still waiting for the new key's value
+            }
+            if isPlaceholder { isPlaceholder = false }
+            set(versioned.state)
+        }
+
+        private func set(_ newState: LoadingState<Value>) {
+            guard !isSameState(state, newState) else { return }
+            state = newState
+            selections = selections.filter { $0(newState.value) }
+        }
+    }
+
+    /// A part of a ``ResourceModel``'s value (``ResourceModel/select(_:)``), set only when it changes.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+    @MainActor
+    @Observable
+    public final class Selection<Part: Equatable> {
+        /// The part of the value shown.
+        public private(set) var value: Part
+
+        init(_ value: Part) {
+            self.value = value
+        }
+
+        func update(_ newValue: Part) {
+            if newValue != value { value = newValue }
         }
     }
 #endif

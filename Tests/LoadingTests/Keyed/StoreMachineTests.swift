@@ -95,7 +95,7 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.submit(.write(stored("1")), for: "a", now: now)
         _ = finishChanges(&machine, "a")
 
-        let work = try XCTUnwrap(machine.submit(.update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
         XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued, "same key: in order")
         XCTAssertNotNil(machine.submit(.write(stored("b")), for: "b", now: now).effects, "another key: at once")
 
@@ -108,7 +108,7 @@ final class StoreMachineTests: XCTestCase {
     func test_anUpdateOfAKeyNotHeld_readsTheLevelsFirst() throws {
         var machine = makeMachine()
 
-        let step = machine.submit(.update { $0.map { $0 + "+live" } }, for: "a", now: now)
+        let step = machine.submit(update { $0.map { $0 + "+live" } }, for: "a", now: now)
         guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
         _ = machine.commitBase(CachedValue("saved", savedAt: now), level: 1, generation: generation, for: "a")
         let work = try XCTUnwrap(machine.nextChange(of: "a", now: now)?.work)
@@ -121,7 +121,7 @@ final class StoreMachineTests: XCTestCase {
         var machine = makeMachine()
         _ = machine.submit(.write(stored("1")), for: "a", now: now)
         _ = finishChanges(&machine, "a")
-        let work = try XCTUnwrap(machine.submit(.update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
 
         _ = machine.remove("a")
         _ = machine.commit(work, result: work.run(), for: "a", now: now)
@@ -347,6 +347,10 @@ final class StoreMachineTests: XCTestCase {
 
     private func stored(_ value: String) -> StoredValue<String> {
         StoredValue(value: value, origin: .local, savedAt: now)
+    }
+
+    private func update(_ change: @escaping @Sendable (String?) -> String?) -> Machine.Job {
+        .update(change, origin: .local, reply: nil)
     }
 
     private func hit(_ value: String, _ stamp: Machine.ReadStamp) -> Machine.Job {
