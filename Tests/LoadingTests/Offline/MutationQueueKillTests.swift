@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// A mutation queue survives its process being killed: a child process (this test binary, run on
+/// ``MutationQueueKillChild``) enqueues mutations while offline, says so, and is killed with SIGKILL at that moment;
+/// the next launch shows them again and sends them in order, with the idempotency keys they were made with.
+final class MutationQueueKillTests: XCTestCase {
+    func test_mutationsQueuedOffline_surviveAKill_andReplayInOrderOnceOnline() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kill-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+
+        let said = try runChildUntilKilled(directory: directory)
+        let ids = try XCTUnwrap(said?.split(separator: " ").dropFirst().map(String.init))
+        XCTAssertEqual(ids.count, 2, "the child said: \(said ?? "nothing")")
+
+        let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
+        store.write(["a", "b", "c"], for: "list")
+        let connectivity = ManualConnectivity(isOnline: false)
+        let server = ServerSpy()
+        let queue = try MutationQueueKillChild.makeQueue(store, directory, connectivity, server)
+        XCTAssertEqual(queue.pending.map(\.id), ids, "the next launch finds both, in order")
+        let shown = LoadRecorder<StoreResponse<[String]>>()
+        _ = shown.load(store.read("list", policy: .cacheOnly))
+        XCTAssertEqual(shown.values.first?.value, ["c"], "and shows them before sending anything")
+
+        connectivity.setOnline(true)
+        server.answer(0)
+        server.answer(1)
+
+        XCTAssertEqual(server.sent, ["a", "b"])
+        XCTAssertEqual(server.keys, ids)
+        XCTAssertFalse(queue.isMutating)
+    }
+
+    /// Runs the child, kills it with SIGKILL as soon as it prints its report line, and returns that line.
+    private func runChildUntilKilled(directory: URL) throws -> String? {
+        #if os(Linux)
+            let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        #else
+            throw XCTSkip("the child is started as this test binary, which only Linux runs directly")
+        #endif
+        let child = Process()
+        child.executableURL = testBinary
+        child.arguments = ["LoadingTests.MutationQueueKillChild/test_runsWhenStartedByTheKillTest"]
+        var environment = ProcessInfo.processInfo.environment
+        environment[MutationQueueKillChild.directoryVariable] = directory.path
+        child.environment = environment
+        let output = Pipe()
+        child.standardOutput = output
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        // A real process under test: a child that never reports is killed after a while, and the test fails.
+        let pid = child.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+
+        var text = ""
+        var report: String?
+        while report == nil {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+            report = text.split(separator: "\n").first { $0.hasPrefix(MutationQueueKillChild.marker) }
+                .map { String($0.dropFirst(MutationQueueKillChild.marker.count)) }
+        }
+        kill(pid, SIGKILL)
+        watchdog.cancel()
+        child.waitUntilExit()
+        XCTAssertEqual(child.terminationReason, .uncaughtSignal, "killed, not ended on its own:\n\(text)")
+        return report
+    }
+}
+
+/// The child side of ``MutationQueueKillTests``: skipped unless run by it.
+final class MutationQueueKillChild: XCTestCase {
+    static let directoryVariable = "LOADING_KILL_OUTBOX"
+    static let marker = "KILL-NOW: "
+
+    static func makeQueue(
+        _ store: Store<String, [String]>, _ directory: URL, _ connectivity: ManualConnectivity, _ server: ServerSpy
+    ) throws -> MutationQueue<String, [String], String> {
+        try MutationQueue(
+            store: store, storage: FileMutationStorage<String>(directory: directory), connectivity: connectivity,
+            key: { _ in "list" }, change: { item, list in list?.filter { $0 != item } },
+            send: { item, key in server.send(item, key) }, isRefused: { $0 is Refused })
+    }
+
+    func test_runsWhenStartedByTheKillTest() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.directoryVariable] else {
+            throw XCTSkip("the child process of MutationQueueKillTests: it runs only when that test starts it")
+        }
+        let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
+        store.write(["a", "b", "c"], for: "list")
+        let queue = try Self.makeQueue(
+            store, URL(fileURLWithPath: path), ManualConnectivity(isOnline: false), ServerSpy())
+        let first = try queue.enqueue("a")
+        let second = try queue.enqueue("b")
+        FileHandle.standardOutput.write(Data((Self.marker + "queued \(first) \(second)\n").utf8))
+        // The parent kills this process now; if it does not, the test fails in the parent.
+        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 30)
+    }
+}
