@@ -181,9 +181,10 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     private func show(_ record: StoredMutation<Input>, completion: (@Sendable (Result<Void, any Error>) -> Void)?) {
         state.withLock { $0.entries.append(Entry(record: record, completion: completion)) }
         let input = record.input
-        let undo = store.mutate(
-            key(input), { [change] value in change(input, value) }, commit: Commit(queue: self, id: record.id)
-        ) { [self] result in settled(record, result) }
+        let apply: @Sendable (Value?) -> Value? = { [change] value in change(input, value) }
+        let undo = store.mutate(key(input), apply, commit: Commit(queue: self, id: record.id)) { [self] result in
+            settled(record, result)
+        }
         state.withLock { state in
             if let index = state.index(of: record.id) { state.entries[index].undo = undo }
         }
