@@ -2,7 +2,7 @@
 ///
 /// ```swift
 /// let connectivity = ManualConnectivity()
-/// let friends = Store(levels: [.cache(MemoryCache<String, String>(), name: "memory")],
+/// let friends = Store(levels: [.cache(MemoryCache<String, Friend>(), name: "memory")],
 ///                     fetch: LoaderFamily { (id: String) in api.friend(id) },
 ///                     network: .waitsForNetwork(connectivity))
 /// ```

@@ -3,8 +3,8 @@
 ///
 /// ```swift
 /// let list = PagedList(firstPage: Page(items: [1, 2], nextCursor: 2))
-/// list.items        // [1, 2]
-/// list.hasNextPage  // true
+/// let items = list.items              // [1, 2]
+/// let hasMore = list.hasNextPage      // true
 /// ```
 public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     /// A page and the cursor it was loaded with (`nil` for the first page of the list).
