@@ -45,6 +45,17 @@ public struct FriendsComposer: Sendable {
         /// How long the database waits for a burst of live updates to calm down before saving (what the network
         /// brought and confirmed deletes are saved at once).
         public var saveDebounce: Duration
+        /// Whether the network can be reached: offline, reads answer from the caches without a request, and deletes
+        /// wait in ``FriendsComposer/pendingDeletes``. `nil`: always try.
+        public var connectivity: (any ConnectivityMonitor)?
+        /// When the app comes to the foreground: the shown list is fetched anew then if it is older than `maxAge`
+        /// (and when the network comes back). `nil`: no foreground revalidation.
+        public var lifecycle: (any AppLifecycle)?
+        /// Where deletes wait for the server, across launches (one file each). By default a folder beside the
+        /// database, named after it with `-pending-deletes`.
+        public var pendingDeletesDirectory: URL
+        /// How many friends a page of ``FriendsComposer/friendPages`` holds.
+        public var pageSize: Int
 
         /// Creates a configuration; the defaults suit a phone app.
         public init(
@@ -54,8 +65,19 @@ public struct FriendsComposer: Sendable {
             retry: RetryPolicy = .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
             timeout: Duration = .seconds(10),
             saveDebounce: Duration = .milliseconds(500),
-            maxResponseBytes: Int = URLSessionHTTPClient.defaultMaxResponseBytes
+            maxResponseBytes: Int = URLSessionHTTPClient.defaultMaxResponseBytes,
+            connectivity: (any ConnectivityMonitor)? = nil,
+            lifecycle: (any AppLifecycle)? = nil,
+            pendingDeletesDirectory: URL? = nil,
+            pageSize: Int = 20
         ) {
+            self.connectivity = connectivity
+            self.lifecycle = lifecycle
+            self.pendingDeletesDirectory =
+                pendingDeletesDirectory
+                ?? databaseURL.deletingLastPathComponent().appendingPathComponent(
+                    databaseURL.deletingPathExtension().lastPathComponent + "-pending-deletes")
+            self.pageSize = pageSize
             self.maxResponseBytes = maxResponseBytes
             self.baseURL = baseURL
             self.databaseURL = databaseURL
@@ -114,6 +136,12 @@ public struct FriendsComposer: Sendable {
     /// pull-to-refresh wants. Delivered on the main queue.
     public let refreshLoader: AnyLoader<[Friend]>
 
+    /// Deletes waiting for the server, kept on disk across launches and sent in order when the network allows
+    /// (``deleteFriend(id:completion:)`` adds them); `nil` when the composition has no deleter or no storage for them.
+    public let pendingDeletes: MutationQueue<FriendsKey, [Friend], Friend.ID>?
+    /// The friends list a page at a time (`GET /friends?page=N`), for an endless list: `nil` when the composition has
+    /// no page source.
+    public let friendPages: PagedStore<FriendsKey, Friend, Int>?
     /// How the friends list is read: cache first, counting only a list younger than the configured maximum age.
     /// ``FriendsRepository/init(composer:scheduler:)`` and ``FriendsScreenModel`` read with it, as
     /// ``friendsLoader`` does.
@@ -123,6 +151,7 @@ public struct FriendsComposer: Sendable {
     private let memoryLevel: ReportingCache
     private let databaseLevel: ReportingCache
     private let onEvent: @Sendable (Event) -> Void
+    private let revalidation: StreamSubscription?
 
     /// Builds the production composition: an in-memory store, an SQLite store at `databaseURL`, the API over
     /// `session`, and live updates over server-sent events.
@@ -135,6 +164,7 @@ public struct FriendsComposer: Sendable {
     ) {
         let client = URLSessionHTTPClient(session: session, maxResponseBytes: configuration.maxResponseBytes)
         let (baseURL, timeout, retry) = (configuration.baseURL, configuration.timeout, configuration.retry)
+        let pageSize = configuration.pageSize
         self.init(
             memoryStore: InMemoryFriendsStore(),
             databaseStore: SQLiteFriendsStore(
@@ -151,6 +181,14 @@ public struct FriendsComposer: Sendable {
             updates: ServerSentEventsFriendsUpdates(
                 baseURL: configuration.baseURL, configuration: session.configuration, scheduler: scheduler),
             deleter: RemoteFriendsDeleter(baseURL: configuration.baseURL, client: client),
+            pages: LoaderFamily { page in
+                RemoteFriendsPageLoader(page: page, perPage: pageSize, baseURL: baseURL, client: client)
+                    .timeout(after: timeout, scheduler: scheduler)
+                    .retry(retry.onlyForTransientErrors, scheduler: scheduler)
+            },
+            pendingDeletes: FileMutationStorage(directory: configuration.pendingDeletesDirectory),
+            connectivity: configuration.connectivity,
+            lifecycle: configuration.lifecycle,
             maxAge: configuration.maxAge,
             saveDebounce: configuration.saveDebounce,
             scheduler: scheduler,
@@ -159,7 +197,8 @@ public struct FriendsComposer: Sendable {
     }
 
     /// Builds the composition from its parts: how tests and other transports plug in. Without `remoteFriend`,
-    /// ``friend(id:)`` finds friends in the list only.
+    /// ``friend(id:)`` finds friends in the list only; without `pages` there are no ``friendPages``; without
+    /// `pendingDeletes` (or a `deleter`), deletes are not kept across launches.
     public init(
         memoryStore: any FriendsStore,
         databaseStore: any FriendsStore,
@@ -167,6 +206,10 @@ public struct FriendsComposer: Sendable {
         remoteFriend: LoaderFamily<Friend.ID, Friend>? = nil,
         updates: (any FriendsUpdatesSource)? = nil,
         deleter: RemoteFriendsDeleter? = nil,
+        pages: LoaderFamily<Int, Page<Friend, Int>>? = nil,
+        pendingDeletes: (any MutationStorage<Friend.ID>)? = nil,
+        connectivity: (any ConnectivityMonitor)? = nil,
+        lifecycle: (any AppLifecycle)? = nil,
         maxAge: Duration? = nil,
         saveDebounce: Duration = .milliseconds(500),
         scheduler: some Scheduler = .global(),
@@ -209,7 +252,22 @@ public struct FriendsComposer: Sendable {
             ],
             fetch: LoaderFamily { (_: FriendsKey) in network },
             keptValues: 1,  // one key, the list: it stays in the store between reads
+            maxAge: maxAge,
+            network: connectivity.map { .answersFromCache($0) } ?? .always,
             now: currentDate)
+        var triggers: [RevalidationTrigger] = []
+        if let lifecycle { triggers.append(.foreground(lifecycle)) }
+        if let connectivity { triggers.append(.reconnect(connectivity)) }
+        revalidation = triggers.isEmpty ? nil : store.revalidate(on: triggers)
+        friendPages = pages.map { pages in
+            PagedStore(
+                levels: [.cache(MemoryCache<FriendsKey, PagedList<Friend, Int>>(), name: Source.memory.rawValue)],
+                maxAge: maxAge, network: connectivity.map { .answersFromCache($0) } ?? .always, now: currentDate
+            ) { (_: FriendsKey, page: Int?) in pages[page ?? 1] }
+        }
+        self.pendingDeletes = Self.pendingDeletes(
+            of: store, storage: pendingDeletes, deleter: deleter, connectivity: connectivity, scheduler: scheduler,
+            onEvent: onEvent)
         let listPolicy: ReadPolicy = maxAge.map { .cacheFirst(maxAge: $0) } ?? .cacheFirst
         self.store = store
         self.listPolicy = listPolicy
@@ -272,6 +330,60 @@ public struct FriendsComposer: Sendable {
                 .merge(with: applied)
         }
         .receive(on: .main)
+    }
+
+    /// Deletes the friend with `id`: gone from the list at once. With ``pendingDeletes``, the delete is kept on disk
+    /// first and sent when the network allows, across launches; a transient failure keeps it waiting (it is sent
+    /// again later), and `completion` runs once it is settled. Without, it is sent now. `completion` receives a
+    /// success once the server agreed and the database holds the list without the friend; the server's refusal
+    /// (the friend shows again; other deletes stay); or ``StoreError/cleared`` when a logout came first.
+    public func deleteFriend(
+        id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
+    ) {
+        let removing: @Sendable ([Friend]?) -> [Friend]? = { list in list?.filter { $0.id != id } }
+        if let pendingDeletes {
+            do { try pendingDeletes.enqueue(id, completion: completion) } catch { completion(.failure(error)) }
+            return
+        }
+        let deleter = deleter
+        let commit = AnyLoader<Void> { completion in
+            guard let deleter else {
+                completion(.failure(FriendsRepository.DeletionUnavailable()))
+                return AnyCancellationToken()
+            }
+            return deleter.delete(id: id, completion: completion)
+        }
+        store.mutate(.all, removing, commit: commit, completion: completion)
+    }
+
+    /// The queue of deletes over `store`, kept in `storage`: `nil` without a deleter or a storage, or when the
+    /// storage cannot be read (reported as a failed database read).
+    private static func pendingDeletes(
+        of store: Store<FriendsKey, [Friend]>, storage: (any MutationStorage<Friend.ID>)?,
+        deleter: RemoteFriendsDeleter?, connectivity: (any ConnectivityMonitor)?, scheduler: some Scheduler,
+        onEvent: @escaping @Sendable (Event) -> Void
+    ) -> MutationQueue<FriendsKey, [Friend], Friend.ID>? {
+        guard let storage, let deleter else { return nil }
+        do {
+            return try MutationQueue(
+                store: store, storage: storage, connectivity: connectivity, scheduler: scheduler,
+                key: { _ in .all },
+                change: { id, list in list?.filter { $0.id != id } },
+                send: { id, idempotencyKey in
+                    AnyLoader<Void> { completion in
+                        deleter.delete(id: id, idempotencyKey: idempotencyKey) { result in
+                            // Gone already (a delete whose answer was lost, sent again): what was asked holds.
+                            if case .failure(FriendsAPIError.notFound) = result { return completion(.success(())) }
+                            completion(result)
+                        }
+                    }
+                },
+                isRefused: { !FriendsAPIError.isTransient($0) },
+                onStorageFailure: { onEvent(.saveFailed(.database, $0)) })
+        } catch {
+            onEvent(.failed(.database, error))
+            return nil
+        }
     }
 
     /// Saves the live updates waiting for the database's debounce now: call it when the app goes to the background,

@@ -64,6 +64,10 @@ final class FriendsDocCommentSamplesTests: XCTestCase {
         let ada = RemoteFriendLoader(id: "u1", baseURL: api, client: URLSessionHTTPClient(session: .shared))
         // Sample: end
         _ = ada
+        // Sample: begin
+        let second = RemoteFriendsPageLoader(page: 2, baseURL: api, client: URLSessionHTTPClient(session: .shared))
+        // Sample: end
+        _ = second
         do {
             // Sample: begin
             let database = FriendsCache(store: SQLiteFriendsStore(fileURL: url), expiry: .maxAge(.seconds(86_400)))

@@ -63,12 +63,22 @@ public struct RemoteFriendsDeleter: Sendable {
     public func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
         -> any CancellationToken
     {
+        delete(id: id, idempotencyKey: nil, completion: completion)
+    }
+
+    /// Deletes the friend with `id`, sending `idempotencyKey` in the `Idempotency-Key` header (when given): a server
+    /// that honours it applies a delete sent again with the same key once, and answers it as it did the first time.
+    @discardableResult
+    public func delete(
+        id: Friend.ID, idempotencyKey: String?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> any CancellationToken {
         guard let url = FriendURL.make(for: id, in: baseURL) else {
             completion(.failure(FriendsAPIError.invalidID(id)))
             return AnyCancellationToken()
         }
         var request = URLRequest(url: url)
         request.httpMethod = "DELETE"
+        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
         return client.perform(request) { result in
             switch result {
             case .failure(let error): completion(.failure(FriendsAPIError.transport(error)))
@@ -84,6 +94,61 @@ public struct RemoteFriendsDeleter: Sendable {
     /// Deletes the friend with `id`, with async/await.
     public func delete(id: Friend.ID) async throws {
         try await AnyLoader<Void> { completion in delete(id: id, completion: completion) }.load()
+    }
+}
+
+/// Loads one page of the friends list: `GET {baseURL}/friends?page=N&per_page=M` (pages from 1), whose body is the
+/// list's format with `next_page` when more follow.
+///
+/// ```swift
+/// let second = RemoteFriendsPageLoader(page: 2, baseURL: api, client: URLSessionHTTPClient(session: .shared))
+/// ```
+/// Its statuses, bodies and transport failures map as for ``RemoteFriendsLoader``. Without `next_page`, a full page
+/// is taken as followed by another, a short one as the last.
+public struct RemoteFriendsPageLoader: Loader {
+    private let url: URL
+    private let page: Int
+    private let perPage: Int
+    private let client: any HTTPClient
+
+    /// Creates a loader of page `page` (from 1) of `perPage` friends, from the API at `baseURL`.
+    public init(page: Int, perPage: Int = 20, baseURL: URL, client: any HTTPClient) {
+        self.page = max(page, 1)
+        self.perPage = max(perPage, 1)
+        var components = URLComponents(url: baseURL.appendingPathComponent("friends"), resolvingAgainstBaseURL: false)
+        components?.queryItems = [
+            URLQueryItem(name: "page", value: String(self.page)),
+            URLQueryItem(name: "per_page", value: String(self.perPage)),
+        ]
+        url = components?.url ?? baseURL
+        self.client = client
+    }
+
+    @discardableResult
+    public func load(completion: @escaping LoadCompletion<Page<Friend, Int>>) -> any CancellationToken {
+        let (page, perPage) = (page, perPage)
+        return client.getJSON(url, mapping: { Self.map($0, $1, page: page, perPage: perPage) }, completion: completion)
+    }
+
+    private struct Payload: Decodable {
+        let friends: [Friend]
+        let nextPage: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case friends
+            case nextPage = "next_page"
+        }
+    }
+
+    static func map(_ data: Data, _ response: HTTPURLResponse, page: Int, perPage: Int) -> Result<
+        Page<Friend, Int>, any Error
+    > {
+        guard response.statusCode == 200 else { return .failure(FriendsAPIError.status(of: response)) }
+        guard let payload = try? Friend.makeDecoder().decode(Payload.self, from: data) else {
+            return .failure(FriendsAPIError.invalidData)
+        }
+        let next = payload.nextPage ?? (payload.friends.count < perPage ? nil : page + 1)
+        return .success(Page(items: payload.friends.deduplicatedByID(), nextCursor: next))
     }
 }
 

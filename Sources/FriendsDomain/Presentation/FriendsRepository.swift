@@ -46,17 +46,31 @@ public final class FriendsRepository: Sendable {
     private let eventSubject = StreamSubject<Event, Never>()
     private let eventDelivery: EventStream<Event, Never>
     private let deletes = PendingDeletes()
+    /// A composition's optimistic delete (through its queue of pending deletes, when it has one).
+    private let deleteOptimistically:
+        (@Sendable (Friend.ID, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void)?
 
     /// Creates a repository showing the friends list of `store`, read with `policy`, deleting with `deleter`.
-    public init(
+    public convenience init(
         store: Store<FriendsKey, [Friend]>,
         deleter: any FriendDeleting,
         policy: ReadPolicy = .cacheFirst,
         scheduler: some Scheduler = .main
     ) {
+        self.init(store: store, deleter: deleter, policy: policy, scheduler: scheduler, deleteOptimistically: nil)
+    }
+
+    private init(
+        store: Store<FriendsKey, [Friend]>,
+        deleter: any FriendDeleting,
+        policy: ReadPolicy,
+        scheduler: some Scheduler,
+        deleteOptimistically: (@Sendable (Friend.ID, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void)?
+    ) {
         repository = ResourceRepository(store: store, key: .all, policy: policy, scheduler: scheduler)
         self.store = store
         self.deleter = deleter
+        self.deleteOptimistically = deleteOptimistically
         eventDelivery = eventSubject.stream.receive(on: scheduler)
     }
 
@@ -85,11 +99,13 @@ public final class FriendsRepository: Sendable {
         self.init(store: store, deleter: deleter, scheduler: scheduler)
     }
 
-    /// Creates the repository of a composition (whose deleter must exist: the production composer has one).
+    /// Creates the repository of a composition (whose deleter must exist: the production composer has one). Its
+    /// optimistic deletes go through the composition's ``FriendsComposer/deleteFriend(id:completion:)``: kept on
+    /// disk and sent when the network allows.
     public convenience init(composer: FriendsComposer, scheduler: some Scheduler = .main) {
         self.init(
             store: composer.store, deleter: composer.deleter ?? MissingDeleter(), policy: composer.listPolicy,
-            scheduler: scheduler)
+            scheduler: scheduler, deleteOptimistically: { composer.deleteFriend(id: $0, completion: $1) })
     }
 
     /// The loading state: the current one at once, then every change.
@@ -143,6 +159,7 @@ public final class FriendsRepository: Sendable {
             deletes.keep(token, for: ticket)
             return
         }
+        if let deleteOptimistically { return deleteOptimistically(id, report) }
         let commit = AnyLoader<Void> { completion in deleter.delete(id: id, completion: completion) }
         repository.mutate({ list in list?.filter { $0.id != id } }, commit: commit, completion: report)
     }

@@ -30,11 +30,11 @@
         /// The loading resource the screen shows: its state, value and error.
         public let list: ResourceModel<[Friend]>
 
-        @ObservationIgnored private let deleter: RemoteFriendsDeleter?
+        @ObservationIgnored private let composer: FriendsComposer
 
         /// Creates the screen model of a composition.
         public init(composer: FriendsComposer) {
-            deleter = composer.deleter
+            self.composer = composer
             list = ResourceModel(store: composer.store, key: .all, policy: composer.listPolicy)
         }
 
@@ -48,19 +48,11 @@
             await list.refresh()
         }
 
-        /// Deletes a friend: gone at once, back with ``toast`` set when the server refuses (other deletes made
+        /// Deletes a friend through the composition (``FriendsComposer/deleteFriend(id:completion:)``): gone at
+        /// once, kept until the network allows, back with ``toast`` set when the server refuses (other deletes made
         /// meanwhile stay).
         public func delete(id: Friend.ID) {
-            let deleter = deleter
-            let commit = AnyLoader<Void> { completion in
-                guard let deleter else {
-                    completion(.failure(FriendsRepository.DeletionUnavailable()))
-                    return AnyCancellationToken()
-                }
-                return deleter.delete(id: id, completion: completion)
-            }
-            let removing: @Sendable ([Friend]?) -> [Friend]? = { list in list?.filter { $0.id != id } }
-            list.mutate(removing, commit: commit) { [weak self] result in
+            composer.deleteFriend(id: id) { [weak self] result in
                 // A logout's wipe undoes the delete: not a failure to tell the user about.
                 guard case .failure(let error) = result, (error as? StoreError) != .cleared else { return }
                 let message = "Could not delete: \(FriendsViewModel.defaultErrorMessage(for: error))"
