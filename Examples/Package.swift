@@ -23,6 +23,7 @@ let package = Package(
         .executableTarget(name: "example-live-merge", dependencies: ["FriendsServer", friendsDomain, loading]),
         .executableTarget(name: "example-sections", dependencies: [friendsDomain, loading]),
         .executableTarget(name: "example-keyed-store", dependencies: ["FriendsServer", friendsDomain, loading]),
+        .executableTarget(name: "example-fresh-lists", dependencies: ["FriendsServer", friendsDomain, loading]),
         .testTarget(name: "EndToEndTests", dependencies: ["FriendsServer", friendsDomain, loading]),
     ],
     swiftLanguageModes: [.v6]

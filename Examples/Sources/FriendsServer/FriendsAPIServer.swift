@@ -3,8 +3,8 @@ import FriendsDomain
 import Loading
 
 /// An embedded friends API on a loopback port, speaking the format FriendsDomain defines (`GET /friends`, optionally
-/// `?page=N&per_page=M`, `GET /friends/{id}`, `DELETE /friends/{id}`, `GET /friends/events` as server-sent events), with knobs to make it misbehave the way
-/// real servers do: latency, failures, malformed bodies, dropped connections, slowness, refusals.
+/// `?page=N&per_page=M`, `GET /friends/{id}`, `DELETE /friends/{id}` honouring `Idempotency-Key`, `GET /friends/events`
+/// as server-sent events), with knobs to make it misbehave the way real servers do: latency, failures, malformed bodies, dropped connections, slowness, refusals.
 public final class FriendsAPIServer: Sendable {
     /// How `GET /friends` answers.
     public enum ListBehavior: Sendable {
@@ -34,6 +34,10 @@ public final class FriendsAPIServer: Sendable {
         var slowHandlerAnswered = false
         var eventClients: [Int: EventClient] = [:]
         var nextClientID = 0
+        /// The deletes applied, in order, with the idempotency key each came with.
+        var deletes: [(id: String, key: String?)] = []
+        /// The answer given to each idempotency key: a delete sent again with one gets it, and changes nothing.
+        var answeredKeys: [String: Int] = [:]
     }
 
     private let state: Locked<State>
@@ -76,6 +80,11 @@ public final class FriendsAPIServer: Sendable {
     public var listRequestCount: Int { state.withLock { $0.listRequests } }
     /// How many `DELETE` requests arrived.
     public var deleteRequestCount: Int { state.withLock { $0.deleteRequests } }
+    /// The ids the server deleted, in the order it deleted them (a delete repeated with its idempotency key
+    /// appears once).
+    public var deletedIDs: [String] { state.withLock { $0.deletes.map(\.id) } }
+    /// The idempotency keys of the deletes applied, in order (`nil` for a delete sent without one).
+    public var deleteKeys: [String?] { state.withLock { $0.deletes.map(\.key) } }
     /// How many `GET /friends/{id}` requests arrived.
     public var friendRequestCount: Int { state.withLock { $0.friendRequests } }
     /// How many event-stream connections were opened.
@@ -129,7 +138,8 @@ public final class FriendsAPIServer: Sendable {
         case ("GET", ["friends"]): list(connection)
         case ("GET", ["friends", "events"]): events(connection)
         case ("GET", let parts) where parts.count == 2 && parts[0] == "friends": friend(parts[1], connection)
-        case ("DELETE", let parts) where parts.count == 2 && parts[0] == "friends": delete(parts[1], connection)
+        case ("DELETE", let parts) where parts.count == 2 && parts[0] == "friends":
+            delete(parts[1], key: request.headers["idempotency-key"], connection)
         default: connection.respond(status: 404)
         }
     }
@@ -172,7 +182,8 @@ public final class FriendsAPIServer: Sendable {
         connection.respond(status: 200, headers: json, body: body)
     }
 
-    /// `GET /friends?page=N&per_page=M` (pages from 1): that page of the list, in the list's format.
+    /// `GET /friends?page=N&per_page=M` (pages from 1): that page of the list, in the list's format, with `next_page`
+    /// when more follow.
     private func page(_ query: [String: String], _ connection: LoopbackHTTPServer.Connection) {
         let friends = state.withLock { state in
             state.listRequests += 1
@@ -181,8 +192,10 @@ public final class FriendsAPIServer: Sendable {
         let page = max(Int(query["page"] ?? "") ?? 1, 1)
         let size = max(Int(query["per_page"] ?? "") ?? 20, 1)
         let start = min((page - 1) * size, friends.count)
+        let end = min(start + size, friends.count)
         connection.respond(
-            status: 200, headers: json, body: Self.body(for: Array(friends[start..<min(start + size, friends.count)])))
+            status: 200, headers: json,
+            body: Self.body(for: Array(friends[start..<end]), nextPage: end < friends.count ? page + 1 : nil))
     }
 
     private func slow(_ seconds: Double, _ friends: [Friend], _ connection: LoopbackHTTPServer.Connection) {
@@ -198,13 +211,24 @@ public final class FriendsAPIServer: Sendable {
         connection.respond(status: 200, headers: json, body: Self.body(for: friends))
     }
 
-    private func delete(_ id: String, _ connection: LoopbackHTTPServer.Connection) {
+    /// `DELETE /friends/{id}`: 204, or 404 for an unknown id; a request with an `Idempotency-Key` already answered
+    /// gets that answer again and changes nothing.
+    private func delete(_ id: String, key: String?, _ connection: LoopbackHTTPServer.Connection) {
         let (latency, status) = state.withLock { state -> (Duration, Int) in
             state.deleteRequests += 1
-            if let status = state.deleteStatus { return (state.latency, status) }
-            guard state.friends.contains(where: { $0.id == id }) else { return (state.latency, 404) }
-            state.friends.removeAll { $0.id == id }
-            return (state.latency, 204)
+            if let key, let answered = state.answeredKeys[key] { return (state.latency, answered) }
+            let status: Int
+            if let forced = state.deleteStatus {
+                status = forced
+            } else if state.friends.contains(where: { $0.id == id }) {
+                state.friends.removeAll { $0.id == id }
+                state.deletes.append((id, key))
+                status = 204
+            } else {
+                status = 404
+            }
+            if let key { state.answeredKeys[key] = status }
+            return (state.latency, status)
         }
         sleep(latency)
         connection.respond(status: status)
@@ -240,9 +264,10 @@ public final class FriendsAPIServer: Sendable {
 
     private let json = ["Content-Type": "application/json"]
 
-    static func body(for friends: [Friend]) -> Data {
+    static func body(for friends: [Friend], nextPage: Int? = nil) -> Data {
         let list = (try? Friend.makeEncoder().encode(friends)) ?? Data("[]".utf8)
-        return Data(#"{"friends": "#.utf8) + list + Data("}".utf8)
+        let next = nextPage.map { #", "next_page": \#($0)"# } ?? ""
+        return Data(#"{"friends": "#.utf8) + list + Data((next + "}").utf8)
     }
 
     static func frame(for update: FriendUpdate) -> Data {

@@ -129,8 +129,13 @@ final class Story: Sendable {
 
             record("Burst of live updates", await burst(server: server, composer: afterExpiry))
             record("Optimistic delete refused", await refusedDelete(server: server, composer: afterExpiry))
+            record("Offline deletes, restart", await offlineDeletes(server: server))
+            record("Pages of the list", await pages(server: server))
         } else {
-            for title in ["Server fails twice, recovers", "Burst of live updates", "Optimistic delete refused"] {
+            for title in [
+                "Server fails twice, recovers", "Burst of live updates", "Optimistic delete refused",
+                "Offline deletes, restart", "Pages of the list",
+            ] {
                 output.skip(title, because: "needs the embedded server")
             }
         }
@@ -141,14 +146,17 @@ final class Story: Sendable {
 
     // MARK: - Steps
 
-    private func makeComposer(databaseURL: URL? = nil) -> FriendsComposer {
+    private func makeComposer(
+        databaseURL: URL? = nil, connectivity: (any ConnectivityMonitor)? = nil, pageSize: Int = 20
+    ) -> FriendsComposer {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 10
         return FriendsComposer(
             configuration: .init(
                 baseURL: baseURL, databaseURL: databaseURL ?? self.databaseURL, maxAge: maxAge,
                 retry: .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
-                timeout: .seconds(5), saveDebounce: .milliseconds(250)),
+                timeout: .seconds(5), saveDebounce: .milliseconds(250), connectivity: connectivity,
+                pageSize: pageSize),
             session: URLSession(configuration: configuration),
             currentDate: { [clock] in clock.now },
             onEvent: log.record)
@@ -227,7 +235,7 @@ final class Story: Sendable {
             output.failure("Optimistic delete refused", "the list did not load")
             return false
         }
-        server.setDeleteStatus(500)
+        server.setDeleteStatus(409)  // a refusal: a transient failure (a 500) would keep the delete waiting
         let done = Locked(false)
         repository.remove(id: victim.id, optimistic: true) { _ in done.withLock { $0 = true } }
         let removedAtOnce = repository.currentState.value?.contains(victim) == false
@@ -245,6 +253,64 @@ final class Story: Sendable {
             note:
                 "removed at once: \(removedAtOnce ? "yes" : "no"), rolled back: \(restored ? "yes" : "no"), toast: \(events.withLock { $0.first } ?? "none")"
         )
+        return passed
+    }
+
+    /// Offline, two friends are deleted: gone at once, kept on disk, nothing sent. The app restarts (a new
+    /// composition on the same files), still offline: both are still gone. The network comes back: both deletes reach
+    /// the server, in the order they were made, each with its idempotency key.
+    private func offlineDeletes(server: FriendsAPIServer) async -> Bool {
+        let title = "Offline deletes, restart"
+        let start = ContinuousClock.now
+        let offline = ManualConnectivity(isOnline: false)
+        let before = makeComposer(connectivity: offline)
+        guard let list = try? await before.friendsLoader.load(), list.count >= 2 else {
+            output.failure(title, "the list did not load from the caches")
+            return false
+        }
+        let victims = [list[1].id, list[0].id]
+        for id in victims { before.deleteFriend(id: id) }
+        let goneAtOnce = (try? await before.friendsLoader.load())?.contains { victims.contains($0.id) } == false
+        let deletedBefore = server.deletedIDs
+        output.detail("offline: deleted \(victims.joined(separator: ", ")), gone at once: \(goneAtOnce ? "yes" : "no")")
+
+        let connectivity = ManualConnectivity(isOnline: false)
+        let restarted = makeComposer(connectivity: connectivity)
+        let pending = restarted.pendingDeletes?.pending.map(\.input) ?? []
+        let stillGone = (try? await restarted.friendsLoader.load())?.contains { victims.contains($0.id) } == false
+        output.detail("restarted: \(pending.count) deletes waiting, still gone: \(stillGone ? "yes" : "no")")
+        let nothingSentOffline = server.deletedIDs == deletedBefore
+        connectivity.setOnline(true)
+        let sent = await eventually { restarted.pendingDeletes?.isMutating == false }
+        let reached = Array(server.deletedIDs.dropFirst(deletedBefore.count))
+        let keys = server.deleteKeys.suffix(reached.count).compactMap { $0 }
+        output.detail(
+            "online: the server deleted \(reached.joined(separator: ", ")), with \(keys.count) idempotency keys")
+        let passed =
+            goneAtOnce && nothingSentOffline && pending == victims && stillGone && sent
+            && reached == victims && keys.count == victims.count
+        output.row(
+            title, source: "network", count: try? await restarted.friendsLoader.load().count,
+            elapsed: ContinuousClock.now - start, passed: passed, note: "deleted in order after the restart")
+        return passed
+    }
+
+    /// The list a page at a time from `GET /friends?page=N`, to its end.
+    private func pages(server: FriendsAPIServer) async -> Bool {
+        let start = ContinuousClock.now
+        let composer = makeComposer(pageSize: 10)
+        guard let pages = composer.friendPages else { return false }
+        var sizes: [Int] = []
+        var list: PagedList<Friend, Int>?
+        while list?.hasNextPage ?? true, sizes.count < 10 {
+            guard let loaded = try? await pages.loadNextPage(of: .all).load().value else { break }
+            sizes.append(loaded.pages.last?.page.items.count ?? 0)
+            list = loaded
+        }
+        let passed = list?.items.map(\.id) == server.friends.map(\.id) && list?.hasNextPage == false
+        output.row(
+            "Pages of the list", source: "network", count: list?.items.count, elapsed: ContinuousClock.now - start,
+            passed: passed, note: "pages of \(sizes.map(String.init).joined(separator: ", ")), then the end")
         return passed
     }
 
