@@ -258,7 +258,8 @@ public struct FriendsComposer: Sendable {
         var triggers: [RevalidationTrigger] = []
         if let lifecycle { triggers.append(.foreground(lifecycle)) }
         if let connectivity { triggers.append(.reconnect(connectivity)) }
-        revalidation = triggers.isEmpty ? nil : store.revalidate(on: triggers)
+        revalidation =
+            triggers.isEmpty ? nil : store.revalidate(on: RevalidationTrigger(.merge(triggers.map(\.events))))
         friendPages = pages.map { pages in
             PagedStore(
                 levels: [.cache(MemoryCache<FriendsKey, PagedList<Friend, Int>>(), name: Source.memory.rawValue)],

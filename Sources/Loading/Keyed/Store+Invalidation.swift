@@ -71,11 +71,6 @@ extension Store {
     /// let revalidation = store.revalidate(on: .foreground(lifecycle), .reconnect(connectivity))
     /// ```
     public func revalidate(on triggers: RevalidationTrigger...) -> StreamSubscription {
-        revalidate(on: triggers)
-    }
-
-    /// Calls ``revalidate()`` each time one of `triggers` fires, as the variadic form does.
-    public func revalidate(on triggers: [RevalidationTrigger]) -> StreamSubscription {
         EventStream.merge(triggers.map(\.events)).sink { [weak self] in self?.revalidate() }
     }
 
