@@ -33,6 +33,9 @@ func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
         { [storeObservationScenario(writes: quick ? 100 : 10_000)] },
         { [storePathsScenario(operations: quick ? 1_000 : 100_000)] },
         { [storeAsyncHitScenario(reads: quick ? 1_000 : 100_000)] },
+        { [pageAppendScenario(appends: quick ? 1_000 : 100_000)] },
+        { [mutationReplayScenario(mutations: quick ? 100 : 1_000)] },
+        { [durableMutationScenario(mutations: quick ? 20 : 1_000, folder: folder)] },
     ]
 }
 

@@ -476,13 +476,14 @@ extension StoreMachine {
         @usableFromInline var endsTurn = false
     }
 
-    /// What a key shows, captured under the lock and computed outside it (the pending changes run then).
+    /// What a key shows, captured under the lock and computed outside it (the pending changes run then). It holds
+    /// the pending changes as the entry does (a copy of their array is a retain, whatever their number).
     @usableFromInline
     struct Snapshot: Sendable {
         @usableFromInline let key: Key
         @usableFromInline let version: Int
         @usableFromInline let confirmed: StoredValue<Value>?
-        @usableFromInline let changes: [Change]
+        @usableFromInline let pending: [Mutation]
         @usableFromInline let error: (any Error)?
         /// The key's subject when it has observers: where the snapshot is published.
         @usableFromInline let subject: Subject?
@@ -490,33 +491,23 @@ extension StoreMachine {
         @usableFromInline let isStale: Bool
 
         @inlinable
-        init(
-            key: Key, version: Int, confirmed: StoredValue<Value>?, changes: [Change], error: (any Error)?,
-            subject: Subject?, isStale: Bool = false
-        ) {
-            self.key = key
-            self.isStale = isStale
-            self.subject = subject
-            self.version = version
-            self.confirmed = confirmed
-            self.changes = changes
-            self.error = error
-        }
-
-        @inlinable
         init(key: Key, entry: Entry, version: Int, error: (any Error)? = nil) {
-            self.init(
-                key: key, version: version, confirmed: entry.confirmed, changes: entry.pending.map { $0.change },
-                error: error, subject: entry.subject, isStale: entry.staleMark != 0)
+            self.key = key
+            self.version = version
+            confirmed = entry.confirmed
+            pending = entry.pending
+            self.error = error
+            subject = entry.subject
+            isStale = entry.staleMark != 0
         }
 
         @inlinable
         var response: StoreResponse<Value> {
             StoreResponse(
-                value: changes.reduce(confirmed?.value) { value, change in change(value) },
-                origin: changes.isEmpty ? confirmed?.origin ?? .local : .local,
+                value: pending.reduce(confirmed?.value) { value, mutation in mutation.change(value) },
+                origin: pending.isEmpty ? confirmed?.origin ?? .local : .local,
                 savedAt: confirmed?.savedAt,
-                hasPendingChanges: !changes.isEmpty,
+                hasPendingChanges: !pending.isEmpty,
                 error: error,
                 version: version)
         }

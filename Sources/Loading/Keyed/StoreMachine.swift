@@ -414,7 +414,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Keeps the commit of pending change `id`, so that a clear can fail it (nothing to keep when it is gone).
     @inlinable
     mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key) {
-        guard let entry = entries[key], let index = entry.pending.firstIndex(where: { $0.id == id }) else { return }
+        // The change was just added: it is the last, or close to it.
+        guard let entry = entries[key], let index = entry.pending.lastIndex(where: { $0.id == id }) else { return }
         entry.pending[index].commit = commit
     }
 

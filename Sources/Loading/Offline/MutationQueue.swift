@@ -45,8 +45,47 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         var completion: (@Sendable (Result<Void, any Error>) -> Void)?
     }
 
+    /// The mutations by id, in queue order: looking one up, adding one and taking the first out cost O(1).
+    private struct Entries: Sendable {
+        private var byID: [String: Entry] = [:]
+        private var order: [String] = []
+        private var head = 0
+
+        var isEmpty: Bool { byID.isEmpty }
+
+        subscript(id: String) -> Entry? {
+            get { byID[id] }
+            set { byID[id] = newValue }
+        }
+
+        mutating func append(_ entry: Entry) {
+            byID[entry.record.id] = entry
+            order.append(entry.record.id)
+        }
+
+        /// The id of the oldest mutation left.
+        mutating func firstID() -> String? {
+            while head < order.count, byID[order[head]] == nil { head += 1 }
+            if head > 64, head * 2 > order.count {
+                order.removeFirst(head)
+                head = 0
+            }
+            return head < order.count ? order[head] : nil
+        }
+
+        /// Takes mutation `id` out; says whether it was the first.
+        mutating func remove(_ id: String) -> (entry: Entry, wasFirst: Bool)? {
+            let wasFirst = firstID() == id
+            return byID.removeValue(forKey: id).map { ($0, wasFirst) }
+        }
+
+        var inOrder: [Entry] {
+            order[head...].compactMap { byID[$0] }
+        }
+    }
+
     private struct State: Sendable {
-        var entries: [Entry] = []
+        var entries = Entries()
         /// The mutation sent, and the token of its attempt.
         var sending: (id: String, token: (any CancellationToken)?)?
         /// While a transient failure waits for its retry: the timer.
@@ -55,12 +94,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         var nextSequence = 0
         var version = 0
 
-        func index(of id: String) -> Int? {
-            entries.firstIndex { $0.record.id == id }
-        }
-
         var list: [PendingMutation<Input>] {
-            entries.map {
+            entries.inOrder.map {
                 PendingMutation(
                     id: $0.record.id, input: $0.record.input, createdAt: $0.record.createdAt, status: $0.status,
                     attempts: $0.record.attempts, lastError: $0.lastError)
@@ -79,7 +114,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     private let isRefused: @Sendable (any Error) -> Bool
     private let onStorageFailure: @Sendable (any Error) -> Void
     private let state = Locked(State())
-    private let list = CurrentValueStreamSubject<(version: Int, list: [PendingMutation<Input>]), Never>((0, []))
+    /// The version of the list, published after each change (the list itself is built only for observers).
+    private let versions = CurrentValueStreamSubject<Int, Never>(0)
     private let trampoline = Trampoline()
     private let onlineStates = Locked<StreamSubscription?>(nil)
 
@@ -144,7 +180,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
 
     /// ``pending`` now, then after every change (a mutation added, sent, failed for a while, or settled).
     public var changes: EventStream<[PendingMutation<Input>], Never> {
-        list.stream.map(\.list)
+        let state = state
+        return versions.stream.map { _ in state.withLock { $0.list } }
     }
 
     /// Saves `input` as a mutation, shows it at once, and sends it when its turn and the network come. Returns its
@@ -186,7 +223,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             settled(record, result)
         }
         state.withLock { state in
-            if let index = state.index(of: record.id) { state.entries[index].undo = undo }
+            state.entries[record.id]?.undo = undo
         }
         publish()
     }
@@ -198,7 +235,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
 
         func load(completion: @escaping LoadCompletion<Void>) -> any CancellationToken {
             queue.state.withLock { state in
-                if let index = state.index(of: id) { state.entries[index].commit = completion }
+                state.entries[id]?.commit = completion
             }
             // Cancelled by the store (a logout; it then settles the change as cleared), or by a discard.
             return AnyCancellationToken { [queue, id] in queue.commitCancelled(id) }
@@ -217,7 +254,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     /// sent for it (the store settles it, or a discard took it out).
     private func commitCancelled(_ id: String) {
         let attempt = state.withLock { state -> (any CancellationToken)? in
-            if let index = state.index(of: id) { state.entries[index].commit = nil }
+            state.entries[id]?.commit = nil
             guard state.sending?.id == id else { return nil }
             defer { state.sending = nil }
             return state.sending?.token
@@ -232,12 +269,12 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             var cancels: [any CancellationToken] = []
             if state.sending?.id == id, let token = state.sending?.token { cancels.append(token) }
             if state.sending?.id == id { state.sending = nil }
-            guard let index = state.index(of: id) else { return (nil, cancels) }
-            if index == 0 {
+            guard let (entry, wasFirst) = state.entries.remove(id) else { return (nil, cancels) }
+            if wasFirst {
                 state.isWaitingToRetry = false
                 if let timer = exchange(&state.retry, with: nil) { cancels.append(timer) }
             }
-            return (state.entries.remove(at: index), cancels)
+            return (entry, cancels)
         }
         for token in cancels { token.cancel() }
         if entry != nil { publish() }
@@ -259,13 +296,14 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     private func sendFirst() {
         guard connectivity?.isOnline ?? true else { return }
         let first = state.withLock { state -> StoredMutation<Input>? in
-            guard state.sending == nil, !state.isWaitingToRetry, let entry = state.entries.first,
-                entry.commit != nil
+            guard state.sending == nil, !state.isWaitingToRetry, let id = state.entries.firstID(),
+                var entry = state.entries[id], entry.commit != nil
             else { return nil }
-            state.entries[0].status = .sending
-            state.entries[0].record.attempts += 1
-            state.sending = (entry.record.id, nil)
-            return state.entries[0].record
+            entry.status = .sending
+            entry.record.attempts += 1
+            state.entries[id] = entry
+            state.sending = (id, nil)
+            return entry.record
         }
         guard let first else { return }
         publish()
@@ -292,8 +330,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     private func settle(_ id: String, with answer: Result<Void, any Error>) {
         let commit = state.withLock { state -> LoadCompletion<Void>? in
             if state.sending?.id == id { state.sending = nil }
-            guard let index = state.index(of: id) else { return nil }
-            return exchange(&state.entries[index].commit, with: nil)
+            defer { state.entries[id]?.commit = nil }
+            return state.entries[id]?.commit
         }
         commit?(answer)
     }
@@ -303,11 +341,12 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         let attempts = state.withLock { state -> Int? in
             guard state.sending?.id == record.id else { return nil }
             state.sending = nil
-            guard let index = state.index(of: record.id) else { return nil }
-            state.entries[index].status = .waiting
-            state.entries[index].lastError = error
+            guard var entry = state.entries[record.id] else { return nil }
+            entry.status = .waiting
+            entry.lastError = error
+            state.entries[record.id] = entry
             state.isWaitingToRetry = true
-            return state.entries[index].record.attempts
+            return entry.record.attempts
         }
         guard let attempts else { return }
         publish()
@@ -342,12 +381,12 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         pump()
     }
 
-    /// Sends the list to the observers of ``changes``, unless a newer one was sent already.
+    /// Tells the observers of ``changes`` that the list changed, unless a newer change was told already.
     private func publish() {
-        let snapshot = state.withLock { state in
+        let version = state.withLock { state in
             state.version += 1
-            return (state.version, state.list)
+            return state.version
         }
-        list.update { current in current.version < snapshot.0 ? snapshot : nil }
+        versions.update { current in current < version ? version : nil }
     }
 }
