@@ -214,18 +214,18 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// applied to the value it brings (a live update that arrives while the first load runs is kept).
     @inlinable
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
-        submit(.update(transform, origin: .local, reply: nil), for: key)
+        submit(.update(transform, reply: nil), for: key)
     }
 
-    /// ``update(_:_:)`` of what `origin` brought (a page appended to a list), written to every level at once;
+    /// ``update(_:_:)`` with what the network brought (a page appended to a list): written to every level at once;
     /// `completion` receives what the key shows once it is saved, or ``StoreError/discarded`` when a removal or a
     /// clear dropped the change.
     @usableFromInline
-    func update(
-        _ key: Key, from origin: StoreOrigin, _ transform: @escaping @Sendable (Value?) -> Value?,
+    func updateFetched(
+        _ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?,
         completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
     ) {
-        submit(.update(transform, origin: origin, reply: { completion($0.map(\.response)) }), for: key)
+        submit(.update(transform, reply: { completion($0.map(\.response)) }), for: key)
     }
 
     /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm

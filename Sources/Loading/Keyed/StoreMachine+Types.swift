@@ -46,6 +46,8 @@ extension StoreMachine {
         /// Writes of a stale value issued to the levels and not landed yet: a level stamps a save with its own
         /// time, so each is recorded stale when it lands, and the entry is kept until then.
         @usableFromInline var staleWrites = 0
+        /// Whether `levelOps` holds a save of a stale value (counted into `staleWrites` when issued).
+        @usableFromInline var hasStaleSaves = false
 
         @inlinable
         init(generation: Int) {
@@ -290,10 +292,10 @@ extension StoreMachine {
     enum Job: Sendable {
         /// A value written (a live update, a local edit).
         case write(StoredValue<Value>)
-        /// A transform of the confirmed value. With a `reply`, the result comes from `origin`, is written to every
-        /// level at once (debounced ones too), and `reply` receives what the key shows once it is saved (a failure
-        /// when a removal or a clear drops the change).
-        case update(Change, origin: StoreOrigin, reply: FetchCompletion?)
+        /// A transform of the confirmed value. With a `reply`, the transform adds what the network brought (a page
+        /// appended to a list): its result is the network's, written to every level at once (debounced ones too),
+        /// and `reply` receives what the key shows once it is saved (a failure when a removal or a clear drops it).
+        case update(Change, reply: FetchCompletion?)
         /// What fetch `fetch` brought.
         case fetched(Value, fetch: Int)
         /// What level `level` held, read under `stamp` (`stale` when invalidated since it was saved), shown with
@@ -332,7 +334,7 @@ extension StoreMachine {
         @inlinable
         func changes(in entry: Entry) -> [Change]? {
             switch self {
-            case .update(let change, _, _):
+            case .update(let change, _):
                 return [change]
             case .settle(let id, accepted: true, _):
                 return entry.pending.first { $0.id == id }.map { [$0.change] }
@@ -348,7 +350,7 @@ extension StoreMachine {
         /// The answer of a job a removal or a clear dropped unapplied, when it has a caller waiting.
         @inlinable
         var droppedReply: FetchReply? {
-            guard case .update(_, _, let reply?) = self else { return nil }
+            guard case .update(_, let reply?) = self else { return nil }
             return FetchReply(completion: reply, result: .failure(StoreError.discarded))
         }
 

@@ -467,6 +467,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.pending = []
             entry.queue = kept
             entry.levelOps = []
+            entry.hasStaleSaves = false
             entry.debounced = [:]
             entry.keptStamp = nil
             entries[key] = entry
@@ -592,8 +593,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard let entry = entries[key] else { return nil }
         if clearing == nil, !entry.levelOps.isEmpty {
             let ops = exchange(&entry.levelOps, with: [])
-            for case .save(_, let targets, let skipsDebounced, _, stale: true) in ops {
-                entry.staleWrites += targets.count { !skipsDebounced || !debouncedLevels.contains($0) }
+            if entry.hasStaleSaves {
+                entry.hasStaleSaves = false
+                for case .save(_, let targets, let skipsDebounced, _, stale: true) in ops {
+                    entry.staleWrites += targets.count { !skipsDebounced || !debouncedLevels.contains($0) }
+                }
             }
             return (ops, false)
         }
@@ -654,13 +658,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.staleMark = 0  // what the app writes is the latest it knows
             return confirm(
                 stored, for: key, logging: { _ in stored.value }, levels: levelNames.indices, debounces: true)
-        case .update(let change, let origin, let reply):
+        case .update(let change, let reply):
             guard entry.confirmed != nil || value != nil else {
                 log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
                 let answer = reply.map { FetchReply(completion: $0, result: .success(shownNow(key))) }
                 return Effects(fetchReplies: answer.map { [$0] } ?? [])
             }
-            let stored = value.map { StoredValue(value: $0, origin: origin, savedAt: now) }
+            let stored = value.map { StoredValue(value: $0, origin: reply == nil ? .local : .network, savedAt: now) }
             entry.staleMark = 0
             guard let reply else {
                 return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
@@ -799,10 +803,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if let change { log(change, for: key) }
         if let stored {
             if !targets.isEmpty {
+                let stale = entry.staleMark != 0
+                if stale { entry.hasStaleSaves = true }
                 entry.levelOps.append(
-                    .save(
-                        stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket,
-                        stale: entry.staleMark != 0))
+                    .save(stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket, stale: stale))
             } else if let ticket {
                 effects.released.append(ticket)
             }

@@ -220,7 +220,7 @@ struct AppendingNextPage<Key: Hashable & Sendable, Item: Sendable & Equatable, C
             case .success(let page): loaded = page
             case .failure(let error): return pending.complete(.failure(error))
             }
-            store.update(key, from: .network) { list in
+            store.updateFetched(key) { list in
                 // A list whose last page changed under the request (a refresh, a live change) does not get it: an
                 // offset, say, may point elsewhere now.
                 guard let list, list.pages.last == before.pages.last else { return list }

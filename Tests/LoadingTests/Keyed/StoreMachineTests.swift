@@ -350,7 +350,7 @@ final class StoreMachineTests: XCTestCase {
     }
 
     private func update(_ change: @escaping @Sendable (String?) -> String?) -> Machine.Job {
-        .update(change, origin: .local, reply: nil)
+        .update(change, reply: nil)
     }
 
     private func hit(_ value: String, _ stamp: Machine.ReadStamp) -> Machine.Job {
