@@ -158,7 +158,10 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         self.onStorageFailure = onStorageFailure
         let kept = try storage.loadAll()
         state.withLock { $0.nextSequence = (kept.map(\.sequence).max() ?? -1) + 1 }
-        for record in kept { show(record, completion: nil) }
+        for record in kept {
+            state.withLock { $0.entries.append(Entry(record: record, completion: nil)) }
+            show(record)
+        }
         let subscription = connectivity?.onlineStates.sink { [weak self] isOnline in
             if isOnline { self?.networkCameBack() }
         }
@@ -192,13 +195,22 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     public func enqueue(
         _ input: Input, completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) throws -> String {
+        // Numbered and placed in the queue together, so that concurrent callers keep one order in memory and on disk;
+        // not sent before it is shown (its commit is not there yet).
         let record = state.withLock { state in
             defer { state.nextSequence += 1 }
-            return StoredMutation(
+            let record = StoredMutation(
                 id: UUID().uuidString, sequence: state.nextSequence, input: input, createdAt: Date(), attempts: 0)
+            state.entries.append(Entry(record: record, completion: completion))
+            return record
         }
-        try storage.save(record)
-        show(record, completion: completion)
+        do {
+            try storage.save(record)
+        } catch {
+            _ = drop(record.id)
+            throw error
+        }
+        show(record)
         pump()
         return record.id
     }
@@ -214,9 +226,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
 
     // MARK: Showing and settling
 
-    /// Adds `record` to the queue and shows its change in the store, its commit waiting for the server.
-    private func show(_ record: StoredMutation<Input>, completion: (@Sendable (Result<Void, any Error>) -> Void)?) {
-        state.withLock { $0.entries.append(Entry(record: record, completion: completion)) }
+    /// Shows the change of `record` (in the queue already) in the store, its commit waiting for the server.
+    private func show(_ record: StoredMutation<Input>) {
         let input = record.input
         let apply: @Sendable (Value?) -> Value? = { [change] value in change(input, value) }
         let undo = store.mutate(key(input), apply, commit: Commit(queue: self, id: record.id)) { [self] result in

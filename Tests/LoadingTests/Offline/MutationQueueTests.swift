@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Loading
 import LoadingTestSupport
@@ -205,6 +206,47 @@ final class MutationQueueTests: XCTestCase {
         XCTAssertEqual(confirmed(store)?.count, 1_003)
         XCTAssertFalse(queue.isMutating)
         XCTAssertEqual(try storage.loadAll().count, 0)
+    }
+
+    func test_concurrentEnqueuesAndALogoutRace_eachMutationIsSentAtMostOnce_inTheOrderItWasNumbered() throws {
+        let directory = makeDirectory()
+        let storage = FileMutationStorage<String>(directory: directory)
+        let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
+        store.write([], for: "list")
+        let sent = Locked<[String]>([])
+        let queue = try MutationQueue(
+            store: store, storage: storage, key: { _ in "list" }, change: { item, list in (list ?? []) + [item] },
+            send: { item, _ in
+                AnyLoader<Void> { completion in
+                    sent.withLock { $0.append(item) }
+                    DispatchQueue.global().async { completion(.success(())) }  // answers on another thread
+                    return AnyCancellationToken()
+                }
+            }, isRefused: { _ in false })
+
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for index in 0..<25 {
+                let item = "\(thread)-\(index)"
+                _ = try? queue.enqueue(item)
+                if thread == 0, index == 12 { store.clear() }
+            }
+        }
+        XCTAssertTrue(eventually { !queue.isMutating }, "every mutation was settled")
+
+        let sentItems = sent.withLock { $0 }
+        XCTAssertEqual(Set(sentItems).count, sentItems.count, "none sent twice")
+        for thread in 0..<8 {
+            let indices = sentItems.filter { $0.hasPrefix("\(thread)-") }.compactMap {
+                Int($0.split(separator: "-")[1])
+            }
+            XCTAssertEqual(indices, indices.sorted(), "a caller's mutations go in the order it made them")
+        }
+        XCTAssertEqual(try storage.loadAll().count, 0, "the storage forgot every settled or cleared mutation")
+        let confirmed = LoadRecorder<StoreResponse<[String]>>()
+        _ = confirmed.load(store.read("list", policy: .cacheOnly))
+        let shown = confirmed.values.first?.value ?? []
+        XCTAssertEqual(Set(shown).count, shown.count)
+        XCTAssertTrue(Set(shown).isSubset(of: Set(sentItems)), "only what the server accepted is confirmed")
     }
 
     // MARK: Helpers
