@@ -54,4 +54,36 @@ final class AsyncBridgeTests: XCTestCase {
         if case .failure(let error) = result { XCTAssertTrue(error is CancellationError) } else { XCTFail() }
         XCTAssertEqual(upstream.pendingRequests, [])
     }
+
+    func test_aLoadAnsweredAtOnce_returnsItsValue_andItsTokenIsReleased() async throws {
+        struct Weak: Sendable { weak var probe: LeakMarker? }
+        let seen = Locked(Weak())
+        let sut = AnyLoader<Int> { completion in
+            let probe = LeakMarker()
+            seen.withLock { $0.probe = probe }
+            completion(.success(5))
+            return AnyCancellationToken { probe.touch() }
+        }
+
+        let value = try await sut.load()
+
+        XCTAssertEqual(value, 5)
+        XCTAssertNil(seen.withLock { $0.probe }, "nothing of the load is kept once it answered")
+    }
+
+    func test_answersRacingCancellation_resumeTheCallerExactlyOnce() async {
+        for round in 0..<500 {
+            let sut = AnyLoader<Int> { completion in
+                DispatchQueue.global().async { completion(.success(round)) }
+                return AnyCancellationToken()
+            }
+            let task = Task { try await sut.load() }
+            if round.isMultiple(of: 2) { await Task.yield() }
+            task.cancel()
+            switch await task.result {
+            case .success(let value): XCTAssertEqual(value, round)
+            case .failure(let error): XCTAssertTrue(error is CancellationError, "\(error)")
+            }
+        }
+    }
 }
