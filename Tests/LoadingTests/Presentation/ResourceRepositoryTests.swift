@@ -5,6 +5,22 @@ import LoadingTestSupport
 import XCTest
 
 final class ResourceRepositoryTests: XCTestCase {
+    func test_tryAwaitLoad_awaitsTheValue_notTheFireAndForgetLoad() async throws {
+        let store = Store<String, [String]>(
+            levels: [],
+            fetch: LoaderFamily { _ in
+                AnyLoader<[String]> { completion in
+                    completion(.success(["Ada"]))
+                    return AnyCancellationToken()
+                }
+            })
+        let repository = ResourceRepository(store: store, key: "friends", scheduler: .immediate)
+
+        let friends = try await repository.load()  // the Loader's async load: a value, not ()
+
+        XCTAssertEqual(friends, ["Ada"])
+    }
+
     typealias State = LoadingState<[Int]>
 
     func test_publishesIdleThenLoadingThenLoaded_toEveryObserver() {
