@@ -74,19 +74,7 @@ func mutationReplayScenario(mutations: Int) -> Scenario {
     }
     let queue = Variant(name: "MutationQueue replay") { count in
         let storage = MemoryMutationStorage(count: count)
-        let store = Store<Int, [Int]>(
-            levels: [], fetch: LoaderFamily { _ in ImmediateLoader(result: .success(0)).map { [$0] } })
-        store.write([], for: 0)
-        let replayed = try? MutationQueue(
-            store: store, storage: storage, key: { _ in 0 }, change: { item, list in (list ?? []) + [item] },
-            send: { item, _ in
-                AnyLoader<Void> { completion in
-                    sum.value &+= item
-                    completion(.success(()))
-                    return NoToken()
-                }
-            },
-            isRefused: { _ in false })
+        let replayed = try? makeReplayQueue(storage: storage, connectivity: nil, sum: sum)
         precondition(replayed?.isMutating == false && storage.isEmpty, "every mutation was replayed")
         return checksum()
     }
@@ -103,6 +91,16 @@ func mutationReplayScenario(mutations: Int) -> Scenario {
 func durableMutationScenario(mutations: Int, folder: URL) -> Scenario {
     let sum = Tally()
     let run = Locked(0)
+    /// Enqueues `count` mutations offline into `storage`, then replays them online.
+    func enqueueThenReplay(_ count: Int, into storage: some MutationStorage<Int>) -> Int {
+        let connectivity = ManualConnectivity(isOnline: false)
+        let queue = try! makeReplayQueue(storage: storage, connectivity: connectivity, sum: sum)
+        for item in 0..<count { try! queue.enqueue(item) }
+        connectivity.setOnline(true)
+        precondition(!queue.isMutating, "every mutation was replayed")
+        defer { sum.value = 0 }
+        return sum.value
+    }
     let durable = Variant(name: "enqueue offline, then replay, FileMutationStorage") { count in
         let number = run.withLock { value -> Int in
             value += 1
@@ -110,47 +108,10 @@ func durableMutationScenario(mutations: Int, folder: URL) -> Scenario {
         }
         let directory = folder.appendingPathComponent("outbox-\(number)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = Store<Int, [Int]>(
-            levels: [], fetch: LoaderFamily { _ in ImmediateLoader(result: .success(0)).map { [$0] } })
-        store.write([], for: 0)
-        let connectivity = ManualConnectivity(isOnline: false)
-        let queue = try! MutationQueue(
-            store: store, storage: FileMutationStorage<Int>(directory: directory), connectivity: connectivity,
-            key: { _ in 0 }, change: { item, list in (list ?? []) + [item] },
-            send: { item, _ in
-                AnyLoader<Void> { completion in
-                    sum.value &+= item
-                    completion(.success(()))
-                    return NoToken()
-                }
-            },
-            isRefused: { _ in false })
-        for item in 0..<count { try! queue.enqueue(item) }
-        connectivity.setOnline(true)
-        precondition(!queue.isMutating, "every mutation was replayed")
-        defer { sum.value = 0 }
-        return sum.value
+        return enqueueThenReplay(count, into: FileMutationStorage<Int>(directory: directory))
     }
     let memory = Variant(name: "enqueue offline, then replay, storage in memory") { count in
-        let store = Store<Int, [Int]>(
-            levels: [], fetch: LoaderFamily { _ in ImmediateLoader(result: .success(0)).map { [$0] } })
-        store.write([], for: 0)
-        let connectivity = ManualConnectivity(isOnline: false)
-        let queue = try! MutationQueue(
-            store: store, storage: MemoryMutationStorage(count: 0), connectivity: connectivity,
-            key: { _ in 0 }, change: { item, list in (list ?? []) + [item] },
-            send: { item, _ in
-                AnyLoader<Void> { completion in
-                    sum.value &+= item
-                    completion(.success(()))
-                    return NoToken()
-                }
-            },
-            isRefused: { _ in false })
-        for item in 0..<count { try! queue.enqueue(item) }
-        connectivity.setOnline(true)
-        defer { sum.value = 0 }
-        return sum.value
+        enqueueThenReplay(count, into: MemoryMutationStorage(count: 0))
     }
     return Scenario(
         title: "20b. Queued mutations on disk: enqueue offline, then replay",
@@ -159,6 +120,26 @@ func durableMutationScenario(mutations: Int, folder: URL) -> Scenario {
         expectedChecksum: { count in (0..<count).reduce(0, &+) },
         note: "each enqueue writes and syncs a file before it returns; each settled mutation removes it",
         countedOperations: 0)
+}
+
+/// A queue over a store holding a list, whose server answers at once and adds each mutation's input to `sum`.
+func makeReplayQueue(
+    storage: some MutationStorage<Int>, connectivity: ManualConnectivity?, sum: Tally
+) throws -> MutationQueue<Int, [Int], Int> {
+    let store = Store<Int, [Int]>(
+        levels: [], fetch: LoaderFamily { _ in ImmediateLoader(result: .success(0)).map { [$0] } })
+    store.write([], for: 0)
+    return try MutationQueue(
+        store: store, storage: storage, connectivity: connectivity, key: { _ in 0 },
+        change: { item, list in (list ?? []) + [item] },
+        send: { item, _ in
+            AnyLoader<Void> { completion in
+                sum.value &+= item
+                completion(.success(()))
+                return NoToken()
+            }
+        },
+        isRefused: { _ in false })
 }
 
 /// Mutations kept in memory: the queue's own cost, without a disk.
