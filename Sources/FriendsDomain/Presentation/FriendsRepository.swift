@@ -128,7 +128,8 @@ public final class FriendsRepository: Sendable {
     /// Optimistic: the list without the friend is shown at once and the caches follow once the server agrees; if
     /// the server refuses, the friend is shown again (other deletes made meanwhile stay) and
     /// ``Event/deletionFailed(id:error:)`` is sent. Not optimistic: nothing changes until the server agrees; then
-    /// the friend is removed, saved, and the list fetched anew, the server's truth; on refusal the event, as above.
+    /// the friend is removed, saved, and the list invalidated (fetched anew, the server's truth, for the screens that
+    /// show it); on refusal the event, as above.
     /// `completion` runs with the server's answer, a success once the database holds the list without the friend.
     /// A ``wipe(completion:)`` before the answer cancels the delete: `completion` receives ``StoreError/cleared``,
     /// and no event is sent.
@@ -152,7 +153,8 @@ public final class FriendsRepository: Sendable {
                 guard case .success = result else { return report(result) }
                 store.update(.all) { list in list?.filter { $0.id != id } }
                 store.flush {
-                    if !deletes.wasWiped(since: ticket) { repository.refresh() }
+                    // The server's truth: fetched at once for the screens that show the list, else on its next read.
+                    if !deletes.wasWiped(since: ticket) { store.invalidate(.all) }
                     report(result)
                 }
             }
