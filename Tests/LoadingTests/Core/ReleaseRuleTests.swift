@@ -60,6 +60,9 @@ final class ReleaseRuleTests: XCTestCase {
         let sut = TokenOwningLoader(value: 5) { DeinitProbe { task.withLock { $0 }?.cancel() } }
         let started = Task { try await sut.load() }
         task.withLock { $0 = started }
+        let loading = await eventually { sut.started.withLock { $0 != nil } }
+        XCTAssertTrue(loading)
+        sut.answer()
 
         let finished = expectation(
             description: "the awaited load returns (it deadlocks if its token is released under the lock)")
@@ -331,10 +334,11 @@ private struct Held: Sendable {
     }
 }
 
-/// A loader that completes on another thread and returns a token of its own holding a probe.
+/// A loader that returns a token of its own holding a probe, and answers when the test says so.
 private struct TokenOwningLoader: Loader {
     let value: Int
     let makeProbe: @Sendable () -> DeinitProbe
+    let started = Locked<LoadCompletion<Int>?>(nil)
 
     init(value: Int, makeProbe: @escaping @Sendable () -> DeinitProbe) {
         self.value = value
@@ -343,10 +347,16 @@ private struct TokenOwningLoader: Loader {
 
     func load(completion: @escaping LoadCompletion<Int>) -> any CancellationToken {
         let probe = makeProbe()
-        // The double's latency, not a wait: the answer comes once the caller holds the token.
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { [value] in
-            completion(.success(value))
-        }
+        started.withLock { $0 = completion }
         return AnyCancellationToken { probe.touch() }
+    }
+
+    /// Answers the load started, from another thread.
+    func answer() {
+        let completion = started.withLock { started in
+            defer { started = nil }
+            return started
+        }
+        Thread.detachNewThread { [value] in completion?(.success(value)) }
     }
 }

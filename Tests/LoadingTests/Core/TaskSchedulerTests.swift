@@ -81,9 +81,11 @@ final class TaskSchedulerTests: XCTestCase {
         let token = scheduler.schedule(after: .milliseconds(10)) { cancelled.withLock { $0 = true } }
         token.cancel()
 
-        await fulfillment(of: [ran], timeout: 5)
-        // The real clock is what is under test: a margin after the later action ran, for the cancelled one.
-        try? await Task.sleep(for: .milliseconds(30))
+        // The real clock is under test: an action due well after the cancelled one says when it would have run.
+        let later = expectation(description: "an action due after the cancelled one ran")
+        scheduler.schedule(after: .milliseconds(40)) { later.fulfill() }
+
+        await fulfillment(of: [ran, later], timeout: 5)
         XCTAssertGreaterThanOrEqual(elapsed.withLock { $0 } ?? .zero, .milliseconds(20))
         XCTAssertFalse(cancelled.withLock { $0 })
     }
