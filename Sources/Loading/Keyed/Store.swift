@@ -33,6 +33,9 @@
 ///   lives in the levels.
 /// - **Work runs where it was asked**: a read's level reads and its fetch start on the caller's thread (in its task,
 ///   with its task-local values), and a key's work never waits for another key's.
+/// - **Freshness**: ``invalidate(_:)`` marks values stale (observed keys are fetched anew at once), `maxAge` says how
+///   long a value is fresh, ``revalidate(on:)`` refetches what screens show on the app's triggers, and `network` says
+///   what fetches do offline.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let levels: [StoreLevel<Key, Value>]
     @usableFromInline let fetcher: LoaderFamily<Key, Value>
