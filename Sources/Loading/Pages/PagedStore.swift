@@ -36,8 +36,6 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
 {
     /// The store of the lists: observe it, read it, invalidate it, or show a key with a ``ResourceModel``.
     public let store: Store<Key, PagedList<Item, Cursor>>
-    private let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>>
-    private let maxPages: Int?
     private let nextPages: LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>
 
     /// Creates a store of paged lists.
@@ -68,8 +66,6 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
             fetch: LoaderFamily { key in PageRefresh(key: key, link: link, page: page) },
             maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure)
         link.set(store)
-        self.page = page
-        self.maxPages = maxPages
         let appending = AppendingNextPage(link: link, page: page, maxPages: maxPages)
         nextPages = LoaderFamily { key in appending.loader(for: key) }.coalesced()
     }
