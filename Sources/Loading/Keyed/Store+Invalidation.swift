@@ -18,7 +18,7 @@ extension Store {
     /// does, and so does a ``write(_:for:)``.
     public func invalidate(_ key: Key) {
         let now = now()
-        let (observed, folded) = state.withLock { $0.invalidate(key, at: now) }
+        let (observed, folded) = locked { $0.invalidate(key, at: now) }
         withExtendedLifetime(folded) {}  // a record dropped from the limit, released after unlocking
         if observed { refetch(key) }
     }
@@ -34,17 +34,17 @@ extension Store {
     /// invalidation of every value saved before it (more is refetched, never less).
     public func invalidate(where isStale: @escaping @Sendable (Key) -> Bool) {
         let now = now()
-        let (mark, keys, folded) = state.withLock { $0.beginInvalidation(isStale, at: now) }
+        let (mark, keys, folded) = locked { $0.beginInvalidation(isStale, at: now) }
         withExtendedLifetime(folded) {}
         let matching = keys.filter(isStale)
-        for key in state.withLock({ $0.markStale(matching, mark: mark) }) { refetch(key) }
+        for key in locked({ $0.markStale(matching, mark: mark) }) { refetch(key) }
     }
 
     /// Marks every value stale, in the store and in its levels; the observed keys are fetched anew at once (see
     /// ``invalidate(_:)``).
     public func invalidateAll() {
         let now = now()
-        let (observed, dropped) = state.withLock { $0.invalidateAll(at: now) }
+        let (observed, dropped) = locked { $0.invalidateAll(at: now) }
         withExtendedLifetime(dropped) {}
         for key in observed { refetch(key) }
     }
@@ -59,7 +59,7 @@ extension Store {
     public func revalidate() {
         guard !network.isOffline else { return }
         let now = now()
-        for key in state.withLock({ $0.revalidationTargets(now: now, maxAgeSeconds: maxAgeSeconds) }) {
+        for key in locked({ $0.revalidationTargets(now: now, maxAgeSeconds: maxAgeSeconds) }) {
             refetch(key)
         }
     }
@@ -78,7 +78,7 @@ extension Store {
     func refetch(_ key: Key) {
         _ = fetch(key, joining: false) { [self] result in
             guard case .failure(let error) = result, !(error is StoreError) else { return }
-            if let snapshot = state.withLock({ $0.attach(error, to: key) }) { publish(snapshot) }
+            if let snapshot = locked({ $0.attach(error, to: key) }) { publish(snapshot) }
         }
     }
 }

@@ -82,11 +82,20 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         state = Locked(Machine(levelNames: levels.map(\.name), debouncedLevels: debounced, keptValues: kept))
     }
 
+    /// Runs `body` on the machine under the store's lock, and releases what the machine let go of (a dropped
+    /// entry's value) after unlocking: a value's deinitializer is the caller's code.
+    @inlinable
+    func locked<Result>(_ body: (inout Machine) -> Result) -> Result {
+        let (result, released) = state.withLock { machine in (body(&machine), machine.takeReleased()) }
+        withExtendedLifetime(released) {}
+        return result
+    }
+
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or
     /// waiting for a level write) and the values it keeps (see `keptValues`).
     @inlinable
     public var count: Int {
-        state.withLock { $0.count }
+        locked { $0.count }
     }
 
     // MARK: Reading
@@ -162,7 +171,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
             // A value the policy takes as it is, needing no fetch, answers at once. A key with optimistic changes
             // pending takes the policy's path, which applies them outside the lock.
-            let shown = store.state.withLock { $0.usableResponse(of: key, under: policy, now: now) }
+            let shown = store.locked { $0.usableResponse(of: key, under: policy, now: now) }
             guard let shown else { return store.startRead(key, policy: policy, completion: completion) }
             completion(.success(shown))
             return FinishedToken()
@@ -235,7 +244,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// nothing, and writes and updates not yet applied are dropped.
     @inlinable
     public func remove(_ key: Key) {
-        perform(state.withLock { $0.remove(key) }, for: key)
+        perform(locked { $0.remove(key) }, for: key)
     }
 
     /// Writes every debounced write waiting now, without waiting for its timer: what an app calls when it goes to
@@ -249,7 +258,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ```
     public func flush(completion: @escaping @Sendable () -> Void = {}) {
         let saved = Machine.SaveTicket(.run(completion))
-        for key in state.withLock({ $0.keysToFlush() }) {
+        for key in locked({ $0.keysToFlush() }) {
             saved.hold()
             submit(.flush(saved), for: key)
         }
@@ -262,7 +271,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// every level has been emptied (or failed to be: see `onWriteFailure`).
     @inlinable
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
-        perform(state.withLock { $0.clear(completion: completion) }, for: nil)
+        perform(locked { $0.clear(completion: completion) }, for: nil)
     }
 
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
@@ -280,7 +289,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         commit: Commit,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) -> any CancellationToken {
-        let (id, shown, loads) = state.withLock { $0.addMutation(change, to: key) }
+        let (id, shown, loads) = locked { $0.addMutation(change, to: key) }
         publish(shown)
         if loads { submit(.load, for: key) }
         let pending = PendingLoad<Void> { result in completion(result) }
@@ -295,7 +304,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 submit(.settle(mutation: id, accepted: true, ticket: saved), for: key)
             }
         }
-        state.withLock { $0.keepCommit(pending, ofMutation: id, for: key) }
+        locked { $0.keepCommit(pending, ofMutation: id, for: key) }
         return AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }
             self?.submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)
@@ -314,7 +323,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         fail: @escaping @Sendable (any Error) -> Void
     ) -> any CancellationToken {
         let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
-        let cached = state.withLock { $0.cached(key, under: policy, now: now) }
+        let cached = locked { $0.cached(key, under: policy, now: now) }
         let step = PendingLoad<Void> { _ in }
         let read = PolicyRun(key: key, step: step, answer: answer, fail: fail, fallsBack: policy.kind == .networkFirst)
         switch policy.kind {
@@ -340,7 +349,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 // No stamp: the fetch goes on after a hit (its own confirmation must not stand in for the network).
                 readLevels(key, acceptedBy: nil) { [self] hit in
                     if let hit { answer(hit) }
-                    let fresh = hit != nil && state.withLock { $0.cached(key, under: policy, now: now)?.fresh == true }
+                    let fresh = hit != nil && locked { $0.cached(key, under: policy, now: now)?.fresh == true }
                     if !fresh { fetchThenReport(read) }
                 }
             }
@@ -387,7 +396,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 case .failure(let error as StoreError) where error == .discarded:
                     // Dropped on purpose (a removal or a clear came after it started): what is shown is the answer.
                     read.answer(shownResponse(read.key))
-                case .failure(let error) where !read.fallsBack && state.withLock({ $0.shown(read.key) != nil }):
+                case .failure(let error) where !read.fallsBack && locked({ $0.shown(read.key) != nil }):
                     reportOrFail(error, read)  // the value shown, with the error attached
                 case .failure(let error):
                     // The value to show with the error: a level's (a hit shown with the error attached), or the
@@ -407,7 +416,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Attaches `error` to the key's shown value and answers with it, or fails the read when nothing is shown.
     @inlinable
     func reportOrFail(_ error: any Error, _ read: PolicyRun) {
-        guard let snapshot = state.withLock({ $0.attach(error, to: read.key) }) else { return read.fail(error) }
+        guard let snapshot = locked({ $0.attach(error, to: read.key) }) else { return read.fail(error) }
         publish(snapshot)
         read.answer(snapshot.response)
     }
@@ -415,7 +424,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What the key shows now (no value when it shows nothing).
     @inlinable
     func shownResponse(_ key: Key) -> StoreResponse<Value> {
-        state.withLock { $0.shown(key) }?.response
+        locked { $0.shown(key) }?.response
             ?? StoreResponse(value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
     }
 
@@ -443,7 +452,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) {
         guard index < levels.count else { return done(nil) }
         let (stamp, inStep, rules): (Machine.ReadStamp, Bool, Machine.StaleRules?)
-        switch state.withLock({ $0.beginLevelRead(key, level: index) }) {
+        switch locked({ $0.beginLevelRead(key, level: index) }) {
         case .known(let snapshot):
             let taken = snapshot?.confirmed.map { takes($0.savedAt, stale: snapshot!.isStale, under: policy) }
             return done(taken == true ? snapshot?.response : nil)
@@ -465,7 +474,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     return submit(hit, for: key)
                 }
             }
-            let learned = state.withLock { $0.endLevelRead(key, since: stamp) }
+            let learned = locked { $0.endLevelRead(key, since: stamp) }
             guard !token.isCancelled else { return }
             // What the store learned while the level was read (a fetch that answered meanwhile) is the answer.
             if let learned, learned.confirmed.map({ takes($0.savedAt, stale: learned.isStale, under: policy) }) != false
@@ -488,7 +497,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func loadBase(of key: Key, generation: Int) {
         readBase(of: key, from: 0) { [self] hit, level in
-            let effects = state.withLock { $0.commitBase(hit, level: level, generation: generation, for: key) }
+            let effects = locked { $0.commitBase(hit, level: level, generation: generation, for: key) }
             perform(effects, for: key)
             runChanges(of: key, from: nil)
         }
@@ -514,7 +523,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         _ key: Key, joining: Bool, since stamp: Machine.ReadStamp? = nil,
         completion: @escaping Machine.FetchCompletion
     ) -> any CancellationToken {
-        let (id, caller, starts, answered) = state.withLock {
+        let (id, caller, starts, answered) = locked {
             $0.beginFetch(key, joining: joining, since: stamp, completion: completion)
         }
         if let answered {
@@ -523,11 +532,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         if starts {
             let token = fetcher[key].load { [self] result in fetchEnded(id, of: key, with: result) }
-            state.withLock { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
+            locked { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
         }
         return AnyCancellationToken { [weak self] in
             guard let self else { return }
-            let (garbage, cancel) = state.withLock { $0.leaveFetch(id, caller: caller, of: key) }
+            let (garbage, cancel) = locked { $0.leaveFetch(id, caller: caller, of: key) }
             cancel?.cancel()
             withExtendedLifetime(garbage) {}  // the caller's completion, released after unlocking
         }
@@ -537,7 +546,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func fetchEnded(_ id: Int, of key: Key, with result: Result<Value, any Error>) {
         switch result {
         case .success(let value): submit(.fetched(value, fetch: id), for: key)
-        case .failure(let error): perform(state.withLock { $0.fetchFailed(id, of: key, with: error) }, for: key)
+        case .failure(let error): perform(locked { $0.fetchFailed(id, of: key, with: error) }, for: key)
         }
     }
 
@@ -547,7 +556,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func submit(_ job: Machine.Job, for key: Key) {
         let now = now()
-        runChanges(of: key, from: state.withLock { $0.submit(job, for: key, now: now) })
+        runChanges(of: key, from: locked { $0.submit(job, for: key, now: now) })
     }
 
     /// Runs `key`'s queued changes, starting with `first` (or the next one when `nil`), until the queue is empty
@@ -558,7 +567,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         while true {
             if step == nil {
                 let now = now()
-                guard let next = state.withLock({ $0.nextChange(of: key, now: now) }) else { return }
+                guard let next = locked({ $0.nextChange(of: key, now: now) }) else { return }
                 step = next
             }
             switch step! {
@@ -572,7 +581,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             case .run(let work):
                 let result = work.run()
                 let now = now()
-                let effects = state.withLock { $0.commit(work, result: result, for: key, now: now) }
+                let effects = locked { $0.commit(work, result: result, for: key, now: now) }
                 perform(effects, for: key)
                 if effects.endsTurn { return }
             }
@@ -615,15 +624,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func startObserving(_ key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
         // A key observed already has its subject: one lock. Otherwise one is made outside the lock.
         let (subject, shown) =
-            state.withLock { $0.observe(key, fresh: nil) }
-            ?? state.withLock { $0.observe(key, fresh: Machine.Subject(nil)) }!
+            locked { $0.observe(key, fresh: nil) }
+            ?? locked { $0.observe(key, fresh: Machine.Subject(nil)) }!
         if let shown { publish(shown) }
         return subject
     }
 
     @inlinable
     func stopObserving(_ key: Key) {
-        let subject = state.withLock { $0.stopObserving(key) }
+        let subject = locked { $0.stopObserving(key) }
         withExtendedLifetime(subject) {}  // released after unlocking
     }
 
@@ -633,7 +642,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// waiting for them is issued by the caller that issues the last.
     @inlinable
     func issueLevelOps(of key: Key) {
-        while let taken = state.withLock({ $0.takeLevelOps(of: key) }) {
+        while let taken = locked({ $0.takeLevelOps(of: key) }) {
             if taken.removeAll { return removeAllFromLevels() }
             for operation in taken.ops {
                 let ticket = operation.ticket
@@ -669,7 +678,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) -> @Sendable (Result<Void, any Error>) -> Void {
         { [self] result in
             let now = now()
-            let folded = state.withLock { $0.staleWriteLanded(key, at: now) }
+            let folded = locked { $0.staleWriteLanded(key, at: now) }
             withExtendedLifetime(folded) {}
             done(result)
         }
@@ -695,7 +704,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 finish()
             }
         }
-        let (completions, held) = state.withLock { $0.removeAllIssued() }
+        let (completions, held) = locked { $0.removeAllIssued() }
         progress.withLock { $0.completions = completions }
         finish()
         for key in held { issueLevelOps(of: key) }
@@ -723,8 +732,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func debounce(_ value: Value, for key: Key, level: Int, id: Int) {
         guard let interval = levels[level].writeDebounce else { return }
         let timer = levels[level].scheduler.schedule(after: interval) { [self] in
-            perform(state.withLock { $0.debounceFired(id, level: level, for: key) }, for: key)
+            perform(locked { $0.debounceFired(id, level: level, for: key) }, for: key)
         }
-        state.withLock { $0.keepTimer(timer, ofWrite: id, level: level, for: key) }?.cancel()
+        locked { $0.keepTimer(timer, ofWrite: id, level: level, for: key) }?.cancel()
     }
 }

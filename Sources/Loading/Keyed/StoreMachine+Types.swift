@@ -11,43 +11,46 @@ extension StoreMachine {
     @usableFromInline
     final class Entry: @unchecked Sendable {
         /// The confirmed value, when `isKnown`.
-        @usableFromInline var confirmed: StoredValue<Value>?
+        @usableFromInline @exclusivity(unchecked) var confirmed: StoredValue<Value>?
         /// Whether `confirmed` is the truth; when not, the levels hold it.
-        @usableFromInline var isKnown = false
-        @usableFromInline var pending: [Mutation] = []
+        @usableFromInline @exclusivity(unchecked) var isKnown = false
+        @usableFromInline @exclusivity(unchecked) var pending: [Mutation] = []
         /// The version of the last response published for the key.
-        @usableFromInline var version = 0
-        @usableFromInline var generation: Int
-        @usableFromInline var confirmedVersion = 0
-        @usableFromInline var observers = 0
-        @usableFromInline var levelReads = 0
+        @usableFromInline @exclusivity(unchecked) var version = 0
+        @usableFromInline @exclusivity(unchecked) var generation: Int
+        @usableFromInline @exclusivity(unchecked) var confirmedVersion = 0
+        @usableFromInline @exclusivity(unchecked) var observers = 0
+        @usableFromInline @exclusivity(unchecked) var levelReads = 0
         /// Fetches in flight, oldest first.
-        @usableFromInline var fetches: [Fetch] = []
+        @usableFromInline @exclusivity(unchecked) var fetches: [Fetch] = []
         /// The id of the newest fetch whose value was confirmed.
-        @usableFromInline var lastConfirmedFetch = 0
+        @usableFromInline @exclusivity(unchecked) var lastConfirmedFetch = 0
         /// Changes confirmed while fetches were in flight, to apply again to what they bring.
-        @usableFromInline var log: [LoggedChange] = []
-        @usableFromInline var logSequence = 0
+        @usableFromInline @exclusivity(unchecked) var log: [LoggedChange] = []
+        @usableFromInline @exclusivity(unchecked) var logSequence = 0
         /// Changes waiting for the one running (`isChanging`), in the order they were asked.
-        @usableFromInline var queue: [Job] = []
-        @usableFromInline var isChanging = false
+        @usableFromInline @exclusivity(unchecked) var queue: [Job] = []
+        @usableFromInline @exclusivity(unchecked) var isChanging = false
         /// Level operations decided and not yet issued, and whether a caller is issuing them.
-        @usableFromInline var levelOps: [LevelOp] = []
-        @usableFromInline var isIssuing = false
+        @usableFromInline @exclusivity(unchecked) var levelOps: [LevelOp] = []
+        @usableFromInline @exclusivity(unchecked) var isIssuing = false
         /// Debounced writes waiting for their timer, by level.
-        @usableFromInline var debounced: [Int: DebouncedWrite] = [:]
+        @usableFromInline @exclusivity(unchecked) var debounced: [Int: DebouncedWrite] = [:]
         /// Set while the entry counts among the kept values.
-        @usableFromInline var keptStamp: Int?
+        @usableFromInline @exclusivity(unchecked) var keptStamp: Int?
         /// The subject the key's observers subscribe to, while it has observers.
-        @usableFromInline var subject: Subject?
+        @usableFromInline @exclusivity(unchecked) var subject: Subject?
         /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
         /// id), a write, an update or a confirmed optimistic change makes the value fresh.
-        @usableFromInline var staleMark = 0
+        @usableFromInline @exclusivity(unchecked) var staleMark = 0
         /// Writes of a stale value issued to the levels and not landed yet: a level stamps a save with its own
         /// time, so each is recorded stale when it lands, and the entry is kept until then.
-        @usableFromInline var staleWrites = 0
+        @usableFromInline @exclusivity(unchecked) var staleWrites = 0
         /// Whether `levelOps` holds a save of a stale value (counted into `staleWrites` when issued).
-        @usableFromInline var hasStaleSaves = false
+        @usableFromInline @exclusivity(unchecked) var hasStaleSaves = false
+        /// The response a read answered at once last, with the `confirmedVersion` it was built from: the next such
+        /// read of the same version shares it instead of building its own.
+        @usableFromInline @exclusivity(unchecked) var hitResponse: (response: StoreResponse<Value>, confirmed: Int)?
 
         @inlinable
         init(generation: Int) {
@@ -63,6 +66,27 @@ extension StoreMachine {
         var isIdle: Bool {
             observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
                 && levelOps.isEmpty && !isIssuing && debounced.isEmpty && staleWrites == 0
+        }
+    }
+
+    /// What the machine let go of under the lock, to be released after unlocking. One entry and one response need
+    /// no allocation; more entries (a clear, evictions) go to an array.
+    @usableFromInline
+    struct Released: Sendable {
+        @usableFromInline var entry: Entry?
+        @usableFromInline var entries: [Entry] = []
+        @usableFromInline var response: StoreResponse<Value>?
+
+        @inlinable
+        init() {}
+
+        @inlinable
+        var isEmpty: Bool { entry == nil && response == nil && entries.isEmpty }
+
+        @inlinable
+        mutating func add(_ dropped: Entry?) {
+            guard let dropped else { return }
+            if entry == nil { entry = dropped } else { entries.append(dropped) }
         }
     }
 

@@ -72,6 +72,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var staleBefore: Date?
     /// Counts invalidations, so that a level hit read while one happened is judged stale.
     @usableFromInline var invalidationCount = 0
+    /// What the machine let go of: dropped entries and a replaced shared response. Releasing them can run a value's
+    /// deinitializer (the caller's code), so the store takes them with ``takeReleased()`` and releases them after
+    /// unlocking.
+    @usableFromInline var released = Released()
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
     @usableFromInline static var invalidationLimit: Int { 64 }
 
@@ -90,6 +94,15 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func next() -> Int {
         counter += 1
         return counter
+    }
+
+    /// What the machine let go of since the last call, for the caller to release after unlocking; `nil` when
+    /// nothing (the common case costs one check).
+    @inlinable
+    mutating func takeReleased() -> Released? {
+        guard !released.isEmpty else { return nil }
+        defer { released = Released() }
+        return released
     }
 
     /// `key`'s entry, made when it has none.
@@ -116,13 +129,19 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// change is pending (then building it runs no closure, so it is built under the lock: one reference to hand
     /// out).
     @inlinable
-    func usableResponse(of key: Key, under policy: ReadPolicy, now: Date) -> StoreResponse<Value>? {
+    mutating func usableResponse(of key: Key, under policy: ReadPolicy, now: Date) -> StoreResponse<Value>? {
         guard let entry = entries[key], entry.pending.isEmpty, let confirmed = entry.confirmed,
             isFresh(entry, under: policy, now: now)
         else { return nil }
-        return StoreResponse(
+        if let hit = entry.hitResponse, hit.confirmed == entry.confirmedVersion, hit.response.version == entry.version {
+            return hit.response
+        }
+        let response = StoreResponse(
             value: confirmed.value, origin: confirmed.origin, savedAt: confirmed.savedAt, hasPendingChanges: false,
             error: nil, version: entry.version)
+        released.response = entry.hitResponse?.response
+        entry.hitResponse = (response, entry.confirmedVersion)
+        return response
     }
 
     /// Whether `policy` takes `entry`'s confirmed value as it is (see ``cached(_:under:now:)``).
@@ -888,7 +907,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             guard let candidate = entries[oldest.key], candidate.keptStamp == oldest.stamp else { continue }
             keptCount -= 1
             entries[oldest.key]!.keptStamp = nil
-            if candidate.isIdle { entries[oldest.key] = nil }
+            if candidate.isIdle { released.add(entries.removeValue(forKey: oldest.key)) }
         }
         // Records go stale as keys come back into use: compacted once they outnumber the live ones.
         if kept.count - keptHead > 2 * keptCount + 64 {
@@ -902,6 +921,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func drop(_ key: Key) {
-        if entries.removeValue(forKey: key)?.keptStamp != nil { keptCount -= 1 }
+        guard let entry = entries.removeValue(forKey: key) else { return }
+        if entry.keptStamp != nil { keptCount -= 1 }
+        released.add(entry)
     }
 }

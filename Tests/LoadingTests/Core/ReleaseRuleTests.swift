@@ -143,6 +143,33 @@ final class ReleaseRuleTests: XCTestCase {
         guard assertReturns("clear", keeping: store, running: { store.clear() }) else { return }
     }
 
+    func test_store_evictingAKeptValueReleasesItOutsideItsLock() {
+        let store = Store<Int, Held>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Held>() }, keptValues: 1)
+        store.write(Held(DeinitProbe { _ = store.count }), for: 1)
+
+        guard assertReturns("write", keeping: store, running: { store.write(Held(nil), for: 2) }) else { return }
+        XCTAssertEqual(store.count, 1)
+    }
+
+    func test_store_droppingAnIdleKeyReleasesItsValueOutsideItsLock() {
+        let store = Store<Int, Held>(
+            levels: [.cache(ForgetfulCache(), name: "forgetful")], fetch: LoaderFamily { _ in LoaderSpy<Held>() })
+
+        // The level keeps nothing, so the store's entry holds the last reference until the key falls out of use.
+        guard assertReturns("write", keeping: store, running: { store.write(Held(DeinitProbe { _ = store.count }), for: 1) })
+        else { return }
+        XCTAssertEqual(store.count, 0)
+    }
+
+    func test_store_replacingTheResponseItSharesReleasesItOutsideItsLock() {
+        let store = Store<Int, Held>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Held>() })
+        store.write(Held(DeinitProbe { _ = store.count }), for: 1)
+        _ = store.read(1).load { _ in }  // a hit: the store keeps the response to share it with the next
+        store.write(Held(nil), for: 1)
+
+        guard assertReturns("hit", keeping: store, running: { _ = store.read(1).load { _ in } }) else { return }
+    }
+
     // MARK: Schedulers
 
     func test_cancelScheduledAction_releasesActionOutsideTheLock() {
@@ -358,5 +385,24 @@ private struct TokenOwningLoader: Loader {
             return started
         }
         Thread.detachNewThread { [value] in completion?(.success(value)) }
+    }
+}
+
+/// A level that keeps nothing: every read misses, every save succeeds.
+private struct ForgetfulCache<Value: Sendable>: KeyedCache {
+    func value(for key: Int, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void) {
+        completion(.failure(CacheMiss.absent))
+    }
+
+    func save(_ value: Value, for key: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+
+    func removeValue(for key: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
     }
 }
