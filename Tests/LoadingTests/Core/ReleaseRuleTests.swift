@@ -156,7 +156,9 @@ final class ReleaseRuleTests: XCTestCase {
             levels: [.cache(ForgetfulCache(), name: "forgetful")], fetch: LoaderFamily { _ in LoaderSpy<Held>() })
 
         // The level keeps nothing, so the store's entry holds the last reference until the key falls out of use.
-        guard assertReturns("write", keeping: store, running: { store.write(Held(DeinitProbe { _ = store.count }), for: 1) })
+        guard
+            assertReturns(
+                "write", keeping: store, running: { store.write(Held(DeinitProbe { _ = store.count }), for: 1) })
         else { return }
         XCTAssertEqual(store.count, 0)
     }
