@@ -76,6 +76,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// deinitializer (the caller's code), so the store takes them with ``takeReleased()`` and releases them after
     /// unlocking.
     @usableFromInline var released = Released()
+    /// The entry ``entry(_:)`` found last, with its key; forgotten when the entry is dropped.
+    @usableFromInline var recent: (key: Key, entry: Entry)?
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
     @usableFromInline static var invalidationLimit: Int { 64 }
 
@@ -105,12 +107,31 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return released
     }
 
+    /// `key`'s entry, if it has one. A key's work asks for its entry several times in a row (under one lock and
+    /// across the locks of one change); the last one found is remembered, since comparing a key costs less than
+    /// hashing it.
+    @inlinable
+    mutating func entry(_ key: Key) -> Entry? {
+        if let recent, recent.key == key { return recent.entry }
+        guard let entry = entries[key] else { return nil }
+        recent = (key, entry)
+        return entry
+    }
+
+    /// `key`'s entry, if it has one, without remembering it (for the machine's queries).
+    @inlinable
+    func peek(_ key: Key) -> Entry? {
+        if let recent, recent.key == key { return recent.entry }
+        return entries[key]
+    }
+
     /// `key`'s entry, made when it has none.
     @inlinable @discardableResult
     mutating func ensureEntry(_ key: Key) -> Entry {
-        if let entry = entries[key] { return entry }
+        if let entry = entry(key) { return entry }
         let entry = Entry(generation: next())
         entries[key] = entry
+        recent = (key, entry)
         return entry
     }
 
@@ -121,7 +142,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// age, a value that needs no fetch. `nil` when the store holds no value for the key.
     @inlinable
     func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (snapshot: Snapshot, fresh: Bool)? {
-        guard let entry = entries[key], entry.confirmed != nil else { return nil }
+        guard let entry = peek(key), entry.confirmed != nil else { return nil }
         return (Snapshot(key: key, entry: entry, version: entry.version), isFresh(entry, under: policy, now: now))
     }
 
@@ -130,6 +151,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// out).
     @inlinable
     mutating func usableResponse(of key: Key, under policy: ReadPolicy, now: Date) -> StoreResponse<Value>? {
+        // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key], entry.pending.isEmpty, let confirmed = entry.confirmed,
             isFresh(entry, under: policy, now: now)
         else { return nil }
@@ -161,14 +183,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What `key` shows now, when it shows anything (a known value or pending changes).
     @inlinable
     func shown(_ key: Key) -> Snapshot? {
-        guard let entry = entries[key], entry.showsSomething else { return nil }
+        guard let entry = peek(key), entry.showsSomething else { return nil }
         return Snapshot(key: key, entry: entry, version: entry.version)
     }
 
     /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).
     @inlinable
     mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
-        guard let entry = entries[key], entry.showsSomething else { return nil }
+        guard let entry = entry(key), entry.showsSomething else { return nil }
         entry.version = next()
         return Snapshot(key: key, entry: entry, version: entry.version, error: error)
     }
@@ -195,7 +217,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Forgets an observer of `key`; the last one takes the key's subject away (returned, to release unlocked).
     @inlinable
     mutating func stopObserving(_ key: Key) -> Subject? {
-        guard let entry = entries[key] else { return nil }
+        guard let entry = entry(key) else { return nil }
         entry.observers -= 1
         let subject = entry.observers == 0 ? exchange(&entry.subject, with: nil) : nil
         release(key)
@@ -229,7 +251,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// value, or a removal or a clear overtook it): that is the read's answer, rather than reading on or fetching.
     @inlinable
     mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
-        guard let entry = entries[key] else { return nil }
+        guard let entry = entry(key) else { return nil }
         entry.levelReads -= 1
         defer { release(key) }
         guard let stamp, entry.generation != stamp.generation || entry.confirmedVersion != stamp.confirmedVersion
@@ -274,7 +296,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// before it was kept).
     @inlinable
     mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (any CancellationToken)? {
-        guard let entry = entries[key], let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
             return nil
         }
         guard entry.fetches[index].isAbandoned else {
@@ -292,7 +314,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (garbage: [Any], cancel: (any CancellationToken)?)
     {
-        guard let entry = entries[key], let index = entry.fetches.firstIndex(where: { $0.id == id }),
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }),
             let callerIndex = entry.fetches[index].callers.firstIndex(where: { $0.id == caller })
         else { return ([], nil) }
         let left = entry.fetches[index].callers.remove(at: callerIndex)
@@ -310,9 +332,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A fetch failed: it ends, and its callers get `error`.
     @inlinable
     mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
-        let entry = entries[key]!
+        let entry = entry(key)!
         var effects = Effects()
-        guard let index = entries[key]?.fetches.firstIndex(where: { $0.id == id }) else { return effects }
+        guard let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return effects }
         let fetch = entry.fetches.remove(at: index)
         trimLog(of: key)
         release(key)
@@ -345,7 +367,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// caller stops running it).
     @inlinable
     mutating func nextChange(of key: Key, now: Date) -> Step? {
-        guard let entry = entries[key] else { return nil }
+        guard let entry = entry(key) else { return nil }
         guard !entry.queue.isEmpty else {
             entry.isChanging = false
             release(key)
@@ -356,7 +378,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func nextStep(for key: Key, now: Date) -> Step {
-        let entry = entries[key]!
+        let entry = entry(key)!
         let job = entry.queue[0]
         if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
         guard let changes = job.changes(in: entry) else {
@@ -370,7 +392,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// a read or change asked while they run (a reply's caller reading again) finds the key idle.
     @inlinable
     mutating func endTurnIfDone(_ effects: Effects, for key: Key) -> Effects {
-        guard let entry = entries[key], entry.queue.isEmpty else { return effects }
+        guard let entry = entry(key), entry.queue.isEmpty else { return effects }
         var effects = effects
         entry.isChanging = false
         effects.endsTurn = true
@@ -387,7 +409,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func commitWork(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
-        guard let entry = entries[key], !entry.queue.isEmpty else { return Effects() }
+        guard let entry = entry(key), !entry.queue.isEmpty else { return Effects() }
         let job = entry.queue.removeFirst()
         guard entry.generation == work.generation else {
             // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
@@ -407,7 +429,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
     @inlinable
     mutating func commitBase(_ hit: CachedValue<Value>?, level: Int, generation: Int, for key: Key) -> Effects {
-        guard let entry = entries[key], entry.generation == generation, !entry.isKnown else {
+        guard let entry = entry(key), entry.generation == generation, !entry.isKnown else {
             return Effects(garbage: [hit as Any])
         }
         entry.isKnown = true
@@ -434,7 +456,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key) {
         // The change was just added: it is the last, or close to it.
-        guard let entry = entries[key], let index = entry.pending.lastIndex(where: { $0.id == id }) else { return }
+        guard let entry = entry(key), let index = entry.pending.lastIndex(where: { $0.id == id }) else { return }
         entry.pending[index].commit = commit
     }
 
@@ -458,7 +480,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         effects.cancels = entry.debounced.values.map(\.timer)
         entry.debounced = [:]
         entry.levelOps.append(.remove(ticket: nil))
-        entries[key] = entry
         effects.publish = [publish(key)]
         effects.issueLevels = startIssuing(key)
         return effects
@@ -489,7 +510,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.hasStaleSaves = false
             entry.debounced = [:]
             entry.keptStamp = nil
-            entries[key] = entry
             if shownBefore || entry.observers > 0 { effects.publish.append(publish(key)) }
             release(key)
         }
@@ -516,7 +536,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let completions = clearing?.completions ?? []
         clearing = nil
         let keys = exchange(&held, with: []).filter { entries[$0] != nil && !entries[$0]!.levelOps.isEmpty }
-        for key in keys { entries[key]!.isIssuing = true }
+        for key in keys { entry(key)!.isIssuing = true }
         issuing += keys.count
         return (completions, keys)
     }
@@ -561,7 +581,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func markStale(_ keys: some Sequence<Key>, mark: Int) -> [Key] {
         var observed: [Key] = []
         for key in keys {
-            guard let entry = entries[key] else { continue }
+            guard let entry = entry(key) else { continue }
             entry.staleMark = max(entry.staleMark, mark)
             if entry.observers > 0 { observed.append(key) }
         }
@@ -574,7 +594,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func staleWriteLanded(_ key: Key, at date: Date) -> Invalidation? {
         let folded = record(Invalidation(date: date) { $0 == key })
-        guard let entry = entries[key] else { return folded }
+        guard let entry = entry(key) else { return folded }
         entry.staleWrites -= 1
         release(key)
         return folded
@@ -609,7 +629,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
     @inlinable
     mutating func takeLevelOps(of key: Key) -> (ops: [LevelOp], removeAll: Bool)? {
-        guard let entry = entries[key] else { return nil }
+        guard let entry = entry(key) else { return nil }
         if clearing == nil, !entry.levelOps.isEmpty {
             let ops = exchange(&entry.levelOps, with: [])
             if entry.hasStaleSaves {
@@ -634,7 +654,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func keepTimer(
         _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
     ) -> (any CancellationToken)? {
-        guard let entry = entries[key], entry.debounced[level]?.id == id else { return timer }
+        guard let entry = entry(key), entry.debounced[level]?.id == id else { return timer }
         entry.debounced[level]!.timer = timer
         return nil
     }
@@ -642,7 +662,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A debounced write's timer fired: the write is issued if it is still the level's latest.
     @inlinable
     mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
-        guard let entry = entries[key], let write = entry.debounced[level], write.id == id else { return Effects() }
+        guard let entry = entry(key), let write = entry.debounced[level], write.id == id else { return Effects() }
         entry.debounced[level] = nil
         entry.levelOps.append(.flush(write.value, level: level, ticket: nil))
         var effects = Effects(garbage: [write.timer])
@@ -655,7 +675,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// the key's operations already, or a clear holds them until its `removeAll` is issued.
     @inlinable
     mutating func startIssuing(_ key: Key) -> Bool {
-        let entry = entries[key]!
+        let entry = entry(key)!
         guard !entry.levelOps.isEmpty, !entry.isIssuing else { return false }
         guard clearing == nil else {
             if !held.contains(key) { held.append(key) }
@@ -671,7 +691,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Applies `job` to `key`, `value` being its closures' result (or its base when it has none).
     @inlinable
     mutating func apply(_ job: Job, to key: Key, value: Value?, now: Date) -> Effects {
-        let entry = entries[key]!
+        let entry = entry(key)!
         switch job {
         case .write(let stored):
             entry.staleMark = 0  // what the app writes is the latest it knows
@@ -708,7 +728,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
-        let entry = entries[key]!
+        let entry = entry(key)!
         guard let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
             return Effects(garbage: [value as Any])
         }
@@ -744,7 +764,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, stale: Bool, error: (any Error)?,
         reply: @escaping HitReply, for key: Key
     ) -> Effects {
-        let entry = entries[key]!
+        let entry = entry(key)!
         guard entry.generation == stamp.generation, entry.confirmedVersion == stamp.confirmedVersion else {
             // The store learned something newer while the level was read (a write, a removal, a clear): what it
             // shows now is the answer, never the level's older value.
@@ -762,7 +782,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func settle(
         _ id: Int, accepted: Bool, ticket: SaveTicket?, for key: Key, value: Value?, now: Date
     ) -> Effects {
-        let entry = entries[key]!
+        let entry = entry(key)!
         var effects = Effects(garbage: [value as Any])
         guard let index = entry.pending.firstIndex(where: { $0.id == id }) else {
             effects.released = ticket.map { [$0] } ?? []
@@ -783,7 +803,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// once for the flush of this key) is held by each.
     @inlinable
     mutating func flushDebounced(of key: Key, ticket: SaveTicket) -> Effects {
-        let entry = entries[key]!
+        let entry = entry(key)!
         var effects = Effects(released: [ticket])
         for (level, write) in entry.debounced.sorted(by: { $0.key < $1.key }) {
             ticket.hold()
@@ -813,7 +833,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
         error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil
     ) -> Effects {
-        let entry = entries[key]!
+        let entry = entry(key)!
         var effects = Effects()
         effects.replaced = entry.confirmed
         entry.confirmed = stored
@@ -856,7 +876,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func log(_ change: @escaping Change, for key: Key) {
-        let entry = entries[key]!
+        let entry = entry(key)!
         guard !entry.fetches.isEmpty else { return }
         entry.logSequence += 1
         entry.log.append(LoggedChange(sequence: entry.logSequence, change: change))
@@ -865,7 +885,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Forgets the logged changes no fetch in flight needs any more.
     @inlinable
     mutating func trimLog(of key: Key) {
-        let entry = entries[key]!
+        let entry = entry(key)!
         guard let oldest = entry.fetches.map(\.logStart).min() else {
             entry.log = []
             return
@@ -876,7 +896,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A new version of what `key` shows, for its observers.
     @inlinable
     mutating func publish(_ key: Key, error: (any Error)? = nil) -> Snapshot {
-        let entry = entries[key]!
+        let entry = entry(key)!
         entry.version = next()
         return Snapshot(key: key, entry: entry, version: entry.version, error: error)
     }
@@ -884,7 +904,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
     @inlinable
     func shownNow(_ key: Key) -> Snapshot {
-        let entry = entries[key]!
+        let entry = peek(key)!
         return Snapshot(key: key, entry: entry, version: entry.version)
     }
 
@@ -892,7 +912,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// fall out of use.
     @inlinable
     mutating func release(_ key: Key) {
-        guard let entry = entries[key], entry.isIdle else { return }
+        guard let entry = entry(key), entry.isIdle else { return }
         guard keptValues > 0, entry.confirmed != nil else {
             drop(key)
             return
@@ -907,7 +927,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             guard let candidate = entries[oldest.key], candidate.keptStamp == oldest.stamp else { continue }
             keptCount -= 1
             entries[oldest.key]!.keptStamp = nil
-            if candidate.isIdle { released.add(entries.removeValue(forKey: oldest.key)) }
+            if candidate.isIdle { drop(oldest.key) }
         }
         // Records go stale as keys come back into use: compacted once they outnumber the live ones.
         if kept.count - keptHead > 2 * keptCount + 64 {
@@ -922,6 +942,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func drop(_ key: Key) {
         guard let entry = entries.removeValue(forKey: key) else { return }
+        if recent?.key == key { recent = nil }
         if entry.keptStamp != nil { keptCount -= 1 }
         released.add(entry)
     }
