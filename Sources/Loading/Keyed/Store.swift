@@ -563,14 +563,18 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// or waits for a level read. A change's closures run here, outside the lock.
     @inlinable
     func runChanges(of key: Key, from first: Machine.Step?) {
-        var step = first
+        var given = first
         while true {
-            if step == nil {
+            // Taken and consumed, not copied: a step's effects hold several arrays.
+            let step: Machine.Step
+            if let taken = given.take() {
+                step = taken
+            } else {
                 let now = now()
                 guard let next = locked({ $0.nextChange(of: key, now: now) }) else { return }
                 step = next
             }
-            switch step! {
+            switch consume step {
             case .queued:
                 return
             case .loadBase(let generation):
@@ -585,7 +589,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 perform(effects, for: key)
                 if effects.endsTurn { return }
             }
-            step = nil
         }
     }
 

@@ -357,9 +357,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             dropped.endsTurn = true  // and this caller never had the key's turn
             return .applied(dropped)
         }
-        entry.queue.append(job)
-        guard !entry.isChanging else { return .queued }
+        guard !entry.isChanging else {
+            entry.queue.append(job)
+            return .queued
+        }
         entry.isChanging = true
+        // The key's turn is free: a change needing neither the levels' value nor a closure applies at once.
+        if entry.queue.isEmpty, entry.isKnown || !job.needsBase, job.changes(in: entry) == nil {
+            return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
+        }
+        entry.queue.append(job)
         return nextStep(for: key, now: now)
     }
 
