@@ -48,12 +48,16 @@ extension StoreMachine {
         @usableFromInline @exclusivity(unchecked) var staleWrites = 0
         /// Whether `levelOps` holds a save of a stale value (counted into `staleWrites` when issued).
         @usableFromInline @exclusivity(unchecked) var hasStaleSaves = false
-        /// The response a read answered at once last, with the `confirmedVersion` it was built from: the next such
+        /// The response a read answered at once last, and the `confirmedVersion` it was built from: the next such
         /// read of the same version shares it instead of building its own.
-        @usableFromInline @exclusivity(unchecked) var hitResponse: (response: StoreResponse<Value>, confirmed: Int)?
+        @usableFromInline @exclusivity(unchecked) var hitResponse: StoreResponse<Value>?
+        @usableFromInline @exclusivity(unchecked) var hitConfirmedVersion = 0
+        /// The entry's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
+        @usableFromInline let key: Key
 
         @inlinable
-        init(generation: Int) {
+        init(key: Key, generation: Int) {
+            self.key = key
             self.generation = generation
         }
 
@@ -66,27 +70,6 @@ extension StoreMachine {
         var isIdle: Bool {
             observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
                 && levelOps.isEmpty && !isIssuing && debounced.isEmpty && staleWrites == 0
-        }
-    }
-
-    /// What the machine let go of under the lock, to be released after unlocking. One entry and one response need
-    /// no allocation; more entries (a clear, evictions) go to an array.
-    @usableFromInline
-    struct Released: Sendable {
-        @usableFromInline var entry: Entry?
-        @usableFromInline var entries: [Entry] = []
-        @usableFromInline var response: StoreResponse<Value>?
-
-        @inlinable
-        init() {}
-
-        @inlinable
-        var isEmpty: Bool { entry == nil && response == nil && entries.isEmpty }
-
-        @inlinable
-        mutating func add(_ dropped: Entry?) {
-            guard let dropped else { return }
-            if entry == nil { entry = dropped } else { entries.append(dropped) }
         }
     }
 
@@ -550,5 +533,27 @@ extension Array {
             if belongs(element) { matching.append(element) } else { others.append(element) }
         }
         return (matching, others)
+    }
+}
+
+/// What a ``StoreMachine`` let go of under the store's lock, to be released after unlocking: dropped entries and a
+/// replaced response's storage, as plain references. It is not nested in the generic machine, so that moving it
+/// costs no metadata look-up where the store runs unspecialized. One entry and one response need no allocation;
+/// more entries (a clear, evictions) go to an array.
+@usableFromInline
+struct StoreReleased: Sendable {
+    @usableFromInline var entry: (any AnyObject & Sendable)?
+    @usableFromInline var entries: [any AnyObject & Sendable] = []
+    @usableFromInline var response: (any AnyObject & Sendable)?
+
+    @inlinable
+    init() {}
+
+    @inlinable
+    var isEmpty: Bool { entry == nil && response == nil && entries.isEmpty }
+
+    @inlinable
+    mutating func add(_ dropped: any AnyObject & Sendable) {
+        if entry == nil { entry = dropped } else { entries.append(dropped) }
     }
 }

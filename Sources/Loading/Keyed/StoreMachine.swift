@@ -75,9 +75,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What the machine let go of: dropped entries and a replaced shared response. Releasing them can run a value's
     /// deinitializer (the caller's code), so the store takes them with ``takeReleased()`` and releases them after
     /// unlocking.
-    @usableFromInline var released = Released()
+    @usableFromInline var released = StoreReleased()
     /// The entry ``entry(_:)`` found last, with its key; forgotten when the entry is dropped.
-    @usableFromInline var recent: (key: Key, entry: Entry)?
+    @usableFromInline var recent: Entry?
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
     @usableFromInline static var invalidationLimit: Int { 64 }
 
@@ -101,9 +101,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What the machine let go of since the last call, for the caller to release after unlocking; `nil` when
     /// nothing (the common case costs one check).
     @inlinable
-    mutating func takeReleased() -> Released? {
+    mutating func takeReleased() -> StoreReleased? {
         guard !released.isEmpty else { return nil }
-        defer { released = Released() }
+        defer { released = StoreReleased() }
         return released
     }
 
@@ -112,16 +112,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// hashing it.
     @inlinable
     mutating func entry(_ key: Key) -> Entry? {
-        if let recent, recent.key == key { return recent.entry }
+        if let recent, recent.key == key { return recent }
         guard let entry = entries[key] else { return nil }
-        recent = (key, entry)
+        recent = entry
         return entry
     }
 
     /// `key`'s entry, if it has one, without remembering it (for the machine's queries).
     @inlinable
     func peek(_ key: Key) -> Entry? {
-        if let recent, recent.key == key { return recent.entry }
+        if let recent, recent.key == key { return recent }
         return entries[key]
     }
 
@@ -129,9 +129,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable @discardableResult
     mutating func ensureEntry(_ key: Key) -> Entry {
         if let entry = entry(key) { return entry }
-        let entry = Entry(generation: next())
+        let entry = Entry(key: key, generation: next())
         entries[key] = entry
-        recent = (key, entry)
+        recent = entry
         return entry
     }
 
@@ -155,14 +155,17 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard let entry = entries[key], entry.pending.isEmpty, let confirmed = entry.confirmed,
             isFresh(entry, under: policy, now: now)
         else { return nil }
-        if let hit = entry.hitResponse, hit.confirmed == entry.confirmedVersion, hit.response.version == entry.version {
-            return hit.response
+        if let hit = entry.hitResponse, entry.hitConfirmedVersion == entry.confirmedVersion,
+            hit.version == entry.version
+        {
+            return hit
         }
         let response = StoreResponse(
             value: confirmed.value, origin: confirmed.origin, savedAt: confirmed.savedAt, hasPendingChanges: false,
             error: nil, version: entry.version)
-        released.response = entry.hitResponse?.response
-        entry.hitResponse = (response, entry.confirmedVersion)
+        released.response = entry.hitResponse?.storage
+        entry.hitResponse = response
+        entry.hitConfirmedVersion = entry.confirmedVersion
         return response
     }
 
