@@ -7,7 +7,9 @@
 extension StoreMachine {
     /// What the store knows of one key in use. A reference, so that changing a field costs neither a copy of the
     /// entry nor a second lookup of its key; it is reached only through the machine, which only the store's lock
-    /// reaches (that lock is what makes it safe to send).
+    /// reaches (that lock is what makes it safe to send). Its fields skip the run-time exclusivity checks for the
+    /// same reason: no two accesses can overlap under the lock, and the checks cost about 6,000 instructions per
+    /// first read (Benchmarks, scenario 17).
     @usableFromInline
     final class Entry: @unchecked Sendable {
         /// The confirmed value, when `isKnown`.
