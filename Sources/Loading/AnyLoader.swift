@@ -8,8 +8,30 @@
 /// let fromAsync = AnyLoader { try await api.friends() }
 /// ```
 public struct AnyLoader<Output: Sendable>: Loader {
+    /// Starts a load with its completion.
     @usableFromInline
-    let body: @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken
+    typealias Start = @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken
+
+    /// What a load runs.
+    @usableFromInline
+    enum Body: Sendable {
+        /// Starts the work.
+        case start(Start)
+        /// Answers at once when it can, else says how to start (a store's read of a value it holds). A completion
+        /// passed through a stored closure is converted to a general form, which allocates; an answer given at once
+        /// needs no conversion, and an awaited one no continuation.
+        case answerOrStart(@Sendable () -> Attempt)
+    }
+
+    /// An ``Body/answerOrStart(_:)`` loader's answer, or how to start its work.
+    @usableFromInline
+    enum Attempt {
+        case answered(Result<Output, any Error>)
+        case start(Start)
+    }
+
+    @usableFromInline
+    let body: Body
 
     /// Wraps `loader`, hiding its concrete type.
     @inlinable
@@ -17,7 +39,7 @@ public struct AnyLoader<Output: Sendable>: Loader {
         if let erased = loader as? AnyLoader<Output> {
             self = erased
         } else {
-            body = { loader.load(completion: $0) }
+            body = .start { loader.load(completion: $0) }
         }
     }
 
@@ -27,18 +49,25 @@ public struct AnyLoader<Output: Sendable>: Loader {
     /// after the returned token is cancelled.
     @inlinable
     public init(_ load: @escaping @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken) {
-        body = { completion in
+        body = .start { completion in
             let pending = PendingLoad(completion)
             pending.startFirstStep { load { pending.complete($0) } }
             return pending
         }
     }
 
+    /// Creates a loader that calls `attempt` first for each load: an answer it gives completes the load at once;
+    /// otherwise the load runs the closure it returned, which keeps the loader contract itself.
+    @inlinable
+    init(answeringFirst attempt: @escaping @Sendable () -> Attempt) {
+        body = .answerOrStart(attempt)
+    }
+
     /// Creates a loader that runs `operation` in a new `Task` for each load; cancelling the load cancels the Task.
     ///
     /// A Task cancelled this way never completes the load, whatever `operation` returns or throws afterwards.
     public init(priority: TaskPriority? = nil, _ operation: @escaping @Sendable () async throws -> Output) {
-        body = { completion in
+        body = .start { completion in
             let pending = PendingLoad(completion)
             pending.startFirstStep {
                 let task = Task(priority: priority) {
@@ -56,7 +85,37 @@ public struct AnyLoader<Output: Sendable>: Loader {
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
-        body(completion)
+        switch body {
+        case .start(let start):
+            return start(completion)
+        case .answerOrStart(let attempt):
+            switch attempt() {
+            case .answered(let result):
+                completion(result)
+                return FinishedToken()
+            case .start(let start):
+                return start(completion)
+            }
+        }
+    }
+
+    /// Loads the value with async/await, as ``Loader/load()`` does; an answer the loader has at once is returned
+    /// without starting a load.
+    @inlinable
+    public func load() async throws -> Output {
+        guard case .answerOrStart(let attempt) = body else { return try await awaitLoad() }
+        if Task.isCancelled { throw CancellationError() }
+        switch attempt() {
+        case .answered(let result):
+            return try result.get()
+        case .start(let start):
+            return try await AnyLoader(.start(start)).awaitLoad()
+        }
+    }
+
+    @inlinable
+    init(_ body: Body) {
+        self.body = body
     }
 }
 

@@ -9,6 +9,12 @@ extension Loader {
     /// without suspending.
     @inlinable
     public func load() async throws -> Output {
+        try await awaitLoad()
+    }
+
+    /// ``load()``'s bridge, for loaders that have their own ``load()``.
+    @inlinable
+    func awaitLoad() async throws -> Output {
         if Task.isCancelled { throw CancellationError() }
         let bridge = AsyncLoadBridge<Output>()
         let token = load { bridge.complete(with: $0) }

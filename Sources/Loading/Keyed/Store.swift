@@ -145,37 +145,17 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// clear answers with what the store shows after it (no value), never with what it read before.
     @inlinable
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
-        AnyLoader(Read(store: self, key: key, policy: policy.defaulting(maxAgeSeconds: maxAgeSeconds)))
-    }
-
-    /// A read as a loader: it keeps the loader contract itself (one completion at most, none after a cancel), so it
-    /// needs no wrapping. Its answer from a value already shown is inlinable, so that it is specialized where it is
-    /// used.
-    @usableFromInline
-    struct Read: Loader {
-        @usableFromInline let store: Store
-        @usableFromInline let key: Key
-        @usableFromInline let policy: ReadPolicy
-
-        @inlinable
-        init(store: Store, key: Key, policy: ReadPolicy) {
-            self.store = store
-            self.key = key
-            self.policy = policy
-        }
-
-        @inlinable
-        func load(completion: @escaping LoadCompletion<StoreResponse<Value>>) -> any CancellationToken {
-            let (store, key, policy) = (store, key, policy)
-            // The clock is read only when the policy judges age.
-            let now = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
-            // A value the policy takes as it is, needing no fetch, answers at once. A key with optimistic changes
-            // pending takes the policy's path, which applies them outside the lock.
-            let shown = store.locked { $0.usableResponse(of: key, under: policy, now: now) }
-            guard let shown else { return store.startRead(key, policy: policy, completion: completion) }
-            completion(.success(shown))
-            return FinishedToken()
-        }
+        let policy = policy.defaulting(maxAgeSeconds: maxAgeSeconds)
+        // A value the policy takes as it is, needing no fetch, answers at once. A key with optimistic changes pending
+        // takes the policy's path, which applies them outside the lock. The clock is read only when the policy
+        // judges age.
+        return AnyLoader(answeringFirst: { [self] in
+            let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
+            if let shown = locked({ $0.usableResponse(of: key, under: policy, now: now) }) {
+                return .answered(.success(shown))
+            }
+            return .start { [self] completion in startRead(key, policy: policy, completion: completion) }
+        })
     }
 
     /// Runs `policy` for a read that no value shown could answer.

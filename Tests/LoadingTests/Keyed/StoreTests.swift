@@ -147,6 +147,75 @@ final class StoreTests: XCTestCase {
         XCTAssertNil(released, "and then the store goes away")
     }
 
+    // MARK: Awaited reads
+
+    func test_awaitedRead_ofAValueTheStoreHolds_returnsIt_withoutFetching() async throws {
+        let (store, _, network) = makeSUT()
+        let observer = store.changes(for: "a").sink { _ in }
+        store.write("held", for: "a")
+
+        let response = try await store.read("a").load()
+        let throughTheProtocol = try await loadThroughTheProtocol(AnyLoader(store.read("a")))
+
+        XCTAssertEqual(response.value, "held")
+        XCTAssertEqual(response.origin, .local)
+        XCTAssertEqual(throughTheProtocol.value, "held")
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+        observer.cancel()
+    }
+
+    func test_awaitedRead_inACancelledTask_throwsCancellationError_evenWhenTheStoreHoldsTheValue() async {
+        let (store, _, network) = makeSUT()
+        let observer = store.changes(for: "a").sink { _ in }
+        store.write("held", for: "a")
+
+        let result = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await store.read("a").load()
+        }.result
+
+        guard case .failure(let error) = result else { return XCTFail("expected CancellationError, got \(result)") }
+        XCTAssertTrue(error is CancellationError, "\(error)")
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+        observer.cancel()
+    }
+
+    func test_awaitedRead_ofAValueTheStoreDoesNotHold_fetches_andCancellingTheTaskCancelsTheFetch() async {
+        let (store, _, network) = makeSUT()
+        let fetched = Task { try await store.read("a").load() }
+        while network.loadCount(for: "a") == 0 { await Task.yield() }
+        let cancelled = Task { try await store.read("b").load() }
+        while network.loadCount(for: "b") == 0 { await Task.yield() }
+
+        network.complete("a", with: "fresh")
+        cancelled.cancel()
+        let cancelledResult = await cancelled.result
+        network.complete("b", with: "too late")
+
+        let fetchedValue = try? await fetched.value
+        XCTAssertEqual(fetchedValue?.value, "fresh")
+        XCTAssertEqual(fetchedValue?.origin, .network)
+        guard case .failure(let error) = cancelledResult else { return XCTFail("expected CancellationError") }
+        XCTAssertTrue(error is CancellationError, "\(error)")
+        XCTAssertEqual(network.cancelledCount(for: "b"), 1)
+    }
+
+    func test_readOfAValueTheStoreHolds_answersBeforeLoadReturns() {
+        let (store, _, network) = makeSUT()
+        let observer = store.changes(for: "a").sink { _ in }
+        store.write("held", for: "a")
+        let answers = Locked<[String?]>([])
+
+        let token = store.read("a").load { result in answers.withLock { $0.append((try? result.get())?.value) } }
+        let answeredBeforeReturning = answers.withLock { $0 }
+        token.cancel()
+
+        XCTAssertEqual(answeredBeforeReturning, ["held"])
+        XCTAssertEqual(answers.withLock { $0 }, ["held"], "a cancel after the answer changes nothing")
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+        observer.cancel()
+    }
+
     // MARK: Fetches and changes made while they run
 
     func test_aFetchThatStartedBeforeAChange_neverUndoesIt_theChangeIsAppliedToItsValue() {
@@ -549,6 +618,11 @@ final class StoreTests: XCTestCase {
     }
 
     // MARK: Helpers
+
+    /// Awaits `loader` where only its conformance to `Loader` is known.
+    private func loadThroughTheProtocol<L: Loader>(_ loader: L) async throws -> L.Output {
+        try await loader.load()
+    }
 
     private func makeSUT(debounceDisk scheduler: TestScheduler? = nil) -> (
         Store<String, String>, (memory: MemoryCache<String, String>, disk: SpyCache), KeyedLoaderSpy<String, String>
