@@ -195,7 +195,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// level gets it with the rest of its burst, when its timer fires or on ``flush(completion:)``.
     @inlinable
     public func write(_ value: Value, for key: Key) {
-        submit(.write(StoredValue(value: value, origin: .local, savedAt: now())), for: key)
+        let stored = StoredValue(value: value, origin: .local, savedAt: now())
+        guard let (effects, save) = locked({ $0.writeAtOnce(stored, for: key) }) else {
+            return submit(.write(stored), for: key)
+        }
+        perform(effects, for: key, issuingFirst: save)
     }
 
     /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), in order with
@@ -576,18 +580,22 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Performs what the machine decided, after unlocking; what it dropped is released when `effects` goes.
     @inlinable
-    func perform(_ effects: Machine.Effects, for key: Key?) {
-        for token in effects.cancels { token.cancel() }
-        for commit in effects.failedCommits { commit.completeCancellingStep(.failure(StoreError.cleared)) }
+    func perform(_ effects: Machine.Effects, for key: Key?, issuingFirst save: Machine.LevelOp? = nil) {
+        let more = effects.more
+        if let more {
+            for token in more.cancels { token.cancel() }
+            for commit in more.failedCommits { commit.completeCancellingStep(.failure(StoreError.cleared)) }
+        }
         for snapshot in effects.publish { publish(snapshot) }
-        if let key {
-            for write in effects.debounce { debounce(write.value, for: key, level: write.level, id: write.id) }
+        if let key, let more {
+            for write in more.debounce { debounce(write.value, for: key, level: write.level, id: write.id) }
         }
         if effects.removeAll { removeAllFromLevels() }
-        if effects.issueLevels, let key { issueLevelOps(of: key) }
-        for reply in effects.fetchReplies { reply.completion(reply.result) }
-        for delivery in effects.hitReplies { delivery.reply(delivery.snapshot) }
-        for ticket in effects.released { ticket.release() }
+        if effects.issueLevels, let key { issueLevelOps(of: key, first: save) }
+        guard let more else { return }
+        for reply in more.fetchReplies { reply.completion(reply.result) }
+        for delivery in more.hitReplies { delivery.reply(delivery.snapshot) }
+        for ticket in more.released { ticket.release() }
     }
 
     /// Sends `snapshot` to the key's observers unless a newer version was sent already (publishes from several
@@ -621,36 +629,42 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Levels
 
-    /// Issues `key`'s level operations in the order they were decided, while there are any; a clear's `removeAll`
-    /// waiting for them is issued by the caller that issues the last.
+    /// Issues `key`'s level operations in the order they were decided, while there are any, starting with `first`
+    /// (taken already, with the key's issuing); a clear's `removeAll` waiting for them is issued by the caller that
+    /// issues the last.
     @inlinable
-    func issueLevelOps(of key: Key) {
+    func issueLevelOps(of key: Key, first: Machine.LevelOp? = nil) {
+        if let first { issue(first, of: key) }
         while let taken = locked({ $0.takeLevelOps(of: key) }) {
             if taken.removeAll { return removeAllFromLevels() }
-            for operation in taken.ops {
-                let ticket = operation.ticket
-                // One closure per operation; a method reference or an optional chain here would make more.
-                let done: @Sendable (Result<Void, any Error>) -> Void =
-                    if let ticket { savedReport(ticket) } else { reportFailure }
-                switch operation {
-                case .save(let value, let targets, let skipsDebounced, _, let stale):
-                    let landed = stale ? staleWriteLanded(of: key, then: done) : done
-                    for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
-                        ticket?.hold()
-                        levels[index].save(value, key, landed)
-                    }
-                case .flush(let value, let index, _):
-                    ticket?.hold()
-                    levels[index].save(value, key, done)
-                case .remove:
-                    for level in levels {
-                        ticket?.hold()
-                        level.removeValue(key, done)
-                    }
-                }
-                ticket?.release()  // the operation's own hold: it is issued
+            for operation in taken.ops { issue(operation, of: key) }
+        }
+    }
+
+    /// Sends one level operation to its levels.
+    @inlinable
+    func issue(_ operation: Machine.LevelOp, of key: Key) {
+        let ticket = operation.ticket
+        // One closure per operation; a method reference or an optional chain here would make more.
+        let done: @Sendable (Result<Void, any Error>) -> Void =
+            if let ticket { savedReport(ticket) } else { reportFailure }
+        switch operation {
+        case .save(let value, let targets, let skipsDebounced, _, let stale):
+            let landed = stale ? staleWriteLanded(of: key, then: done) : done
+            for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
+                ticket?.hold()
+                levels[index].save(value, key, landed)
+            }
+        case .flush(let value, let index, _):
+            ticket?.hold()
+            levels[index].save(value, key, done)
+        case .remove:
+            for level in levels {
+                ticket?.hold()
+                level.removeValue(key, done)
             }
         }
+        ticket?.release()  // the operation's own hold: it is issued
     }
 
     /// `done`, after recording that a write of `key`'s stale value landed (see

@@ -460,24 +460,19 @@ extension StoreMachine {
             publish: [Snapshot] = [], fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
             garbage: [Any] = [], released: [SaveTicket] = []
         ) {
-            self.released = released
             self.publish = publish
-            self.fetchReplies = fetchReplies
-            self.hitReplies = hitReplies
-            self.garbage = garbage
+            if !fetchReplies.isEmpty || !hitReplies.isEmpty || !garbage.isEmpty || !released.isEmpty {
+                more = More()
+                more!.fetchReplies = fetchReplies
+                more!.hitReplies = hitReplies
+                more!.garbage = garbage
+                more!.released = released
+            }
         }
 
         @usableFromInline var publish: [Snapshot] = []
-        @usableFromInline var fetchReplies: [FetchReply] = []
-        @usableFromInline var hitReplies: [HitReplyDelivery] = []
         /// The confirmed value a change replaced, released after unlocking.
         @usableFromInline var replaced: StoredValue<Value>?
-        @usableFromInline var garbage: [Any] = []
-        @usableFromInline var cancels: [any CancellationToken] = []
-        @usableFromInline var failedCommits: [PendingLoad<Void>] = []
-        @usableFromInline var debounce: [DebounceStart] = []
-        /// Tickets to release last (work that waited for saves that were dropped or not needed).
-        @usableFromInline var released: [SaveTicket] = []
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
         @usableFromInline var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.
@@ -485,6 +480,77 @@ extension StoreMachine {
         /// Whether the caller's turn of running the key's changes is over (its queue was empty): it performs these
         /// effects and stops, without asking for the next change.
         @usableFromInline var endsTurn = false
+        /// The effects a plain write has none of, kept apart so that effects stay small to copy and destroy.
+        @usableFromInline var more: More?
+
+        /// The effects a plain write has none of.
+        @usableFromInline
+        final class More {
+            @usableFromInline var fetchReplies: [FetchReply] = []
+            @usableFromInline var hitReplies: [HitReplyDelivery] = []
+            @usableFromInline var garbage: [Any] = []
+            @usableFromInline var cancels: [any CancellationToken] = []
+            @usableFromInline var failedCommits: [PendingLoad<Void>] = []
+            @usableFromInline var debounce: [DebounceStart] = []
+            /// Tickets to release last (work that waited for saves that were dropped or not needed).
+            @usableFromInline var released: [SaveTicket] = []
+
+            @inlinable
+            init() {}
+
+            @inlinable
+            func copy() -> More {
+                let copy = More()
+                copy.fetchReplies = fetchReplies
+                copy.hitReplies = hitReplies
+                copy.garbage = garbage
+                copy.cancels = cancels
+                copy.failedCommits = failedCommits
+                copy.debounce = debounce
+                copy.released = released
+                return copy
+            }
+        }
+
+        /// ``more``, made and not shared with another copy of these effects, to change.
+        @inlinable
+        mutating func uniqueMore() -> More {
+            if more == nil {
+                more = More()
+            } else if !isKnownUniquelyReferenced(&more!) {
+                more = more!.copy()
+            }
+            return more!
+        }
+
+        @inlinable var fetchReplies: [FetchReply] {
+            get { more?.fetchReplies ?? [] }
+            set { uniqueMore().fetchReplies = newValue }
+        }
+        @inlinable var hitReplies: [HitReplyDelivery] {
+            get { more?.hitReplies ?? [] }
+            set { uniqueMore().hitReplies = newValue }
+        }
+        @inlinable var garbage: [Any] {
+            get { more?.garbage ?? [] }
+            set { uniqueMore().garbage = newValue }
+        }
+        @inlinable var cancels: [any CancellationToken] {
+            get { more?.cancels ?? [] }
+            set { uniqueMore().cancels = newValue }
+        }
+        @inlinable var failedCommits: [PendingLoad<Void>] {
+            get { more?.failedCommits ?? [] }
+            set { uniqueMore().failedCommits = newValue }
+        }
+        @inlinable var debounce: [DebounceStart] {
+            get { more?.debounce ?? [] }
+            set { uniqueMore().debounce = newValue }
+        }
+        @inlinable var released: [SaveTicket] {
+            get { more?.released ?? [] }
+            set { uniqueMore().released = newValue }
+        }
     }
 
     /// What a key shows, captured under the lock and computed outside it (the pending changes run then). It holds

@@ -373,6 +373,29 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return nextStep(for: key, now: now)
     }
 
+    /// A write of `key` applied at once when its turn is free. When the caller issues the key's level operations
+    /// (``Effects/issueLevels``) and the write's save is the only one, it is returned taken: the caller issues it,
+    /// then the rest through ``takeLevelOps(of:)``, and the key keeps its operations' storage for its next write.
+    /// `nil`, having changed nothing, while the key's changes run: the write then waits its turn through
+    /// ``submit(_:for:now:)``. The same as submitting it, without building a job and a step.
+    @inlinable
+    mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key) -> (effects: Effects, save: LevelOp?)? {
+        let entry = ensureEntry(key)
+        guard !entry.isChanging, entry.queue.isEmpty else { return nil }
+        entry.staleMark = 0  // what the app writes is the latest it knows
+        // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
+        var change: Change?
+        if !entry.fetches.isEmpty { change = { _ in stored.value } }
+        let effects = confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
+        var save: LevelOp?
+        if effects.issueLevels, entry.levelOps.count == 1, !entry.hasStaleSaves {
+            save = entry.levelOps[0]
+            entry.levelOps.removeAll(keepingCapacity: true)
+        }
+        release(key)
+        return (effects, save)
+    }
+
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
     /// caller stops running it).
     @inlinable

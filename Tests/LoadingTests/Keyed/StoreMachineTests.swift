@@ -339,6 +339,55 @@ final class StoreMachineTests: XCTestCase {
             "without a maximum age, every observed value")
     }
 
+    // MARK: A write applied at once
+
+    func test_aWriteOfAKeyWhoseTurnIsFree_isAppliedAtOnce_withItsSaveTakenForTheWriter() throws {
+        var machine = makeMachine()
+
+        let (effects, save) = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a"))
+
+        XCTAssertEqual(effects.publish.map(\.confirmed?.value), ["1"])
+        XCTAssertTrue(effects.issueLevels)
+        guard case .save(let value, let levels, _, _, _) = save else { return XCTFail("expected the save") }
+        XCTAssertEqual(value, "1")
+        XCTAssertEqual(levels, 0..<2)
+        XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue: the writer's issuing ends")
+        XCTAssertEqual(machine.count, 0, "and the key, in use by nothing, is dropped")
+    }
+
+    func test_aWriteWhileTheKeysChangesRun_changesNothing_soItCanWaitItsTurn() throws {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+
+        XCTAssertNil(machine.writeAtOnce(stored("2"), for: "a"))
+
+        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "1")
+        XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued)
+    }
+
+    func test_aWriteWhileAnotherCallerIssuesTheKeysOperations_leavesThemToThatCaller() throws {
+        var machine = makeMachine()
+        let (first, _) = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a"))
+        XCTAssertTrue(first.issueLevels)
+
+        let (second, save) = try XCTUnwrap(machine.writeAtOnce(stored("2"), for: "a"))
+
+        XCTAssertFalse(second.issueLevels)
+        XCTAssertNil(save)
+        XCTAssertEqual(machine.takeLevelOps(of: "a")?.ops.count, 1, "the first writer issues the second save next")
+    }
+
+    func test_aWriteDuringAFetch_isAppliedToWhatTheFetchBrings() throws {
+        var machine = makeMachine()
+        let fetch = machine.beginFetch("a", joining: true) { _ in }
+        _ = try XCTUnwrap(machine.writeAtOnce(stored("written"), for: "a"))
+
+        _ = machine.submit(.fetched("fetched", fetch: fetch.fetch), for: "a", now: now)
+
+        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "written", "the write came after the fetch began")
+    }
+
     // MARK: Helpers
 
     private func makeMachine() -> Machine {
