@@ -512,7 +512,8 @@ extension StoreMachine {
             }
         }
 
-        /// ``more``, made and not shared with another copy of these effects, to change.
+        /// ``more``, made and not shared with another copy of these effects, to change. The lists below are changed
+        /// in place there (an append in a loop, as a clear makes, copies nothing).
         @inlinable
         mutating func uniqueMore() -> More {
             if more == nil {
@@ -525,31 +526,31 @@ extension StoreMachine {
 
         @inlinable var fetchReplies: [FetchReply] {
             get { more?.fetchReplies ?? [] }
-            set { uniqueMore().fetchReplies = newValue }
+            _modify { yield &uniqueMore().fetchReplies }
         }
         @inlinable var hitReplies: [HitReplyDelivery] {
             get { more?.hitReplies ?? [] }
-            set { uniqueMore().hitReplies = newValue }
+            _modify { yield &uniqueMore().hitReplies }
         }
         @inlinable var garbage: [Any] {
             get { more?.garbage ?? [] }
-            set { uniqueMore().garbage = newValue }
+            _modify { yield &uniqueMore().garbage }
         }
         @inlinable var cancels: [any CancellationToken] {
             get { more?.cancels ?? [] }
-            set { uniqueMore().cancels = newValue }
+            _modify { yield &uniqueMore().cancels }
         }
         @inlinable var failedCommits: [PendingLoad<Void>] {
             get { more?.failedCommits ?? [] }
-            set { uniqueMore().failedCommits = newValue }
+            _modify { yield &uniqueMore().failedCommits }
         }
         @inlinable var debounce: [DebounceStart] {
             get { more?.debounce ?? [] }
-            set { uniqueMore().debounce = newValue }
+            _modify { yield &uniqueMore().debounce }
         }
         @inlinable var released: [SaveTicket] {
             get { more?.released ?? [] }
-            set { uniqueMore().released = newValue }
+            _modify { yield &uniqueMore().released }
         }
     }
 
