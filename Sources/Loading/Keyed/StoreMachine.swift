@@ -382,11 +382,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key) -> (effects: Effects, save: LevelOp?)? {
         let entry = ensureEntry(key)
         guard !entry.isChanging, entry.queue.isEmpty else { return nil }
-        entry.staleMark = 0  // what the app writes is the latest it knows
-        // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
-        var change: Change?
-        if !entry.fetches.isEmpty { change = { _ in stored.value } }
-        let effects = confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
+        let effects = confirmWrite(stored, for: key)
         var save: LevelOp?
         if effects.issueLevels, entry.levelOps.count == 1, !entry.hasStaleSaves {
             save = entry.levelOps[0]
@@ -727,9 +723,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let entry = entry(key)!
         switch job {
         case .write(let stored):
-            entry.staleMark = 0  // what the app writes is the latest it knows
-            return confirm(
-                stored, for: key, logging: { _ in stored.value }, levels: levelNames.indices, debounces: true)
+            return confirmWrite(stored, for: key)
         case .update(let change, let reply):
             guard entry.confirmed != nil || value != nil else {
                 log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
@@ -757,6 +751,17 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case .flush(let ticket):
             return flushDebounced(of: key, ticket: ticket)
         }
+    }
+
+    /// Confirms a value the app wrote, for every level (a debounced one gets it with its burst).
+    @inlinable
+    mutating func confirmWrite(_ stored: StoredValue<Value>, for key: Key) -> Effects {
+        let entry = entry(key)!
+        entry.staleMark = 0  // what the app writes is the latest it knows
+        // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
+        var change: Change?
+        if !entry.fetches.isEmpty { change = { _ in stored.value } }
+        return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
     }
 
     @inlinable
