@@ -19,30 +19,7 @@ public enum StoreOrigin: Sendable, Equatable {
 public struct StoreResponse<Value: Sendable>: Sendable {
     // One immutable reference: a response is sent to every observer of its key and through each operator they
     // chain, and a copy is then one retain, even where the store's generic code copies it at run time.
-    @usableFromInline let storage: Storage
-
-    @usableFromInline
-    final class Storage: Sendable {
-        @usableFromInline let value: Value?
-        @usableFromInline let origin: StoreOrigin
-        @usableFromInline let savedAt: Date?
-        @usableFromInline let hasPendingChanges: Bool
-        @usableFromInline let error: (any Error)?
-        @usableFromInline let version: Int
-
-        @inlinable
-        init(
-            value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?,
-            version: Int
-        ) {
-            self.value = value
-            self.origin = origin
-            self.savedAt = savedAt
-            self.hasPendingChanges = hasPendingChanges
-            self.error = error
-            self.version = version
-        }
-    }
+    @usableFromInline let storage: StoreResponseStorage<Value?>
 
     /// The shown value: the confirmed value with the pending changes applied; `nil` when there is none.
     @inlinable
@@ -52,7 +29,7 @@ public struct StoreResponse<Value: Sendable>: Sendable {
     public var origin: StoreOrigin { storage.origin }
     /// When the confirmed value was saved (for a cache hit, when the level saved it).
     @inlinable
-    public var savedAt: Date? { storage.savedAt }
+    public var savedAt: Date? { storage.savedAtSeconds.map(Date.init(timeIntervalSinceReferenceDate:)) }
     /// Whether optimistic changes are still waiting for their commit.
     @inlinable
     public var hasPendingChanges: Bool { storage.hasPendingChanges }
@@ -66,14 +43,41 @@ public struct StoreResponse<Value: Sendable>: Sendable {
     init(
         value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?, version: Int
     ) {
-        storage = Storage(
-            value: value, origin: origin, savedAt: savedAt, hasPendingChanges: hasPendingChanges, error: error,
-            version: version)
+        storage = StoreResponseStorage(
+            value: value, origin: origin, savedAtSeconds: savedAt?.timeIntervalSinceReferenceDate,
+            hasPendingChanges: hasPendingChanges, error: error, version: version)
     }
 
     /// How old the confirmed value is at `date`.
     public func age(at date: Date = Date()) -> Duration? {
         savedAt.map { .seconds(date.timeIntervalSince($0)) }
+    }
+}
+
+/// What a ``StoreResponse`` holds. It is generic over the optional value itself (`Value?`), not over `Value`: its
+/// deinitializer then destroys `value` with the type its own metadata names, where a `Value?` field would make every
+/// release look up the metadata of `Optional<Value>` at run time. The saved date is kept as seconds for the same
+/// reason (`Date` comes from a resilient module).
+@usableFromInline
+final class StoreResponseStorage<OptionalValue: Sendable>: Sendable {
+    @usableFromInline let value: OptionalValue
+    @usableFromInline let origin: StoreOrigin
+    @usableFromInline let savedAtSeconds: Double?
+    @usableFromInline let hasPendingChanges: Bool
+    @usableFromInline let error: (any Error)?
+    @usableFromInline let version: Int
+
+    @inlinable
+    init(
+        value: OptionalValue, origin: StoreOrigin, savedAtSeconds: Double?, hasPendingChanges: Bool,
+        error: (any Error)?, version: Int
+    ) {
+        self.value = value
+        self.origin = origin
+        self.savedAtSeconds = savedAtSeconds
+        self.hasPendingChanges = hasPendingChanges
+        self.error = error
+        self.version = version
     }
 }
 
