@@ -82,17 +82,19 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     public func insert(_ value: Value, for key: Key) {
         let valueCost = max(cost(value), 0)
         let stored = CachedValue(value, savedAt: now())
-        let evicted = state.withLock { table -> [CachedValue<Value>] in
+        // The value replaced needs no array: one is made only when the limits evict others.
+        let (replaced, evicted) = state.withLock { table -> (CachedValue<Value>?, [CachedValue<Value>]) in
+            guard valueCost <= costLimit, countLimit > 0 else { return (table.remove(key), []) }
+            let replaced = table.insertFirst(key, stored, cost: valueCost)
             var evicted: [CachedValue<Value>] = []
-            if let replaced = table.remove(key) { evicted.append(replaced) }
-            guard valueCost <= costLimit, countLimit > 0 else { return evicted }
-            table.insertFirst(key, stored, cost: valueCost)
             while table.count > countLimit || table.totalCost > costLimit, let oldest = table.removeLast() {
                 evicted.append(oldest)
             }
-            return evicted
+            return (replaced, evicted)
         }
-        withExtendedLifetime(evicted) {}  // released after unlocking
+        // Released after unlocking.
+        withExtendedLifetime(replaced) {}
+        withExtendedLifetime(evicted) {}
     }
 
     /// Removes the value for `key`.
@@ -172,8 +174,17 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return slots[slot].stored
     }
 
+    /// Stores `stored` for `key` as the most recently used entry, in the key's slot when it has one; returns the
+    /// value it replaced.
     @inlinable
-    mutating func insertFirst(_ key: Key, _ stored: CachedValue<Value>, cost: Int) {
+    mutating func insertFirst(_ key: Key, _ stored: CachedValue<Value>, cost: Int) -> CachedValue<Value>? {
+        if let slot = index[key] {
+            unlink(slot)
+            totalCost += cost - slots[slot].cost
+            slots[slot].cost = cost
+            linkFirst(slot)
+            return exchange(&slots[slot].stored, with: stored)
+        }
         let entry = Slot(key: key, stored: stored, cost: cost, newer: -1, older: -1)
         let slot: Int
         if let reused = free.popLast() {
@@ -186,6 +197,7 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         index[key] = slot
         totalCost += cost
         linkFirst(slot)
+        return nil
     }
 
     /// Removes `key`'s entry and returns it.

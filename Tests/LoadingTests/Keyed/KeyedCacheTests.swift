@@ -46,6 +46,27 @@ final class MemoryCacheTests: XCTestCase {
         XCTAssertEqual(cache.count, 1)
     }
 
+    func test_replacingAValueWithACostlierOne_evictsTheOthers_andKeepsTheNewValue() {
+        let cache = MemoryCache<String, [Int]>(costLimit: 10, cost: { $0.count })
+        cache.insert([1, 2, 3], for: "a")
+        cache.insert([4, 5, 6], for: "b")
+        cache.insert(Array(repeating: 7, count: 9), for: "a")
+
+        XCTAssertEqual(try? cache.cachedValue(for: "a").get().value, Array(repeating: 7, count: 9))
+        XCTAssertEqual(cache.cachedValue(for: "b").failure, .absent, "evicted to make room")
+        XCTAssertEqual(cache.totalCost, 9)
+        XCTAssertEqual(cache.count, 1)
+    }
+
+    func test_aReplacedValue_isReleasedAfterUnlocking_soItsDeinitializerMayUseTheCache() {
+        let cache = MemoryCache<String, CallingBack>()
+        let seen = Locked<Int?>(nil)
+        cache.insert(CallingBack { seen.withLock { $0 = try? cache.cachedValue(for: "a").get().value.id } }, for: "a")
+        cache.insert(CallingBack(id: 2) {}, for: "a")  // a deadlock if the first value were released under the lock
+
+        XCTAssertEqual(seen.withLock { $0 }, 2, "the replaced value's deinitializer read the new one")
+    }
+
     func test_evictionOrder_overManyOperations_matchesAReferenceModel() {
         var generator = SystemRandomNumberGenerator()
         let cache = MemoryCache<Int, Int>(countLimit: 8)
@@ -255,4 +276,17 @@ extension Result {
         if case .failure(let error) = self { return error }
         return nil
     }
+}
+
+/// A value whose deinitializer runs `onDeinit`.
+private final class CallingBack: Sendable {
+    let id: Int
+    let onDeinit: @Sendable () -> Void
+
+    init(id: Int = 1, onDeinit: @escaping @Sendable () -> Void) {
+        self.id = id
+        self.onDeinit = onDeinit
+    }
+
+    deinit { onDeinit() }
 }
