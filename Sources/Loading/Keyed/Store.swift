@@ -41,6 +41,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let fetcher: LoaderFamily<Key, Value>
     @usableFromInline let now: @Sendable () -> Date
     @usableFromInline let onWriteFailure: @Sendable (any Error) -> Void
+    /// Tells `onWriteFailure` of a failed level operation: made once, as each level write needs it.
+    @usableFromInline let reportFailure: @Sendable (Result<Void, any Error>) -> Void
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
     @usableFromInline let maxAgeSeconds: Double?
     @usableFromInline let network: NetworkMode
@@ -77,6 +79,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.network = network
         self.now = now
         self.onWriteFailure = onWriteFailure
+        reportFailure = { result in
+            if case .failure(let error) = result { onWriteFailure(error) }
+        }
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 0)
         state = Locked(Machine(levelNames: levels.map(\.name), debouncedLevels: debounced, keptValues: kept))
@@ -705,13 +710,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         progress.withLock { $0.completions = completions }
         finish()
         for key in held { issueLevelOps(of: key) }
-    }
-
-    @inlinable
-    var reportFailure: @Sendable (Result<Void, any Error>) -> Void {
-        { [onWriteFailure] result in
-            if case .failure(let error) = result { onWriteFailure(error) }
-        }
     }
 
     /// Reports a level write's failure, then releases the hold the write had on `ticket`.
