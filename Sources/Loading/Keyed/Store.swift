@@ -591,7 +591,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             for token in more.cancels { token.cancel() }
             for commit in more.failedCommits { commit.completeCancellingStep(.failure(StoreError.cleared)) }
         }
-        for snapshot in effects.publish { publish(snapshot) }
+        for index in effects.publish.indices { publish(effects.publish[index]) }  // borrowed, not copied
         if let key, let more {
             for write in more.debounce { debounce(write.value, for: key, level: write.level, id: write.id) }
         }
@@ -607,7 +607,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// threads may arrive out of order). The shown value is computed here, outside the lock: it runs the pending
     /// changes.
     @inlinable
-    func publish(_ snapshot: Snapshot) {
+    func publish(_ snapshot: borrowing Snapshot) {
         guard let subject = snapshot.subject else { return }
         let response = snapshot.response
         subject.update { current in

@@ -385,8 +385,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let effects = confirmWrite(stored, for: key)
         var save: LevelOp?
         if effects.issueLevels, entry.levelOps.count == 1, !entry.hasStaleSaves {
-            save = entry.levelOps[0]
-            entry.levelOps.removeAll(keepingCapacity: true)
+            save = entry.levelOps.removeLast()  // moved out, and the storage is kept
         }
         release(key)
         return (effects, save)
