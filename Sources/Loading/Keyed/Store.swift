@@ -591,7 +591,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             for token in more.cancels { token.cancel() }
             for commit in more.failedCommits { commit.completeCancellingStep(.failure(StoreError.cleared)) }
         }
-        for index in effects.publish.indices { publish(effects.publish[index]) }  // borrowed, not copied
+        // Borrowed, not copied.
+        if effects.published != nil { publish(effects.published!) }
+        for index in effects.publishedLater.indices { publish(effects.publishedLater[index]) }
         if let key, let more {
             for write in more.debounce { debounce(write.value, for: key, level: write.level, id: write.id) }
         }

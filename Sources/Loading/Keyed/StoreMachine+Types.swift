@@ -457,10 +457,10 @@ extension StoreMachine {
     struct Effects {
         @inlinable
         init(
-            publish: [Snapshot] = [], fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
+            publish: Snapshot? = nil, fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
             garbage: [Any] = [], released: [SaveTicket] = []
         ) {
-            self.publish = publish
+            published = publish
             if !fetchReplies.isEmpty || !hitReplies.isEmpty || !garbage.isEmpty || !released.isEmpty {
                 more = More()
                 more!.fetchReplies = fetchReplies
@@ -470,7 +470,10 @@ extension StoreMachine {
             }
         }
 
-        @usableFromInline var publish: [Snapshot] = []
+        /// The first snapshot to publish, and the others after it, in order. Most effects publish one: it needs no
+        /// array.
+        @usableFromInline var published: Snapshot?
+        @usableFromInline var publishedLater: [Snapshot] = []
         /// The confirmed value a change replaced, released after unlocking.
         @usableFromInline var replaced: StoredValue<Value>?
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
@@ -511,6 +514,19 @@ extension StoreMachine {
                 return copy
             }
         }
+
+        /// Adds `snapshot` to publish, after the others.
+        @inlinable
+        mutating func publish(_ snapshot: consuming Snapshot) {
+            if published == nil { published = snapshot } else { publishedLater.append(snapshot) }
+        }
+
+        /// The snapshot published last (effects that publish).
+        @inlinable
+        var lastPublished: Snapshot { publishedLater.last ?? published! }
+
+        /// Every snapshot to publish, in order.
+        var allPublished: [Snapshot] { (published.map { [$0] } ?? []) + publishedLater }
 
         /// ``more``, made and not shared with another copy of these effects, to change. The lists below are changed
         /// in place there (an append in a loop, as a clear makes, copies nothing).
@@ -558,7 +574,6 @@ extension StoreMachine {
     /// the pending changes as the entry does (a copy of their array is a retain, whatever their number).
     @usableFromInline
     struct Snapshot: Sendable {
-        @usableFromInline let key: Key
         @usableFromInline let version: Int
         @usableFromInline let confirmed: StoredValue<Value>?
         @usableFromInline let pending: [Mutation]
@@ -569,8 +584,7 @@ extension StoreMachine {
         @usableFromInline let isStale: Bool
 
         @inlinable
-        init(key: Key, entry: Entry, version: Int, error: (any Error)? = nil) {
-            self.key = key
+        init(entry: Entry, version: Int, error: (any Error)? = nil) {
             self.version = version
             confirmed = entry.confirmed
             pending = entry.pending

@@ -143,7 +143,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (snapshot: Snapshot, fresh: Bool)? {
         guard let entry = peek(key), entry.confirmed != nil else { return nil }
-        return (Snapshot(key: key, entry: entry, version: entry.version), isFresh(entry, under: policy, now: now))
+        return (Snapshot(entry: entry, version: entry.version), isFresh(entry, under: policy, now: now))
     }
 
     /// The response for `key` when `policy` takes the store's value as it is, with no fetch, and no optimistic
@@ -187,7 +187,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func shown(_ key: Key) -> Snapshot? {
         guard let entry = peek(key), entry.showsSomething else { return nil }
-        return Snapshot(key: key, entry: entry, version: entry.version)
+        return Snapshot(entry: entry, version: entry.version)
     }
 
     /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).
@@ -195,7 +195,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
         guard let entry = entry(key), entry.showsSomething else { return nil }
         entry.version = next()
-        return Snapshot(key: key, entry: entry, version: entry.version, error: error)
+        return Snapshot(entry: entry, version: entry.version, error: error)
     }
 
     // MARK: Observers
@@ -465,7 +465,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard let hit else { return Effects() }
         let origin = StoreOrigin.cache(levelNames[level])
         entry.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
-        return Effects(publish: [publish(key)])
+        return Effects(publish: publish(key))
     }
 
     // MARK: Optimistic changes
@@ -508,7 +508,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         effects.cancels = entry.debounced.values.map(\.timer)
         entry.debounced = [:]
         entry.levelOps.append(.remove(ticket: nil))
-        effects.publish = [publish(key)]
+        effects.publish(publish(key))
         effects.issueLevels = startIssuing(key)
         return effects
     }
@@ -538,7 +538,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.hasStaleSaves = false
             entry.debounced = [:]
             entry.keptStamp = nil
-            if shownBefore || entry.observers > 0 { effects.publish.append(publish(key)) }
+            if shownBefore || entry.observers > 0 { effects.publish(publish(key)) }
             release(key)
         }
         kept = []
@@ -736,7 +736,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             }
             let saved = SaveTicket()
             let effects = confirm(stored, for: key, logging: change, levels: levelNames.indices, ticket: saved)
-            let shown = effects.publish[effects.publish.count - 1]
+            let shown = effects.lastPublished
             saved.whenSaved(.replies([FetchReply(completion: reply, result: .success(shown))]))
             return effects
         case .fetched(_, let id):
@@ -791,7 +791,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // The callers are answered once the value is saved to the levels.
         let saved = SaveTicket()
         let effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved)
-        let shown = effects.publish[effects.publish.count - 1]
+        let shown = effects.lastPublished
         saved.whenSaved(.replies(fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) }))
         return effects
     }
@@ -811,7 +811,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // Invalidated, or read while an invalidation happened (its records may not have been judged): stale.
         entry.staleMark = stale || stamp.invalidations != invalidationCount ? next() : 0
         var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error)
-        effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.publish[effects.publish.count - 1])]
+        effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
         return effects
     }
 
@@ -827,7 +827,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let mutation = entry.pending.remove(at: index)
         guard accepted else {
-            return Effects(publish: [publish(key)], garbage: [mutation], released: ticket.map { [$0] } ?? [])
+            return Effects(publish: publish(key), garbage: [mutation], released: ticket.map { [$0] } ?? [])
         }
         let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
         entry.staleMark = 0
@@ -904,7 +904,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.debounced = [:]
             entry.levelOps.append(.remove(ticket: ticket))
         }
-        effects.publish.append(publish(key, error: error))
+        effects.publish(publish(key, error: error))
         effects.issueLevels = startIssuing(key)
         return effects
     }
@@ -935,14 +935,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func publish(_ key: Key, error: (any Error)? = nil) -> Snapshot {
         let entry = entry(key)!
         entry.version = next()
-        return Snapshot(key: key, entry: entry, version: entry.version, error: error)
+        return Snapshot(entry: entry, version: entry.version, error: error)
     }
 
     /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
     @inlinable
     func shownNow(_ key: Key) -> Snapshot {
         let entry = peek(key)!
-        return Snapshot(key: key, entry: entry, version: entry.version)
+        return Snapshot(entry: entry, version: entry.version)
     }
 
     /// Drops `key`'s entry when nothing needs it any more, unless its value is among the last `keptValues` to

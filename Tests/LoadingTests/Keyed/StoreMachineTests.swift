@@ -19,7 +19,7 @@ final class StoreMachineTests: XCTestCase {
 
         XCTAssertEqual(
             effects.hitReplies.map { $0.snapshot.confirmed?.value }, [nil], "the pre-logout value is not shown")
-        XCTAssertTrue(effects.publish.isEmpty)
+        XCTAssertTrue(effects.allPublished.isEmpty)
         XCTAssertNil(machine.shown("a"))
     }
 
@@ -42,7 +42,7 @@ final class StoreMachineTests: XCTestCase {
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
 
         XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed?.value }, ["new"])
-        XCTAssertTrue(effects.publish.isEmpty, "nothing newer to show")
+        XCTAssertTrue(effects.allPublished.isEmpty, "nothing newer to show")
     }
 
     func test_aFetchThatEndsAfterAClear_isDiscarded() throws {
@@ -71,7 +71,7 @@ final class StoreMachineTests: XCTestCase {
 
         XCTAssertEqual(machine.shown("a")?.confirmed?.value, "new")
         XCTAssertEqual(try effects.fetchReplies.map { try $0.result.get().confirmed?.value }, ["new"])
-        XCTAssertTrue(effects.publish.isEmpty)
+        XCTAssertTrue(effects.allPublished.isEmpty)
         XCTAssertFalse(effects.issueLevels, "the levels are not written with the older value")
     }
 
@@ -346,7 +346,7 @@ final class StoreMachineTests: XCTestCase {
 
         let (effects, save) = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a"))
 
-        XCTAssertEqual(effects.publish.map(\.confirmed?.value), ["1"])
+        XCTAssertEqual(effects.allPublished.map(\.confirmed?.value), ["1"])
         XCTAssertTrue(effects.issueLevels)
         guard case .save(let value, let levels, _, _, _) = save else { return XCTFail("expected the save") }
         XCTAssertEqual(value, "1")
