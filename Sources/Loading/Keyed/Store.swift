@@ -650,12 +650,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Sends one level operation to its levels.
     @inlinable
-    func issue(_ operation: Machine.LevelOp, of key: Key) {
+    func issue(_ operation: consuming Machine.LevelOp, of key: Key) {
         let ticket = operation.ticket
         // One closure per operation; a method reference or an optional chain here would make more.
         let done: @Sendable (Result<Void, any Error>) -> Void =
             if let ticket { savedReport(ticket) } else { reportFailure }
-        switch operation {
+        switch consume operation {  // its payload moved out, not copied
         case .save(let value, let targets, let skipsDebounced, _, let stale):
             let landed = stale ? staleWriteLanded(of: key, then: done) : done
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {

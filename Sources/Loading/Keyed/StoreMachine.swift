@@ -872,8 +872,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) -> Effects {
         let entry = entry(key)!
         var effects = Effects()
-        effects.replaced = entry.confirmed
-        entry.confirmed = stored
+        effects.replaced = exchange(&entry.confirmed, with: stored)  // moved out, released after unlocking
         entry.isKnown = true
         entry.confirmedVersion += 1
         if let change { log(change, for: key) }
