@@ -523,7 +523,9 @@ extension StoreMachine {
 
         /// The snapshot published last (effects that publish).
         @inlinable
-        var lastPublished: Snapshot { publishedLater.last ?? published! }
+        var lastPublished: Snapshot {
+            publishedLater.isEmpty ? published! : publishedLater[publishedLater.count - 1]
+        }
 
         /// Every snapshot to publish, in order.
         var allPublished: [Snapshot] { (published.map { [$0] } ?? []) + publishedLater }

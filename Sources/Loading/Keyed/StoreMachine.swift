@@ -419,9 +419,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Gives up `key`'s turn when its queue is empty after a change, before the change's effects are performed:
     /// a read or change asked while they run (a reply's caller reading again) finds the key idle.
     @inlinable
-    mutating func endTurnIfDone(_ effects: Effects, for key: Key) -> Effects {
+    mutating func endTurnIfDone(_ effects: consuming Effects, for key: Key) -> Effects {
         guard let entry = entry(key), entry.queue.isEmpty else { return effects }
-        var effects = effects
         entry.isChanging = false
         effects.endsTurn = true
         release(key)
