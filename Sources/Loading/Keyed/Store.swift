@@ -201,7 +201,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     public func write(_ value: Value, for key: Key) {
         let stored = StoredValue(value: value, origin: .local, savedAt: now())
-        guard let (effects, save) = locked({ $0.writeAtOnce(stored, for: key) }) else {
+        var save: Machine.LevelOp?
+        guard let effects = locked({ $0.writeAtOnce(stored, for: key, save: &save) }) else {
             return submit(.write(stored), for: key)
         }
         perform(effects, for: key, issuingFirst: save)

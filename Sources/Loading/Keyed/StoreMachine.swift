@@ -374,21 +374,21 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// A write of `key` applied at once when its turn is free. When the caller issues the key's level operations
-    /// (``Effects/issueLevels``) and the write's save is the only one, it is returned taken: the caller issues it,
-    /// then the rest through ``takeLevelOps(of:)``, and the key keeps its operations' storage for its next write.
-    /// `nil`, having changed nothing, while the key's changes run: the write then waits its turn through
-    /// ``submit(_:for:now:)``. The same as submitting it, without building a job and a step.
+    /// (``Effects/issueLevels``) and the write's save is the only one, it is handed out taken in `save`: the caller
+    /// issues it, then the rest through ``takeLevelOps(of:)``, and the key keeps its operations' storage for its
+    /// next write. `nil`, having changed nothing, while the key's changes run: the write then waits its turn through
+    /// ``submit(_:for:now:)``. The same as submitting it, without building a job and a step. (The save is not
+    /// returned beside the effects: an optional pair this large is destroyed through generic value witnesses.)
     @inlinable
-    mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key) -> (effects: Effects, save: LevelOp?)? {
+    mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key, save: inout LevelOp?) -> Effects? {
         let entry = ensureEntry(key)
         guard !entry.isChanging, entry.queue.isEmpty else { return nil }
         let effects = confirmWrite(stored, for: key)
-        var save: LevelOp?
         if effects.issueLevels, entry.levelOps.count == 1, !entry.hasStaleSaves {
             save = entry.levelOps.removeLast()  // moved out, and the storage is kept
         }
         release(key)
-        return (effects, save)
+        return effects
     }
 
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the

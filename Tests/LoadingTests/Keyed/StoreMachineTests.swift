@@ -344,7 +344,8 @@ final class StoreMachineTests: XCTestCase {
     func test_aWriteOfAKeyWhoseTurnIsFree_isAppliedAtOnce_withItsSaveTakenForTheWriter() throws {
         var machine = makeMachine()
 
-        let (effects, save) = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a"))
+        var save: Machine.LevelOp?
+        let effects = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a", save: &save))
 
         XCTAssertEqual(effects.allPublished.map(\.confirmed?.value), ["1"])
         XCTAssertTrue(effects.issueLevels)
@@ -360,7 +361,9 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.submit(.write(stored("1")), for: "a", now: now)
         _ = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
 
-        XCTAssertNil(machine.writeAtOnce(stored("2"), for: "a"))
+        var save: Machine.LevelOp?
+        XCTAssertNil(machine.writeAtOnce(stored("2"), for: "a", save: &save))
+        XCTAssertNil(save)
 
         XCTAssertEqual(machine.shown("a")?.confirmed?.value, "1")
         XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued)
@@ -368,10 +371,12 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aWriteWhileAnotherCallerIssuesTheKeysOperations_leavesThemToThatCaller() throws {
         var machine = makeMachine()
-        let (first, _) = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a"))
+        var firstSave: Machine.LevelOp?
+        let first = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a", save: &firstSave))
         XCTAssertTrue(first.issueLevels)
 
-        let (second, save) = try XCTUnwrap(machine.writeAtOnce(stored("2"), for: "a"))
+        var save: Machine.LevelOp?
+        let second = try XCTUnwrap(machine.writeAtOnce(stored("2"), for: "a", save: &save))
 
         XCTAssertFalse(second.issueLevels)
         XCTAssertNil(save)
@@ -381,7 +386,8 @@ final class StoreMachineTests: XCTestCase {
     func test_aWriteDuringAFetch_isAppliedToWhatTheFetchBrings() throws {
         var machine = makeMachine()
         let fetch = machine.beginFetch("a", joining: true) { _ in }
-        _ = try XCTUnwrap(machine.writeAtOnce(stored("written"), for: "a"))
+        var save: Machine.LevelOp?
+        _ = try XCTUnwrap(machine.writeAtOnce(stored("written"), for: "a", save: &save))
 
         _ = machine.submit(.fetched("fetched", fetch: fetch.fetch), for: "a", now: now)
 
