@@ -74,6 +74,9 @@ public enum CacheMiss: Error, Equatable, CustomStringConvertible {
     /// A value saved at `savedAt` is stored, but it is no longer fresh (it was removed).
     case expired(savedAt: Date)
 
+    /// ``absent`` as an `any Error`, boxed once: a miss reported as a `Result<_, any Error>` allocates nothing.
+    @usableFromInline static let absentError: any Error = CacheMiss.absent
+
     public var description: String {
         switch self {
         case .absent: "The cache holds no value for this key."

@@ -112,7 +112,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
 
     @inlinable
     public func value(for key: Key, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void) {
-        completion(cachedValue(for: key).mapError { $0 })
+        switch cachedValue(for: key) {
+        case .success(let cached): completion(.success(cached))
+        case .failure(.absent): completion(.failure(CacheMiss.absentError))
+        case .failure(let miss): completion(.failure(miss))
+        }
     }
 
     @inlinable
