@@ -3,7 +3,7 @@ import Foundation
 import Loading
 
 /// 17. The store's cold and warm paths: the first read of a key (a miss in the memory level, then a fetch), a write
-/// to an observed key, and a hit, against a locked `Dictionary` read through (or looked up).
+/// to an observed key, a hit, and a clear of kept keys, against a locked `Dictionary` read through (or looked up).
 func storePathsScenario(operations: Int) -> Scenario {
     // Every variant adds `index % 100` per operation, through the same opaque sink.
     let sum = Tally()
@@ -64,10 +64,23 @@ func storePathsScenario(operations: Int) -> Scenario {
         for index in 0..<count { _ = store.read(index % 100).load(completion: deliver) }
         return checksum()
     }
+    // What a clear costs per key it drops, with its write. A clear that grew quadratically with the keys it holds
+    // (each dropped key appending to a list copied whole) shows here as a count per key that grows with the keys.
+    let clear = Variant(name: "Store.write of a kept key, then clear") { count in
+        let store = Store<Int, Int>(levels: [], fetch: fetch)
+        for key in 0..<count {
+            store.write(source(key), for: key)
+            add(key % 100)
+        }
+        precondition(store.count == count, "a store without levels keeps every value")
+        store.clear()
+        precondition(store.count == 0, "a clear drops every key")
+        return checksum()
+    }
     return Scenario(
         title: "17. Store paths: first read, observed write, hit",
         unit: "operations", operations: operations, reference: "locked Dictionary lookup",
-        variants: [lookup, readThrough, firstRead, write, hit],
+        variants: [lookup, readThrough, firstRead, write, hit, clear],
         targets: [
             .instructions(
                 "Store.read, first read of a key", atMost: 10, of: "read-through into a locked Dictionary",
