@@ -84,7 +84,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 0)
-        state = Locked(Machine(levelNames: levels.map(\.name), debouncedLevels: debounced, keptValues: kept))
+        state = Locked(Machine(levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept))
     }
 
     /// Runs `body` on the machine under the store's lock, and releases what the machine let go of (a dropped
@@ -188,7 +188,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         AnyLoader { [self] completion in
             let pending = PendingLoad(completion)
             pending.startStep {
-                fetch(key, joining: false) { result in pending.complete(result.map(\.response)) }
+                fetch(key, joining: false) { result in pending.complete(result.map { $0.response }) }
             }
             return pending
         }
@@ -227,7 +227,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         _ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?,
         completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
     ) {
-        submit(.update(transform, reply: { completion($0.map(\.response)) }), for: key)
+        submit(.update(transform, reply: { completion($0.map { $0.response }) }), for: key)
     }
 
     /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm

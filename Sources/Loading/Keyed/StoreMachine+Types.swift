@@ -349,7 +349,7 @@ extension StoreMachine {
                 return entry.pending.first { $0.id == id }.map { [$0.change] }
             case .fetched(_, let id):
                 guard let start = entry.fetches.first(where: { $0.id == id })?.logStart else { return nil }
-                let changes = entry.log.filter { $0.sequence > start }.map(\.change)
+                let changes = entry.log.filter { $0.sequence > start }.map { $0.change }
                 return changes.isEmpty ? nil : changes
             case .write, .hit, .settle, .load, .flush:
                 return nil

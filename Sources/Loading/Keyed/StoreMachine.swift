@@ -287,7 +287,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         // A fetch may get what an upstream load that started earlier brings (a family that coalesces), so it counts
         // from the oldest fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
-        let logStart = min(entry.fetches.map(\.logStart).min() ?? .max, entry.logSequence)
+        let logStart = min(entry.fetches.map { $0.logStart }.min() ?? .max, entry.logSequence)
         let fetch = Fetch(
             id: next(), generation: entry.generation, logStart: logStart,
             callers: [FetchCaller(id: caller, completion: completion)])
@@ -495,16 +495,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func remove(_ key: Key) -> Effects {
         let entry = ensureEntry(key)
         var effects = Effects()
-        let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
+        let (dropped, kept) = entry.queue.partitioned { $0.isDroppedByRemoval }
         effects.garbage = [entry.confirmed as Any, dropped]
-        effects.fetchReplies = dropped.compactMap(\.droppedReply)
+        effects.fetchReplies = dropped.compactMap { $0.droppedReply }
         entry.queue = kept
         entry.generation = next()
         entry.isKnown = true
         entry.confirmed = nil
         entry.staleMark = 0
         entry.confirmedVersion += 1
-        effects.cancels = entry.debounced.values.map(\.timer)
+        effects.cancels = entry.debounced.values.map { $0.timer }
         entry.debounced = [:]
         entry.levelOps.append(.remove(ticket: nil))
         effects.publish(publish(key))
@@ -520,12 +520,12 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var effects = Effects()
         for (key, entry) in entries {
             let shownBefore = entry.showsSomething
-            let (dropped, kept) = entry.queue.partitioned(by: \.isDroppedByRemoval)
+            let (dropped, kept) = entry.queue.partitioned { $0.isDroppedByRemoval }
             effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, entry.pending]
-            effects.fetchReplies += dropped.compactMap(\.droppedReply)
-            effects.released += entry.levelOps.compactMap(\.ticket)  // work waiting for dropped writes goes on
-            effects.failedCommits += entry.pending.compactMap(\.commit)
-            effects.cancels += entry.debounced.values.map(\.timer)
+            effects.fetchReplies += dropped.compactMap { $0.droppedReply }
+            effects.released += entry.levelOps.compactMap { $0.ticket }  // work waiting for dropped writes goes on
+            effects.failedCommits += entry.pending.compactMap { $0.commit }
+            effects.cancels += entry.debounced.values.map { $0.timer }
             entry.generation = next()
             entry.isKnown = true
             entry.confirmed = nil
@@ -898,7 +898,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 effects.debounce.append(DebounceStart(level: level, id: write.id, value: stored.value))
             }
         } else {
-            effects.cancels += entry.debounced.values.map(\.timer)
+            effects.cancels += entry.debounced.values.map { $0.timer }
             entry.debounced = [:]
             entry.levelOps.append(.remove(ticket: ticket))
         }
@@ -921,7 +921,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func trimLog(of key: Key) {
         let entry = entry(key)!
-        guard let oldest = entry.fetches.map(\.logStart).min() else {
+        guard let oldest = entry.fetches.map({ $0.logStart }).min() else {
             entry.log = []
             return
         }

@@ -36,7 +36,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
 
     /// Every item of every page, in order.
     public var items: [Item] {
-        pages.flatMap(\.page.items)
+        pages.flatMap { $0.page.items }
     }
 
     /// The cursor of the page after the last one loaded; `nil` when the last page is loaded.
