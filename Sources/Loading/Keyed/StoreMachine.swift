@@ -861,7 +861,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Replaces `key`'s confirmed value, notes the change for the fetches in flight, decides the level writes and
-    /// publishes the new shown value (the last of `publish`). When `debounces`, the debounced levels are written
+    /// publishes the new shown value (``Effects/lastPublished``). When `debounces`, the debounced levels are written
     /// when their timers fire; otherwise every level at once (a debounced write waiting is dropped: this one is
     /// newer). The writes hold `ticket`, released at once when there are none.
     @inlinable
