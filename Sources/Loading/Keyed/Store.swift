@@ -584,7 +584,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Effects
 
-    /// Performs what the machine decided, after unlocking; what it dropped is released when `effects` goes.
+    /// Performs what the machine decided, after unlocking, issuing `save` first when the machine handed one out
+    /// (see ``StoreMachine/writeAtOnce(_:for:save:)``); what it dropped is released when `effects` goes.
     @inlinable
     func perform(_ effects: Machine.Effects, for key: Key?, issuingFirst save: Machine.LevelOp? = nil) {
         let more = effects.more
@@ -718,8 +719,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Reports a level write's failure, then releases the hold the write had on `ticket`.
     @inlinable
     func savedReport(_ ticket: Machine.SaveTicket) -> @Sendable (Result<Void, any Error>) -> Void {
-        { [onWriteFailure] result in
-            if case .failure(let error) = result { onWriteFailure(error) }
+        { [reportFailure] result in
+            reportFailure(result)
             ticket.release()
         }
     }

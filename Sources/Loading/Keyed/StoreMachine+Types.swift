@@ -527,9 +527,6 @@ extension StoreMachine {
             publishedLater.isEmpty ? published! : publishedLater[publishedLater.count - 1]
         }
 
-        /// Every snapshot to publish, in order.
-        var allPublished: [Snapshot] { (published.map { [$0] } ?? []) + publishedLater }
-
         /// ``more``, made and not shared with another copy of these effects, to change. The lists below are changed
         /// in place there (an append in a loop, as a clear makes, copies nothing).
         @inlinable

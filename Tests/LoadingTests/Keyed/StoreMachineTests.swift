@@ -449,3 +449,8 @@ extension StoreMachine.LevelRead {
         return nil
     }
 }
+
+extension StoreMachine.Effects {
+    /// Every snapshot to publish, in order.
+    fileprivate var allPublished: [StoreMachine.Snapshot] { (published.map { [$0] } ?? []) + publishedLater }
+}
