@@ -163,24 +163,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         })
     }
 
-    /// Runs `policy` for a read that no value shown could answer.
-    @inlinable
-    func startRead(
-        _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>
-    ) -> any CancellationToken {
-        let pending = PendingLoad(completion)
-        let running = run(policy, for: key) {
-            pending.complete(.success($0))
-        } fail: {
-            pending.complete(.failure($0))
-        }
-        // A cancel before the answer stops the policy; once answered, what the policy still does (the fetch of
-        // cacheThenNetwork) goes on.
-        return AnyCancellationToken {
-            if pending.cancelReportingPending() { running.cancel() }
-        }
-    }
-
     /// Fetches `key` anew (never joining a fetch already running), confirms and shows the fresh value, and
     /// delivers it.
     @inlinable
@@ -301,116 +283,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    // MARK: Policies
-
-    /// Runs `policy` for `key`; calls `answer` with the response it produced first (a level's hit, the fetched
-    /// value, or the value shown with the fetch's error attached) and `fail` when it ends with nothing to show.
-    @inlinable
-    func run(
-        _ policy: ReadPolicy,
-        for key: Key,
-        answer: @escaping @Sendable (StoreResponse<Value>) -> Void = { _ in },
-        fail: @escaping @Sendable (any Error) -> Void
-    ) -> any CancellationToken {
-        let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
-        let cached = locked { $0.cached(key, under: policy, now: now) }
-        let step = PendingLoad<Void> { _ in }
-        let read = PolicyRun(key: key, step: step, answer: answer, fail: fail, fallsBack: policy.kind == .networkFirst)
-        switch policy.kind {
-        case .cacheFirst, .cacheOnly:
-            if let cached, cached.fresh {
-                answer(cached.snapshot.response)
-                return step
-            }
-            step.startStep {
-                readLevels(key, acceptedBy: policy, for: read) { [self] hit in
-                    if let hit { return answer(hit) }
-                    if policy.kind == .cacheOnly { return fail(CacheMiss.absent) }
-                    fetchThenReport(read)
-                }
-            }
-        case .cacheThenNetwork:
-            if let cached {
-                answer(cached.snapshot.response)
-                if !cached.fresh { fetchThenReport(read) }
-                return step
-            }
-            step.startStep {
-                // No stamp: the fetch goes on after a hit (its own confirmation must not stand in for the network).
-                readLevels(key, acceptedBy: nil) { [self] hit in
-                    if let hit { answer(hit) }
-                    let fresh = hit != nil && locked { $0.cached(key, under: policy, now: now)?.fresh == true }
-                    if !fresh { fetchThenReport(read) }
-                }
-            }
-        case .networkFirst, .networkOnly:
-            fetchThenReport(read)
-        }
-        return step
-    }
-
-    /// A policy's read in progress: its key, its current step, and where its outcome goes.
-    @usableFromInline
-    struct PolicyRun: Sendable {
-        @usableFromInline let key: Key
-        @usableFromInline let step: PendingLoad<Void>
-        @usableFromInline let answer: @Sendable (StoreResponse<Value>) -> Void
-        @usableFromInline let fail: @Sendable (any Error) -> Void
-        /// Whether a failed fetch falls back to the levels (networkFirst) even when the store shows a value.
-        @usableFromInline let fallsBack: Bool
-        /// The stamp of the read's first level read: what the store knew when the read began.
-        @usableFromInline let since = Locked<Machine.ReadStamp?>(nil)
-
-        @inlinable
-        init(
-            key: Key, step: PendingLoad<Void>, answer: @escaping @Sendable (StoreResponse<Value>) -> Void,
-            fail: @escaping @Sendable (any Error) -> Void, fallsBack: Bool
-        ) {
-            self.key = key
-            self.step = step
-            self.answer = answer
-            self.fail = fail
-            self.fallsBack = fallsBack
-        }
-    }
-
-    /// Fetches (joining a fetch in flight) and answers with what it brought; on a failure, answers with the value
-    /// shown (the store's, else the levels') and the error attached, or fails when there is none.
-    @inlinable
-    func fetchThenReport(_ read: PolicyRun) {
-        read.step.startStep {
-            fetch(read.key, joining: true, since: read.since.withLock { $0 }) { [self] result in
-                switch result {
-                case .success(let snapshot):
-                    read.answer(snapshot.response)
-                case .failure(let error as StoreError) where error == .discarded:
-                    // Dropped on purpose (a removal or a clear came after it started): what is shown is the answer.
-                    read.answer(shownResponse(read.key))
-                case .failure(let error) where !read.fallsBack && locked({ $0.shown(read.key) != nil }):
-                    reportOrFail(error, read)  // the value shown, with the error attached
-                case .failure(let error):
-                    // The value to show with the error: a level's (a hit shown with the error attached), or the
-                    // store's (see reportOrFail).
-                    return read.step.startStep {
-                        readLevels(read.key, acceptedBy: nil, attaching: error) { [self] hit in
-                            if let hit, hit.error != nil { read.answer(hit) } else { reportOrFail(error, read) }
-                            read.step.complete(.success(()))
-                        }
-                    }
-                }
-                read.step.complete(.success(()))
-            }
-        }
-    }
-
-    /// Attaches `error` to the key's shown value and answers with it, or fails the read when nothing is shown.
-    @inlinable
-    func reportOrFail(_ error: any Error, _ read: PolicyRun) {
-        guard let snapshot = locked({ $0.attach(error, to: read.key) }) else { return read.fail(error) }
-        publish(snapshot)
-        read.answer(snapshot.response)
-    }
-
     /// What the key shows now (no value when it shows nothing).
     @inlinable
     func shownResponse(_ key: Key) -> StoreResponse<Value> {
@@ -419,61 +291,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     // MARK: Reading the levels
-
-    /// Reads the levels in order, on the caller's thread (each next one on the thread the previous one completed
-    /// on); the first hit young enough for `policy` (when given) is confirmed, in order with the key's changes.
-    /// `done` receives what the key shows after it (what the store learned meanwhile wins), or `nil` when every
-    /// level missed. While a change of the key runs, its shown value answers and no level is read.
-    @inlinable
-    func readLevels(
-        _ key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)? = nil, for read: PolicyRun? = nil,
-        done: @escaping @Sendable (StoreResponse<Value>?) -> Void
-    ) -> any CancellationToken {
-        let token = AnyCancellationToken()
-        readLevel(0, of: key, acceptedBy: policy, attaching: error, token: token, for: read, done: done)
-        return token
-    }
-
-    @inlinable
-    func readLevel(
-        _ index: Int, of key: Key, acceptedBy policy: ReadPolicy?, attaching error: (any Error)?,
-        token: AnyCancellationToken, for read: PolicyRun? = nil,
-        done: @escaping @Sendable (StoreResponse<Value>?) -> Void
-    ) {
-        guard index < levels.count else { return done(nil) }
-        let (stamp, inStep, rules): (Machine.ReadStamp, Bool, Machine.StaleRules?)
-        switch locked({ $0.beginLevelRead(key, level: index) }) {
-        case .known(let snapshot):
-            let taken = snapshot?.confirmed.map { takes($0.savedAt, stale: snapshot!.isStale, under: policy) }
-            return done(taken == true ? snapshot?.response : nil)
-        case .read(let readStamp, let levelInStep, let staleRules):
-            (stamp, inStep, rules) = (readStamp, levelInStep, staleRules)
-            if index == 0 { read?.since.withLock { $0 = readStamp } }
-        }
-        levels[index].read(key) { [self] result in
-            // A hit from a level behind the store (its write not issued yet) is older than what the store holds.
-            if !token.isCancelled, inStep, case .success(let cached) = result {
-                // The invalidations are judged here, outside the lock: a predicate is the caller's code.
-                let stale = rules?.isStale(key, savedAt: cached.savedAt) ?? false
-                if takes(cached.savedAt, stale: stale, under: policy) {
-                    let reply: Machine.HitReply = { snapshot in
-                        if !token.isCancelled { done(snapshot.response) }
-                    }
-                    let hit = Machine.Job.hit(
-                        cached, level: index, stamp: stamp, stale: stale, error: error, reply: reply)
-                    return submit(hit, for: key)
-                }
-            }
-            let learned = locked { $0.endLevelRead(key, since: stamp) }
-            guard !token.isCancelled else { return }
-            // What the store learned while the level was read (a fetch that answered meanwhile) is the answer.
-            if let learned, learned.confirmed.map({ takes($0.savedAt, stale: learned.isStale, under: policy) }) != false
-            {
-                return done(learned.response)
-            }
-            readLevel(index + 1, of: key, acceptedBy: policy, attaching: error, token: token, for: read, done: done)
-        }
-    }
 
     /// Whether a level read under `policy` takes a value saved at `savedAt`: any value without a policy or for a
     /// cache-only read; otherwise a fresh one (not invalidated, young enough).
@@ -509,27 +326,22 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Fetches `key`, joining the newest fetch in flight when `joining`; the caller that starts the upstream load
     /// starts it on its own thread. The token drops this caller; the last caller out cancels the fetch.
     @inlinable
-    func fetch(
-        _ key: Key, joining: Bool, since stamp: Machine.ReadStamp? = nil,
-        completion: @escaping Machine.FetchCompletion
-    ) -> any CancellationToken {
-        let (id, caller, starts, answered) = locked {
-            $0.beginFetch(key, joining: joining, since: stamp, completion: completion)
-        }
-        if let answered {
-            completion(.success(answered))
-            return FinishedToken()
-        }
-        if starts {
-            let token = fetcher[key].load { [self] result in fetchEnded(id, of: key, with: result) }
-            locked { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
-        }
+    func fetch(_ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion) -> any CancellationToken {
+        let (id, caller, starts, _) = locked { $0.beginFetch(key, joining: joining, completion: completion) }
+        if starts { startUpstream(id, of: key) }
         return AnyCancellationToken { [weak self] in
             guard let self else { return }
             let (garbage, cancel) = locked { $0.leaveFetch(id, caller: caller, of: key) }
             cancel?.cancel()
             withExtendedLifetime(garbage) {}  // the caller's completion, released after unlocking
         }
+    }
+
+    /// Starts fetch `id`'s upstream load, on the caller's thread.
+    @inlinable
+    func startUpstream(_ id: Int, of key: Key) {
+        let token = fetcher[key].load { [self] result in fetchEnded(id, of: key, with: result) }
+        locked { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
     }
 
     @inlinable

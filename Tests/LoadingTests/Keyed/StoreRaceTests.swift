@@ -170,6 +170,39 @@ final class StoreRaceTests: XCTestCase {
         XCTAssertEqual(observed.values.last.map(\.value), .some(nil))
     }
 
+    // MARK: Reads cancelled while a level is read
+
+    func test_aReadCancelledWhileItsLevelIsRead_neverCompletes_confirmsNothing_andFetchesNothing() {
+        let disk = SpyCache(now: Date.init)
+        disk.values["hit"] = "on disk"
+        disk.holdReads = true
+        let network = KeyedLoaderSpy<String, String>()
+        let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { network[$0] })
+        let recorder = LoadRecorder<StoreResponse<String>>()
+
+        recorder.load(store.read("hit")).cancel()
+        recorder.load(store.read("miss")).cancel()
+        XCTAssertEqual(store.count, 2, "each key is in use while its level is read")
+        disk.releaseReads()
+
+        XCTAssertEqual(recorder.count, 0, "a cancelled read never completes")
+        XCTAssertEqual(network.loadCount(for: "miss"), 0, "a read cancelled before its levels missed fetches nothing")
+        XCTAssertEqual(store.count, 0, "the hit was not confirmed, and no key stays in use")
+    }
+
+    func test_aStreamCancelledWhileItsLevelIsRead_isNotToldOfTheMiss() {
+        let disk = SpyCache(now: Date.init)
+        disk.holdReads = true
+        let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
+        let stream = StreamRecorder(store.stream(for: "a", policy: .cacheOnly))
+
+        stream.cancel()
+        disk.releaseReads()
+
+        XCTAssertNil(stream.completion, "the cache-only miss came after the cancel")
+        XCTAssertEqual(store.count, 0)
+    }
+
     // MARK: Coalesced callers cancelled during delivery
 
     func test_aCoalescedCallerCancelledByAnEarlierCallersCompletion_isNotCalled() {

@@ -1,0 +1,262 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension Store {
+    /// Runs `policy` for a read that no value shown could answer; the returned token is the read's.
+    @inlinable
+    func startRead(
+        _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>
+    ) -> any CancellationToken {
+        let read = PolicyRun(store: self, key: key, policy: policy, completion: completion, onFailure: nil)
+        read.start()
+        return read
+    }
+
+    /// Runs `policy` for `key` for a stream, which shows the key's changes itself: `fail` is told when the policy
+    /// ends with nothing to show.
+    @inlinable
+    func run(
+        _ policy: ReadPolicy, for key: Key, fail: @escaping @Sendable (any Error) -> Void
+    ) -> any CancellationToken {
+        let read = PolicyRun(store: self, key: key, policy: policy, completion: nil, onFailure: fail)
+        read.start()
+        return read
+    }
+
+    /// A policy's read in progress: it reads the levels in order, fetches when they have nothing the policy takes,
+    /// and answers its caller with the first response (a level's hit, the fetched value, or the value shown with the
+    /// fetch's error attached). It is also the read's cancellation token.
+    ///
+    /// One object carries the whole read, so that its steps need no closure state of their own. What another
+    /// thread may touch (`completion`, `isCancelled`, `fetch`, `since`) changes only under the store's lock, with
+    /// the machine's work; the fields of the level read in flight are set before that read starts and read by its
+    /// completion, one level after another. That is what makes it safe to send.
+    @usableFromInline
+    final class PolicyRun: CancellationToken, @unchecked Sendable {
+        /// What the levels are read for, and so what their answer means.
+        @usableFromInline
+        enum Purpose {
+            /// A cache-first or cache-only read: the first hit young enough for the policy answers.
+            case cache
+            /// A cache-then-network read with nothing shown: any hit answers, then the fetch runs unless it is fresh.
+            case cacheThenNetwork
+            /// A fetch failed: a level's value is shown with `error` attached, else the store's, else the read fails.
+            case fallback(any Error)
+        }
+
+        @usableFromInline let store: Store
+        @usableFromInline let key: Key
+        @usableFromInline let policy: ReadPolicy
+        /// When the read began (only when the policy judges age).
+        @usableFromInline let began: Date
+        /// A stream's read: told of a failure only, as the stream shows the key's changes.
+        @usableFromInline let onFailure: (@Sendable (any Error) -> Void)?
+        /// A load's completion, until it is answered or cancelled.
+        @usableFromInline @exclusivity(unchecked) var completion: LoadCompletion<StoreResponse<Value>>?
+        @usableFromInline @exclusivity(unchecked) var isCancelled = false
+        /// The fetch the read waits for (the fetch's id, the read's caller id), which a cancel leaves.
+        @usableFromInline @exclusivity(unchecked) var fetch: (id: Int, caller: Int)?
+        /// The stamp of the read's first level read: what the store knew when the read began.
+        @usableFromInline @exclusivity(unchecked) var since: Machine.ReadStamp?
+        // The level read in flight.
+        @usableFromInline @exclusivity(unchecked) var purpose = Purpose.cache
+        @usableFromInline @exclusivity(unchecked) var level = 0
+        @usableFromInline @exclusivity(unchecked) var stamp = Machine.ReadStamp(
+            generation: 0, confirmedVersion: 0, invalidations: 0)
+        @usableFromInline @exclusivity(unchecked) var inStep = false
+        @usableFromInline @exclusivity(unchecked) var rules: Machine.StaleRules?
+
+        @inlinable
+        init(
+            store: Store, key: Key, policy: ReadPolicy, completion: LoadCompletion<StoreResponse<Value>>?,
+            onFailure: (@Sendable (any Error) -> Void)?
+        ) {
+            self.store = store
+            self.key = key
+            self.policy = policy
+            began = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
+            self.completion = completion
+            self.onFailure = onFailure
+        }
+
+        /// Answers from the store's value when the policy takes it, else reads the levels or fetches.
+        @inlinable
+        func start() {
+            let cached = store.locked { $0.cached(key, under: policy, now: began) }
+            switch policy.kind {
+            case .cacheFirst, .cacheOnly:
+                guard let cached, cached.fresh else { return readLevel(0, for: .cache) }
+                answer(cached.snapshot.response)
+            case .cacheThenNetwork:
+                guard let cached else { return readLevel(0, for: .cacheThenNetwork) }
+                answer(cached.snapshot.response)
+                if !cached.fresh { startFetch() }
+            case .networkFirst, .networkOnly:
+                startFetch()
+            }
+        }
+
+        /// Cancels the read while it has not answered; once it has, what it still does (the fetch of a
+        /// cache-then-network read) goes on.
+        @inlinable
+        func cancel() {
+            typealias Left = (garbage: [Any], cancel: (any CancellationToken)?)
+            let (taken, left) = store.locked { machine -> (LoadCompletion<StoreResponse<Value>>?, Left?) in
+                guard !isCancelled, onFailure != nil || self.completion != nil else { return (nil, nil) }
+                isCancelled = true
+                let left = fetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: key) }
+                fetch = nil
+                return (self.completion.take(), left)
+            }
+            left?.cancel?.cancel()
+            withExtendedLifetime((taken, left?.garbage)) {}  // released after unlocking
+        }
+
+        // MARK: Answering
+
+        @inlinable
+        func answer(_ response: StoreResponse<Value>) {
+            guard onFailure == nil else { return }
+            let completion = store.locked { _ in self.completion.take() }
+            completion?(.success(response))
+        }
+
+        @inlinable
+        func fail(_ error: any Error) {
+            if let onFailure {
+                if !store.locked({ _ in isCancelled }) { onFailure(error) }
+                return
+            }
+            let completion = store.locked { _ in self.completion.take() }
+            completion?(.failure(error))
+        }
+
+        /// Attaches `error` to the key's shown value and answers with it, or fails when nothing is shown.
+        @inlinable
+        func reportOrFail(_ error: any Error) {
+            guard let snapshot = store.locked({ $0.attach(error, to: key) }) else { return fail(error) }
+            store.publish(snapshot)
+            answer(snapshot.response)
+        }
+
+        // MARK: Reading the levels
+
+        /// Reads level `index` on the caller's thread (each next one on the thread the previous one completed on),
+        /// unless the store knows better (see ``StoreMachine/beginLevelRead(_:level:)``).
+        @inlinable
+        func readLevel(_ index: Int, for purpose: Purpose) {
+            guard index < store.levels.count else { return levelsDone(nil, for: purpose) }
+            let begun = store.locked { machine -> Machine.LevelRead? in
+                guard !isCancelled else { return nil }
+                let begun = machine.beginLevelRead(key, level: index)
+                guard case .read(let stamp, let inStep, let rules) = begun else { return begun }
+                if index == 0, case .cache = purpose { since = stamp }
+                (self.purpose, level, self.stamp, self.inStep, self.rules) = (purpose, index, stamp, inStep, rules)
+                return begun
+            }
+            switch begun {
+            case nil:
+                return
+            case .known(let snapshot):
+                let taken = snapshot?.confirmed.map { takes($0.savedAt, stale: snapshot!.isStale, for: purpose) }
+                return levelsDone(taken == true ? snapshot?.response : nil, for: purpose)
+            case .read:
+                store.levels[index].read(key) { [self] result in levelAnswered(result) }
+            }
+        }
+
+        /// A level answered: a hit the read takes is confirmed in order with the key's changes; otherwise the read
+        /// goes on, unless the store learned a value meanwhile (a fetch that answered), which is the answer.
+        @inlinable
+        func levelAnswered(_ result: Result<CachedValue<Value>, any Error>) {
+            // A hit from a level behind the store (its write not issued yet) is older than what the store holds.
+            if inStep, case .success(let cached) = result, !store.locked({ _ in isCancelled }) {
+                // The invalidations are judged here, outside the lock: a predicate is the caller's code.
+                let stale = rules?.isStale(key, savedAt: cached.savedAt) ?? false
+                if takes(cached.savedAt, stale: stale, for: purpose) {
+                    let error: (any Error)? = if case .fallback(let error) = purpose { error } else { nil }
+                    let hit = Machine.Job.hit(
+                        cached, level: level, stamp: stamp, stale: stale, error: error,
+                        reply: { [self] snapshot in hitConfirmed(snapshot) })
+                    return store.submit(hit, for: key)
+                }
+            }
+            let (learned, cancelled) = store.locked { ($0.endLevelRead(key, since: stamp), isCancelled) }
+            guard !cancelled else { return }
+            if let learned, learned.confirmed.map({ takes($0.savedAt, stale: learned.isStale, for: purpose) }) != false
+            {
+                return levelsDone(learned.response, for: purpose)
+            }
+            readLevel(level + 1, for: purpose)
+        }
+
+        @inlinable
+        func hitConfirmed(_ snapshot: Machine.Snapshot) {
+            guard !store.locked({ _ in isCancelled }) else { return }
+            levelsDone(snapshot.response, for: purpose)
+        }
+
+        /// Whether the read takes a level's value saved at `savedAt`: a cache-first read, a fresh one; the others
+        /// any.
+        @inlinable
+        func takes(_ savedAt: Date, stale: Bool, for purpose: Purpose) -> Bool {
+            guard case .cache = purpose else { return true }
+            return store.takes(savedAt, stale: stale, under: policy)
+        }
+
+        /// The levels were read: `hit` is what the key shows after the hit they gave, or `nil` when none did.
+        @inlinable
+        func levelsDone(_ hit: StoreResponse<Value>?, for purpose: Purpose) {
+            switch purpose {
+            case .cache:
+                if let hit { return answer(hit) }
+                if policy.kind == .cacheOnly { return fail(CacheMiss.absent) }
+                startFetch()
+            case .cacheThenNetwork:
+                // The fetch goes on after a hit, unless the hit is fresh.
+                if let hit { answer(hit) }
+                let fresh = hit != nil && store.locked { $0.cached(key, under: policy, now: began)?.fresh == true }
+                if !fresh { startFetch() }
+            case .fallback(let error):
+                if let hit, hit.error != nil { answer(hit) } else { reportOrFail(error) }
+            }
+        }
+
+        // MARK: Fetching
+
+        /// Joins the key's fetch in flight, or starts one on this thread. A read whose levels missed passes the
+        /// stamp of its first level read: a value the store learned since is the answer, and no fetch starts.
+        @inlinable
+        func startFetch() {
+            typealias Begun = (fetch: Int, caller: Int, starts: Bool, answered: Machine.Snapshot?)
+            let begun = store.locked { machine -> Begun? in
+                guard !isCancelled else { return nil }
+                let begun = machine.beginFetch(key, joining: true, since: since) { [self] in fetched($0) }
+                if begun.answered == nil { fetch = (begun.fetch, begun.caller) }
+                return begun
+            }
+            guard let begun else { return }
+            if let answered = begun.answered { return fetched(.success(answered)) }
+            if begun.starts { store.startUpstream(begun.fetch, of: key) }
+        }
+
+        /// The fetch answered: with its value, with the shown one when a removal or a clear dropped it, or with a
+        /// failure, shown attached to a value when there is one (networkFirst looks in the levels first).
+        @inlinable
+        func fetched(_ result: Result<Machine.Snapshot, any Error>) {
+            switch result {
+            case .success(let snapshot):
+                answer(snapshot.response)
+            case .failure(let error as StoreError) where error == .discarded:
+                answer(store.shownResponse(key))  // what is shown after the removal or the clear
+            case .failure(let error) where policy.kind != .networkFirst && store.locked({ $0.shown(key) != nil }):
+                reportOrFail(error)
+            case .failure(let error):
+                readLevel(0, for: .fallback(error))
+            }
+        }
+    }
+}
