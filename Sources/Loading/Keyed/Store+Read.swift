@@ -47,6 +47,9 @@ extension Store {
             case fallback(any Error)
         }
 
+        /// What ``StoreMachine/beginFetch(_:joining:since:completion:)`` answers.
+        @usableFromInline typealias FetchBegun = (fetch: Int, caller: Int, starts: Bool, answered: Machine.Snapshot?)
+
         @usableFromInline let store: Store
         @usableFromInline let key: Key
         @usableFromInline let policy: ReadPolicy
@@ -184,13 +187,33 @@ extension Store {
                     return store.submit(hit, for: key)
                 }
             }
-            let (learned, cancelled) = store.locked { ($0.endLevelRead(key, since: stamp), isCancelled) }
+            // A miss of the last level begins the fetch under the same lock, keeping the key in use.
+            let fetches = level + 1 == store.levels.count && fetchesOnMiss(purpose)
+            let (learned, cancelled, begun) = store.locked { machine -> (Machine.Snapshot?, Bool, FetchBegun?) in
+                guard fetches, !isCancelled else { return (machine.endLevelRead(key, since: stamp), isCancelled, nil) }
+                let (learned, begun) = machine.endLastLevelReadThenFetch(key, readAt: stamp, since: since) {
+                    [self] in fetched($0)
+                }
+                if let begun, begun.answered == nil { fetch = (begun.fetch, begun.caller) }
+                return (learned, false, begun)
+            }
             guard !cancelled else { return }
+            if let begun { return fetchBegun(begun) }
             if let learned, learned.confirmed.map({ takes($0.savedAt, stale: learned.isStale, for: purpose) }) != false
             {
                 return levelsDone(learned.response, for: purpose)
             }
             readLevel(level + 1, for: purpose)
+        }
+
+        /// Whether the read fetches when the levels miss.
+        @inlinable
+        func fetchesOnMiss(_ purpose: Purpose) -> Bool {
+            switch purpose {
+            case .cache: policy.kind != .cacheOnly
+            case .cacheThenNetwork: true
+            case .fallback: false
+            }
         }
 
         @inlinable
@@ -231,14 +254,18 @@ extension Store {
         /// stamp of its first level read: a value the store learned since is the answer, and no fetch starts.
         @inlinable
         func startFetch() {
-            typealias Begun = (fetch: Int, caller: Int, starts: Bool, answered: Machine.Snapshot?)
-            let begun = store.locked { machine -> Begun? in
+            let begun = store.locked { machine -> FetchBegun? in
                 guard !isCancelled else { return nil }
                 let begun = machine.beginFetch(key, joining: true, since: since) { [self] in fetched($0) }
                 if begun.answered == nil { fetch = (begun.fetch, begun.caller) }
                 return begun
             }
-            guard let begun else { return }
+            if let begun { fetchBegun(begun) }
+        }
+
+        /// The read joined a fetch, or began one, which it starts; or the store had the answer.
+        @inlinable
+        func fetchBegun(_ begun: FetchBegun) {
             if let answered = begun.answered { return fetched(.success(answered)) }
             if begun.starts { store.startUpstream(begun.fetch, of: key) }
         }

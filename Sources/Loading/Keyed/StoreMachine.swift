@@ -262,6 +262,24 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return shownNow(key)
     }
 
+    /// Ends a read of the last level that brought nothing to confirm, and begins the read's fetch (see
+    /// ``beginFetch(_:joining:since:completion:)``; `since` is the stamp of the read's first level read): the key
+    /// stays in use from one to the other, so its entry is neither dropped nor made again. When the store learned
+    /// something since this level read began, the read ends as ``endLevelRead(_:since:)`` ends it, and no fetch
+    /// begins: what it learned is returned.
+    @inlinable
+    mutating func endLastLevelReadThenFetch(
+        _ key: Key, readAt stamp: ReadStamp, since: ReadStamp?, completion: @escaping FetchCompletion
+    ) -> (learned: Snapshot?, fetch: (fetch: Int, caller: Int, starts: Bool, answered: Snapshot?)?) {
+        guard let entry = entry(key), entry.generation == stamp.generation,
+            entry.confirmedVersion == stamp.confirmedVersion
+        else { return (endLevelRead(key, since: stamp), nil) }
+        entry.levelReads -= 1
+        let begun = beginFetch(key, joining: true, since: since, completion: completion)
+        if begun.answered != nil { release(key) }
+        return (nil, begun)
+    }
+
     // MARK: Fetches
 
     /// Adds a caller to `key`'s newest fetch in flight (when `joining`), or starts a fetch: returns its id, the

@@ -75,6 +75,31 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertFalse(effects.issueLevels, "the levels are not written with the older value")
     }
 
+    func test_aReadThatMissedTheLastLevel_fetchesWithTheSameEntry_unlessTheStoreLearnedAValueMeanwhile() throws {
+        var machine = makeMachine()
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 0).stamp)
+        let generation = try XCTUnwrap(machine.peek("a")).generation
+
+        let missed = machine.endLastLevelReadThenFetch("a", readAt: stamp, since: stamp) { _ in }
+        XCTAssertNil(missed.learned)
+        XCTAssertEqual(missed.fetch?.starts, true)
+        XCTAssertEqual(machine.peek("a")?.generation, generation, "the key stayed in use: its entry was kept")
+        XCTAssertEqual(machine.peek("a")?.levelReads, 0)
+
+        let later = try XCTUnwrap(machine.beginLevelRead("b", level: 0).stamp)
+        _ = machine.submit(.write(stored("written")), for: "b", now: now)
+        _ = finishChanges(&machine, "b")
+        let overtaken = machine.endLastLevelReadThenFetch("b", readAt: later, since: later) { _ in }
+        XCTAssertEqual(overtaken.learned?.confirmed?.value, "written", "what the store learned is the answer")
+        XCTAssertNil(overtaken.fetch, "and no fetch begins")
+        XCTAssertEqual(machine.peek("b")?.levelReads, 0)
+
+        let fetch = try XCTUnwrap(missed.fetch)
+        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: "a"))
+        XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: "a").cancel)
+        XCTAssertNil(machine.peek("a"), "the last caller out lets the key go")
+    }
+
     func test_readsJoinTheNewestFetch_andTheLastCallerOutCancelsIt() {
         var machine = makeMachine()
         let first = machine.beginFetch("a", joining: true) { _ in }
