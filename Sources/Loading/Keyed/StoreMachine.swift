@@ -350,12 +350,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return ([left.completion, fetch], token)
     }
 
-    /// A fetch failed: it ends, and its callers get `error`.
+    /// A fetch failed: it ends, and its callers get `error`. A fetch every caller left is over already (its key may
+    /// be gone): nothing happens.
     @inlinable
     mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
-        let entry = entry(key)!
         var effects = Effects()
-        guard let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return effects }
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
+            return effects
+        }
         let fetch = entry.fetches.remove(at: index)
         trimLog(of: key)
         release(key)

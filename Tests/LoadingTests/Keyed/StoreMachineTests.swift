@@ -100,6 +100,20 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertNil(machine.peek("a"), "the last caller out lets the key go")
     }
 
+    func test_aFetchThatFailsAfterItsLastCallerLeft_changesNothing_evenWhenItsKeyIsGone() throws {
+        var machine = makeMachine()
+        let fetch = machine.beginFetch("a", joining: true) { _ in XCTFail("the caller left") }
+        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: "a"))
+        XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: "a").cancel)
+        XCTAssertEqual(machine.count, 0)
+
+        // The upstream load had already begun to fail on another thread when it was cancelled.
+        let effects = machine.fetchFailed(fetch.fetch, of: "a", with: TestError(id: 1))
+
+        XCTAssertTrue(effects.fetchReplies.isEmpty)
+        XCTAssertEqual(machine.count, 0)
+    }
+
     func test_readsJoinTheNewestFetch_andTheLastCallerOutCancelsIt() {
         var machine = makeMachine()
         let first = machine.beginFetch("a", joining: true) { _ in }

@@ -617,6 +617,44 @@ final class StoreTests: XCTestCase {
         }
     }
 
+    func test_concurrentReadsOfEveryPolicy_cancelledAtRandom_completeAtMostOnce_andLeaveNoKeyInUse() {
+        let memory = MemoryCache<Int, Int>()
+        let store = Store(
+            levels: [.cache(memory, name: "memory")],
+            fetch: LoaderFamily { (key: Int) in
+                AnyLoader<Int> { completion in
+                    DispatchQueue.global().async { completion(key % 3 == 0 ? .failure(TestError(id: key)) : .success(key)) }
+                    return AnyCancellationToken()
+                }
+            })
+        let policies: [ReadPolicy] = [.cacheFirst, .cacheOnly, .cacheThenNetwork, .networkFirst, .networkOnly]
+        let completions = Locked<[Int: Int]>([:])
+        let kept = Locked<[Int]>([])
+        let group = DispatchGroup()
+
+        DispatchQueue.concurrentPerform(iterations: 3_000) { index in
+            let key = index % 6
+            if index % 250 == 0 { store.clear() }
+            if index % 4 == 1 { store.remove(key) }
+            let cancels = index % 3 == 0
+            if !cancels { group.enter() }
+            let token = store.read(key, policy: policies[index % policies.count]).load { _ in
+                let calls = completions.withLock { calls -> Int in
+                    calls[index, default: 0] += 1
+                    return calls[index]!
+                }
+                if calls == 1, !cancels { group.leave() }
+            }
+            if cancels { token.cancel() } else { kept.withLock { $0.append(index) } }
+        }
+
+        XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "every read not cancelled completes")
+        let calls = completions.withLock { $0 }
+        XCTAssertEqual(calls.values.filter { $0 > 1 }.count, 0, "no read completes twice")
+        XCTAssertEqual(kept.withLock { $0 }.filter { calls[$0] != 1 }.count, 0)
+        XCTAssertTrue(eventually { store.count == 0 }, "no key stays in use once every read is over")
+    }
+
     // MARK: Helpers
 
     /// Awaits `loader` where only its conformance to `Loader` is known.
