@@ -623,7 +623,8 @@ final class StoreTests: XCTestCase {
             levels: [.cache(memory, name: "memory")],
             fetch: LoaderFamily { (key: Int) in
                 AnyLoader<Int> { completion in
-                    DispatchQueue.global().async { completion(key % 3 == 0 ? .failure(TestError(id: key)) : .success(key)) }
+                    let result: Result<Int, any Error> = key % 3 == 0 ? .failure(TestError(id: key)) : .success(key)
+                    DispatchQueue.global().async { completion(result) }
                     return AnyCancellationToken()
                 }
             })
