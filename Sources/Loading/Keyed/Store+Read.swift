@@ -31,7 +31,7 @@ extension Store {
     /// fetch's error attached). It is also the read's cancellation token.
     ///
     /// One object carries the whole read, so that its steps need no closure state of their own. What another
-    /// thread may touch (`completion`, `isCancelled`, `fetch`, `since`) changes only under the store's lock, with
+    /// thread may touch (`completion`, `isCancelled`, `joinedFetch`, `since`) changes only under the store's lock, with
     /// the machine's work; the fields of the level read in flight are set before that read starts and read by its
     /// completion, one level after another. That is what makes it safe to send.
     @usableFromInline
@@ -61,7 +61,7 @@ extension Store {
         @usableFromInline @exclusivity(unchecked) var completion: LoadCompletion<StoreResponse<Value>>?
         @usableFromInline @exclusivity(unchecked) var isCancelled = false
         /// The fetch the read waits for (the fetch's id, the read's caller id), which a cancel leaves.
-        @usableFromInline @exclusivity(unchecked) var fetch: (id: Int, caller: Int)?
+        @usableFromInline @exclusivity(unchecked) var joinedFetch: (id: Int, caller: Int)?
         /// The stamp of the read's first level read: what the store knew when the read began.
         @usableFromInline @exclusivity(unchecked) var since: Machine.ReadStamp?
         // The level read in flight.
@@ -110,8 +110,8 @@ extension Store {
             let (taken, left) = store.locked { machine -> (LoadCompletion<StoreResponse<Value>>?, Left?) in
                 guard !isCancelled, onFailure != nil || self.completion != nil else { return (nil, nil) }
                 isCancelled = true
-                let left = fetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: key) }
-                fetch = nil
+                let left = joinedFetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: key) }
+                joinedFetch = nil
                 return (self.completion.take(), left)
             }
             left?.cancel?.cancel()
@@ -194,7 +194,7 @@ extension Store {
                 let (learned, begun) = machine.endLastLevelReadThenFetch(key, readAt: stamp, since: since) {
                     [self] in fetched($0)
                 }
-                if let begun, begun.answered == nil { fetch = (begun.fetch, begun.caller) }
+                if let begun, begun.answered == nil { joinedFetch = (begun.fetch, begun.caller) }
                 return (learned, false, begun)
             }
             guard !cancelled else { return }
@@ -257,7 +257,7 @@ extension Store {
             let begun = store.locked { machine -> FetchBegun? in
                 guard !isCancelled else { return nil }
                 let begun = machine.beginFetch(key, joining: true, since: since) { [self] in fetched($0) }
-                if begun.answered == nil { fetch = (begun.fetch, begun.caller) }
+                if begun.answered == nil { joinedFetch = (begun.fetch, begun.caller) }
                 return begun
             }
             if let begun { fetchBegun(begun) }

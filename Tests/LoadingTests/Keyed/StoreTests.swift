@@ -567,14 +567,7 @@ final class StoreTests: XCTestCase {
 
     func test_concurrentWritesMutationsReadsAndClears_leaveObserversAgreeingWithTheStore() {
         let memory = MemoryCache<Int, Int>()
-        let store = Store(
-            levels: [.cache(memory, name: "memory")],
-            fetch: LoaderFamily { (key: Int) in
-                AnyLoader<Int> { completion in
-                    DispatchQueue.global().async { completion(.success(key * 100)) }
-                    return AnyCancellationToken()
-                }
-            })
+        let store = storeFetchingOnAnotherThread(memory) { .success($0 * 100) }
         let recorders = (0..<4).map { StreamRecorder(store.stream(for: $0, policy: .cacheThenNetwork)) }
         let commits = AnyLoader<Void> { completion in
             DispatchQueue.global().async { completion(Bool.random() ? .success(()) : .failure(TestError(id: 0))) }
@@ -618,16 +611,9 @@ final class StoreTests: XCTestCase {
     }
 
     func test_concurrentReadsOfEveryPolicy_cancelledAtRandom_completeAtMostOnce_andLeaveNoKeyInUse() {
-        let memory = MemoryCache<Int, Int>()
-        let store = Store(
-            levels: [.cache(memory, name: "memory")],
-            fetch: LoaderFamily { (key: Int) in
-                AnyLoader<Int> { completion in
-                    let result: Result<Int, any Error> = key % 3 == 0 ? .failure(TestError(id: key)) : .success(key)
-                    DispatchQueue.global().async { completion(result) }
-                    return AnyCancellationToken()
-                }
-            })
+        let store = storeFetchingOnAnotherThread(MemoryCache<Int, Int>()) { key in
+            key % 3 == 0 ? .failure(TestError(id: key)) : .success(key)
+        }
         let policies: [ReadPolicy] = [.cacheFirst, .cacheOnly, .cacheThenNetwork, .networkFirst, .networkOnly]
         let completions = Locked<[Int: Int]>([:])
         let kept = Locked<[Int]>([])
@@ -657,6 +643,20 @@ final class StoreTests: XCTestCase {
     }
 
     // MARK: Helpers
+
+    /// A store over `memory` whose fetch of a key answers `result(key)` from another thread.
+    private func storeFetchingOnAnotherThread(
+        _ memory: MemoryCache<Int, Int>, _ result: @escaping @Sendable (Int) -> Result<Int, any Error>
+    ) -> Store<Int, Int> {
+        Store(
+            levels: [.cache(memory, name: "memory")],
+            fetch: LoaderFamily { (key: Int) in
+                AnyLoader<Int> { completion in
+                    DispatchQueue.global().async { completion(result(key)) }
+                    return AnyCancellationToken()
+                }
+            })
+    }
 
     /// Awaits `loader` where only its conformance to `Loader` is known.
     private func loadThroughTheProtocol<L: Loader>(_ loader: L) async throws -> L.Output {
