@@ -47,6 +47,18 @@ extension Store {
             case fallback(any Error)
         }
 
+        /// The caller's completion, moved as it is stored: taking the bare closure out of the read converts it to
+        /// another calling form, which allocates; calling it from this field does not.
+        @usableFromInline
+        struct Completion {
+            @usableFromInline let call: LoadCompletion<StoreResponse<Value>>
+
+            @inlinable
+            init(_ call: @escaping LoadCompletion<StoreResponse<Value>>) {
+                self.call = call
+            }
+        }
+
         /// What ``StoreMachine/beginFetch(_:joining:since:completion:)`` answers.
         @usableFromInline typealias FetchBegun = (fetch: Int, caller: Int, starts: Bool, answered: Machine.Snapshot?)
 
@@ -58,7 +70,7 @@ extension Store {
         /// A stream's read: told of a failure only, as the stream shows the key's changes.
         @usableFromInline let onFailure: (@Sendable (any Error) -> Void)?
         /// A load's completion, until it is answered or cancelled.
-        @usableFromInline @exclusivity(unchecked) var completion: LoadCompletion<StoreResponse<Value>>?
+        @usableFromInline @exclusivity(unchecked) var completion: Completion?
         @usableFromInline @exclusivity(unchecked) var isCancelled = false
         /// The fetch the read waits for (the fetch's id, the read's caller id), which a cancel leaves.
         @usableFromInline @exclusivity(unchecked) var joinedFetch: (id: Int, caller: Int)?
@@ -81,7 +93,7 @@ extension Store {
             self.key = key
             self.policy = policy
             began = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
-            self.completion = completion
+            if let completion { self.completion = Completion(completion) }
             self.onFailure = onFailure
         }
 
@@ -107,7 +119,7 @@ extension Store {
         @inlinable
         func cancel() {
             typealias Left = (garbage: [Any], cancel: (any CancellationToken)?)
-            let (taken, left) = store.locked { machine -> (LoadCompletion<StoreResponse<Value>>?, Left?) in
+            let (taken, left) = store.locked { machine -> (Completion?, Left?) in
                 guard !isCancelled, onFailure != nil || self.completion != nil else { return (nil, nil) }
                 isCancelled = true
                 let left = joinedFetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: key) }
@@ -124,7 +136,7 @@ extension Store {
         func answer(_ response: StoreResponse<Value>) {
             guard onFailure == nil else { return }
             let completion = store.locked { _ in self.completion.take() }
-            completion?(.success(response))
+            completion?.call(.success(response))
         }
 
         @inlinable
@@ -134,7 +146,7 @@ extension Store {
                 return
             }
             let completion = store.locked { _ in self.completion.take() }
-            completion?(.failure(error))
+            completion?.call(.failure(error))
         }
 
         /// Attaches `error` to the key's shown value and answers with it, or fails when nothing is shown.
