@@ -5,13 +5,14 @@
 #endif
 
 extension Store {
-    /// Runs `policy` for a read that no value shown could answer; the returned token is the read's.
+    /// Runs `policy` for a read that no value shown could answer; the returned token is the read's. A key the store
+    /// did not hold (`held` false) when the read looked is read from the levels (or fetched) at once.
     @inlinable
     func startRead(
-        _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>
+        _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>, held: Bool
     ) -> any CancellationToken {
         let read = PolicyRun(store: self, key: key, policy: policy, completion: completion, onFailure: nil)
-        read.start()
+        if held { read.start() } else { read.startWithNothingHeld() }
         return read
     }
 
@@ -111,6 +112,17 @@ extension Store {
                 if !cached.fresh { startFetch() }
             case .networkFirst, .networkOnly:
                 startFetch()
+            }
+        }
+
+        /// ``start()`` for a key the store did not hold a moment ago, which it need not look at again: the levels
+        /// are read (or, for a network policy, the fetch begins), and what the store learned meanwhile is found there.
+        @inlinable
+        func startWithNothingHeld() {
+            switch policy.kind {
+            case .cacheFirst, .cacheOnly: readLevel(0, for: .cache)
+            case .cacheThenNetwork: readLevel(0, for: .cacheThenNetwork)
+            case .networkFirst, .networkOnly: startFetch()
             }
         }
 

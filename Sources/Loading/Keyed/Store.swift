@@ -156,10 +156,13 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // judges age.
         return AnyLoader(answeringFirst: { [self] in
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
-            if let shown = locked({ $0.usableResponse(of: key, under: policy, now: now) }) {
-                return .answered(.success(shown))
+            let held: Bool
+            switch locked({ $0.firstLook(key, under: policy, now: now) }) {
+            case .answer(let response): return .answered(.success(response))
+            case .held: held = true
+            case .notHeld: held = false
             }
-            return .start { [self] completion in startRead(key, policy: policy, completion: completion) }
+            return .start { [self] in startRead(key, policy: policy, completion: $0, held: held) }
         })
     }
 

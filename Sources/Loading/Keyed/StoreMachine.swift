@@ -146,19 +146,19 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return (Snapshot(entry: entry, version: entry.version), isFresh(entry, under: policy, now: now))
     }
 
-    /// The response for `key` when `policy` takes the store's value as it is, with no fetch, and no optimistic
-    /// change is pending (then building it runs no closure, so it is built under the lock: one reference to hand
-    /// out).
+    /// What a read finds first: the response for `key` when `policy` takes the store's value as it is, with no
+    /// fetch, and no optimistic change is pending (then building it runs no closure, so it is built under the lock:
+    /// one reference to hand out); otherwise whether the store holds the key at all.
     @inlinable
-    mutating func usableResponse(of key: Key, under policy: ReadPolicy, now: Date) -> StoreResponse<Value>? {
+    mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> FirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
-        guard let entry = entries[key], entry.pending.isEmpty, let confirmed = entry.confirmed,
-            isFresh(entry, under: policy, now: now)
-        else { return nil }
+        guard let entry = entries[key] else { return .notHeld }
+        guard entry.pending.isEmpty, let confirmed = entry.confirmed, isFresh(entry, under: policy, now: now)
+        else { return .held }
         if let hit = entry.hitResponse, entry.hitConfirmedVersion == entry.confirmedVersion,
             hit.version == entry.version
         {
-            return hit
+            return .answer(hit)
         }
         let response = StoreResponse(
             value: confirmed.value, origin: confirmed.origin, savedAt: confirmed.savedAt, hasPendingChanges: false,
@@ -166,7 +166,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         released.response = entry.hitResponse?.storage
         entry.hitResponse = response
         entry.hitConfirmedVersion = entry.confirmedVersion
-        return response
+        return .answer(response)
     }
 
     /// Whether `policy` takes `entry`'s confirmed value as it is (see ``cached(_:under:now:)``).

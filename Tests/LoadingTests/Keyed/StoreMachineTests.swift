@@ -305,8 +305,32 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertTrue(machine.invalidate("a", at: now).observed)
         XCTAssertFalse(machine.invalidate("b", at: now).observed)
         XCTAssertEqual(machine.shown("b")?.isStale, true)
-        XCTAssertNil(machine.usableResponse(of: "b", under: .cacheFirst, now: now), "a cache-first read fetches")
-        XCTAssertNotNil(machine.usableResponse(of: "b", under: .cacheOnly, now: now), "a cache-only read takes it")
+        guard case .held = machine.firstLook("b", under: .cacheFirst, now: now) else {
+            return XCTFail("a cache-first read of a stale value does not answer at once: it fetches")
+        }
+        guard case .answer(let response) = machine.firstLook("b", under: .cacheOnly, now: now) else {
+            return XCTFail("a cache-only read takes a stale value")
+        }
+        XCTAssertEqual(response.value, "2")
+    }
+
+    func test_aReadsFirstLook_tellsAKeyTheStoreDoesNotHold_fromOneWhoseValueDoesNotAnswer() {
+        var machine = makeMachine()
+        guard case .notHeld = machine.firstLook("a", under: .cacheFirst, now: now) else {
+            return XCTFail("a key never seen is not held")
+        }
+        _ = machine.observe("a", fresh: .init(nil))
+        guard case .held = machine.firstLook("a", under: .cacheFirst, now: now) else {
+            return XCTFail("an observed key with no value is held, and its value does not answer")
+        }
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        guard case .answer(let response) = machine.firstLook("a", under: .cacheFirst, now: now) else {
+            return XCTFail("a fresh value answers a cache-first read")
+        }
+        XCTAssertEqual(response.value, "1")
+        guard case .held = machine.firstLook("a", under: .networkFirst, now: now) else {
+            return XCTFail("a network-first read never answers from the store at once")
+        }
     }
 
     func test_aFetchStartedBeforeAnInvalidation_leavesTheValueStale_oneStartedAfterMakesItFresh() {
