@@ -34,7 +34,8 @@ extension Store {
     /// One object carries the whole read, so that its steps need no closure state of their own. What another
     /// thread may touch (`completion`, `isCancelled`, `joinedFetch`, `since`) changes only under the store's lock, with
     /// the machine's work; the fields of the level read in flight are set before that read starts and read by its
-    /// completion, one level after another. That is what makes it safe to send.
+    /// completion, one level after another, and `startedFetch` is set before the upstream load it names starts. That
+    /// is what makes it safe to send.
     @usableFromInline
     final class PolicyRun: CancellationToken, @unchecked Sendable {
         /// What the levels are read for, and so what their answer means.
@@ -75,6 +76,8 @@ extension Store {
         @usableFromInline @exclusivity(unchecked) var isCancelled = false
         /// The fetch the read waits for (the fetch's id, the read's caller id), which a cancel leaves.
         @usableFromInline @exclusivity(unchecked) var joinedFetch: (id: Int, caller: Int)?
+        /// The fetch whose upstream load the read started (a read starts one at most): that load reports to it.
+        @usableFromInline @exclusivity(unchecked) var startedFetch = 0
         /// The stamp of the read's first level read: what the store knew when the read began.
         @usableFromInline @exclusivity(unchecked) var since: Machine.ReadStamp?
         // The level read in flight.
@@ -291,7 +294,13 @@ extension Store {
         @inlinable
         func fetchBegun(_ begun: FetchBegun) {
             if let answered = begun.answered { return fetched(.success(answered)) }
-            if begun.starts { store.startUpstream(begun.fetch, of: key) }
+            guard begun.starts else { return }
+            startedFetch = begun.fetch
+            // The load's completion captures the read alone: no storage of its own.
+            let token = store.fetcher[key].load { [self] result in
+                store.fetchEnded(startedFetch, of: key, with: result)
+            }
+            store.locked { $0.keepToken(token, ofFetch: startedFetch, for: key) }?.cancel()
         }
 
         /// The fetch answered: with its value, with the shown one when a removal or a clear dropped it, or with a
