@@ -82,19 +82,18 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     public func insert(_ value: Value, for key: Key) {
         let valueCost = max(cost(value), 0)
         let stored = CachedValue(value, savedAt: now())
-        // The value replaced needs no array: one is made only when the limits evict others.
-        let (replaced, evicted) = state.withLock { table -> (CachedValue<Value>?, [CachedValue<Value>]) in
-            guard valueCost <= costLimit, countLimit > 0 else { return (table.remove(key), []) }
-            let replaced = table.insertFirst(key, stored, cost: valueCost)
-            var evicted: [CachedValue<Value>] = []
+        // The value replaced needs no array, nor does the first value evicted (a full cache evicts one per insert):
+        // one is made only when the limits evict more.
+        typealias Dropped = (replaced: CachedValue<Value>?, evicted: CachedValue<Value>?, more: [CachedValue<Value>])
+        let dropped = state.withLock { table -> Dropped in
+            guard valueCost <= costLimit, countLimit > 0 else { return (table.remove(key), nil, []) }
+            var dropped: Dropped = (table.insertFirst(key, stored, cost: valueCost), nil, [])
             while table.count > countLimit || table.totalCost > costLimit, let oldest = table.removeLast() {
-                evicted.append(oldest)
+                if dropped.evicted == nil { dropped.evicted = oldest } else { dropped.more.append(oldest) }
             }
-            return (replaced, evicted)
+            return dropped
         }
-        // Released after unlocking.
-        withExtendedLifetime(replaced) {}
-        withExtendedLifetime(evicted) {}
+        withExtendedLifetime(dropped) {}  // released after unlocking
     }
 
     /// Removes the value for `key`.

@@ -125,6 +125,16 @@ final class ReleaseRuleTests: XCTestCase {
         XCTAssertEqual(cache.count, 1)
     }
 
+    func test_memoryCache_evictingSeveralValuesForOneInsert_releasesEachOutsideItsLock() {
+        // A value without a probe costs 2: inserting it evicts both others.
+        let cache = MemoryCache<Int, Held>(costLimit: 2, cost: { $0.probe == nil ? 2 : 1 })
+        cache.insert(Held(DeinitProbe { _ = cache.count }), for: 1)
+        cache.insert(Held(DeinitProbe { _ = cache.count }), for: 2)
+
+        guard assertReturns("insert", keeping: cache, running: { cache.insert(Held(nil), for: 3) }) else { return }
+        XCTAssertEqual(cache.count, 1)
+    }
+
     func test_store_runsChangesAndReleasesThemOutsideItsLock() {
         let store = Store<Int, Int>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Int>() })
         store.write(1, for: 1)
