@@ -93,7 +93,7 @@ extension StoreMachine {
     @usableFromInline
     struct Fetch: Sendable {
         @inlinable
-        init(id: Int, generation: Int, logStart: Int, callers: [FetchCaller]) {
+        init(id: Int, generation: Int, logStart: Int, callers: InlineFirstArray<FetchCaller>) {
             self.id = id
             self.generation = generation
             self.logStart = logStart
@@ -104,7 +104,7 @@ extension StoreMachine {
         @usableFromInline let generation: Int
         /// Logged changes with a greater sequence number were made after the fetch started.
         @usableFromInline let logStart: Int
-        @usableFromInline var callers: [FetchCaller]
+        @usableFromInline var callers: InlineFirstArray<FetchCaller>
         @usableFromInline var token: (any CancellationToken)?
         /// Every caller left before the token was kept: the token is cancelled when it is.
         @usableFromInline var isAbandoned = false

@@ -308,7 +308,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let logStart = min(entry.fetches.map { $0.logStart }.min() ?? .max, entry.logSequence)
         let fetch = Fetch(
             id: next(), generation: entry.generation, logStart: logStart,
-            callers: [FetchCaller(id: caller, completion: completion)])
+            callers: InlineFirstArray(FetchCaller(id: caller, completion: completion)))
         entry.fetches.append(fetch)
         return (fetch.id, caller, true, nil)
     }

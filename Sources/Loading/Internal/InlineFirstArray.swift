@@ -1,0 +1,64 @@
+/// An ordered list that keeps its first element inline and the others in an array: a list of one, which is what a
+/// fetch's callers usually are, allocates nothing.
+///
+/// Kept in a value whose destruction is specialized (an array's element, say). A field of a generic class's instance
+/// is destroyed by the class's unspecialized deinitializer, which looks this type's metadata up each time.
+@usableFromInline
+struct InlineFirstArray<Element> {
+    /// The first element; `nil` only when the list is empty.
+    @usableFromInline var head: Element?
+    /// The elements after the first.
+    @usableFromInline var tail: [Element] = []
+
+    @inlinable
+    init() {}
+
+    /// A list of `element` alone.
+    @inlinable
+    init(_ element: Element) {
+        head = element
+    }
+
+    @inlinable
+    mutating func append(_ element: Element) {
+        if head == nil { head = element } else { tail.append(element) }
+    }
+
+    /// Removes and returns the element at `index`; the element after it, if any, takes its place.
+    @inlinable
+    @discardableResult
+    mutating func remove(at index: Int) -> Element {
+        guard index == 0 else { return tail.remove(at: index - 1) }
+        defer { head = tail.isEmpty ? nil : tail.removeFirst() }
+        return head!
+    }
+}
+
+extension InlineFirstArray: RandomAccessCollection, MutableCollection {
+    @inlinable
+    var startIndex: Int { 0 }
+
+    @inlinable
+    var endIndex: Int { head == nil ? 0 : tail.count + 1 }
+
+    @inlinable
+    var isEmpty: Bool { head == nil }
+
+    @inlinable
+    subscript(position: Int) -> Element {
+        get { position == 0 ? head! : tail[position - 1] }
+        // Changed in place, not copied out and back: an element's own arrays stay uniquely referenced.
+        _modify {
+            if position == 0 { yield &head! } else { yield &tail[position - 1] }
+        }
+    }
+}
+
+extension InlineFirstArray: ExpressibleByArrayLiteral {
+    @inlinable
+    init(arrayLiteral elements: Element...) {
+        for element in elements { append(element) }
+    }
+}
+
+extension InlineFirstArray: Sendable where Element: Sendable {}

@@ -1,0 +1,35 @@
+import XCTest
+
+@testable import Loading
+
+final class InlineFirstArrayTests: XCTestCase {
+    func test_appendsAndRemovals_keepTheOrderOfAnArray_overManyOperations() {
+        var list = InlineFirstArray<Int>()
+        var reference: [Int] = []
+        var random = SystemRandomNumberGenerator()
+        for step in 0..<2_000 {
+            if reference.isEmpty || Int.random(in: 0..<3, using: &random) > 0 {
+                list.append(step)
+                reference.append(step)
+            } else {
+                let index = Int.random(in: 0..<reference.count, using: &random)
+                XCTAssertEqual(list.remove(at: index), reference.remove(at: index))
+            }
+            XCTAssertEqual(Array(list), reference)
+            XCTAssertEqual(list.isEmpty, reference.isEmpty)
+        }
+    }
+
+    func test_anElementChangedInPlace_isChangedWhereverItIs() {
+        var list: InlineFirstArray<[Int]> = [[1], [2], [3]]
+        list[0].append(10)
+        list[2].append(30)
+        XCTAssertEqual(Array(list), [[1, 10], [2], [3, 30]])
+        list.remove(at: 0)
+        XCTAssertEqual(list.first, [2], "the next element takes the first's place")
+        list.remove(at: 0)
+        list.remove(at: 0)
+        XCTAssertTrue(list.isEmpty)
+        XCTAssertEqual(list.count, 0)
+    }
+}
