@@ -43,6 +43,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let onWriteFailure: @Sendable (any Error) -> Void
     /// Tells `onWriteFailure` of a failed level operation: made once, as each level write needs it.
     @usableFromInline let reportFailure: @Sendable (Result<Void, any Error>) -> Void
+    /// `reportFailure`, as the tickets of level writes keep it.
+    @usableFromInline let failureReport: Machine.SaveTicket.Report
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
     @usableFromInline let maxAgeSeconds: Double?
     @usableFromInline let network: NetworkMode
@@ -79,9 +81,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.network = network
         self.now = now
         self.onWriteFailure = onWriteFailure
-        reportFailure = { result in
+        let reportFailure: @Sendable (Result<Void, any Error>) -> Void = { result in
             if case .failure(let error) = result { onWriteFailure(error) }
         }
+        self.reportFailure = reportFailure
+        failureReport = Machine.SaveTicket.Report(reportFailure)
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 0)
         state = Locked(Machine(levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept))
@@ -469,22 +473,23 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func issue(_ operation: consuming Machine.LevelOp, of key: Key) {
         let ticket = operation.ticket
-        // One closure per operation; a method reference or an optional chain here would make more.
+        // One closure per operation, capturing the ticket alone (which reports failures itself): it needs no storage
+        // of its own. A method reference or an optional chain here would make more.
         let done: @Sendable (Result<Void, any Error>) -> Void =
-            if let ticket { savedReport(ticket) } else { reportFailure }
+            if let ticket { { ticket.landed($0) } } else { reportFailure }
         switch consume operation {  // its payload moved out, not copied
         case .save(let value, let targets, let skipsDebounced, _, let stale):
             let landed = stale ? staleWriteLanded(of: key, then: done) : done
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
-                ticket?.hold()
+                ticket?.hold(reportingTo: failureReport)
                 levels[index].save(value, key, landed)
             }
         case .flush(let value, let index, _):
-            ticket?.hold()
+            ticket?.hold(reportingTo: failureReport)
             levels[index].save(value, key, done)
         case .remove:
             for level in levels {
-                ticket?.hold()
+                ticket?.hold(reportingTo: failureReport)
                 level.removeValue(key, done)
             }
         }
@@ -529,15 +534,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         progress.withLock { $0.completions = completions }
         finish()
         for key in held { issueLevelOps(of: key) }
-    }
-
-    /// Reports a level write's failure, then releases the hold the write had on `ticket`.
-    @inlinable
-    func savedReport(_ ticket: Machine.SaveTicket) -> @Sendable (Result<Void, any Error>) -> Void {
-        { [reportFailure] result in
-            reportFailure(result)
-            ticket.release()
-        }
     }
 
     /// Starts the timer of a debounced write. The timer keeps the store alive until it fires: a store released with

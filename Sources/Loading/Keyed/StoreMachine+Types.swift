@@ -194,12 +194,25 @@ extension StoreMachine {
             case run(@Sendable () -> Void)
         }
 
-        @usableFromInline let state: Locked<(holds: Int, work: Work?)>
+        /// What a level write holding the ticket reports its failure to. In a struct, so that the locked state
+        /// holding it is stored as it is: a bare closure in a generic box is converted to another calling form on
+        /// each access, which allocates.
+        @usableFromInline
+        struct Report: Sendable {
+            @usableFromInline let call: @Sendable (Result<Void, any Error>) -> Void
+
+            @inlinable
+            init(_ call: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+                self.call = call
+            }
+        }
+
+        @usableFromInline let state: Locked<(holds: Int, work: Work?, report: Report?)>
 
         /// A ticket with one hold (its maker's, or the level operation's it is made for).
         @inlinable
         init(_ work: Work? = nil) {
-            state = Locked((1, work))
+            state = Locked((1, work, nil))
         }
 
         /// Sets the work to run once every hold is released; only before the ticket's first release.
@@ -211,6 +224,24 @@ extension StoreMachine {
         @inlinable
         func hold() {
             state.withLock { $0.holds += 1 }
+        }
+
+        /// Holds the ticket for a level write, which calls ``landed(_:)`` when it completes; a failure is reported to
+        /// `report` (the ticket keeps the first it is given, so that the write's completion needs to capture nothing
+        /// else).
+        @inlinable
+        func hold(reportingTo report: Report) {
+            state.withLock { state in
+                state.holds += 1
+                if state.report == nil { state.report = report }
+            }
+        }
+
+        /// A level write holding the ticket completed: its failure is reported, then its hold released.
+        @inlinable
+        func landed(_ result: Result<Void, any Error>) {
+            if case .failure = result, let report = state.withLock({ $0.report }) { report.call(result) }
+            release()
         }
 
         /// Releases a hold; the last runs the work (here, after unlocking).

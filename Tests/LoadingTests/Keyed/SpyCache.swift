@@ -63,8 +63,16 @@ final class SpyCache: KeyedCache {
         for save in saves { save() }
     }
 
+    /// While set, saves and removals fail with it, changing nothing.
+    var writeError: (any Error)? {
+        get { failure.withLock { $0 } }
+        set { failure.withLock { $0 = newValue } }
+    }
+    private let failure = Locked<(any Error)?>(nil)
+
     func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        let save: @Sendable () -> Void = { [state, now] in
+        let save: @Sendable () -> Void = { [state, now, failure] in
+            if let error = failure.withLock({ $0 }) { return completion(.failure(error)) }
             state.withLock { state in
                 state.saves += 1
                 state.values[key] = CachedValue(value, savedAt: now())
@@ -79,6 +87,7 @@ final class SpyCache: KeyedCache {
     }
 
     func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        if let error = writeError { return completion(.failure(error)) }
         state.withLock { _ = $0.values.removeValue(forKey: key) }
         completion(.success(()))
     }

@@ -658,6 +658,60 @@ final class StoreTests: XCTestCase {
             })
     }
 
+    // MARK: Level write failures
+
+    func test_aFetchedValueTheDiskFailsToSave_isReportedOnce_andStillAnswersTheReadAndShowsInMemory() throws {
+        let (store, levels, network, failures) = makeStoreReportingWriteFailures()
+        levels.disk.writeError = TestError(id: 1)
+
+        let recorder = LoadRecorder<StoreResponse<String>>()
+        let token = store.read("u1").load(completion: recorder.record)
+        network.complete("u1", with: "fetched")
+
+        XCTAssertEqual(recorder.values.map(\.value), ["fetched"], "a failed level write does not fail the read")
+        XCTAssertEqual(failures.withLock { $0 }.compactMap { ($0 as? TestError)?.id }, [1])
+        XCTAssertEqual(try levels.memory.cachedValue(for: "u1").get().value, "fetched")
+        XCTAssertEqual(levels.disk.values, [:])
+        withExtendedLifetime(token) {}
+    }
+
+    func test_everyFailedLevelWriteAndRemoval_isReported_andTheShownValueStays() {
+        let (store, levels, _, failures) = makeStoreReportingWriteFailures()
+        levels.disk.writeError = TestError(id: 2)
+        let committed = Locked<Result<Void, any Error>?>(nil)
+        let commit = LoaderSpy<Void>()
+
+        store.write("written", for: "u1")
+        store.mutate(
+            "u1", { $0.map { $0 + "!" } }, commit: commit,
+            completion: { result in committed.withLock { $0 = result } })
+        commit.complete(with: ())
+        store.remove("u2")
+
+        XCTAssertEqual(failures.withLock { $0 }.count, 3, "the write, the confirmed change and the removal")
+        XCTAssertNotNil(committed.withLock { $0 }, "the change's completion runs once its saves completed")
+        XCTAssertNoThrow(try committed.withLock { $0 }?.get(), "a commit whose save failed still succeeded upstream")
+        let shown = LoadRecorder<StoreResponse<String>>()
+        _ = store.read("u1", policy: .cacheOnly).load(completion: shown.record)
+        XCTAssertEqual(shown.values.map(\.value), ["written!"], "the store shows what it confirmed")
+    }
+
+    private func makeStoreReportingWriteFailures() -> (
+        Store<String, String>, (memory: MemoryCache<String, String>, disk: SpyCache), KeyedLoaderSpy<String, String>,
+        Locked<[any Error]>
+    ) {
+        let memory = MemoryCache<String, String>(now: { [clock] in clock.now })
+        let disk = SpyCache(now: { [clock] in clock.now })
+        let network = KeyedLoaderSpy<String, String>()
+        let failures = Locked<[any Error]>([])
+        let store = Store(
+            levels: [.cache(memory, name: "memory"), .cache(disk, name: "disk")],
+            fetch: LoaderFamily { network[$0] },
+            now: { [clock] in clock.now },
+            onWriteFailure: { error in failures.withLock { $0.append(error) } })
+        return (store, (memory, disk), network, failures)
+    }
+
     /// Awaits `loader` where only its conformance to `Loader` is known.
     private func loadThroughTheProtocol<L: Loader>(_ loader: L) async throws -> L.Output {
         try await loader.load()
