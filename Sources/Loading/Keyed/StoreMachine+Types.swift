@@ -55,12 +55,48 @@ extension StoreMachine {
         @usableFromInline @exclusivity(unchecked) var hitResponse: StoreResponse<Value>?
         @usableFromInline @exclusivity(unchecked) var hitConfirmedVersion = 0
         /// The entry's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
-        @usableFromInline let key: Key
+        @usableFromInline @exclusivity(unchecked) var key: Key
 
         @inlinable
         init(key: Key, generation: Int) {
             self.key = key
             self.generation = generation
+        }
+
+        /// Empties the entry, as a new one is, keeping only its key and its arrays' storage: what it held is
+        /// released here (the store calls it after unlocking, on an entry the machine dropped).
+        @inlinable
+        func empty() {
+            confirmed = nil
+            isKnown = false
+            pending.removeAll(keepingCapacity: true)
+            version = 0
+            confirmedVersion = 0
+            observers = 0
+            levelReads = 0
+            fetches.removeAll(keepingCapacity: true)
+            lastConfirmedFetch = 0
+            log.removeAll(keepingCapacity: true)
+            logSequence = 0
+            queue.removeAll(keepingCapacity: true)
+            isChanging = false
+            levelOps.removeAll(keepingCapacity: true)
+            isIssuing = false
+            debounced = [:]
+            keptStamp = nil
+            subject = nil
+            staleMark = 0
+            staleWrites = 0
+            hasStaleSaves = false
+            hitResponse = nil
+            hitConfirmedVersion = 0
+        }
+
+        /// Makes an emptied entry the entry of `key`; returns the key it had, to be released after unlocking.
+        @inlinable
+        func reuse(for key: Key, generation: Int) -> Key {
+            self.generation = generation
+            return exchange(&self.key, with: key)
         }
 
         /// Whether observers are shown a value: a known one, or pending changes.

@@ -135,6 +135,25 @@ final class ReleaseRuleTests: XCTestCase {
         XCTAssertEqual(cache.count, 1)
     }
 
+    func test_store_releasesTheKeysAndValuesOfKeysNoLongerInUse_outsideItsLock() {
+        // No levels and no kept values: each key is dropped once its read is over, and its entry made again for the
+        // next key. The first key's deinitializer and its value's call back into the store.
+        let fetch = LoaderFamily { (key: ProbedKey) in
+            AnyLoader<Held> { completion in
+                completion(.success(Held(key.id == 1 ? DeinitProbe { _ = key.store?.count } : nil)))
+                return AnyCancellationToken {}
+            }
+        }
+        let store = Store<ProbedKey, Held>(levels: [], fetch: fetch, keptValues: 0)
+        _ = store.read(ProbedKey(id: 1, store: store)).load { _ in }
+
+        guard
+            assertReturns(
+                "a read of another key", keeping: store,
+                running: { _ = store.read(ProbedKey(id: 2, store: nil)).load { _ in } })
+        else { return }
+    }
+
     func test_store_runsChangesAndReleasesThemOutsideItsLock() {
         let store = Store<Int, Int>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Int>() })
         store.write(1, for: 1)
@@ -362,6 +381,22 @@ final class DeinitProbe: Sendable {
     deinit { onDeinit() }
 
     func touch() {}
+}
+
+/// A store's key whose deinitializer reads the store it is a key of (when it has one).
+private final class ProbedKey: Hashable, Sendable {
+    let id: Int
+    weak let store: Store<ProbedKey, Held>?
+
+    init(id: Int, store: Store<ProbedKey, Held>?) {
+        self.id = id
+        self.store = store
+    }
+
+    deinit { _ = store?.count }
+
+    static func == (lhs: ProbedKey, rhs: ProbedKey) -> Bool { lhs.id == rhs.id }
+    func hash(into hasher: inout Hasher) { hasher.combine(id) }
 }
 
 /// A value that may hold a probe, so that replacing or dropping the value releases it.

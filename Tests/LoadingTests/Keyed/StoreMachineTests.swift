@@ -294,6 +294,52 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown("c")?.confirmed?.value, "c")
     }
 
+    // MARK: Entries made again
+
+    func test_anEmptiedEntry_isInEveryFieldWhatANewEntryIs_exceptItsKeyAndGeneration() throws {
+        var machine = makeMachine()
+        _ = machine.observe("a", fresh: .init(nil))
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)  // a level operation waits to be issued
+        _ = machine.beginFetch("a", joining: true) { _ in }
+        _ = machine.addMutation({ $0 }, to: "a")
+        _ = machine.beginLevelRead("a", level: 0)
+        _ = machine.invalidate("a", at: now)
+        _ = machine.firstLook("a", under: .cacheOnly, now: now)  // a shared response
+        let entry = try XCTUnwrap(machine.entries["a"])
+        let fresh = Machine.Entry(key: "a", generation: entry.generation)
+        func fields(_ entry: Machine.Entry) -> [String: String] {
+            Dictionary(
+                uniqueKeysWithValues: Mirror(reflecting: entry).children.map { ($0.label ?? "", "\($0.value)") })
+        }
+        let differing = fields(entry).filter { fields(fresh)[$0.key] != $0.value }
+        XCTAssertGreaterThan(differing.count, 10, "the scenario sets most fields: \(differing.keys.sorted())")
+
+        entry.empty()
+
+        XCTAssertEqual(fields(entry), fields(fresh), "an entry made again starts as a new one")
+    }
+
+    func test_aDroppedEntryKeptAsSpare_isMadeAgainForTheNextKey_andHandsItsFormerKeyBackForRelease() {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        while machine.takeLevelOps(of: "a") != nil {}  // issued
+        XCTAssertEqual(machine.count, 0, "the key fell out of use")
+        guard let dropped = machine.takeReleased()?.entry as? Machine.Entry else {
+            return XCTFail("the dropped entry is handed out for release")
+        }
+        dropped.empty()
+        machine.keepSpare(dropped)
+
+        let entry = machine.ensureEntry("b")
+
+        XCTAssertTrue(entry === dropped)
+        XCTAssertEqual(entry.key, "b")
+        XCTAssertEqual(machine.formerKey, "a", "released by the store after unlocking")
+        XCTAssertNil(machine.shown("b"), "nothing of the former key shows")
+        XCTAssertNil(machine.spare)
+    }
+
     // MARK: Invalidation
 
     func test_invalidatingAnObservedKey_asksForItsRefetch_andAnUnobservedOneIsOnlyMarked() {
