@@ -1,5 +1,5 @@
 /// An ordered list that keeps its first element inline and the others in an array: a list of one, which is what a
-/// fetch's callers usually are, allocates nothing.
+/// fetch's callers and a key's level operations taken for issuing usually are, allocates nothing.
 ///
 /// Kept in a value whose destruction is specialized (an array's element, say). A field of a generic class's instance
 /// is destroyed by the class's unspecialized deinitializer, which looks this type's metadata up each time.
@@ -17,6 +17,14 @@ struct InlineFirstArray<Element> {
     @inlinable
     init(_ element: Element) {
         head = element
+    }
+
+    /// A list of `elements`, in their order; the array's storage becomes the list's.
+    @inlinable
+    init(_ elements: consuming [Element]) {
+        guard !elements.isEmpty else { return }
+        head = elements.removeFirst()
+        tail = elements
     }
 
     @inlinable

@@ -5,24 +5,13 @@
 #endif
 
 extension Store {
-    /// Runs `policy` for a read that no value shown could answer; the returned token is the read's. A key the store
-    /// did not hold (`held` false) when the read looked is read from the levels (or fetched) at once.
-    @inlinable
-    func startRead(
-        _ key: Key, policy: ReadPolicy, completion: @escaping LoadCompletion<StoreResponse<Value>>, held: Bool
-    ) -> any CancellationToken {
-        let read = PolicyRun(store: self, key: key, policy: policy, completion: completion, onFailure: nil)
-        if held { read.start() } else { read.startWithNothingHeld() }
-        return read
-    }
-
     /// Runs `policy` for `key` for a stream, which shows the key's changes itself: `fail` is told when the policy
     /// ends with nothing to show.
     @inlinable
     func run(
         _ policy: ReadPolicy, for key: Key, fail: @escaping @Sendable (any Error) -> Void
     ) -> any CancellationToken {
-        let read = PolicyRun(store: self, key: key, policy: policy, completion: nil, onFailure: fail)
+        let read = PolicyRun(store: self, key: key, policy: policy, onFailure: fail)
         read.start()
         return read
     }
@@ -69,6 +58,8 @@ extension Store {
         @usableFromInline let policy: ReadPolicy
         /// When the read began (only when the policy judges age).
         @usableFromInline let began: Date
+        /// Whether the store held the key when the read first looked at it (see ``begin(_:)``).
+        @usableFromInline let held: Bool
         /// A stream's read: told of a failure only, as the stream shows the key's changes.
         @usableFromInline let onFailure: (@Sendable (any Error) -> Void)?
         /// A load's completion, until it is answered or cancelled.
@@ -90,15 +81,25 @@ extension Store {
 
         @inlinable
         init(
-            store: Store, key: Key, policy: ReadPolicy, completion: LoadCompletion<StoreResponse<Value>>?,
+            store: Store, key: Key, policy: ReadPolicy, began: Date? = nil, held: Bool = true,
             onFailure: (@Sendable (any Error) -> Void)?
         ) {
             self.store = store
             self.key = key
             self.policy = policy
-            began = policy.maxAgeSeconds == nil ? Date.distantPast : store.now()
-            if let completion { self.completion = Completion(completion) }
+            self.began = began ?? (policy.maxAgeSeconds == nil ? Date.distantPast : store.now())
+            self.held = held
             self.onFailure = onFailure
+        }
+
+        /// Starts the read of a load, made when ``Store/read(_:policy:)``'s loader looked at the key and found no
+        /// answer: it answers `completion`, and it is the load's token. A key the store did not hold then is read from
+        /// the levels (or fetched) at once.
+        @inlinable
+        func begin(_ completion: @escaping LoadCompletion<StoreResponse<Value>>) -> any CancellationToken {
+            self.completion = Completion(completion)  // before the read is shared: no lock needed
+            if held { start() } else { startWithNothingHeld() }
+            return self
         }
 
         /// Answers from the store's value when the policy takes it, else reads the levels or fetches.

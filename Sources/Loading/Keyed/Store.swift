@@ -181,7 +181,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             case .held: held = true
             case .notHeld: held = false
             }
-            return .start { [self] in startRead(key, policy: policy, completion: $0, held: held) }
+            // The read is made here, so that the closure that starts it captures it alone: no storage of its own.
+            let read = PolicyRun(store: self, key: key, policy: policy, began: now, held: held, onFailure: nil)
+            return .start { read.begin($0) }
         })
     }
 
@@ -480,7 +482,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if let first { issue(first, of: key) }
         while let taken = locked({ $0.takeLevelOps(of: key) }) {
             if taken.removeAll { return removeAllFromLevels() }
-            for operation in taken.ops { issue(operation, of: key) }
+            if let first = taken.ops.head { issue(first, of: key) }
+            for operation in taken.ops.tail { issue(operation, of: key) }
         }
     }
 

@@ -694,10 +694,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The next level operations of `key`, for the caller issuing them. `nil` when there are none: the caller
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
     @inlinable
-    mutating func takeLevelOps(of key: Key) -> (ops: [LevelOp], removeAll: Bool)? {
+    mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
         guard let entry = entry(key) else { return nil }
         if clearing == nil, !entry.levelOps.isEmpty {
-            let ops = exchange(&entry.levelOps, with: [])
+            // One operation, the usual case, is moved out, and the entry keeps its storage for the next.
+            let ops =
+                entry.levelOps.count == 1
+                ? InlineFirstArray(entry.levelOps.removeLast()) : InlineFirstArray(exchange(&entry.levelOps, with: []))
             if entry.hasStaleSaves {
                 entry.hasStaleSaves = false
                 for case .save(_, let targets, let skipsDebounced, _, stale: true) in ops {

@@ -20,6 +20,12 @@ final class InlineFirstArrayTests: XCTestCase {
         }
     }
 
+    func test_aListMadeFromAnArray_hasItsElementsInOrder() {
+        XCTAssertEqual(Array(InlineFirstArray<Int>([1, 2, 3])), [1, 2, 3])
+        XCTAssertEqual(Array(InlineFirstArray<Int>([7])), [7])
+        XCTAssertTrue(InlineFirstArray<Int>([Int]()).isEmpty)
+    }
+
     func test_anElementChangedInPlace_isChangedWhereverItIs() {
         var list: InlineFirstArray<[Int]> = [[1], [2], [3]]
         list[0].append(10)
