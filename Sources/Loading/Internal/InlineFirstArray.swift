@@ -32,6 +32,15 @@ struct InlineFirstArray<Element> {
         if head == nil { head = element } else { tail.append(element) }
     }
 
+    /// The list of `transform` applied to each element, in order (a list of one allocates nothing).
+    @inlinable
+    func mapInline<Mapped>(_ transform: (Element) throws -> Mapped) rethrows -> InlineFirstArray<Mapped> {
+        var mapped = InlineFirstArray<Mapped>()
+        mapped.head = try head.map(transform)
+        mapped.tail = try tail.map(transform)
+        return mapped
+    }
+
     /// Removes and returns the element at `index`; the element after it, if any, takes its place.
     @inlinable
     @discardableResult

@@ -226,7 +226,7 @@ extension StoreMachine {
     struct SaveTicket: Sendable {
         @usableFromInline
         enum Work: Sendable {
-            case replies([FetchReply])
+            case replies(InlineFirstArray<FetchReply>)
             case run(@Sendable () -> Void)
         }
 
@@ -253,8 +253,9 @@ extension StoreMachine {
 
         /// Sets the work to run once every hold is released; only before the ticket's first release.
         @inlinable
-        func whenSaved(_ work: Work) {
-            state.withLock { $0.work = work }
+        func whenSaved(_ work: consuming Work) {
+            var work = Optional(work)
+            state.withLock { $0.work = work.take() }  // moved in, not copied
         }
 
         @inlinable
@@ -286,11 +287,12 @@ extension StoreMachine {
             let work = state.withLock { state -> Work? in
                 state.holds -= 1
                 guard state.holds == 0 else { return nil }
-                defer { state.work = nil }
-                return state.work
+                return state.work.take()  // moved out, not copied
             }
-            switch work {
-            case .replies(let replies): for reply in replies { reply.completion(reply.result) }
+            switch consume work {
+            case .replies(let replies):
+                if let first = replies.head { first.completion(first.result) }
+                for reply in replies.tail { reply.completion(reply.result) }
             case .run(let run): run()
             case nil: break
             }

@@ -778,7 +778,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let saved = SaveTicket()
             let effects = confirm(stored, for: key, logging: change, levels: levelNames.indices, ticket: saved)
             let shown = effects.lastPublished
-            saved.whenSaved(.replies([FetchReply(completion: reply, result: .success(shown))]))
+            saved.whenSaved(.replies(InlineFirstArray(FetchReply(completion: reply, result: .success(shown)))))
             return effects
         case .fetched(_, let id):
             return confirmFetch(id, for: key, value: value, now: now)
@@ -833,7 +833,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let saved = SaveTicket()
         let effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved)
         let shown = effects.lastPublished
-        saved.whenSaved(.replies(fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) }))
+        saved.whenSaved(
+            .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
         return effects
     }
 

@@ -24,6 +24,8 @@ final class InlineFirstArrayTests: XCTestCase {
         XCTAssertEqual(Array(InlineFirstArray<Int>([1, 2, 3])), [1, 2, 3])
         XCTAssertEqual(Array(InlineFirstArray<Int>([7])), [7])
         XCTAssertTrue(InlineFirstArray<Int>([Int]()).isEmpty)
+        XCTAssertEqual(Array(InlineFirstArray<Int>([1, 2, 3]).mapInline { $0 * 10 }), [10, 20, 30])
+        XCTAssertTrue(InlineFirstArray<Int>().mapInline { $0 * 10 }.isEmpty)
     }
 
     func test_anElementChangedInPlace_isChangedWhereverItIs() {
