@@ -95,16 +95,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// entry's value) after unlocking: a value's deinitializer is the caller's code.
     @inlinable
     func locked<Result>(_ body: (inout Machine) -> Result) -> Result {
-        let (result, released, formerKey) = state.withLock { machine in
-            (body(&machine), machine.takeReleased(), machine.formerKey.take())
-        }
+        let (result, released) = state.withLock { machine in (body(&machine), machine.takeReleased()) }
         if released != nil { recycle(consume released) }  // handed over, not copied
-        withExtendedLifetime(formerKey) {}
         return result
     }
 
     /// Releases what the machine let go of, after unlocking; an entry it dropped is emptied here and given back as
-    /// the machine's spare (see ``StoreMachine/spare``).
+    /// the machine's spare (see ``StoreMachine/spare``), and the key the spare had before is taken back to be released
+    /// here too.
     @inlinable @inline(never)
     func recycle(_ released: consuming StoreReleased?) {
         // Only dropped entries are kept there.
@@ -112,7 +110,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var entry = unsafeDowncast(consume dropped, to: Machine.Entry.self)
         guard isKnownUniquelyReferenced(&entry) else { return }
         entry.empty()
-        state.withLock { $0.keepSpare(entry) }
+        let formerKey = state.withLock { $0.keepSpare(entry) }
+        withExtendedLifetime(formerKey) {}
     }
 
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or

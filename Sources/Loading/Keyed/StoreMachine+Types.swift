@@ -63,30 +63,22 @@ extension StoreMachine {
             self.generation = generation
         }
 
-        /// Empties the entry, as a new one is, keeping only its key and its arrays' storage: what it held is
-        /// released here (the store calls it after unlocking, on an entry the machine dropped).
+        /// Empties an entry the machine dropped, as a new one is, but for its key: what it held is released here
+        /// (the store calls it after unlocking). A dropped entry is idle, so its lists are empty already; they keep
+        /// their storage for the next key. (Where the store runs unspecialized, even asking a list whether it is
+        /// empty looks its type up, so they are not asked.)
         @inlinable
         func empty() {
+            assert(isIdle && log.isEmpty, "only an idle entry is dropped")
             confirmed = nil
             isKnown = false
-            pending.removeAll(keepingCapacity: true)
             version = 0
             confirmedVersion = 0
-            observers = 0
-            levelReads = 0
-            fetches.removeAll(keepingCapacity: true)
             lastConfirmedFetch = 0
-            log.removeAll(keepingCapacity: true)
             logSequence = 0
-            queue.removeAll(keepingCapacity: true)
-            isChanging = false
-            levelOps.removeAll(keepingCapacity: true)
-            isIssuing = false
-            debounced = [:]
             keptStamp = nil
             subject = nil
             staleMark = 0
-            staleWrites = 0
             hasStaleSaves = false
             hitResponse = nil
             hitConfirmedVersion = 0

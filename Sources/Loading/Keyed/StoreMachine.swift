@@ -82,8 +82,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// that needs one: a key's first read then neither allocates an entry nor runs the entry's deinitializer (which
     /// cannot be specialized, and looks type metadata up).
     @usableFromInline var spare: Entry?
-    /// The key the spare had, until the store takes it to release it after unlocking (a key's deinitializer may be
-    /// the caller's code).
+    /// The key the spare had, until the store gives the next spare back (``keepSpare(_:)``) and releases it after
+    /// unlocking: a key's deinitializer may be the caller's code. One key at most waits here.
     @usableFromInline var formerKey: Key?
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
     @usableFromInline static var invalidationLimit: Int { 64 }
@@ -105,10 +105,12 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return counter
     }
 
-    /// Keeps `entry`, dropped and emptied since, for the next key that needs an entry, unless one is kept already.
+    /// Keeps `entry`, dropped and emptied since, for the next key that needs an entry, unless one is kept already;
+    /// returns the key the previous spare had, for the store to release after unlocking.
     @inlinable
-    mutating func keepSpare(_ entry: Entry) {
+    mutating func keepSpare(_ entry: Entry) -> Key? {
         if spare == nil { spare = entry }
+        return formerKey.take()
     }
 
     /// What the machine let go of since the last call, for the caller to release after unlocking; `nil` when
