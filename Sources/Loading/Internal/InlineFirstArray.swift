@@ -51,7 +51,7 @@ struct InlineFirstArray<Element> {
     }
 }
 
-extension InlineFirstArray: RandomAccessCollection, MutableCollection {
+extension InlineFirstArray: RandomAccessCollection {
     @inlinable
     var startIndex: Int { 0 }
 
@@ -63,18 +63,7 @@ extension InlineFirstArray: RandomAccessCollection, MutableCollection {
 
     @inlinable
     subscript(position: Int) -> Element {
-        get { position == 0 ? head! : tail[position - 1] }
-        // Changed in place, not copied out and back: an element's own arrays stay uniquely referenced.
-        _modify {
-            if position == 0 { yield &head! } else { yield &tail[position - 1] }
-        }
-    }
-}
-
-extension InlineFirstArray: ExpressibleByArrayLiteral {
-    @inlinable
-    init(arrayLiteral elements: Element...) {
-        for element in elements { append(element) }
+        position == 0 ? head! : tail[position - 1]
     }
 }
 

@@ -717,7 +717,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         release(key)
         guard clearing != nil, issuing == 0, !clearing!.isAssigned else { return nil }
         clearing!.isAssigned = true
-        return ([], true)
+        return (InlineFirstArray(), true)
     }
 
     /// A debounced write's timer is running: keeps its token; returns it when the write was dropped meanwhile.
