@@ -38,18 +38,6 @@ extension Store {
             case fallback(any Error)
         }
 
-        /// The caller's completion, moved as it is stored: taking the bare closure out of the read converts it to
-        /// another calling form, which allocates; calling it from this field does not.
-        @usableFromInline
-        struct Completion {
-            @usableFromInline let call: LoadCompletion<StoreResponse<Value>>
-
-            @inlinable
-            init(_ call: @escaping LoadCompletion<StoreResponse<Value>>) {
-                self.call = call
-            }
-        }
-
         /// What ``StoreMachine/beginFetch(_:joining:since:completion:)`` answers.
         @usableFromInline typealias FetchBegun = (fetch: Int, caller: Int, starts: Bool, answered: Machine.Snapshot?)
 
@@ -63,7 +51,7 @@ extension Store {
         /// A stream's read: told of a failure only, as the stream shows the key's changes.
         @usableFromInline let onFailure: (@Sendable (any Error) -> Void)?
         /// A load's completion, until it is answered or cancelled.
-        @usableFromInline @exclusivity(unchecked) var completion: Completion?
+        @usableFromInline @exclusivity(unchecked) var completion: HandedCompletion<StoreResponse<Value>>?
         @usableFromInline @exclusivity(unchecked) var isCancelled = false
         /// The fetch the read waits for (the fetch's id, the read's caller id), which a cancel leaves.
         @usableFromInline @exclusivity(unchecked) var joinedFetch: (id: Int, caller: Int)?
@@ -96,8 +84,8 @@ extension Store {
         /// answer: it answers `completion`, and it is the load's token. A key the store did not hold then is read from
         /// the levels (or fetched) at once.
         @inlinable
-        func begin(_ completion: @escaping LoadCompletion<StoreResponse<Value>>) -> any CancellationToken {
-            self.completion = Completion(completion)  // before the read is shared: no lock needed
+        func begin(_ completion: HandedCompletion<StoreResponse<Value>>) -> any CancellationToken {
+            self.completion = completion  // before the read is shared: no lock needed
             if held { start() } else { startWithNothingHeld() }
             return self
         }
@@ -135,7 +123,7 @@ extension Store {
         @inlinable
         func cancel() {
             typealias Left = (garbage: [Any], cancel: (any CancellationToken)?)
-            let (taken, left) = store.locked { machine -> (Completion?, Left?) in
+            let (taken, left) = store.locked { machine -> (HandedCompletion<StoreResponse<Value>>?, Left?) in
                 guard !isCancelled, onFailure != nil || self.completion != nil else { return (nil, nil) }
                 isCancelled = true
                 let left = joinedFetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: key) }
@@ -319,5 +307,18 @@ extension Store {
                 readLevel(0, for: .fallback(error))
             }
         }
+    }
+}
+
+/// A load's completion in the form `AnyLoader` hands it over, its output's type left generic. A read keeps it and
+/// calls it in that form: converting a kept closure to another calling form allocates (a response is passed
+/// directly, but an output of unknown type indirectly).
+@usableFromInline
+struct HandedCompletion<Output: Sendable> {
+    @usableFromInline let call: LoadCompletion<Output>
+
+    @inlinable
+    init(_ call: @escaping LoadCompletion<Output>) {
+        self.call = call
     }
 }

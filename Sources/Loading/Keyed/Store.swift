@@ -182,7 +182,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             }
             // The read is made here, so that the closure that starts it captures it alone: no storage of its own.
             let read = PolicyRun(store: self, key: key, policy: policy, began: now, held: held, onFailure: nil)
-            return .start { read.begin($0) }
+            return .start { read.begin(HandedCompletion($0)) }
         })
     }
 
