@@ -40,11 +40,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let levels: [StoreLevel<Key, Value>]
     @usableFromInline let fetcher: LoaderFamily<Key, Value>
     @usableFromInline let now: @Sendable () -> Date
-    @usableFromInline let onWriteFailure: @Sendable (any Error) -> Void
-    /// Tells `onWriteFailure` of a failed level operation: made once, as each level write needs it.
-    @usableFromInline let reportFailure: @Sendable (Result<Void, any Error>) -> Void
-    /// `reportFailure`, as the tickets of level writes keep it.
-    @usableFromInline let failureReport: Machine.SaveTicket.Report
+    /// Tells `onWriteFailure` of a failed level operation: made once, as each level write (and each ticket a write
+    /// holds) needs it.
+    @usableFromInline let reportFailure: Machine.SaveTicket.Report
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
     @usableFromInline let maxAgeSeconds: Double?
     @usableFromInline let network: NetworkMode
@@ -80,12 +78,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         maxAgeSeconds = maxAge?.seconds
         self.network = network
         self.now = now
-        self.onWriteFailure = onWriteFailure
-        let reportFailure: @Sendable (Result<Void, any Error>) -> Void = { result in
+        reportFailure = Machine.SaveTicket.Report { result in
             if case .failure(let error) = result { onWriteFailure(error) }
         }
-        self.reportFailure = reportFailure
-        failureReport = Machine.SaveTicket.Report(reportFailure)
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 0)
         state = Locked(Machine(levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept))
@@ -493,20 +488,20 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // One closure per operation, capturing the ticket alone (which reports failures itself): it needs no storage
         // of its own. A method reference or an optional chain here would make more.
         let done: @Sendable (Result<Void, any Error>) -> Void =
-            if let ticket { { ticket.landed($0) } } else { reportFailure }
+            if let ticket { { ticket.landed($0) } } else { reportFailure.call }
         switch consume operation {  // its payload moved out, not copied
         case .save(let value, let targets, let skipsDebounced, _, let stale):
             let landed = stale ? staleWriteLanded(of: key, then: done) : done
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
-                ticket?.hold(reportingTo: failureReport)
+                ticket?.hold(reportingTo: reportFailure)
                 levels[index].save(value, key, landed)
             }
         case .flush(let value, let index, _):
-            ticket?.hold(reportingTo: failureReport)
+            ticket?.hold(reportingTo: reportFailure)
             levels[index].save(value, key, done)
         case .remove:
             for level in levels {
-                ticket?.hold(reportingTo: failureReport)
+                ticket?.hold(reportingTo: reportFailure)
                 level.removeValue(key, done)
             }
         }
@@ -542,7 +537,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         for level in levels {
             level.removeAll { [reportFailure] result in
-                reportFailure(result)
+                reportFailure.call(result)
                 progress.withLock { $0.remaining -= 1 }
                 finish()
             }

@@ -222,7 +222,7 @@ extension StoreMachine {
             case run(@Sendable () -> Void)
         }
 
-        /// What a level write holding the ticket reports its failure to. In a struct, so that the locked state
+        /// What a level write reports its failure to (the store's `onWriteFailure`). In a struct, so that the locked state
         /// holding it is stored as it is: a bare closure in a generic box is converted to another calling form on
         /// each access, which allocates.
         @usableFromInline
