@@ -96,11 +96,11 @@ extension Store {
             let cached = store.locked { $0.cached(key, under: policy, now: began) }
             switch policy.kind {
             case .cacheFirst, .cacheOnly:
-                guard let cached, cached.fresh else { return readLevel(0, for: .cache) }
-                answer(cached.snapshot.response)
+                guard let snapshot = cached?.snapshot, cached?.fresh == true else { return readLevel(0, for: .cache) }
+                answer(snapshot.response)
             case .cacheThenNetwork:
-                guard let cached else { return readLevel(0, for: .cacheThenNetwork) }
-                answer(cached.snapshot.response)
+                guard let cached, let snapshot = cached.snapshot else { return readLevel(0, for: .cacheThenNetwork) }
+                answer(snapshot.response)
                 if !cached.fresh { startFetch() }
             case .networkFirst, .networkOnly:
                 startFetch()
@@ -180,7 +180,7 @@ extension Store {
             case nil:
                 return
             case .known(let snapshot):
-                let taken = snapshot?.confirmed.map { takes($0.savedAt, stale: snapshot!.isStale, for: purpose) }
+                let taken = snapshot?.confirmed.savedAt.map { takes($0, stale: snapshot!.isStale, for: purpose) }
                 return levelsDone(taken == true ? snapshot?.response : nil, for: purpose)
             case .read:
                 store.levels[index].read(key) { [self] result in levelAnswered(result) }
@@ -215,8 +215,7 @@ extension Store {
             }
             guard !cancelled else { return }
             if let begun { return fetchBegun(begun) }
-            if let learned, learned.confirmed.map({ takes($0.savedAt, stale: learned.isStale, for: purpose) }) != false
-            {
+            if let learned, learned.confirmed.savedAt.map({ takes($0, stale: learned.isStale, for: purpose) }) != false {
                 return levelsDone(learned.response, for: purpose)
             }
             readLevel(level + 1, for: purpose)
@@ -257,7 +256,7 @@ extension Store {
             case .cacheThenNetwork:
                 // The fetch goes on after a hit, unless the hit is fresh.
                 if let hit { answer(hit) }
-                let fresh = hit != nil && store.locked { $0.cached(key, under: policy, now: began)?.fresh == true }
+                let fresh = hit != nil && store.locked { $0.isFresh(key, under: policy, now: began) }
                 if !fresh { startFetch() }
             case .fallback(let error):
                 if let hit, hit.error != nil { answer(hit) } else { reportOrFail(error) }
@@ -301,7 +300,7 @@ extension Store {
                 answer(snapshot.response)
             case .failure(let error as StoreError) where error == .discarded:
                 answer(store.shownResponse(key))  // what is shown after the removal or the clear
-            case .failure(let error) where policy.kind != .networkFirst && store.locked({ $0.shown(key) != nil }):
+            case .failure(let error) where policy.kind != .networkFirst && store.locked({ $0.showsSomething(key) }):
                 reportOrFail(error)
             case .failure(let error):
                 readLevel(0, for: .fallback(error))

@@ -280,7 +280,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) -> any CancellationToken {
         let (id, shown, loads) = locked { $0.addMutation(change, to: key) }
-        publish(shown)
+        if let shown { publish(shown) }
         if loads { submit(.load, for: key) }
         let pending = PendingLoad<Void> { result in completion(result) }
         pending.startStep {
@@ -365,7 +365,13 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func fetchEnded(_ id: Int, of key: Key, with result: Result<Value, any Error>) {
         switch result {
-        case .success(let value): submit(.fetched(value, fetch: id), for: key)
+        case .success(let value):
+            let now = now()
+            var save: Machine.LevelOp?
+            guard let effects = locked({ $0.fetchedAtOnce(value, fetch: id, for: key, now: now, save: &save) }) else {
+                return runChanges(of: key, from: locked { $0.submit(.fetched(value, fetch: id), for: key, now: now) })
+            }
+            perform(effects, for: key, issuingFirst: save)
         case .failure(let error): perform(locked { $0.fetchFailed(id, of: key, with: error) }, for: key)
         }
     }

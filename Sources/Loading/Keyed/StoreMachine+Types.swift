@@ -587,13 +587,14 @@ extension StoreMachine {
             }
         }
 
-        /// Adds `snapshot` to publish, after the others.
+        /// Adds `snapshot` to publish, after the others (nothing when `nil`: no observer, no reply).
         @inlinable
-        mutating func publish(_ snapshot: consuming Snapshot) {
+        mutating func publish(_ snapshot: consuming Snapshot?) {
+            guard let snapshot else { return }
             if published == nil { published = snapshot } else { publishedLater.append(snapshot) }
         }
 
-        /// The snapshot published last (effects that publish).
+        /// The snapshot published last (effects that answer a caller: see ``StoreMachine/publish(_:error:answers:)``).
         @inlinable
         var lastPublished: Snapshot {
             publishedLater.isEmpty ? published! : publishedLater[publishedLater.count - 1]
@@ -641,14 +642,17 @@ extension StoreMachine {
         }
     }
 
-    /// What a key shows, captured under the lock and computed outside it (the pending changes run then). It holds
-    /// the pending changes as the entry does (a copy of their array is a retain, whatever their number).
+    /// What a key shows at one version, captured under the lock: the confirmed value as a response (built there,
+    /// which runs no code of the caller's: the value is retained, not copied), and the pending changes, which are the
+    /// caller's closures and are applied outside the lock (``response``). Four words, so that it is copied and
+    /// destroyed in place: a larger value crossing the machine's boundary is copied through its type's value
+    /// witnesses, even where the store's code is specialized.
     @usableFromInline
     struct Snapshot: Sendable {
-        @usableFromInline let version: Int
-        @usableFromInline let confirmed: StoredValue<Value>?
+        /// The confirmed value at the snapshot's version (no value when none is confirmed), with the error attached.
+        @usableFromInline let confirmed: StoreResponse<Value>
+        /// The optimistic changes shown over it, as the entry holds them (a copy of their array is a retain).
         @usableFromInline let pending: [Mutation]
-        @usableFromInline let error: (any Error)?
         /// The key's subject when it has observers: where the snapshot is published.
         @usableFromInline let subject: Subject?
         /// Whether the confirmed value was invalidated and not fetched anew since.
@@ -656,23 +660,27 @@ extension StoreMachine {
 
         @inlinable
         init(entry: Entry, version: Int, error: (any Error)? = nil) {
-            self.version = version
-            confirmed = entry.confirmed
+            let value = entry.confirmed
+            confirmed = StoreResponse(
+                value: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
+                hasPendingChanges: false, error: error, version: version)
             pending = entry.pending
-            self.error = error
             subject = entry.subject
             isStale = entry.staleMark != 0
         }
 
+        /// The version observers are shown.
+        @inlinable
+        var version: Int { confirmed.version }
+
+        /// What observers and readers are shown: the confirmed value, with the pending changes applied in order.
         @inlinable
         var response: StoreResponse<Value> {
-            StoreResponse(
-                value: pending.reduce(confirmed?.value) { value, mutation in mutation.change(value) },
-                origin: pending.isEmpty ? confirmed?.origin ?? .local : .local,
-                savedAt: confirmed?.savedAt,
-                hasPendingChanges: !pending.isEmpty,
-                error: error,
-                version: version)
+            guard !pending.isEmpty else { return confirmed }
+            return StoreResponse(
+                value: pending.reduce(confirmed.value) { value, mutation in mutation.change(value) },
+                origin: .local, savedAtSeconds: confirmed.storage.savedAtSeconds, hasPendingChanges: true,
+                error: confirmed.error, version: confirmed.version)
         }
     }
 }

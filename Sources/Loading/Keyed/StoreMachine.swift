@@ -158,13 +158,23 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Reading what is shown
 
-    /// What `key` shows (a known value), and whether `policy` takes it as it is: for a cache-first read, a value
-    /// not invalidated and young enough; for a cache-only read, any; for a cache-then-network read with a maximum
-    /// age, a value that needs no fetch. `nil` when the store holds no value for the key.
+    /// Whether `policy` takes `key`'s known value as it is: for a cache-first read, a value not invalidated and
+    /// young enough; for a cache-only read, any; for a cache-then-network read with a maximum age, a value that needs
+    /// no fetch. `snapshot` is what the key shows when the read answers with it: a value the policy takes, or any
+    /// known value for a cache-then-network read (which fetches when it is not fresh). `nil` when the store holds no
+    /// value for the key.
     @inlinable
-    func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (snapshot: Snapshot, fresh: Bool)? {
+    func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (snapshot: Snapshot?, fresh: Bool)? {
         guard let entry = peek(key), entry.confirmed != nil else { return nil }
-        return (Snapshot(entry: entry, version: entry.version), isFresh(entry, under: policy, now: now))
+        let fresh = isFresh(entry, under: policy, now: now)
+        let answers = fresh || policy.kind == .cacheThenNetwork
+        return (answers ? Snapshot(entry: entry, version: entry.version) : nil, fresh)
+    }
+
+    /// Whether `policy` takes `key`'s known value as it is (see ``cached(_:under:now:)``).
+    @inlinable
+    func isFresh(_ key: Key, under policy: ReadPolicy, now: Date) -> Bool {
+        peek(key).map { isFresh($0, under: policy, now: now) } ?? false
     }
 
     /// What a read finds first: the response for `key` when `policy` takes the store's value as it is, with no
@@ -209,6 +219,12 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func shown(_ key: Key) -> Snapshot? {
         guard let entry = peek(key), entry.showsSomething else { return nil }
         return Snapshot(entry: entry, version: entry.version)
+    }
+
+    /// Whether `key` shows anything now (a known value or pending changes).
+    @inlinable
+    func showsSomething(_ key: Key) -> Bool {
+        peek(key)?.showsSomething ?? false
     }
 
     /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).
@@ -432,6 +448,26 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return effects
     }
 
+    /// What fetch `id` brought, confirmed at once when `key`'s turn is free and no change was logged while fetches
+    /// ran (there is none to apply again): the same as submitting ``Job/fetched(_:fetch:)``, without building a job
+    /// and a step. The save is handed out in `save`, as ``writeAtOnce(_:for:save:)`` hands it out. `nil`, having
+    /// changed nothing, otherwise (the fetch is over, the key's changes run, or some were logged): the value then
+    /// takes its turn through ``submit(_:for:now:)``.
+    @inlinable
+    mutating func fetchedAtOnce(
+        _ value: Value, fetch id: Int, for key: Key, now: Date, save: inout LevelOp?
+    ) -> Effects? {
+        guard let entry = entry(key), !entry.isChanging, entry.queue.isEmpty, entry.log.isEmpty,
+            entry.fetches.contains(where: { $0.id == id })
+        else { return nil }
+        let effects = confirmFetch(id, for: key, value: value, now: now)
+        if effects.issueLevels, entry.levelOps.count == 1, !entry.hasStaleSaves {
+            save = entry.levelOps.removeLast()  // moved out, and the storage is kept
+        }
+        release(key)
+        return effects
+    }
+
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
     /// caller stops running it).
     @inlinable
@@ -510,10 +546,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Optimistic changes
 
-    /// Adds a pending optimistic change to `key`; returns its id, what the key shows with it, and whether the
-    /// levels' value must be read first (submit ``Job/load``).
+    /// Adds a pending optimistic change to `key`; returns its id, what the key shows with it (for its observers, when
+    /// it has some), and whether the levels' value must be read first (submit ``Job/load``).
     @inlinable
-    mutating func addMutation(_ change: @escaping Change, to key: Key) -> (id: Int, shown: Snapshot, loads: Bool) {
+    mutating func addMutation(_ change: @escaping Change, to key: Key) -> (id: Int, shown: Snapshot?, loads: Bool) {
         let entry = ensureEntry(key)
         let id = next()
         entry.pending.append(Mutation(id: id, change: change))
@@ -778,7 +814,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
             }
             let saved = SaveTicket()
-            let effects = confirm(stored, for: key, logging: change, levels: levelNames.indices, ticket: saved)
+            let effects = confirm(
+                stored, for: key, logging: change, levels: levelNames.indices, ticket: saved, answers: true)
             let shown = effects.lastPublished
             saved.whenSaved(.replies(InlineFirstArray(FetchReply(completion: reply, result: .success(shown)))))
             return effects
@@ -833,7 +870,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
         // The callers are answered once the value is saved to the levels.
         let saved = SaveTicket()
-        let effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved)
+        let effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved, answers: true)
         let shown = effects.lastPublished
         saved.whenSaved(
             .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
@@ -854,7 +891,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
         // Invalidated, or read while an invalidation happened (its records may not have been judged): stale.
         entry.staleMark = stale || stamp.invalidations != invalidationCount ? next() : 0
-        var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error)
+        var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true)
         effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
         return effects
     }
@@ -906,13 +943,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Replaces `key`'s confirmed value, notes the change for the fetches in flight, decides the level writes and
-    /// publishes the new shown value (``Effects/lastPublished``). When `debounces`, the debounced levels are written
-    /// when their timers fire; otherwise every level at once (a debounced write waiting is dropped: this one is
-    /// newer). The writes hold `ticket`, released at once when there are none.
+    /// publishes the new shown value (``Effects/lastPublished`` when it `answers` a caller too). When `debounces`, the
+    /// debounced levels are written when their timers fire; otherwise every level at once (a debounced write waiting
+    /// is dropped: this one is newer). The writes hold `ticket`, released at once when there are none.
     @inlinable
     mutating func confirm(
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
-        error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil
+        error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil, answers: Bool = false
     ) -> Effects {
         let entry = entry(key)!
         var effects = Effects()
@@ -947,7 +984,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.debounced = [:]
             entry.levelOps.append(.remove(ticket: ticket))
         }
-        effects.publish(publish(key, error: error))
+        effects.publish(publish(key, error: error, answers: answers))
         effects.issueLevels = startIssuing(key)
         return effects
     }
@@ -973,11 +1010,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.log.removeAll { $0.sequence <= oldest }
     }
 
-    /// A new version of what `key` shows, for its observers.
+    /// A new version of what `key` shows: the snapshot its observers are sent, made only when it has observers or
+    /// when it `answers` a caller as well (a snapshot holds its response: made for nobody, it would be an allocation
+    /// for nothing).
     @inlinable
-    mutating func publish(_ key: Key, error: (any Error)? = nil) -> Snapshot {
+    mutating func publish(_ key: Key, error: (any Error)? = nil, answers: Bool = false) -> Snapshot? {
         let entry = entry(key)!
         entry.version = next()
+        guard answers || entry.subject != nil else { return nil }
         return Snapshot(entry: entry, version: entry.version, error: error)
     }
 

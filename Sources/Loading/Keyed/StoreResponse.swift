@@ -48,6 +48,17 @@ public struct StoreResponse<Value: Sendable>: Sendable {
             hasPendingChanges: hasPendingChanges, error: error, version: version)
     }
 
+    /// A response whose saved date is given as seconds since the reference date (as the store keeps it).
+    @inlinable
+    init(
+        value: Value?, origin: StoreOrigin, savedAtSeconds: Double?, hasPendingChanges: Bool, error: (any Error)?,
+        version: Int
+    ) {
+        storage = StoreResponseStorage(
+            value: value, origin: origin, savedAtSeconds: savedAtSeconds, hasPendingChanges: hasPendingChanges,
+            error: error, version: version)
+    }
+
     /// How old the confirmed value is at `date`.
     public func age(at date: Date = Date()) -> Duration? {
         savedAt.map { .seconds(date.timeIntervalSince($0)) }

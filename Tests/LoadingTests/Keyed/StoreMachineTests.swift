@@ -18,7 +18,7 @@ final class StoreMachineTests: XCTestCase {
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
 
         XCTAssertEqual(
-            effects.hitReplies.map { $0.snapshot.confirmed?.value }, [nil], "the pre-logout value is not shown")
+            effects.hitReplies.map { $0.snapshot.confirmed.value }, [nil], "the pre-logout value is not shown")
         XCTAssertTrue(effects.allPublished.isEmpty)
         XCTAssertNil(machine.shown("a"))
     }
@@ -30,7 +30,7 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.remove("a")
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
 
-        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed?.value }, [nil])
+        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed.value }, [nil])
     }
 
     func test_aLevelReadThatLostToAWrite_answersWithTheWrite() throws {
@@ -41,7 +41,7 @@ final class StoreMachineTests: XCTestCase {
         _ = finishChanges(&machine, "a")
         let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
 
-        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed?.value }, ["new"])
+        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed.value }, ["new"])
         XCTAssertTrue(effects.allPublished.isEmpty, "nothing newer to show")
     }
 
@@ -69,8 +69,8 @@ final class StoreMachineTests: XCTestCase {
         _ = finishChanges(&machine, "a")
         let effects = try XCTUnwrap(machine.submit(.fetched("old", fetch: older.fetch), for: "a", now: now).effects)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "new")
-        XCTAssertEqual(try effects.fetchReplies.map { try $0.result.get().confirmed?.value }, ["new"])
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "new")
+        XCTAssertEqual(try effects.fetchReplies.map { try $0.result.get().confirmed.value }, ["new"])
         XCTAssertTrue(effects.allPublished.isEmpty)
         XCTAssertFalse(effects.issueLevels, "the levels are not written with the older value")
     }
@@ -90,7 +90,7 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.submit(.write(stored("written")), for: "b", now: now)
         _ = finishChanges(&machine, "b")
         let overtaken = machine.endLastLevelReadThenFetch("b", readAt: later, since: later) { _ in }
-        XCTAssertEqual(overtaken.learned?.confirmed?.value, "written", "what the store learned is the answer")
+        XCTAssertEqual(overtaken.learned?.confirmed.value, "written", "what the store learned is the answer")
         XCTAssertNil(overtaken.fetch, "and no fetch begins")
         XCTAssertEqual(machine.peek("b")?.levelReads, 0)
 
@@ -139,9 +139,9 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertNotNil(machine.submit(.write(stored("b")), for: "b", now: now).effects, "another key: at once")
 
         _ = machine.commit(work, result: work.run(), for: "a", now: now)
-        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "1+u")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1+u")
         _ = finishChanges(&machine, "a")
-        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "2", "the write asked after the update lands after it")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "2", "the write asked after the update lands after it")
     }
 
     func test_anUpdateOfAKeyNotHeld_readsTheLevelsFirst() throws {
@@ -153,7 +153,7 @@ final class StoreMachineTests: XCTestCase {
         let work = try XCTUnwrap(machine.nextChange(of: "a", now: now)?.work)
         _ = machine.commit(work, result: work.run(), for: "a", now: now)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "saved+live")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "saved+live")
     }
 
     func test_aRemovalWhileAnUpdateRuns_wins() throws {
@@ -291,7 +291,7 @@ final class StoreMachineTests: XCTestCase {
         }
         XCTAssertEqual(machine.count, 2)
         XCTAssertNil(machine.shown("a"))
-        XCTAssertEqual(machine.shown("c")?.confirmed?.value, "c")
+        XCTAssertEqual(machine.shown("c")?.confirmed.value, "c")
     }
 
     // MARK: Entries made again
@@ -399,7 +399,7 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.submit(.fetched("new", fetch: after.fetch), for: "a", now: now)
         _ = finishChanges(&machine, "a")
         XCTAssertEqual(machine.shown("a")?.isStale, false)
-        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "new")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "new")
     }
 
     func test_aLevelHitReadWhileAnInvalidationHappened_isConfirmedStale() throws {
@@ -457,19 +457,77 @@ final class StoreMachineTests: XCTestCase {
 
     // MARK: A write applied at once
 
+    func test_aChangeOfAKeyNobodyObserves_publishesNothing_butAnsweringCallersStillGetWhatItShows() throws {
+        var machine = makeMachine()
+        var save: Machine.LevelOp?
+        let written = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a", save: &save))
+        XCTAssertTrue(written.allPublished.isEmpty, "no observer: no snapshot is made")
+
+        let fetch = machine.beginFetch("b", joining: true) { _ in }
+        let fetched = try XCTUnwrap(machine.submit(.fetched("2", fetch: fetch.fetch), for: "b", now: now).effects)
+        XCTAssertEqual(fetched.allPublished.map(\.confirmed.value), ["2"], "the fetch's callers are answered with it")
+        XCTAssertNil(fetched.published?.subject, "and it is sent to no observer")
+    }
+
     func test_aWriteOfAKeyWhoseTurnIsFree_isAppliedAtOnce_withItsSaveTakenForTheWriter() throws {
         var machine = makeMachine()
+        _ = machine.observe("a", fresh: .init(nil))
 
         var save: Machine.LevelOp?
         let effects = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a", save: &save))
 
-        XCTAssertEqual(effects.allPublished.map(\.confirmed?.value), ["1"])
+        XCTAssertEqual(effects.allPublished.map(\.confirmed.value), ["1"])
         XCTAssertTrue(effects.issueLevels)
         guard case .save(let value, let levels, _, _, _) = save else { return XCTFail("expected the save") }
         XCTAssertEqual(value, "1")
         XCTAssertEqual(levels, 0..<2)
         XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue: the writer's issuing ends")
+        _ = machine.stopObserving("a")
         XCTAssertEqual(machine.count, 0, "and the key, in use by nothing, is dropped")
+    }
+
+    func test_aFetchedValueOfAKeyWhoseTurnIsFree_isConfirmedAtOnce_withItsSaveTakenForItsCaller() throws {
+        var machine = makeMachine()
+        let answers = Locked<[String?]>([])
+        let fetch = machine.beginFetch("a", joining: true) { result in
+            answers.withLock { $0.append(try? result.get().confirmed.value) }
+        }
+
+        var save: Machine.LevelOp?
+        let effects = try XCTUnwrap(machine.fetchedAtOnce("v", fetch: fetch.fetch, for: "a", now: now, save: &save))
+
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "v")
+        XCTAssertTrue(effects.issueLevels)
+        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?, stale: false) = save else {
+            return XCTFail("expected the save to both levels, with the callers' ticket: \(String(describing: save))")
+        }
+        XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue")
+        XCTAssertEqual(answers.withLock { $0 }, [], "the caller waits for the save")
+        ticket.release()
+        XCTAssertEqual(answers.withLock { $0 }, ["v"])
+        XCTAssertEqual(machine.count, 0, "the key, in use by nothing, is dropped")
+    }
+
+    func test_aFetchedValue_takesItsTurn_whenTheKeysChangesRun_orAChangeWasMadeDuringTheFetch() throws {
+        var machine = makeMachine()
+        var save: Machine.LevelOp?
+        let running = machine.beginFetch("a", joining: true) { _ in }
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        XCTAssertNil(
+            machine.fetchedAtOnce("fetched", fetch: running.fetch, for: "a", now: now, save: &save),
+            "a write made during the fetch is applied again to what it brings: the value takes its turn")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1", "and nothing changed")
+
+        let busy = machine.beginFetch("b", joining: true) { _ in }
+        _ = machine.submit(.write(stored("1")), for: "b", now: now)
+        _ = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "b", now: now).work)
+        XCTAssertNil(machine.fetchedAtOnce("fetched", fetch: busy.fetch, for: "b", now: now, save: &save))
+
+        let gone = machine.beginFetch("c", joining: true) { _ in }
+        _ = machine.remove("c")
+        XCTAssertNil(machine.fetchedAtOnce("fetched", fetch: gone.fetch + 1, for: "c", now: now, save: &save))
+        XCTAssertNil(save, "no save is handed out when the value waits")
     }
 
     func test_aWriteWhileTheKeysChangesRun_changesNothing_soItCanWaitItsTurn() throws {
@@ -481,7 +539,7 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertNil(machine.writeAtOnce(stored("2"), for: "a", save: &save))
         XCTAssertNil(save)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "1")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1")
         XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued)
     }
 
@@ -507,7 +565,7 @@ final class StoreMachineTests: XCTestCase {
 
         _ = machine.submit(.fetched("fetched", fetch: fetch.fetch), for: "a", now: now)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed?.value, "written", "the write came after the fetch began")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "written", "the write came after the fetch began")
     }
 
     // MARK: Helpers
