@@ -215,7 +215,8 @@ extension Store {
             }
             guard !cancelled else { return }
             if let begun { return fetchBegun(begun) }
-            if let learned, learned.confirmed.savedAt.map({ takes($0, stale: learned.isStale, for: purpose) }) != false {
+            // What the store learned answers, unless it is a value too old for the read.
+            if let learned, learned.confirmed.savedAt.map({ takes($0, stale: learned.isStale, for: purpose) }) ?? true {
                 return levelsDone(learned.response, for: purpose)
             }
             readLevel(level + 1, for: purpose)
