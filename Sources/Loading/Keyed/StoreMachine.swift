@@ -343,11 +343,12 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // A fetch may get what an upstream load that started earlier brings (a family that coalesces), so it counts
         // from the oldest fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
         let logStart = min(entry.fetches.map { $0.logStart }.min() ?? .max, entry.logSequence)
-        let fetch = Fetch(
-            id: next(), generation: entry.generation, logStart: logStart,
-            callers: InlineFirstArray(FetchCaller(id: caller, completion: completion)))
-        entry.fetches.append(fetch)
-        return (fetch.id, caller, true, nil)
+        let id = next()
+        entry.fetches.append(  // made in place: a fetch is copied through its value witnesses
+            Fetch(
+                id: id, generation: entry.generation, logStart: logStart,
+                callers: InlineFirstArray(FetchCaller(id: caller, completion: completion))))
+        return (id, caller, true, nil)
     }
 
     /// Keeps the token of fetch `id`'s upstream load; returns it when it must be cancelled (every caller left
