@@ -171,9 +171,10 @@ extension Store {
             let begun = store.locked { machine -> Machine.LevelRead? in
                 guard !isCancelled else { return nil }
                 let begun = machine.beginLevelRead(key, level: index)
-                guard case .read(let stamp, let inStep, let rules) = begun else { return begun }
+                guard case .read(let stamp, let inStep) = begun else { return begun }
                 if index == 0, case .cache = purpose { since = stamp }
-                (self.purpose, level, self.stamp, self.inStep, self.rules) = (purpose, index, stamp, inStep, rules)
+                (self.purpose, level, self.stamp, self.inStep) = (purpose, index, stamp, inStep)
+                rules = machine.staleRules  // what a hit is judged by, as of this read
                 return begun
             }
             switch begun {

@@ -138,12 +138,13 @@ extension StoreMachine {
         @usableFromInline var isAbandoned = false
     }
 
-    /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss).
+    /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss). Four words,
+    /// as a snapshot is: the invalidations a hit is judged by are read from ``StoreMachine/staleRules`` under the same
+    /// lock.
     @usableFromInline
     enum LevelRead {
-        /// Read the level; a hit counts only when the level is `inStep` with the store, and is judged by `rules`
-        /// (nothing was invalidated when `nil`).
-        case read(ReadStamp, inStep: Bool, rules: StaleRules?)
+        /// Read the level; a hit counts only when the level is `inStep` with the store.
+        case read(ReadStamp, inStep: Bool)
         case known(Snapshot?)
     }
 

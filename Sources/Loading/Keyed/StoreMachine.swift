@@ -283,7 +283,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.levelReads += 1
         let stamp = ReadStamp(
             generation: entry.generation, confirmedVersion: entry.confirmedVersion, invalidations: invalidationCount)
-        return .read(stamp, inStep: !behind, rules: staleRules)
+        return .read(stamp, inStep: !behind)
     }
 
     /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel). Returns

@@ -202,10 +202,10 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.takeLevelOps(of: "a")
         _ = machine.takeLevelOps(of: "a")
 
-        guard case .read(_, inStep: true, _) = machine.beginLevelRead("a", level: 0) else {
+        guard case .read(_, inStep: true) = machine.beginLevelRead("a", level: 0) else {
             return XCTFail("the memory level holds what the store confirmed: it may be read")
         }
-        guard case .read(_, inStep: false, _) = machine.beginLevelRead("a", level: 1) else {
+        guard case .read(_, inStep: false) = machine.beginLevelRead("a", level: 1) else {
             return XCTFail("the database is behind until its debounced write lands: its hit is not trusted")
         }
     }
@@ -619,7 +619,7 @@ extension StoreMachine.Step {
 
 extension StoreMachine.LevelRead {
     fileprivate var stamp: StoreMachine.ReadStamp? {
-        if case .read(let stamp, _, _) = self { return stamp }
+        if case .read(let stamp, _) = self { return stamp }
         return nil
     }
 }
