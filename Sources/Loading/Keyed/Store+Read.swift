@@ -38,9 +38,6 @@ extension Store {
             case fallback(any Error)
         }
 
-        /// What ``StoreMachine/beginFetch(_:joining:since:completion:)`` answers.
-        @usableFromInline typealias FetchBegun = (fetch: Int, caller: Int, starts: Bool, answered: Machine.Snapshot?)
-
         @usableFromInline let store: Store
         @usableFromInline let key: Key
         @usableFromInline let policy: ReadPolicy
@@ -181,8 +178,8 @@ extension Store {
             case nil:
                 return
             case .known(let snapshot):
-                let taken = snapshot?.confirmed.savedAt.map { takes($0, stale: snapshot!.isStale, for: purpose) }
-                return levelsDone(taken == true ? snapshot?.response : nil, for: purpose)
+                let taken = snapshot.flatMap { takes($0, for: purpose) } == true
+                return levelsDone(taken ? snapshot?.response : nil, for: purpose)
             case .read:
                 store.levels[index].read(key) { [self] result in levelAnswered(result) }
             }
@@ -206,21 +203,25 @@ extension Store {
             }
             // A miss of the last level begins the fetch under the same lock, keeping the key in use.
             let fetches = level + 1 == store.levels.count && fetchesOnMiss(purpose)
-            let (learned, cancelled, begun) = store.locked { machine -> (Machine.Snapshot?, Bool, FetchBegun?) in
-                guard fetches, !isCancelled else { return (machine.endLevelRead(key, since: stamp), isCancelled, nil) }
-                let (learned, begun) = machine.endLastLevelReadThenFetch(key, readAt: stamp, since: since) {
-                    [self] in fetched($0)
+            let (miss, cancelled) = store.locked { machine -> (Machine.LastLevelMiss, Bool) in
+                guard fetches, !isCancelled else {
+                    return (.learned(machine.endLevelRead(key, since: stamp)), isCancelled)
                 }
-                if let begun, begun.answered == nil { joinedFetch = (begun.fetch, begun.caller) }
-                return (learned, false, begun)
+                let miss = machine.endLastLevelReadThenFetch(key, readAt: stamp, since: since) { [self] in fetched($0) }
+                if case .fetch(let begun) = miss { joinedFetch = begun.joinedFetch }
+                return (miss, false)
             }
             guard !cancelled else { return }
-            if let begun { return fetchBegun(begun) }
-            // What the store learned answers, unless it is a value too old for the read.
-            if let learned, learned.confirmed.savedAt.map({ takes($0, stale: learned.isStale, for: purpose) }) ?? true {
-                return levelsDone(learned.response, for: purpose)
+            switch miss {
+            case .fetch(let begun):
+                fetchBegun(begun)
+            case .learned(let learned):
+                // What the store learned answers (no value too, after a removal), unless it is a value too old.
+                if let learned, takes(learned, for: purpose) ?? true {
+                    return levelsDone(learned.response, for: purpose)
+                }
+                readLevel(level + 1, for: purpose)
             }
-            readLevel(level + 1, for: purpose)
         }
 
         /// Whether the read fetches when the levels miss.
@@ -237,6 +238,12 @@ extension Store {
         func hitConfirmed(_ snapshot: Machine.Snapshot) {
             guard !store.locked({ _ in isCancelled }) else { return }
             levelsDone(snapshot.response, for: purpose)
+        }
+
+        /// Whether the read takes the value `snapshot` shows (see ``takes(_:stale:for:)``); `nil` when it shows none.
+        @inlinable
+        func takes(_ snapshot: Machine.Snapshot, for purpose: Purpose) -> Bool? {
+            snapshot.confirmed.savedAt.map { takes($0, stale: snapshot.isStale, for: purpose) }
         }
 
         /// Whether the read takes a level's value saved at `savedAt`: a cache-first read, a fresh one; the others
@@ -271,10 +278,10 @@ extension Store {
         /// stamp of its first level read: a value the store learned since is the answer, and no fetch starts.
         @inlinable
         func startFetch() {
-            let begun = store.locked { machine -> FetchBegun? in
+            let begun = store.locked { machine -> Machine.FetchStart? in
                 guard !isCancelled else { return nil }
                 let begun = machine.beginFetch(key, joining: true, since: since) { [self] in fetched($0) }
-                if begun.answered == nil { joinedFetch = (begun.fetch, begun.caller) }
+                joinedFetch = begun.joinedFetch
                 return begun
             }
             if let begun { fetchBegun(begun) }
@@ -282,10 +289,12 @@ extension Store {
 
         /// The read joined a fetch, or began one, which it starts; or the store had the answer.
         @inlinable
-        func fetchBegun(_ begun: FetchBegun) {
-            if let answered = begun.answered { return fetched(.success(answered)) }
-            guard begun.starts else { return }
-            startedFetch = begun.fetch
+        func fetchBegun(_ begun: Machine.FetchStart) {
+            switch begun {
+            case .answered(let snapshot): return fetched(.success(snapshot))
+            case .joined: return
+            case .starts(let fetch, _): startedFetch = fetch
+            }
             // The load's completion captures the read alone: no storage of its own.
             let token = store.fetcher[key].load { [self] result in
                 store.fetchEnded(startedFetch, of: key, with: result)

@@ -345,8 +345,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// starts it on its own thread. The token drops this caller; the last caller out cancels the fetch.
     @inlinable
     func fetch(_ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion) -> any CancellationToken {
-        let (id, caller, starts, _) = locked { $0.beginFetch(key, joining: joining, completion: completion) }
-        if starts { startUpstream(id, of: key) }
+        let begun = locked { $0.beginFetch(key, joining: joining, completion: completion) }
+        // Without a read's stamp, a fetch never answers at once: it is joined or started.
+        guard let (id, caller) = begun.joinedFetch else { preconditionFailure("a fetch without a stamp began") }
+        if begun.starts { startUpstream(id, of: key) }
         return AnyCancellationToken { [weak self] in
             guard let self else { return }
             let (garbage, cancel) = locked { $0.leaveFetch(id, caller: caller, of: key) }

@@ -148,6 +148,44 @@ extension StoreMachine {
         case known(Snapshot?)
     }
 
+    /// How a caller's fetch begins (see ``StoreMachine/beginFetch(_:joining:since:completion:)``). Four words, as a
+    /// snapshot is.
+    @usableFromInline
+    enum FetchStart {
+        /// The caller begins fetch `fetch`, as its caller `caller`, and starts its upstream load.
+        case starts(fetch: Int, caller: Int)
+        /// The caller joined fetch `fetch` in flight, as its caller `caller`.
+        case joined(fetch: Int, caller: Int)
+        /// The store learned a value since the caller's read began: it is the answer, and no fetch begins.
+        case answered(Snapshot)
+
+        /// The fetch the caller waits for, and its id there (what leaving it takes); `nil` when answered.
+        @inlinable
+        var joinedFetch: (id: Int, caller: Int)? {
+            switch self {
+            case .starts(let fetch, let caller), .joined(let fetch, let caller): (fetch, caller)
+            case .answered: nil
+            }
+        }
+
+        /// Whether the caller starts the fetch's upstream load.
+        @inlinable
+        var starts: Bool {
+            if case .starts = self { true } else { false }
+        }
+    }
+
+    /// How a read of the last level that brought nothing ends (see
+    /// ``StoreMachine/endLastLevelReadThenFetch(_:readAt:since:completion:)``).
+    @usableFromInline
+    enum LastLevelMiss {
+        /// The store learned something since the level read began: what it shows is the answer (`nil`: nothing
+        /// changed after all), and no fetch begins.
+        case learned(Snapshot?)
+        /// The read's fetch began.
+        case fetch(FetchStart)
+    }
+
     /// What a read finds when it first looks at its key (see ``StoreMachine/firstLook(_:under:now:)``).
     @usableFromInline
     enum FirstLook {

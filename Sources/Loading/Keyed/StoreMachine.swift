@@ -307,38 +307,37 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func endLastLevelReadThenFetch(
         _ key: Key, readAt stamp: ReadStamp, since: ReadStamp?, completion: @escaping FetchCompletion
-    ) -> (learned: Snapshot?, fetch: (fetch: Int, caller: Int, starts: Bool, answered: Snapshot?)?) {
+    ) -> LastLevelMiss {
         guard let entry = entry(key), entry.generation == stamp.generation,
             entry.confirmedVersion == stamp.confirmedVersion
-        else { return (endLevelRead(key, since: stamp), nil) }
+        else { return .learned(endLevelRead(key, since: stamp)) }
         entry.levelReads -= 1
-        let begun = beginFetch(key, joining: true, since: since, completion: completion)
-        if begun.answered != nil { release(key) }
-        return (nil, begun)
+        return .fetch(beginFetch(key, joining: true, since: since, completion: completion))
     }
 
     // MARK: Fetches
 
-    /// Adds a caller to `key`'s newest fetch in flight (when `joining`), or starts a fetch: returns its id, the
-    /// caller's id, and whether the caller must start the upstream load.
+    /// Adds a caller to `key`'s newest fetch in flight (when `joining`), or starts a fetch that the caller starts
+    /// the upstream load of (see ``FetchStart``).
     ///
     /// A read that missed the levels passes `since`, the stamp of its first level read: when the store learned a
-    /// value since (a fetch that answered while the levels were read), that value is the answer (`answered`), and no
-    /// fetch starts.
+    /// value since (a fetch that answered while the levels were read), that value is the answer
+    /// (``FetchStart/answered(_:)``), and no fetch starts.
     @inlinable
     mutating func beginFetch(
         _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, completion: @escaping FetchCompletion
-    ) -> (fetch: Int, caller: Int, starts: Bool, answered: Snapshot?) {
+    ) -> FetchStart {
         let entry = ensureEntry(key)
         if let stamp, entry.confirmed != nil,
             entry.generation != stamp.generation || entry.confirmedVersion != stamp.confirmedVersion
         {
-            return (0, 0, false, shownNow(key))
+            defer { release(key) }
+            return .answered(shownNow(key))
         }
         let caller = next()
         if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned {
             entry.fetches[index].callers.append(FetchCaller(id: caller, completion: completion))
-            return (entry.fetches[index].id, caller, false, nil)
+            return .joined(fetch: entry.fetches[index].id, caller: caller)
         }
         // A fetch may get what an upstream load that started earlier brings (a family that coalesces), so it counts
         // from the oldest fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
@@ -348,7 +347,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             Fetch(
                 id: id, generation: entry.generation, logStart: logStart,
                 callers: InlineFirstArray(FetchCaller(id: caller, completion: completion))))
-        return (id, caller, true, nil)
+        return .starts(fetch: id, caller: caller)
     }
 
     /// Keeps the token of fetch `id`'s upstream load; returns it when it must be cancelled (every caller left

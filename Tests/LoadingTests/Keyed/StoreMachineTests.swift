@@ -81,8 +81,8 @@ final class StoreMachineTests: XCTestCase {
         let generation = try XCTUnwrap(machine.peek("a")).generation
 
         let missed = machine.endLastLevelReadThenFetch("a", readAt: stamp, since: stamp) { _ in }
-        XCTAssertNil(missed.learned)
-        XCTAssertEqual(missed.fetch?.starts, true)
+        XCTAssertNil(missed.learnedSnapshot)
+        XCTAssertEqual(missed.begun?.starts, true)
         XCTAssertEqual(machine.peek("a")?.generation, generation, "the key stayed in use: its entry was kept")
         XCTAssertEqual(machine.peek("a")?.levelReads, 0)
 
@@ -90,11 +90,11 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.submit(.write(stored("written")), for: "b", now: now)
         _ = finishChanges(&machine, "b")
         let overtaken = machine.endLastLevelReadThenFetch("b", readAt: later, since: later) { _ in }
-        XCTAssertEqual(overtaken.learned?.confirmed.value, "written", "what the store learned is the answer")
-        XCTAssertNil(overtaken.fetch, "and no fetch begins")
+        XCTAssertEqual(overtaken.learnedSnapshot?.confirmed.value, "written", "what the store learned is the answer")
+        XCTAssertNil(overtaken.begun, "and no fetch begins")
         XCTAssertEqual(machine.peek("b")?.levelReads, 0)
 
-        let fetch = try XCTUnwrap(missed.fetch)
+        let fetch = try XCTUnwrap(missed.begun)
         XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: "a"))
         XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: "a").cancel)
         XCTAssertNil(machine.peek("a"), "the last caller out lets the key go")
@@ -614,6 +614,23 @@ extension StoreMachine.Step {
     fileprivate var isQueued: Bool {
         if case .queued = self { return true }
         return false
+    }
+}
+
+extension StoreMachine.FetchStart {
+    fileprivate var fetch: Int { joinedFetch?.id ?? 0 }
+    fileprivate var caller: Int { joinedFetch?.caller ?? 0 }
+}
+
+extension StoreMachine.LastLevelMiss {
+    fileprivate var learnedSnapshot: StoreMachine.Snapshot? {
+        if case .learned(let snapshot) = self { return snapshot }
+        return nil
+    }
+
+    fileprivate var begun: StoreMachine.FetchStart? {
+        if case .fetch(let begun) = self { return begun }
+        return nil
     }
 }
 
