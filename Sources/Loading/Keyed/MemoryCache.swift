@@ -181,7 +181,10 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// value it replaced.
     @inlinable
     mutating func insertFirst(_ key: Key, _ stored: CachedValue<Value>, cost: Int) -> CachedValue<Value>? {
-        if let slot = index[key] {
+        // The key is looked up and, when new, given the next slot in one pass over the table (one hash, not two).
+        let known = index.count
+        let slot = Self.value(of: &index[key, default: free.last ?? slots.count])
+        guard index.count > known else {
             unlink(slot)
             totalCost += cost - slots[slot].cost
             slots[slot].cost = cost
@@ -189,19 +192,16 @@ struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return exchange(&slots[slot].stored, with: stored)
         }
         let entry = Slot(key: key, stored: stored, cost: cost, newer: -1, older: -1)
-        let slot: Int
-        if let reused = free.popLast() {
-            slots[reused] = entry
-            slot = reused
-        } else {
-            slots.append(entry)
-            slot = slots.count - 1
-        }
-        index[key] = slot
+        if free.popLast() != nil { slots[slot] = entry } else { slots.append(entry) }
         totalCost += cost
         linkFirst(slot)
         return nil
     }
+
+    /// The value `slot` refers to: reading a dictionary's entry through this (an `inout` access) inserts the
+    /// subscript's default in the same lookup when the key is absent.
+    @inlinable
+    static func value(of slot: inout Int) -> Int { slot }
 
     /// Removes `key`'s entry and returns it.
     @inlinable
