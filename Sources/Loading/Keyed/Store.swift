@@ -346,8 +346,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func fetch(_ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion) -> any CancellationToken {
         let begun = locked { $0.beginFetch(key, joining: joining, completion: completion) }
-        // Without a read's stamp, a fetch never answers at once: it is joined or started.
-        guard let (id, caller) = begun.joinedFetch else { preconditionFailure("a fetch without a stamp began") }
+        // Begun without a read's stamp, a fetch is joined or started, never answered at once.
+        guard let (id, caller) = begun.joinedFetch else { preconditionFailure("a fetch without a stamp answered") }
         if begun.starts { startUpstream(id, of: key) }
         return AnyCancellationToken { [weak self] in
             guard let self else { return }

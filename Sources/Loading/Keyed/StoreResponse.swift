@@ -43,7 +43,7 @@ public struct StoreResponse<Value: Sendable>: Sendable {
     init(
         value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?, version: Int
     ) {
-        storage = StoreResponseStorage(
+        self.init(
             value: value, origin: origin, savedAtSeconds: savedAt?.timeIntervalSinceReferenceDate,
             hasPendingChanges: hasPendingChanges, error: error, version: version)
     }
