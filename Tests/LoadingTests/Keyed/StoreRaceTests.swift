@@ -73,6 +73,38 @@ final class StoreRaceTests: XCTestCase {
         XCTAssertEqual(read.values.map(\.value), ["new"], "the older fetch's caller gets what the store shows")
     }
 
+    func test_aWriteRacingTheAnswerOfAFetchStartedBeforeIt_alwaysWins_whicheverLandsFirst() {
+        for round in 0..<300 {
+            let memory = MemoryCache<String, String>()
+            let network = KeyedLoaderSpy<String, String>()
+            let store = Store(levels: [.cache(memory, name: "memory")], fetch: LoaderFamily { network[$0] })
+            let observed = StreamRecorder(store.changes(for: "a"))
+            let read = LoadRecorder<StoreResponse<String>>()
+            read.load(store.read("a"))
+            let start = DispatchSemaphore(value: 0)
+            let done = DispatchGroup()
+            for side in 0..<2 {
+                done.enter()
+                Thread.detachNewThread {
+                    start.wait()
+                    if side == 0 { network.complete("a", with: "fetched") } else { store.write("written", for: "a") }
+                    done.leave()
+                }
+            }
+            start.signal()
+            start.signal()
+            XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+
+            // The write was asked after the fetch began: it is applied again to what the fetch brings.
+            XCTAssertEqual(observed.values.last?.value, "written", "round \(round)")
+            XCTAssertEqual(try? memory.cachedValue(for: "a").get().value, "written", "round \(round)")
+            XCTAssertEqual(read.values.count, 1, "round \(round): the read is answered once")
+            if read.values.first?.value != "fetched" {
+                XCTAssertEqual(read.values.first?.value, "written", "round \(round): with what the store shows")
+            }
+        }
+    }
+
     // MARK: Keys never wait for each other
 
     func test_aSlowCompletionOfOneKey_neverHoldsBackAnotherKeysRead() {
