@@ -519,10 +519,13 @@ final class StoreMachineTests: XCTestCase {
             "a write made during the fetch is applied again to what it brings: the value takes its turn")
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "1", "and nothing changed")
 
-        let busy = machine.beginFetch("b", joining: true) { _ in }
         _ = machine.submit(.write(stored("1")), for: "b", now: now)
+        _ = finishChanges(&machine, "b")
         _ = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "b", now: now).work)
-        XCTAssertNil(machine.fetchedAtOnce("fetched", fetch: busy.fetch, for: "b", now: now, save: &save))
+        let busy = machine.beginFetch("b", joining: true) { _ in }
+        XCTAssertNil(
+            machine.fetchedAtOnce("fetched", fetch: busy.fetch, for: "b", now: now, save: &save),
+            "an update of the key runs: the value waits for its turn")
 
         let gone = machine.beginFetch("c", joining: true) { _ in }
         _ = machine.remove("c")
