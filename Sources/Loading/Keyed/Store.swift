@@ -371,7 +371,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let now = now()
             var save: Machine.LevelOp?
             guard let effects = locked({ $0.fetchedAtOnce(value, fetch: id, for: key, now: now, save: &save) }) else {
-                return runChanges(of: key, from: locked { $0.submit(.fetched(value, fetch: id), for: key, now: now) })
+                return submit(.fetched(value, fetch: id), for: key)  // it takes its turn
             }
             perform(effects, for: key, issuingFirst: save)
         case .failure(let error): perform(locked { $0.fetchFailed(id, of: key, with: error) }, for: key)

@@ -441,10 +441,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let entry = ensureEntry(key)
         guard !entry.isChanging, entry.queue.isEmpty else { return nil }
         let effects = confirmWrite(stored, for: key)
-        if effects.issueLevels, entry.levelOps.count == 1, !entry.hasStaleSaves {
-            save = entry.levelOps.removeLast()  // moved out, and the storage is kept
-        }
-        release(key)
+        endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
         return effects
     }
 
@@ -461,11 +458,17 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.fetches.contains(where: { $0.id == id })
         else { return nil }
         let effects = confirmFetch(id, for: key, value: value, now: now)
-        if effects.issueLevels, entry.levelOps.count == 1, !entry.hasStaleSaves {
-            save = entry.levelOps.removeLast()  // moved out, and the storage is kept
-        }
-        release(key)
+        endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
         return effects
+    }
+
+    /// Ends a change of `key` (its `entry`) applied at once: when its caller issues the key's level operations and the change's
+    /// save is the only one, the save is handed out in `save` (moved out, the key keeping its list's storage); then
+    /// the key is let go if nothing else needs it.
+    @inlinable
+    mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
+        if issuing, entry.levelOps.count == 1, !entry.hasStaleSaves { save = entry.levelOps.removeLast() }
+        release(key)
     }
 
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
