@@ -47,6 +47,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let maxAgeSeconds: Double?
     @usableFromInline let network: NetworkMode
     @usableFromInline let state: Locked<StoreMachine<Key, Value>>
+    /// The mutation queues over the store, told of each clear.
+    let clearObservers = ClearObservers()
 
     @usableFromInline typealias Machine = StoreMachine<Key, Value>
     @usableFromInline typealias Snapshot = StoreMachine<Key, Value>.Snapshot
@@ -259,9 +261,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
     /// key as empty. Nothing fetched, read or changed before the clear reappears after it. `completion` runs once
     /// every level has been emptied (or failed to be: see `onWriteFailure`).
-    @inlinable
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
+        let observers = clearObservers.current
+        // The queues over the store stop starting work, and forget their mutations, before anything is cancelled.
+        for observer in observers { observer.storeWillClear() }
         perform(locked { $0.clear(completion: completion) }, for: nil)
+        for observer in observers { observer.storeDidClear() }
     }
 
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
@@ -279,7 +284,26 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         commit: Commit,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) -> any CancellationToken {
-        let (id, shown, loads) = locked { $0.addMutation(change, to: key) }
+        // Made with no condition, the change is always added.
+        mutate(key, change, commit: commit, order: nil, unlessClearedSince: nil, completion: completion)!
+    }
+
+    /// ``mutate(_:_:commit:completion:)`` for a queue's change: placed by `order` among its queue's changes, and
+    /// refused (`nil`, nothing shown or started) when the store was cleared since ``clearCount`` was `clears`.
+    @inlinable
+    func mutate<Commit: Loader>(
+        _ key: Key,
+        _ change: @escaping @Sendable (Value?) -> Value?,
+        commit: Commit,
+        order: MutationOrder?,
+        unlessClearedSince clears: Int?,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> (any CancellationToken)? {
+        guard
+            let (id, shown, loads, clearsNow) = locked({
+                $0.addMutation(change, to: key, order: order, unlessClearedSince: clears)
+            })
+        else { return nil }
         if let shown { publish(shown) }
         if loads { submit(.load, for: key) }
         let pending = PendingLoad<Void> { result in completion(result) }
@@ -294,7 +318,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 submit(.settle(mutation: id, accepted: true, ticket: saved), for: key)
             }
         }
-        locked { $0.keepCommit(pending, ofMutation: id, for: key) }
+        if !locked({ $0.keepCommit(pending, ofMutation: id, for: key, clears: clearsNow) }) {
+            // A clear came while the commit started: it is cancelled, as the clear cancels those it finds.
+            pending.completeCancellingStep(.failure(StoreError.cleared))
+        }
         return AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }
             self?.submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)

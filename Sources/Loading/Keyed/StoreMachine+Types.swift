@@ -109,11 +109,14 @@ extension StoreMachine {
         @usableFromInline let id: Int
         @usableFromInline let change: Change
         @usableFromInline var commit: PendingLoad<Void>?
+        /// Its place among the other changes of its queue (see ``MutationOrder``); `nil` for a change made alone.
+        @usableFromInline let order: MutationOrder?
 
         @inlinable
-        init(id: Int, change: @escaping Change) {
+        init(id: Int, change: @escaping Change, order: MutationOrder? = nil) {
             self.id = id
             self.change = change
+            self.order = order
         }
     }
 

@@ -60,6 +60,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Entries with a `keptStamp`.
     @usableFromInline var keptCount = 0
     @usableFromInline var counter = 0
+    /// How many times the store was cleared: a change made for what was shown before a clear is refused after it.
+    @usableFromInline var clears = 0
     /// The `removeAll` of a clear, waiting for the level operations being issued to be issued.
     @usableFromInline var clearing: Clearing?
     /// Keys whose callers are issuing level operations now.
@@ -550,21 +552,39 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // MARK: Optimistic changes
 
     /// Adds a pending optimistic change to `key`; returns its id, what the key shows with it (for its observers, when
-    /// it has some), and whether the levels' value must be read first (submit ``Job/load``).
+    /// it has some), and whether the levels' value must be read first (submit ``Job/load``). A change with an `order`
+    /// goes before the changes of its queue with a greater sequence (made earlier, shown later); others go last.
+    /// `nil`, adding nothing, when the store was cleared since `clears` was read (`unlessClearedSince`).
     @inlinable
-    mutating func addMutation(_ change: @escaping Change, to key: Key) -> (id: Int, shown: Snapshot?, loads: Bool) {
+    mutating func addMutation(
+        _ change: @escaping Change, to key: Key, order: MutationOrder? = nil, unlessClearedSince clears: Int? = nil
+    ) -> (id: Int, shown: Snapshot?, loads: Bool, clears: Int)? {
+        if let clears, clears != self.clears { return nil }
         let entry = ensureEntry(key)
         let id = next()
-        entry.pending.append(Mutation(id: id, change: change))
-        return (id, publish(key), !entry.isKnown)
+        var position = entry.pending.endIndex
+        if let order {
+            while position > entry.pending.startIndex, let before = entry.pending[position - 1].order,
+                before.queue == order.queue, before.sequence > order.sequence
+            {
+                position -= 1
+            }
+        }
+        entry.pending.insert(Mutation(id: id, change: change, order: order), at: position)
+        return (id, publish(key), !entry.isKnown, self.clears)
     }
 
-    /// Keeps the commit of pending change `id`, so that a clear can fail it (nothing to keep when it is gone).
+    /// Keeps the commit of pending change `id`, so that a clear can fail it. Returns `false` when a clear came since
+    /// the change was added (the store then counted `clears`): the caller fails the commit itself. A change settled
+    /// already has nothing to keep.
     @inlinable
-    mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key) {
+    mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key, clears: Int) -> Bool {
         // The change was just added: it is the last, or close to it.
-        guard let entry = entry(key), let index = entry.pending.lastIndex(where: { $0.id == id }) else { return }
+        guard let entry = entry(key), let index = entry.pending.lastIndex(where: { $0.id == id }) else {
+            return clears == self.clears
+        }
         entry.pending[index].commit = commit
+        return true
     }
 
     // MARK: Removal and clear
@@ -597,6 +617,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// issued (`removeAll`, or the caller that issues the last of it).
     @inlinable
     mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
+        clears += 1
         var effects = Effects()
         for (key, entry) in entries {
             let shownBefore = entry.showsSomething

@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -23,14 +25,23 @@
 ///   an optimistic change of its key (``Store/mutate(_:_:commit:completion:)``). A launch shows every saved mutation
 ///   again, the same way, before it sends anything.
 /// - **In order, one at a time**: the oldest mutation is sent first, and the next only once it is settled; nothing
-///   is sent while `connectivity` is offline. Each attempt carries the mutation's id as its idempotency key, so a
-///   server that honours it applies a mutation sent twice (an answer lost to a crash) once.
+///   is sent while `connectivity` is offline. The store shows the queue's mutations in that same order, whatever
+///   order concurrent callers' saves finish in. Each attempt is counted in the storage before it is sent, and
+///   carries the mutation's id as its idempotency key, so a server that honours it applies a mutation sent twice
+///   (an answer lost to a crash) once.
 /// - **Settled alone**: a mutation the server accepts joins the store's confirmed value (written to every level),
-///   then leaves the storage; one it refuses (`isRefused`) is undone alone, leaves the storage, and the next is sent.
+///   and leaves the storage; one it refuses (`isRefused`) is undone alone, leaves the storage, and the next is sent.
 ///   Any other failure is transient: the mutation stays first, and is sent again after `retryDelays` (its
-///   attempts count) or as soon as the network comes back.
-/// - **A logout drops them**: ``Store/clear(completion:)`` cancels the store's pending changes, and with them the
-///   queue's mutations (their completions receive ``StoreError/cleared``; the storage forgets them).
+///   attempts count) or as soon as the network comes back. `onSettled` is told how each mutation ended, restored
+///   ones included.
+/// - **A logout drops them**: ``Store/clear(completion:)`` first stops the queue (it starts nothing more, and the
+///   attempt in flight is cancelled: its answer, if one still comes, changes nothing), then forgets every mutation,
+///   in memory and in the storage, before the clear returns; their completions receive ``StoreError/cleared``. An
+///   enqueue that a clear overtakes while it saves throws ``StoreError/cleared``, and nothing of it is shown, sent
+///   or kept.
+/// - **Processes sharing a folder** (an app and its extension over one ``FileMutationStorage``): one process sends
+///   at a time, and a mutation another process sent is not sent again: it is undone here, its key is invalidated,
+///   and it ends as ``SettledMutation/Outcome/sentByAnotherProcess``.
 /// - ``pending`` and ``changes`` list the mutations with their status and attempts; ``isMutating`` says whether any
 ///   is left. Keep the queue for as long as the app runs: its pending mutations keep it alive.
 public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Input: Sendable>: Sendable {
@@ -38,11 +49,23 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         var record: StoredMutation<Input>
         var status: PendingMutation<Input>.Status = .waiting
         var lastError: (any Error)?
+        /// Whether its change is in the store (its save is over and no clear came first).
+        var isShown = false
         /// The store's commit of the change, waiting for the server's answer.
         var commit: LoadCompletion<Void>?
         /// Cancels the change in the store (it is then undone).
         var undo: (any CancellationToken)?
         var completion: (@Sendable (Result<Void, any Error>) -> Void)?
+    }
+
+    /// The attempt in flight.
+    private struct Sending: Sendable {
+        let id: String
+        /// Tells this attempt's answer from a late answer of an earlier one (cancelled by a logout or a discard).
+        let serial: Int
+        var token: (any CancellationToken)?
+        /// This process's right to send from a storage shared with others, released when the attempt ends.
+        var lease: MutationSendingLease?
     }
 
     /// The mutations by id, in queue order: looking one up, adding one and taking the first out cost O(1).
@@ -79,6 +102,12 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             return byID.removeValue(forKey: id).map { ($0, wasFirst) }
         }
 
+        /// Takes every mutation out, in order.
+        mutating func removeAll() -> [Entry] {
+            defer { self = Entries() }
+            return inOrder
+        }
+
         var inOrder: [Entry] {
             order[head...].compactMap { byID[$0] }
         }
@@ -86,13 +115,22 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
 
     private struct State: Sendable {
         var entries = Entries()
-        /// The mutation sent, and the token of its attempt.
-        var sending: (id: String, token: (any CancellationToken)?)?
-        /// While a transient failure waits for its retry: the timer.
+        var sending: Sending?
+        var serial = 0
+        /// While a transient failure waits for its retry, or another process sends: the timer.
         var retry: (any CancellationToken)?
         var isWaitingToRetry = false
         var nextSequence = 0
         var version = 0
+        /// How many clears of the store began: a mutation numbered before one is not shown after it.
+        var clears = 0
+        /// Clears under way: nothing is sent meanwhile.
+        var clearing = 0
+        /// The saves under way (enqueues writing their mutation, attempts being recorded): what a clear or a
+        /// discard waits for before it removes files, so that no save lands after the removal.
+        var saves = DispatchGroup()
+        /// Shown mutations a clear took, told once the store is cleared.
+        var cleared: [Entry] = []
 
         var list: [PendingMutation<Input>] {
             entries.inOrder.map {
@@ -105,6 +143,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
 
     private let store: Store<Key, Value>
     private let storage: any MutationStorage<Input>
+    /// The storage's claim of a mutation for an attempt, when other processes may send from it too.
+    private let claim: (@Sendable (StoredMutation<Input>) throws -> MutationSendingClaim)?
     private let connectivity: (any ConnectivityMonitor)?
     private let retryDelays: Backoff
     private let scheduler: any Scheduler
@@ -113,6 +153,9 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     private let send: @Sendable (Input, _ idempotencyKey: String) -> AnyLoader<Void>
     private let isRefused: @Sendable (any Error) -> Bool
     private let onStorageFailure: @Sendable (any Error) -> Void
+    private let onSettled: @Sendable (SettledMutation<Input>) -> Void
+    /// The queue's identity in the store's order of pending changes.
+    private let identity = MutationQueueIdentity.next()
     private let state = Locked(State())
     /// The version of the list, published after each change (the list itself is built only for observers).
     private let versions = CurrentValueStreamSubject<Int, Never>(0)
@@ -132,7 +175,10 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     ///     acceptance.
     ///   - isRefused: whether a failure of `send` is the server refusing the mutation (it is then undone and
     ///     dropped); any other failure is transient.
-    ///   - onStorageFailure: told when the storage could not record an attempt or forget a settled mutation.
+    ///   - onStorageFailure: told when the storage could not record an attempt or forget a settled mutation, and of
+    ///     each kept mutation it could not read (moved aside by ``FileMutationStorage``).
+    ///   - onSettled: told how each mutation ended (accepted, refused, discarded, cleared by a logout, or sent by
+    ///     another process), restored ones included.
     /// - Throws: a ``MutationStorageError`` when the kept mutations cannot be loaded.
     public init<Storage: MutationStorage, Sender: Loader<Void>>(
         store: Store<Key, Value>,
@@ -144,10 +190,17 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         change: @escaping @Sendable (Input, Value?) -> Value?,
         send: @escaping @Sendable (Input, _ idempotencyKey: String) -> Sender,
         isRefused: @escaping @Sendable (any Error) -> Bool,
-        onStorageFailure: @escaping @Sendable (any Error) -> Void = { _ in }
+        onStorageFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+        onSettled: @escaping @Sendable (SettledMutation<Input>) -> Void = { _ in }
     ) throws where Storage.Input == Input {
         self.store = store
         self.storage = storage
+        let shared = storage as? any ProcessSharedMutationStorage<Input>
+        if let shared {
+            claim = { mutation in try shared.claimForSending(mutation) }
+        } else {
+            claim = nil
+        }
         self.connectivity = connectivity
         self.retryDelays = retryDelays
         self.scheduler = scheduler
@@ -156,11 +209,19 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         self.send = { input, idempotencyKey in AnyLoader(send(input, idempotencyKey)) }
         self.isRefused = isRefused
         self.onStorageFailure = onStorageFailure
-        let kept = try storage.loadAll()
-        state.withLock { $0.nextSequence = (kept.map(\.sequence).max() ?? -1) + 1 }
-        for record in kept {
-            state.withLock { $0.entries.append(Entry(record: record, completion: nil)) }
-            show(record)
+        self.onSettled = onSettled
+        let loaded = try shared?.loadAll(reportingUnreadable: onStorageFailure) ?? storage.loadAll()
+        // One mutation per id (a copied file, a storage that kept one twice), in queue order.
+        var seen = Set<String>()
+        let kept = loaded.sorted { $0.sequence < $1.sequence }.filter { seen.insert($0.id).inserted }
+        store.addClearObserver(self)
+        let clears = store.clearCount
+        state.withLock { state in
+            state.nextSequence = (kept.map(\.sequence).max() ?? -1) + 1
+            for record in kept { state.entries.append(Entry(record: record, completion: nil)) }
+        }
+        for record in kept where !show(record, numberedBefore: nil, storeClears: clears) {
+            forget(record)
         }
         let subscription = connectivity?.onlineStates.sink { [weak self] isOnline in
             if isOnline { self?.networkCameBack() }
@@ -190,53 +251,87 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     /// Saves `input` as a mutation, shows it at once, and sends it when its turn and the network come. Returns its
     /// id, once it is saved; `completion` receives its outcome: a success once the server accepted it and the
     /// store saved it, the server's refusal, or ``StoreError/cleared`` when a logout dropped it.
-    /// - Throws: the storage's error when the mutation could not be saved; then nothing is shown or sent.
+    /// - Throws: the storage's error when the mutation could not be saved, or ``StoreError/cleared`` when a clear of
+    ///   the store began while it was saved; then nothing is shown, sent or kept, and `completion` is not called.
     @discardableResult
     public func enqueue(
         _ input: Input, completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) throws -> String {
-        // Numbered and placed in the queue together, so that concurrent callers keep one order in memory and on disk;
-        // not sent before it is shown (its commit is not there yet).
-        let record = state.withLock { state in
+        let storeClears = store.clearCount
+        // Numbered and placed in the queue together, so that concurrent callers keep one order in memory, on disk
+        // and in the store; not sent before it is shown (its commit is not there yet).
+        let (record, saves, clears) = state.withLock { state in
             defer { state.nextSequence += 1 }
             let record = StoredMutation(
                 id: UUID().uuidString, sequence: state.nextSequence, input: input, createdAt: Date(), attempts: 0)
             state.entries.append(Entry(record: record, completion: completion))
-            return record
+            state.saves.enter()
+            return (record, state.saves, state.clears)
         }
         do {
             try storage.save(record)
         } catch {
+            saves.leave()
             _ = drop(record.id)
             throw error
         }
-        show(record)
+        saves.leave()
+        guard show(record, numberedBefore: clears, storeClears: storeClears) else {
+            forget(record)
+            throw StoreError.cleared
+        }
         pump()
         return record.id
     }
 
     /// Gives up mutation `id`: it is undone in the store, forgotten by the storage, and never sent again (an attempt
-    /// in flight is cancelled). Its completion is not called.
+    /// in flight is cancelled). Its completion is not called; `onSettled` is told it was discarded.
     public func discard(_ id: String) {
         guard let entry = drop(id) else { return }
         entry.undo?.cancel()
+        // A save of its attempt under way lands before it is forgotten.
+        state.withLock { $0.saves }.wait()
         forget(entry.record)
+        onSettled(SettledMutation(id: id, input: entry.record.input, outcome: .discarded))
         pump()
     }
 
     // MARK: Showing and settling
 
-    /// Shows the change of `record` (in the queue already) in the store, its commit waiting for the server.
-    private func show(_ record: StoredMutation<Input>) {
+    /// Shows the change of `record` (in the queue already) in the store, its commit waiting for the server; `false`,
+    /// showing nothing, when a clear began since the mutation was numbered (`numberedBefore` clears) or since
+    /// `storeClears` was read. The mutation is then out of the queue.
+    private func show(_ record: StoredMutation<Input>, numberedBefore clears: Int?, storeClears: Int) -> Bool {
+        if let clears, state.withLock({ $0.clears != clears }) {
+            _ = drop(record.id)
+            return false
+        }
         let input = record.input
         let apply: @Sendable (Value?) -> Value? = { [change] value in change(input, value) }
-        let undo = store.mutate(key(input), apply, commit: Commit(queue: self, id: record.id)) { [self] result in
+        let undo = store.mutate(
+            key(input), apply, commit: Commit(queue: self, id: record.id),
+            order: MutationOrder(queue: identity, sequence: record.sequence), unlessClearedSince: storeClears
+        ) { [self] result in
             settled(record, result)
         }
-        state.withLock { state in
-            state.entries[record.id]?.undo = undo
+        guard let undo else {
+            _ = drop(record.id)
+            return false
+        }
+        let kept = state.withLock { state -> Bool in
+            guard clears.map({ $0 == state.clears }) ?? true, state.entries[record.id] != nil else { return false }
+            state.entries[record.id]!.undo = undo
+            state.entries[record.id]!.isShown = true
+            return true
+        }
+        guard kept else {
+            // A clear began while it was being shown: it is undone, and the clear cancels it too.
+            undo.cancel()
+            _ = drop(record.id)
+            return false
         }
         publish()
+        return true
     }
 
     /// The store's commit of a mutation's change: it completes with the server's answer.
@@ -257,39 +352,49 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     private func settled(_ record: StoredMutation<Input>, _ result: Result<Void, any Error>) {
         let entry = drop(record.id)
         forget(record)
-        entry?.completion?(result)
+        guard let entry else { return }  // a clear, a discard or another process took it already
+        entry.completion?(result)
+        let outcome: SettledMutation<Input>.Outcome =
+            switch result {
+            case .success: .accepted
+            case .failure(let error as StoreError) where error == .cleared: .cleared
+            case .failure(let error): .refused(error)
+            }
+        onSettled(SettledMutation(id: record.id, input: record.input, outcome: outcome))
         pump()
     }
 
     /// The store no longer waits for mutation `id`'s commit: an attempt in flight is cancelled, and nothing more is
     /// sent for it (the store settles it, or a discard took it out).
     private func commitCancelled(_ id: String) {
-        let attempt = state.withLock { state -> (any CancellationToken)? in
+        let attempt = state.withLock { state -> Sending? in
             state.entries[id]?.commit = nil
             guard state.sending?.id == id else { return nil }
-            defer { state.sending = nil }
-            return state.sending?.token
+            return state.sending.take()
         }
-        attempt?.cancel()
+        end(attempt)
     }
 
     /// Takes mutation `id` out of the queue, cancelling its attempt in flight, and the wait for its retry when it
     /// was first; `nil` when it was not there.
     private func drop(_ id: String) -> Entry? {
-        let (entry, cancels) = state.withLock { state -> (Entry?, [any CancellationToken]) in
-            var cancels: [any CancellationToken] = []
-            if state.sending?.id == id, let token = state.sending?.token { cancels.append(token) }
-            if state.sending?.id == id { state.sending = nil }
-            guard let (entry, wasFirst) = state.entries.remove(id) else { return (nil, cancels) }
-            if wasFirst {
-                state.isWaitingToRetry = false
-                if let timer = exchange(&state.retry, with: nil) { cancels.append(timer) }
-            }
-            return (entry, cancels)
+        let (entry, attempt, timer) = state.withLock { state -> (Entry?, Sending?, (any CancellationToken)?) in
+            let attempt = state.sending?.id == id ? state.sending.take() : nil
+            guard let (entry, wasFirst) = state.entries.remove(id) else { return (nil, attempt, nil) }
+            guard wasFirst else { return (entry, attempt, nil) }
+            state.isWaitingToRetry = false
+            return (entry, attempt, state.retry.take())
         }
-        for token in cancels { token.cancel() }
+        end(attempt)
+        timer?.cancel()
         if entry != nil { publish() }
         return entry
+    }
+
+    /// Ends an attempt taken out of the state: its load is cancelled and its lease released.
+    private func end(_ attempt: Sending?) {
+        attempt?.token?.cancel()
+        attempt?.lease?.release()
     }
 
     private func forget(_ record: StoredMutation<Input>) {
@@ -298,73 +403,142 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
 
     // MARK: Sending
 
-    /// Sends the first mutation when nothing is being sent, no retry is waited for, and the network allows; in
-    /// constant stack depth when attempts answer at once.
+    /// Sends the first mutation when nothing is being sent, no retry is waited for, no clear is under way, and the
+    /// network allows; in constant stack depth when attempts answer at once.
     private func pump() {
         trampoline.run { [self] in sendFirst() }
     }
 
     private func sendFirst() {
         guard connectivity?.isOnline ?? true else { return }
-        let first = state.withLock { state -> StoredMutation<Input>? in
-            guard state.sending == nil, !state.isWaitingToRetry, let id = state.entries.firstID(),
-                var entry = state.entries[id], entry.commit != nil
+        let first = state.withLock { state -> (StoredMutation<Input>, Int, DispatchGroup)? in
+            guard state.sending == nil, !state.isWaitingToRetry, state.clearing == 0, let id = state.entries.firstID(),
+                let entry = state.entries[id], entry.commit != nil
             else { return nil }
+            state.serial += 1
+            state.sending = Sending(id: id, serial: state.serial)
+            // Recording the attempt is a save a clear waits for.
+            state.saves.enter()
+            return (entry.record, state.serial, state.saves)
+        }
+        guard let (record, serial, saves) = first else { return }
+        let lease: MutationSendingLease?
+        do {
+            switch try claim?(record) ?? .claimed(nil) {
+            case .claimed(let claimed): lease = claimed
+            case .busy:
+                saves.leave()
+                return anotherProcessSends(serial)
+            case .gone:
+                saves.leave()
+                return sentElsewhere(record, serial)
+            }
+        } catch {
+            // The storage cannot say: sent as if this process were alone.
+            onStorageFailure(error)
+            lease = nil
+        }
+        var attempted = record
+        attempted.attempts += 1
+        do { try storage.save(attempted) } catch { onStorageFailure(error) }
+        saves.leave()
+        let proceeds = state.withLock { state -> Bool in
+            guard state.sending?.serial == serial, var entry = state.entries[record.id] else { return false }
             entry.status = .sending
-            entry.record.attempts += 1
-            state.entries[id] = entry
-            state.sending = (id, nil)
-            return entry.record
+            entry.record.attempts = attempted.attempts
+            state.entries[record.id] = entry
+            state.sending?.lease = lease
+            return true
         }
-        guard let first else { return }
+        guard proceeds else {
+            lease?.release()
+            return
+        }
         publish()
-        let token = send(first.input, first.id).load { [self] result in answered(first, result) }
-        state.withLock { state in
-            if state.sending?.id == first.id, state.sending?.token == nil { state.sending?.token = token }
+        let token = send(record.input, record.id).load { [self] result in answered(record, serial, result) }
+        let kept = state.withLock { state -> Bool in
+            guard state.sending?.serial == serial else { return false }
+            state.sending?.token = token
+            return true
         }
+        if !kept { token.cancel() }  // answered already, or cancelled meanwhile
     }
 
-    /// The server answered an attempt of `record`.
-    private func answered(_ record: StoredMutation<Input>, _ result: Result<Void, any Error>) {
+    /// The server answered attempt `serial` of `record`; an answer of an attempt that was cancelled (a logout, a
+    /// discard) changes nothing.
+    private func answered(_ record: StoredMutation<Input>, _ serial: Int, _ result: Result<Void, any Error>) {
         switch result {
         case .success:
-            settle(record.id, with: .success(()))
+            settle(record, serial, with: .success(()))
         case .failure(let error) where isRefused(error):
-            settle(record.id, with: .failure(error))
+            settle(record, serial, with: .failure(error))
         case .failure(let error):
-            waitToRetry(record, after: error)
+            waitToRetry(record, serial, after: error)
         }
         pump()
     }
 
-    /// Completes the store's commit of mutation `id` with the server's answer (the store then settles it).
-    private func settle(_ id: String, with answer: Result<Void, any Error>) {
-        let commit = state.withLock { state -> LoadCompletion<Void>? in
-            if state.sending?.id == id { state.sending = nil }
-            defer { state.entries[id]?.commit = nil }
-            return state.entries[id]?.commit
+    /// Completes the store's commit of `record` with the server's answer (the store then settles it). The storage
+    /// forgets it at once, before the attempt's lease is released: another process never sends it again.
+    private func settle(_ record: StoredMutation<Input>, _ serial: Int, with answer: Result<Void, any Error>) {
+        let taken = state.withLock { state -> (Sending, LoadCompletion<Void>?)? in
+            guard state.sending?.serial == serial, let attempt = state.sending.take() else { return nil }
+            return (attempt, state.entries[record.id]?.commit.take())
         }
+        guard let (attempt, commit) = taken else { return }
+        forget(record)
+        attempt.lease?.release()
         commit?(answer)
     }
 
-    /// Keeps `record` first after a transient failure, records its attempt, and sends it again later.
-    private func waitToRetry(_ record: StoredMutation<Input>, after error: any Error) {
-        let attempts = state.withLock { state -> Int? in
-            guard state.sending?.id == record.id else { return nil }
-            state.sending = nil
-            guard var entry = state.entries[record.id] else { return nil }
+    /// Keeps `record` first after a transient failure, and sends it again later.
+    private func waitToRetry(_ record: StoredMutation<Input>, _ serial: Int, after error: any Error) {
+        let taken = state.withLock { state -> (Sending, Int)? in
+            guard state.sending?.serial == serial, let attempt = state.sending.take(),
+                var entry = state.entries[record.id]
+            else { return nil }
             entry.status = .waiting
             entry.lastError = error
             state.entries[record.id] = entry
             state.isWaitingToRetry = true
-            return entry.record.attempts
+            return (attempt, entry.record.attempts)
         }
-        guard let attempts else { return }
+        guard let (attempt, attempts) = taken else { return }
+        attempt.lease?.release()
         publish()
-        var attempted = record
-        attempted.attempts = attempts
-        do { try storage.save(attempted) } catch { onStorageFailure(error) }
-        let timer = scheduler.schedule(after: retryDelays.delay(beforeRetry: attempts)) { [weak self] in
+        scheduleRetry(after: retryDelays.delay(beforeRetry: attempts))
+    }
+
+    /// Another process sends from the storage now: this one tries again a moment later.
+    private func anotherProcessSends(_ serial: Int) {
+        let waits = state.withLock { state -> Bool in
+            guard state.sending?.serial == serial else { return false }
+            state.sending = nil
+            state.isWaitingToRetry = true
+            return true
+        }
+        if waits { scheduleRetry(after: .milliseconds(200)) }
+    }
+
+    /// Another process sent `record` already (the storage no longer keeps it): it is undone here, and its key is
+    /// invalidated so that what the server holds now is fetched.
+    private func sentElsewhere(_ record: StoredMutation<Input>, _ serial: Int) {
+        let entry = state.withLock { state -> Entry? in
+            guard state.sending?.serial == serial else { return nil }
+            state.sending = nil
+            return state.entries.remove(record.id)?.entry
+        }
+        guard let entry else { return pump() }
+        publish()
+        entry.undo?.cancel()
+        store.invalidate(key(record.input))
+        entry.completion?(.failure(MutationQueueError.sentByAnotherProcess))
+        onSettled(SettledMutation(id: record.id, input: record.input, outcome: .sentByAnotherProcess))
+        pump()
+    }
+
+    private func scheduleRetry(after delay: Duration) {
+        let timer = scheduler.schedule(after: delay) { [weak self] in
             self?.retryDue()
         }
         let kept = state.withLock { state -> Bool in
@@ -386,7 +560,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     private func networkCameBack() {
         let timer = state.withLock { state in
             state.isWaitingToRetry = false
-            return exchange(&state.retry, with: nil)
+            return state.retry.take()
         }
         timer?.cancel()
         pump()
@@ -399,5 +573,52 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             return state.version
         }
         versions.update { current in current < version ? version : nil }
+    }
+}
+
+extension MutationQueue: StoreClearObserver {
+    /// A logout begins: nothing more is sent, the attempt in flight is cancelled, and every mutation is taken out of
+    /// the queue and the storage (once the saves under way have landed) before the store cancels anything.
+    func storeWillClear() {
+        let (taken, attempt, timer, saves) = state.withLock { state in
+            state.clears += 1
+            state.clearing += 1
+            state.isWaitingToRetry = false
+            let saves = state.saves
+            state.saves = DispatchGroup()
+            return (state.entries.removeAll(), state.sending.take(), state.retry.take(), saves)
+        }
+        attempt?.token?.cancel()
+        timer?.cancel()
+        saves.wait()
+        for entry in taken { forget(entry.record) }
+        attempt?.lease?.release()
+        state.withLock { $0.cleared += taken.filter { $0.isShown } }
+        if !taken.isEmpty { publish() }
+    }
+
+    /// The logout is over: the mutations it took are told, and what is enqueued from now on is sent.
+    func storeDidClear() {
+        let cleared = state.withLock { state in
+            state.clearing -= 1
+            return exchange(&state.cleared, with: [])
+        }
+        for entry in cleared {
+            entry.completion?(.failure(StoreError.cleared))
+            onSettled(SettledMutation(id: entry.record.id, input: entry.record.input, outcome: .cleared))
+        }
+        pump()
+    }
+}
+
+/// Numbers the mutation queues, for the store's order of their pending changes.
+enum MutationQueueIdentity {
+    private static let counter = Locked(0)
+
+    static func next() -> Int {
+        counter.withLock { counter in
+            counter += 1
+            return counter
+        }
     }
 }

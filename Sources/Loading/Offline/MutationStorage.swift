@@ -39,9 +39,13 @@ public protocol MutationStorage<Input>: Sendable {
 /// ```swift
 /// let outbox = FileMutationStorage<RenameFriend>(directory: support.appendingPathComponent("outbox"))
 /// ```
-/// A file that cannot be read (another format, a truncated disk) is moved aside with the extension `.unreadable`,
-/// never deleted, and the others load.
-public final class FileMutationStorage<Input: Codable & Sendable>: MutationStorage {
+/// - A file that cannot be read (another format, a truncated disk) is moved aside with the extension `.unreadable`,
+///   never deleted, and reported to the queue's `onStorageFailure`; the others load.
+/// - One mutation per id: a copy of a mutation's file (a restored backup) is removed when the folder is loaded.
+/// - **Several processes may share the directory** (an app and its extension): a process never touches another's
+///   temporary files, and the queues over it send one at a time; a mutation one process sent is not sent again by
+///   another. The coordination uses advisory locks on two files in the directory, `.lock` and `.sending.lock`.
+public final class FileMutationStorage<Input: Codable & Sendable>: MutationStorage, ProcessSharedMutationStorage {
     /// The directory the mutations are kept in.
     public let directory: URL
 
@@ -51,6 +55,10 @@ public final class FileMutationStorage<Input: Codable & Sendable>: MutationStora
     }
 
     public func loadAll() throws -> [StoredMutation<Input>] {
+        try loadAll(reportingUnreadable: { _ in })
+    }
+
+    func loadAll(reportingUnreadable report: (any Error) -> Void) throws -> [StoredMutation<Input>] {
         guard FileManager.default.fileExists(atPath: directory.path) else { return [] }
         let names: [String]
         do {
@@ -58,23 +66,37 @@ public final class FileMutationStorage<Input: Codable & Sendable>: MutationStora
         } catch {
             throw MutationStorageError(operation: .load, id: nil, file: directory, underlyingError: error)
         }
-        var mutations: [StoredMutation<Input>] = []
-        for name in names.sorted() {
+        removeAbandonedWrites(among: names)
+        var mutations: [String: StoredMutation<Input>] = [:]
+        var copies: [(file: URL, mutation: StoredMutation<Input>)] = []
+        for name in names.sorted() where name.hasSuffix(".mutation") {
             let file = directory.appendingPathComponent(name)
-            if name.hasSuffix(".writing") {
-                try? FileManager.default.removeItem(at: file)  // a write that never finished
-                continue
-            }
-            guard name.hasSuffix(".mutation") else { continue }
-            guard let data = try? Data(contentsOf: file),
-                let mutation = try? JSONDecoder().decode(StoredMutation<Input>.self, from: data)
-            else {
+            let mutation: StoredMutation<Input>
+            do {
+                mutation = try JSONDecoder().decode(StoredMutation<Input>.self, from: Data(contentsOf: file))
+            } catch {
+                // Gone since the listing: another process settled it.
+                guard FileManager.default.fileExists(atPath: file.path) else { continue }
                 _ = rename(file.path, file.path + ".unreadable")
+                report(MutationStorageError(operation: .load, id: nil, file: file, underlyingError: error))
                 continue
             }
-            mutations.append(mutation)
+            guard name == fileURL(for: mutation).lastPathComponent else {
+                copies.append((file, mutation))
+                continue
+            }
+            mutations[mutation.id] = mutation
         }
-        return mutations.sorted { $0.sequence < $1.sequence }
+        // A copy under another name: the mutation is kept under its own name, once.
+        for (file, mutation) in copies {
+            if mutations[mutation.id] == nil {
+                guard rename(file.path, fileURL(for: mutation).path) == 0 else { continue }
+                mutations[mutation.id] = mutation
+            } else {
+                unlink(file.path)
+            }
+        }
+        return mutations.values.sorted { $0.sequence < $1.sequence }
     }
 
     public func save(_ mutation: StoredMutation<Input>) throws {
@@ -82,6 +104,9 @@ public final class FileMutationStorage<Input: Codable & Sendable>: MutationStora
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let data = try JSONEncoder().encode(mutation)
+            // Writers share the folder's lock; a process cleaning up abandoned writes takes it alone.
+            let lock = try FolderLock(directory.appendingPathComponent(".lock"), exclusive: false, waits: true)
+            defer { lock?.release() }
             let temporary = file.appendingPathExtension(UUID().uuidString + ".writing")
             try data.write(to: temporary)
             do {
@@ -105,6 +130,34 @@ public final class FileMutationStorage<Input: Codable & Sendable>: MutationStora
         }
     }
 
+    func claimForSending(_ mutation: StoredMutation<Input>) throws -> MutationSendingClaim {
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            guard
+                let lock = try FolderLock(
+                    directory.appendingPathComponent(".sending.lock"), exclusive: true, waits: false)
+            else { return .busy }
+            guard FileManager.default.fileExists(atPath: fileURL(for: mutation).path) else {
+                lock.release()
+                return .gone
+            }
+            return .claimed(MutationSendingLease(lock.release))
+        } catch {
+            throw MutationStorageError(operation: .load, id: mutation.id, file: directory, underlyingError: error)
+        }
+    }
+
+    /// Deletes the temporary files of writes that never finished, when no process is writing (no one else holds the
+    /// folder's lock); a write under way in another process is left alone.
+    private func removeAbandonedWrites(among names: [String]) {
+        let abandoned = names.filter { $0.hasSuffix(".writing") }
+        guard !abandoned.isEmpty,
+            let lock = try? FolderLock(directory.appendingPathComponent(".lock"), exclusive: true, waits: false)
+        else { return }
+        defer { lock.release() }
+        for name in abandoned { unlink(directory.appendingPathComponent(name).path) }
+    }
+
     /// The file of `mutation`: its sequence number first (zero-padded, so that names sort in queue order).
     private func fileURL(for mutation: StoredMutation<Input>) -> URL {
         let sequence = String(mutation.sequence)
@@ -118,6 +171,65 @@ public final class FileMutationStorage<Input: Codable & Sendable>: MutationStora
         guard descriptor >= 0 else { throw POSIXError(errno) }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else { throw POSIXError(errno) }
+    }
+}
+
+/// A storage that several processes may use at once: the queue claims a mutation before each attempt.
+protocol ProcessSharedMutationStorage<Input>: MutationStorage {
+    /// Claims `mutation` for an attempt: ``MutationSendingClaim/busy`` while another process sends from the storage,
+    /// ``MutationSendingClaim/gone`` when the storage no longer keeps it (another process settled it).
+    func claimForSending(_ mutation: StoredMutation<Input>) throws -> MutationSendingClaim
+
+    /// Every mutation kept, each file that cannot be read reported.
+    func loadAll(reportingUnreadable report: (any Error) -> Void) throws -> [StoredMutation<Input>]
+}
+
+/// What a shared storage answers a claim for an attempt.
+enum MutationSendingClaim: Sendable {
+    /// The process may send; the lease (if any) is released once the attempt is settled.
+    case claimed(MutationSendingLease?)
+    /// Another process sends now: try again shortly.
+    case busy
+    /// The mutation is no longer kept: another process settled it.
+    case gone
+}
+
+/// The right to send from a shared storage, held for one attempt; releasing it twice does nothing.
+final class MutationSendingLease: Sendable {
+    private let releaser: Locked<(@Sendable () -> Void)?>
+
+    init(_ release: @escaping @Sendable () -> Void) {
+        releaser = Locked(release)
+    }
+
+    func release() {
+        releaser.withLock { $0.take() }?()
+    }
+}
+
+/// An advisory lock on a file (`flock`): held by one process exclusively or by several shared, released when the
+/// holder releases it or dies.
+struct FolderLock: Sendable {
+    private let descriptor: Int32
+
+    /// Takes the lock; `nil` when it is held elsewhere and `waits` is false.
+    init?(_ file: URL, exclusive: Bool, waits: Bool) throws {
+        let descriptor = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw POSIXError(errno) }
+        let operation = (exclusive ? LOCK_EX : LOCK_SH) | (waits ? 0 : LOCK_NB)
+        while flock(descriptor, Int32(operation)) != 0 {
+            if errno == EINTR { continue }
+            let error = errno
+            close(descriptor)
+            if error == EWOULDBLOCK { return nil }
+            throw POSIXError(error)
+        }
+        self.descriptor = descriptor
+    }
+
+    /// Releases the lock.
+    func release() {
+        close(descriptor)
     }
 }
 

@@ -54,3 +54,52 @@ public struct StoredMutation<Input: Sendable>: Sendable {
 
 extension StoredMutation: Codable where Input: Codable {}
 extension StoredMutation: Equatable where Input: Equatable {}
+
+/// How a mutation of a ``MutationQueue`` ended, as its `onSettled` is told.
+public struct SettledMutation<Input: Sendable>: Sendable {
+    /// How a mutation ended.
+    public enum Outcome: Sendable, CustomStringConvertible {
+        /// The server accepted it, and the store confirmed it.
+        case accepted
+        /// The server refused it (`isRefused`): it was undone.
+        case refused(any Error)
+        /// ``MutationQueue/discard(_:)`` gave it up: it was undone and never sent again.
+        case discarded
+        /// A logout (``Store/clear(completion:)``) dropped it.
+        case cleared
+        /// Another process sending from the same storage sent it; its answer is that process's to tell. It was undone
+        /// here, and its key invalidated.
+        case sentByAnotherProcess
+
+        public var description: String {
+            switch self {
+            case .accepted: "accepted"
+            case .refused(let error): "refused(\(error))"
+            case .discarded: "discarded"
+            case .cleared: "cleared"
+            case .sentByAnotherProcess: "sentByAnotherProcess"
+            }
+        }
+    }
+
+    /// The mutation's id.
+    public let id: String
+    /// What the mutation did.
+    public let input: Input
+    /// How it ended.
+    public let outcome: Outcome
+}
+
+/// Why a ``MutationQueue`` settled a mutation without an answer of its own from the server.
+public enum MutationQueueError: Error, Equatable, CustomStringConvertible {
+    /// Another process sending from the same storage (an app and its extension) sent the mutation; how the server
+    /// answered is that process's to tell.
+    case sentByAnotherProcess
+
+    public var description: String {
+        switch self {
+        case .sentByAnotherProcess:
+            "The change was sent by another process using the same storage; that process received the server's answer."
+        }
+    }
+}

@@ -25,13 +25,13 @@ final class FileMutationStorageTests: XCTestCase {
         let storage = FileMutationStorage<String>(directory: directory)
         try storage.save(mutation(1))
         try storage.save(mutation(2))
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        let files = try listing(directory)
         try Data("{ truncated".utf8).write(to: directory.appendingPathComponent(files[0]))
         try Data("half".utf8).write(to: directory.appendingPathComponent(files[1] + ".1234.writing"))
 
         XCTAssertEqual(try storage.loadAll().map(\.sequence), [2])
 
-        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        let left = try listing(directory)
         XCTAssertEqual(left, [files[0] + ".unreadable", files[1]], "kept aside, not deleted")
     }
 
@@ -47,6 +47,11 @@ final class FileMutationStorageTests: XCTestCase {
             XCTAssertEqual((error as? MutationStorageError)?.id, "m1")
         }
         XCTAssertEqual(try storage.loadAll().map(\.attempts), [0], "the previous file is whole")
+    }
+
+    /// The directory's files, but for the storage's lock files (`.lock`, `.sending.lock`).
+    private func listing(_ directory: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { !$0.hasPrefix(".") }.sorted()
     }
 
     private func mutation(_ sequence: Int) -> StoredMutation<String> {
