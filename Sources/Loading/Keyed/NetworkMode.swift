@@ -10,7 +10,7 @@
 /// does. Neither of them fails in a loop: offline, nothing is requested.
 public struct NetworkMode: Sendable {
     @usableFromInline let connectivity: (any ConnectivityMonitor)?
-    let waits: Bool
+    @usableFromInline let waits: Bool
 
     /// Fetches start whatever the connectivity (the default).
     public static let always = NetworkMode(connectivity: nil, waits: false)

@@ -14,8 +14,12 @@ extension Store {
     /// ```swift
     /// api.rename("u1", to: "Ada L.").load { _ in friends.invalidate("u1") }   // the server changed it
     /// ```
-    /// A fetch that started before the invalidation does not make the value fresh again; one that starts after it
-    /// does, and so does a ``write(_:for:)``.
+    /// A fetch whose request went out before the invalidation does not make the value fresh again; one sent after
+    /// it does (a fetch still waiting for the network counts as sent after), and so does a ``write(_:for:)``. While
+    /// an observed key's fetch runs, any number of invalidations start one more fetch, once it ends; offline, a
+    /// store that waits for the network sends one request for them all. The store judges the order of an
+    /// invalidation and a fetch or write by its own count, not the clock: a clock set back after an invalidation
+    /// does not make a value fetched since stale again.
     public func invalidate(_ key: Key) {
         let now = now()
         let (observed, folded) = locked { $0.invalidate(key, at: now) }
@@ -74,9 +78,23 @@ extension Store {
         EventStream.merge(triggers.map(\.events)).sink { [weak self] in self?.revalidate() }
     }
 
-    /// Fetches `key` anew for its observers; a failure is attached to the value shown (which stays stale).
+    /// Fetches `key` anew for its observers, unless a fetch in flight brings a fresh value, or one more is owed
+    /// already (see ``StoreMachine/beginRefetch(_:completion:)``); a failure is attached to the value shown (which
+    /// stays stale).
     func refetch(_ key: Key) {
-        _ = fetch(key, joining: false) { [self] result in
+        guard let begun = locked({ $0.beginRefetch(key, completion: refetched(key)) }) else { return }
+        _ = fetchBegun(begun, of: key)
+    }
+
+    /// Begins the fetch `key` owed its observers.
+    @usableFromInline
+    func refetchNow(_ key: Key) {
+        _ = fetch(key, joining: false, completion: refetched(key))
+    }
+
+    /// What a refetch does with its answer: a failure is attached to the value shown.
+    private func refetched(_ key: Key) -> Machine.FetchCompletion {
+        { [self] result in
             guard case .failure(let error) = result, !(error is StoreError) else { return }
             if let snapshot = locked({ $0.attach(error, to: key) }) { publish(snapshot) }
         }

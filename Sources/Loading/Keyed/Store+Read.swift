@@ -63,6 +63,9 @@ extension Store {
             generation: 0, confirmedVersion: 0, invalidations: 0)
         @usableFromInline @exclusivity(unchecked) var inStep = false
         @usableFromInline @exclusivity(unchecked) var rules: Machine.StaleRules?
+        /// Whether the read holds its key in the store from a cache-then-network hit until its fetch has begun, so
+        /// that the value it served stays shown meanwhile (set and read by the read's own steps, one after another).
+        @usableFromInline @exclusivity(unchecked) var holdsKey = false
 
         @inlinable
         init(
@@ -171,7 +174,7 @@ extension Store {
                 guard case .read(let stamp, let inStep) = begun else { return begun }
                 if index == 0, case .cache = purpose { since = stamp }
                 (self.purpose, level, self.stamp, self.inStep) = (purpose, index, stamp, inStep)
-                rules = machine.staleRules  // what a hit is judged by, as of this read
+                rules = machine.staleRules(for: key)  // what a hit is judged by, as of this read
                 return begun
             }
             switch begun {
@@ -194,6 +197,10 @@ extension Store {
                 // The invalidations are judged here, outside the lock: a predicate is the caller's code.
                 let stale = rules?.isStale(key, savedAt: cached.savedAt) ?? false
                 if takes(cached.savedAt, stale: stale, for: purpose) {
+                    if case .cacheThenNetwork = purpose {
+                        holdsKey = true
+                        store.locked { $0.holdKey(key) }
+                    }
                     let error: (any Error)? = if case .fallback(let error) = purpose { error } else { nil }
                     let hit = Machine.Job.hit(
                         cached, level: level, stamp: stamp, stale: stale, error: error,
@@ -236,8 +243,11 @@ extension Store {
 
         @inlinable
         func hitConfirmed(_ snapshot: Machine.Snapshot) {
-            guard !store.locked({ _ in isCancelled }) else { return }
-            levelsDone(snapshot.response, for: purpose)
+            if !store.locked({ _ in isCancelled }) { levelsDone(snapshot.response, for: purpose) }
+            if holdsKey {
+                holdsKey = false
+                _ = store.locked { $0.endLevelRead(key) }  // the fetch, if any, holds the key now
+            }
         }
 
         /// Whether the read takes the value `snapshot` shows (see ``takes(_:stale:for:)``); `nil` when it shows none.
@@ -296,7 +306,7 @@ extension Store {
             case .starts(let fetch, _): startedFetch = fetch
             }
             // The load's completion captures the read alone: no storage of its own.
-            let token = store.fetcher[key].load { [self] result in
+            let token = store.loadUpstream(startedFetch, of: key) { [self] result in
                 store.fetchEnded(startedFetch, of: key, with: result)
             }
             store.locked { $0.keepToken(token, ofFetch: startedFetch, for: key) }?.cancel()

@@ -29,13 +29,18 @@
 /// - ``clear(completion:)`` cancels pending optimistic changes and pending debounced level writes, and empties every
 ///   level. It and ``remove(_:)`` take effect at once: no read, fetch or change in flight shows anything from before.
 /// - **Memory is bounded**: the store holds a key only while it is in use (observed, read, fetched, changed, or
-///   written to a level), plus the values of the last `keptValues` keys to fall out of use. Otherwise the key's value
-///   lives in the levels.
+///   being written to a level, until the write lands), plus the values of the last `keptValues` keys to fall out of
+///   use. Otherwise the key's value lives in the levels. A value **no level could save** is the exception: the store
+///   keeps it (and shows it to later reads) until a save of the key succeeds, the key is removed, or the store is
+///   cleared; `onWriteFailure` is told of each failure.
 /// - **Work runs where it was asked**: a read's level reads and its fetch start on the caller's thread (in its task,
 ///   with its task-local values), and a key's work never waits for another key's.
 /// - **Freshness**: ``invalidate(_:)`` marks values stale (observed keys are fetched anew at once), `maxAge` says how
 ///   long a value is fresh, ``revalidate(on:)`` refetches what screens show on the app's triggers, and `network` says
-///   what fetches do offline.
+///   what fetches do offline. A key has at most one fetch in flight for its observers and one more owed, however
+///   many invalidations and revalidations come. Whether a value is stale is decided by the order in which the store
+///   saw the invalidation and the fetch or write that followed it, not by the clock: a clock set back makes nothing
+///   stale again.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let levels: [StoreLevel<Key, Value>]
     @usableFromInline let fetcher: LoaderFamily<Key, Value>
@@ -76,7 +81,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in }
     ) {
         self.levels = levels
-        fetcher = network.applied(to: fetch)
+        // A store that waits for the network does so itself, knowing when each request goes out (`loadUpstream`).
+        fetcher = network.waits ? fetch : network.applied(to: fetch)
         maxAgeSeconds = maxAge?.seconds
         self.network = network
         self.now = now
@@ -372,7 +378,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// starts it on its own thread. The token drops this caller; the last caller out cancels the fetch.
     @inlinable
     func fetch(_ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion) -> any CancellationToken {
-        let begun = locked { $0.beginFetch(key, joining: joining, completion: completion) }
+        fetchBegun(locked { $0.beginFetch(key, joining: joining, completion: completion) }, of: key)
+    }
+
+    /// Starts the upstream load of a fetch `begun` for `key` when the caller starts it; the token drops the caller.
+    @inlinable
+    func fetchBegun(_ begun: Machine.FetchStart, of key: Key) -> any CancellationToken {
         // Begun without a read's stamp, a fetch is joined or started, never answered at once.
         guard let (id, caller) = begun.joinedFetch else { preconditionFailure("a fetch without a stamp answered") }
         if begun.starts { startUpstream(id, of: key) }
@@ -387,8 +398,26 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Starts fetch `id`'s upstream load, on the caller's thread.
     @inlinable
     func startUpstream(_ id: Int, of key: Key) {
-        let token = fetcher[key].load { [self] result in fetchEnded(id, of: key, with: result) }
+        let token = loadUpstream(id, of: key) { [self] result in fetchEnded(id, of: key, with: result) }
         locked { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
+    }
+
+    /// Loads `key` from upstream for fetch `id`. A store that waits for the network while it is offline tells the
+    /// machine when the request really goes out: what it brings is fresh against every invalidation made before.
+    @inlinable
+    func loadUpstream(
+        _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
+    ) -> any CancellationToken {
+        guard network.waits, let connectivity = network.connectivity, !connectivity.isOnline else {
+            return fetcher[key].load(completion: completion)
+        }
+        locked { $0.fetchWaits(id, of: key) }
+        let upstream = fetcher[key]
+        return AnyLoader<Value> { [self] completion in
+            locked { $0.fetchSent(id, of: key) }
+            return upstream.load(completion: completion)
+        }
+        .waitingForNetwork(connectivity).load(completion: completion)
     }
 
     @inlinable
@@ -466,6 +495,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         if effects.removeAll { removeAllFromLevels() }
         if effects.issueLevels, let key { issueLevelOps(of: key, first: save) }
+        if effects.refetches, let key { refetchNow(key) }
         guard let more else { return }
         for reply in more.fetchReplies { reply.completion(reply.result) }
         for delivery in more.hitReplies { delivery.reply(delivery.snapshot) }
@@ -525,15 +555,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let done: @Sendable (Result<Void, any Error>) -> Void =
             if let ticket { { ticket.landed($0) } } else { reportFailure.call }
         switch consume operation {  // its payload moved out, not copied
-        case .save(let value, let targets, let skipsDebounced, _, let stale):
-            let landed = stale ? staleWriteLanded(of: key, then: done) : done
+        case .save(let value, let targets, let skipsDebounced, _, let mark):
+            let landed = saveLanded(of: key, mark: mark, then: done)
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
                 ticket?.hold(reportingTo: reportFailure)
                 levels[index].save(value, key, landed)
             }
-        case .flush(let value, let index, _):
+        case .flush(let value, let index, _, let mark):
             ticket?.hold(reportingTo: reportFailure)
-            levels[index].save(value, key, done)
+            levels[index].save(value, key, saveLanded(of: key, mark: mark, then: done))
         case .remove:
             for level in levels {
                 ticket?.hold(reportingTo: reportFailure)
@@ -543,15 +573,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         ticket?.release()  // the operation's own hold: it is issued
     }
 
-    /// `done`, after recording that a write of `key`'s stale value landed (see
-    /// ``StoreMachine/staleWriteLanded(_:at:)``).
+    /// `done`, after telling the machine that a save of `key` landed (see ``StoreMachine/saveLanded(_:mark:failed:at:)``).
     @inlinable
-    func staleWriteLanded(
-        of key: Key, then done: @escaping @Sendable (Result<Void, any Error>) -> Void
+    func saveLanded(
+        of key: Key, mark: Machine.SaveMark, then done: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> @Sendable (Result<Void, any Error>) -> Void {
         { [self] result in
-            let now = now()
-            let folded = locked { $0.staleWriteLanded(key, at: now) }
+            let failed = if case .failure = result { true } else { false }
+            let now = mark.stale ? now() : nil
+            let folded = locked { $0.saveLanded(key, mark: mark, failed: failed, at: now) }
             withExtendedLifetime(folded) {}
             done(result)
         }

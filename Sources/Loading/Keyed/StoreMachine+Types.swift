@@ -42,14 +42,20 @@ extension StoreMachine {
         @usableFromInline @exclusivity(unchecked) var keptStamp: Int?
         /// The subject the key's observers subscribe to, while it has observers.
         @usableFromInline @exclusivity(unchecked) var subject: Subject?
+        /// Whether a fetch is owed to the observers once the fetch in flight ends: the key was invalidated after
+        /// that fetch was sent.
+        @usableFromInline @exclusivity(unchecked) var owesRefetch = false
         /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
         /// id), a write, an update or a confirmed optimistic change makes the value fresh.
         @usableFromInline @exclusivity(unchecked) var staleMark = 0
-        /// Writes of a stale value issued to the levels and not landed yet: a level stamps a save with its own
-        /// time, so each is recorded stale when it lands, and the entry is kept until then.
-        @usableFromInline @exclusivity(unchecked) var staleWrites = 0
-        /// Whether `levelOps` holds a save of a stale value (counted into `staleWrites` when issued).
-        @usableFromInline @exclusivity(unchecked) var hasStaleSaves = false
+        /// Level saves issued and not landed yet: the entry is kept until they land (a save of a stale value is
+        /// recorded stale when it lands, as the level stamps it with its own time; a save that fails keeps the
+        /// value here).
+        @usableFromInline @exclusivity(unchecked) var savesInFlight = 0
+        /// The newest confirmed version a level failed to save, and the newest one a level saved (or a removal or
+        /// a clear settled): while the first is newer, no level holds the value, and the store keeps it.
+        @usableFromInline @exclusivity(unchecked) var failedVersion = 0
+        @usableFromInline @exclusivity(unchecked) var savedVersion = 0
         /// The response a read answered at once last, and the `confirmedVersion` it was built from: the next such
         /// read of the same version shares it instead of building its own.
         @usableFromInline @exclusivity(unchecked) var hitResponse: StoreResponse<Value>?
@@ -79,7 +85,9 @@ extension StoreMachine {
             keptStamp = nil
             subject = nil
             staleMark = 0
-            hasStaleSaves = false
+            owesRefetch = false
+            failedVersion = 0
+            savedVersion = 0
             hitResponse = nil
             hitConfirmedVersion = 0
         }
@@ -99,7 +107,8 @@ extension StoreMachine {
         @inlinable
         var isIdle: Bool {
             observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
-                && levelOps.isEmpty && !isIssuing && debounced.isEmpty && staleWrites == 0
+                && levelOps.isEmpty && !isIssuing && debounced.isEmpty && savesInFlight == 0
+                && failedVersion <= savedVersion
         }
     }
 
@@ -129,6 +138,7 @@ extension StoreMachine {
             self.generation = generation
             self.logStart = logStart
             self.callers = callers
+            sentMark = id
         }
 
         @usableFromInline let id: Int
@@ -139,10 +149,13 @@ extension StoreMachine {
         @usableFromInline var token: (any CancellationToken)?
         /// Every caller left before the token was kept: the token is cancelled when it is.
         @usableFromInline var isAbandoned = false
+        /// When its request went out, in the store's order: its id, or later for a fetch that waited for the network
+        /// (`nil` while it waits). What it brings is fresh against the invalidations made before.
+        @usableFromInline var sentMark: Int?
     }
 
     /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss). Four words,
-    /// as a snapshot is: the invalidations a hit is judged by are read from ``StoreMachine/staleRules`` under the same
+    /// as a snapshot is: the invalidations a hit is judged by are read from ``StoreMachine/staleRules(for:)`` under the same
     /// lock.
     @usableFromInline
     enum LevelRead {
@@ -377,36 +390,70 @@ extension StoreMachine {
         @usableFromInline let invalidations: Int
     }
 
-    /// An invalidation of the keys `matches` accepts, made at `date`.
+    /// An invalidation of the keys `matches` accepts, made at `date`, as the store's `generation` counted then.
     @usableFromInline
     struct Invalidation: Sendable {
         @inlinable
-        init(date: Date, matches: @escaping @Sendable (Key) -> Bool) {
+        init(date: Date, generation: Int, matches: @escaping @Sendable (Key) -> Bool) {
             self.date = date
+            self.generation = generation
             self.matches = matches
         }
 
         @usableFromInline let date: Date
+        @usableFromInline let generation: Int
         @usableFromInline let matches: @Sendable (Key) -> Bool
     }
 
-    /// The invalidations a reader judges a level's value by, outside the lock (a predicate is the caller's code).
+    /// Everything saved before a point is stale: an invalidation of every key, or old records folded.
+    @usableFromInline
+    struct StaleBefore: Sendable {
+        @usableFromInline let date: Date
+        @usableFromInline let generation: Int
+
+        @inlinable
+        init(date: Date, generation: Int) {
+            self.date = date
+            self.generation = generation
+        }
+
+        /// This point or `other`, whichever is later by both measures.
+        @inlinable
+        func merged(with other: StaleBefore?) -> StaleBefore {
+            guard let other else { return self }
+            return StaleBefore(date: max(date, other.date), generation: max(generation, other.generation))
+        }
+    }
+
+    /// The invalidations a reader judges one key's level value by, outside the lock (a predicate is the caller's
+    /// code), with when the store itself last confirmed a fresh value of the key (`refreshedAt`, in its order).
     @usableFromInline
     struct StaleRules: Sendable {
         @inlinable
-        init(staleBefore: Date?, invalidations: [Invalidation]) {
+        init(staleBefore: StaleBefore?, invalidations: [Invalidation], refreshedAt: Int?) {
             self.staleBefore = staleBefore
             self.invalidations = invalidations
+            self.refreshedAt = refreshedAt
         }
 
-        @usableFromInline let staleBefore: Date?
+        @usableFromInline let staleBefore: StaleBefore?
         @usableFromInline let invalidations: [Invalidation]
+        @usableFromInline let refreshedAt: Int?
 
-        /// Whether `key`'s value saved at `savedAt` was invalidated since.
+        /// Whether `key`'s value saved at `savedAt` was invalidated since. A value the store confirmed fresh after an
+        /// invalidation (a fetch sent after it, a write) is not stale by it, whatever the clock said when it was
+        /// saved (it may have been set back); a value someone else saved is judged by its date.
         @inlinable
         func isStale(_ key: Key, savedAt: Date) -> Bool {
-            if let staleBefore, savedAt <= staleBefore { return true }
-            return invalidations.contains { savedAt <= $0.date && $0.matches(key) }
+            if let staleBefore, !refreshed(since: staleBefore.generation), savedAt <= staleBefore.date { return true }
+            return invalidations.contains {
+                !refreshed(since: $0.generation) && savedAt <= $0.date && $0.matches(key)
+            }
+        }
+
+        @inlinable
+        func refreshed(since generation: Int) -> Bool {
+            refreshedAt.map { $0 > generation } ?? false
         }
     }
 
@@ -526,31 +573,49 @@ extension StoreMachine {
     @usableFromInline
     enum LevelOp: Sendable {
         /// Save to the levels of the range; when `skipsDebounced`, not to the debounced ones (they are written when
-        /// their timers fire). A `stale` value (invalidated) is recorded stale once each write has landed.
-        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, stale: Bool)
+        /// their timers fire).
+        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
         /// A debounced level's write, once its timer fired or a flush asked for it.
-        case flush(Value, level: Int, ticket: SaveTicket?)
+        case flush(Value, level: Int, ticket: SaveTicket?, mark: SaveMark)
         case remove(ticket: SaveTicket?)
 
         @inlinable
         var ticket: SaveTicket? {
             switch self {
-            case .save(_, _, _, let ticket, _), .flush(_, _, let ticket), .remove(let ticket): ticket
+            case .save(_, _, _, let ticket, _), .flush(_, _, let ticket, _), .remove(let ticket): ticket
             }
+        }
+    }
+
+    /// What a save reports when it lands: which value it was (the entry's generation and confirmed version), and
+    /// whether that value was stale (it is recorded stale once saved, as the level stamps it with its own time).
+    @usableFromInline
+    struct SaveMark: Sendable {
+        @usableFromInline let generation: Int
+        @usableFromInline let version: Int
+        @usableFromInline let stale: Bool
+
+        @inlinable
+        init(generation: Int, version: Int, stale: Bool) {
+            self.generation = generation
+            self.version = version
+            self.stale = stale
         }
     }
 
     @usableFromInline
     struct DebouncedWrite: Sendable {
         @inlinable
-        init(id: Int, value: Value, timer: any CancellationToken) {
+        init(id: Int, value: Value, mark: SaveMark, timer: any CancellationToken) {
             self.id = id
             self.value = value
+            self.mark = mark
             self.timer = timer
         }
 
         @usableFromInline let id: Int
         @usableFromInline let value: Value
+        @usableFromInline let mark: SaveMark
         @usableFromInline var timer: any CancellationToken
     }
 
@@ -597,6 +662,9 @@ extension StoreMachine {
         /// Whether the caller's turn of running the key's changes is over (its queue was empty): it performs these
         /// effects and stops, without asking for the next change.
         @usableFromInline var endsTurn = false
+        /// Whether the caller begins the refetch the key owed its observers (see
+        /// ``StoreMachine/beginRefetch(_:completion:)``).
+        @usableFromInline var refetches = false
         /// The effects a plain write has none of, kept apart so that effects stay small to copy and destroy.
         @usableFromInline var more: More?
 

@@ -70,8 +70,17 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var held: [Key] = []
     /// Invalidations, oldest first, for judging what the levels hold (see ``StaleRules``).
     @usableFromInline var invalidations: [Invalidation] = []
-    /// Every value saved at or before this date is stale: an invalidation of every key, or old records folded.
-    @usableFromInline var staleBefore: Date?
+    /// Every value saved at or before this point is stale: an invalidation of every key, or old records folded.
+    @usableFromInline var staleBefore: StaleBefore?
+    /// While invalidations are recorded: the keys the store confirmed a fresh value of since, each with the point in
+    /// the store's order it was fresh from (a fetch's sending, a write), so that an invalidation older than it does
+    /// not judge the level's copy stale, whatever its date. At most ``refreshedLimit``, the oldest forgotten first
+    /// (such a key is judged by its date again: more is refetched, never less).
+    @usableFromInline var refreshed: [Key: Int] = [:]
+    @usableFromInline var refreshedOrder: [KeptRecord] = []
+    @usableFromInline var refreshedHead = 0
+    /// How many refreshed keys are remembered.
+    @usableFromInline static var refreshedLimit: Int { 4_096 }
     /// Counts invalidations, so that a level hit read while one happened is judged stale.
     @usableFromInline var invalidationCount = 0
     /// What the machine let go of: dropped entries and a replaced shared response. Releasing them can run a value's
@@ -288,6 +297,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return .read(stamp, inStep: !behind)
     }
 
+    /// Holds `key` in the store as a level read does, until ``endLevelRead(_:since:)``: a read that answered with a
+    /// hit keeps the value it served shown until its fetch has begun.
+    @inlinable
+    mutating func holdKey(_ key: Key) {
+        ensureEntry(key).levelReads += 1
+    }
+
     /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel). Returns
     /// what the key shows when the store learned something since the read began (a fetch or a write confirmed a
     /// value, or a removal or a clear overtook it): that is the read's answer, rather than reading on or fetching.
@@ -399,9 +415,59 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let fetch = entry.fetches.remove(at: index)
         trimLog(of: key)
+        effects.refetches = takeOwedRefetch(key)
         release(key)
         effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .failure(error)) }
         return effects
+    }
+
+    /// Begins a refetch of `key` for its observers (an invalidation, a revalidation), unless a fetch in flight will
+    /// bring a value fresh against what made it stale: one sent after that, or one still waiting for the network.
+    /// When the fetch in flight was sent before, one more fetch is owed, once, however many refetches are asked
+    /// meanwhile: it begins when that fetch ends (``Effects/refetches``). `nil` when nothing begins now.
+    @inlinable
+    mutating func beginRefetch(_ key: Key, completion: @escaping FetchCompletion) -> FetchStart? {
+        let entry = ensureEntry(key)
+        let staleMark = entry.staleMark
+        guard entry.fetches.contains(where: { !$0.isAbandoned }) else {
+            return beginFetch(key, joining: false, completion: completion)
+        }
+        let freshOnItsWay = entry.fetches.contains { !$0.isAbandoned && ($0.sentMark.map { $0 > staleMark } ?? true) }
+        if !freshOnItsWay { entry.owesRefetch = true }
+        release(key)
+        return nil
+    }
+
+    /// A fetch of `key` ended: whether the refetch it owed begins now, for the key's observers. Not when nobody
+    /// observes the key any more (its next cache-first read fetches, as it is stale), nor while another fetch is in
+    /// flight (it stays owed when that one was sent before the key went stale).
+    @inlinable
+    mutating func takeOwedRefetch(_ key: Key) -> Bool {
+        guard let entry = entry(key), entry.owesRefetch else { return false }
+        let staleMark = entry.staleMark
+        let others = entry.fetches.filter { !$0.isAbandoned }
+        guard entry.observers > 0, others.isEmpty else {
+            // Still owed while every other fetch in flight was sent before the key went stale.
+            let older = others.allSatisfy { $0.sentMark.map { $0 <= staleMark } ?? false }
+            entry.owesRefetch = entry.observers > 0 && older
+            return false
+        }
+        entry.owesRefetch = false
+        return true
+    }
+
+    /// Fetch `id` of `key` waits for the network before it sends its request.
+    @inlinable
+    mutating func fetchWaits(_ id: Int, of key: Key) {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
+        entry.fetches[index].sentMark = nil
+    }
+
+    /// Fetch `id` of `key` sends its request now.
+    @inlinable
+    mutating func fetchSent(_ id: Int, of key: Key) {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
+        entry.fetches[index].sentMark = next()
     }
 
     // MARK: Changes
@@ -469,8 +535,42 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// the key is let go if nothing else needs it.
     @inlinable
     mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
-        if issuing, entry.levelOps.count == 1, !entry.hasStaleSaves { save = entry.levelOps.removeLast() }
+        if issuing, entry.levelOps.count == 1 {
+            save = entry.levelOps.removeLast()
+            countSaves(in: save!, of: entry)
+        }
         release(key)
+    }
+
+    /// Counts the level saves `operation` issues into its entry's saves in flight (the entry is kept until they land).
+    @inlinable
+    func countSaves(in operation: LevelOp, of entry: Entry) {
+        switch operation {
+        case .save(_, let targets, let skipsDebounced, _, _):
+            entry.savesInFlight += skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
+        case .flush: entry.savesInFlight += 1
+        case .remove: break
+        }
+    }
+
+    /// A level save of `key` landed: a failure keeps the value in the store until a newer one is saved; a stale value
+    /// saved is recorded stale as of `date` (after the level stamped it). Returns a record folded out of the limit,
+    /// to release after unlocking.
+    @inlinable
+    mutating func saveLanded(_ key: Key, mark: SaveMark, failed: Bool, at date: Date?) -> Invalidation? {
+        var folded: Invalidation?
+        if mark.stale { folded = record(Invalidation(date: date ?? .distantPast, generation: next()) { $0 == key }) }
+        guard let entry = entry(key) else { return folded }
+        entry.savesInFlight -= 1
+        if entry.generation == mark.generation {
+            if failed {
+                entry.failedVersion = max(entry.failedVersion, mark.version)
+            } else {
+                entry.savedVersion = max(entry.savedVersion, mark.version)
+            }
+        }
+        release(key)
+        return folded
     }
 
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
@@ -604,6 +704,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.confirmed = nil
         entry.staleMark = 0
         entry.confirmedVersion += 1
+        (entry.failedVersion, entry.savedVersion) = (0, entry.confirmedVersion)
         effects.cancels = entry.debounced.values.map { $0.timer }
         entry.debounced = [:]
         entry.levelOps.append(.remove(ticket: nil))
@@ -632,10 +733,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.confirmed = nil
             entry.staleMark = 0
             entry.confirmedVersion += 1
+            (entry.failedVersion, entry.savedVersion) = (0, entry.confirmedVersion)
             entry.pending = []
             entry.queue = kept
             entry.levelOps = []
-            entry.hasStaleSaves = false
             entry.debounced = [:]
             entry.keptStamp = nil
             if shownBefore || entry.observers > 0 { effects.publish(publish(key)) }
@@ -646,6 +747,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         keptCount = 0
         // The levels are emptied: nothing they will hold was saved before the clear.
         effects.garbage.append(exchange(&invalidations, with: []))
+        effects.garbage.append(exchange(&refreshed, with: [:]))
+        refreshedOrder = []
+        refreshedHead = 0
         staleBefore = nil
         var clearing = clearing ?? Clearing()
         clearing.completions.append(completion)
@@ -671,19 +775,20 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Invalidation
 
-    /// What a reader needs to judge a level's value for invalidations, or `nil` when nothing was invalidated.
+    /// What a reader needs to judge `key`'s level value for invalidations, or `nil` when nothing was invalidated.
     @inlinable
-    var staleRules: StaleRules? {
+    func staleRules(for key: Key) -> StaleRules? {
         guard staleBefore != nil || !invalidations.isEmpty else { return nil }
-        return StaleRules(staleBefore: staleBefore, invalidations: invalidations)
+        return StaleRules(staleBefore: staleBefore, invalidations: invalidations, refreshedAt: refreshed[key])
     }
 
     /// Marks `key` stale at `date`; returns whether it is observed (the store then refetches it), and a record
     /// folded out of the limit, to release after unlocking.
     @inlinable
     mutating func invalidate(_ key: Key, at date: Date) -> (observed: Bool, garbage: Invalidation?) {
-        let garbage = record(Invalidation(date: date) { $0 == key })
-        return (!markStale([key], mark: next()).isEmpty, garbage)
+        let mark = next()
+        let garbage = record(Invalidation(date: date, generation: mark) { $0 == key })
+        return (!markStale([key], mark: mark).isEmpty, garbage)
     }
 
     /// The first half of an invalidation by predicate: records it, and returns every key the store holds, for the
@@ -692,16 +797,18 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func beginInvalidation(
         _ matches: @escaping @Sendable (Key) -> Bool, at date: Date
     ) -> (mark: Int, keys: [Key], garbage: Invalidation?) {
-        let garbage = record(Invalidation(date: date, matches: matches))
-        return (next(), Array(entries.keys), garbage)
+        let mark = next()
+        let garbage = record(Invalidation(date: date, generation: mark, matches: matches))
+        return (mark, Array(entries.keys), garbage)
     }
 
     /// Marks every key stale at `date`; returns the observed ones, and the records it replaces.
     @inlinable
     mutating func invalidateAll(at date: Date) -> (observed: [Key], garbage: [Invalidation]) {
         invalidationCount += 1
-        staleBefore = max(staleBefore ?? date, date)
-        return (markStale(entries.keys, mark: next()), exchange(&invalidations, with: []))
+        let mark = next()
+        staleBefore = StaleBefore(date: date, generation: mark).merged(with: staleBefore)
+        return (markStale(entries.keys, mark: mark), exchange(&invalidations, with: []))
     }
 
     /// Marks the entries of `keys` stale, as of `mark`; returns those that are observed.
@@ -716,18 +823,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return observed
     }
 
-    /// A write of `key`'s stale value landed in a level: the level stamped it with its own time, so the key is
-    /// recorded stale as of `date` (after that time), and the entry is released once its last such write landed.
-    /// Returns a record folded out of the limit, to release after unlocking.
-    @inlinable
-    mutating func staleWriteLanded(_ key: Key, at date: Date) -> Invalidation? {
-        let folded = record(Invalidation(date: date) { $0 == key })
-        guard let entry = entry(key) else { return folded }
-        entry.staleWrites -= 1
-        release(key)
-        return folded
-    }
-
     /// Adds an invalidation record; returns the oldest when it no longer fits (folded into `staleBefore`).
     @inlinable
     mutating func record(_ invalidation: Invalidation) -> Invalidation? {
@@ -735,8 +830,26 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         invalidations.append(invalidation)
         guard invalidations.count > Self.invalidationLimit else { return nil }
         let oldest = invalidations.removeFirst()
-        staleBefore = max(staleBefore ?? oldest.date, oldest.date)
+        staleBefore = StaleBefore(date: oldest.date, generation: oldest.generation).merged(with: staleBefore)
         return oldest
+    }
+
+    /// `key`'s confirmed value is fresh from `point` in the store's order (a fetch sent then, a write): remembered
+    /// while invalidations are recorded (see ``refreshed``).
+    @inlinable
+    mutating func noteRefreshed(_ key: Key, from point: Int) {
+        guard staleBefore != nil || !invalidations.isEmpty else { return }
+        refreshed[key] = max(refreshed[key] ?? 0, point)
+        refreshedOrder.append(KeptRecord(key: key, stamp: point))
+        while refreshed.count > Self.refreshedLimit, refreshedHead < refreshedOrder.count {
+            let oldest = refreshedOrder[refreshedHead]
+            refreshedHead += 1
+            if refreshed[oldest.key] == oldest.stamp { refreshed[oldest.key] = nil }
+        }
+        if refreshedHead > 64, refreshedHead * 2 > refreshedOrder.count {
+            refreshedOrder.removeFirst(refreshedHead)
+            refreshedHead = 0
+        }
     }
 
     /// The observed keys to revalidate: those with no value, an invalidated one, or one older than `maxAgeSeconds`
@@ -763,12 +876,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let ops =
                 entry.levelOps.count == 1
                 ? InlineFirstArray(entry.levelOps.removeLast()) : InlineFirstArray(exchange(&entry.levelOps, with: []))
-            if entry.hasStaleSaves {
-                entry.hasStaleSaves = false
-                for case .save(_, let targets, let skipsDebounced, _, stale: true) in ops {
-                    entry.staleWrites += targets.count { !skipsDebounced || !debouncedLevels.contains($0) }
-                }
-            }
+            if let first = ops.head { countSaves(in: first, of: entry) }
+            for operation in ops.tail { countSaves(in: operation, of: entry) }
             return (ops, false)
         }
         entry.isIssuing = false
@@ -795,7 +904,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
         guard let entry = entry(key), let write = entry.debounced[level], write.id == id else { return Effects() }
         entry.debounced[level] = nil
-        entry.levelOps.append(.flush(write.value, level: level, ticket: nil))
+        entry.levelOps.append(.flush(write.value, level: level, ticket: nil, mark: write.mark))
         var effects = Effects(garbage: [write.timer])
         effects.issueLevels = startIssuing(key)
         release(key)
@@ -833,7 +942,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return Effects(fetchReplies: answer.map { [$0] } ?? [])
             }
             let stored = value.map { StoredValue(value: $0, origin: reply == nil ? .local : .network, savedAt: now) }
-            entry.staleMark = 0
+            makeFresh(key, from: next())
             guard let reply else {
                 return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
             }
@@ -860,7 +969,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func confirmWrite(_ stored: StoredValue<Value>, for key: Key) -> Effects {
         let entry = entry(key)!
-        entry.staleMark = 0  // what the app writes is the latest it knows
+        makeFresh(key, from: next())  // what the app writes is the latest it knows
         // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
         var change: Change?
         if !entry.fetches.isEmpty { change = { _ in stored.value } }
@@ -880,24 +989,30 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let replies = fetch.callers.map {
                 FetchReply(completion: $0.completion, result: .failure(StoreError.discarded))
             }
-            return Effects(fetchReplies: replies, garbage: [value as Any])
+            var effects = Effects(fetchReplies: replies, garbage: [value as Any])
+            effects.refetches = takeOwedRefetch(key)
+            return effects
         }
         guard id > entry.lastConfirmedFetch else {
             // A fetch started after this one was confirmed first: what it brought stays, and is the answer.
             let shown = shownNow(key)
-            return Effects(
+            var effects = Effects(
                 fetchReplies: fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) },
                 garbage: [value as Any])
+            effects.refetches = takeOwedRefetch(key)
+            return effects
         }
         entry.lastConfirmedFetch = id
-        if id > entry.staleMark { entry.staleMark = 0 }  // started after the invalidation: fresh
+        // Sent after the invalidation: fresh.
+        if let sent = fetch.sentMark, sent > entry.staleMark { makeFresh(key, from: sent) }
         let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
         // The callers are answered once the value is saved to the levels.
         let saved = SaveTicket()
-        let effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved, answers: true)
+        var effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved, answers: true)
         let shown = effects.lastPublished
         saved.whenSaved(
             .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
+        effects.refetches = takeOwedRefetch(key)
         return effects
     }
 
@@ -935,7 +1050,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return Effects(publish: publish(key), garbage: [mutation], released: ticket.map { [$0] } ?? [])
         }
         let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
-        entry.staleMark = 0
+        makeFresh(key, from: next())
         effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices, ticket: ticket)
         effects.garbage.append(mutation)
         return effects
@@ -949,7 +1064,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var effects = Effects(released: [ticket])
         for (level, write) in entry.debounced.sorted(by: { $0.key < $1.key }) {
             ticket.hold()
-            entry.levelOps.append(.flush(write.value, level: level, ticket: ticket))
+            entry.levelOps.append(.flush(write.value, level: level, ticket: ticket, mark: write.mark))
             effects.cancels.append(write.timer)
         }
         entry.debounced = [:]
@@ -981,12 +1096,12 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.isKnown = true
         entry.confirmedVersion += 1
         if let change { log(change, for: key) }
+        let mark = SaveMark(
+            generation: entry.generation, version: entry.confirmedVersion, stale: entry.staleMark != 0)
         if let stored {
             if !targets.isEmpty {
-                let stale = entry.staleMark != 0
-                if stale { entry.hasStaleSaves = true }
                 entry.levelOps.append(
-                    .save(stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket, stale: stale))
+                    .save(stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket, mark: mark))
             } else if let ticket {
                 effects.released.append(ticket)
             }
@@ -997,7 +1112,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     }
                     continue
                 }
-                let write = DebouncedWrite(id: next(), value: stored.value, timer: FinishedToken())
+                let write = DebouncedWrite(id: next(), value: stored.value, mark: mark, timer: FinishedToken())
                 if let replaced = entry.debounced.updateValue(write, forKey: level) {
                     effects.cancels.append(replaced.timer)
                 }
@@ -1014,6 +1129,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     // MARK: Bookkeeping
+
+    /// `key`'s value is fresh from `point` in the store's order: not stale, and not judged stale by an older
+    /// invalidation when only the levels hold it.
+    @inlinable
+    mutating func makeFresh(_ key: Key, from point: Int) {
+        entry(key)!.staleMark = 0
+        noteRefreshed(key, from: point)
+    }
 
     @inlinable
     mutating func log(_ change: @escaping Change, for key: Key) {

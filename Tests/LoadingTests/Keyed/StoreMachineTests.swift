@@ -221,9 +221,8 @@ final class StoreMachineTests: XCTestCase {
         let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
 
         XCTAssertTrue(effects.debounce.isEmpty, "no timer: the value is written at once")
-        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?, stale: false) = ops.first else {
-            return XCTFail("expected one save to both levels, with the callers' ticket: \(ops)")
-        }
+        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = ops.first, !mark.stale
+        else { return XCTFail("expected one save to both levels, with the callers' ticket: \(ops)") }
         XCTAssertTrue(effects.fetchReplies.isEmpty, "the callers are answered through the ticket")
         ticket.release()
         XCTAssertEqual(answered.withLock { $0 }, 1, "answered once the save is issued and done")
@@ -241,7 +240,7 @@ final class StoreMachineTests: XCTestCase {
         let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
 
         XCTAssertEqual(effects.cancels.count, 1, "the timer is cancelled")
-        guard case .flush("1", level: 1, ticket: let held?) = ops.first else {
+        guard case .flush("1", level: 1, ticket: let held?, _) = ops.first else {
             return XCTFail("expected the database write, now: \(ops)")
         }
         for released in effects.released { released.release() }
@@ -274,8 +273,7 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.observe("a", fresh: .init(nil))
         _ = machine.submit(.write(stored("1")), for: "a", now: now)
         _ = finishChanges(&machine, "a")
-        _ = machine.takeLevelOps(of: "a")
-        _ = machine.takeLevelOps(of: "a")
+        issueAndLand(&machine, "a")
         XCTAssertEqual(machine.count, 1, "observed")
 
         _ = machine.stopObserving("a")
@@ -308,7 +306,7 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.invalidate("a", at: now)
         _ = machine.firstLook("a", under: .cacheOnly, now: now)  // a shared response
         _ = machine.stopObserving("a")
-        while machine.takeLevelOps(of: "a") != nil {}
+        issueAndLand(&machine, "a")
         XCTAssertEqual(machine.count, 0, "the key fell out of use")
         let entry = try XCTUnwrap(machine.takeReleased()?.entry as? Machine.Entry)
         let fresh = Machine.Entry(key: "a", generation: entry.generation)
@@ -328,7 +326,7 @@ final class StoreMachineTests: XCTestCase {
         var machine = makeMachine()
         _ = machine.submit(.write(stored("1")), for: "a", now: now)
         _ = finishChanges(&machine, "a")
-        while machine.takeLevelOps(of: "a") != nil {}  // issued
+        issueAndLand(&machine, "a")
         XCTAssertEqual(machine.count, 0, "the key fell out of use")
         guard let dropped = machine.takeReleased()?.entry as? Machine.Entry else {
             return XCTFail("the dropped entry is handed out for release")
@@ -419,19 +417,19 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.submit(.fetched("old", fetch: fetch.fetch), for: "a", now: now)
         _ = finishChanges(&machine, "a")
         let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
-        guard case .save(_, _, _, _, stale: true) = ops.first else { return XCTFail("a stale save: \(ops)") }
+        guard case .save(_, _, _, _, let mark) = ops.first, mark.stale else { return XCTFail("a stale save: \(ops)") }
         _ = machine.takeLevelOps(of: "a")
         XCTAssertEqual(machine.count, 1, "two writes have not landed")
 
         let landed = now.addingTimeInterval(5)
-        _ = machine.staleWriteLanded("a", at: landed)
-        _ = machine.staleWriteLanded("a", at: landed)
+        _ = machine.saveLanded("a", mark: mark, failed: false, at: landed)
+        _ = machine.saveLanded("a", mark: mark, failed: false, at: landed)
 
         XCTAssertEqual(machine.count, 0)
-        let rules = try XCTUnwrap(machine.staleRules)
+        let rules = try XCTUnwrap(machine.staleRules(for: "a"))
         XCTAssertTrue(rules.isStale("a", savedAt: landed), "a level stamped the write before it landed")
         XCTAssertFalse(rules.isStale("a", savedAt: landed.addingTimeInterval(1)))
-        XCTAssertFalse(rules.isStale("b", savedAt: now))
+        XCTAssertFalse(try XCTUnwrap(machine.staleRules(for: "b")).isStale("b", savedAt: now))
     }
 
     func test_revalidationTargets_areTheObservedKeysThatAreNotFresh_withoutAFetchInFlight() {
@@ -483,6 +481,8 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(levels, 0..<2)
         XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue: the writer's issuing ends")
         _ = machine.stopObserving("a")
+        XCTAssertEqual(machine.count, 1, "its save has not landed")
+        land(save, &machine, "a")
         XCTAssertEqual(machine.count, 0, "and the key, in use by nothing, is dropped")
     }
 
@@ -498,13 +498,14 @@ final class StoreMachineTests: XCTestCase {
 
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "v")
         XCTAssertTrue(effects.issueLevels)
-        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?, stale: false) = save else {
+        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = save, !mark.stale else {
             return XCTFail("expected the save to both levels, with the callers' ticket: \(String(describing: save))")
         }
         XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue")
         XCTAssertEqual(answers.withLock { $0 }, [], "the caller waits for the save")
         ticket.release()
         XCTAssertEqual(answers.withLock { $0 }, ["v"])
+        land(save, &machine, "a")
         XCTAssertEqual(machine.count, 0, "the key, in use by nothing, is dropped")
     }
 
@@ -590,6 +591,23 @@ final class StoreMachineTests: XCTestCase {
     }
 
     /// Runs the key's queue to the end, as the store would (committing work with its closures' result).
+    /// Takes `key`'s level operations, and lands each save they issue (as the levels answer), until none is left.
+    private func issueAndLand(_ machine: inout Machine, _ key: String) {
+        while let taken = machine.takeLevelOps(of: key) {
+            for operation in taken.ops { land(operation, &machine, key) }
+        }
+    }
+
+    /// Lands each save `operation` issues to the two levels of ``makeMachine()``.
+    private func land(_ operation: Machine.LevelOp?, _ machine: inout Machine, _ key: String) {
+        switch operation {
+        case .save(_, let levels, _, _, let mark):
+            for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
+        case .flush(_, _, _, let mark): _ = machine.saveLanded(key, mark: mark, failed: false, at: now)
+        case .remove, nil: break
+        }
+    }
+
     private func finishChanges(_ machine: inout Machine, _ key: String) -> [Machine.Effects] {
         var all: [Machine.Effects] = []
         while let step = machine.nextChange(of: key, now: now) {
