@@ -274,7 +274,7 @@ public struct FriendsComposer: Sendable {
         self.listPolicy = listPolicy
         friendsLoader = store.read(.all, policy: listPolicy).tryMap(Self.friends).dispatchOnMainQueue()
             .eraseToAnyLoader()
-        refreshLoader = store.refresh(.all)
+        refreshLoader = store.freshValue(of: .all)
             .fallback(to: store.read(.all, policy: .cacheOnly))
             .tryMap(Self.friends)
             .dispatchOnMainQueue()

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -26,10 +34,46 @@ extension StoreError: LocalizedError {
     public var errorDescription: String? { description }
 }
 
+extension OfflineError: LocalizedError {
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}
+
+extension MutationStorageError: LocalizedError {
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}
+
+extension MutationQueueError: LocalizedError {
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}
+
+extension DiskCacheError: LocalizedError {
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}
+
 extension ResourceRepository.WipedError: CustomStringConvertible, LocalizedError {
     /// What happened, for a person.
     public var description: String { "The load was abandoned: the resource was wiped (a logout) while it ran." }
 
     /// The same text as ``description``.
     public var errorDescription: String? { description }
+}
+
+/// What an underlying error says, for a person: its own sentence when it has one (a `LocalizedError`), the system's
+/// words for a POSIX error, else its description; without a final period, to end a sentence of the caller's.
+func reason(of error: any Error) -> String {
+    let text: String
+    if error is DecodingError {
+        text = "its contents are not in the format expected"
+    } else if let localized = error as? any LocalizedError, let description = localized.errorDescription {
+        text = description
+    } else if let posix = error as? POSIXError {
+        text = String(cString: strerror(posix.code.rawValue))
+    } else {
+        text = String(describing: error)
+    }
+    return text.hasSuffix(".") ? String(text.dropLast()) : text
 }

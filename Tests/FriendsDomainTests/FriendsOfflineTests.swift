@@ -112,9 +112,9 @@ final class FriendsOfflineTests: XCTestCase {
         let composer = makeComposer(database, connectivity: nil)
         let pages = try XCTUnwrap(composer.friendPages)
 
-        let first = awaitResult { pages.loadNextPage(of: .all).load(completion: $0) }
+        let first = awaitResult { pages.nextPage(of: .all).load(completion: $0) }
         URLProtocolStub.stub(.response(status: 200, body: try listBody([friends[2]], nextPage: nil)))
-        let second = awaitResult { pages.loadNextPage(of: .all).load(completion: $0) }
+        let second = awaitResult { pages.nextPage(of: .all).load(completion: $0) }
 
         XCTAssertEqual(try first?.get().value?.items.map(\.id), ["u1", "u2"])
         XCTAssertEqual(try second?.get().value?.items.map(\.id), ["u1", "u2", "u3"])

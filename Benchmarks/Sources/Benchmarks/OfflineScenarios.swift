@@ -36,7 +36,7 @@ func pageAppendScenario(appends: Int) -> Scenario {
             }
         }
         for _ in 0..<count {
-            _ = store.loadNextPage(of: 0).load { result in
+            _ = store.nextPage(of: 0).load { result in
                 let last = (try? result.get())?.value?.pages.last?.page.items.first ?? 0
                 sum.value &+= last / pageSize
             }

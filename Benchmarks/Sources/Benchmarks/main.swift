@@ -59,6 +59,13 @@ let only = CommandLine.arguments.firstIndex(of: "--only").map {
     CommandLine.arguments[$0 + 1].split(separator: ",").map(String.init)
 }
 
+// `--growth` (and `--growth-gate`, which fails the run when an operation's cost grows with the work): scenario 21.
+if arguments.contains("--growth") || arguments.contains("--growth-gate") {
+    let (lines, passed) = growthReport(sizes: [1_000, 10_000, 100_000], gates: arguments.contains("--growth-gate"))
+    print(lines.joined(separator: "\n"))
+    exit(passed ? 0 : 1)
+}
+
 let chosen = built.filter { built in only.map { $0.contains { built.scenario.title.hasPrefix($0) } } ?? true }
 let countedOperations = quick ? 200 : 1_000
 if arguments.contains("--counts") {
@@ -87,5 +94,9 @@ do {
 if only.map({ $0.contains { "17.".hasPrefix($0) || $0.hasPrefix("17") } }) ?? true {
     print("\n" + storeMemoryPerKeyLines(keys: quick ? 10_000 : 100_000).joined(separator: "\n"))
 }
-// A full run ends with the counts and the targets' verdicts; a quick run (CI) only proves the scenarios run.
-if !quick { printCounts(scenarios: chosen, operations: countedOperations) }
+// A full run ends with the growth table, the counts and the targets' verdicts; a quick run (CI) only proves the
+// scenarios run.
+if !quick {
+    if only == nil { print(growthReport(sizes: [1_000, 10_000, 100_000], gates: false).lines.joined(separator: "\n")) }
+    printCounts(scenarios: chosen, operations: countedOperations)
+}

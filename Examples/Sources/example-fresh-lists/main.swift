@@ -56,12 +56,12 @@ let pages = PagedStore(levels: [.cache(MemoryCache<String, PagedList<Friend, Int
     (_: String, page: Int?) in
     RemoteFriendsPageLoader(page: page ?? 1, perPage: 5, baseURL: server.baseURL, client: client)
 }
-for _ in 0..<3 { _ = result(of: pages.loadNextPage(of: "all")) }
+for _ in 0..<3 { _ = result(of: pages.nextPage(of: "all")) }
 let grown = try? result(of: pages.store.read("all", policy: .cacheOnly)).get().value
 check(grown?.items.map(\.id) == (6...15).map { "u\($0)" }, "three pages of 5, capped at 2: friends 6 to 15")
 check(grown?.startsAtFirstPage == false, "the first page was dropped")
 let before = server.listRequestCount
-_ = result(of: pages.store.refresh("all"))
+_ = result(of: pages.store.freshValue(of: "all"))
 check(server.listRequestCount - before == 1, "a refresh with nothing changed asks for one page, then stops")
 
 // 2. Invalidation: a screen's key is fetched anew at once; an unobserved one on its next read.

@@ -303,7 +303,7 @@ final class Story: Sendable {
         var sizes: [Int] = []
         var list: PagedList<Friend, Int>?
         while list?.hasNextPage ?? true, sizes.count < 10 {
-            guard let loaded = try? await pages.loadNextPage(of: .all).load().value else { break }
+            guard let loaded = try? await pages.nextPage(of: .all).load().value else { break }
             sizes.append(loaded.pages.last?.page.items.count ?? 0)
             list = loaded
         }

@@ -31,7 +31,7 @@ public enum FriendsAPIError: Error, CustomStringConvertible, LocalizedError, Ret
         case .invalidID(let id): "\"\(id)\" is not a valid friend id."
         case .busy(let status, let retryAfter):
             "The friends API is busy (status \(status)); it asks to retry after \(retryAfter)."
-        case .responseTooLarge(let limit): "The friends API sent more than the \(limit) bytes accepted."
+        case .responseTooLarge(let limit): "The friends API sent more than the \(ByteCount(limit)) accepted."
         }
     }
 

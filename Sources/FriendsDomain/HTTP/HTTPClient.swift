@@ -51,7 +51,9 @@ public struct URLSessionHTTPClient: HTTPClient {
             self.limit = limit
         }
 
-        public var description: String { "The response body is larger than the \(limit) bytes accepted." }
+        public var description: String {
+            "The response body is larger than the \(ByteCount(limit)) accepted."
+        }
 
         public var errorDescription: String? { description }
     }

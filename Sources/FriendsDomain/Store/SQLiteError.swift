@@ -27,7 +27,8 @@ public struct SQLiteError: Error, Equatable, CustomStringConvertible {
     public var isUnreadableDatabase: Bool { primaryCode == 26 || primaryCode == 11 }
 
     public var description: String {
-        "SQLite error \(code) during \(operation): \(message)"
+        let message = message.hasSuffix(".") ? String(message.dropLast()) : message
+        return "The database failed to \(operation) (SQLite error \(code)): \(message)."
     }
 }
 

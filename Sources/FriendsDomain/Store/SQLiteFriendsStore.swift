@@ -24,7 +24,7 @@ public final class SQLiteFriendsStore: FriendsStore {
 
     /// The database file was deleted or replaced while the store had it open; the write that noticed it went to
     /// what is at the path now.
-    public struct FileChanged: Error, Equatable, CustomStringConvertible {
+    public struct FileChanged: Error, Equatable, CustomStringConvertible, LocalizedError {
         /// What happened to the file.
         public enum Change: Sendable, Equatable {
             /// Nothing is at the path any more: a new database was created there.
@@ -44,6 +44,9 @@ public final class SQLiteFriendsStore: FriendsStore {
             case .replaced: "The database file at \(path) was replaced while open; the new file is used."
             }
         }
+
+        /// The same text as ``description``.
+        public var errorDescription: String? { description }
     }
 
     private let path: String

@@ -36,7 +36,7 @@ public struct ServerSentEventParser: Sendable {
             self.limit = limit
         }
 
-        public var description: String { "A server-sent event was larger than \(limit) bytes." }
+        public var description: String { "A server-sent event was larger than \(ByteCount(limit))." }
 
         public var errorDescription: String? { description }
     }

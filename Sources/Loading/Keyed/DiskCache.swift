@@ -189,7 +189,13 @@ public struct DiskCacheError<Key: Hashable & Sendable>: Error, CustomStringConve
     public let underlyingError: any Error
 
     public var description: String {
-        let subject = key.map { "the entry for \($0)" } ?? "every entry"
-        return "DiskCache could not \(operation) \(subject) at \(file.path): \(underlyingError)"
+        let because = reason(of: underlyingError)
+        return switch operation {
+        case .save:
+            "The disk cache could not save the value for \(key.map { "\($0)" } ?? "a key") to \(file.path): \(because)."
+        case .remove:
+            "The disk cache could not remove the value for \(key.map { "\($0)" } ?? "a key") at \(file.path): \(because)."
+        case .removeAll: "The disk cache could not remove every value in \(file.path): \(because)."
+        }
     }
 }

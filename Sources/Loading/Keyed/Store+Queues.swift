@@ -24,6 +24,7 @@ protocol StoreClearObserver: AnyObject, Sendable {
 }
 
 /// The clear observers of a store, held weakly (a queue holds its store, not the other way round).
+@usableFromInline
 final class ClearObservers: Sendable {
     private struct Weak: Sendable {
         weak var observer: (any StoreClearObserver)?
@@ -31,6 +32,7 @@ final class ClearObservers: Sendable {
 
     private let observers = Locked<[Weak]>([])
 
+    @usableFromInline
     init() {}
 
     /// Adds `observer`.
@@ -41,9 +43,24 @@ final class ClearObservers: Sendable {
         }
     }
 
-    /// The observers alive now (released after unlocking).
-    var current: [any StoreClearObserver] {
-        observers.withLock { $0.compactMap(\.observer) }
+    /// Tells every observer alive now that a clear begins; the notice tells them it ended.
+    @usableFromInline
+    func clearBegins() -> ClearNotice {
+        let observers = observers.withLock { $0.compactMap(\.observer) }  // released after unlocking
+        for observer in observers { observer.storeWillClear() }
+        return ClearNotice(observers: observers)
+    }
+}
+
+/// The observers told that a clear began, to tell that it ended.
+@usableFromInline
+struct ClearNotice {
+    fileprivate let observers: [any StoreClearObserver]
+
+    /// Tells the observers that the clear ended.
+    @usableFromInline
+    func clearEnded() {
+        for observer in observers { observer.storeDidClear() }
     }
 }
 

@@ -25,7 +25,7 @@
 ///   or a fetch started after it was confirmed first; it writes every level at once, and its readers are answered
 ///   once those writes have completed. A **cache hit** confirms the level's value and writes it to the faster
 ///   levels. Only writes and updates wait for a debounced level's timer (or ``flush(completion:)``).
-/// - ``refresh(_:)`` always fetches anew; it never joins a fetch that started before it was asked.
+/// - ``refresh(_:completion:)`` always fetches anew; it never joins a fetch that started before it was asked.
 /// - ``clear(completion:)`` cancels pending optimistic changes and pending debounced level writes, and empties every
 ///   level. It and ``remove(_:)`` take effect at once: no read, fetch or change in flight shows anything from before.
 /// - **Memory is bounded**: the store holds a key only while it is in use (observed, read, fetched, changed, or
@@ -53,7 +53,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let network: NetworkMode
     @usableFromInline let state: Locked<StoreMachine<Key, Value>>
     /// The mutation queues over the store, told of each clear.
-    let clearObservers = ClearObservers()
+    @usableFromInline let clearObservers = ClearObservers()
 
     @usableFromInline typealias Machine = StoreMachine<Key, Value>
     @usableFromInline typealias Snapshot = StoreMachine<Key, Value>.Snapshot
@@ -189,10 +189,24 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         })
     }
 
-    /// Fetches `key` anew (never joining a fetch already running), confirms and shows the fresh value, and
-    /// delivers it.
+    /// Fetches `key` anew now (never joining a fetch already running), confirms and shows the fresh value, and gives
+    /// it to `completion` once it is saved. The returned token drops this caller's interest (the fetch is cancelled
+    /// when no one else waits for it).
+    ///
+    /// ```swift
+    /// store.refresh("u1") { result in endRefreshing(result) }   // pull to refresh: observers see the fresh value too
+    /// ```
+    @discardableResult
+    public func refresh(
+        _ key: Key, completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
+    ) -> any CancellationToken {
+        freshValue(of: key).load(completion: completion)
+    }
+
+    /// `key`'s fresh value as a loader: each load does what ``refresh(_:completion:)`` does (to compose, as
+    /// `store.freshValue(of: key).fallback(to: store.read(key, policy: .cacheOnly))`).
     @inlinable
-    public func refresh(_ key: Key) -> AnyLoader<StoreResponse<Value>> {
+    public func freshValue(of key: Key) -> AnyLoader<StoreResponse<Value>> {
         AnyLoader { [self] completion in
             let pending = PendingLoad(completion)
             pending.startStep {
@@ -200,6 +214,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             }
             return pending
         }
+    }
+
+    /// `key`'s fresh value as a loader.
+    @available(*, deprecated, renamed: "freshValue(of:)", message: "refresh(_:completion:) fetches at once")
+    public func refresh(_ key: Key) -> AnyLoader<StoreResponse<Value>> {
+        freshValue(of: key)
     }
 
     // MARK: Writing
@@ -267,12 +287,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
     /// key as empty. Nothing fetched, read or changed before the clear reappears after it. `completion` runs once
     /// every level has been emptied (or failed to be: see `onWriteFailure`).
+    @inlinable
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
-        let observers = clearObservers.current
         // The queues over the store stop starting work, and forget their mutations, before anything is cancelled.
-        for observer in observers { observer.storeWillClear() }
+        let notice = clearObservers.clearBegins()
         perform(locked { $0.clear(completion: completion) }, for: nil)
-        for observer in observers { observer.storeDidClear() }
+        notice.clearEnded()
     }
 
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
@@ -509,6 +529,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func publish(_ snapshot: borrowing Snapshot) {
         guard let subject = snapshot.subject else { return }
         let response = snapshot.response
+        // What the pending changes gave is remembered: the next change shown applies only itself.
+        if let (key, prefix) = snapshot.shownPrefix(response) { locked { $0.remember(prefix, for: key) } }
         subject.update { current in
             guard (current?.version ?? -1) < response.version else { return nil }
             return response

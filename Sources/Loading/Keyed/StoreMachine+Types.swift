@@ -16,7 +16,7 @@ extension StoreMachine {
         @usableFromInline @exclusivity(unchecked) var confirmed: StoredValue<Value>?
         /// Whether `confirmed` is the truth; when not, the levels hold it.
         @usableFromInline @exclusivity(unchecked) var isKnown = false
-        @usableFromInline @exclusivity(unchecked) var pending: [Mutation] = []
+        @usableFromInline @exclusivity(unchecked) var pending = PendingChanges()
         /// The version of the last response published for the key.
         @usableFromInline @exclusivity(unchecked) var version = 0
         @usableFromInline @exclusivity(unchecked) var generation: Int
@@ -507,7 +507,7 @@ extension StoreMachine {
             case .update(let change, _):
                 return [change]
             case .settle(let id, accepted: true, _):
-                return entry.pending.first { $0.id == id }.map { [$0.change] }
+                return entry.pending.mutation(id).map { [$0.change] }
             case .fetched(_, let id):
                 guard let start = entry.fetches.first(where: { $0.id == id })?.logStart else { return nil }
                 let changes = entry.log.filter { $0.sequence > start }.map { $0.change }
@@ -761,8 +761,8 @@ extension StoreMachine {
     struct Snapshot: Sendable {
         /// The confirmed value at the snapshot's version (no value when none is confirmed), with the error attached.
         @usableFromInline let confirmed: StoreResponse<Value>
-        /// The optimistic changes shown over it, as the entry holds them (a copy of their array is a retain).
-        @usableFromInline let pending: [Mutation]
+        /// The optimistic changes shown over it, when there are some.
+        @usableFromInline let pending: ShownChanges?
         /// The key's subject when it has observers: where the snapshot is published.
         @usableFromInline let subject: Subject?
         /// Whether the confirmed value was invalidated and not fetched anew since.
@@ -774,7 +774,7 @@ extension StoreMachine {
             confirmed = StoreResponse(
                 value: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
                 hasPendingChanges: false, error: error, version: version)
-            pending = entry.pending
+            pending = entry.pending.isEmpty ? nil : ShownChanges(entry: entry)
             subject = entry.subject
             isStale = entry.staleMark != 0
         }
@@ -783,14 +783,48 @@ extension StoreMachine {
         @inlinable
         var version: Int { confirmed.version }
 
-        /// What observers and readers are shown: the confirmed value, with the pending changes applied in order.
+        /// What observers and readers are shown: the confirmed value, with the pending changes applied in order
+        /// (from the prefix the key showed last, when it still holds).
         @inlinable
         var response: StoreResponse<Value> {
-            guard !pending.isEmpty else { return confirmed }
+            guard let pending else { return confirmed }
+            let start = pending.prefix.map { $0.value } ?? confirmed.value
             return StoreResponse(
-                value: pending.reduce(confirmed.value) { value, mutation in mutation.change(value) },
+                value: pending.rest.reduce(start) { value, mutation in mutation.change(value) },
                 origin: .local, savedAtSeconds: confirmed.storage.savedAtSeconds, hasPendingChanges: true,
                 error: confirmed.error, version: confirmed.version)
+        }
+
+        /// What the key shows with every pending change, as a prefix the key remembers (see
+        /// ``StoreMachine/remember(_:for:)``); `nil` when nothing new was applied.
+        @inlinable
+        func shownPrefix(_ response: StoreResponse<Value>) -> (key: Key, prefix: ShownPrefix)? {
+            guard let pending, !pending.rest.isEmpty else { return nil }
+            return (
+                pending.key,
+                ShownPrefix(
+                    confirmedVersion: pending.confirmedVersion, epoch: pending.epoch,
+                    count: (pending.prefix?.count ?? 0) + pending.rest.count, value: response.value)
+            )
+        }
+    }
+
+    /// The pending changes a snapshot shows: the prefix the key showed last, if it still holds, and the changes after
+    /// it, with what identifies the list they come from.
+    @usableFromInline
+    final class ShownChanges: Sendable {
+        @usableFromInline let key: Key
+        @usableFromInline let prefix: ShownPrefix?
+        @usableFromInline let rest: [Mutation]
+        @usableFromInline let confirmedVersion: Int
+        @usableFromInline let epoch: Int
+
+        @inlinable
+        init(entry: Entry) {
+            key = entry.key
+            confirmedVersion = entry.confirmedVersion
+            epoch = entry.pending.epoch
+            (prefix, rest) = entry.pending.start(confirmedVersion: confirmedVersion)
         }
     }
 }

@@ -662,16 +662,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if let clears, clears != self.clears { return nil }
         let entry = ensureEntry(key)
         let id = next()
-        var position = entry.pending.endIndex
-        if let order {
-            while position > entry.pending.startIndex, let before = entry.pending[position - 1].order,
-                before.queue == order.queue, before.sequence > order.sequence
-            {
-                position -= 1
-            }
-        }
-        entry.pending.insert(Mutation(id: id, change: change, order: order), at: position)
+        entry.pending.insert(Mutation(id: id, change: change, order: order))
         return (id, publish(key), !entry.isKnown, self.clears)
+    }
+
+    /// Remembers what `key` showed with its pending changes (see ``PendingChanges``), computed by a publisher
+    /// outside the lock.
+    @inlinable
+    mutating func remember(_ prefix: ShownPrefix, for key: Key) {
+        guard let entry = entry(key), entry.confirmedVersion == prefix.confirmedVersion else { return }
+        entry.pending.remember(prefix)
     }
 
     /// Keeps the commit of pending change `id`, so that a clear can fail it. Returns `false` when a clear came since
@@ -680,10 +680,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key, clears: Int) -> Bool {
         // The change was just added: it is the last, or close to it.
-        guard let entry = entry(key), let index = entry.pending.lastIndex(where: { $0.id == id }) else {
-            return clears == self.clears
-        }
-        entry.pending[index].commit = commit
+        guard let entry = entry(key), entry.pending.keep(commit, of: id) else { return clears == self.clears }
         return true
     }
 
@@ -723,10 +720,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         for (key, entry) in entries {
             let shownBefore = entry.showsSomething
             let (dropped, kept) = entry.queue.partitioned { $0.isDroppedByRemoval }
-            effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, entry.pending]
+            let pending = entry.pending.removeAll()
+            effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, pending]
             effects.fetchReplies += dropped.compactMap { $0.droppedReply }
             effects.released += entry.levelOps.compactMap { $0.ticket }  // work waiting for dropped writes goes on
-            effects.failedCommits += entry.pending.compactMap { $0.commit }
+            effects.failedCommits += pending.compactMap { $0.commit }
             effects.cancels += entry.debounced.values.map { $0.timer }
             entry.generation = next()
             entry.isKnown = true
@@ -734,7 +732,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.staleMark = 0
             entry.confirmedVersion += 1
             (entry.failedVersion, entry.savedVersion) = (0, entry.confirmedVersion)
-            entry.pending = []
             entry.queue = kept
             entry.levelOps = []
             entry.debounced = [:]
@@ -1041,11 +1038,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) -> Effects {
         let entry = entry(key)!
         var effects = Effects(garbage: [value as Any])
-        guard let index = entry.pending.firstIndex(where: { $0.id == id }) else {
+        guard let mutation = entry.pending.remove(id, accepted: accepted, confirmedVersion: entry.confirmedVersion)
+        else {
             effects.released = ticket.map { [$0] } ?? []
             return effects
         }
-        let mutation = entry.pending.remove(at: index)
         guard accepted else {
             return Effects(publish: publish(key), garbage: [mutation], released: ticket.map { [$0] } ?? [])
         }

@@ -264,7 +264,15 @@ public struct MutationStorageError: Error, CustomStringConvertible {
     }
 
     public var description: String {
-        "Could not \(operation) mutation \(id ?? "queue") at \(file.path): \(underlyingError)"
+        switch operation {
+        case .load where id == nil && file.pathExtension == "mutation":
+            "The pending change in \(file.path) could not be read and was set aside: \(reason(of: underlyingError))."
+        case .load: "The pending changes in \(file.path) could not be read: \(reason(of: underlyingError))."
+        case .save:
+            "The pending change \(id ?? "") could not be saved to \(file.path): \(reason(of: underlyingError))."
+        case .remove:
+            "The pending change \(id ?? "") could not be removed from \(file.path): \(reason(of: underlyingError))."
+        }
     }
 }
 

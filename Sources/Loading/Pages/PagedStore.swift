@@ -12,15 +12,18 @@
 ///                        maxPages: 10) { (feed: String, cursor: Int?) in
 ///     api.posts(in: feed, after: cursor)            // any Loader of Page<Post, Int>
 /// }
-/// feeds.loadNextPage(of: "home").load { result in show(result) }   // the first page, then each next one
-/// feeds.store.refresh("home").load { _ in }                        // revalidates the loaded pages
+/// feeds.loadNextPage(of: "home") { result in show(result) }       // the first page, then each next one
+/// feeds.store.refresh("home") { _ in }                            // revalidates the loaded pages
 /// feeds.store.update("home") { $0?.replacing(editedPost) }        // a live change, in the page that holds it
 /// ```
 ///
-/// - **Loading more**: ``loadNextPage(of:)`` loads the first page when the key has no list (in the store or its
-///   levels), else the page after the last one, appends it and saves the list at once. Concurrent calls for a key
-///   share one request. A page that arrives after the list's last page changed (a refresh, a live change of that
-///   page) is dropped: an offset may point elsewhere now; ask again.
+/// - **Loading more**: ``loadNextPage(of:completion:)`` loads the first page when the key has no list (in the store
+///   or its levels), else the page after the last one, appends it and saves the list at once
+///   (``nextPage(of:)`` is the same as a loader, to compose). Concurrent calls for a key share one request. A page
+///   that arrives after the list's last page changed (a refresh, a live change of that page) is dropped: an offset
+///   may point elsewhere now; ask again.
+/// - **Repeats**: a page whose next cursor was loaded already ends the list; with `Identifiable` items, a page's
+///   items the list shows already are dropped from it (see ``PagedList``).
 /// - **A page cap**: with `maxPages`, appending drops the oldest pages; the list then starts at a later page
 ///   (``PagedList/startsAtFirstPage`` is `false`), and a refresh starts from there.
 /// - **Refreshing** (the store's fetch: ``Store/refresh(_:)``, an invalidation, a revalidation, a read that finds
@@ -37,6 +40,12 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
     /// The store of the lists: observe it, read it, invalidate it, or show a key with a ``ResourceModel``.
     public let store: Store<Key, PagedList<Item, Cursor>>
     private let nextPages: LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>
+
+    private init(
+        made: (Store<Key, PagedList<Item, Cursor>>, LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>)
+    ) {
+        (store, nextPages) = made
+    }
 
     /// Creates a store of paged lists.
     /// - Parameters:
@@ -56,25 +65,89 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         page: @escaping @Sendable (Key, Cursor?) -> PageLoader
     ) where PageLoader.Output == Page<Item, Cursor> {
+        (store, nextPages) = Self.make(
+            levels: levels, maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure, page: page,
+            append: { list, page, cursor in list.appending(page, loadedWith: cursor, maxPages: maxPages) })
+    }
+
+    /// Makes the store of the lists and the loaders of their next pages, appended with `append`.
+    private static func make<PageLoader: Loader>(
+        levels: [StoreLevel<Key, PagedList<Item, Cursor>>], maxAge: Duration?, network: NetworkMode,
+        now: @escaping @Sendable () -> Date, onWriteFailure: @escaping @Sendable (any Error) -> Void,
+        page: @escaping @Sendable (Key, Cursor?) -> PageLoader,
+        append: @escaping AppendingNextPage<Key, Item, Cursor>.Append
+    ) -> (Store<Key, PagedList<Item, Cursor>>, LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>)
+    where PageLoader.Output == Page<Item, Cursor> {
         let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>> = { key, cursor in
             AnyLoader(page(key, cursor))
         }
         // The store's fetch reads the list it refreshes from the store itself: a reference set once it exists.
         let link = StoreLink<Key, PagedList<Item, Cursor>>()
-        store = Store(
+        let store = Store(
             levels: levels,
             fetch: LoaderFamily { key in PageRefresh(key: key, link: link, page: page) },
             maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure)
         link.set(store)
-        let appending = AppendingNextPage(link: link, page: page, maxPages: maxPages)
-        nextPages = LoaderFamily { key in appending.loader(for: key) }.coalesced()
+        let appending = AppendingNextPage(link: link, page: page, append: append)
+        return (store, LoaderFamily { key in appending.loader(for: key) }.coalesced())
     }
 
     /// Loads the first page of `key`'s list when it has none (in the store or its levels), else the page after its
-    /// last, appends it, and answers with the list once it is saved. When the list has no next page, answers with it as
-    /// it is. Concurrent calls for one key share one request; cancelling drops only the caller's interest.
-    public func loadNextPage(of key: Key) -> AnyLoader<StoreResponse<PagedList<Item, Cursor>>> {
+    /// last, appends it, and gives `completion` the list once it is saved. When the list has no next page, gives it
+    /// as it is. Concurrent calls for one key share one request; the returned token drops only this caller's
+    /// interest.
+    ///
+    /// ```swift
+    /// feeds.loadNextPage(of: "home") { result in show(result) }
+    /// ```
+    @discardableResult
+    public func loadNextPage(
+        of key: Key, completion: @escaping @Sendable (Result<StoreResponse<PagedList<Item, Cursor>>, any Error>) -> Void
+    ) -> any CancellationToken {
+        nextPages[key].load(completion: completion)
+    }
+
+    /// The next page of `key`'s list as a loader: each load does what ``loadNextPage(of:completion:)`` does.
+    ///
+    /// ```swift
+    /// let next = feeds.nextPage(of: "home").dispatchOnMainQueue()
+    /// ```
+    public func nextPage(of key: Key) -> AnyLoader<StoreResponse<PagedList<Item, Cursor>>> {
         nextPages[key]
+    }
+
+    /// The next page of `key`'s list as a loader.
+    @available(*, deprecated, renamed: "nextPage(of:)", message: "loadNextPage(of:completion:) loads at once")
+    public func loadNextPage(of key: Key) -> AnyLoader<StoreResponse<PagedList<Item, Cursor>>> {
+        nextPage(of: key)
+    }
+}
+
+extension PagedStore where Item: Identifiable, Item.ID: Sendable {
+    /// Creates a store of paged lists of identifiable items: a page's items that the list shows already (offset
+    /// paging after an insert at the top) are dropped from the page as it is appended.
+    /// - Parameters:
+    ///   - levels: the caches of the lists, fastest first (see ``Store``).
+    ///   - maxPages: how many pages a list keeps at most (the oldest are dropped); `nil` for no limit.
+    ///   - maxAge: how long a list stays fresh for cache-first reads (see ``Store``).
+    ///   - network: what loads do while the network cannot be reached.
+    ///   - now: the clock lists are stamped with.
+    ///   - onWriteFailure: told of every failed level write.
+    ///   - page: the page of a key's list that a cursor points to (`nil`: the first page).
+    public convenience init<PageLoader: Loader>(
+        levels: [StoreLevel<Key, PagedList<Item, Cursor>>],
+        maxPages: Int? = nil,
+        maxAge: Duration? = nil,
+        network: NetworkMode = .always,
+        now: @escaping @Sendable () -> Date = { Date() },
+        onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+        page: @escaping @Sendable (Key, Cursor?) -> PageLoader
+    ) where PageLoader.Output == Page<Item, Cursor> {
+        self.init(
+            made: Self.make(
+                levels: levels, maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure,
+                page: page,
+                append: { list, page, cursor in list.appending(page, loadedWith: cursor, maxPages: maxPages) }))
     }
 }
 
@@ -180,10 +253,12 @@ struct AppendingNextPage<Key: Hashable & Sendable, Item: Sendable & Equatable, C
     Sendable
 {
     typealias List = PagedList<Item, Cursor>
+    /// How a page, loaded with a cursor, is appended to a list.
+    typealias Append = @Sendable (List, Page<Item, Cursor>, Cursor?) -> List
 
     let link: StoreLink<Key, List>
     let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>>
-    let maxPages: Int?
+    let append: Append
 
     func loader(for key: Key) -> AnyLoader<StoreResponse<List>> {
         AnyLoader { [self] completion in
@@ -210,7 +285,7 @@ struct AppendingNextPage<Key: Hashable & Sendable, Item: Sendable & Equatable, C
         after before: List, of key: Key, in store: Store<Key, List>, _ pending: PendingLoad<StoreResponse<List>>
     ) -> any CancellationToken {
         let cursor = before.nextCursor
-        return page(key, cursor).load { [maxPages] result in
+        return page(key, cursor).load { [append] result in
             let loaded: Page<Item, Cursor>
             switch result {
             case .success(let page): loaded = page
@@ -219,8 +294,8 @@ struct AppendingNextPage<Key: Hashable & Sendable, Item: Sendable & Equatable, C
             store.updateFetched(key) { list in
                 // A list whose last page changed under the request (a refresh, a live change) does not get it: an
                 // offset, say, may point elsewhere now.
-                guard let list, list.pages.last == before.pages.last else { return list }
-                return list.appending(loaded, loadedWith: cursor, maxPages: maxPages)
+                guard let list, list.lastPage == before.lastPage else { return list }
+                return append(list, loaded, cursor)
             } completion: {
                 pending.complete($0)
             }

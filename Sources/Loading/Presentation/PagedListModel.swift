@@ -65,7 +65,7 @@
             guard !isLoadingNextPage, !isEndReached else { return }
             isLoadingNextPage = true
             nextPageError = nil
-            nextPage = store.loadNextPage(of: key).dispatchOnMainQueue().load { [weak self] result in
+            nextPage = store.nextPage(of: key).dispatchOnMainQueue().load { [weak self] result in
                 MainActor.assumeIsolated { self?.nextPageEnded(with: result) }
             }
         }

@@ -112,7 +112,7 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         if let refresher {
             fetchAnew = { completion in Self.refresh(key, of: store, with: refresher, completion: completion) }
         } else {
-            fetchAnew = { completion in store.refresh(key).load(completion: completion) }
+            fetchAnew = { completion in store.freshValue(of: key).load(completion: completion) }
         }
         change = { change, commit, completion in store.mutate(key, change, commit: commit, completion: completion) }
         forget = { store.remove(key) }
@@ -200,6 +200,18 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     /// shown), then to loaded or failed.
     public func load() {
         join(completion: nil)
+    }
+
+    /// Joins the load in flight, or starts one, and returns what it loaded (the state is published too): what
+    /// `try await repository.load()` calls.
+    ///
+    /// ```swift
+    /// let friend = try await repository.load()
+    /// ```
+    @discardableResult
+    public func load() async throws -> Value {
+        // Through the loaders' async bridge: cancelling the task drops this caller, as its token would.
+        try await AnyLoader(self).load()
     }
 
     /// Fetches anew, even while a load is in flight (it is never absorbed by a load that started before it): the

@@ -62,7 +62,7 @@ final class StoreRaceTests: XCTestCase {
         let refreshed = LoadRecorder<StoreResponse<String>>()
 
         read.load(store.read("a", policy: .networkOnly))
-        refreshed.load(store.refresh("a"))
+        refreshed.load(store.freshValue(of: "a"))
         XCTAssertEqual(network.loadCount(for: "a"), 2, "a refresh never joins the fetch running")
         network.complete("a", with: "new", at: 1)
         network.complete("a", with: "old", at: 0)

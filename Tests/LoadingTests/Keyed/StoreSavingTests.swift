@@ -30,7 +30,7 @@ final class StoreSavingTests: XCTestCase {
         let sut = makeSUT()
         sut.store.write("local", for: "a")
 
-        sut.store.refresh("a").load { _ in }.cancelAfterTest(self)
+        sut.store.freshValue(of: "a").load { _ in }.cancelAfterTest(self)
         sut.network.complete("a", with: "server")
         sut.scheduler.advance(by: .seconds(1))
 

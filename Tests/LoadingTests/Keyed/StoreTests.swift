@@ -15,7 +15,7 @@ final class StoreTests: XCTestCase {
         let recorder = StreamRecorder(store.stream(for: "a"))
 
         store.write("live update", for: "a")
-        network.load("a", into: store.refresh("a"))
+        network.load("a", into: store.freshValue(of: "a"))
         network.complete("a", with: "fresh")
         store.mutate("a", { $0.map { $0 + " (edited)" } }, commit: LoaderSpy<Void>())
         store.remove("a")
@@ -224,7 +224,7 @@ final class StoreTests: XCTestCase {
         let recorder = StreamRecorder(store.changes(for: "list"))
         let commit = LoaderSpy<Void>()
 
-        network.load("list", into: store.refresh("list"))  // the server answers with what it had then
+        network.load("list", into: store.freshValue(of: "list"))  // the server answers with what it had then
         store.update("list") { $0.map { $0 + "+live" } }
         store.mutate("list", { $0.map { $0 + "+edit" } }, commit: commit)
         commit.complete(with: ())
@@ -233,7 +233,7 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(recorder.values.last?.value, "server+live+edit")
         XCTAssertEqual(recorder.values.last?.origin, .local, "the fetched value with local changes on top")
         XCTAssertEqual(levels.disk.values["list"], "server+live+edit", "the levels hold what is shown")
-        network.load("list", into: store.refresh("list"))
+        network.load("list", into: store.freshValue(of: "list"))
         network.complete("list", with: "later")
         XCTAssertEqual(recorder.values.last?.value, "later", "a fetch that started after the changes has them")
         XCTAssertEqual(recorder.values.last?.origin, .network)
@@ -290,10 +290,10 @@ final class StoreTests: XCTestCase {
     func test_aFailedOrCancelledFetch_forgetsTheChangesItKept() {
         let (store, _, network) = makeSUT()
         store.write("a", for: "list")
-        let token = store.refresh("list").load { _ in }
+        let token = store.freshValue(of: "list").load { _ in }
         store.update("list") { $0.map { $0 + "+live" } }
         token.cancel()
-        network.load("list", into: store.refresh("list"))
+        network.load("list", into: store.freshValue(of: "list"))
         network.complete("list", with: "server")
 
         let shown = LoadRecorder<StoreResponse<String>>()
@@ -425,7 +425,7 @@ final class StoreTests: XCTestCase {
         let subscription = StreamRecorder(store.stream(for: "a"))  // starts a fetch
         let refreshed = LoadRecorder<StoreResponse<String>>()
 
-        refreshed.load(store.refresh("a"))
+        refreshed.load(store.freshValue(of: "a"))
         XCTAssertEqual(network.loadCount(for: "a"), 2, "the refresh fetched anew")
         network.complete("a", with: "fresh", at: 1)
 
@@ -513,7 +513,7 @@ final class StoreTests: XCTestCase {
     func test_remove_staysRemoved_whenAFetchStartedBeforeItCompletes() {
         let (store, levels, network) = makeSUT()
         store.write("v", for: "a")
-        network.load("a", into: store.refresh("a"))
+        network.load("a", into: store.freshValue(of: "a"))
 
         store.remove("a")
         network.complete("a", with: "stale")
@@ -585,7 +585,7 @@ final class StoreTests: XCTestCase {
             case 2: store.remove(key)
             case 3:
                 group.enter()
-                store.refresh(key).load { _ in group.leave() }
+                store.freshValue(of: key).load { _ in group.leave() }
             case 4 where index % 500 == 4: store.clear()
             default:
                 group.enter()

@@ -29,7 +29,7 @@ final class PagedStoreTests: XCTestCase {
         let first = LoadRecorder<StoreResponse<List>>()
         let second = LoadRecorder<StoreResponse<List>>()
 
-        let tokens = [first.load(sut.loadNextPage(of: "feed")), second.load(sut.loadNextPage(of: "feed"))]
+        let tokens = [first.load(sut.nextPage(of: "feed")), second.load(sut.nextPage(of: "feed"))]
         source.release()
 
         XCTAssertEqual(source.requests, [nil, 2])
@@ -106,7 +106,7 @@ final class PagedStoreTests: XCTestCase {
         source.fail(at: 2)
 
         let result = LoadRecorder<StoreResponse<List>>()
-        _ = result.load(sut.store.refresh("feed"))
+        _ = result.load(sut.store.freshValue(of: "feed"))
 
         XCTAssertEqual(result.errors.count, 1)
         XCTAssertEqual(shown(sut)?.items.first?.text, "post 0", "nothing of the failed refresh is shown")
@@ -120,7 +120,7 @@ final class PagedStoreTests: XCTestCase {
         source.fail(at: 2)
 
         let result = LoadRecorder<StoreResponse<List>>()
-        _ = result.load(sut.loadNextPage(of: "feed"))
+        _ = result.load(sut.nextPage(of: "feed"))
 
         XCTAssertEqual(result.errors.count, 1)
         XCTAssertEqual(ids(shown(sut)), [0, 1])
@@ -132,7 +132,7 @@ final class PagedStoreTests: XCTestCase {
         _ = next(sut)
         source.holds = true
         let appended = LoadRecorder<StoreResponse<List>>()
-        let token = appended.load(sut.loadNextPage(of: "feed"))
+        let token = appended.load(sut.nextPage(of: "feed"))
         source.posts = [Post(id: 50, text: "other")] + source.posts
 
         source.holds = false
@@ -209,11 +209,11 @@ final class PagedStoreTests: XCTestCase {
     }
 
     private func next(_ sut: PagedStore<String, Post, Int>) -> List? {
-        answer(of: sut.loadNextPage(of: "feed"))
+        answer(of: sut.nextPage(of: "feed"))
     }
 
     private func refresh(_ sut: PagedStore<String, Post, Int>) -> List? {
-        answer(of: sut.store.refresh("feed"))
+        answer(of: sut.store.freshValue(of: "feed"))
     }
 
     private func shown(_ sut: PagedStore<String, Post, Int>) -> List? {

@@ -125,6 +125,7 @@ private func showPlaceholder() {}
 private func showSpinner<T>(over value: T) {}
 private func render<T>(_ value: T) {}
 private func render<T>(_ value: T, from origin: StoreOrigin) {}
+private func endRefreshing<T>(_ result: T) {}
 
 // MARK: Samples declaring types
 
@@ -506,7 +507,32 @@ final class DocCommentSamplesTests: XCTestCase {
             // Sample: end
             subscription.cancel()
         }
+        // Sample: begin
+        store.refresh("u1") { result in endRefreshing(result) }  // pull to refresh: observers see the fresh value too
+        // Sample: end
         subscription.cancel()
+    }
+
+    func test_pagedStore_loadsNow_orAsALoader() {
+        let feeds = PagedStore(levels: [.cache(MemoryCache<String, PagedList<Int, Int>>(), name: "memory")]) {
+            (_: String, cursor: Int?) in
+            AnyLoader<Loading.Page<Int, Int>> { completion in
+                completion(.success(Loading.Page(items: [cursor ?? 0], nextCursor: (cursor ?? 0) + 1)))
+                return AnyCancellationToken()
+            }
+        }
+        let shown = Locked<[[Int]]>([])
+        let show: @Sendable (Result<StoreResponse<PagedList<Int, Int>>, any Error>) -> Void = { result in
+            shown.withLock { $0.append((try? result.get().value?.items) ?? []) }
+        }
+        // Sample: begin
+        feeds.loadNextPage(of: "home") { result in show(result) }
+        // Sample: end
+        // Sample: begin
+        let next = feeds.nextPage(of: "home").dispatchOnMainQueue()
+        // Sample: end
+        XCTAssertEqual(shown.withLock { $0 }, [[0]], "loaded at once, without a load of a loader")
+        _ = next
     }
 
     // MARK: Presentation

@@ -183,8 +183,8 @@ final class FreshnessSamplesTests: XCTestCase {
         ) { (feed: String, cursor: Int?) in
             api.posts(in: feed, after: cursor)  // any Loader of Page<Post, Int>
         }
-        feeds.loadNextPage(of: "home").load { result in show(result) }  // the first page, then each next one
-        feeds.store.refresh("home").load { _ in }  // revalidates the loaded pages
+        feeds.loadNextPage(of: "home") { result in show(result) }  // the first page, then each next one
+        feeds.store.refresh("home") { _ in }  // revalidates the loaded pages
         feeds.store.update("home") { $0?.replacing(editedPost) }  // a live change, in the page that holds it
         // Sample: end
         XCTAssertEqual(value(feeds.store.read("home", policy: .cacheOnly))?.items.map(\.text)[1], "edited")

@@ -46,7 +46,7 @@ final class ListsArticleSamplesTests: XCTestCase {
         ) { (_: String, offset: Int?) in
             api.posts(after: offset)  // a Loader of Page<Post, Int>
         }
-        feed.loadNextPage(of: "home").load { result in show(result) }  // page 1, then 2, 3...
+        feed.loadNextPage(of: "home") { result in show(result) }  // page 1, then 2, 3...
         feed.store.update("home") { $0?.replacing(editedPost) }  // a live change, in the page that holds the post
         // Sample: end
         let list = LoadRecorder<StoreResponse<PagedList<Post, Int>>>()

@@ -1,0 +1,160 @@
+import Foundation
+import Loading
+
+/// 21. How the cost of one operation grows with the work around it: mutations enqueued while a screen observes their
+/// key, then replayed; pages appended one by one to an uncapped list. Each at 1,000, 10,000 and 100,000 operations,
+/// storage in memory (so that disk syncs do not hide the library's own cost), beside a hand-written equivalent. Times,
+/// not counts: 100,000 operations under callgrind would take minutes. The gate (`--growth-gate`) holds what matters
+/// and survives a noisy machine: the time per operation at 100,000 at most 3x the time at 1,000 (a cost growing with
+/// the square would be 100x), and 10,000 of each workload within a second.
+func growthReport(sizes: [Int], gates: Bool) -> (lines: [String], passed: Bool) {
+    var lines = [
+        "", "21. Growth: time per operation as the work grows (release build, storage in memory)",
+        "  " + pad("workload", 58) + sizes.map { pad(Report.count($0), 14) }.joined() + "growth",
+    ]
+    var passed = true
+    for workload in growthWorkloads() {
+        var perOperation: [Double] = []
+        for size in sizes {
+            // The smallest size is noisy: the best of three runs.
+            let runs = size == sizes.first ? 3 : 1
+            perOperation.append((0..<runs).map { _ in workload.run(size) / Double(size) }.min()!)
+        }
+        let growth = perOperation.last! / perOperation.first!
+        lines.append(
+            "  " + pad(workload.name, 58) + perOperation.map { pad(Report.time($0), 14) }.joined()
+                + String(format: "%.2fx", growth))
+        guard gates else { continue }
+        if workload.holdsGrowth, growth > 3 {
+            passed = false
+            lines.append("  ✗ \(workload.name): grows \(String(format: "%.1f", growth))x from the smallest size")
+        }
+        if workload.holdsTime, let index = sizes.firstIndex(of: 10_000), perOperation[index] * 10_000 > 1 {
+            passed = false
+            lines.append("  ✗ \(workload.name): 10,000 take \(Report.time(perOperation[index] * 10_000)) (> 1 s)")
+        }
+    }
+    if gates { lines.append(passed ? "  ✓ growth gate: linear, and 10,000 within a second" : "Growth gate failed.") }
+    return (lines, passed)
+}
+
+private struct GrowthWorkload {
+    let name: String
+    /// Whether the gate holds its growth (the hand-written baselines are shown, not held, and a change that copies
+    /// the list costs the list's length by itself).
+    let holdsGrowth: Bool
+    /// Whether the gate holds 10,000 of it within a second.
+    let holdsTime: Bool
+    /// Runs `size` operations and returns the seconds they took (set-up excluded).
+    let run: (_ size: Int) -> Double
+
+    init(name: String, holdsGrowth: Bool, holdsTime: Bool? = nil, run: @escaping (_ size: Int) -> Double) {
+        self.name = name
+        self.holdsGrowth = holdsGrowth
+        self.holdsTime = holdsTime ?? holdsGrowth
+        self.run = run
+    }
+}
+
+private func growthWorkloads() -> [GrowthWorkload] {
+    [
+        GrowthWorkload(name: "a list under a lock, observed (hand-written)", holdsGrowth: false) { size in
+            let lock = NSLock()
+            var list: [Int] = []
+            var shown = 0
+            return seconds {
+                for item in 0..<size {
+                    lock.lock()
+                    list.append(item)
+                    lock.unlock()
+                    shown = list.count  // what an observer is told
+                }
+                precondition(shown == size)
+            }
+        },
+        GrowthWorkload(name: "MutationQueue.enqueue, key observed (a counter)", holdsGrowth: true) { size in
+            let queue = ObservedQueue(counting: true)
+            return seconds { for item in 0..<size { try! queue.queue.enqueue(item) } }
+        },
+        GrowthWorkload(name: "MutationQueue replay, key observed (a counter)", holdsGrowth: true) { size in
+            let queue = ObservedQueue(counting: true)
+            for item in 0..<size { try! queue.queue.enqueue(item) }
+            return seconds {
+                queue.connectivity.setOnline(true)
+                precondition(!queue.queue.isMutating, "every mutation was replayed")
+            }
+        },
+        GrowthWorkload(
+            name: "enqueue + replay, observed (the change copies a list)", holdsGrowth: false, holdsTime: true
+        ) { size in
+            let queue = ObservedQueue(counting: false)
+            return seconds {
+                for item in 0..<size { try! queue.queue.enqueue(item) }
+                queue.connectivity.setOnline(true)
+                precondition(queue.shownCount == size, "every item is shown")
+            }
+        },
+        GrowthWorkload(name: "pages appended to an array, locked (hand-written)", holdsGrowth: false) { size in
+            let lock = NSLock()
+            var pages: [Page<Int, Int>] = []
+            return seconds {
+                for number in 0..<size {
+                    lock.lock()
+                    pages.append(Page(items: Array(number * 20..<(number + 1) * 20), nextCursor: number + 1))
+                    lock.unlock()
+                }
+            }
+        },
+        GrowthWorkload(name: "PagedStore.loadNextPage, uncapped, pages of 20", holdsGrowth: true) { size in
+            let store = PagedStore(levels: [.cache(MemoryCache<Int, PagedList<Int, Int>>(), name: "memory")]) {
+                (_: Int, cursor: Int?) in
+                AnyLoader<Page<Int, Int>> { completion in
+                    let number = cursor ?? 0
+                    completion(.success(Page(items: Array(number * 20..<(number + 1) * 20), nextCursor: number + 1)))
+                    return NoToken()
+                }
+            }
+            return seconds { for _ in 0..<size { store.loadNextPage(of: 0) { _ in } } }
+        },
+    ]
+}
+
+/// A queue over a store whose key a screen observes, offline until told, its server answering at once.
+private final class ObservedQueue: Sendable {
+    let connectivity = ManualConnectivity(isOnline: false)
+    let queue: MutationQueue<Int, [Int], Int>
+    private let shown = Locked(0)
+    private let subscription: StreamSubscription
+
+    var shownCount: Int { shown.withLock { $0 } }
+
+    /// `counting`: the key's value is a running total (one element), so that the change itself costs nothing;
+    /// otherwise a list that each mutation appends to.
+    init(counting: Bool) {
+        let store = Store<Int, [Int]>(
+            levels: [], fetch: LoaderFamily { _ in ImmediateLoader(result: .success(0)).map { [$0] } })
+        store.write([], for: 0)
+        let shown = shown
+        subscription = store.changes(for: 0).sink { response in shown.withLock { $0 = response.value?.count ?? 0 } }
+        queue = try! MutationQueue(
+            store: store, storage: MemoryMutationStorage(count: 0), connectivity: connectivity, key: { _ in 0 },
+            change: { item, list in counting ? [(list?.first ?? 0) &+ item] : (list ?? []) + [item] },
+            send: { _, _ in
+                AnyLoader<Void> { completion in
+                    completion(.success(()))
+                    return NoToken()
+                }
+            },
+            isRefused: { _ in false })
+    }
+}
+
+private func seconds(_ work: () -> Void) -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    work()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+private func pad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// A method named as an action acts; a builder has a noun name. The names a loader once had stay, deprecated, and
+/// keep building loaders that do nothing until loaded.
+final class ActionNamesTests: XCTestCase {
+    func test_refresh_fetchesAtOnce_andFreshValueIsALoaderThatFetchesWhenLoaded() {
+        let network = KeyedLoaderSpy<String, String>()
+        let store = Store<String, String>(levels: [], fetch: LoaderFamily { network[$0] })
+        let answered = LoadRecorder<StoreResponse<String>>()
+
+        store.refresh("a") { answered.record($0) }
+        XCTAssertEqual(network.loadCount(for: "a"), 1, "on its own line, it fetches")
+        network.complete("a", with: "fresh")
+        XCTAssertEqual(answered.values.map(\.value), ["fresh"])
+
+        let loader = store.freshValue(of: "a")
+        XCTAssertEqual(network.loadCount(for: "a"), 1, "a loader fetches nothing until it is loaded")
+        _ = loader.load { _ in }
+        XCTAssertEqual(network.loadCount(for: "a"), 2)
+    }
+
+    func test_loadNextPage_loadsAtOnce_andNextPageIsALoader() {
+        let source = PageSource(count: 4)
+        let sut = PagedStore(levels: [.cache(MemoryCache<String, PagedList<Post, Int>>(), name: "memory")]) {
+            (_: String, offset: Int?) in source.page(at: offset)
+        }
+
+        sut.loadNextPage(of: "feed") { _ in }
+        XCTAssertEqual(source.requests, [nil])
+        let loader = sut.nextPage(of: "feed")
+        XCTAssertEqual(source.requests, [nil])
+        _ = loader.load { _ in }
+        XCTAssertEqual(source.requests, [nil, 2])
+    }
+
+    @available(*, deprecated, message: "exercises the deprecated API on purpose")
+    func test_theDeprecatedBuilders_stillBuildLoadersThatWaitToBeLoaded() {
+        let network = KeyedLoaderSpy<String, String>()
+        let store = Store<String, String>(levels: [], fetch: LoaderFamily { network[$0] })
+        let refresh = store.refresh("a")
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+        _ = refresh.load { _ in }
+        XCTAssertEqual(network.loadCount(for: "a"), 1)
+
+        let source = PageSource(count: 4)
+        let sut = PagedStore(levels: [.cache(MemoryCache<String, PagedList<Post, Int>>(), name: "memory")]) {
+            (_: String, offset: Int?) in source.page(at: offset)
+        }
+        let next = sut.loadNextPage(of: "feed")
+        XCTAssertEqual(source.requests, [])
+        _ = next.load { _ in }
+        XCTAssertEqual(source.requests, [nil])
+    }
+
+    func test_awaitingARepositorysLoad_returnsWhatItLoaded() async throws {
+        let store = Store<String, String>(
+            levels: [],
+            fetch: LoaderFamily { key in
+                AnyLoader<String> { completion in
+                    completion(.success("value of \(key)"))
+                    return AnyCancellationToken()
+                }
+            })
+        let repository = ResourceRepository(store: store, key: "a")
+
+        // Sample: begin
+        let friend = try await repository.load()
+        // Sample: end
+
+        XCTAssertEqual(friend, "value of a")
+    }
+}
