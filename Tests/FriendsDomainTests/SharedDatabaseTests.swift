@@ -63,13 +63,17 @@ final class SharedDatabaseTests: XCTestCase {
 
         // Sample: begin
         let changes = FriendsChanges(from: [ada, grace], to: [grace, linus])
-        // deletions: Ada's id; upserts: Linus (new, at 1); moves: Grace (to 0)
+        // deletions: Ada's id; upserts: Linus (new, last); nothing moves
         // Sample: end
 
         XCTAssertEqual(changes.deletions, ["a"])
         XCTAssertEqual(changes.upserts, [.init(friend: linus, position: 1)])
-        XCTAssertEqual(changes.moves, [.init(friend: grace, position: 0)])
+        XCTAssertEqual(changes.moves, [], "Grace keeps her place among the others")
+        XCTAssertTrue(changes.keepsOrder)
         XCTAssertFalse(changes.replacesAll)
+        let reordered = FriendsChanges(from: [ada, grace], to: [grace, ada])
+        XCTAssertFalse(reordered.keepsOrder)
+        XCTAssertEqual(reordered.moves, [.init(friend: grace, position: 0), .init(friend: ada, position: 1)])
         XCTAssertTrue(FriendsChanges(from: nil, to: [ada]).replacesAll, "nothing known before: replace all")
     }
 

@@ -22,7 +22,8 @@ public enum FriendsKey: Hashable, Sendable {
 /// cache instead of failing for ever. Other read failures (a locked file) delete nothing.
 ///
 /// A save writes only what changed since the list the cache last read or saved (``FriendsChanges``, applied by
-/// ``FriendsStore/apply(_:timestamp:completion:)``): two processes over one database file (an app and its
+/// ``FriendsStore/apply(_:timestamp:completion:)``; an ``InMemoryFriendsStore``, one process's alone, takes the whole
+/// list at once): two processes over one database file (an app and its
 /// extension) each save their own changes, and neither undoes the other's. Each sees the other's on its next read of
 /// the file (a launch, or a read the store makes).
 public struct FriendsCache: KeyedCache {
@@ -84,15 +85,19 @@ public struct FriendsCache: KeyedCache {
         _ friends: [Friend], for key: FriendsKey, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
         let known = known
-        let changes = known.withLock { known in
+        // An in-memory store is this process's alone: it takes the whole list, and the changes need not be found.
+        let isWholeList = store is InMemoryFriendsStore
+        let before = known.withLock { known in
             defer { known = (friends, known.writes + 1) }
-            return FriendsChanges(from: known.friends, to: friends)
+            return known.friends
         }
-        store.apply(changes, timestamp: now()) { result in
+        let landed: @Sendable (Result<Void, any Error>) -> Void = { result in
             // A failed write leaves the store as it was, which this cache no longer knows: the next save replaces all.
             if case .failure = result { known.withLock { $0 = (nil, $0.writes + 1) } }
             completion(result)
         }
+        guard !isWholeList else { return store.replaceAll(with: friends, timestamp: now(), completion: landed) }
+        store.apply(FriendsChanges(from: before, to: friends), timestamp: now(), completion: landed)
     }
 
     /// Removes the stored list.

@@ -66,9 +66,13 @@ extension FriendsStore {
 /// insert or update, each with its place in the new list, the friends that only moved, and the ids to delete.
 /// Without a list known before, the save replaces everything.
 ///
+/// When the friends of the old list keep their order and new friends come after them (what live updates, deletes and
+/// edits make), ``keepsOrder`` is set and nothing moves: a store keeps the places it stored and puts new friends after
+/// the last, so that removing one friend from the top of a long list does not rewrite every row.
+///
 /// ```swift
 /// let changes = FriendsChanges(from: [ada, grace], to: [grace, linus])
-/// // deletions: Ada's id; upserts: Linus (new, at 1); moves: Grace (to 0)
+/// // deletions: Ada's id; upserts: Linus (new, last); nothing moves
 /// ```
 public struct FriendsChanges: Sendable {
     /// A friend to insert or update, at `position` in the new list.
@@ -96,6 +100,9 @@ public struct FriendsChanges: Sendable {
     public let deletions: [Friend.ID]
     /// Whether the save replaces everything (nothing was known before).
     public let replacesAll: Bool
+    /// Whether the friends of the old list keep their order, and new friends come after them: places stay as stored,
+    /// ``moves`` is empty, and new friends go after the last row, in order.
+    public let keepsOrder: Bool
 
     /// The changes from `old` (`nil`: unknown) to `new`.
     public init(from old: [Friend]?, to new: [Friend]) {
@@ -106,10 +113,26 @@ public struct FriendsChanges: Sendable {
             moves = []
             deletions = []
             replacesAll = true
+            keepsOrder = false
             return
         }
         var before: [Friend.ID: (friend: Friend, position: Int)] = [:]
         for (position, friend) in old.enumerated() { before[friend.id] = (friend, position) }
+        // The old friends keep their order, and new ones come last: nothing moves.
+        var keepsOrder = true
+        var lastOld = -1
+        var sawNew = false
+        for friend in new {
+            guard let known = before[friend.id] else {
+                sawNew = true
+                continue
+            }
+            if sawNew || known.position < lastOld {
+                keepsOrder = false
+                break
+            }
+            lastOld = known.position
+        }
         var upserts: [Upsert] = []
         var moves: [Upsert] = []
         for (position, friend) in new.enumerated() {
@@ -117,10 +140,11 @@ public struct FriendsChanges: Sendable {
                 upserts.append(Upsert(friend: friend, position: position))
                 continue
             }
-            if known.position != position { moves.append(Upsert(friend: friend, position: position)) }
+            if !keepsOrder, known.position != position { moves.append(Upsert(friend: friend, position: position)) }
         }
         self.upserts = upserts
         self.moves = moves
+        self.keepsOrder = keepsOrder
         let kept = Set(new.map(\.id))
         deletions = old.map(\.id).filter { !kept.contains($0) }
         replacesAll = false
@@ -131,6 +155,22 @@ public struct FriendsChanges: Sendable {
     /// first stored.
     public func applied(to list: [Friend]) -> [Friend] {
         guard !replacesAll else { return friends }
+        if keepsOrder {
+            // Places stay; updated friends stay where they are, new ones go last.
+            let deleted = Set(deletions)
+            var rows = list.filter { !deleted.contains($0.id) }
+            var index: [Friend.ID: Int] = [:]
+            for (position, friend) in rows.enumerated() { index[friend.id] = position }
+            for upsert in upserts {
+                if let position = index[upsert.friend.id] {
+                    rows[position] = upsert.friend
+                } else {
+                    index[upsert.friend.id] = rows.count
+                    rows.append(upsert.friend)
+                }
+            }
+            return rows
+        }
         var rows: [Friend.ID: (friend: Friend, position: Int, order: Int)] = [:]
         for (index, friend) in list.enumerated() { rows[friend.id] = (friend, index, index) }
         for id in deletions { rows[id] = nil }

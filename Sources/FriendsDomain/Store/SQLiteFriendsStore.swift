@@ -55,6 +55,9 @@ public final class SQLiteFriendsStore: FriendsStore {
     /// The device and inode of the file the connection opened, to notice it being deleted or replaced.
     private let openedFile: QueueConfined<FileIdentity?>
     private let onFileChanged: @Sendable (FileChanged) -> Void
+    /// Where completions run, in the order the work was done: never on the database's queue, so that what a caller
+    /// does from a completion (a store running the changes that waited for a read) never holds up the work after it.
+    private let callbacks: DispatchQueue
 
     /// Creates a store on the database file at `fileURL` (created if missing); `onFileChanged` is told when a
     /// write finds the file deleted or replaced (see ``FileChanged``).
@@ -75,6 +78,7 @@ public final class SQLiteFriendsStore: FriendsStore {
         let queue = DispatchQueue(label: "FriendsDomain.SQLiteFriendsStore")
         connection = QueueConfined(nil, queue: queue)
         openedFile = QueueConfined(nil, queue: queue)
+        callbacks = DispatchQueue(label: "FriendsDomain.SQLiteFriendsStore.callbacks")
     }
 
     public func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) {
@@ -145,7 +149,19 @@ public final class SQLiteFriendsStore: FriendsStore {
                 for id in changes.deletions {
                     try db.run("DELETE FROM friend WHERE id = ?", [.text(id)], operation: "save")
                 }
-                for upsert in changes.upserts {
+                for upsert in changes.upserts where changes.keepsOrder {
+                    // Places stay: an existing row keeps its place, a new one goes after the last.
+                    try db.run(
+                        """
+                        INSERT INTO friend (id, position, name, status, avatar_url, updated_at)
+                        VALUES (?, (SELECT COALESCE(MAX(position), -1) + 1 FROM friend), ?, ?, ?, ?)
+                        ON CONFLICT (id) DO UPDATE SET
+                            name = excluded.name, status = excluded.status,
+                            avatar_url = excluded.avatar_url, updated_at = excluded.updated_at
+                        """,
+                        Self.values(of: upsert.friend, position: nil), operation: "save")
+                }
+                for upsert in changes.upserts where !changes.keepsOrder {
                     try db.run(
                         """
                         INSERT INTO friend (id, position, name, status, avatar_url, updated_at)
@@ -269,8 +285,7 @@ public final class SQLiteFriendsStore: FriendsStore {
         _ work: @escaping @Sendable (SQLiteConnection) throws(SQLiteError) -> Success
     ) {
         let (connection, openedFile, onFileChanged) = (self.connection, self.openedFile, self.onFileChanged)
-        let path = self.path
-        let targetVersion = self.targetVersion
+        let (path, targetVersion, callbacks) = (self.path, self.targetVersion, self.callbacks)
         connection.queue.async {
             let changed = writing ? Self.closeIfChanged(connection, openedFile, path: path) : nil
             let result = connection.withValue { db -> Result<Success, any Error> in
@@ -286,8 +301,10 @@ public final class SQLiteFriendsStore: FriendsStore {
                     return recovered
                 }
             }
-            if let changed { onFileChanged(changed) }
-            completion(result)
+            callbacks.async {
+                if let changed { onFileChanged(changed) }
+                completion(result)
+            }
         }
     }
 

@@ -1,0 +1,95 @@
+import Dispatch
+import Foundation
+import FriendsDomain
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// Every live update a screen was shown reaches the database within the debounce, whenever it arrives: also while the
+/// first read of a large list from the database is still running, and the network is down.
+final class LiveUpdatesDuringReadTests: XCTestCase {
+    private let everyone = (0..<20_000).map { makeFriend("f\($0)") }
+    /// What the list is after 50 upserts of new friends and 50 removals from its top.
+    private var expected: Set<Friend.ID> {
+        Set(everyone.dropFirst(50).map(\.id) + (0..<50).map { "new\($0)" })
+    }
+
+    func test_updatesArrivingThroughTheStreamWhileTheDatabaseIsRead_reachTheDatabaseWithinTheDebounce() throws {
+        let database = try makeDatabase()
+        let updates = UpdatesDouble()
+        let composer = FriendsComposer(
+            memoryStore: InMemoryFriendsStore(), databaseStore: database,
+            remote: AnyLoader { throw URLError(.notConnectedToInternet) }, updates: updates,
+            saveDebounce: .milliseconds(50), scheduler: .global())
+        let shown = Locked<Set<Friend.ID>>([])
+        let subscription = composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            shown.withLock { $0 = Set(list.map(\.id)) }
+        }
+        // While the database reads its 20,000 rows: 50 new friends, and 50 removed.
+        for index in 0..<50 {
+            updates.send(.upsert(makeFriend("new\(index)")))
+            updates.send(.remove(id: "f\(index)"))
+        }
+
+        spinMainQueue(timeout: 20) { shown.withLock { $0 } == expected }
+        XCTAssertEqual(shown.withLock { $0 }, expected, "every change is shown")
+        assertDatabaseHoldsWhatIsShown(database)
+        subscription.cancel()
+    }
+
+    func test_updatesSentToTheStoreWhileItsFirstReadRuns_reachTheDatabaseWithinTheDebounce() throws {
+        let database = try makeDatabase()
+        let composer = FriendsComposer(
+            memoryStore: InMemoryFriendsStore(), databaseStore: database,
+            remote: AnyLoader { throw URLError(.notConnectedToInternet) }, saveDebounce: .milliseconds(50),
+            scheduler: .global())
+        let shown = Locked<Set<Friend.ID>>([])
+        let subscription = composer.store.changes(for: .all).sink { response in
+            shown.withLock { $0 = Set((response.value ?? []).map(\.id)) }
+        }
+        _ = composer.store.read(.all, policy: composer.listPolicy).load { _ in }
+        for index in 0..<50 {
+            composer.store.update(.all) { $0?.applying(.upsert(makeFriend("new\(index)"))) }
+            composer.store.update(.all) { $0?.applying(.remove(id: "f\(index)")) }
+        }
+
+        XCTAssertTrue(eventually(timeout: .seconds(20)) { shown.withLock { $0 } == expected }, "every change is shown")
+        assertDatabaseHoldsWhatIsShown(database)
+        subscription.cancel()
+    }
+
+    // MARK: Helpers
+
+    /// The database holds the shown list within a second of it being shown: the debounce (50 ms) and a save.
+    private func assertDatabaseHoldsWhatIsShown(
+        _ database: SQLiteFriendsStore, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        let rows = Locked<Set<Friend.ID>>([])
+        let holds = eventually(timeout: .seconds(1)) {
+            let saved = awaitResult(timeout: 1) { database.retrieve(completion: $0) }
+            rows.withLock { $0 = Set((try? saved?.get()?.friends ?? [])?.map(\.id) ?? []) }
+            return rows.withLock { $0 } == expected
+        }
+        let saved = rows.withLock { $0 }
+        XCTAssertTrue(
+            holds,
+            "the database lacks \(expected.subtracting(saved).count) shown friends and still holds "
+                + "\(saved.subtracting(expected).count) removed ones", file: file, line: line)
+    }
+
+    private func makeDatabase() throws -> SQLiteFriendsStore {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("friends-\(UUID().uuidString).sqlite")
+        addTeardownBlock { try? FileManager.default.removeItem(at: file) }
+        let database = SQLiteFriendsStore(fileURL: file)
+        let saved = awaitResult(timeout: 20) { database.replaceAll(with: everyone, timestamp: Date(), completion: $0) }
+        XCTAssertNoThrow(try saved?.get())
+        return database
+    }
+
+    /// Runs the main queue (the stream delivers there) until `condition` holds or `timeout` passes.
+    private func spinMainQueue(timeout: Double, until condition: () -> Bool) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.002)) }
+    }
+}
