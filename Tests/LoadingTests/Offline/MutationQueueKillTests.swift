@@ -35,8 +35,19 @@ final class MutationQueueKillTests: XCTestCase {
         XCTAssertFalse(queue.isMutating)
     }
 
+    func test_anAttemptCutShortByAKill_isCountedAtTheNextLaunch() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kill-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+
+        let said = try runChildUntilKilled(directory: directory, sending: true)
+        XCTAssertNotNil(said, "the child sent its mutation, and was killed waiting for the answer")
+
+        let kept = try FileMutationStorage<String>(directory: directory).loadAll()
+        XCTAssertEqual(kept.map(\.attempts), [1], "the attempt the kill cut short counts")
+    }
+
     /// Runs the child, kills it with SIGKILL as soon as it prints its report line, and returns that line.
-    private func runChildUntilKilled(directory: URL) throws -> String? {
+    private func runChildUntilKilled(directory: URL, sending: Bool = false) throws -> String? {
         #if os(Linux)
             let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         #else
@@ -47,6 +58,7 @@ final class MutationQueueKillTests: XCTestCase {
         child.arguments = ["LoadingTests.MutationQueueKillChild/test_runsWhenStartedByTheKillTest"]
         var environment = ProcessInfo.processInfo.environment
         environment[MutationQueueKillChild.directoryVariable] = directory.path
+        if sending { environment[MutationQueueKillChild.sendingVariable] = "1" }
         child.environment = environment
         let output = Pipe()
         child.standardOutput = output
@@ -77,6 +89,8 @@ final class MutationQueueKillTests: XCTestCase {
 /// The child side of ``MutationQueueKillTests``: skipped unless run by it.
 final class MutationQueueKillChild: XCTestCase {
     static let directoryVariable = "LOADING_KILL_OUTBOX"
+    /// Set when the child sends its mutation (online, to a server that never answers) instead of queueing offline.
+    static let sendingVariable = "LOADING_KILL_SENDING"
     static let marker = "KILL-NOW: "
 
     static func makeQueue(
@@ -94,6 +108,15 @@ final class MutationQueueKillChild: XCTestCase {
         }
         let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
         store.write(["a", "b", "c"], for: "list")
+        if ProcessInfo.processInfo.environment[Self.sendingVariable] != nil {
+            let server = ServerSpy()
+            let queue = try Self.makeQueue(store, URL(fileURLWithPath: path), ManualConnectivity(), server)
+            let id = try queue.enqueue("a")
+            XCTAssertEqual(server.sent, ["a"])
+            FileHandle.standardOutput.write(Data((Self.marker + "sending \(id)\n").utf8))
+            _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 30)
+            return
+        }
         let queue = try Self.makeQueue(
             store, URL(fileURLWithPath: path), ManualConnectivity(isOnline: false), ServerSpy())
         let first = try queue.enqueue("a")
