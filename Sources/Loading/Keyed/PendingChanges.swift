@@ -84,6 +84,16 @@ extension StoreMachine {
             return mutation
         }
 
+        /// Forgets what the list remembers of the key it served (an entry made again for another key), keeping the
+        /// storage of its (empty) list.
+        @inlinable
+        mutating func forget() {
+            slots.removeAll(keepingCapacity: true)
+            head = 0
+            epoch = 0
+            shown = nil
+        }
+
         /// Takes every change out.
         @inlinable
         mutating func removeAll() -> [Mutation] {

@@ -195,15 +195,15 @@ extension Store {
             // A hit from a level behind the store (its write not issued yet) is older than what the store holds.
             if inStep, case .success(let cached) = result, !store.locked({ _ in isCancelled }) {
                 // The invalidations are judged here, outside the lock: a predicate is the caller's code.
-                let stale = rules?.isStale(key, savedAt: cached.savedAt) ?? false
-                if takes(cached.savedAt, stale: stale, for: purpose) {
+                let staleSince = rules?.staleSince(key, savedAt: cached.savedAt)
+                if takes(cached.savedAt, stale: staleSince != nil, for: purpose) {
                     if case .cacheThenNetwork = purpose {
                         holdsKey = true
                         store.locked { $0.holdKey(key) }
                     }
                     let error: (any Error)? = if case .fallback(let error) = purpose { error } else { nil }
                     let hit = Machine.Job.hit(
-                        cached, level: level, stamp: stamp, stale: stale, error: error,
+                        cached, level: level, stamp: stamp, staleSince: staleSince, error: error,
                         reply: { [self] snapshot in hitConfirmed(snapshot) })
                     return store.submit(hit, for: key)
                 }
@@ -229,6 +229,19 @@ extension Store {
                 }
                 readLevel(level + 1, for: purpose)
             }
+        }
+
+        /// A removal or a clear overtook the read's fetch: the answer is what the key has after it, as a cache-only
+        /// read finds it (what the store holds, else what its levels hold, written since), no value when none. The key
+        /// may have fallen out of use meanwhile, so the store alone cannot say.
+        @inlinable
+        func answerAfterRemoval() {
+            guard onFailure == nil else { return }
+            let after = PolicyRun(store: store, key: key, policy: .cacheOnly, onFailure: nil)
+            _ = after.begin(
+                HandedCompletion { [self] result in
+                    answer((try? result.get()) ?? store.shownResponse(key))
+                })
         }
 
         /// Whether the read fetches when the levels miss.
@@ -320,7 +333,7 @@ extension Store {
             case .success(let snapshot):
                 answer(snapshot.response)
             case .failure(let error as StoreError) where error == .discarded:
-                answer(store.shownResponse(key))  // what is shown after the removal or the clear
+                answerAfterRemoval()
             case .failure(let error) where policy.kind != .networkFirst && store.locked({ $0.showsSomething(key) }):
                 reportOrFail(error)
             case .failure(let error):

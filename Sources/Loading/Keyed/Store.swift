@@ -374,8 +374,16 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Reads the levels in order for the value of a key the store does not hold, for the change waiting for it.
     @inlinable
     func loadBase(of key: Key, generation: Int) {
+        // What the levels hold is as stale as the invalidations made before say (judged outside the lock: a
+        // predicate is the caller's code); an invalidation made while they are read counts as one that matched.
+        let (rules, invalidations) = locked { ($0.staleRules(for: key), $0.invalidationCount) }
         readBase(of: key, from: 0) { [self] hit, level in
-            let effects = locked { $0.commitBase(hit, level: level, generation: generation, for: key) }
+            let staleSince = hit.flatMap { rules?.staleSince(key, savedAt: $0.savedAt) }
+            let effects = locked {
+                $0.commitBase(
+                    hit, level: level, generation: generation, staleSince: staleSince, invalidations: invalidations,
+                    for: key)
+            }
             perform(effects, for: key)
             runChanges(of: key, from: nil)
         }
@@ -586,10 +594,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case .flush(let value, let index, _, let mark):
             ticket?.hold(reportingTo: reportFailure)
             levels[index].save(value, key, saveLanded(of: key, mark: mark, then: done))
-        case .remove:
+        case .remove(_, let mark):
+            let landed = saveLanded(of: key, mark: mark, then: done)
             for level in levels {
                 ticket?.hold(reportingTo: reportFailure)
-                level.removeValue(key, done)
+                level.removeValue(key, landed)
             }
         }
         ticket?.release()  // the operation's own hold: it is issued
@@ -602,7 +611,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) -> @Sendable (Result<Void, any Error>) -> Void {
         { [self] result in
             let failed = if case .failure = result { true } else { false }
-            let now = mark.stale ? now() : nil
+            let now = now()
             let folded = locked { $0.saveLanded(key, mark: mark, failed: failed, at: now) }
             withExtendedLifetime(folded) {}
             done(result)

@@ -88,6 +88,7 @@ extension StoreMachine {
             owesRefetch = false
             failedVersion = 0
             savedVersion = 0
+            pending.forget()
             hitResponse = nil
             hitConfirmedVersion = 0
         }
@@ -445,10 +446,26 @@ extension StoreMachine {
         /// saved (it may have been set back); a value someone else saved is judged by its date.
         @inlinable
         func isStale(_ key: Key, savedAt: Date) -> Bool {
-            if let staleBefore, !refreshed(since: staleBefore.generation), savedAt <= staleBefore.date { return true }
-            return invalidations.contains {
-                !refreshed(since: $0.generation) && savedAt <= $0.date && $0.matches(key)
+            staleSince(key, savedAt: savedAt) != nil
+        }
+
+        /// The place in the store's order of the latest invalidation that judges `key`'s value saved at `savedAt`
+        /// stale (a fetch sent after it makes the value fresh again); `nil` when none does.
+        @inlinable
+        func staleSince(_ key: Key, savedAt: Date) -> Int? {
+            var since: Int?
+            if let staleBefore, !refreshed(since: staleBefore.generation), savedAt <= staleBefore.date {
+                since = staleBefore.generation
             }
+            // Records are not in the order of their places (a stale save's record takes its invalidation's).
+            for invalidation in invalidations where since.map({ $0 < invalidation.generation }) ?? true {
+                if !refreshed(since: invalidation.generation), savedAt <= invalidation.date,
+                    invalidation.matches(key)
+                {
+                    since = invalidation.generation
+                }
+            }
+            return since
         }
 
         @inlinable
@@ -470,7 +487,8 @@ extension StoreMachine {
         case fetched(Value, fetch: Int)
         /// What level `level` held, read under `stamp` (`stale` when invalidated since it was saved), shown with
         /// `error` attached (the failure of the fetch it stands in for); `reply` receives the answer of the read.
-        case hit(CachedValue<Value>, level: Int, stamp: ReadStamp, stale: Bool, error: (any Error)?, reply: HitReply)
+        case hit(
+            CachedValue<Value>, level: Int, stamp: ReadStamp, staleSince: Int?, error: (any Error)?, reply: HitReply)
         /// An optimistic change's commit finished (or was cancelled); `ticket` is released once the change is
         /// saved to the levels (at once when it is not confirmed).
         case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?)
@@ -577,30 +595,36 @@ extension StoreMachine {
         case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
         /// A debounced level's write, once its timer fired or a flush asked for it.
         case flush(Value, level: Int, ticket: SaveTicket?, mark: SaveMark)
-        case remove(ticket: SaveTicket?)
+        /// Remove the key from every level; a removal no level could make is kept as a failed save is.
+        case remove(ticket: SaveTicket?, mark: SaveMark)
 
         @inlinable
         var ticket: SaveTicket? {
             switch self {
-            case .save(_, _, _, let ticket, _), .flush(_, _, let ticket, _), .remove(let ticket): ticket
+            case .save(_, _, _, let ticket, _), .flush(_, _, let ticket, _), .remove(let ticket, _): ticket
             }
         }
     }
 
-    /// What a save reports when it lands: which value it was (the entry's generation and confirmed version), and
-    /// whether that value was stale (it is recorded stale once saved, as the level stamps it with its own time).
+    /// What a save reports when it lands: which value it was (the entry's generation and confirmed version), and when
+    /// that value went stale (`staleSince`, the entry's stale mark; zero when fresh): it is recorded stale once
+    /// saved, as the level stamps it with its own time.
     @usableFromInline
     struct SaveMark: Sendable {
         @usableFromInline let generation: Int
         @usableFromInline let version: Int
-        @usableFromInline let stale: Bool
+        @usableFromInline let staleSince: Int
 
         @inlinable
-        init(generation: Int, version: Int, stale: Bool) {
+        init(generation: Int, version: Int, staleSince: Int) {
             self.generation = generation
             self.version = version
-            self.stale = stale
+            self.staleSince = staleSince
         }
+
+        /// Whether the value saved was stale.
+        @inlinable
+        var stale: Bool { staleSince != 0 }
     }
 
     @usableFromInline

@@ -72,6 +72,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var invalidations: [Invalidation] = []
     /// Every value saved at or before this point is stale: an invalidation of every key, or old records folded.
     @usableFromInline var staleBefore: StaleBefore?
+    /// The latest date a level stamped a value of this store's with (a save landed) or was read with: invalidations
+    /// are dated no earlier (see ``stamped(_:)``).
+    @usableFromInline var latestStamp: Date?
     /// While invalidations are recorded: the keys the store confirmed a fresh value of since, each with the point in
     /// the store's order it was fresh from (a fetch's sending, a write), so that an invalidation older than it does
     /// not judge the level's copy stale, whatever its date. At most ``refreshedLimit``, the oldest forgotten first
@@ -290,7 +293,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             defer { release(key) }
             return .known(entry.confirmed == nil ? nil : shownNow(key))
         }
-        let behind = entry.debounced[level] != nil || !entry.levelOps.isEmpty || entry.isIssuing
+        // Levels that could not save what the store confirmed (or remove it) are behind too, until a save lands.
+        let behind =
+            entry.debounced[level] != nil || !entry.levelOps.isEmpty || entry.isIssuing
+            || entry.failedVersion > entry.savedVersion
         entry.levelReads += 1
         let stamp = ReadStamp(
             generation: entry.generation, confirmedVersion: entry.confirmedVersion, invalidations: invalidationCount)
@@ -549,7 +555,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case .save(_, let targets, let skipsDebounced, _, _):
             entry.savesInFlight += skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
         case .flush: entry.savesInFlight += 1
-        case .remove: break
+        case .remove: entry.savesInFlight += levelNames.count
         }
     }
 
@@ -557,9 +563,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// saved is recorded stale as of `date` (after the level stamped it). Returns a record folded out of the limit,
     /// to release after unlocking.
     @inlinable
-    mutating func saveLanded(_ key: Key, mark: SaveMark, failed: Bool, at date: Date?) -> Invalidation? {
+    mutating func saveLanded(_ key: Key, mark: SaveMark, failed: Bool, at date: Date) -> Invalidation? {
+        if !failed { noteStamp(date) }
         var folded: Invalidation?
-        if mark.stale { folded = record(Invalidation(date: date ?? .distantPast, generation: next()) { $0 == key }) }
+        // Stale since the invalidation it was saved under: a fetch sent after that one makes it fresh.
+        if mark.stale {
+            folded = record(Invalidation(date: stamped(date), generation: mark.staleSince) { $0 == key })
+        }
         guard let entry = entry(key) else { return folded }
         entry.savesInFlight -= 1
         if entry.generation == mark.generation {
@@ -636,16 +646,22 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
+    /// The hit is stale since the invalidation `staleSince` when one made before the read matched it (see
+    /// ``staleMark(since:readWhile:)``).
     @inlinable
-    mutating func commitBase(_ hit: CachedValue<Value>?, level: Int, generation: Int, for key: Key) -> Effects {
+    mutating func commitBase(
+        _ hit: CachedValue<Value>?, level: Int, generation: Int, staleSince: Int?, invalidations: Int, for key: Key
+    ) -> Effects {
         guard let entry = entry(key), entry.generation == generation, !entry.isKnown else {
             return Effects(garbage: [hit as Any])
         }
         entry.isKnown = true
         entry.confirmedVersion += 1
         guard let hit else { return Effects() }
+        noteStamp(hit.savedAt)
         let origin = StoreOrigin.cache(levelNames[level])
         entry.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
+        entry.staleMark = max(entry.staleMark, staleMark(since: staleSince, readWhile: invalidations))
         return Effects(publish: publish(key))
     }
 
@@ -700,11 +716,15 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.isKnown = true
         entry.confirmed = nil
         entry.staleMark = 0
+        entry.owesRefetch = false  // what made it stale is gone with the value
         entry.confirmedVersion += 1
-        (entry.failedVersion, entry.savedVersion) = (0, entry.confirmedVersion)
         effects.cancels = entry.debounced.values.map { $0.timer }
         entry.debounced = [:]
-        entry.levelOps.append(.remove(ticket: nil))
+        entry.levelOps.append(
+            .remove(
+                ticket: nil,
+                mark: SaveMark(generation: entry.generation, version: entry.confirmedVersion, staleSince: 0)
+            ))
         effects.publish(publish(key))
         effects.issueLevels = startIssuing(key)
         return effects
@@ -730,6 +750,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             entry.isKnown = true
             entry.confirmed = nil
             entry.staleMark = 0
+            entry.owesRefetch = false
             entry.confirmedVersion += 1
             (entry.failedVersion, entry.savedVersion) = (0, entry.confirmedVersion)
             entry.queue = kept
@@ -784,7 +805,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func invalidate(_ key: Key, at date: Date) -> (observed: Bool, garbage: Invalidation?) {
         let mark = next()
-        let garbage = record(Invalidation(date: date, generation: mark) { $0 == key })
+        let garbage = record(Invalidation(date: stamped(date), generation: mark) { $0 == key })
         return (!markStale([key], mark: mark).isEmpty, garbage)
     }
 
@@ -795,7 +816,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         _ matches: @escaping @Sendable (Key) -> Bool, at date: Date
     ) -> (mark: Int, keys: [Key], garbage: Invalidation?) {
         let mark = next()
-        let garbage = record(Invalidation(date: date, generation: mark, matches: matches))
+        let garbage = record(Invalidation(date: stamped(date), generation: mark, matches: matches))
         return (mark, Array(entries.keys), garbage)
     }
 
@@ -804,7 +825,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func invalidateAll(at date: Date) -> (observed: [Key], garbage: [Invalidation]) {
         invalidationCount += 1
         let mark = next()
-        staleBefore = StaleBefore(date: date, generation: mark).merged(with: staleBefore)
+        staleBefore = StaleBefore(date: stamped(date), generation: mark).merged(with: staleBefore)
         return (markStale(entries.keys, mark: mark), exchange(&invalidations, with: []))
     }
 
@@ -818,6 +839,29 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if entry.observers > 0 { observed.append(key) }
         }
         return observed
+    }
+
+    /// The stale mark of a value read from a level: the invalidation that judged it stale (a fetch sent after it
+    /// makes the value fresh), or, when an invalidation happened while the level was read (the store counted
+    /// `invalidations` before; its records may not have been judged), one after every fetch sent so far: in a race,
+    /// more is refetched, never less. Zero when the value is fresh.
+    @inlinable
+    mutating func staleMark(since staleSince: Int?, readWhile invalidations: Int) -> Int {
+        invalidations != invalidationCount ? next() : staleSince ?? 0
+    }
+
+    /// A level holds a value saved at `date` (it landed then, or was read with that date): an invalidation recorded
+    /// later is dated no earlier, so that it judges that value stale even when the clock was set back since.
+    @inlinable
+    mutating func noteStamp(_ date: Date) {
+        if latestStamp.map({ $0 < date }) ?? true { latestStamp = date }
+    }
+
+    /// `date`, or the latest date a level stamped a value with when that is later (the clock was set back): the date
+    /// of an invalidation, which judges by date the values this store saved before it.
+    @inlinable
+    func stamped(_ date: Date) -> Date {
+        latestStamp.map { max($0, date) } ?? date
     }
 
     /// Adds an invalidation record; returns the oldest when it no longer fits (folded into `staleBefore`).
@@ -951,8 +995,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return effects
         case .fetched(_, let id):
             return confirmFetch(id, for: key, value: value, now: now)
-        case .hit(let cached, let level, let stamp, let stale, let error, let reply):
-            return confirmHit(cached, level: level, stamp: stamp, stale: stale, error: error, reply: reply, for: key)
+        case .hit(let cached, let level, let stamp, let staleSince, let error, let reply):
+            return confirmHit(
+                cached, level: level, stamp: stamp, staleSince: staleSince, error: error, reply: reply, for: key)
         case .settle(let id, let accepted, let ticket):
             return settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
         case .load:
@@ -1015,7 +1060,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable
     mutating func confirmHit(
-        _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, stale: Bool, error: (any Error)?,
+        _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, staleSince: Int?, error: (any Error)?,
         reply: @escaping HitReply, for key: Key
     ) -> Effects {
         let entry = entry(key)!
@@ -1024,9 +1069,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             // shows now is the answer, never the level's older value.
             return Effects(hitReplies: [HitReplyDelivery(reply: reply, snapshot: shownNow(key))], garbage: [cached])
         }
+        noteStamp(cached.savedAt)
         let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
-        // Invalidated, or read while an invalidation happened (its records may not have been judged): stale.
-        entry.staleMark = stale || stamp.invalidations != invalidationCount ? next() : 0
+        entry.staleMark = staleMark(since: staleSince, readWhile: stamp.invalidations)
         var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true)
         effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
         return effects
@@ -1094,7 +1139,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.confirmedVersion += 1
         if let change { log(change, for: key) }
         let mark = SaveMark(
-            generation: entry.generation, version: entry.confirmedVersion, stale: entry.staleMark != 0)
+            generation: entry.generation, version: entry.confirmedVersion, staleSince: entry.staleMark)
         if let stored {
             if !targets.isEmpty {
                 entry.levelOps.append(
@@ -1118,7 +1163,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         } else {
             effects.cancels += entry.debounced.values.map { $0.timer }
             entry.debounced = [:]
-            entry.levelOps.append(.remove(ticket: ticket))
+            entry.levelOps.append(.remove(ticket: ticket, mark: mark))
         }
         effects.publish(publish(key, error: error, answers: answers))
         effects.issueLevels = startIssuing(key)

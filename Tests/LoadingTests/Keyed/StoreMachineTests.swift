@@ -149,7 +149,9 @@ final class StoreMachineTests: XCTestCase {
 
         let step = machine.submit(update { $0.map { $0 + "+live" } }, for: "a", now: now)
         guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
-        _ = machine.commitBase(CachedValue("saved", savedAt: now), level: 1, generation: generation, for: "a")
+        _ = machine.commitBase(
+            CachedValue("saved", savedAt: now), level: 1, generation: generation, staleSince: nil, invalidations: 0,
+            for: "a")
         let work = try XCTUnwrap(machine.nextChange(of: "a", now: now)?.work)
         _ = machine.commit(work, result: work.run(), for: "a", now: now)
 
@@ -305,6 +307,13 @@ final class StoreMachineTests: XCTestCase {
         _ = finishChanges(&machine, "a")
         _ = machine.invalidate("a", at: now)
         _ = machine.firstLook("a", under: .cacheOnly, now: now)  // a shared response
+        // An optimistic change shown (what it showed is remembered), then accepted.
+        let mutation = try XCTUnwrap(machine.addMutation({ $0.map { $0 + "!" } }, to: "a"))
+        if let shown = mutation.shown, let (key, prefix) = shown.shownPrefix(shown.response) {
+            machine.remember(prefix, for: key)
+        }
+        _ = machine.submit(.settle(mutation: mutation.id, accepted: true, ticket: nil), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
         _ = machine.stopObserving("a")
         issueAndLand(&machine, "a")
         XCTAssertEqual(machine.count, 0, "the key fell out of use")
@@ -587,7 +596,7 @@ final class StoreMachineTests: XCTestCase {
     }
 
     private func hit(_ value: String, _ stamp: Machine.ReadStamp) -> Machine.Job {
-        .hit(CachedValue(value, savedAt: now), level: 1, stamp: stamp, stale: false, error: nil, reply: { _ in })
+        .hit(CachedValue(value, savedAt: now), level: 1, stamp: stamp, staleSince: nil, error: nil, reply: { _ in })
     }
 
     /// Runs the key's queue to the end, as the store would (committing work with its closures' result).
@@ -604,7 +613,8 @@ final class StoreMachineTests: XCTestCase {
         case .save(_, let levels, _, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
         case .flush(_, _, _, let mark): _ = machine.saveLanded(key, mark: mark, failed: false, at: now)
-        case .remove, nil: break
+        case .remove(_, let mark): for _ in 0..<2 { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
+        case nil: break
         }
     }
 

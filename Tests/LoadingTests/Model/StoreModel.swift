@@ -1,0 +1,471 @@
+/// What a ``Store`` promises, written as plainly as it can be: a sequential description of the documented semantics,
+/// with no locks, no threads and no performance, for a store of two levels (a memory level and a disk level, both
+/// answering at once) and a network whose answers the history gives.
+///
+/// Per key it keeps the confirmed value with its age and whether it is stale, the pending optimistic changes in order,
+/// the fetches in flight, and whether the store holds the key at all (the levels hold the rest); per level, what it
+/// holds. Every operation of the history changes it as the docs say, and says what each caller is answered.
+///
+/// Where the docs were vague, this is what they now say:
+/// - The store holds a key while it is in use (observed, fetched, changed, a change pending, a value no level could
+///   save); then only the levels hold its value, and an observer that arrives is shown nothing until something reads
+///   or changes the key.
+/// - A fetch confirms its value unless the key was removed or the store cleared since it started, or a fetch started
+///   after it was confirmed first; changes confirmed while it was in flight are applied again to what it brings.
+/// - Staleness is the key's own: a fetch sent after the invalidation, a write, an update or a confirmed change make it
+///   fresh; a value read from the levels is as stale as the key was when it was saved there.
+struct StoreModel {
+    /// A caller waiting for a fetch.
+    enum Caller: Equatable {
+        case read(Int, ModelPolicy)
+        case refresh(Int)
+        /// A refetch for the observers (an invalidation, a revalidation): a failure is attached to what is shown.
+        case observers
+    }
+
+    struct Fetch {
+        let id: Int
+        /// The request's place among the key's requests.
+        let request: Int
+        let generation: Int
+        let logStart: Int
+        var callers: [Caller]
+    }
+
+    enum Change {
+        case set(Items)
+        case edit(Edit)
+
+        func applied(to value: Items?) -> Items? {
+            switch self {
+            case .set(let items): items
+            case .edit(let edit): edit.applied(to: value)
+            }
+        }
+    }
+
+    struct Key {
+        /// Whether the store holds the key (its entry exists); when not, the levels hold its value.
+        var held = false
+        /// Whether the store knows the key's confirmed value (read from a level, fetched, written, removed).
+        var known = false
+        var value: Items?
+        /// When the confirmed value was saved, on the model's clock.
+        var savedAt = 0
+        var stale = false
+        /// When the key was last made stale, in the model's order of events.
+        var staleMark = 0
+        var pending: [(mutation: Int, edit: Edit)] = []
+        var observers: Set<Int> = []
+        var fetches: [Fetch] = []
+        var lastConfirmedFetch = 0
+        var generation = 0
+        var log: [(sequence: Int, change: Change)] = []
+        var logSequence = 0
+        var owesRefetch = false
+        /// The confirmed value (or its removal) could be saved by no level: the store keeps it, and takes nothing from
+        /// the levels, which are behind.
+        var unsaved = false
+        /// How many requests the key made.
+        var requests = 0
+
+        var isInUse: Bool { !observers.isEmpty || !pending.isEmpty || !fetches.isEmpty || unsaved }
+
+        /// What the key shows: the confirmed value with the pending changes applied in order; `nil` when it shows
+        /// nothing.
+        var shown: Shown? {
+            guard held, (known && value != nil) || !pending.isEmpty else { return nil }
+            let base = known ? value : nil
+            return Shown(value: pending.reduce(base) { $1.edit.applied(to: $0) }, hasPendingChanges: !pending.isEmpty)
+        }
+    }
+
+    private(set) var keys: [String: Key] = [:]
+    /// What each level holds: the value and when it was saved there.
+    private(set) var levels: [[String: (items: Items, savedAt: Int)]] = [[:], [:]]
+    private(set) var now = 0
+    private var levelsFail = false
+    private var counter = 0
+    private var mutationKeys: [Int: String] = [:]
+    private var mutationCount = 0
+    private var readCount = 0
+    private var observerCount = 0
+    private var observerKeys: [Int: String] = [:]
+    /// What each read, refresh and mutation was answered so far.
+    private(set) var reads: [Int: [Answer]] = [:]
+    private(set) var mutations: [Int: String] = [:]
+
+    // MARK: Steps
+
+    mutating func apply(_ step: Step) {
+        switch step {
+        case .write(let key, let items): write(items, for: key)
+        case .update(let key, let edit): update(key, edit)
+        case .mutate(let key, let edit): mutate(key, edit)
+        case .settle(let mutation, let settlement): settle(mutation, settlement)
+        case .remove(let key): remove(key)
+        case .clear: clear()
+        case .invalidate(let key): invalidate([key])
+        case .invalidateWhere(let matching): invalidate(matching)
+        case .invalidateAll: invalidate(Array(Set(keys.keys).union(levels.flatMap(\.keys))))
+        case .revalidate: revalidate()
+        case .read(let key, let policy): read(key, policy)
+        case .refresh(let key): refresh(key)
+        case .observe(let key): observe(key)
+        case .stopObserving(let observer): stopObserving(observer)
+        case .answer(let key, let request, let items): answer(key, request: request, with: .success(items))
+        case .fail(let key, let request): answer(key, request: request, with: .failure(TestError(id: 0)))
+        case .advanceClock(let seconds): now += seconds
+        case .levelsFail(let failing): levelsFail = failing
+        }
+        for name in Array(keys.keys) where !keys[name]!.isInUse {
+            // Nothing needs the key: the levels hold its value.
+            keys[name]!.held = false
+            keys[name]!.known = false
+            keys[name]!.value = nil
+        }
+    }
+
+    /// What the observers, callers and levels are left with now.
+    var checkpoint: Checkpoint {
+        var checkpoint = Checkpoint()
+        for (observer, key) in observerKeys {
+            checkpoint.observers[observer] = keys[key]?.shown ?? Shown(value: nil, hasPendingChanges: false)
+        }
+        checkpoint.reads = reads
+        checkpoint.mutations = mutations
+        checkpoint.levels = levels.map { $0.mapValues(\.items) }
+        checkpoint.requests = keys.compactMapValues { $0.requests == 0 ? nil : $0.requests }
+        return checkpoint
+    }
+
+    // MARK: Writing
+
+    private mutating func write(_ items: Items, for name: String) {
+        hold(name)
+        makeFresh(name)
+        log(.set(items), for: name)
+        confirm(items, for: name, savedAt: now, toLevels: [0, 1])
+    }
+
+    private mutating func update(_ name: String, _ edit: Edit) {
+        hold(name)
+        loadIfUnknown(name)
+        let result = edit.applied(to: keys[name]!.value)
+        guard keys[name]!.value != nil || result != nil else {
+            return log(.edit(edit), for: name)  // nothing to change: a fetch in flight applies it to what it brings
+        }
+        makeFresh(name)
+        log(.edit(edit), for: name)
+        confirm(result, for: name, savedAt: now, toLevels: [0, 1])
+    }
+
+    private mutating func mutate(_ name: String, _ edit: Edit) {
+        mutationCount += 1
+        hold(name)
+        keys[name]!.pending.append((mutationCount, edit))
+        mutationKeys[mutationCount] = name
+        loadIfUnknown(name)
+    }
+
+    private mutating func settle(_ mutation: Int, _ settlement: Settlement) {
+        guard let name = mutationKeys[mutation],
+            let index = keys[name]?.pending.firstIndex(where: { $0.mutation == mutation })
+        else { return }
+        let (_, edit) = keys[name]!.pending.remove(at: index)
+        mutationKeys[mutation] = nil
+        switch settlement {
+        case .accept:
+            loadIfUnknown(name)
+            makeFresh(name)
+            log(.edit(edit), for: name)
+            confirm(edit.applied(to: keys[name]!.value), for: name, savedAt: now, toLevels: [0, 1])
+            mutations[mutation] = "accepted"
+        case .refuse:
+            mutations[mutation] = "refused"
+        case .cancel:
+            break
+        }
+    }
+
+    private mutating func remove(_ name: String) {
+        hold(name)
+        counter += 1
+        keys[name]!.generation = counter
+        keys[name]!.known = true
+        keys[name]!.value = nil
+        keys[name]!.stale = false
+        keys[name]!.staleMark = 0
+        keys[name]!.owesRefetch = false
+        // A removal no level could make is kept as a save is: the levels are behind until one succeeds.
+        keys[name]!.unsaved = levelsFail
+        for level in levels.indices where !levelsFail { levels[level][name] = nil }
+    }
+
+    private mutating func clear() {
+        for name in Array(keys.keys) where keys[name]!.held {
+            for (mutation, _) in keys[name]!.pending {
+                mutations[mutation] = "cleared"
+                mutationKeys[mutation] = nil
+            }
+            counter += 1
+            keys[name]!.pending = []
+            keys[name]!.generation = counter
+            keys[name]!.known = true
+            keys[name]!.value = nil
+            keys[name]!.stale = false
+            keys[name]!.staleMark = 0
+            keys[name]!.owesRefetch = false
+            keys[name]!.unsaved = false
+        }
+        // The levels are emptied: nothing they held is stale any more, and nothing saved after is.
+        for name in Array(keys.keys) where !keys[name]!.held { keys[name]!.stale = false }
+        levels = levels.map { _ in [:] }  // emptying a level never fails here
+    }
+
+    // MARK: Freshness
+
+    private mutating func invalidate(_ names: [String]) {
+        counter += 1
+        var observed: [String] = []
+        for name in names {
+            if keys[name] == nil { keys[name] = Key() }
+            keys[name]!.stale = true
+            keys[name]!.staleMark = counter
+            if !keys[name]!.observers.isEmpty { observed.append(name) }
+        }
+        for name in observed.sorted() { refetch(name) }
+    }
+
+    private mutating func revalidate() {
+        // The store has no maximum age: every observed key without a fetch in flight is fetched anew.
+        for name in keys.keys.sorted() where !keys[name]!.observers.isEmpty && keys[name]!.fetches.isEmpty {
+            refetch(name)
+        }
+    }
+
+    /// One fetch in flight for the observers, and at most one more owed.
+    private mutating func refetch(_ name: String) {
+        let key = keys[name]!
+        guard !key.fetches.isEmpty else { return beginFetch(name, for: .observers, joining: false) }
+        if !key.fetches.contains(where: { $0.id > key.staleMark }) { keys[name]!.owesRefetch = true }
+    }
+
+    /// The key is fresh: not stale, and a fetch owed for an invalidation is not needed any more.
+    private mutating func makeFresh(_ name: String) {
+        keys[name]!.stale = false
+        keys[name]!.staleMark = 0
+    }
+
+    // MARK: Reading
+
+    private mutating func read(_ name: String, _ policy: ModelPolicy) {
+        readCount += 1
+        let read = readCount
+        reads[read] = []
+        hold(name)
+        let key = keys[name]!
+        let held = key.known && key.value != nil
+        switch policy {
+        case .cacheFirst, .cacheFirstYoungerThan:
+            if held, takes(key.savedAt, stale: key.stale, policy) { return answer(read, shown(name)) }
+            if readLevels(name, policy) { return answer(read, shown(name)) }
+            beginFetch(name, for: .read(read, policy), joining: true)
+        case .cacheOnly:
+            if held || readLevels(name, policy) { return answer(read, shown(name)) }
+            reads[read]!.append(.failed)
+        case .cacheThenNetwork:
+            if held || readLevels(name, policy) { answer(read, shown(name)) }
+            beginFetch(name, for: .read(read, policy), joining: true)
+        case .networkFirst, .networkOnly:
+            beginFetch(name, for: .read(read, policy), joining: true)
+        }
+    }
+
+    private mutating func refresh(_ name: String) {
+        readCount += 1
+        reads[readCount] = []
+        hold(name)
+        beginFetch(name, for: .refresh(readCount), joining: false)
+    }
+
+    private mutating func observe(_ name: String) {
+        observerCount += 1
+        hold(name)
+        keys[name]!.observers.insert(observerCount)
+        observerKeys[observerCount] = name
+    }
+
+    private mutating func stopObserving(_ observer: Int) {
+        guard let name = observerKeys.removeValue(forKey: observer) else { return }
+        keys[name]!.observers.remove(observer)
+    }
+
+    /// Whether a read under `policy` takes a value saved at `savedAt`.
+    private func takes(_ savedAt: Int, stale: Bool, _ policy: ModelPolicy) -> Bool {
+        switch policy {
+        case .cacheFirst: !stale
+        case .cacheFirstYoungerThan(let seconds): !stale && savedAt <= now && now - savedAt < seconds
+        case .cacheOnly, .cacheThenNetwork, .networkFirst, .networkOnly: true
+        }
+    }
+
+    /// Reads the levels in order for `policy`; a value it takes is confirmed (and saved to the faster levels).
+    private mutating func readLevels(_ name: String, _ policy: ModelPolicy, error: Bool = false) -> Bool {
+        // Levels that could not save what the store confirmed hold something older: nothing is taken from them.
+        guard !keys[name]!.unsaved else { return false }
+        for level in levels.indices {
+            guard let (items, savedAt) = levels[level][name] else { continue }
+            let stale = keys[name]!.stale
+            guard takes(savedAt, stale: stale, policy) else { continue }
+            confirm(items, for: name, savedAt: savedAt, toLevels: Array(0..<level))
+            return true
+        }
+        return false
+    }
+
+    /// The key's value from the levels (any, fresh or not), for a change of a key the store does not know.
+    private mutating func loadIfUnknown(_ name: String) {
+        guard !keys[name]!.known else { return }
+        keys[name]!.known = true
+        keys[name]!.value = nil
+        guard let (items, savedAt) = levels.lazy.compactMap({ $0[name] }).first else { return }
+        keys[name]!.value = items
+        keys[name]!.savedAt = savedAt
+    }
+
+    // MARK: Fetching
+
+    private mutating func beginFetch(_ name: String, for caller: Caller, joining: Bool) {
+        if joining, !keys[name]!.fetches.isEmpty {
+            keys[name]!.fetches[keys[name]!.fetches.count - 1].callers.append(caller)
+            return
+        }
+        counter += 1
+        let key = keys[name]!
+        let logStart = min(key.fetches.map(\.logStart).min() ?? .max, key.logSequence)
+        keys[name]!.fetches.append(
+            Fetch(id: counter, request: key.requests, generation: key.generation, logStart: logStart, callers: [caller])
+        )
+        keys[name]!.requests += 1
+    }
+
+    private mutating func answer(_ name: String, request: Int, with result: Result<Items, TestError>) {
+        guard let index = keys[name]?.fetches.firstIndex(where: { $0.request == request }) else { return }
+        let fetch = keys[name]!.fetches.remove(at: index)
+        let rebased = keys[name]!.log.filter { $0.sequence > fetch.logStart }.map(\.change)
+        trimLog(name)
+        switch result {
+        case .success(let items):
+            if fetch.generation != keys[name]!.generation {
+                // Removed or cleared since it started: it confirms nothing.
+                for caller in fetch.callers { fetched(caller, name, discarded: true) }
+            } else if fetch.id <= keys[name]!.lastConfirmedFetch {
+                for caller in fetch.callers { fetched(caller, name, discarded: false) }
+            } else {
+                keys[name]!.lastConfirmedFetch = fetch.id
+                if fetch.id > keys[name]!.staleMark { makeFresh(name) }
+                let value = rebased.reduce(Optional(items)) { $1.applied(to: $0) }
+                confirm(value, for: name, savedAt: now, toLevels: [0, 1])
+                for caller in fetch.callers { fetched(caller, name, discarded: false) }
+            }
+        case .failure:
+            for caller in fetch.callers { failed(caller, name) }
+        }
+        takeOwedRefetch(name)
+    }
+
+    private mutating func fetched(_ caller: Caller, _ name: String, discarded: Bool) {
+        switch caller {
+        case .read(let read, _) where discarded:
+            // Overtaken by a removal or a clear: what a cache-only read finds after it.
+            let key = keys[name]!
+            if !(key.known && key.value != nil) { _ = readLevels(name, .cacheOnly) }
+            answer(read, shown(name))
+        case .read(let read, _): answer(read, shown(name))
+        case .refresh(let read):
+            if discarded { reads[read]!.append(.failed) } else { answer(read, shown(name)) }
+        case .observers: break
+        }
+    }
+
+    private mutating func failed(_ caller: Caller, _ name: String) {
+        switch caller {
+        case .refresh(let read):
+            reads[read]!.append(.failed)
+        case .observers:
+            break  // the error is attached to what is shown
+        case .read(let read, let policy):
+            let showsSomething = keys[name]!.shown != nil
+            if policy != .networkFirst, showsSomething { return answer(read, shown(name), withError: true) }
+            // The levels, any value, shown with the error.
+            if readLevels(name, .cacheOnly) { return answer(read, shown(name), withError: true) }
+            if keys[name]!.shown != nil { return answer(read, shown(name), withError: true) }
+            if reads[read]!.isEmpty { reads[read]!.append(.failed) }
+        }
+    }
+
+    private mutating func takeOwedRefetch(_ name: String) {
+        guard keys[name]!.owesRefetch else { return }
+        guard keys[name]!.fetches.isEmpty else {
+            let staleMark = keys[name]!.staleMark
+            keys[name]!.owesRefetch =
+                !keys[name]!.observers.isEmpty && keys[name]!.fetches.allSatisfy { $0.id <= staleMark }
+            return
+        }
+        keys[name]!.owesRefetch = false
+        if !keys[name]!.observers.isEmpty { beginFetch(name, for: .observers, joining: false) }
+    }
+
+    // MARK: Bookkeeping
+
+    /// The store holds `name` from now on (until nothing needs it).
+    private mutating func hold(_ name: String) {
+        if keys[name] == nil { keys[name] = Key() }
+        keys[name]!.held = true
+    }
+
+    private mutating func log(_ change: Change, for name: String) {
+        guard !keys[name]!.fetches.isEmpty else { return }
+        keys[name]!.logSequence += 1
+        keys[name]!.log.append((keys[name]!.logSequence, change))
+    }
+
+    private mutating func trimLog(_ name: String) {
+        guard let oldest = keys[name]!.fetches.map(\.logStart).min() else {
+            keys[name]!.log = []
+            return
+        }
+        keys[name]!.log.removeAll { $0.sequence <= oldest }
+    }
+
+    /// Confirms `value` (saved at `savedAt`) and saves it to `levels` (a removal when `nil`).
+    private mutating func confirm(_ value: Items?, for name: String, savedAt: Int, toLevels targets: [Int]) {
+        keys[name]!.known = true
+        keys[name]!.value = value
+        keys[name]!.savedAt = savedAt
+        guard !targets.isEmpty else { return }
+        guard !levelsFail else {
+            keys[name]!.unsaved = true
+            return
+        }
+        keys[name]!.unsaved = false
+        for level in targets { levels[level][name] = value.map { ($0, now) } }
+    }
+
+    private func shown(_ name: String) -> Shown {
+        keys[name]?.shown ?? Shown(value: nil, hasPendingChanges: false)
+    }
+
+    /// Answers `read`, unless it was answered already (a read answers once; a cache-then-network read's fetch goes on
+    /// after it answered).
+    private mutating func answer(_ read: Int, _ shown: Shown, withError: Bool = false) {
+        guard reads[read]!.isEmpty else { return }
+        reads[read]!.append(.shown(shown, withError: withError))
+    }
+}
+
+/// The error a model's failing request fails with.
+extension TestError {
+    static let model = TestError(id: 0)
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Loading
+import LoadingTestSupport
+
+/// The real ``Store`` a history runs on: two levels that answer at once (a memory level and a disk level, which the
+/// history can make fail), a network whose requests the history answers one by one, and a clock it moves. It records
+/// what each observer was shown, what each caller was answered and what each level holds, as ``StoreModel`` does.
+final class StoreUnderTest {
+    private let clock = TestClock()
+    private let levels: [ModelLevel]
+    private let network = KeyedLoaderSpy<String, Items>()
+    let store: Store<String, Items>
+    private var observers: [Int: (key: String, recorder: StreamRecorder<StoreResponse<Items>, Never>)] = [:]
+    private var observerCount = 0
+    private let reads = Locked<[Int: [Answer]]>([:])
+    private var readCount = 0
+    private var commits: [Int: (spy: LoaderSpy<Void>, token: any CancellationToken)] = [:]
+    private let outcomes = Locked<[Int: String]>([:])
+    private var mutationCount = 0
+    private var keysSeen: Set<String> = []
+
+    init() {
+        let clock = clock
+        levels = [ModelLevel(clock: clock), ModelLevel(clock: clock)]
+        let network = network
+        store = Store(
+            levels: [.cache(levels[0], name: "memory"), .cache(levels[1], name: "disk")],
+            fetch: LoaderFamily { network[$0] }, now: { clock.now })
+    }
+
+    func apply(_ step: Step) {
+        switch step {
+        case .write(let key, let items): store.write(items, for: key)
+        case .update(let key, let edit): store.update(key) { edit.applied(to: $0) }
+        case .mutate(let key, let edit): mutate(key, edit)
+        case .settle(let mutation, let settlement): settle(mutation, settlement)
+        case .remove(let key): store.remove(key)
+        case .clear: store.clear()
+        case .invalidate(let key): store.invalidate(key)
+        case .invalidateWhere(let keys): store.invalidate { keys.contains($0) }
+        case .invalidateAll: store.invalidateAll()
+        case .revalidate: store.revalidate()
+        case .read(let key, let policy): read(key, policy)
+        case .refresh(let key): refresh(key)
+        case .observe(let key):
+            observerCount += 1
+            observers[observerCount] = (key, StreamRecorder(store.changes(for: key)))
+        case .stopObserving(let observer):
+            observers[observer]?.recorder.cancel()
+            observers[observer] = nil
+        case .answer(let key, let request, let items): network.complete(key, with: items, at: request)
+        case .fail(let key, let request): network.fail(key, with: TestError.model, at: request)
+        case .advanceClock(let seconds): clock.advance(by: TimeInterval(seconds))
+        case .levelsFail(let failing): for level in levels { level.fails = failing }
+        }
+        switch step {
+        case .write(let key, _), .update(let key, _), .mutate(let key, _), .remove(let key), .invalidate(let key),
+            .read(let key, _), .refresh(let key), .observe(let key), .answer(let key, _, _), .fail(let key, _):
+            keysSeen.insert(key)
+        case .invalidateWhere(let keys): keysSeen.formUnion(keys)
+        default: break
+        }
+    }
+
+    var checkpoint: Checkpoint {
+        var checkpoint = Checkpoint()
+        for (observer, (_, recorder)) in observers {
+            let last = recorder.values.last
+            checkpoint.observers[observer] = Shown(
+                value: last?.value, hasPendingChanges: last?.hasPendingChanges ?? false)
+        }
+        checkpoint.reads = reads.withLock { $0 }
+        checkpoint.mutations = outcomes.withLock { $0 }
+        checkpoint.levels = levels.map(\.contents)
+        for key in keysSeen where network.loadCount(for: key) > 0 {
+            checkpoint.requests[key] = network.loadCount(for: key)
+        }
+        return checkpoint
+    }
+
+    private func read(_ key: String, _ policy: ModelPolicy) {
+        readCount += 1
+        let read = readCount
+        reads.withLock { $0[read] = [] }
+        let storePolicy: ReadPolicy =
+            switch policy {
+            case .cacheFirst: .cacheFirst
+            case .cacheFirstYoungerThan(let seconds): .cacheFirst(maxAge: .seconds(seconds))
+            case .cacheOnly: .cacheOnly
+            case .cacheThenNetwork: .cacheThenNetwork
+            case .networkFirst: .networkFirst
+            case .networkOnly: .networkOnly
+            }
+        _ = store.read(key, policy: storePolicy).load { [reads] result in
+            reads.withLock { $0[read, default: []].append(Answer(result)) }
+        }
+    }
+
+    private func refresh(_ key: String) {
+        readCount += 1
+        let read = readCount
+        reads.withLock { $0[read] = [] }
+        store.refresh(key) { [reads] result in reads.withLock { $0[read, default: []].append(Answer(result)) } }
+    }
+
+    private func mutate(_ key: String, _ edit: Edit) {
+        mutationCount += 1
+        let mutation = mutationCount
+        let spy = LoaderSpy<Void>()
+        let change: @Sendable (Items?) -> Items? = { edit.applied(to: $0) }
+        let token = store.mutate(key, change, commit: spy) { [outcomes] result in
+            let outcome: String
+            switch result {
+            case .success: outcome = "accepted"
+            case .failure(let error as StoreError) where error == .cleared: outcome = "cleared"
+            case .failure: outcome = "refused"
+            }
+            outcomes.withLock { $0[mutation] = outcome }
+        }
+        commits[mutation] = (spy, token)
+    }
+
+    private func settle(_ mutation: Int, _ settlement: Settlement) {
+        guard let (spy, token) = commits[mutation] else { return }
+        switch settlement {
+        case .accept: spy.complete(with: ())
+        case .refuse: spy.fail(with: TestError.model)
+        case .cancel: token.cancel()
+        }
+    }
+}
+
+extension Answer {
+    init(_ result: Result<StoreResponse<Items>, any Error>) {
+        switch result {
+        case .success(let response):
+            self = .shown(
+                Shown(value: response.value, hasPendingChanges: response.hasPendingChanges),
+                withError: response.error != nil)
+        case .failure:
+            self = .failed
+        }
+    }
+}
+
+/// A level that answers at once, stamps what it saves with the history's clock, and fails its saves and removals
+/// while told to (a full disk).
+final class ModelLevel: KeyedCache, @unchecked Sendable {
+    // Only the history's thread touches it (one step at a time), as the model does.
+    private var values: [String: CachedValue<Items>] = [:]
+    private let clock: TestClock
+    var fails = false
+
+    init(clock: TestClock) {
+        self.clock = clock
+    }
+
+    var contents: [String: Items] { values.mapValues(\.value) }
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<Items>, any Error>) -> Void) {
+        completion(values[key].map { .success($0) } ?? .failure(CacheMiss.absent))
+    }
+
+    func save(_ value: Items, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        guard !fails else { return completion(.failure(TestError.model)) }
+        values[key] = CachedValue(value, savedAt: clock.now)
+        completion(.success(()))
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        guard !fails else { return completion(.failure(TestError.model)) }
+        values[key] = nil
+        completion(.success(()))
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        values = [:]
+        completion(.success(()))
+    }
+}
