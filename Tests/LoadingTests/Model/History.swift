@@ -173,3 +173,25 @@ enum Answer: Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension Step {
+    /// Simpler forms of this step, for shrinking: the requests, mutations and observers it names by smaller numbers,
+    /// and its values made empty.
+    var simpler: [Step] {
+        switch self {
+        case .answer(let key, let request, let items):
+            (request > 0 ? [.answer(key, request: request - 1, items), .answer(key, request: 0, items)] : [])
+                + (items.isEmpty ? [] : [.answer(key, request: request, [])])
+        case .fail(let key, let request) where request > 0:
+            [.fail(key, request: request - 1), .fail(key, request: 0)]
+        case .settle(let mutation, let settlement) where mutation > 1:
+            [.settle(mutation: mutation - 1, settlement), .settle(mutation: 1, settlement)]
+        case .stopObserving(let observer) where observer > 1:
+            [.stopObserving(observer: observer - 1), .stopObserving(observer: 1)]
+        case .write(let key, let items) where !items.isEmpty: [.write(key, [])]
+        case .invalidateWhere(let keys) where keys.count == 1: [.invalidate(keys[0])]
+        case .invalidateAll: ModelCheck.keys.map { .invalidate($0) }
+        default: []
+        }
+    }
+}

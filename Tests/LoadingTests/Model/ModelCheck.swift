@@ -5,12 +5,22 @@ import XCTest
 /// step, what each observer was shown, what each caller was answered and what each level holds must agree. A history
 /// that disagrees is shrunk to the shortest one that still does, and printed as a test to paste.
 enum ModelCheck {
-    /// Where a history first disagreed with the model.
-    struct Disagreement: CustomStringConvertible {
+    /// A model or a system under test that a history runs on: it takes steps, and says what its observers, callers
+    /// and storage were left with.
+    protocol System<Step, Seen> {
+        associatedtype Step: CustomStringConvertible
+        associatedtype Seen: Equatable & CustomStringConvertible
+
+        mutating func apply(_ step: Step)
+        var checkpoint: Seen { get }
+    }
+
+    /// Where a history first disagreed with its model.
+    struct Disagreement<Step: CustomStringConvertible, Seen: CustomStringConvertible>: CustomStringConvertible {
         let history: [Step]
         let step: Int
-        let expected: Checkpoint
-        let actual: Checkpoint
+        let expected: Seen
+        let actual: Seen
 
         var description: String {
             """
@@ -23,15 +33,17 @@ enum ModelCheck {
         }
     }
 
-    /// Runs `history` on both; the first step after which they disagree, if any.
-    static func run(_ history: [Step]) -> Disagreement? {
-        var model = StoreModel()
-        let store = StoreUnderTest()
+    /// Runs `history` on a new model and a new system; the first step after which they disagree, if any.
+    static func run<Model: System, UnderTest: System>(
+        _ history: [Model.Step], model makeModel: () -> Model, system makeSystem: () -> UnderTest
+    ) -> Disagreement<Model.Step, Model.Seen>? where UnderTest.Step == Model.Step, UnderTest.Seen == Model.Seen {
+        var model = makeModel()
+        var system = makeSystem()
         for (index, step) in history.enumerated() {
             model.apply(step)
-            store.apply(step)
+            system.apply(step)
             let expected = model.checkpoint
-            let actual = store.checkpoint
+            let actual = system.checkpoint
             if expected != actual {
                 return Disagreement(history: history, step: index, expected: expected, actual: actual)
             }
@@ -39,45 +51,71 @@ enum ModelCheck {
         return nil
     }
 
-    /// The shortest history found that still disagrees, from one that does: steps after the disagreement are cut,
-    /// then chunks of steps and single steps removed while it still disagrees (a delta-debugging search).
-    static func shrink(_ failing: Disagreement) -> Disagreement {
+    /// The shortest history found that still disagrees, from one that does (`run` runs a candidate): steps after
+    /// the disagreement are cut, then chunks of steps and single steps removed while it still disagrees (a
+    /// delta-debugging search), then each step made simpler where it still disagrees (`simpler` says how: a request
+    /// or a mutation named by a smaller number, after the steps making earlier ones were removed), and again.
+    static func shrink<Step, Seen>(
+        _ failing: Disagreement<Step, Seen>, simpler: (Step) -> [Step] = { _ in [] },
+        run: ([Step]) -> Disagreement<Step, Seen>?
+    ) -> Disagreement<Step, Seen> {
         var best = failing
-        var history = Array(failing.history.prefix(failing.step + 1))
-        var chunk = max(1, history.count / 2)
-        while chunk >= 1 {
-            var start = 0
-            var removedAny = false
-            while start < history.count {
-                var candidate = history
-                candidate.removeSubrange(start..<min(history.count, start + chunk))
-                if let disagreement = run(candidate) {
-                    history = Array(candidate.prefix(disagreement.step + 1))
-                    best = Disagreement(
-                        history: history, step: disagreement.step, expected: disagreement.expected,
-                        actual: disagreement.actual)
-                    removedAny = true
-                } else {
-                    start += chunk
-                }
-            }
-            if !removedAny { chunk /= 2 }
+        func keep(_ candidate: [Step]) -> Bool {
+            guard let disagreement = run(candidate) else { return false }
+            best = Disagreement(
+                history: Array(candidate.prefix(disagreement.step + 1)), step: disagreement.step,
+                expected: disagreement.expected, actual: disagreement.actual)
+            return true
         }
-        return best
+        _ = keep(Array(failing.history.prefix(failing.step + 1)))
+        while true {
+            let before = best.history.count
+            var chunk = max(1, best.history.count / 2)
+            while chunk >= 1 {
+                var start = 0
+                var removedAny = false
+                while start < best.history.count {
+                    var candidate = best.history
+                    candidate.removeSubrange(start..<min(candidate.count, start + chunk))
+                    if keep(candidate) { removedAny = true } else { start += chunk }
+                }
+                if !removedAny { chunk /= 2 }
+            }
+            var simplified = false
+            for index in best.history.indices {
+                for variant in simpler(best.history[index]) {
+                    var candidate = best.history
+                    candidate[index] = variant
+                    if keep(candidate) {
+                        simplified = true
+                        break
+                    }
+                }
+                if index >= best.history.count - 1 { break }
+            }
+            if !simplified, best.history.count == before { return best }
+        }
     }
 
-    /// `disagreement` as a test to paste into ``StoreModelCheckTests``.
-    static func testCase(_ disagreement: Disagreement, seed: UInt64) -> String {
+    /// `disagreement` as a test to paste, calling `assertion` (`ModelCheck.assertAgrees`, say) on its history.
+    static func testCase<Step, Seen>(_ disagreement: Disagreement<Step, Seen>, seed: UInt64, assertion: String)
+        -> String
+    {
         """
         func test_history_seed\(seed)() {
-            ModelCheck.assertAgrees([
+            \(assertion)([
                 \(disagreement.history.map(\.description).joined(separator: ",\n        "))
             ])
         }
         """
     }
 
-    /// Fails the test when `history` disagrees with the model, saying where and how.
+    /// Runs the store's histories: the real store against ``StoreModel``.
+    static func run(_ history: [Step]) -> Disagreement<Step, Checkpoint>? {
+        run(history, model: { StoreModel() }, system: { StoreUnderTest() })
+    }
+
+    /// Fails the test when `history` disagrees with the store's model, saying where and how.
     static func assertAgrees(_ history: [Step], file: StaticString = #filePath, line: UInt = #line) {
         if let disagreement = run(history) { XCTFail("\(disagreement)", file: file, line: line) }
     }

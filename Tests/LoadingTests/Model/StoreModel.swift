@@ -14,7 +14,7 @@
 ///   after it was confirmed first; changes confirmed while it was in flight are applied again to what it brings.
 /// - Staleness is the key's own: a fetch sent after the invalidation, a write, an update or a confirmed change make it
 ///   fresh; a value read from the levels is as stale as the key was when it was saved there.
-struct StoreModel {
+struct StoreModel: ModelCheck.System {
     /// A caller waiting for a fetch.
     enum Caller: Equatable {
         case read(Int, ModelPolicy)

@@ -17,17 +17,17 @@ final class StoreModelCheckTests: XCTestCase {
         var seed = firstSeed
         while checked < budget {
             if let soak, Date().timeIntervalSince(started) > soak { break }
-            let length = 40 + Int(seed % 5) * 50  // 40 to 240 steps
+            let length = environment["LOADING_MODEL_LENGTH"].flatMap(Int.init) ?? 40 + Int(seed % 5) * 50  // 40 to 240
             let history = ModelCheck.history(seed: seed, length: length)
             if let disagreement = ModelCheck.run(history) {
-                let shrunk = ModelCheck.shrink(disagreement)
+                let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler, run: ModelCheck.run)
                 XCTFail(
                     """
                     seed \(seed): the store disagreed with the model after \(checked) histories agreed \
                     (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
                     \(shrunk)
                     Paste as a test:
-                    \(ModelCheck.testCase(shrunk, seed: seed))
+                    \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertAgrees"))
                     """)
                 return
             }
@@ -40,6 +40,113 @@ final class StoreModelCheckTests: XCTestCase {
                 + String(format: "%.1f s, %.0f histories/s", seconds, Double(checked) / max(seconds, 0.001)))
     }
 
-    // MARK: Histories that once disagreed
+    func test_randomQueueHistories_agreeWithTheModel() {
+        let environment = ProcessInfo.processInfo.environment
+        let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
+        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 400 : .max
+        let started = Date()
+        var checked = 0
+        var seed: UInt64 = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
+        while checked < budget {
+            if let soak, Date().timeIntervalSince(started) > soak { break }
+            let length = environment["LOADING_MODEL_LENGTH"].flatMap(Int.init) ?? 40 + Int(seed % 5) * 50
+            let history = ModelCheck.queueHistory(seed: seed, length: length)
+            if let disagreement = ModelCheck.run(history) {
+                let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler, run: ModelCheck.run)
+                XCTFail(
+                    """
+                    seed \(seed): the queue disagreed with the model after \(checked) histories agreed \
+                    (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
+                    \(shrunk)
+                    Paste as a test:
+                    \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertQueueAgrees"))
+                    """)
+                return
+            }
+            checked += 1
+            seed += 1
+        }
+        let seconds = Date().timeIntervalSince(started)
+        print(
+            "Queue model check: \(checked) histories agreed in "
+                + String(format: "%.1f s, %.0f histories/s", seconds, Double(checked) / max(seconds, 0.001)))
+    }
+
+    // MARK: Histories that once disagreed (each a defect of the store, fixed)
+
+    /// A level removal that failed left the old value, served again once the key fell out of use.
+    func test_aRemovalNoLevelCouldMake_isKept() {
+        ModelCheck.assertAgrees([
+            .write("b", [0, 2]), .levelsFail(true), .invalidateAll, .remove("b"), .read("b", .cacheFirst),
+        ])
+        ModelCheck.assertAgrees([.write("b", [0, 2]), .levelsFail(true), .remove("b"), .read("b", .cacheOnly)])
+    }
+
+    /// A change of a key the store did not hold loaded its base from the levels as fresh, invalidated or not.
+    func test_aChangesBaseReadFromTheLevels_isAsStaleAsTheLevelsValue() {
+        ModelCheck.assertAgrees([
+            .refresh("b"), .answer("b", request: 0, []), .invalidateAll, .mutate("b", .insert(2)),
+            .read("b", .cacheFirst),
+        ])
+    }
+
+    /// A read overtaken by a removal answered with nothing after the key fell out of use, a value written since.
+    func test_aReadOvertakenByARemoval_answersWithWhatTheKeyHasAfterIt() {
+        ModelCheck.assertAgrees([.read("a", .cacheFirst), .remove("a"), .write("a", []), .answer("a", request: 0, [1])])
+    }
+
+    /// With the clock set back, a value saved before an invalidation was dated after it, and served as fresh.
+    func test_aValueSavedBeforeAnInvalidation_isStale_evenWithTheClockSetBack() {
+        ModelCheck.assertAgrees([.write("b", []), .advanceClock(seconds: -20), .invalidateAll, .read("b", .cacheFirst)])
+    }
+
+    /// A base read judged stale took a mark later than the invalidation: the fetch sent after it left it stale.
+    func test_aFetchSentAfterTheInvalidation_makesFreshWhatABaseReadFoundStale() {
+        ModelCheck.assertAgrees([
+            .write("b", []), .invalidateWhere(["b"]), .refresh("b"), .mutate("b", .delete(2)),
+            .answer("b", request: 0, []), .read("b", .cacheFirst),
+        ])
+    }
+
+    /// A stale value's save recorded its staleness after the fetch sent since, which then could not make it fresh.
+    func test_aStaleValuesSave_isStaleSinceItsInvalidation() {
+        ModelCheck.assertAgrees([
+            .read("a", .networkOnly), .invalidate("a"), .refresh("a"), .answer("a", request: 0, [1]),
+            .answer("a", request: 1, [0, 1]), .read("a", .cacheFirst),
+        ])
+    }
+
+    /// An entry made again for another key kept what its pending changes had shown.
+    func test_anEntryMadeAgain_showsItsOwnPendingChanges() {
+        ModelCheck.assertAgrees([
+            .mutate("b", .insert(1)), .read("a", .networkFirst), .observe("a"), .mutate("a", .delete(3)),
+            .answer("a", request: 0, [0]), .settle(mutation: 2, .accept), .stopObserving(observer: 1),
+            .mutate("a", .insert(0)), .update("a", .insert(2)), .update("a", .insert(3)), .observe("a"),
+        ])
+    }
+
+    // MARK: Defects put back on purpose, each found in the first histories (kept as the shrunk histories)
+
+    func test_aFetchAnswer_neverOverwritesALaterWrite() {
+        ModelCheck.assertAgrees([.refresh("b"), .write("b", [0, 1]), .answer("b", request: 0, [])])
+    }
+
+    func test_aValueFromBeforeAClear_isNeverShownAfterIt() {
+        ModelCheck.assertAgrees([.refresh("a"), .clear, .answer("a", request: 0, [])])
+    }
+
+    func test_aRefusedChange_undoesItselfAlone() {
+        ModelCheck.assertAgrees([
+            .mutate("a", .insert(2)), .mutate("a", .delete(0)), .observe("a"), .settle(mutation: 1, .refuse),
+        ])
+    }
+
+    func test_anInvalidationStorm_startsOneFetch() {
+        ModelCheck.assertAgrees([.read("a", .cacheFirst), .observe("a"), .invalidate("a"), .invalidate("a")])
+    }
+
+    func test_aMutationEnqueuedBeforeALogout_isNeverSentAfterIt() {
+        ModelCheck.assertQueueAgrees([.online(true), .enqueue(.insert(3)), .enqueue(.insert(2)), .clear])
+    }
 
 }

@@ -5,7 +5,7 @@ import LoadingTestSupport
 /// The real ``Store`` a history runs on: two levels that answer at once (a memory level and a disk level, which the
 /// history can make fail), a network whose requests the history answers one by one, and a clock it moves. It records
 /// what each observer was shown, what each caller was answered and what each level holds, as ``StoreModel`` does.
-final class StoreUnderTest {
+final class StoreUnderTest: ModelCheck.System {
     private let clock = TestClock()
     private let levels: [ModelLevel]
     private let network = KeyedLoaderSpy<String, Items>()

@@ -1,0 +1,345 @@
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// A step of a mutation queue's history: the app's calls, the server's answers, the network, the retry timer, a
+/// logout and a restart of the process (a new store and a new queue over the same storage and disk).
+enum QueueStep: Hashable, Sendable, CustomStringConvertible {
+    /// Simpler forms of this step, for shrinking: the attempts and mutations it names by smaller numbers.
+    var simpler: [QueueStep] {
+        switch self {
+        case .accept(let attempt) where attempt > 0: [.accept(attempt: attempt - 1), .accept(attempt: 0)]
+        case .refuse(let attempt) where attempt > 0: [.refuse(attempt: attempt - 1), .refuse(attempt: 0)]
+        case .failForNow(let attempt) where attempt > 0: [.failForNow(attempt: attempt - 1), .failForNow(attempt: 0)]
+        case .discard(let mutation) where mutation > 1: [.discard(mutation: mutation - 1), .discard(mutation: 1)]
+        default: []
+        }
+    }
+
+    case enqueue(Edit)
+    /// The server answers attempt `attempt` (in the order attempts reached it).
+    case accept(attempt: Int)
+    case refuse(attempt: Int)
+    /// A transient failure: the mutation waits for its retry.
+    case failForNow(attempt: Int)
+    case retryTimerFires
+    case online(Bool)
+    case discard(mutation: Int)
+    case clear
+    case restart
+
+    var description: String {
+        switch self {
+        case .enqueue(let edit): ".enqueue(\(edit))"
+        case .accept(let attempt): ".accept(attempt: \(attempt))"
+        case .refuse(let attempt): ".refuse(attempt: \(attempt))"
+        case .failForNow(let attempt): ".failForNow(attempt: \(attempt))"
+        case .retryTimerFires: ".retryTimerFires"
+        case .online(let online): ".online(\(online))"
+        case .discard(let mutation): ".discard(mutation: \(mutation))"
+        case .clear: ".clear"
+        case .restart: ".restart"
+        }
+    }
+}
+
+/// What a queue's history left: what the key shows, what the storage keeps, what reached the server, how each
+/// mutation ended.
+struct QueueCheckpoint: Equatable, CustomStringConvertible {
+    var shown: Shown
+    /// The mutations kept, in order, by the number they were enqueued with, with their attempts.
+    var kept: [String]
+    /// The mutations listed as pending, in order.
+    var pending: [String]
+    /// What reached the server, in order: each attempt's mutation.
+    var sent: [Int]
+    var outcomes: [Int: String]
+
+    var description: String {
+        """
+        shown \(shown)
+        kept \(kept)
+        pending \(pending)
+        sent \(sent)
+        outcomes \(outcomes.sorted { $0.key < $1.key }.map { "#\($0.key): \($0.value)" })
+        """
+    }
+}
+
+/// What a ``MutationQueue`` promises, sequentially: mutations saved, shown at once in order, sent one at a time
+/// in order while online, each attempt counted before it is sent; accepted ones join the confirmed value, refused
+/// ones are undone alone, transient failures wait for the retry or the network; a logout drops every mutation at
+/// once (nothing of before is shown or sent after it, restarts included); a restart shows the kept mutations again and
+/// sends them.
+struct QueueModel: ModelCheck.System {
+    private struct Mutation {
+        let number: Int
+        let edit: Edit
+        var attempts = 0
+    }
+
+    /// The confirmed value (the disk level keeps it across restarts).
+    private var confirmed: Items?
+    private var queue: [Mutation] = []
+    /// The attempt in flight: its place among the attempts the server received.
+    private var sending: (attempt: Int, mutation: Int)?
+    private var waitingForRetry = false
+    private var online = false
+    private var sent: [Int] = []
+    private var outcomes: [Int: String] = [:]
+    private var enqueued = 0
+
+    mutating func apply(_ step: QueueStep) {
+        switch step {
+        case .enqueue(let edit):
+            enqueued += 1
+            queue.append(Mutation(number: enqueued, edit: edit))
+        case .accept(let attempt): answered(attempt, accepted: true)
+        case .refuse(let attempt): answered(attempt, accepted: false)
+        case .failForNow(let attempt):
+            guard sending?.attempt == attempt else { break }
+            sending = nil
+            waitingForRetry = true
+        case .retryTimerFires: waitingForRetry = false
+        case .online(let isOnline):
+            // The network coming back sends a mutation waiting for its retry at once; staying online changes nothing.
+            if isOnline, !online { waitingForRetry = false }
+            online = isOnline
+        case .discard(let number):
+            guard let index = queue.firstIndex(where: { $0.number == number }) else { break }
+            queue.remove(at: index)
+            if sending?.mutation == number { sending = nil }
+            if index == 0 { waitingForRetry = false }
+            outcomes[number] = "discarded"
+        case .clear:
+            for mutation in queue { outcomes[mutation.number] = "cleared" }
+            queue = []
+            sending = nil
+            waitingForRetry = false
+            confirmed = nil
+        case .restart:
+            // A new process: nothing in flight, the network as it was, the timer gone.
+            sending = nil
+            waitingForRetry = false
+        }
+        sendFirst()
+    }
+
+    /// The attempt in flight, for a generator's answers.
+    var attemptInFlight: Int? { sending?.attempt }
+    /// Every attempt the server received, for late answers of cancelled ones.
+    var attemptsSent: Int { sent.count }
+    /// The mutations pending, for a generator's discards.
+    var pendingNumbers: [Int] { queue.map(\.number) }
+
+    var checkpoint: QueueCheckpoint {
+        let shownValue = queue.reduce(confirmed) { $1.edit.applied(to: $0) }
+        return QueueCheckpoint(
+            shown: Shown(value: shownValue, hasPendingChanges: !queue.isEmpty),
+            kept: queue.map { "#\($0.number)×\($0.attempts)" },
+            pending: queue.map { "#\($0.number)" }, sent: sent, outcomes: outcomes)
+    }
+
+    private mutating func answered(_ attempt: Int, accepted: Bool) {
+        guard let sending, sending.attempt == attempt,
+            let index = queue.firstIndex(where: { $0.number == sending.mutation })
+        else { return }
+        self.sending = nil
+        let mutation = queue.remove(at: index)
+        if accepted { confirmed = mutation.edit.applied(to: confirmed) }
+        outcomes[mutation.number] = accepted ? "accepted" : "refused"
+    }
+
+    private mutating func sendFirst() {
+        guard online, sending == nil, !waitingForRetry, !queue.isEmpty else { return }
+        queue[0].attempts += 1
+        sent.append(queue[0].number)
+        sending = (sent.count - 1, queue[0].number)
+    }
+}
+
+/// The real queue a history runs on: a store over a memory level and a disk level (kept across restarts), a
+/// ``MutationQueue`` over storage in memory (kept across restarts too), a server whose attempts the history answers,
+/// connectivity and a retry timer it controls. A restart makes a new store and a new queue; the old ones hear nothing
+/// more (their connectivity and timer are their own, and their attempt in flight never answers), as a process that
+/// was ended would.
+final class QueueUnderTest: ModelCheck.System {
+    /// One process's store, queue and what it was given.
+    private struct Launch {
+        let store: Store<String, Items>
+        let queue: MutationQueue<String, Items, Numbered>
+        let observer: StreamRecorder<StoreResponse<Items>, Never>
+        let connectivity: ManualConnectivity
+        let scheduler: TestScheduler
+        /// The tokens of its attempts, cancelled when the process ends.
+        let attempts: Locked<[any CancellationToken]>
+    }
+
+    private let clock = TestClock()
+    private let disk: ModelLevel
+    private let storage = ModelStorage<Numbered>()
+    private let server = LoaderSpy<Void>()
+    private let sent = Locked<[Int]>([])
+    private let outcomes = Locked<[Int: String]>([:])
+    /// The ids the queue gave the mutations, by the number they were enqueued with.
+    private let ids = Locked<[Int: String]>([:])
+    private var online = false
+    private var enqueued = 0
+    private var launch: Launch
+
+    init() {
+        disk = ModelLevel(clock: clock)
+        launch = Self.start(
+            clock: clock, disk: disk, storage: storage, online: false, server: server, sent: sent, outcomes: outcomes)
+    }
+
+    func apply(_ step: QueueStep) {
+        switch step {
+        case .enqueue(let edit):
+            enqueued += 1
+            if let id = try? launch.queue.enqueue(Numbered(number: enqueued, edit: edit)) {
+                ids.withLock { $0[enqueued] = id }
+            }
+        case .accept(let attempt): server.complete(with: (), at: attempt)
+        case .refuse(let attempt): server.fail(with: Refused(), at: attempt)
+        case .failForNow(let attempt): server.fail(with: URLError(.timedOut), at: attempt)
+        case .retryTimerFires: launch.scheduler.advance(by: .seconds(60))
+        case .online(let isOnline):
+            online = isOnline
+            launch.connectivity.setOnline(isOnline)
+        case .discard(let number):
+            if let id = ids.withLock({ $0[number] }) { launch.queue.discard(id) }
+        case .clear: launch.store.clear()
+        case .restart:
+            for attempt in launch.attempts.withLock({ $0 }) { attempt.cancel() }
+            launch = Self.start(
+                clock: clock, disk: disk, storage: storage, online: online, server: server, sent: sent,
+                outcomes: outcomes)
+        }
+    }
+
+    var checkpoint: QueueCheckpoint {
+        let last = launch.observer.values.last
+        return QueueCheckpoint(
+            shown: Shown(value: last?.value, hasPendingChanges: last?.hasPendingChanges ?? false),
+            kept: storage.kept.map { "#\($0.input.number)×\($0.attempts)" },
+            pending: launch.queue.pending.map { "#\($0.input.number)" }, sent: sent.withLock { $0 },
+            outcomes: outcomes.withLock { $0 })
+    }
+
+    /// A new process: a new store (its memory level empty) and a new queue over the same storage and disk.
+    private static func start(
+        clock: TestClock, disk: ModelLevel, storage: ModelStorage<Numbered>, online: Bool, server: LoaderSpy<Void>,
+        sent: Locked<[Int]>, outcomes: Locked<[Int: String]>
+    ) -> Launch {
+        let connectivity = ManualConnectivity(isOnline: online)
+        let scheduler = TestScheduler()
+        let attempts = Locked<[any CancellationToken]>([])
+        let store = Store<String, Items>(
+            levels: [.cache(ModelLevel(clock: clock), name: "memory"), .cache(disk, name: "disk")],
+            fetch: LoaderFamily { _ in LoaderSpy<Items>() }, now: { clock.now })
+        let observer = StreamRecorder(store.changes(for: "q"))
+        _ = store.read("q", policy: .cacheOnly).load { _ in }  // what the disk holds, shown
+        let queue = try! MutationQueue(
+            store: store, storage: storage, connectivity: connectivity, retryDelays: .constant(.seconds(5)),
+            scheduler: scheduler, key: { _ in "q" }, change: { item, value in item.edit.applied(to: value) },
+            send: { item, _ in
+                AnyLoader<Void> { completion in
+                    sent.withLock { $0.append(item.number) }
+                    let token = server.load(completion: completion)
+                    attempts.withLock { $0.append(token) }
+                    return token
+                }
+            },
+            isRefused: { $0 is Refused },
+            onSettled: { settled in
+                let outcome =
+                    switch settled.outcome {
+                    case .accepted: "accepted"
+                    case .refused: "refused"
+                    case .discarded: "discarded"
+                    case .cleared: "cleared"
+                    case .sentByAnotherProcess: "sent elsewhere"
+                    }
+                outcomes.withLock { $0[settled.input.number] = outcome }
+            })
+        return Launch(
+            store: store, queue: queue, observer: observer, connectivity: connectivity, scheduler: scheduler,
+            attempts: attempts)
+    }
+}
+
+/// A queue's mutation in a history: its edit, and the number it was enqueued with.
+struct Numbered: Hashable, Sendable {
+    let number: Int
+    let edit: Edit
+}
+
+/// Mutations kept in memory, for a queue's histories: what a restart finds.
+final class ModelStorage<Input: Sendable>: MutationStorage {
+    private let mutations = Locked<[String: StoredMutation<Input>]>([:])
+
+    var kept: [StoredMutation<Input>] {
+        mutations.withLock { $0.values.sorted { $0.sequence < $1.sequence } }
+    }
+
+    func loadAll() throws -> [StoredMutation<Input>] { kept }
+
+    func save(_ mutation: StoredMutation<Input>) throws {
+        mutations.withLock { $0[mutation.id] = mutation }
+    }
+
+    func remove(_ mutation: StoredMutation<Input>) throws {
+        mutations.withLock { _ = $0.removeValue(forKey: mutation.id) }
+    }
+}
+
+extension ModelCheck {
+    /// Runs a queue's history: the real queue against ``QueueModel``.
+    static func run(_ history: [QueueStep]) -> Disagreement<QueueStep, QueueCheckpoint>? {
+        run(history, model: { QueueModel() }, system: { QueueUnderTest() })
+    }
+
+    /// Fails the test when `history` disagrees with the queue's model.
+    static func assertQueueAgrees(_ history: [QueueStep], file: StaticString = #filePath, line: UInt = #line) {
+        if let disagreement = run(history) { XCTFail("\(disagreement)", file: file, line: line) }
+    }
+
+    /// A random queue history of `length` steps from `seed`, made with the model at hand.
+    static func queueHistory(seed: UInt64, length: Int) -> [QueueStep] {
+        var random = SeededRandom(seed: seed)
+        var model = QueueModel()
+        var steps: [QueueStep] = []
+        while steps.count < length {
+            let roll = Int.random(in: 0..<100, using: &random)
+            let step: QueueStep
+            switch roll {
+            case 0..<25:
+                let number = Int.random(in: 0..<4, using: &random)
+                step = .enqueue(Bool.random(using: &random) ? .insert(number) : .delete(number))
+            case 25..<55:
+                // The attempt in flight mostly; sometimes a late answer of an earlier one.
+                let late = model.attemptsSent > 0 && Int.random(in: 0..<5, using: &random) == 0
+                guard
+                    let attempt = late ? Int.random(in: 0..<model.attemptsSent, using: &random) : model.attemptInFlight
+                else { continue }
+                let answers: [QueueStep] = [
+                    .accept(attempt: attempt), .accept(attempt: attempt), .refuse(attempt: attempt),
+                    .failForNow(attempt: attempt),
+                ]
+                step = answers.randomElement(using: &random)!
+            case 55..<63: step = .retryTimerFires
+            case 63..<78: step = .online(Int.random(in: 0..<3, using: &random) != 0)
+            case 78..<84:
+                guard let number = model.pendingNumbers.randomElement(using: &random) else { continue }
+                step = .discard(mutation: number)
+            case 84..<91: step = .clear
+            default: step = .restart
+            }
+            model.apply(step)
+            steps.append(step)
+        }
+        return steps
+    }
+}
