@@ -86,10 +86,13 @@ extension Store {
         _ = fetchBegun(begun, of: key)
     }
 
-    /// Begins the fetch `key` owed its observers.
+    /// Begins the fetch `key` owed its observers, decided in `generation` (nothing when a removal or a clear came
+    /// since).
     @usableFromInline
-    func refetchNow(_ key: Key) {
-        _ = fetch(key, joining: false, completion: refetched(key))
+    func refetchNow(_ key: Key, decidedIn generation: Int) {
+        guard let begun = locked({ $0.beginOwedRefetch(key, decidedIn: generation, completion: refetched(key)) })
+        else { return }
+        _ = fetchBegun(begun, of: key)
     }
 
     /// What a refetch does with its answer: a failure is attached to the value shown.

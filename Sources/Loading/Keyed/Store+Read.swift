@@ -66,6 +66,11 @@ extension Store {
         /// Whether the read holds its key in the store from a cache-then-network hit until its fetch has begun, so
         /// that the value it served stays shown meanwhile (set and read by the read's own steps, one after another).
         @usableFromInline @exclusivity(unchecked) var holdsKey = false
+        /// Whether the read waited for the changes asked before it (see ``start()``).
+        @usableFromInline @exclusivity(unchecked) var hasWaited = false
+        /// Where the read stands in the store's order, once it began (after the changes asked before it): a change
+        /// asked after it is applied again to what its fetch brings. Set under the store's lock.
+        @usableFromInline @exclusivity(unchecked) var asked: Int?
 
         @inlinable
         init(
@@ -90,10 +95,21 @@ extension Store {
             return self
         }
 
-        /// Answers from the store's value when the policy takes it, else reads the levels or fetches.
+        /// Answers from the store's value when the policy takes it, else reads the levels or fetches; after the
+        /// changes of the key asked before it, when some run or wait (a read sees the writes made before it).
         @inlinable
         func start() {
-            let cached = store.locked { $0.cached(key, under: policy, now: began) }
+            let cached = store.locked { machine -> (snapshot: Machine.Snapshot?, fresh: Bool)?? in
+                // The read's place in the store's order: before the changes asked after it, which its fetch applies
+                // again to what it brings.
+                if asked == nil { asked = machine.readStamp }
+                if !hasWaited, machine.awaitTurn(of: key, then: { [self] in afterTurn() }) { return nil }
+                if since == nil, policy.kind == .cacheFirst || policy.kind == .cacheOnly {
+                    since = machine.stamp(of: key)
+                }
+                return machine.cached(key, under: policy, now: began)
+            }
+            guard let cached else { return }  // its turn comes later
             switch policy.kind {
             case .cacheFirst, .cacheOnly:
                 guard let snapshot = cached?.snapshot, cached?.fresh == true else { return readLevel(0, for: .cache) }
@@ -107,12 +123,23 @@ extension Store {
             }
         }
 
+        /// The read's turn came, after the changes asked before it: it goes on (once; changes asked after it do not
+        /// hold it again).
+        @inlinable
+        func afterTurn() {
+            hasWaited = true
+            start()
+        }
+
         /// ``start()`` for a key the store did not hold a moment ago, which it need not look at again: the levels
         /// are read (or, for a network policy, the fetch begins), and what the store learned meanwhile is found there.
         @inlinable
         func startWithNothingHeld() {
             switch policy.kind {
-            case .cacheFirst, .cacheOnly: readLevel(0, for: .cache)
+            case .cacheFirst, .cacheOnly:
+                // The store held nothing: a value it confirms before the read's fetch begins is the answer.
+                since = Machine.ReadStamp(generation: 0, confirmedVersion: 0, invalidations: 0)
+                readLevel(0, for: .cache)
             case .cacheThenNetwork: readLevel(0, for: .cacheThenNetwork)
             case .networkFirst, .networkOnly: startFetch()
             }
@@ -170,9 +197,10 @@ extension Store {
             guard index < store.levels.count else { return levelsDone(nil, for: purpose) }
             let begun = store.locked { machine -> Machine.LevelRead? in
                 guard !isCancelled else { return nil }
+                if asked == nil { asked = machine.readStamp }
                 let begun = machine.beginLevelRead(key, level: index)
                 guard case .read(let stamp, let inStep) = begun else { return begun }
-                if index == 0, case .cache = purpose { since = stamp }
+                if index == 0, since == nil, case .cache = purpose { since = stamp }
                 (self.purpose, level, self.stamp, self.inStep) = (purpose, index, stamp, inStep)
                 rules = machine.staleRules(for: key)  // what a hit is judged by, as of this read
                 return begun
@@ -214,7 +242,9 @@ extension Store {
                 guard fetches, !isCancelled else {
                     return (.learned(machine.endLevelRead(key, since: stamp)), isCancelled)
                 }
-                let miss = machine.endLastLevelReadThenFetch(key, readAt: stamp, since: since) { [self] in fetched($0) }
+                let miss = machine.endLastLevelReadThenFetch(
+                    key, readAt: stamp, since: since, asked: asked ?? machine.readStamp
+                ) { [self] in fetched($0) }
                 if case .fetch(let begun) = miss { joinedFetch = begun.joinedFetch }
                 return (miss, false)
             }
@@ -303,7 +333,8 @@ extension Store {
         func startFetch() {
             let begun = store.locked { machine -> Machine.FetchStart? in
                 guard !isCancelled else { return nil }
-                let begun = machine.beginFetch(key, joining: true, since: since) { [self] in fetched($0) }
+                if asked == nil { asked = machine.readStamp }
+                let begun = machine.beginFetch(key, joining: true, since: since, asked: asked) { [self] in fetched($0) }
                 joinedFetch = begun.joinedFetch
                 return begun
             }

@@ -300,8 +300,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The shown value is the confirmed value with every pending change applied in order. When `commit` succeeds,
     /// the change joins the confirmed value and is written to every level at once, debounced ones included; when it
     /// fails, only this change is undone, and changes made meanwhile stay. `completion` receives the commit's
-    /// outcome, a success once the levels' writes have completed. Cancelling the returned token cancels the commit
-    /// and undoes the change.
+    /// outcome: a success once the levels' writes have completed, a failure once the change is undone. Cancelling the
+    /// returned token cancels the commit and undoes the change. Made while another change of the key runs, the change
+    /// is shown after it.
     @discardableResult
     @inlinable
     public func mutate<Commit: Loader>(
@@ -336,8 +337,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         pending.startStep {
             commit.load { [self] result in
                 guard case .success = result else {
-                    submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)
-                    return pending.complete(result.map { _ in () })
+                    // Refused: the completion runs once the change is undone, in order with the key's changes.
+                    let failure = result.map { _ in () }
+                    let undone = Machine.SaveTicket(.run { pending.complete(failure) })
+                    return submit(.settle(mutation: id, accepted: false, ticket: undone), for: key)
                 }
                 // Confirmed: the completion runs once the change is saved to the levels.
                 let saved = Machine.SaveTicket(.run { pending.complete(.success(())) })
@@ -523,7 +526,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         if effects.removeAll { removeAllFromLevels() }
         if effects.issueLevels, let key { issueLevelOps(of: key, first: save) }
-        if effects.refetches, let key { refetchNow(key) }
+        if effects.refetches != 0, let key { refetchNow(key, decidedIn: effects.refetches) }
         guard let more else { return }
         for reply in more.fetchReplies { reply.completion(reply.result) }
         for delivery in more.hitReplies { delivery.reply(delivery.snapshot) }

@@ -29,10 +29,18 @@ extension StoreMachine {
         @usableFromInline @exclusivity(unchecked) var lastConfirmedFetch = 0
         /// Changes confirmed while fetches were in flight, to apply again to what they bring.
         @usableFromInline @exclusivity(unchecked) var log: [LoggedChange] = []
-        @usableFromInline @exclusivity(unchecked) var logSequence = 0
+        /// When the newest change confirmed while no fetch was in flight was asked: it is not in `log`, so a fetch
+        /// that begins later counts from after it (its value is newer than that change).
+        @usableFromInline @exclusivity(unchecked) var lastUnlogged = 0
+        /// When the change being applied now was asked, in the store's order (see ``StoreMachine/enqueue(_:on:)``).
+        @usableFromInline @exclusivity(unchecked) var asking = 0
         /// Changes waiting for the one running (`isChanging`), in the order they were asked.
         @usableFromInline @exclusivity(unchecked) var queue: [Job] = []
+        /// When each job of `queue` was asked, in the store's order.
+        @usableFromInline @exclusivity(unchecked) var queueAsked: [Int] = []
         @usableFromInline @exclusivity(unchecked) var isChanging = false
+        /// Whether the head of `queue` runs now, outside the lock (a ``Work``): it stays at the head until committed.
+        @usableFromInline @exclusivity(unchecked) var headRuns = false
         /// Level operations decided and not yet issued, and whether a caller is issuing them.
         @usableFromInline @exclusivity(unchecked) var levelOps: [LevelOp] = []
         @usableFromInline @exclusivity(unchecked) var isIssuing = false
@@ -81,7 +89,8 @@ extension StoreMachine {
             version = 0
             confirmedVersion = 0
             lastConfirmedFetch = 0
-            logSequence = 0
+            asking = 0
+            lastUnlogged = 0
             keptStamp = nil
             subject = nil
             staleMark = 0
@@ -134,12 +143,12 @@ extension StoreMachine {
     @usableFromInline
     struct Fetch: Sendable {
         @inlinable
-        init(id: Int, generation: Int, logStart: Int, callers: InlineFirstArray<FetchCaller>) {
+        init(id: Int, generation: Int, logStart: Int, sentMark: Int, callers: InlineFirstArray<FetchCaller>) {
             self.id = id
             self.generation = generation
             self.logStart = logStart
             self.callers = callers
-            sentMark = id
+            self.sentMark = sentMark
         }
 
         @usableFromInline let id: Int
@@ -150,8 +159,9 @@ extension StoreMachine {
         @usableFromInline var token: (any CancellationToken)?
         /// Every caller left before the token was kept: the token is cancelled when it is.
         @usableFromInline var isAbandoned = false
-        /// When its request went out, in the store's order: its id, or later for a fetch that waited for the network
-        /// (`nil` while it waits). What it brings is fresh against the invalidations made before.
+        /// When its request went out, in the store's order: just after its caller was asked, or later for a fetch that
+        /// waited for the network (`nil` while it waits). What it brings is fresh against the invalidations made
+        /// before.
         @usableFromInline var sentMark: Int?
     }
 
@@ -496,6 +506,11 @@ extension StoreMachine {
         case load
         /// Write the key's debounced writes now; `ticket` is released once they are saved.
         case flush(SaveTicket)
+        /// A read waiting for the changes asked before it: `reply` is called when its turn comes (the read then
+        /// answers with what they made).
+        case barrier(reply: @Sendable () -> Void)
+        /// An optimistic change asked while the key's changes run or wait: shown when its turn comes, after them.
+        case add(Mutation)
 
         /// Whether the job applies a change to the confirmed value, which must be read from the levels first
         /// when the key is not known.
@@ -503,7 +518,7 @@ extension StoreMachine {
         var needsBase: Bool {
             switch self {
             case .update, .load, .settle(_, accepted: true, _): true
-            case .write, .fetched, .hit, .settle, .flush: false
+            case .write, .fetched, .hit, .settle, .flush, .barrier, .add: false
             }
         }
 
@@ -514,7 +529,7 @@ extension StoreMachine {
             case .write(let stored): stored.value
             case .fetched(let value, _): value
             case .hit(let cached, _, _, _, _, _): cached.value
-            case .update, .settle, .load, .flush: entry.confirmed?.value
+            case .update, .settle, .load, .flush, .barrier, .add: entry.confirmed?.value
             }
         }
 
@@ -530,7 +545,7 @@ extension StoreMachine {
                 guard let start = entry.fetches.first(where: { $0.id == id })?.logStart else { return nil }
                 let changes = entry.log.filter { $0.sequence > start }.map { $0.change }
                 return changes.isEmpty ? nil : changes
-            case .write, .hit, .settle, .load, .flush:
+            case .write, .hit, .settle, .load, .flush, .barrier, .add:
                 return nil
             }
         }
@@ -543,13 +558,21 @@ extension StoreMachine {
         }
 
         /// Whether a removal or a clear drops the job unapplied (it was asked before them); the others are
-        /// judged stale when they run, and answer their callers.
+        /// judged stale when they run, and answer their callers. A clear drops an optimistic change waiting to be
+        /// shown too (``added``); a removal keeps it, as it keeps those shown.
         @inlinable
         var isDroppedByRemoval: Bool {
             switch self {
             case .write, .update, .load: true
-            case .fetched, .hit, .settle, .flush: false
+            case .fetched, .hit, .settle, .flush, .barrier, .add: false
             }
+        }
+
+        /// The optimistic change the job shows, if it is one.
+        @inlinable
+        var added: Mutation? {
+            guard case .add(let mutation) = self else { return nil }
+            return mutation
         }
     }
 
@@ -686,9 +709,10 @@ extension StoreMachine {
         /// Whether the caller's turn of running the key's changes is over (its queue was empty): it performs these
         /// effects and stops, without asking for the next change.
         @usableFromInline var endsTurn = false
-        /// Whether the caller begins the refetch the key owed its observers (see
-        /// ``StoreMachine/beginRefetch(_:completion:)``).
-        @usableFromInline var refetches = false
+        /// The generation of the key in which it owes its observers a refetch that the caller begins (see
+        /// ``StoreMachine/beginRefetch(_:completion:)``); zero when none. A removal or a clear before the caller
+        /// begins it cancels it.
+        @usableFromInline var refetches = 0
         /// The effects a plain write has none of, kept apart so that effects stay small to copy and destroy.
         @usableFromInline var more: More?
 

@@ -198,7 +198,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> FirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
-        guard entry.pending.isEmpty, let confirmed = entry.confirmed, isFresh(entry, under: policy, now: now)
+        guard entry.pending.isEmpty, !entry.isChanging, entry.queue.isEmpty, let confirmed = entry.confirmed,
+            isFresh(entry, under: policy, now: now)
         else { return .held }
         if let hit = entry.hitResponse, entry.hitConfirmedVersion == entry.confirmedVersion,
             hit.version == entry.version
@@ -303,6 +304,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return .read(stamp, inStep: !behind)
     }
 
+    /// Queues a read of `key` behind the changes of the key that run or wait (asked before it), when there are some:
+    /// `reply` is called when its turn comes, and the read goes on then, seeing what they made. `false` when the key's
+    /// turn is free (the read goes on at once).
+    @inlinable
+    mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
+        guard let entry = entry(key), entry.isChanging || !entry.queue.isEmpty else { return false }
+        enqueue(.barrier(reply: reply), on: entry)
+        return true
+    }
+
     /// Holds `key` in the store as a level read does, until ``endLevelRead(_:since:)``: a read that answered with a
     /// hit keeps the value it served shown until its fetch has begun.
     @inlinable
@@ -313,12 +324,15 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel). Returns
     /// what the key shows when the store learned something since the read began (a fetch or a write confirmed a
     /// value, or a removal or a clear overtook it): that is the read's answer, rather than reading on or fetching.
+    /// A change that confirmed no value (another change's read of the levels, which found nothing) teaches nothing.
     @inlinable
     mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
         guard let entry = entry(key) else { return nil }
         entry.levelReads -= 1
         defer { release(key) }
-        guard let stamp, entry.generation != stamp.generation || entry.confirmedVersion != stamp.confirmedVersion
+        guard let stamp,
+            entry.generation != stamp.generation
+                || (entry.confirmedVersion != stamp.confirmedVersion && entry.confirmed != nil)
         else { return nil }
         return shownNow(key)
     }
@@ -330,14 +344,29 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// begins: what it learned is returned.
     @inlinable
     mutating func endLastLevelReadThenFetch(
-        _ key: Key, readAt stamp: ReadStamp, since: ReadStamp?, completion: @escaping FetchCompletion
+        _ key: Key, readAt stamp: ReadStamp, since: ReadStamp?, asked: Int, completion: @escaping FetchCompletion
     ) -> LastLevelMiss {
         guard let entry = entry(key), entry.generation == stamp.generation,
             entry.confirmedVersion == stamp.confirmedVersion
         else { return .learned(endLevelRead(key, since: stamp)) }
         entry.levelReads -= 1
-        return .fetch(beginFetch(key, joining: true, since: since, completion: completion))
+        return .fetch(beginFetch(key, joining: true, since: since, asked: asked, completion: completion))
     }
+
+    /// What the store knows of `key` now, for a read that goes on to the levels: a value it confirms before the
+    /// read's fetch begins is the read's answer (see ``beginFetch(_:joining:since:asked:completion:)``).
+    @inlinable
+    func stamp(of key: Key) -> ReadStamp {
+        let entry = peek(key)
+        return ReadStamp(
+            generation: entry?.generation ?? 0, confirmedVersion: entry?.confirmedVersion ?? 0,
+            invalidations: invalidationCount)
+    }
+
+    /// Where a read that begins now stands in the store's order: a change asked after it is applied again to what
+    /// its fetch brings.
+    @inlinable
+    var readStamp: Int { counter }
 
     // MARK: Fetches
 
@@ -349,7 +378,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// (``FetchStart/answered(_:)``), and no fetch starts.
     @inlinable
     mutating func beginFetch(
-        _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, completion: @escaping FetchCompletion
+        _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, asked: Int? = nil,
+        completion: @escaping FetchCompletion
     ) -> FetchStart {
         let entry = ensureEntry(key)
         if let stamp, entry.confirmed != nil,
@@ -359,17 +389,24 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return .answered(shownNow(key))
         }
         let caller = next()
-        if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned {
+        // A fetch from before a removal or a clear brings nothing the caller may see: it is not joined.
+        if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned,
+            entry.fetches[index].generation == entry.generation
+        {
             entry.fetches[index].callers.append(FetchCaller(id: caller, completion: completion))
             return .joined(fetch: entry.fetches[index].id, caller: caller)
         }
-        // A fetch may get what an upstream load that started earlier brings (a family that coalesces), so it counts
-        // from the oldest fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
-        let logStart = min(entry.fetches.map { $0.logStart }.min() ?? .max, entry.logSequence)
+        // The fetch stands in the store's order where its caller was asked (a read: when it began, after the changes
+        // asked before it; now, otherwise), or after the newest change no fetch logged: what it brings is as fresh as
+        // that against invalidations, and the changes asked after are applied again to it. A fetch may get what an
+        // upstream load that started earlier brings (a family that coalesces), so it counts changes from the oldest
+        // fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
+        let position = max(asked ?? counter, entry.lastUnlogged)
+        let logStart = min(entry.fetches.map { $0.logStart }.min() ?? .max, position)
         let id = next()
         entry.fetches.append(  // made in place: a fetch is copied through its value witnesses
             Fetch(
-                id: id, generation: entry.generation, logStart: logStart,
+                id: id, generation: entry.generation, logStart: logStart, sentMark: position + 1,
                 callers: InlineFirstArray(FetchCaller(id: caller, completion: completion))))
         return .starts(fetch: id, caller: caller)
     }
@@ -421,7 +458,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let fetch = entry.fetches.remove(at: index)
         trimLog(of: key)
-        effects.refetches = takeOwedRefetch(key)
+        effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
         release(key)
         effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .failure(error)) }
         return effects
@@ -462,6 +499,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return true
     }
 
+    /// Begins the refetch `key` owed its observers, decided in `generation`: `nil`, beginning nothing, when the key
+    /// was removed or the store cleared since.
+    @inlinable
+    mutating func beginOwedRefetch(
+        _ key: Key, decidedIn generation: Int, completion: @escaping FetchCompletion
+    ) -> FetchStart? {
+        guard let entry = entry(key), entry.generation == generation else { return nil }
+        return beginFetch(key, joining: false, completion: completion)
+    }
+
     /// Fetch `id` of `key` waits for the network before it sends its request.
     @inlinable
     mutating func fetchWaits(_ id: Int, of key: Key) {
@@ -492,16 +539,25 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return .applied(dropped)
         }
         guard !entry.isChanging else {
-            entry.queue.append(job)
+            enqueue(job, on: entry)
             return .queued
         }
         entry.isChanging = true
         // The key's turn is free: a change needing neither the levels' value nor a closure applies at once.
         if entry.queue.isEmpty, entry.isKnown || !job.needsBase, job.changes(in: entry) == nil {
+            entry.asking = next()
             return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
         }
-        entry.queue.append(job)
+        enqueue(job, on: entry)
         return nextStep(for: key, now: now)
+    }
+
+    /// Puts `job` last in its key's queue, with when it was asked: a fetch that begins later does not count it as a
+    /// change made while it was in flight, however late it is applied.
+    @inlinable
+    mutating func enqueue(_ job: Job, on entry: Entry) {
+        entry.queue.append(job)
+        entry.queueAsked.append(next())
     }
 
     /// A write of `key` applied at once when its turn is free. When the caller issues the key's level operations
@@ -514,6 +570,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key, save: inout LevelOp?) -> Effects? {
         let entry = ensureEntry(key)
         guard !entry.isChanging, entry.queue.isEmpty else { return nil }
+        entry.asking = next()
         let effects = confirmWrite(stored, for: key)
         endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
         return effects
@@ -531,6 +588,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard let entry = entry(key), !entry.isChanging, entry.queue.isEmpty, entry.log.isEmpty,
             entry.fetches.contains(where: { $0.id == id })
         else { return nil }
+        entry.asking = next()
         let effects = confirmFetch(id, for: key, value: value, now: now)
         endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
         return effects
@@ -603,8 +661,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
         guard let changes = job.changes(in: entry) else {
             entry.queue.removeFirst()
+            entry.asking = entry.queueAsked.removeFirst()
             return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
         }
+        entry.headRuns = true
         return .run(Work(generation: entry.generation, base: job.base(in: entry), changes: changes))
     }
 
@@ -629,15 +689,19 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func commitWork(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
         guard let entry = entry(key), !entry.queue.isEmpty else { return Effects() }
+        entry.headRuns = false
         let job = entry.queue.removeFirst()
+        entry.asking = entry.queueAsked.removeFirst()
         guard entry.generation == work.generation else {
             // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
             // again on what is confirmed now, a fetch or a hit is judged stale and answers its callers.
             switch job {
             case .update, .write, .load:
                 return Effects(fetchReplies: job.droppedReply.map { [$0] } ?? [], garbage: [job, result as Any])
-            case .settle: entry.queue.insert(job, at: 0)
-            case .flush: return apply(job, to: key, value: nil, now: now)
+            case .settle:
+                entry.queue.insert(job, at: 0)
+                entry.queueAsked.insert(entry.asking, at: 0)
+            case .flush, .barrier, .add: return apply(job, to: key, value: nil, now: now)
             case .fetched, .hit: return apply(job, to: key, value: result, now: now)
             }
             return Effects(garbage: [result as Any])
@@ -678,7 +742,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if let clears, clears != self.clears { return nil }
         let entry = ensureEntry(key)
         let id = next()
-        entry.pending.insert(Mutation(id: id, change: change, order: order))
+        let mutation = Mutation(id: id, change: change, order: order)
+        guard !entry.isChanging else {
+            // Shown in order: after the changes asked before it.
+            enqueue(.add(mutation), on: entry)
+            return (id, nil, !entry.isKnown, self.clears)
+        }
+        entry.pending.insert(mutation)
         return (id, publish(key), !entry.isKnown, self.clears)
     }
 
@@ -695,8 +765,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// already has nothing to keep.
     @inlinable
     mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key, clears: Int) -> Bool {
-        // The change was just added: it is the last, or close to it.
-        guard let entry = entry(key), entry.pending.keep(commit, of: id) else { return clears == self.clears }
+        // The change was just added: it is the last, or close to it (shown, or waiting to be).
+        guard let entry = entry(key) else { return clears == self.clears }
+        if entry.pending.keep(commit, of: id) { return true }
+        guard let index = entry.queue.lastIndex(where: { $0.added?.id == id }), var mutation = entry.queue[index].added
+        else { return clears == self.clears }
+        mutation.commit = commit
+        entry.queue[index] = .add(mutation)
         return true
     }
 
@@ -708,7 +783,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func remove(_ key: Key) -> Effects {
         let entry = ensureEntry(key)
         var effects = Effects()
-        let (dropped, kept) = entry.queue.partitioned { $0.isDroppedByRemoval }
+        let (dropped, kept) = dropQueuedByRemoval(of: entry)
         effects.garbage = [entry.confirmed as Any, dropped]
         effects.fetchReplies = dropped.compactMap { $0.droppedReply }
         entry.queue = kept
@@ -730,6 +805,26 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return effects
     }
 
+    /// The jobs of `entry`'s queue a removal or a clear drops, and those it keeps (with when they were asked). The
+    /// job running now stays at the head: its commit takes it off and judges it (see ``commitWork(_:result:for:now:)``).
+    /// A clear drops the optimistic changes waiting to be shown too.
+    @inlinable
+    func dropQueuedByRemoval(of entry: Entry, clearing: Bool = false) -> (dropped: [Job], kept: [Job]) {
+        var dropped: [Job] = []
+        var kept: [Job] = []
+        var keptAsked: [Int] = []
+        for (index, (job, asked)) in zip(entry.queue, entry.queueAsked).enumerated() {
+            if job.isDroppedByRemoval || (clearing && job.added != nil), index > 0 || !entry.headRuns {
+                dropped.append(job)
+            } else {
+                kept.append(job)
+                keptAsked.append(asked)
+            }
+        }
+        entry.queueAsked = keptAsked
+        return (dropped, kept)
+    }
+
     /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
     /// returned to fail), debounced writes are cancelled, and the levels are emptied once what was decided before is
     /// issued (`removeAll`, or the caller that issues the last of it).
@@ -739,8 +834,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var effects = Effects()
         for (key, entry) in entries {
             let shownBefore = entry.showsSomething
-            let (dropped, kept) = entry.queue.partitioned { $0.isDroppedByRemoval }
-            let pending = entry.pending.removeAll()
+            let (dropped, kept) = dropQueuedByRemoval(of: entry, clearing: true)
+            let pending = entry.pending.removeAll() + dropped.compactMap { $0.added }
             effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, pending]
             effects.fetchReplies += dropped.compactMap { $0.droppedReply }
             effects.released += entry.levelOps.compactMap { $0.ticket }  // work waiting for dropped writes goes on
@@ -983,7 +1078,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return Effects(fetchReplies: answer.map { [$0] } ?? [])
             }
             let stored = value.map { StoredValue(value: $0, origin: reply == nil ? .local : .network, savedAt: now) }
-            makeFresh(key, from: next())
+            changeMakesFresh(key)
             guard let reply else {
                 return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
             }
@@ -1004,6 +1099,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return Effects()
         case .flush(let ticket):
             return flushDebounced(of: key, ticket: ticket)
+        case .barrier(let reply):
+            return Effects(fetchReplies: [FetchReply(completion: { _ in reply() }, result: .success(shownNow(key)))])
+        case .add(let mutation):
+            entry.pending.insert(mutation)
+            return Effects(publish: publish(key))
         }
     }
 
@@ -1011,10 +1111,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func confirmWrite(_ stored: StoredValue<Value>, for key: Key) -> Effects {
         let entry = entry(key)!
-        makeFresh(key, from: next())  // what the app writes is the latest it knows
+        changeMakesFresh(key)
         // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
         var change: Change?
-        if !entry.fetches.isEmpty { change = { _ in stored.value } }
+        if entry.fetches.isEmpty {
+            entry.lastUnlogged = max(entry.lastUnlogged, entry.asking)
+        } else {
+            change = { _ in stored.value }
+        }
         return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
     }
 
@@ -1032,7 +1136,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 FetchReply(completion: $0.completion, result: .failure(StoreError.discarded))
             }
             var effects = Effects(fetchReplies: replies, garbage: [value as Any])
-            effects.refetches = takeOwedRefetch(key)
+            effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
             return effects
         }
         guard id > entry.lastConfirmedFetch else {
@@ -1041,7 +1145,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             var effects = Effects(
                 fetchReplies: fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) },
                 garbage: [value as Any])
-            effects.refetches = takeOwedRefetch(key)
+            effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
             return effects
         }
         entry.lastConfirmedFetch = id
@@ -1054,7 +1158,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let shown = effects.lastPublished
         saved.whenSaved(
             .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
-        effects.refetches = takeOwedRefetch(key)
+        effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
         return effects
     }
 
@@ -1092,7 +1196,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return Effects(publish: publish(key), garbage: [mutation], released: ticket.map { [$0] } ?? [])
         }
         let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
-        makeFresh(key, from: next())
+        changeMakesFresh(key)
         effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices, ticket: ticket)
         effects.garbage.append(mutation)
         return effects
@@ -1174,6 +1278,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// `key`'s value is fresh from `point` in the store's order: not stale, and not judged stale by an older
     /// invalidation when only the levels hold it.
+    /// What the app writes is the latest it knows, as of when it asked: the key is fresh, unless an invalidation came
+    /// after that (while the change waited for its turn).
+    @inlinable
+    mutating func changeMakesFresh(_ key: Key) {
+        let asked = entry(key)!.asking
+        if asked > entry(key)!.staleMark { makeFresh(key, from: asked) }
+    }
+
     @inlinable
     mutating func makeFresh(_ key: Key, from point: Int) {
         entry(key)!.staleMark = 0
@@ -1183,9 +1295,12 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func log(_ change: @escaping Change, for key: Key) {
         let entry = entry(key)!
-        guard !entry.fetches.isEmpty else { return }
-        entry.logSequence += 1
-        entry.log.append(LoggedChange(sequence: entry.logSequence, change: change))
+        guard !entry.fetches.isEmpty else {
+            entry.lastUnlogged = max(entry.lastUnlogged, entry.asking)
+            return
+        }
+        // Numbered by when it was asked: a fetch that began before applies it again, one that began after does not.
+        entry.log.append(LoggedChange(sequence: entry.asking, change: change))
     }
 
     /// Forgets the logged changes no fetch in flight needs any more.

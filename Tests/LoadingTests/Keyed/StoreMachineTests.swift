@@ -80,7 +80,7 @@ final class StoreMachineTests: XCTestCase {
         let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 0).stamp)
         let generation = try XCTUnwrap(machine.peek("a")).generation
 
-        let missed = machine.endLastLevelReadThenFetch("a", readAt: stamp, since: stamp) { _ in }
+        let missed = machine.endLastLevelReadThenFetch("a", readAt: stamp, since: stamp, asked: 0) { _ in }
         XCTAssertNil(missed.learnedSnapshot)
         XCTAssertEqual(missed.begun?.starts, true)
         XCTAssertEqual(machine.peek("a")?.generation, generation, "the key stayed in use: its entry was kept")
@@ -89,7 +89,7 @@ final class StoreMachineTests: XCTestCase {
         let later = try XCTUnwrap(machine.beginLevelRead("b", level: 0).stamp)
         _ = machine.submit(.write(stored("written")), for: "b", now: now)
         _ = finishChanges(&machine, "b")
-        let overtaken = machine.endLastLevelReadThenFetch("b", readAt: later, since: later) { _ in }
+        let overtaken = machine.endLastLevelReadThenFetch("b", readAt: later, since: later, asked: 0) { _ in }
         XCTAssertEqual(overtaken.learnedSnapshot?.confirmed.value, "written", "what the store learned is the answer")
         XCTAssertNil(overtaken.begun, "and no fetch begins")
         XCTAssertEqual(machine.peek("b")?.levelReads, 0)
@@ -168,6 +168,34 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.commit(work, result: work.run(), for: "a", now: now)
 
         XCTAssertNil(machine.shown("a"), "the update was asked before the removal")
+    }
+
+    func test_aRemovalWhileAnUpdateWaitsForTheLevels_leavesTheWritesAskedAfterIt() throws {
+        var machine = makeMachine()
+        let step = machine.submit(update { ($0 ?? "") + "+u" }, for: "a", now: now)
+        guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
+        XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued)
+
+        _ = machine.remove("a")
+        XCTAssertTrue(machine.submit(.write(stored("3")), for: "a", now: now).isQueued)
+        _ = machine.commitBase(nil, level: 0, generation: generation, staleSince: nil, invalidations: 0, for: "a")
+        _ = finishChanges(&machine, "a")
+
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "3", "the write was asked after the removal")
+    }
+
+    func test_aRemovalWhileAnUpdateRuns_leavesTheWriteAskedAfterIt() throws {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+
+        _ = machine.remove("a")
+        XCTAssertTrue(machine.submit(.write(stored("3")), for: "a", now: now).isQueued)
+        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "3", "the write was asked after the removal")
     }
 
     // MARK: Level operations and the clear barrier
@@ -372,6 +400,32 @@ final class StoreMachineTests: XCTestCase {
             return XCTFail("a cache-only read takes a stale value")
         }
         XCTAssertEqual(response.value, "2")
+    }
+
+    func test_anUpdateAskedBeforeAnInvalidation_leavesTheKeyStale_whenItIsAppliedAfter() throws {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+
+        _ = machine.invalidate("a", at: now)
+        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1+u")
+        XCTAssertEqual(machine.shown("a")?.isStale, true, "the update was asked before the invalidation")
+    }
+
+    func test_aFetchForAReadAskedBeforeAnInvalidation_isNotFreshAgainstIt_andTheRefetchIsOwed() throws {
+        var machine = makeMachine()
+        _ = machine.observe("a", fresh: .init(nil))
+        let asked = machine.readStamp
+        XCTAssertTrue(machine.invalidate("a", at: now).observed)
+
+        let read = machine.beginFetch("a", joining: true, asked: asked) { _ in }
+        XCTAssertNil(machine.beginRefetch("a") { _ in }, "a fetch is in flight")
+        let effects = try XCTUnwrap(machine.submit(.fetched("1", fetch: read.fetch), for: "a", now: now).effects)
+
+        XCTAssertEqual(machine.shown("a")?.isStale, true, "the read was asked before the invalidation")
+        XCTAssertNotEqual(effects.refetches, 0, "the invalidation's refetch begins now")
     }
 
     func test_aReadsFirstLook_tellsAKeyTheStoreDoesNotHold_fromOneWhoseValueDoesNotAnswer() {

@@ -269,6 +269,61 @@ final class StoreRaceTests: XCTestCase {
 
         XCTAssertEqual(calls.withLock { $0 }, ["first"])
     }
+
+    // MARK: Changes take effect in the order they were asked
+
+    /// An update of `"a"` (holding `[]`) whose transform waits until `body` has run on this thread, on a thread of its
+    /// own; returns once it has finished.
+    private func whileAnUpdateRuns(of store: Store<String, [Int]>, _ body: () -> Void) {
+        let entered = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            store.update("a") { value in
+                entered.signal()
+                proceed.wait()
+                return (value ?? []) + [0]
+            }
+            done.signal()
+        }
+        entered.wait()
+        body()
+        proceed.signal()
+        done.wait()
+    }
+
+    func test_anOptimisticChangeMadeWhileAnUpdateRuns_isShownAfterIt() {
+        let store = Store<String, [Int]>(levels: [.cache(MemoryCache(), name: "memory")], fetch: .never)
+        store.write([], for: "a")
+        let observed = StreamRecorder(store.changes(for: "a"))
+
+        whileAnUpdateRuns(of: store) {
+            store.mutate("a", { ($0 ?? []) + [1] }, commit: LoaderSpy<Void>())
+        }
+
+        XCTAssertEqual(observed.values.map(\.value), [[], [0], [0, 1]], "never the change over the value before")
+    }
+
+    func test_aRefusedChangeMadeWhileAnUpdateRuns_completesOnceItIsUndone() {
+        let store = Store<String, [Int]>(levels: [.cache(MemoryCache(), name: "memory")], fetch: .never)
+        store.write([], for: "a")
+        let completed = Locked(false)
+        let refused = AnyLoader<Void> { completion in
+            completion(.failure(anyError))
+            return AnyCancellationToken()
+        }
+
+        whileAnUpdateRuns(of: store) {
+            store.mutate("a", { ($0 ?? []) + [1] }, commit: refused) { _ in completed.withLock { $0 = true } }
+            XCTAssertFalse(completed.withLock { $0 }, "the change is not undone before the update asked before it")
+        }
+
+        XCTAssertTrue(completed.withLock { $0 })
+        let after = LoadRecorder<StoreResponse<[Int]>>()
+        after.load(store.read("a", policy: .cacheOnly))
+        XCTAssertEqual(after.values.map(\.value), [[0]])
+        XCTAssertEqual(after.values.map(\.hasPendingChanges), [false])
+    }
 }
 
 enum RequestContext {

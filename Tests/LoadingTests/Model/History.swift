@@ -154,7 +154,7 @@ struct Checkpoint: Equatable, CustomStringConvertible {
 }
 
 /// What an observer or a read was shown: a value (or none), and whether optimistic changes were pending.
-struct Shown: Equatable, CustomStringConvertible {
+struct Shown: Hashable, CustomStringConvertible {
     var value: Items?
     var hasPendingChanges: Bool
 
@@ -162,7 +162,7 @@ struct Shown: Equatable, CustomStringConvertible {
 }
 
 /// A read's answer: what it was shown, or a failure.
-enum Answer: Equatable, CustomStringConvertible {
+enum Answer: Hashable, CustomStringConvertible {
     case shown(Shown, withError: Bool)
     case failed
 

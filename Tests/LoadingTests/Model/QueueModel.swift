@@ -167,6 +167,8 @@ struct QueueModel: ModelCheck.System {
 final class QueueUnderTest: ModelCheck.System {
     /// One process's store, queue and what it was given.
     private struct Launch {
+        /// Cut when the process ends: nothing it does afterwards reaches the disk or the history.
+        let link: ProcessLink
         let store: Store<String, Items>
         let queue: MutationQueue<String, Items, Numbered>
         let observer: StreamRecorder<StoreResponse<Items>, Never>
@@ -194,6 +196,18 @@ final class QueueUnderTest: ModelCheck.System {
             clock: clock, disk: disk, storage: storage, online: false, server: server, sent: sent, outcomes: outcomes)
     }
 
+    deinit {
+        Self.end(launch)
+    }
+
+    /// Ends a process: cut from the disk, its store is cleared, which breaks the cycle a queue's pending changes make
+    /// with their store (a killed process's memory is simply gone).
+    private static func end(_ launch: Launch) {
+        for attempt in launch.attempts.withLock({ $0 }) { attempt.cancel() }
+        launch.link.cut()
+        launch.store.clear()
+    }
+
     func apply(_ step: QueueStep) {
         switch step {
         case .enqueue(let edit):
@@ -212,7 +226,7 @@ final class QueueUnderTest: ModelCheck.System {
             if let id = ids.withLock({ $0[number] }) { launch.queue.discard(id) }
         case .clear: launch.store.clear()
         case .restart:
-            for attempt in launch.attempts.withLock({ $0 }) { attempt.cancel() }
+            Self.end(launch)
             launch = Self.start(
                 clock: clock, disk: disk, storage: storage, online: online, server: server, sent: sent,
                 outcomes: outcomes)
@@ -233,20 +247,24 @@ final class QueueUnderTest: ModelCheck.System {
         clock: TestClock, disk: ModelLevel, storage: ModelStorage<Numbered>, online: Bool, server: LoaderSpy<Void>,
         sent: Locked<[Int]>, outcomes: Locked<[Int: String]>
     ) -> Launch {
+        let link = ProcessLink()
         let connectivity = ManualConnectivity(isOnline: online)
         let scheduler = TestScheduler()
         let attempts = Locked<[any CancellationToken]>([])
         let store = Store<String, Items>(
-            levels: [.cache(ModelLevel(clock: clock), name: "memory"), .cache(disk, name: "disk")],
+            levels: [
+                .cache(ModelLevel(clock: clock), name: "memory"), .cache(LinkedLevel(disk, link: link), name: "disk"),
+            ],
             fetch: LoaderFamily { _ in LoaderSpy<Items>() }, now: { clock.now })
         let observer = StreamRecorder(store.changes(for: "q"))
         _ = store.read("q", policy: .cacheOnly).load { _ in }  // what the disk holds, shown
         let queue = try! MutationQueue(
-            store: store, storage: storage, connectivity: connectivity, retryDelays: .constant(.seconds(5)),
-            scheduler: scheduler, key: { _ in "q" }, change: { item, value in item.edit.applied(to: value) },
+            store: store, storage: LinkedStorage(storage, link: link), connectivity: connectivity,
+            retryDelays: .constant(.seconds(5)), scheduler: scheduler, key: { _ in "q" },
+            change: { item, value in item.edit.applied(to: value) },
             send: { item, _ in
                 AnyLoader<Void> { completion in
-                    sent.withLock { $0.append(item.number) }
+                    if link.isAlive { sent.withLock { $0.append(item.number) } }
                     let token = server.load(completion: completion)
                     attempts.withLock { $0.append(token) }
                     return token
@@ -262,10 +280,11 @@ final class QueueUnderTest: ModelCheck.System {
                     case .cleared: "cleared"
                     case .sentByAnotherProcess: "sent elsewhere"
                     }
-                outcomes.withLock { $0[settled.input.number] = outcome }
+                if link.isAlive { outcomes.withLock { $0[settled.input.number] = outcome } }
             })
         return Launch(
-            store: store, queue: queue, observer: observer, connectivity: connectivity, scheduler: scheduler,
+            link: link, store: store, queue: queue, observer: observer, connectivity: connectivity,
+            scheduler: scheduler,
             attempts: attempts)
     }
 }
@@ -274,6 +293,69 @@ final class QueueUnderTest: ModelCheck.System {
 struct Numbered: Hashable, Sendable {
     let number: Int
     let edit: Edit
+}
+
+/// Whether a process of a queue's history still runs: once cut, what it writes reaches nothing.
+final class ProcessLink: Sendable {
+    private let alive = Locked(true)
+
+    var isAlive: Bool { alive.withLock { $0 } }
+
+    func cut() {
+        alive.withLock { $0 = false }
+    }
+}
+
+/// A process's view of the disk level: nothing once the process ended.
+final class LinkedLevel: KeyedCache {
+    private let level: ModelLevel
+    private let link: ProcessLink
+
+    init(_ level: ModelLevel, link: ProcessLink) {
+        self.level = level
+        self.link = link
+    }
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<Items>, any Error>) -> Void) {
+        guard link.isAlive else { return completion(.failure(CacheMiss.absent)) }
+        level.value(for: key, completion: completion)
+    }
+
+    func save(_ value: Items, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        guard link.isAlive else { return completion(.success(())) }
+        level.save(value, for: key, completion: completion)
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        guard link.isAlive else { return completion(.success(())) }
+        level.removeValue(for: key, completion: completion)
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        guard link.isAlive else { return completion(.success(())) }
+        level.removeAll(completion: completion)
+    }
+}
+
+/// A process's view of the mutation storage: nothing once the process ended.
+final class LinkedStorage<Input: Sendable>: MutationStorage {
+    private let storage: ModelStorage<Input>
+    private let link: ProcessLink
+
+    init(_ storage: ModelStorage<Input>, link: ProcessLink) {
+        self.storage = storage
+        self.link = link
+    }
+
+    func loadAll() throws -> [StoredMutation<Input>] { link.isAlive ? try storage.loadAll() : [] }
+
+    func save(_ mutation: StoredMutation<Input>) throws {
+        if link.isAlive { try storage.save(mutation) }
+    }
+
+    func remove(_ mutation: StoredMutation<Input>) throws {
+        if link.isAlive { try storage.remove(mutation) }
+    }
 }
 
 /// Mutations kept in memory, for a queue's histories: what a restart finds.

@@ -14,16 +14,16 @@
 ///   after it was confirmed first; changes confirmed while it was in flight are applied again to what it brings.
 /// - Staleness is the key's own: a fetch sent after the invalidation, a write, an update or a confirmed change make it
 ///   fresh; a value read from the levels is as stale as the key was when it was saved there.
-struct StoreModel: ModelCheck.System {
+struct StoreModel: ModelCheck.System, Hashable {
     /// A caller waiting for a fetch.
-    enum Caller: Equatable {
+    enum Caller: Hashable {
         case read(Int, ModelPolicy)
         case refresh(Int)
         /// A refetch for the observers (an invalidation, a revalidation): a failure is attached to what is shown.
         case observers
     }
 
-    struct Fetch {
+    struct Fetch: Hashable {
         let id: Int
         /// The request's place among the key's requests.
         let request: Int
@@ -32,7 +32,7 @@ struct StoreModel: ModelCheck.System {
         var callers: [Caller]
     }
 
-    enum Change {
+    enum Change: Hashable {
         case set(Items)
         case edit(Edit)
 
@@ -44,7 +44,23 @@ struct StoreModel: ModelCheck.System {
         }
     }
 
-    struct Key {
+    struct PendingEdit: Hashable {
+        let mutation: Int
+        let edit: Edit
+    }
+
+    struct Logged: Hashable {
+        let sequence: Int
+        let change: Change
+    }
+
+    /// What a level holds for a key.
+    struct Saved: Hashable {
+        let items: Items
+        let savedAt: Int
+    }
+
+    struct Key: Hashable {
         /// Whether the store holds the key (its entry exists); when not, the levels hold its value.
         var held = false
         /// Whether the store knows the key's confirmed value (read from a level, fetched, written, removed).
@@ -55,14 +71,17 @@ struct StoreModel: ModelCheck.System {
         var stale = false
         /// When the key was last made stale, in the model's order of events.
         var staleMark = 0
-        var pending: [(mutation: Int, edit: Edit)] = []
+        var pending: [PendingEdit] = []
         var observers: Set<Int> = []
         var fetches: [Fetch] = []
         var lastConfirmedFetch = 0
         var generation = 0
-        var log: [(sequence: Int, change: Change)] = []
+        var log: [Logged] = []
         var logSequence = 0
         var owesRefetch = false
+        /// The generation in which the fetch owed to the observers is due, when it begins apart from the fetch that
+        /// ended before it (see ``StoreModel/defersOwedRefetches``).
+        var refetchDue: Int?
         /// The confirmed value (or its removal) could be saved by no level: the store keeps it, and takes nothing from
         /// the levels, which are behind.
         var unsaved = false
@@ -81,8 +100,11 @@ struct StoreModel: ModelCheck.System {
     }
 
     private(set) var keys: [String: Key] = [:]
+    /// Whether a fetch owed to the observers waits for ``beginOwedRefetch(_:)`` when the fetch before it ends, rather
+    /// than beginning in the same step: a concurrent store begins it a moment later, after other threads' steps.
+    var defersOwedRefetches = false
     /// What each level holds: the value and when it was saved there.
-    private(set) var levels: [[String: (items: Items, savedAt: Int)]] = [[:], [:]]
+    private(set) var levels: [[String: Saved]] = [[:], [:]]
     private(set) var now = 0
     private var levelsFail = false
     private var counter = 0
@@ -91,6 +113,23 @@ struct StoreModel: ModelCheck.System {
     private var readCount = 0
     private var observerCount = 0
     private var observerKeys: [Int: String] = [:]
+    /// How many times `name` was removed or cleared: a read that began before the last one was overtaken by it.
+    func removals(of name: String) -> Int { keys[name]?.generation ?? 0 }
+
+    /// A read that a removal or a clear overtook (it began before it): it answers with what a cache-only read finds
+    /// after it, no value when none, never with what it read before.
+    mutating func readOvertaken(_ name: String) {
+        readCount += 1
+        reads[readCount] = []
+        hold(name)
+        if !(keys[name]!.known && keys[name]!.value != nil) { _ = readLevels(name, .cacheOnly) }
+        answer(readCount, shown(name))
+    }
+
+    /// How many reads and mutations were made, for a history's operation that names the last.
+    var readsMade: Int { readCount }
+    var mutationsMade: Int { mutationCount }
+
     /// What each read, refresh and mutation was answered so far.
     private(set) var reads: [Int: [Answer]] = [:]
     private(set) var mutations: [Int: String] = [:]
@@ -163,7 +202,7 @@ struct StoreModel: ModelCheck.System {
     private mutating func mutate(_ name: String, _ edit: Edit) {
         mutationCount += 1
         hold(name)
-        keys[name]!.pending.append((mutationCount, edit))
+        keys[name]!.pending.append(PendingEdit(mutation: mutationCount, edit: edit))
         mutationKeys[mutationCount] = name
         loadIfUnknown(name)
     }
@@ -172,7 +211,7 @@ struct StoreModel: ModelCheck.System {
         guard let name = mutationKeys[mutation],
             let index = keys[name]?.pending.firstIndex(where: { $0.mutation == mutation })
         else { return }
-        let (_, edit) = keys[name]!.pending.remove(at: index)
+        let edit = keys[name]!.pending.remove(at: index).edit
         mutationKeys[mutation] = nil
         switch settlement {
         case .accept:
@@ -204,9 +243,9 @@ struct StoreModel: ModelCheck.System {
 
     private mutating func clear() {
         for name in Array(keys.keys) where keys[name]!.held {
-            for (mutation, _) in keys[name]!.pending {
-                mutations[mutation] = "cleared"
-                mutationKeys[mutation] = nil
+            for pending in keys[name]!.pending {
+                mutations[pending.mutation] = "cleared"
+                mutationKeys[pending.mutation] = nil
             }
             counter += 1
             keys[name]!.pending = []
@@ -226,6 +265,11 @@ struct StoreModel: ModelCheck.System {
     // MARK: Freshness
 
     private mutating func invalidate(_ names: [String]) {
+        for name in markStale(names).sorted() { refetch(name) }
+    }
+
+    /// Marks `names` stale; returns the observed ones, which the store then refetches (``refetch(_:)``).
+    mutating func markStale(_ names: [String]) -> [String] {
         counter += 1
         var observed: [String] = []
         for name in names {
@@ -234,7 +278,7 @@ struct StoreModel: ModelCheck.System {
             keys[name]!.staleMark = counter
             if !keys[name]!.observers.isEmpty { observed.append(name) }
         }
-        for name in observed.sorted() { refetch(name) }
+        return observed
     }
 
     private mutating func revalidate() {
@@ -245,7 +289,7 @@ struct StoreModel: ModelCheck.System {
     }
 
     /// One fetch in flight for the observers, and at most one more owed.
-    private mutating func refetch(_ name: String) {
+    mutating func refetch(_ name: String) {
         let key = keys[name]!
         guard !key.fetches.isEmpty else { return beginFetch(name, for: .observers, joining: false) }
         if !key.fetches.contains(where: { $0.id > key.staleMark }) { keys[name]!.owesRefetch = true }
@@ -315,7 +359,8 @@ struct StoreModel: ModelCheck.System {
         // Levels that could not save what the store confirmed hold something older: nothing is taken from them.
         guard !keys[name]!.unsaved else { return false }
         for level in levels.indices {
-            guard let (items, savedAt) = levels[level][name] else { continue }
+            guard let saved = levels[level][name] else { continue }
+            let (items, savedAt) = (saved.items, saved.savedAt)
             let stale = keys[name]!.stale
             guard takes(savedAt, stale: stale, policy) else { continue }
             confirm(items, for: name, savedAt: savedAt, toLevels: Array(0..<level))
@@ -329,15 +374,15 @@ struct StoreModel: ModelCheck.System {
         guard !keys[name]!.known else { return }
         keys[name]!.known = true
         keys[name]!.value = nil
-        guard let (items, savedAt) = levels.lazy.compactMap({ $0[name] }).first else { return }
-        keys[name]!.value = items
-        keys[name]!.savedAt = savedAt
+        guard let saved = levels.lazy.compactMap({ $0[name] }).first else { return }
+        keys[name]!.value = saved.items
+        keys[name]!.savedAt = saved.savedAt
     }
 
     // MARK: Fetching
 
     private mutating func beginFetch(_ name: String, for caller: Caller, joining: Bool) {
-        if joining, !keys[name]!.fetches.isEmpty {
+        if joining, let last = keys[name]!.fetches.last, last.generation == keys[name]!.generation {
             keys[name]!.fetches[keys[name]!.fetches.count - 1].callers.append(caller)
             return
         }
@@ -348,6 +393,15 @@ struct StoreModel: ModelCheck.System {
             Fetch(id: counter, request: key.requests, generation: key.generation, logStart: logStart, callers: [caller])
         )
         keys[name]!.requests += 1
+    }
+
+    /// How many requests `name` made.
+    func requestsMade(for name: String) -> Int { keys[name]?.requests ?? 0 }
+
+    /// The network answers request `request` of `name` with `items`: what a concurrent history's network, which
+    /// answers at once, does within the operation that sent it.
+    mutating func answerAtOnce(_ name: String, request: Int, with items: Items) {
+        answer(name, request: request, with: .success(items))
     }
 
     private mutating func answer(_ name: String, request: Int, with result: Result<Items, TestError>) {
@@ -414,7 +468,22 @@ struct StoreModel: ModelCheck.System {
             return
         }
         keys[name]!.owesRefetch = false
-        if !keys[name]!.observers.isEmpty { beginFetch(name, for: .observers, joining: false) }
+        guard !keys[name]!.observers.isEmpty else { return }
+        if defersOwedRefetches {
+            keys[name]!.refetchDue = keys[name]!.generation
+        } else {
+            beginFetch(name, for: .observers, joining: false)
+        }
+    }
+
+    /// The keys whose owed fetch is due (see ``defersOwedRefetches``).
+    var refetchesDue: [String] { keys.keys.filter { keys[$0]!.refetchDue != nil }.sorted() }
+
+    /// Begins the fetch `name` owes its observers, unless it was removed or the store cleared since it was due.
+    mutating func beginOwedRefetch(_ name: String) {
+        guard let generation = keys[name]?.refetchDue else { return }
+        keys[name]!.refetchDue = nil
+        if keys[name]!.generation == generation { beginFetch(name, for: .observers, joining: false) }
     }
 
     // MARK: Bookkeeping
@@ -428,7 +497,7 @@ struct StoreModel: ModelCheck.System {
     private mutating func log(_ change: Change, for name: String) {
         guard !keys[name]!.fetches.isEmpty else { return }
         keys[name]!.logSequence += 1
-        keys[name]!.log.append((keys[name]!.logSequence, change))
+        keys[name]!.log.append(Logged(sequence: keys[name]!.logSequence, change: change))
     }
 
     private mutating func trimLog(_ name: String) {
@@ -450,7 +519,7 @@ struct StoreModel: ModelCheck.System {
             return
         }
         keys[name]!.unsaved = false
-        for level in targets { levels[level][name] = value.map { ($0, now) } }
+        for level in targets { levels[level][name] = value.map { Saved(items: $0, savedAt: now) } }
     }
 
     private func shown(_ name: String) -> Shown {

@@ -28,6 +28,15 @@ final class StoreUnderTest: ModelCheck.System {
             fetch: LoaderFamily { network[$0] }, now: { clock.now })
     }
 
+    deinit {
+        // The history is over. Each request and commit left unanswered holds the store until it answers, as a real
+        // one does: the commits are cancelled, then the requests fail, so that the store goes with the history.
+        store.clear()
+        while let key = keysSeen.first(where: { !network[$0].pendingRequests.isEmpty }) {
+            for request in network[key].pendingRequests { network.fail(key, with: TestError.model, at: request) }
+        }
+    }
+
     func apply(_ step: Step) {
         switch step {
         case .write(let key, let items): store.write(items, for: key)
@@ -82,16 +91,7 @@ final class StoreUnderTest: ModelCheck.System {
         readCount += 1
         let read = readCount
         reads.withLock { $0[read] = [] }
-        let storePolicy: ReadPolicy =
-            switch policy {
-            case .cacheFirst: .cacheFirst
-            case .cacheFirstYoungerThan(let seconds): .cacheFirst(maxAge: .seconds(seconds))
-            case .cacheOnly: .cacheOnly
-            case .cacheThenNetwork: .cacheThenNetwork
-            case .networkFirst: .networkFirst
-            case .networkOnly: .networkOnly
-            }
-        _ = store.read(key, policy: storePolicy).load { [reads] result in
+        _ = store.read(key, policy: policy.storePolicy).load { [reads] result in
             reads.withLock { $0[read, default: []].append(Answer(result)) }
         }
     }
@@ -145,36 +145,42 @@ extension Answer {
 
 /// A level that answers at once, stamps what it saves with the history's clock, and fails its saves and removals
 /// while told to (a full disk).
-final class ModelLevel: KeyedCache, @unchecked Sendable {
-    // Only the history's thread touches it (one step at a time), as the model does.
-    private var values: [String: CachedValue<Items>] = [:]
+final class ModelLevel: KeyedCache {
+    private let values = Locked<[String: CachedValue<Items>]>([:])
+    private let failing = Locked(false)
     private let clock: TestClock
-    var fails = false
 
     init(clock: TestClock) {
         self.clock = clock
     }
 
-    var contents: [String: Items] { values.mapValues(\.value) }
+    var contents: [String: Items] { values.withLock { $0.mapValues(\.value) } }
+
+    var fails: Bool {
+        get { failing.withLock { $0 } }
+        set { failing.withLock { $0 = newValue } }
+    }
 
     func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<Items>, any Error>) -> Void) {
-        completion(values[key].map { .success($0) } ?? .failure(CacheMiss.absent))
+        let value = values.withLock { $0[key] }
+        completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
     }
 
     func save(_ value: Items, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         guard !fails else { return completion(.failure(TestError.model)) }
-        values[key] = CachedValue(value, savedAt: clock.now)
+        let now = clock.now
+        values.withLock { $0[key] = CachedValue(value, savedAt: now) }
         completion(.success(()))
     }
 
     func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         guard !fails else { return completion(.failure(TestError.model)) }
-        values[key] = nil
+        values.withLock { $0[key] = nil }
         completion(.success(()))
     }
 
     func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        values = [:]
+        values.withLock { $0 = [:] }
         completion(.success(()))
     }
 }
