@@ -52,15 +52,6 @@ extension StoreMachine {
             slots[head...].first { $0!.id == id } ?? nil
         }
 
-        /// Keeps the commit of change `id`; `false` when it is not pending.
-        @inlinable
-        mutating func keep(_ commit: PendingLoad<Void>, of id: Int) -> Bool {
-            // The change was just added: it is the last, or close to it.
-            guard let index = slots[head...].lastIndex(where: { $0!.id == id }) else { return false }
-            slots[index]!.commit = commit
-            return true
-        }
-
         /// Takes change `id` out. When it was the head and is `accepted` (the confirmed value takes it in, as version
         /// `confirmedVersion + 1`), what is shown stays a valid prefix; any other removal starts it over.
         @inlinable

@@ -326,14 +326,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         unlessClearedSince clears: Int?,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> (any CancellationToken)? {
+        // Kept with the change before its commit starts: a clear fails it wherever it stands.
+        let pending = PendingLoad<Void> { result in completion(result) }
         guard
-            let (id, shown, loads, clearsNow) = locked({
-                $0.addMutation(change, to: key, order: order, unlessClearedSince: clears)
+            let (id, shown, loads) = locked({
+                $0.addMutation(change, commit: pending, to: key, order: order, unlessClearedSince: clears)
             })
         else { return nil }
         if let shown { publish(shown) }
         if loads { submit(.load, for: key) }
-        let pending = PendingLoad<Void> { result in completion(result) }
         pending.startStep {
             commit.load { [self] result in
                 guard case .success = result else {
@@ -346,10 +347,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 let saved = Machine.SaveTicket(.run { pending.complete(.success(())) })
                 submit(.settle(mutation: id, accepted: true, ticket: saved), for: key)
             }
-        }
-        if !locked({ $0.keepCommit(pending, ofMutation: id, for: key, clears: clearsNow) }) {
-            // A clear came while the commit started: it is cancelled, as the clear cancels those it finds.
-            pending.completeCancellingStep(.failure(StoreError.cleared))
         }
         return AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }

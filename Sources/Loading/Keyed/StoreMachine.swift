@@ -400,9 +400,11 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // asked before it; now, otherwise), or after the newest change no fetch logged: what it brings is as fresh as
         // that against invalidations, and the changes asked after are applied again to it. A fetch may get what an
         // upstream load that started earlier brings (a family that coalesces), so it counts changes from the oldest
-        // fetch in flight: a change it did not miss may be applied twice (changes must tolerate it).
+        // fetch in flight since the last removal or clear: a change it did not miss may be applied twice (changes
+        // must tolerate it), but none from before a removal.
         let position = max(asked ?? counter, entry.lastUnlogged)
-        let logStart = min(entry.fetches.map { $0.logStart }.min() ?? .max, position)
+        let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
+        let logStart = min(oldest ?? .max, position)
         let id = next()
         entry.fetches.append(  // made in place: a fetch is copied through its value witnesses
             Fetch(
@@ -731,25 +733,28 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Optimistic changes
 
-    /// Adds a pending optimistic change to `key`; returns its id, what the key shows with it (for its observers, when
-    /// it has some), and whether the levels' value must be read first (submit ``Job/load``). A change with an `order`
+    /// Adds a pending optimistic change to `key`, with the load of its `commit` (not started yet: a clear fails it,
+    /// as it fails every pending change's); returns its id, what the key shows with it (for its observers, when it
+    /// has some), and whether the levels' value must be read first (submit ``Job/load``). A change with an `order`
     /// goes before the changes of its queue with a greater sequence (made earlier, shown later); others go last.
     /// `nil`, adding nothing, when the store was cleared since `clears` was read (`unlessClearedSince`).
     @inlinable
     mutating func addMutation(
-        _ change: @escaping Change, to key: Key, order: MutationOrder? = nil, unlessClearedSince clears: Int? = nil
-    ) -> (id: Int, shown: Snapshot?, loads: Bool, clears: Int)? {
+        _ change: @escaping Change, commit: PendingLoad<Void>? = nil, to key: Key, order: MutationOrder? = nil,
+        unlessClearedSince clears: Int? = nil
+    ) -> (id: Int, shown: Snapshot?, loads: Bool)? {
         if let clears, clears != self.clears { return nil }
         let entry = ensureEntry(key)
         let id = next()
-        let mutation = Mutation(id: id, change: change, order: order)
+        var mutation = Mutation(id: id, change: change, order: order)
+        mutation.commit = commit
         guard !entry.isChanging else {
             // Shown in order: after the changes asked before it.
             enqueue(.add(mutation), on: entry)
-            return (id, nil, !entry.isKnown, self.clears)
+            return (id, nil, !entry.isKnown)
         }
         entry.pending.insert(mutation)
-        return (id, publish(key), !entry.isKnown, self.clears)
+        return (id, publish(key), !entry.isKnown)
     }
 
     /// Remembers what `key` showed with its pending changes (see ``PendingChanges``), computed by a publisher
@@ -758,21 +763,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func remember(_ prefix: ShownPrefix, for key: Key) {
         guard let entry = entry(key), entry.confirmedVersion == prefix.confirmedVersion else { return }
         entry.pending.remember(prefix)
-    }
-
-    /// Keeps the commit of pending change `id`, so that a clear can fail it. Returns `false` when a clear came since
-    /// the change was added (the store then counted `clears`): the caller fails the commit itself. A change settled
-    /// already has nothing to keep.
-    @inlinable
-    mutating func keepCommit(_ commit: PendingLoad<Void>, ofMutation id: Int, for key: Key, clears: Int) -> Bool {
-        // The change was just added: it is the last, or close to it (shown, or waiting to be).
-        guard let entry = entry(key) else { return clears == self.clears }
-        if entry.pending.keep(commit, of: id) { return true }
-        guard let index = entry.queue.lastIndex(where: { $0.added?.id == id }), var mutation = entry.queue[index].added
-        else { return clears == self.clears }
-        mutation.commit = commit
-        entry.queue[index] = .add(mutation)
-        return true
     }
 
     // MARK: Removal and clear

@@ -13,7 +13,7 @@
 ///   (a server answering every page with the same cursor, or cycling) is appended without a next cursor, so that
 ///   ``hasNextPage`` is `false` and loading more stops.
 /// - **An item shown twice** (offset paging after an insert at the top): when the items are `Identifiable`,
-///   ``appending(_:loadedWith:maxPages:)`` drops from the new page the items whose id the list already shows, and
+///   appending a page drops from it the items whose id the list already shows, and
 ///   ``replacing(_:)`` and ``removing(id:)`` reach every copy of an item.
 public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     /// A page and the cursor it was loaded with (`nil` for the first page of the list).

@@ -158,6 +158,23 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "saved+live")
     }
 
+    func test_aFetchAfterARemoval_neverAppliesAChangeMadeBeforeIt_whileAnOlderFetchIsInFlight() throws {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        _ = machine.beginFetch("a", joining: true) { _ in }  // still in flight after the removal
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+
+        _ = machine.remove("a")
+        let after = machine.beginFetch("a", joining: true) { _ in }
+        XCTAssertTrue(after.starts, "a fetch from before the removal is not joined")
+        _ = machine.submit(.fetched("server", fetch: after.fetch), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "server", "the update was made before the removal")
+    }
+
     func test_aRemovalWhileAnUpdateRuns_wins() throws {
         var machine = makeMachine()
         _ = machine.submit(.write(stored("1")), for: "a", now: now)

@@ -324,6 +324,48 @@ final class StoreRaceTests: XCTestCase {
         XCTAssertEqual(after.values.map(\.value), [[0]])
         XCTAssertEqual(after.values.map(\.hasPendingChanges), [false])
     }
+
+    func test_aChangeAcceptedBeforeAClear_completesAsAccepted_onceItsSaveLands() {
+        let disk = SpyCache(now: Date.init)
+        disk.holdSaves = true
+        let store = Store<String, String>(levels: [.cache(disk, name: "disk")], fetch: .never)
+        let outcome = Locked<String?>(nil)
+        // The server accepts at once; a logout comes right after (another thread's), before the save has landed.
+        let accepted = AnyLoader<Void> { completion in
+            completion(.success(()))
+            store.clear()
+            return AnyCancellationToken()
+        }
+
+        store.mutate(
+            "a", { _ in "changed" }, commit: accepted,
+            completion: { result in
+                outcome.withLock { $0 = (try? result.get()).map { "accepted" } ?? "failed" }
+            })
+        disk.releaseSaves()
+
+        XCTAssertEqual(outcome.withLock { $0 }, "accepted")
+    }
+
+    func test_aChangeClearedBeforeItsCommitStarts_isNeverSent() {
+        let store = Store<String, String>(levels: [.cache(MemoryCache(), name: "memory")], fetch: .never)
+        let commits = LoaderSpy<Void>()
+        let outcome = Locked<String?>(nil)
+        // An observer that logs out when it is shown the change: after the change is added, before its commit starts.
+        let observer = StreamRecorder(store.changes(for: "a")) { event in
+            if case .value(let response) = event, response.hasPendingChanges { store.clear() }
+        }
+
+        store.mutate(
+            "a", { _ in "changed" }, commit: commits,
+            completion: { result in
+                outcome.withLock { $0 = (try? result.get()).map { "accepted" } ?? "failed" }
+            })
+
+        XCTAssertEqual(commits.loadCount, 0, "a logout came before the commit started")
+        XCTAssertEqual(outcome.withLock { $0 }, "failed")
+        withExtendedLifetime(observer) {}
+    }
 }
 
 enum RequestContext {

@@ -59,15 +59,29 @@ enum LinearizabilityCheck {
     // MARK: Running
 
     /// Runs each thread's steps on its own thread, all at once, on a new store whose keys are observed throughout.
-    static func run(_ threads: [[ConcurrentStep]]) -> (operations: [Operation], final: Final) {
+    /// When `slow`, the levels answer a moment later on queues of their own, and the network on another thread; what
+    /// the store was left with is read once both are idle.
+    static func run(
+        _ threads: [[ConcurrentStep]], slow: Bool = false
+    ) -> (operations: [Operation], final: Final) {
         let clock = TestClock()
-        let levels = [ModelLevel(clock: clock), ModelLevel(clock: clock)]
+        let levels = [ModelLevel(clock: clock, slow: slow), ModelLevel(clock: clock, slow: slow)]
+        let requests = Locked(0)
         let server = server
         let store = Store<String, Items>(
             levels: [.cache(levels[0], name: "memory"), .cache(levels[1], name: "disk")],
             fetch: LoaderFamily { key in
                 AnyLoader<Items> { completion in
-                    completion(.success(server(key)))
+                    guard slow else {
+                        completion(.success(server(key)))
+                        return AnyCancellationToken()
+                    }
+                    requests.withLock { $0 += 1 }
+                    DispatchQueue.global().async {
+                        usleep(UInt32.random(in: 0..<100))
+                        completion(.success(server(key)))
+                        requests.withLock { $0 -= 1 }
+                    }
                     return AnyCancellationToken()
                 }
             }, now: { clock.now })
@@ -98,6 +112,10 @@ enum LinearizabilityCheck {
         }
         for _ in threads { start.signal() }
         group.wait()
+        repeat {
+            for level in levels { level.waitUntilIdle() }
+            while requests.withLock({ $0 }) > 0 { usleep(100) }
+        } while levels.contains { !$0.isIdle }
         let shown = Dictionary(
             uniqueKeysWithValues: observers.map { key, recorder in
                 let last = recorder.values.last

@@ -388,7 +388,8 @@ struct StoreModel: ModelCheck.System, Hashable {
         }
         counter += 1
         let key = keys[name]!
-        let logStart = min(key.fetches.map(\.logStart).min() ?? .max, key.logSequence)
+        let logStart = min(
+            key.fetches.filter { $0.generation == key.generation }.map(\.logStart).min() ?? .max, key.logSequence)
         keys[name]!.fetches.append(
             Fetch(id: counter, request: key.requests, generation: key.generation, logStart: logStart, callers: [caller])
         )

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Loading
 import LoadingTestSupport
@@ -149,9 +150,32 @@ final class ModelLevel: KeyedCache {
     private let values = Locked<[String: CachedValue<Items>]>([:])
     private let failing = Locked(false)
     private let clock: TestClock
+    /// A slow level answers on a queue of its own, a moment later, in the order it was asked.
+    private let slowness: DispatchQueue?
+    private let inFlight = Locked(0)
 
-    init(clock: TestClock) {
+    init(clock: TestClock, slow: Bool = false) {
         self.clock = clock
+        slowness = slow ? DispatchQueue(label: "ModelLevel") : nil
+    }
+
+    /// Whether every operation asked of it has answered.
+    var isIdle: Bool { inFlight.withLock { $0 } == 0 }
+
+    /// Waits until every operation asked of a slow level has answered.
+    func waitUntilIdle() {
+        while inFlight.withLock({ $0 }) > 0 { usleep(100) }
+    }
+
+    /// Runs `operation` now, or a moment later on the level's queue when it is slow.
+    private func perform(_ operation: @escaping @Sendable () -> Void) {
+        guard let slowness else { return operation() }
+        inFlight.withLock { $0 += 1 }
+        slowness.async { [inFlight] in
+            usleep(UInt32.random(in: 0..<50))
+            operation()
+            inFlight.withLock { $0 -= 1 }
+        }
     }
 
     var contents: [String: Items] { values.withLock { $0.mapValues(\.value) } }
@@ -162,25 +186,33 @@ final class ModelLevel: KeyedCache {
     }
 
     func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<Items>, any Error>) -> Void) {
-        let value = values.withLock { $0[key] }
-        completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
+        perform { [values] in
+            let value = values.withLock { $0[key] }
+            completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
+        }
     }
 
     func save(_ value: Items, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         guard !fails else { return completion(.failure(TestError.model)) }
         let now = clock.now
-        values.withLock { $0[key] = CachedValue(value, savedAt: now) }
-        completion(.success(()))
+        perform { [values] in
+            values.withLock { $0[key] = CachedValue(value, savedAt: now) }
+            completion(.success(()))
+        }
     }
 
     func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         guard !fails else { return completion(.failure(TestError.model)) }
-        values.withLock { $0[key] = nil }
-        completion(.success(()))
+        perform { [values] in
+            values.withLock { $0[key] = nil }
+            completion(.success(()))
+        }
     }
 
     func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        values.withLock { $0 = [:] }
-        completion(.success(()))
+        perform { [values] in
+            values.withLock { $0 = [:] }
+            completion(.success(()))
+        }
     }
 }
