@@ -4,7 +4,7 @@ import LoadingTestSupport
 import XCTest
 
 /// The store checked against ``StoreModel`` over random histories: a fixed budget of seeded histories here (what CI
-/// runs), or a soak for a given time with `LOADING_MODEL_SOAK_SECONDS` (see the README's contributing section). A
+/// runs), or a soak for a given time with `LOADING_MODEL_SOAK_SECONDS` (see the README and `Docs/Contributing.md`). A
 /// disagreement is shrunk and printed as a test to paste below.
 final class StoreModelCheckTests: XCTestCase {
     func test_randomHistories_agreeWithTheModel() {

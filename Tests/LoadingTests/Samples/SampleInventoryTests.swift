@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// Every Swift sample of the README, the DocC articles and the doc comments is compiled (and run) by a test: each
+/// Every Swift sample of the README, the pages of `Docs/`, the DocC articles and the doc comments is compiled (and run) by a test: each
 /// appears, as written (comments, spacing and trailing commas aside), between `// Sample: begin` and `// Sample: end`
 /// in a test file of this repository. Exempt: package manifest fragments (first line `// Package.swift`) and SwiftUI,
 /// UIKit or Combine code (it imports them), which is for reading on Linux; what it binds to is tested.
@@ -13,7 +13,11 @@ final class SampleInventoryTests: XCTestCase {
         let articles = try FileManager.default.contentsOfDirectory(
             at: root.appendingPathComponent("Sources/Loading/Loading.docc"), includingPropertiesForKeys: nil
         ).filter { $0.pathExtension == "md" }
-        let documents = [root.appendingPathComponent("README.md")] + articles.sorted { $0.path < $1.path }
+        let pages = try FileManager.default.contentsOfDirectory(
+            at: root.appendingPathComponent("Docs"), includingPropertiesForKeys: nil
+        ).filter { $0.pathExtension == "md" }
+        let documents =
+            [root.appendingPathComponent("README.md")] + (pages + articles).sorted { $0.path < $1.path }
         let regions = try testFiles().flatMap { try Self.regions(in: String(contentsOf: $0, encoding: .utf8)) }
             .map(Self.normalized)
         XCTAssertFalse(regions.isEmpty)
@@ -30,6 +34,12 @@ final class SampleInventoryTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(checked, 10)
+    }
+
+    func test_theReadme_staysAPageForTheFirstTenMinutes() throws {
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).count
+        XCTAssertLessThanOrEqual(lines, 200, "the README's details belong in Docs/ or in the DocC articles")
     }
 
     func test_everySampleOfTheDocComments_isCompiledByATest() throws {
