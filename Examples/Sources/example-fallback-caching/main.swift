@@ -3,8 +3,8 @@
 import Dispatch
 import Loading
 
-/// A toy store that is both a source (Loader) and a destination (Cache).
-final class Store: Loader, Cache {
+/// One list kept in memory, printing what happens to it: a source (Loader) and a destination (Cache).
+final class ListSlot: Loader, Cache {
     let name: String
     private let value = Locked<[String]?>(nil)
     init(_ name: String) { self.name = name }
@@ -25,8 +25,8 @@ final class Store: Loader, Cache {
     struct Miss: Error {}
 }
 
-let memory = Store("memory")
-let database = Store("database")
+let memory = ListSlot("memory")
+let database = ListSlot("database")
 let network = AnyLoader<[String]> { completion in
     print("  network: GET /friends")
     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {

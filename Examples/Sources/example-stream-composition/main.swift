@@ -11,7 +11,8 @@ struct Friend: Sendable, Equatable, CustomStringConvertible {
     var description: String { name }
 }
 
-final class Store: Loader, Cache {
+/// One list kept in memory: a source (Loader) and a destination (Cache).
+final class ListSlot: Loader, Cache {
     private let value = Locked<[Friend]?>(nil)
     func load(completion: @escaping LoadCompletion<[Friend]>) -> any CancellationToken {
         completion(value.withLock { $0 }.map { .success($0) } ?? .failure(Empty()))
@@ -24,8 +25,8 @@ final class Store: Loader, Cache {
     struct Empty: Error {}
 }
 
-let memory = Store()
-let database = Store()
+let memory = ListSlot()
+let database = ListSlot()
 let network = AnyLoader { [Friend(id: 1, name: "Ada"), Friend(id: 2, name: "Grace")] }
 let updates = StreamSubject<Friend, Never>()  // a WebSocket or server-sent events in an app
 

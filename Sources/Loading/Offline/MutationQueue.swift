@@ -243,9 +243,15 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     }
 
     /// ``pending`` now, then after every change (a mutation added, sent, failed for a while, or settled).
-    public var changes: EventStream<[PendingMutation<Input>], Never> {
+    public var pendingMutations: EventStream<[PendingMutation<Input>], Never> {
         let state = state
         return versions.stream.map { _ in state.withLock { $0.list } }
+    }
+
+    /// ``pending`` now, then after every change.
+    @available(*, deprecated, renamed: "pendingMutations", message: "a store's changes(for:) are a key's values")
+    public var changes: EventStream<[PendingMutation<Input>], Never> {
+        pendingMutations
     }
 
     /// Saves `input` as a mutation, shows it at once, and sends it when its turn and the network come. Returns its

@@ -168,11 +168,11 @@ final class MutationQueueTests: XCTestCase {
         XCTAssertFalse(queue.isMutating)
     }
 
-    func test_changes_listsEachMutationWithItsStatusAndAttempts() throws {
+    func test_pendingMutations_listsEachMutationWithItsStatusAndAttempts() throws {
         let (store, storage, server) = makeEnvironment()
         let connectivity = ManualConnectivity(isOnline: false)
         let queue = try makeSUT(store, storage, server, connectivity: connectivity)
-        let lists = StreamRecorder(queue.changes)
+        let lists = StreamRecorder(queue.pendingMutations)
 
         try queue.enqueue("a")
         connectivity.setOnline(true)
@@ -181,6 +181,17 @@ final class MutationQueueTests: XCTestCase {
         XCTAssertEqual(
             lists.values.map { $0.map { "\($0.input) \($0.status) \($0.attempts)" } },
             [[], ["a waiting 0"], ["a sending 1"], []])
+    }
+
+    @available(*, deprecated)
+    func test_deprecatedChanges_forwardsToPendingMutations() throws {
+        let (store, storage, server) = makeEnvironment()
+        let queue = try makeSUT(store, storage, server, connectivity: ManualConnectivity(isOnline: false))
+        let lists = StreamRecorder(queue.changes)
+
+        try queue.enqueue("a")
+
+        XCTAssertEqual(lists.values.map { $0.map { "\($0.input) \($0.status)" } }, [[], ["a waiting"]])
     }
 
     func test_aThousandMutationsAnsweredAtOnce_replayInOrder_inConstantStackDepth() throws {
