@@ -35,6 +35,12 @@ func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
         { [storeAsyncHitScenario(reads: quick ? 1_000 : 100_000)] },
         { [pageAppendScenario(appends: quick ? 1_000 : 100_000)] },
         { [mutationReplayScenario(mutations: quick ? 100 : 1_000)] },
+        {
+            [
+                storeSizeScenario(label: "a", keys: 1_000, pages: 100, operations: quick ? 1_000 : 10_000),
+                storeSizeScenario(label: "b", keys: 100_000, pages: 1_000, operations: quick ? 1_000 : 10_000),
+            ]
+        },
         { [durableMutationScenario(mutations: quick ? 20 : 1_000, folder: folder)] },
     ]
 }

@@ -79,6 +79,8 @@ final class StoreModelCheckTests: XCTestCase {
         let started = Date()
         var checked = 0
         var seed: UInt64 = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
+        // Each seed's history runs this many times (its threads interleave anew each time): to chase one failure.
+        let repeats = max(Int(environment["LOADING_MODEL_REPEAT"] ?? "") ?? 1, 1)
         while checked < budget {
             if let soak, Date().timeIntervalSince(started) > soak { break }
             let threads = LinearizabilityCheck.threads(seed: seed, threads: 3, length: 4)
@@ -95,7 +97,7 @@ final class StoreModelCheckTests: XCTestCase {
                     """)
             }
             checked += 1
-            seed += 1
+            if checked % repeats == 0 { seed += 1 }
         }
         let seconds = Date().timeIntervalSince(started)
         print(

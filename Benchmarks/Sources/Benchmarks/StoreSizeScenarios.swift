@@ -1,0 +1,132 @@
+import Foundation
+import Loading
+
+/// 22. The store's paths with many keys and pages, each beside what an app would write by hand, at a given size: a
+/// hit of a default store (a memory level, no kept values), `invalidate` of a key nobody observes, `invalidate` of an
+/// observed key with the refetch it starts, and a page appended to a list of `pages` pages (no cap). Counted at two
+/// sizes, a cost that grows with the keys or the pages shows as a figure that moves between them.
+func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) -> Scenario {
+    precondition(keys % 100 == 0 && keys >= 100, "keys of every variant are read round-robin, 100 observed")
+    // Every variant adds `index % 100` per operation (and nothing else) through the same opaque sink.
+    let sum = Tally()
+    let add: @Sendable (Int) -> Void = opaqueFunction { sum.value &+= $0 }
+    func checksum() -> Int {
+        defer { sum.value = 0 }
+        return sum.value
+    }
+    let source: @Sendable (Int) -> Int = opaqueFunction { $0 % 100 }
+    let fetch = LoaderFamily { (key: Int) in ImmediateLoader(result: .success(source(key))) }
+    func defaultStore() -> Store<Int, Int> {
+        let store = Store(levels: [.cache(MemoryCache<Int, Int>(countLimit: keys), name: "memory")], fetch: fetch)
+        for key in 0..<keys { store.write(source(key), for: key) }
+        return store
+    }
+
+    let lock = NSLock()
+    let table = ResultBox<[Int: (value: Int, isStale: Bool)]>()
+    func fillTable() {
+        table.value = Dictionary(uniqueKeysWithValues: (0..<keys).map { ($0, (source($0), false)) })
+    }
+    let lookup = Variant(name: "locked Dictionary lookup") { count in
+        fillTable()
+        for index in 0..<count {
+            lock.lock()
+            let value = table.value![index % keys]!.value
+            lock.unlock()
+            add(value)
+        }
+        return checksum()
+    }
+    let hit = Variant(name: "Store.read hit, default store") { count in
+        let store = defaultStore()
+        for index in 0..<count {
+            _ = store.read(index % keys).load { result in add((try? result.get())?.value ?? 0) }
+        }
+        return checksum()
+    }
+    let markStale = Variant(name: "a stale flag set in a locked Dictionary") { count in
+        fillTable()
+        for index in 0..<count {
+            lock.lock()
+            table.value![index % keys]!.isStale = true
+            lock.unlock()
+            add(index % 100)
+        }
+        return checksum()
+    }
+    let invalidate = Variant(name: "Store.invalidate, unobserved key") { count in
+        let store = defaultStore()
+        for index in 0..<count {
+            store.invalidate(index % keys)
+            add(index % 100)
+        }
+        return checksum()
+    }
+    let deliveries = Tally()
+    let refetchByHand = Variant(name: "stale flag, refetch and one observer, by hand") { count in
+        fillTable()
+        let observers: [Int: @Sendable (Int) -> Void] = Dictionary(
+            uniqueKeysWithValues: (0..<100).map { key in (key, { @Sendable (_: Int) in deliveries.value &+= 1 }) })
+        for index in 0..<count {
+            let key = index % 100
+            lock.lock()
+            table.value![key]!.isStale = true
+            lock.unlock()
+            let fresh = source(key)
+            lock.lock()
+            table.value![key] = (fresh, false)
+            let observer = observers[key]
+            lock.unlock()
+            observer?(fresh)
+            add(index % 100)
+        }
+        return checksum()
+    }
+    let refetch = Variant(name: "Store.invalidate, observed key, with its refetch") { count in
+        let store = defaultStore()
+        let observers = (0..<100).map { key in store.changes(for: key).sink { _ in deliveries.value &+= 1 } }
+        for index in 0..<count {
+            store.invalidate(index % 100)
+            add(index % 100)
+        }
+        for observer in observers { observer.cancel() }
+        return checksum()
+    }
+    let pageSize = 20
+    let page: @Sendable (Int) -> Page<Int, Int> = { number in
+        Page(items: Array(number * pageSize..<(number + 1) * pageSize), nextCursor: number + 1)
+    }
+    let appendByHand = Variant(name: "a page appended to an array under a lock") { count in
+        var list = (0..<pages).map(page)
+        for index in 0..<count {
+            let loaded = page(pages + index)
+            lock.lock()
+            list.append(loaded)
+            lock.unlock()
+            add(index % 100)
+        }
+        withExtendedLifetime(list) {}
+        return checksum()
+    }
+    let append = Variant(name: "PagedStore.loadNextPage, no cap") { count in
+        let store = PagedStore(levels: [.cache(MemoryCache<Int, PagedList<Int, Int>>(), name: "memory")]) {
+            (_: Int, cursor: Int?) in
+            AnyLoader<Page<Int, Int>> { completion in
+                completion(.success(page(cursor ?? 0)))
+                return NoToken()
+            }
+        }
+        for _ in 0..<pages { _ = store.nextPage(of: 0).load { _ in } }
+        for index in 0..<count {
+            _ = store.nextPage(of: 0).load { _ in }
+            add(index % 100)
+        }
+        return checksum()
+    }
+    return Scenario(
+        title: "22\(label). Store paths with \(keys) keys and \(pages) pages",
+        unit: "operations", operations: operations, reference: "locked Dictionary lookup",
+        variants: [lookup, hit, markStale, invalidate, refetchByHand, refetch, appendByHand, append],
+        expectedChecksum: { count in (0..<count).reduce(0) { $0 &+ $1 % 100 } },
+        note: "each store variant beside its hand-written equivalent above it; sources answer at once")
+}
