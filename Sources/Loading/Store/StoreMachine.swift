@@ -401,8 +401,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // that against invalidations, and the changes asked after are applied again to it. A fetch may get what an
         // upstream load that started earlier brings (a family that coalesces), so it counts changes from the oldest
         // fetch in flight since the last removal or clear: a change it did not miss may be applied twice (changes
-        // must tolerate it), but none from before a removal.
-        let position = max(asked ?? counter, entry.lastUnlogged)
+        // must tolerate it), but none from before a removal. A read asked before a removal or a clear whose fetch
+        // begins after it stands where the key's generation began: the changes before that are gone with it.
+        let position = max(asked ?? counter, entry.lastUnlogged, entry.generation)
         let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
         let logStart = min(oldest ?? .max, position)
         let id = next()

@@ -175,6 +175,24 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "server", "the update was made before the removal")
     }
 
+    func test_aReadAskedBeforeAClear_whoseFetchBeginsAfterIt_neverAppliesAChangeMadeBeforeTheClear() throws {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+        _ = machine.beginFetch("a", joining: true) { _ in }  // still in flight after the clear
+        let asked = machine.readStamp  // a read begins (its turn and its level reads come later)
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+
+        _ = machine.clear {}
+        let read = machine.beginFetch("a", joining: true, asked: asked) { _ in }
+        XCTAssertTrue(read.starts, "a fetch from before the clear is not joined")
+        _ = machine.submit(.fetched("server", fetch: read.fetch), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "server", "the update was made before the clear")
+    }
+
     func test_aRemovalWhileAnUpdateRuns_wins() throws {
         var machine = makeMachine()
         _ = machine.submit(.write(stored("1")), for: "a", now: now)
