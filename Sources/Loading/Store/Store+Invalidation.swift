@@ -89,9 +89,11 @@ extension Store {
     /// Begins the fetch `key` owed its observers, decided in `generation` (nothing when a removal or a clear came
     /// since).
     @usableFromInline
-    func refetchNow(_ key: Key, decidedIn generation: Int) {
-        guard let begun = locked({ $0.beginOwedRefetch(key, decidedIn: generation, completion: refetched(key)) })
-        else { return }
+    func refetchNow(_ key: Key, decidedIn generation: Int, replayingFrom replays: Int) {
+        let begun = locked {
+            $0.beginOwedRefetch(key, decidedIn: generation, replayingFrom: replays, completion: refetched(key))
+        }
+        guard let begun else { return }
         _ = fetchBegun(begun, of: key)
     }
 

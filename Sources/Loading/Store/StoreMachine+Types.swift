@@ -713,6 +713,9 @@ extension StoreMachine {
         /// ``StoreMachine/beginRefetch(_:completion:)``); zero when none. A removal or a clear before the caller
         /// begins it cancels it.
         @usableFromInline var refetches = 0
+        /// Where the owed refetch stands for the changes it applies again: where the answer of the fetch that owed
+        /// it came in the store's order (see ``StoreMachine/beginOwedRefetch(_:decidedIn:replayingFrom:completion:)``).
+        @usableFromInline var refetchesReplayFrom = 0
         /// The effects a plain write has none of, kept apart so that effects stay small to copy and destroy.
         @usableFromInline var more: More?
 

@@ -378,7 +378,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// (``FetchStart/answered(_:)``), and no fetch starts.
     @inlinable
     mutating func beginFetch(
-        _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, asked: Int? = nil,
+        _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, asked: Int? = nil, replayingFrom replays: Int? = nil,
         completion: @escaping FetchCompletion
     ) -> FetchStart {
         let entry = ensureEntry(key)
@@ -401,11 +401,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // that against invalidations, and the changes asked after are applied again to it. A fetch may get what an
         // upstream load that started earlier brings (a family that coalesces), so it counts changes from the oldest
         // fetch in flight since the last removal or clear: a change it did not miss may be applied twice (changes
-        // must tolerate it), but none from before a removal. A read asked before a removal or a clear whose fetch
+        // must tolerate it), but none from before a removal. A refetch owed by a fetch that ended stands, for the
+        // changes it applies again, where it would have been sent had the store known of that answer at once
+        // (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its turn
+        // are applied again to what the refetch brings. A read asked before a removal or a clear whose fetch
         // begins after it stands where the key's generation began: the changes before that are gone with it.
         let position = max(asked ?? counter, entry.lastUnlogged, entry.generation)
         let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
-        let logStart = min(oldest ?? .max, position)
+        let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()
         entry.fetches.append(  // made in place: a fetch is copied through its value witnesses
             Fetch(
@@ -462,6 +465,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let fetch = entry.fetches.remove(at: index)
         trimLog(of: key)
         effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
+        effects.refetchesReplayFrom = counter
         release(key)
         effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .failure(error)) }
         return effects
@@ -506,10 +510,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// was removed or the store cleared since.
     @inlinable
     mutating func beginOwedRefetch(
-        _ key: Key, decidedIn generation: Int, completion: @escaping FetchCompletion
+        _ key: Key, decidedIn generation: Int, replayingFrom replays: Int, completion: @escaping FetchCompletion
     ) -> FetchStart? {
         guard let entry = entry(key), entry.generation == generation else { return nil }
-        return beginFetch(key, joining: false, completion: completion)
+        return beginFetch(key, joining: false, replayingFrom: replays, completion: completion)
     }
 
     /// Fetch `id` of `key` waits for the network before it sends its request.
@@ -1128,6 +1132,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             }
             var effects = Effects(fetchReplies: replies, garbage: [value as Any])
             effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
+            effects.refetchesReplayFrom = max(entry.asking, entry.staleMark)
             return effects
         }
         guard id > entry.lastConfirmedFetch else {
@@ -1137,6 +1142,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 fetchReplies: fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) },
                 garbage: [value as Any])
             effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
+            effects.refetchesReplayFrom = max(entry.asking, entry.staleMark)
             return effects
         }
         entry.lastConfirmedFetch = id
@@ -1150,6 +1156,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         saved.whenSaved(
             .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
         effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
+        effects.refetchesReplayFrom = max(entry.asking, entry.staleMark)
         return effects
     }
 
