@@ -86,15 +86,11 @@ extension Store {
         _ = fetchBegun(begun, of: key)
     }
 
-    /// Begins the fetch `key` owed its observers, decided in `generation` (nothing when a removal or a clear came
-    /// since).
+    /// Starts the upstream load of refetch `id` of `key`, which the machine began for the key's observers.
     @usableFromInline
-    func refetchNow(_ key: Key, decidedIn generation: Int, replayingFrom replays: Int) {
-        let begun = locked {
-            $0.beginOwedRefetch(key, decidedIn: generation, replayingFrom: replays, completion: refetched(key))
-        }
-        guard let begun else { return }
-        _ = fetchBegun(begun, of: key)
+    func startRefetch(_ id: Int, of key: Key) {
+        locked { $0.addCaller(refetched(key), toFetch: id, of: key) }
+        startUpstream(id, of: key)
     }
 
     /// What a refetch does with its answer: a failure is attached to the value shown.

@@ -523,9 +523,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         if effects.removeAll { removeAllFromLevels() }
         if effects.issueLevels, let key { issueLevelOps(of: key, first: save) }
-        if effects.refetches != 0, let key {
-            refetchNow(key, decidedIn: effects.refetches, replayingFrom: effects.refetchesReplayFrom)
-        }
+        if effects.refetches != 0, let key { startRefetch(effects.refetches, of: key) }
         guard let more else { return }
         for reply in more.fetchReplies { reply.completion(reply.result) }
         for delivery in more.hitReplies { delivery.reply(delivery.snapshot) }

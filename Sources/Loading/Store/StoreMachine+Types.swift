@@ -709,13 +709,9 @@ extension StoreMachine {
         /// Whether the caller's turn of running the key's changes is over (its queue was empty): it performs these
         /// effects and stops, without asking for the next change.
         @usableFromInline var endsTurn = false
-        /// The generation of the key in which it owes its observers a refetch that the caller begins (see
-        /// ``StoreMachine/beginRefetch(_:completion:)``); zero when none. A removal or a clear before the caller
-        /// begins it cancels it.
+        /// The refetch of the key the machine began for its observers (owed by a fetch that ended), whose upstream
+        /// load the caller starts; zero when none.
         @usableFromInline var refetches = 0
-        /// Where the owed refetch stands for the changes it applies again: where the answer of the fetch that owed
-        /// it came in the store's order (see ``StoreMachine/beginOwedRefetch(_:decidedIn:replayingFrom:completion:)``).
-        @usableFromInline var refetchesReplayFrom = 0
         /// The effects a plain write has none of, kept apart so that effects stay small to copy and destroy.
         @usableFromInline var more: More?
 

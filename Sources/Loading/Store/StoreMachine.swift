@@ -346,8 +346,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func endLastLevelReadThenFetch(
         _ key: Key, readAt stamp: ReadStamp, since: ReadStamp?, asked: Int, completion: @escaping FetchCompletion
     ) -> LastLevelMiss {
-        guard let entry = entry(key), entry.generation == stamp.generation,
-            entry.confirmedVersion == stamp.confirmedVersion
+        // What the store learned is the answer, unless an invalidation made it stale since: then the read fetches.
+        guard let entry = entry(key),
+            entry.generation == stamp.generation
+                && (entry.confirmedVersion == stamp.confirmedVersion || entry.staleMark != 0)
         else { return .learned(endLevelRead(key, since: stamp)) }
         entry.levelReads -= 1
         return .fetch(beginFetch(key, joining: true, since: since, asked: asked, completion: completion))
@@ -383,7 +385,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) -> FetchStart {
         let entry = ensureEntry(key)
         if let stamp, entry.confirmed != nil,
-            entry.generation != stamp.generation || entry.confirmedVersion != stamp.confirmedVersion
+            entry.generation != stamp.generation
+                || (entry.confirmedVersion != stamp.confirmedVersion && entry.staleMark == 0)
         {
             defer { release(key) }
             return .answered(shownNow(key))
@@ -463,9 +466,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return effects
         }
         let fetch = entry.fetches.remove(at: index)
+        effects.refetches = beginOwedRefetch(key, replayingFrom: counter)
         trimLog(of: key)
-        effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
-        effects.refetchesReplayFrom = counter
         release(key)
         effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .failure(error)) }
         return effects
@@ -506,14 +508,23 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return true
     }
 
-    /// Begins the refetch `key` owed its observers, decided in `generation`: `nil`, beginning nothing, when the key
-    /// was removed or the store cleared since.
+    /// Begins the refetch `key` owes its observers, when a fetch that owed it ended and it is due (see
+    /// ``takeOwedRefetch(_:)``), standing at `replays` for the changes it applies again: asked after that, they are
+    /// applied again to what it brings. Begun here, under the lock that ended the other fetch, it logs every change
+    /// made from now on. Returns the refetch's id, for the caller to start its upstream load; zero when none begins.
     @inlinable
-    mutating func beginOwedRefetch(
-        _ key: Key, decidedIn generation: Int, replayingFrom replays: Int, completion: @escaping FetchCompletion
-    ) -> FetchStart? {
-        guard let entry = entry(key), entry.generation == generation else { return nil }
-        return beginFetch(key, joining: false, replayingFrom: replays, completion: completion)
+    mutating func beginOwedRefetch(_ key: Key, replayingFrom replays: Int) -> Int {
+        guard takeOwedRefetch(key),
+            case .starts(let id, _) = beginFetch(key, joining: false, replayingFrom: replays, completion: { _ in })
+        else { return 0 }
+        return id
+    }
+
+    /// Adds `completion` to the callers of fetch `id` of `key`, when it is still in flight.
+    @inlinable
+    mutating func addCaller(_ completion: @escaping FetchCompletion, toFetch id: Int, of key: Key) {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
+        entry.fetches[index].callers.append(FetchCaller(id: next(), completion: completion))
     }
 
     /// Fetch `id` of `key` waits for the network before it sends its request.
@@ -1125,14 +1136,16 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let fetch = entry.fetches.remove(at: index)
         let rebased = entry.log.contains { $0.sequence > fetch.logStart }
-        trimLog(of: key)
+        // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
+        // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
+        let replays = max(entry.asking, entry.staleMark)
+        defer { trimLog(of: key) }
         guard fetch.generation == entry.generation else {
             let replies = fetch.callers.map {
                 FetchReply(completion: $0.completion, result: .failure(StoreError.discarded))
             }
             var effects = Effects(fetchReplies: replies, garbage: [value as Any])
-            effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
-            effects.refetchesReplayFrom = max(entry.asking, entry.staleMark)
+            effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
             return effects
         }
         guard id > entry.lastConfirmedFetch else {
@@ -1141,8 +1154,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             var effects = Effects(
                 fetchReplies: fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) },
                 garbage: [value as Any])
-            effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
-            effects.refetchesReplayFrom = max(entry.asking, entry.staleMark)
+            effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
             return effects
         }
         entry.lastConfirmedFetch = id
@@ -1155,8 +1167,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let shown = effects.lastPublished
         saved.whenSaved(
             .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
-        effects.refetches = takeOwedRefetch(key) ? entry.generation : 0
-        effects.refetchesReplayFrom = max(entry.asking, entry.staleMark)
+        effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
         return effects
     }
 

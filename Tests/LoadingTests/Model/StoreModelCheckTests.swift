@@ -128,6 +128,16 @@ final class StoreModelCheckTests: XCTestCase {
             ], rounds: 300, slow: true)
     }
 
+    /// A cache-first read that began before a change and an invalidation, and missed the levels after both, answered
+    /// with the changed value although the invalidation had made it stale: it now fetches. Slow levels and network.
+    func test_aReadThatLearnedAValueSinceItBegan_fetchesWhenAnInvalidationMadeItStale() {
+        assertLinearizable(
+            [
+                [.read("a", .cacheFirst)],
+                [.update("a", .insert(3)), .invalidate("a"), .mutate("a", .insert(0), accepted: true)],
+            ], rounds: 1_000, slow: true)
+    }
+
     func test_aWriteAfterARemovalWhileAnUpdateRuns_isLinearizable() {
         assertLinearizable([[.update("a", .insert(1))], [.remove("a"), .write("a", [3])]])
     }
