@@ -237,16 +237,19 @@ extension StoreMachine {
         @usableFromInline let completion: FetchCompletion
     }
 
-    /// A change confirmed while fetches were in flight, numbered in order.
+    /// A change confirmed while fetches were in flight, numbered in order, with the generation of the key it was
+    /// confirmed in: a fetch applies again only the changes of its own generation.
     @usableFromInline
     struct LoggedChange: Sendable {
         @inlinable
-        init(sequence: Int, change: @escaping Change) {
+        init(sequence: Int, generation: Int, change: @escaping Change) {
             self.sequence = sequence
+            self.generation = generation
             self.change = change
         }
 
         @usableFromInline let sequence: Int
+        @usableFromInline let generation: Int
         @usableFromInline let change: Change
     }
 
@@ -542,8 +545,9 @@ extension StoreMachine {
             case .settle(let id, accepted: true, _):
                 return entry.pending.mutation(id).map { [$0.change] }
             case .fetched(_, let id):
-                guard let start = entry.fetches.first(where: { $0.id == id })?.logStart else { return nil }
-                let changes = entry.log.filter { $0.sequence > start }.map { $0.change }
+                guard let fetch = entry.fetches.first(where: { $0.id == id }) else { return nil }
+                let changes = entry.log.filter { $0.sequence > fetch.logStart && $0.generation == fetch.generation }
+                    .map { $0.change }
                 return changes.isEmpty ? nil : changes
             case .write, .hit, .settle, .load, .flush, .barrier, .add:
                 return nil

@@ -404,12 +404,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // that against invalidations, and the changes asked after are applied again to it. A fetch may get what an
         // upstream load that started earlier brings (a family that coalesces), so it counts changes from the oldest
         // fetch in flight since the last removal or clear: a change it did not miss may be applied twice (changes
-        // must tolerate it), but none from before a removal. A refetch owed by a fetch that ended stands, for the
-        // changes it applies again, where it would have been sent had the store known of that answer at once
-        // (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its turn
-        // are applied again to what the refetch brings. A read asked before a removal or a clear whose fetch
-        // begins after it stands where the key's generation began: the changes before that are gone with it.
-        let position = max(asked ?? counter, entry.lastUnlogged, entry.generation)
+        // must tolerate it), but none confirmed before a removal or a clear (the log keeps each change's generation:
+        // a read asked before a removal whose fetch begins after it applies again only the changes confirmed since,
+        // an optimistic change that outlived the removal among them). A refetch owed by a fetch that ended stands,
+        // for the changes it applies again, where it would have been sent had the store known of that answer at
+        // once (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its
+        // turn are applied again to what the refetch brings.
+        let position = max(asked ?? counter, entry.lastUnlogged)
         let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
         let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()
@@ -1135,7 +1136,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return Effects(garbage: [value as Any])
         }
         let fetch = entry.fetches.remove(at: index)
-        let rebased = entry.log.contains { $0.sequence > fetch.logStart }
+        let rebased = entry.log.contains { $0.sequence > fetch.logStart && $0.generation == fetch.generation }
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
         // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
         let replays = max(entry.asking, entry.staleMark)
@@ -1309,7 +1310,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return
         }
         // Numbered by when it was asked: a fetch that began before applies it again, one that began after does not.
-        entry.log.append(LoggedChange(sequence: entry.asking, change: change))
+        entry.log.append(LoggedChange(sequence: entry.asking, generation: entry.generation, change: change))
     }
 
     /// Forgets the logged changes no fetch in flight needs any more.

@@ -138,6 +138,23 @@ final class StoreModelCheckTests: XCTestCase {
             ], rounds: 1_000, slow: true)
     }
 
+    /// Seed 9688 of the concurrent check: an optimistic change asked before a removal outlived it and was accepted
+    /// after it, while a read asked before the removal fetched; the fetch's answer replaced the accepted change.
+    func test_anOptimisticChangeThatOutlivesARemoval_isAppliedAgainToAFetchThatBeganAfterIt() {
+        assertLinearizable(
+            [
+                [
+                    .mutate("b", .delete(0), accepted: true), .remove("a"), .read("a", .cacheOnly),
+                    .update("b", .insert(0)),
+                ],
+                [.write("b", [3]), .update("a", .insert(3)), .clear, .read("a", .cacheFirst)],
+                [
+                    .mutate("a", .insert(1), accepted: true), .read("b", .cacheOnly), .update("b", .insert(1)),
+                    .read("b", .networkOnly),
+                ],
+            ], rounds: 300, slow: true)
+    }
+
     func test_aWriteAfterARemovalWhileAnUpdateRuns_isLinearizable() {
         assertLinearizable([[.update("a", .insert(1))], [.remove("a"), .write("a", [3])]])
     }
