@@ -401,7 +401,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         // The fetch stands in the store's order where its caller was asked (a read: when it began, after the changes
         // asked before it; now, otherwise), or after the newest change no fetch logged: what it brings is as fresh as
-        // that against invalidations, and the changes asked after are applied again to it. A fetch may get what an
+        // that against invalidations, and the changes asked after are applied again to it. A read that found the key
+        // stale by an invalidation made since it began stands after that invalidation, for both: its request goes
+        // out after it, and the changes asked before it are not applied again. A fetch may get what an
         // upstream load that started earlier brings (a family that coalesces), so it counts changes from the oldest
         // fetch in flight since the last removal or clear: a change it did not miss may be applied twice (changes
         // must tolerate it), but none confirmed before a removal or a clear (the log keeps each change's generation:
@@ -410,7 +412,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // for the changes it applies again, where it would have been sent had the store known of that answer at
         // once (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its
         // turn are applied again to what the refetch brings.
-        let position = max(asked ?? counter, entry.lastUnlogged)
+        let position = max(asked.map { max($0, entry.staleMark) } ?? counter, entry.lastUnlogged)
         let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
         let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()

@@ -449,18 +449,29 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown("a")?.isStale, true, "the update was asked before the invalidation")
     }
 
-    func test_aFetchForAReadAskedBeforeAnInvalidation_isNotFreshAgainstIt_andTheRefetchIsOwed() throws {
+    /// A read asked before an invalidation whose fetch begins after it (it waited its turn, or read the levels)
+    /// stands after the invalidation, for freshness and for the changes it applies again alike: what it brings is
+    /// fresh, no refetch is owed, a change asked before the invalidation is replaced, one asked after is applied
+    /// again.
+    func test_aFetchForAReadAskedBeforeAnInvalidation_standsAfterIt() throws {
         var machine = makeMachine()
         _ = machine.observe("a", fresh: .init(nil))
+        _ = machine.submit(.write(stored("0")), for: "a", now: now)
         let asked = machine.readStamp
+        let before = try XCTUnwrap(machine.submit(update { ($0 ?? "") + "+before" }, for: "a", now: now).work)
         XCTAssertTrue(machine.invalidate("a", at: now).observed)
+        let read = machine.beginFetch("a", joining: false, asked: asked) { _ in }
+        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight")
+        _ = machine.commit(before, result: before.run(), for: "a", now: now)  // applied while the fetch runs
 
-        let read = machine.beginFetch("a", joining: true, asked: asked) { _ in }
-        XCTAssertNil(machine.beginRefetch("a") { _ in }, "a fetch is in flight")
-        let effects = try XCTUnwrap(machine.submit(.fetched("1", fetch: read.fetch), for: "a", now: now).effects)
+        let after = try XCTUnwrap(machine.submit(update { ($0 ?? "") + "+after" }, for: "a", now: now).work)
+        _ = machine.commit(after, result: after.run(), for: "a", now: now)
+        let rebase = try XCTUnwrap(machine.submit(.fetched("1", fetch: read.fetch), for: "a", now: now).work)
+        let effects = machine.commit(rebase, result: rebase.run(), for: "a", now: now)
 
-        XCTAssertEqual(machine.shown("a")?.isStale, true, "the read was asked before the invalidation")
-        XCTAssertNotEqual(effects.refetches, 0, "the invalidation's refetch begins now")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1+after")
+        XCTAssertEqual(machine.shown("a")?.isStale, false, "its request went out after the invalidation")
+        XCTAssertEqual(effects.refetches, 0, "no refetch is owed")
     }
 
     func test_aReadsFirstLook_tellsAKeyTheStoreDoesNotHold_fromOneWhoseValueDoesNotAnswer() {

@@ -10,7 +10,7 @@ final class StoreModelCheckTests: XCTestCase {
     func test_randomHistories_agreeWithTheModel() {
         let environment = ProcessInfo.processInfo.environment
         let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
-        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 400 : .max
+        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
         let firstSeed = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
         let started = Date()
         var checked = 0
@@ -43,7 +43,7 @@ final class StoreModelCheckTests: XCTestCase {
     func test_randomQueueHistories_agreeWithTheModel() {
         let environment = ProcessInfo.processInfo.environment
         let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
-        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 400 : .max
+        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
         let started = Date()
         var checked = 0
         var seed: UInt64 = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
@@ -75,7 +75,7 @@ final class StoreModelCheckTests: XCTestCase {
     func test_concurrentHistories_areLinearizable() {
         let environment = ProcessInfo.processInfo.environment
         let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
-        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 400 : .max
+        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
         let started = Date()
         var checked = 0
         var seed: UInt64 = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
@@ -118,14 +118,16 @@ final class StoreModelCheckTests: XCTestCase {
     /// A fetch answered while changes of the key waited their turn; an invalidation meanwhile found it still in flight
     /// and owed a refetch, which began only once the answer was applied: the changes asked in between were neither
     /// before it (it did not apply them again) nor after it (its answer replaced them), and the accepted change was
-    /// lost. Slow levels and network, as the soak found it.
+    /// lost. Slow levels and network, as the soak found it. The same history, in CI, then found a cache-first read
+    /// that waited its turn and found the key invalidated meanwhile: its fetch stood before the invalidation (where
+    /// the read began), owed a refetch, and applied again a write made before the invalidation.
     func test_aRefetchOwedByAnAnswerThatWaitedItsTurn_appliesTheChangesAskedAfterTheInvalidation() {
         assertLinearizable(
             [
                 [.read("a", .cacheFirst)],
                 [.update("a", .insert(3)), .write("a", [2])],
                 [.read("a", .cacheOnly), .write("a", [3]), .invalidate("a"), .mutate("a", .insert(0), accepted: true)],
-            ], rounds: 300, slow: true)
+            ], rounds: 600, slow: true)
     }
 
     /// A cache-first read that began before a change and an invalidation, and missed the levels after both, answered
