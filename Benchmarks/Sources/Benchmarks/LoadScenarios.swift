@@ -140,8 +140,8 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
                     "Loader composites (built once)", atMost: 3,
                     label: "single-shot fallback + caching + map, concrete type, allocations per load"),
                 .instructions(
-                    "Loader composites as any Loader<Int>", atMost: 2, of: "hand-written callbacks",
-                    label: "the same chain behind any Loader<Int>, instructions vs hand-written"),
+                    "Loader composites as AnyLoader<Int>", atMost: 2, of: "hand-written callbacks",
+                    label: "the same chain wrapped in AnyLoader, instructions vs hand-written"),
             ],
         expectedChecksum: { count in count &* (value &+ value &* 10) })
 }

@@ -3,8 +3,11 @@ import Loading
 /// The depths of the scaling scenarios.
 let chainDepths = [1, 2, 4, 8, 16]
 
-/// Scenarios 12a and 12b: chains of 1 to 16 fallback levels, at their concrete type, behind `any Loader<Int>` and
-/// hand-written; the primary succeeds (each level adds one wrapper around it) or every source but the last fails
+/// The ways each chain is loaded, as its variants name them.
+let chainKinds = ["hand-written", "Loader", "AnyLoader<Int>", "any Loader<Int>"]
+
+/// Scenarios 12a and 12b: chains of 1 to 16 fallback levels, at their concrete type, in `AnyLoader`, behind
+/// `any Loader<Int>` and hand-written; the primary succeeds (each level adds one wrapper around it) or every source but the last fails
 /// (each level runs both its sides).
 func fallbackDepthScenario(loads: Int, primaryFails: Bool) -> Scenario {
     let succeeding = opaque(ImmediateLoader(result: .success(opaque(1))))
@@ -56,11 +59,11 @@ func fallbackDepthScenario(loads: Int, primaryFails: Bool) -> Scenario {
                 }, format: "%.1f"),
         ],
         expectedChecksum: { $0 },
-        countNotes: scalingTable(kinds: ["hand-written", "Loader", "any Loader<Int>"], stage: "level"))
+        countNotes: scalingTable(kinds: chainKinds, stage: "level"))
 }
 
-/// Scenario 13: chains of 1 to 16 maps over an immediate source, at their concrete type, behind `any Loader<Int>`
-/// and hand-written.
+/// Scenario 13: chains of 1 to 16 maps over an immediate source, at their concrete type, in `AnyLoader`, behind
+/// `any Loader<Int>` and hand-written.
 func mapDepthScenario(loads: Int) -> Scenario {
     let source = opaque(ImmediateLoader(result: .success(opaque(1))))
     let increment: @Sendable (Int) -> Int = opaqueFunction { $0 &+ 1 }
@@ -93,16 +96,22 @@ func mapDepthScenario(loads: Int) -> Scenario {
     return Scenario(
         title: "13. Map chains of 1 to 16 stages over an immediate source", unit: "loads", operations: loads,
         reference: "hand-written, depth 1", variants: variants, expectedChecksum: { $0 },
-        countNotes: scalingTable(kinds: ["hand-written", "Loader", "any Loader<Int>"], stage: "map"))
+        countNotes: scalingTable(kinds: chainKinds, stage: "map"))
 }
 
-/// The variants of one chain: loaded at its concrete type (specialized where the caller names the type), and
-/// behind `any Loader<Int>`.
+/// The variants of one chain: loaded at its concrete type (specialized where the caller names the type), wrapped
+/// in `AnyLoader` where its type is known (the wrapper keeps that specialized load), and behind `any Loader<Int>`
+/// (each step runs in its generic form).
 func chainVariants<Chain: Loader<Int>>(
     _ depth: Int, _ chain: Chain, _ deliver: @escaping LoadCompletion<Int>, _ checksum: @escaping () -> Int
 ) -> [Variant] {
     let erased: any Loader<Int> = opaque(chain)
+    let wrapped = opaque(chain.eraseToAnyLoader())
     return [
+        Variant(name: "AnyLoader<Int>, depth \(depth)") { count in
+            for _ in 0..<count { wrapped.load(completion: deliver) }
+            return checksum()
+        },
         Variant(name: "Loader, depth \(depth)") { count in
             for _ in 0..<count { chain.load(completion: deliver) }
             return checksum()

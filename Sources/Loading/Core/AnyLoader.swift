@@ -7,6 +7,9 @@
 /// }
 /// let fromAsync = AnyLoader { try await api.friends() }
 /// ```
+/// To store a chain of composites without naming its type, wrap it in `AnyLoader` (or call
+/// ``Loader/eraseToAnyLoader()``) where it is built: its loads run the code compiled for the chain's types. Held as
+/// `any Loader<Output>` instead, each composite runs in its generic form, about three times the instructions.
 public struct AnyLoader<Output: Sendable>: Loader {
     /// Starts a load with its completion.
     @usableFromInline

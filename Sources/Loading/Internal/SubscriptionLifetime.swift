@@ -57,7 +57,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
             words.initialize(to: 1)
             UnsafeMutableRawPointer(words + 1).bindMemory(to: PlatformLock.self, capacity: 1).initializeLock()
         }
-        storage = unsafeDowncast(buffer, to: Storage.self)
+        storage = buffer as! Storage  // `create` makes an instance of the class it is called on
     }
 
     @inlinable

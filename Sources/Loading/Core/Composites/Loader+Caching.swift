@@ -53,27 +53,16 @@ public final class CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Val
     @usableFromInline let upstream: Upstream
     @usableFromInline let cache: C
     @usableFromInline let policy: CacheSavePolicy
-    @usableFromInline let specializedLoad: SpecializedLoad<CachingLoader<Upstream, C>>
 
     @inlinable
     init(upstream: Upstream, cache: C, policy: CacheSavePolicy) {
         self.upstream = upstream
         self.cache = cache
         self.policy = policy
-        specializedLoad = SpecializedLoad { loader, completion in loader.directLoad(completion: completion) }
     }
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
-        // In its generic form (a call through `any Loader`), hand the load to the copy specialized where this
-        // composite was built.
-        guard _isConcrete(Upstream.self) else { return specializedLoad.run(self, completion) }
-        return directLoad(completion: completion)
-    }
-
-    /// The load itself.
-    @inlinable
-    func directLoad(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         switch policy.kind {
         case .ignore:
             return upstream.load { [self] result in

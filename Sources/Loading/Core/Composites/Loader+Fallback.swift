@@ -23,26 +23,15 @@ extension Loader {
 public final class FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Primary.Output == Fallback.Output {
     @usableFromInline let primary: Primary
     @usableFromInline let fallback: Fallback
-    @usableFromInline let specializedLoad: SpecializedLoad<FallbackLoader<Primary, Fallback>>
 
     @inlinable
     init(primary: Primary, fallback: Fallback) {
         self.primary = primary
         self.fallback = fallback
-        specializedLoad = SpecializedLoad { loader, completion in loader.directLoad(completion: completion) }
     }
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Primary.Output>) -> any CancellationToken {
-        // In its generic form (a call through `any Loader`), hand the load to the copy specialized where this
-        // composite was built.
-        guard _isConcrete(Primary.self) else { return specializedLoad.run(self, completion) }
-        return directLoad(completion: completion)
-    }
-
-    /// The load itself.
-    @inlinable
-    func directLoad(completion: @escaping LoadCompletion<Primary.Output>) -> any CancellationToken {
         let pending = PendingLoad(completion)
         pending.startFirstStep {
             // A class, so that each load captures one reference rather than a copy of the fallback's whole chain.

@@ -57,26 +57,15 @@ struct LoadEvents<Output>: Sendable {
 public final class HandleEventsLoader<Upstream: Loader>: Loader {
     @usableFromInline let upstream: Upstream
     @usableFromInline let events: LoadEvents<Upstream.Output>
-    @usableFromInline let specializedLoad: SpecializedLoad<HandleEventsLoader<Upstream>>
 
     @inlinable
     init(upstream: Upstream, events: LoadEvents<Upstream.Output>) {
         self.upstream = upstream
         self.events = events
-        specializedLoad = SpecializedLoad { loader, completion in loader.directLoad(completion: completion) }
     }
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
-        // In its generic form (a call through `any Loader`), hand the load to the copy specialized where this
-        // composite was built.
-        guard _isConcrete(Upstream.self) else { return specializedLoad.run(self, completion) }
-        return directLoad(completion: completion)
-    }
-
-    /// The load itself.
-    @inlinable
-    func directLoad(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         events.onStart?()
         guard let onCancel = events.onCancel else {
             // Without a cancel hook, no state is needed: forward the upstream's own token.

@@ -17,26 +17,15 @@ extension Loader {
 public struct MapLoader<Upstream: Loader, Output: Sendable>: Loader {
     @usableFromInline let upstream: Upstream
     @usableFromInline let transform: @Sendable (Upstream.Output) -> Output
-    @usableFromInline let specializedLoad: SpecializedLoad<MapLoader<Upstream, Output>>
 
     @inlinable
     init(upstream: Upstream, transform: @escaping @Sendable (Upstream.Output) -> Output) {
         self.upstream = upstream
         self.transform = transform
-        specializedLoad = SpecializedLoad { loader, completion in loader.directLoad(completion: completion) }
     }
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
-        // In its generic form (a call through `any Loader`), hand the load to the copy specialized where this
-        // composite was built.
-        guard _isConcrete(Upstream.self) else { return specializedLoad.run(self, completion) }
-        return directLoad(completion: completion)
-    }
-
-    /// The load itself.
-    @inlinable
-    func directLoad(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
         let transform = self.transform
         return upstream.load { completion($0.map(transform)) }
     }

@@ -26,26 +26,15 @@ extension Loader {
 public struct ReceiveOnLoader<Upstream: Loader, S: Scheduler>: Loader {
     @usableFromInline let upstream: Upstream
     @usableFromInline let scheduler: S
-    @usableFromInline let specializedLoad: SpecializedLoad<ReceiveOnLoader<Upstream, S>>
 
     @inlinable
     init(upstream: Upstream, scheduler: S) {
         self.upstream = upstream
         self.scheduler = scheduler
-        specializedLoad = SpecializedLoad { loader, completion in loader.directLoad(completion: completion) }
     }
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
-        // In its generic form (a call through `any Loader`), hand the load to the copy specialized where this
-        // composite was built.
-        guard _isConcrete(Upstream.self) else { return specializedLoad.run(self, completion) }
-        return directLoad(completion: completion)
-    }
-
-    /// The load itself.
-    @inlinable
-    func directLoad(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         let pending = PendingLoad(completion)
         let scheduler = self.scheduler
         pending.startFirstStep {
