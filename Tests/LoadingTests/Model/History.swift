@@ -103,6 +103,8 @@ enum Step: Hashable, Sendable, CustomStringConvertible {
     case advanceClock(seconds: Int)
     /// The levels' saves and removals fail (or work again).
     case levelsFail(Bool)
+    /// The network can be reached again, or no longer.
+    case connectivity(online: Bool)
 
     var description: String {
         switch self {
@@ -124,6 +126,7 @@ enum Step: Hashable, Sendable, CustomStringConvertible {
         case .fail(let key, let request): ".fail(\"\(key)\", request: \(request))"
         case .advanceClock(let seconds): ".advanceClock(seconds: \(seconds))"
         case .levelsFail(let failing): ".levelsFail(\(failing))"
+        case .connectivity(let online): ".connectivity(online: \(online))"
         }
     }
 }

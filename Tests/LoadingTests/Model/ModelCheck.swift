@@ -97,38 +97,48 @@ enum ModelCheck {
         }
     }
 
-    /// `disagreement` as a test to paste, calling `assertion` (`ModelCheck.assertAgrees`, say) on its history.
-    static func testCase<Step, Seen>(_ disagreement: Disagreement<Step, Seen>, seed: UInt64, assertion: String)
-        -> String
-    {
+    /// `disagreement` as a test to paste, calling `assertion` (`ModelCheck.assertAgrees`, say) on its history, with
+    /// `arguments` after it (`network: .waitsForNetwork`, say).
+    static func testCase<Step, Seen>(
+        _ disagreement: Disagreement<Step, Seen>, seed: UInt64, assertion: String, arguments: String = ""
+    ) -> String {
         """
         func test_history_seed\(seed)() {
-            \(assertion)([
-                \(disagreement.history.map(\.description).joined(separator: ",\n        "))
-            ])
+            \(assertion)(
+                [
+                    \(disagreement.history.map(\.description).joined(separator: ",\n            "))
+                ]\(arguments.isEmpty ? "" : ", " + arguments))
         }
         """
     }
 
-    /// Runs the store's histories: the real store against ``StoreModel``.
-    static func run(_ history: [Step]) -> Disagreement<Step, Checkpoint>? {
-        run(history, model: { StoreModel() }, system: { StoreUnderTest() })
+    /// Runs the store's histories: the real store against ``StoreModel``, both with the `network` mode.
+    static func run(_ history: [Step], network: ModelNetwork = .always) -> Disagreement<Step, Checkpoint>? {
+        run(history, model: { StoreModel(network: network) }, system: { StoreUnderTest(network: network) })
     }
 
     /// Fails the test when `history` disagrees with the store's model, saying where and how.
-    static func assertAgrees(_ history: [Step], file: StaticString = #filePath, line: UInt = #line) {
-        if let disagreement = run(history) { XCTFail("\(disagreement)", file: file, line: line) }
+    static func assertAgrees(
+        _ history: [Step], network: ModelNetwork = .always, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        if let disagreement = run(history, network: network) { XCTFail("\(disagreement)", file: file, line: line) }
+    }
+
+    /// The network mode of the history of `seed`: each mode in turn.
+    static func network(seed: UInt64) -> ModelNetwork {
+        [.always, .waitsForNetwork, .answersFromCache][Int(seed % 3)]
     }
 
     // MARK: Histories
 
     static let keys = ["a", "b"]
 
-    /// A random history of `length` steps from `seed`. It is made with the model at hand, so that its answers name
-    /// requests that are waiting, its settlements mutations that are pending, and so on.
-    static func history(seed: UInt64, length: Int) -> [Step] {
+    /// A random history of `length` steps from `seed`, for a store in the `network` mode (whose connectivity it
+    /// toggles, unless `.always`). It is made with the model at hand, so that its answers name requests that are
+    /// waiting, its settlements mutations that are pending, and so on.
+    static func history(seed: UInt64, length: Int, network: ModelNetwork = .always) -> [Step] {
         var random = SeededRandom(seed: seed)
-        var model = StoreModel()
+        var model = StoreModel(network: network)
         var steps: [Step] = []
         var invalidations = 0
         var mutations = 0
@@ -174,12 +184,14 @@ enum ModelCheck {
                 step = .stopObserving(observer: observer)
             case 69..<90:
                 // A waiting request answers (any of them: answers come in any order).
-                let waiting = model.keys.flatMap { name, key in key.fetches.map { (name, $0.request) } }
+                let waiting = model.keys.flatMap { name, key in key.fetches.compactMap { $0.request.map { (name, $0) } }
+                }
                 guard let (name, request) = waiting.randomElement(using: &random) else { continue }
                 step =
                     Int.random(in: 0..<5, using: &random) == 0
                     ? .fail(name, request: request) : .answer(name, request: request, items(&random))
             case 90..<95: step = .advanceClock(seconds: [-20, 10, 25, 40].randomElement(using: &random)!)
+            case 95..<98 where network != .always: step = .connectivity(online: !model.isOnline)
             default: step = .levelsFail(Int.random(in: 0..<3, using: &random) == 0)
             }
             model.apply(step)

@@ -14,6 +14,9 @@
 ///   after it was confirmed first; changes confirmed while it was in flight are applied again to what it brings.
 /// - Staleness is the key's own: a fetch sent after the invalidation, a write, an update or a confirmed change make it
 ///   fresh; a value read from the levels is as stale as the key was when it was saved there.
+/// - Offline, a store that waits for the network keeps each fetch waiting and sends their requests once it is back, in
+///   the order the fetches began: a fetch is fresh against the invalidations made before its request went out. A
+///   store that answers from its cache fails each fetch at once, with no request. Neither revalidates offline.
 struct StoreModel: ModelCheck.System, Hashable {
     /// A caller waiting for a fetch.
     enum Caller: Hashable {
@@ -25,8 +28,11 @@ struct StoreModel: ModelCheck.System, Hashable {
 
     struct Fetch: Hashable {
         let id: Int
-        /// The request's place among the key's requests.
-        let request: Int
+        /// The request's place among the key's requests; `nil` while it waits for the network.
+        var request: Int?
+        /// When its request went out, in the model's order of events: what it brings is fresh against the
+        /// invalidations before. `nil` while it waits for the network.
+        var sent: Int?
         let generation: Int
         let logStart: Int
         var callers: [Caller]
@@ -100,6 +106,9 @@ struct StoreModel: ModelCheck.System, Hashable {
     }
 
     private(set) var keys: [String: Key] = [:]
+    /// What fetches do while the network cannot be reached, and whether it can be now.
+    let network: ModelNetwork
+    private(set) var isOnline = true
     /// Whether a fetch owed to the observers waits for ``beginOwedRefetch(_:)`` when the fetch before it ends, rather
     /// than beginning in the same step: a concurrent store begins it a moment later, after other threads' steps.
     var defersOwedRefetches = false
@@ -113,6 +122,10 @@ struct StoreModel: ModelCheck.System, Hashable {
     private var readCount = 0
     private var observerCount = 0
     private var observerKeys: [Int: String] = [:]
+    init(network: ModelNetwork = .always) {
+        self.network = network
+    }
+
     /// How many times `name` was removed or cleared: a read that began before the last one was overtaken by it.
     func removals(of name: String) -> Int { keys[name]?.generation ?? 0 }
 
@@ -156,6 +169,7 @@ struct StoreModel: ModelCheck.System, Hashable {
         case .fail(let key, let request): answer(key, request: request, with: .failure(TestError(id: 0)))
         case .advanceClock(let seconds): now += seconds
         case .levelsFail(let failing): levelsFail = failing
+        case .connectivity(let online): connectivity(online)
         }
         for name in Array(keys.keys) where !keys[name]!.isInUse {
             // Nothing needs the key: the levels hold its value.
@@ -282,6 +296,8 @@ struct StoreModel: ModelCheck.System, Hashable {
     }
 
     private mutating func revalidate() {
+        // Nothing while the network cannot be reached.
+        guard isOnline || network == .always else { return }
         // The store has no maximum age: every observed key without a fetch in flight is fetched anew.
         for name in keys.keys.sorted() where !keys[name]!.observers.isEmpty && keys[name]!.fetches.isEmpty {
             refetch(name)
@@ -292,7 +308,7 @@ struct StoreModel: ModelCheck.System, Hashable {
     mutating func refetch(_ name: String) {
         let key = keys[name]!
         guard !key.fetches.isEmpty else { return beginFetch(name, for: .observers, joining: false) }
-        if !key.fetches.contains(where: { $0.id > key.staleMark }) { keys[name]!.owesRefetch = true }
+        if !key.fetches.contains(where: { ($0.sent ?? .max) > key.staleMark }) { keys[name]!.owesRefetch = true }
     }
 
     /// The key is fresh: not stale, and a fetch owed for an invalidation is not needed any more.
@@ -391,9 +407,39 @@ struct StoreModel: ModelCheck.System, Hashable {
         let logStart = min(
             key.fetches.filter { $0.generation == key.generation }.map(\.logStart).min() ?? .max, key.logSequence)
         keys[name]!.fetches.append(
-            Fetch(id: counter, request: key.requests, generation: key.generation, logStart: logStart, callers: [caller])
-        )
+            Fetch(
+                id: counter, request: nil, sent: nil, generation: key.generation, logStart: logStart,
+                callers: [caller]))
+        guard isOnline || network == .always else {
+            // Offline: the fetch waits for the network, or fails at once without a request.
+            if network == .answersFromCache {
+                end(name, fetch: keys[name]!.fetches.count - 1, with: .failure(.offline))
+            }
+            return
+        }
+        send(name, fetch: keys[name]!.fetches.count - 1)
+    }
+
+    /// The request of `name`'s fetch at `index` goes out now.
+    private mutating func send(_ name: String, fetch index: Int) {
+        counter += 1
+        keys[name]!.fetches[index].sent = counter
+        keys[name]!.fetches[index].request = keys[name]!.requests
         keys[name]!.requests += 1
+    }
+
+    /// The network can be reached again, or no longer: the fetches waiting for it send their requests, in the order
+    /// they began.
+    private mutating func connectivity(_ online: Bool) {
+        isOnline = online
+        guard online, network == .waitsForNetwork else { return }
+        var waiting: [(id: Int, name: String)] = []
+        for (name, key) in keys {
+            for fetch in key.fetches where fetch.request == nil { waiting.append((fetch.id, name)) }
+        }
+        for (id, name) in waiting.sorted(by: { $0.id < $1.id }) {
+            send(name, fetch: keys[name]!.fetches.firstIndex { $0.id == id }!)
+        }
     }
 
     /// How many requests `name` made.
@@ -407,6 +453,11 @@ struct StoreModel: ModelCheck.System, Hashable {
 
     private mutating func answer(_ name: String, request: Int, with result: Result<Items, TestError>) {
         guard let index = keys[name]?.fetches.firstIndex(where: { $0.request == request }) else { return }
+        end(name, fetch: index, with: result)
+    }
+
+    /// `name`'s fetch at `index` ends with `result`.
+    private mutating func end(_ name: String, fetch index: Int, with result: Result<Items, TestError>) {
         let fetch = keys[name]!.fetches.remove(at: index)
         let rebased = keys[name]!.log.filter { $0.sequence > fetch.logStart }.map(\.change)
         trimLog(name)
@@ -419,7 +470,7 @@ struct StoreModel: ModelCheck.System, Hashable {
                 for caller in fetch.callers { fetched(caller, name, discarded: false) }
             } else {
                 keys[name]!.lastConfirmedFetch = fetch.id
-                if fetch.id > keys[name]!.staleMark { makeFresh(name) }
+                if let sent = fetch.sent, sent > keys[name]!.staleMark { makeFresh(name) }
                 let value = rebased.reduce(Optional(items)) { $1.applied(to: $0) }
                 confirm(value, for: name, savedAt: now, toLevels: [0, 1])
                 for caller in fetch.callers { fetched(caller, name, discarded: false) }
@@ -465,7 +516,8 @@ struct StoreModel: ModelCheck.System, Hashable {
         guard keys[name]!.fetches.isEmpty else {
             let staleMark = keys[name]!.staleMark
             keys[name]!.owesRefetch =
-                !keys[name]!.observers.isEmpty && keys[name]!.fetches.allSatisfy { $0.id <= staleMark }
+                !keys[name]!.observers.isEmpty
+                && keys[name]!.fetches.allSatisfy { $0.sent.map { $0 <= staleMark } ?? false }
             return
         }
         keys[name]!.owesRefetch = false
@@ -538,4 +590,24 @@ struct StoreModel: ModelCheck.System, Hashable {
 /// The error a model's failing request fails with.
 extension TestError {
     static let model = TestError(id: 0)
+    /// What a fetch fails with at once while the network cannot be reached (``ModelNetwork/answersFromCache``).
+    static let offline = TestError(id: 1)
+}
+
+/// What a modelled store's fetches do while the network cannot be reached (its `NetworkMode`).
+enum ModelNetwork: Hashable, Sendable, CustomStringConvertible {
+    /// They start anyway (no connectivity is watched).
+    case always
+    /// They wait, and send their requests once the network is back.
+    case waitsForNetwork
+    /// They fail at once, without a request.
+    case answersFromCache
+
+    var description: String {
+        switch self {
+        case .always: ".always"
+        case .waitsForNetwork: ".waitsForNetwork"
+        case .answersFromCache: ".answersFromCache"
+        }
+    }
 }

@@ -18,16 +18,20 @@ final class StoreModelCheckTests: XCTestCase {
         while checked < budget {
             if let soak, Date().timeIntervalSince(started) > soak { break }
             let length = environment["LOADING_MODEL_LENGTH"].flatMap(Int.init) ?? 40 + Int(seed % 5) * 50  // 40 to 240
-            let history = ModelCheck.history(seed: seed, length: length)
-            if let disagreement = ModelCheck.run(history) {
-                let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler, run: ModelCheck.run)
+            let network = ModelCheck.network(seed: seed)
+            let history = ModelCheck.history(seed: seed, length: length, network: network)
+            if let disagreement = ModelCheck.run(history, network: network) {
+                let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) {
+                    ModelCheck.run($0, network: network)
+                }
+                let arguments = network == .always ? "" : "network: \(network)"
                 XCTFail(
                     """
-                    seed \(seed): the store disagreed with the model after \(checked) histories agreed \
-                    (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
+                    seed \(seed) (network \(network)): the store disagreed with the model after \(checked) histories \
+                    agreed (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
                     \(shrunk)
                     Paste as a test:
-                    \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertAgrees"))
+                    \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertAgrees", arguments: arguments))
                     """)
                 return
             }

@@ -10,6 +10,7 @@ final class StoreUnderTest: ModelCheck.System {
     private let clock = TestClock()
     private let levels: [ModelLevel]
     private let network = KeyedLoaderSpy<String, Items>()
+    private let connectivity = ManualConnectivity()
     let store: Store<String, Items>
     private var observers: [Int: (key: String, recorder: StreamRecorder<StoreResponse<Items>, Never>)] = [:]
     private var observerCount = 0
@@ -20,19 +21,27 @@ final class StoreUnderTest: ModelCheck.System {
     private var mutationCount = 0
     private var keysSeen: Set<String> = []
 
-    init() {
+    init(network mode: ModelNetwork = .always) {
         let clock = clock
         levels = [ModelLevel(clock: clock), ModelLevel(clock: clock)]
         let network = network
+        let networkMode: NetworkMode =
+            switch mode {
+            case .always: .always
+            case .waitsForNetwork: .waitsForNetwork(connectivity)
+            case .answersFromCache: .answersFromCache(connectivity)
+            }
         store = Store(
             levels: [.cache(levels[0], name: "memory"), .cache(levels[1], name: "disk")],
-            fetch: LoaderFamily { network[$0] }, now: { clock.now })
+            fetch: LoaderFamily { network[$0] }, network: networkMode, now: { clock.now })
     }
 
     deinit {
         // The history is over. Each request and commit left unanswered holds the store until it answers, as a real
-        // one does: the commits are cancelled, then the requests fail, so that the store goes with the history.
+        // one does: the commits are cancelled, then the requests fail, so that the store goes with the history (the
+        // fetches waiting for the network send theirs first).
         store.clear()
+        connectivity.setOnline(true)
         while let key = keysSeen.first(where: { !network[$0].pendingRequests.isEmpty }) {
             for request in network[key].pendingRequests { network.fail(key, with: TestError.model, at: request) }
         }
@@ -62,6 +71,7 @@ final class StoreUnderTest: ModelCheck.System {
         case .fail(let key, let request): network.fail(key, with: TestError.model, at: request)
         case .advanceClock(let seconds): clock.advance(by: TimeInterval(seconds))
         case .levelsFail(let failing): for level in levels { level.fails = failing }
+        case .connectivity(let online): connectivity.setOnline(online)
         }
         switch step {
         case .write(let key, _), .update(let key, _), .mutate(let key, _), .remove(let key), .invalidate(let key),
