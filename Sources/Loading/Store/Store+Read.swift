@@ -365,11 +365,22 @@ extension Store {
                 answer(snapshot.response)
             case .failure(let error as StoreError) where error == .discarded:
                 answerAfterRemoval()
-            case .failure(let error) where policy.kind != .networkFirst && store.locked({ $0.showsSomething(key) }):
-                reportOrFail(error)
             case .failure(let error):
-                readLevel(0, for: .fallback(error))
+                // The read answers as of its fetch's failure: after the changes of the key asked before it, which it
+                // waits for when they are still queued.
+                guard !store.locked({ $0.awaitTurn(of: key, then: { [self] in fallBack(from: error) }) }) else {
+                    return
+                }
+                fallBack(from: error)
             }
+        }
+
+        /// What the read answers when its fetch failed: the value shown with the error (unless it asked for the
+        /// network first), else the levels' value, else the failure.
+        @inlinable
+        func fallBack(from error: any Error) {
+            if policy.kind != .networkFirst, store.locked({ $0.showsSomething(key) }) { return reportOrFail(error) }
+            readLevel(0, for: .fallback(error))
         }
     }
 }

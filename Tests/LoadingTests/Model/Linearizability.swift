@@ -31,6 +31,8 @@ enum LinearizabilityCheck {
         case clear
         case invalidate(String)
         case read(String, ModelPolicy)
+        /// The network can be reached again, or no longer (the store answers from its cache while it cannot).
+        case connectivity(online: Bool)
 
         var description: String {
             switch self {
@@ -41,6 +43,7 @@ enum LinearizabilityCheck {
             case .clear: "clear"
             case .invalidate(let key): "invalidate(\(key))"
             case .read(let key, let policy): "read(\(key), \(policy))"
+            case .connectivity(let online): "connectivity(online: \(online))"
             }
         }
     }
@@ -60,10 +63,13 @@ enum LinearizabilityCheck {
 
     /// Runs each thread's steps on its own thread, all at once, on a new store whose keys are observed throughout.
     /// When `slow`, the levels answer a moment later on queues of their own, and the network on another thread; what
-    /// the store was left with is read once both are idle.
+    /// the store was left with is read once both are idle. A history that switches the connectivity runs on a store
+    /// that answers from its cache while it is offline.
     static func run(
         _ threads: [[ConcurrentStep]], slow: Bool = false
     ) -> (operations: [Operation], final: Final) {
+        let connectivity = ManualConnectivity()
+        let network: NetworkMode = isOffline(threads) ? .answersFromCache(connectivity) : .always
         let clock = TestClock()
         let levels = [ModelLevel(clock: clock, slow: slow), ModelLevel(clock: clock, slow: slow)]
         let requests = Locked(0)
@@ -84,7 +90,7 @@ enum LinearizabilityCheck {
                     }
                     return AnyCancellationToken()
                 }
-            }, now: { clock.now })
+            }, network: network, now: { clock.now })
         let observers = ModelCheck.keys.map { ($0, StreamRecorder(store.changes(for: $0))) }
         let ticks = Locked(0)
         let tick: @Sendable () -> Int = {
@@ -103,7 +109,7 @@ enum LinearizabilityCheck {
                 for step in steps {
                     var operation = Operation(thread: thread, step: step)
                     operation.start = tick()
-                    operation.result = perform(step, on: store)
+                    operation.result = perform(step, on: store, connectivity: connectivity)
                     operation.end = tick()
                     recorded.withLock { $0.append(operation) }
                 }
@@ -125,9 +131,17 @@ enum LinearizabilityCheck {
         return (recorded.withLock { $0 }, Final(levels: levels.map(\.contents), shown: shown))
     }
 
+    /// Whether a history switches the connectivity: its store answers from its cache while offline.
+    static func isOffline(_ threads: [[ConcurrentStep]]) -> Bool {
+        threads.joined().contains { if case .connectivity = $0 { true } else { false } }
+    }
+
     /// Performs `step` and waits for its answer; what it returned, as the model says it.
-    private static func perform(_ step: ConcurrentStep, on store: Store<String, Items>) -> String {
+    private static func perform(
+        _ step: ConcurrentStep, on store: Store<String, Items>, connectivity: ManualConnectivity
+    ) -> String {
         switch step {
+        case .connectivity(let online): connectivity.setOnline(online)
         case .write(let key, let items): store.write(items, for: key)
         case .update(let key, let edit): store.update(key) { edit.applied(to: $0) }
         case .remove(let key): store.remove(key)
@@ -251,6 +265,14 @@ enum LinearizabilityCheck {
                 model.answerAtOnce(refetch.key, request: refetch.request, with: server(refetch.key))
                 search(model, made: made)
             }
+            for (key, fetch) in model.sendsDue {
+                var model = model
+                var made = made
+                if let request = model.sendOrFail(key, fetch: fetch) {
+                    made.unanswered.insert(Refetch(key: key, request: request))
+                }
+                search(model, made: made)
+            }
             for key in model.refetchesDue {
                 var model = model
                 var made = made
@@ -262,7 +284,9 @@ enum LinearizabilityCheck {
                 search(model, made: made)
             }
             guard !candidates.isEmpty else {
-                if made.unanswered.isEmpty, model.refetchesDue.isEmpty, model.final == final { found = order }
+                if made.unanswered.isEmpty, model.refetchesDue.isEmpty, model.sendsDue.isEmpty, model.final == final {
+                    found = order
+                }
                 if order.count >= closest.order.count {
                     closest = (order, "the model leaves \(model.final)")
                 }
@@ -289,8 +313,11 @@ enum LinearizabilityCheck {
             }
         }
 
-        var model = StoreModel()
+        var model = StoreModel(
+            network: isOffline(byThread.values.map { $0.map(\.operation.step) }) ? .answersFromCache : .always)
         model.defersOwedRefetches = true
+        // Offline histories: every request goes out at a moment of its own, and is answered at one of its own.
+        model.defersSends = true
         for key in ModelCheck.keys { model.apply(.observe(key)) }
         search(model, made: Made())
         return found.map { .success($0) }
@@ -333,6 +360,7 @@ enum LinearizabilityCheck {
         case (.update(let key, let edit), _): model.apply(.update(key, edit))
         case (.remove(let key), _): model.apply(.remove(key))
         case (.clear, _): model.apply(.clear)
+        case (.connectivity(let online), _): model.apply(.connectivity(online: online))
         }
         return ""
     }
@@ -345,9 +373,11 @@ enum LinearizabilityCheck {
         model.answerAtOnce(key, request: request, with: server(key))
     }
 
-    /// Random threads of operations from `seed`: `threads` threads of `length` operations each.
+    /// Random threads of operations from `seed`: `threads` threads of `length` operations each. One history in three
+    /// switches the connectivity off and on (its store answers from its cache while offline).
     static func threads(seed: UInt64, threads: Int, length: Int) -> [[ConcurrentStep]] {
         var random = SeededRandom(seed: seed)
+        let switchesNetwork = seed % 3 == 0
         return (0..<threads).map { _ in
             (0..<length).map { _ in
                 let key = ModelCheck.keys.randomElement(using: &random)!
@@ -360,6 +390,7 @@ enum LinearizabilityCheck {
                 case 42..<48: return .remove(key)
                 case 48..<51: return .clear
                 case 51..<58: return .invalidate(key)
+                case 58..<64 where switchesNetwork: return .connectivity(online: Bool.random(using: &random))
                 default:
                     let policies: [ModelPolicy] = [.cacheFirst, .cacheOnly, .networkFirst, .networkOnly]
                     return .read(key, policies.randomElement(using: &random)!)

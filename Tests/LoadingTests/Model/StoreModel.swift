@@ -33,6 +33,8 @@ struct StoreModel: ModelCheck.System, Hashable {
         /// When its request went out, in the model's order of events: what it brings is fresh against the
         /// invalidations before. `nil` while it waits for the network.
         var sent: Int?
+        /// Begun, its request not sent yet nor failed for want of the network (see ``StoreModel/defersSends``).
+        var awaitsSend = false
         let generation: Int
         let logStart: Int
         var callers: [Caller]
@@ -112,6 +114,10 @@ struct StoreModel: ModelCheck.System, Hashable {
     /// Whether a fetch owed to the observers waits for ``beginOwedRefetch(_:)`` when the fetch before it ends, rather
     /// than beginning in the same step: a concurrent store begins it a moment later, after other threads' steps.
     var defersOwedRefetches = false
+    /// Whether, in a store that answers from its cache, a fetch sends its request (or fails, offline) at a moment of
+    /// its own after it began (``sendOrFail(_:fetch:)``), rather than as it begins: a concurrent store begins a fetch
+    /// under its lock and looks at the connectivity when the fetch's upstream load starts, a moment later.
+    var defersSends = false
     /// What each level holds: the value and when it was saved there.
     private(set) var levels: [[String: Saved]] = [[:], [:]]
     private(set) var now = 0
@@ -410,6 +416,10 @@ struct StoreModel: ModelCheck.System, Hashable {
             Fetch(
                 id: counter, request: nil, sent: nil, generation: key.generation, logStart: logStart,
                 callers: [caller]))
+        guard !defersSends || network != .answersFromCache else {
+            keys[name]!.fetches[keys[name]!.fetches.count - 1].awaitsSend = true
+            return
+        }
         guard isOnline || network == .always else {
             // Offline: the fetch waits for the network, or fails at once without a request.
             if network == .answersFromCache {
@@ -418,6 +428,24 @@ struct StoreModel: ModelCheck.System, Hashable {
             return
         }
         send(name, fetch: keys[name]!.fetches.count - 1)
+    }
+
+    /// The fetches begun whose request is not sent yet (see ``defersSends``), by key and id.
+    var sendsDue: [(name: String, fetch: Int)] {
+        keys.keys.sorted().flatMap { name in keys[name]!.fetches.filter(\.awaitsSend).map { (name, $0.id) } }
+    }
+
+    /// Fetch `id` of `name` sends its request now, or fails at once when the network cannot be reached; the request's
+    /// number when it was sent.
+    mutating func sendOrFail(_ name: String, fetch id: Int) -> Int? {
+        guard let index = keys[name]?.fetches.firstIndex(where: { $0.id == id }) else { return nil }
+        keys[name]!.fetches[index].awaitsSend = false
+        guard isOnline else {
+            end(name, fetch: index, with: .failure(.offline))
+            return nil
+        }
+        send(name, fetch: index)
+        return keys[name]!.fetches[index].request
     }
 
     /// The request of `name`'s fetch at `index` goes out now.

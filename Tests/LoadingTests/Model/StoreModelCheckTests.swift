@@ -161,6 +161,21 @@ final class StoreModelCheckTests: XCTestCase {
             ], rounds: 300, slow: true)
     }
 
+    /// Seed 138 of the concurrent check, offline: a network-first read whose fetch failed (no network) fell back on
+    /// what the key showed while a write asked before the failure still waited behind a slow update, and answered
+    /// with nothing. A read whose fetch fails now waits for the changes asked before the failure.
+    func test_aReadWhoseFetchFailed_seesTheChangesAskedBeforeTheFailure() {
+        assertLinearizable(
+            [
+                [.read("b", .networkFirst), .invalidate("a"), .read("a", .networkOnly), .invalidate("a")],
+                [.update("b", .delete(0)), .read("b", .networkFirst), .clear, .clear],
+                [
+                    .write("b", [1]), .connectivity(online: false), .write("a", [3]),
+                    .mutate("a", .insert(2), accepted: true),
+                ],
+            ], rounds: 500, slow: true)
+    }
+
     func test_aWriteAfterARemovalWhileAnUpdateRuns_isLinearizable() {
         assertLinearizable([[.update("a", .insert(1))], [.remove("a"), .write("a", [3])]])
     }
