@@ -39,8 +39,7 @@ public struct Locked<State: Sendable>: @unchecked Sendable {
     public init(_ initial: State) {
         let buffer = Storage.create(minimumCapacity: 1) { _ in initial }
         buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
-        // `create` returns the dynamic subclass type; the cast cannot fail.
-        storage = unsafeDowncast(buffer, to: Storage.self)
+        storage = buffer as! Storage  // `create` makes an instance of the class it is called on
     }
 
     /// Runs `body` with exclusive access to the state.
