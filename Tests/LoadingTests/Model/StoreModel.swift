@@ -116,7 +116,8 @@ struct StoreModel: ModelCheck.System, Hashable {
     var defersOwedRefetches = false
     /// Whether, in a store that answers from its cache, a fetch sends its request (or fails, offline) at a moment of
     /// its own after it began (``sendOrFail(_:fetch:)``), rather than as it begins: a concurrent store begins a fetch
-    /// under its lock and looks at the connectivity when the fetch's upstream load starts, a moment later.
+    /// under its lock and looks at the connectivity when the fetch's upstream load starts, a moment later. A read
+    /// whose fetch failed then falls back when it answers (``fallBack(read:)``), not as the fetch fails.
     var defersSends = false
     /// What each level holds: the value and when it was saved there.
     private(set) var levels: [[String: Saved]] = [[:], [:]]
@@ -529,14 +530,38 @@ struct StoreModel: ModelCheck.System, Hashable {
             reads[read]!.append(.failed)
         case .observers:
             break  // the error is attached to what is shown
+        case .read(let read, let policy) where defersSends:
+            // A concurrent store falls back a moment later (after the changes asked before, and a level read).
+            fallbacks[read] = Fallback(name: name, policy: policy)
         case .read(let read, let policy):
-            let showsSomething = keys[name]!.shown != nil
-            if policy != .networkFirst, showsSomething { return answer(read, shown(name), withError: true) }
-            // The levels, any value, shown with the error.
-            if readLevels(name, .cacheOnly) { return answer(read, shown(name), withError: true) }
-            if keys[name]!.shown != nil { return answer(read, shown(name), withError: true) }
-            if reads[read]!.isEmpty { reads[read]!.append(.failed) }
+            fallBack(read, policy, name)
         }
+    }
+
+    /// What a read whose fetch failed answers: the value shown with the error (unless it asked for the network
+    /// first), else the levels' value with the error, else the failure.
+    private mutating func fallBack(_ read: Int, _ policy: ModelPolicy, _ name: String) {
+        let showsSomething = keys[name]!.shown != nil
+        if policy != .networkFirst, showsSomething { return answer(read, shown(name), withError: true) }
+        // The levels, any value, shown with the error.
+        if readLevels(name, .cacheOnly) { return answer(read, shown(name), withError: true) }
+        if keys[name]!.shown != nil { return answer(read, shown(name), withError: true) }
+        if reads[read]!.isEmpty { reads[read]!.append(.failed) }
+    }
+
+    /// A read whose fetch failed, falling back (see ``defersSends``).
+    struct Fallback: Hashable {
+        let name: String
+        let policy: ModelPolicy
+    }
+
+    /// The reads whose fetch failed and that have not fallen back yet, by read.
+    private var fallbacks: [Int: Fallback] = [:]
+
+    /// Read `read` falls back now, if its fetch failed (see ``defersSends``).
+    mutating func fallBack(read: Int) {
+        guard let fallback = fallbacks.removeValue(forKey: read) else { return }
+        fallBack(read, fallback.policy, fallback.name)
     }
 
     private mutating func takeOwedRefetch(_ name: String) {
