@@ -35,6 +35,8 @@ struct StoreModel: ModelCheck.System, Hashable {
         var sent: Int?
         /// Begun, its request not sent yet nor failed for want of the network (see ``StoreModel/defersSends``).
         var awaitsSend = false
+        /// Its request could not go out (offline): it fails at a moment of its own, and may be joined until then.
+        var failsOffline = false
         let generation: Int
         let logStart: Int
         var callers: [Caller]
@@ -436,13 +438,24 @@ struct StoreModel: ModelCheck.System, Hashable {
         keys.keys.sorted().flatMap { name in keys[name]!.fetches.filter(\.awaitsSend).map { (name, $0.id) } }
     }
 
-    /// Fetch `id` of `name` sends its request now, or fails at once when the network cannot be reached; the request's
-    /// number when it was sent.
+    /// The fetches whose request could not go out and that have not failed yet (see ``defersSends``), by key and id.
+    var failuresDue: [(name: String, fetch: Int)] {
+        keys.keys.sorted().flatMap { name in keys[name]!.fetches.filter(\.failsOffline).map { (name, $0.id) } }
+    }
+
+    /// Fetch `id` of `name`, whose request could not go out, fails now.
+    mutating func failOffline(_ name: String, fetch id: Int) {
+        guard let index = keys[name]?.fetches.firstIndex(where: { $0.id == id }) else { return }
+        end(name, fetch: index, with: .failure(.offline))
+    }
+
+    /// Fetch `id` of `name` sends its request now, or finds the network cannot be reached (it then fails at a moment
+    /// of its own, ``failOffline(_:fetch:)``); the request's number when it was sent.
     mutating func sendOrFail(_ name: String, fetch id: Int) -> Int? {
         guard let index = keys[name]?.fetches.firstIndex(where: { $0.id == id }) else { return nil }
         keys[name]!.fetches[index].awaitsSend = false
         guard isOnline else {
-            end(name, fetch: index, with: .failure(.offline))
+            keys[name]!.fetches[index].failsOffline = true
             return nil
         }
         send(name, fetch: index)
