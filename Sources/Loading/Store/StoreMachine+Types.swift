@@ -163,6 +163,13 @@ extension StoreMachine {
         /// waited for the network (`nil` while it waits). What it brings is fresh against the invalidations made
         /// before.
         @usableFromInline var sentMark: Int?
+
+        /// Whether `change` was made while this fetch was in flight, in its generation: what the fetch brings gets it
+        /// applied again.
+        @inlinable
+        func appliesAgain(_ change: LoggedChange) -> Bool {
+            change.sequence > logStart && change.generation == generation
+        }
     }
 
     /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss). Four words,
@@ -546,8 +553,7 @@ extension StoreMachine {
                 return entry.pending.mutation(id).map { [$0.change] }
             case .fetched(_, let id):
                 guard let fetch = entry.fetches.first(where: { $0.id == id }) else { return nil }
-                let changes = entry.log.filter { $0.sequence > fetch.logStart && $0.generation == fetch.generation }
-                    .map { $0.change }
+                let changes = entry.log.filter(fetch.appliesAgain).map { $0.change }
                 return changes.isEmpty ? nil : changes
             case .write, .hit, .settle, .load, .flush, .barrier, .add:
                 return nil

@@ -1138,7 +1138,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return Effects(garbage: [value as Any])
         }
         let fetch = entry.fetches.remove(at: index)
-        let rebased = entry.log.contains { $0.sequence > fetch.logStart && $0.generation == fetch.generation }
+        let rebased = entry.log.contains(where: fetch.appliesAgain)
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
         // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
         let replays = max(entry.asking, entry.staleMark)

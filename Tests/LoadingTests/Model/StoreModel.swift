@@ -434,13 +434,14 @@ struct StoreModel: ModelCheck.System, Hashable {
     }
 
     /// The fetches begun whose request is not sent yet (see ``defersSends``), by key and id.
-    var sendsDue: [(name: String, fetch: Int)] {
-        keys.keys.sorted().flatMap { name in keys[name]!.fetches.filter(\.awaitsSend).map { (name, $0.id) } }
-    }
+    var sendsDue: [(name: String, fetch: Int)] { fetches(where: \.awaitsSend) }
 
     /// The fetches whose request could not go out and that have not failed yet (see ``defersSends``), by key and id.
-    var failuresDue: [(name: String, fetch: Int)] {
-        keys.keys.sorted().flatMap { name in keys[name]!.fetches.filter(\.failsOffline).map { (name, $0.id) } }
+    var failuresDue: [(name: String, fetch: Int)] { fetches(where: \.failsOffline) }
+
+    /// The fetches in flight that `isIncluded`, by key (in order) and id.
+    private func fetches(where isIncluded: (Fetch) -> Bool) -> [(name: String, fetch: Int)] {
+        keys.keys.sorted().flatMap { name in keys[name]!.fetches.filter(isIncluded).map { (name, $0.id) } }
     }
 
     /// Fetch `id` of `name`, whose request could not go out, fails now.
