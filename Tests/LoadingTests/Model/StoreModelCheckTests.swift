@@ -76,6 +76,45 @@ final class StoreModelCheckTests: XCTestCase {
                 + String(format: "%.1f s, %.0f histories/s", seconds, Double(checked) / max(seconds, 0.001)))
     }
 
+    func test_randomPageHistories_agreeWithTheModel() {
+        let environment = ProcessInfo.processInfo.environment
+        let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
+        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
+        let started = Date()
+        var checked = 0
+        var seed: UInt64 = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
+        while checked < budget {
+            if let soak, Date().timeIntervalSince(started) > soak { break }
+            let length = environment["LOADING_MODEL_LENGTH"].flatMap(Int.init) ?? 40 + Int(seed % 5) * 50
+            // Every other history keeps at most three pages per list.
+            let maxPages = seed % 2 == 0 ? 3 : nil
+            let history = ModelCheck.pageHistory(seed: seed, length: length, maxPages: maxPages)
+            if let disagreement = ModelCheck.run(history, maxPages: maxPages) {
+                let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) {
+                    ModelCheck.run($0, maxPages: maxPages)
+                }
+                XCTFail(
+                    """
+                    seed \(seed) (maxPages \(maxPages.map(String.init) ?? "nil")): the paged store disagreed with the \
+                    model after \(checked) histories agreed (\(disagreement.history.count) steps, shrunk to \
+                    \(shrunk.history.count)):
+                    \(shrunk)
+                    Paste as a test:
+                    \(ModelCheck.testCase(
+                        shrunk, seed: seed, assertion: "ModelCheck.assertPagesAgree",
+                        arguments: maxPages.map { "maxPages: \($0)" } ?? ""))
+                    """)
+                return
+            }
+            checked += 1
+            seed += 1
+        }
+        let seconds = Date().timeIntervalSince(started)
+        print(
+            "Page model check: \(checked) histories agreed in "
+                + String(format: "%.1f s, %.0f histories/s", seconds, Double(checked) / max(seconds, 0.001)))
+    }
+
     func test_concurrentHistories_areLinearizable() {
         let environment = ProcessInfo.processInfo.environment
         let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)

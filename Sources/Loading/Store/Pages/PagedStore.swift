@@ -19,9 +19,11 @@
 ///
 /// - **Loading more**: ``loadNextPage(of:completion:)`` loads the first page when the key has no list (in the store
 ///   or its levels), else the page after the last one, appends it and saves the list at once
-///   (``nextPage(of:)`` is the same as a loader, to compose). Concurrent calls for a key share one request. A page
-///   that arrives after the list's last page changed (a refresh, a live change of that page) is dropped: an offset
-///   may point elsewhere now; ask again.
+///   (``nextPage(of:)`` is the same as a loader, to compose). Concurrent calls for a key share one request (and
+///   its answer); a caller's cancel drops its interest alone, and the last one's cancels the request. A page that
+///   arrives after the list's last page changed (a refresh, a live change of that page) is dropped: an offset may
+///   point elsewhere now; ask again. With no list, the call is a cache-first read of the store, which joins a
+///   refresh of the key in flight.
 /// - **Repeats**: a page whose next cursor was loaded already ends the list; with `Identifiable` items, a page's
 ///   items the list shows already are dropped from it (see ``PagedList``).
 /// - **A page cap**: with `maxPages`, appending drops the oldest pages; the list then starts at a later page
@@ -31,7 +33,9 @@
 ///   the page it stands for; at the **first fresh page equal to the one it replaces, the refresh stops** and keeps
 ///   the pages after it as they are (nothing changed above them). Otherwise it goes on with the fresh page's next
 ///   cursor until it has loaded as many pages as the list had (or the source says there are no more: the list then
-///   ends there). A page that fails fails the refresh, and the list stays as it was.
+///   ends there). A page that fails fails the refresh, and the list stays as it was. Pages appended and live
+///   changes made while it runs are applied again to the pages it brings, so a refresh never undoes them (a page
+///   appended, only when the refreshed list still ends with the page it followed).
 /// - Live changes go through the store (``Store/update(_:_:)``) with the list's helpers (``PagedList/replacing(_:)``,
 ///   ``PagedList/removing(id:)``, ``PagedList/inserting(_:)``), in order with every other change of the key.
 public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: Sendable & Equatable>:

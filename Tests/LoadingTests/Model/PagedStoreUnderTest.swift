@@ -1,0 +1,200 @@
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// The real ``PagedStore`` a page history runs on: one memory level, a server whose page requests wait until the
+/// history answers them, and an observer of every key from the start. It records what ``PageModel`` does.
+final class PagedStoreUnderTest: ModelCheck.System {
+    typealias List = PagedList<Int, Int>
+
+    /// A page request waiting for the server.
+    private struct Waiting: Sendable {
+        let id: Int
+        let key: String
+        let cursor: Int?
+        let completion: LoadCompletion<Page<Int, Int>>
+    }
+
+    private let waiting = Locked<[Waiting]>([])
+    private let level = PageLevel()
+    private let pages: PagedStore<String, Int, Int>
+    private var server = PageServer()
+    private let observers: [String: StreamRecorder<StoreResponse<List>, Never>]
+    private let answers = Locked<[Int: [PageAnswer]]>([:])
+    private var callerCount = 0
+    private var tokens: [Int: any CancellationToken] = [:]
+
+    init(maxPages: Int?) {
+        let waiting = waiting
+        let requestCount = Locked(0)
+        let pages = PagedStore(levels: [.cache(level, name: "memory")], maxPages: maxPages) { key, cursor in
+            AnyLoader { completion in
+                let id = requestCount.withLock { count in
+                    count += 1
+                    return count
+                }
+                waiting.withLock { $0.append(Waiting(id: id, key: key, cursor: cursor, completion: completion)) }
+                // A cancelled request never answers.
+                return AnyCancellationToken { waiting.withLock { $0.removeAll { $0.id == id } } }
+            }
+        }
+        self.pages = pages
+        observers = Dictionary(
+            uniqueKeysWithValues: ModelCheck.keys.map { ($0, StreamRecorder(pages.store.changes(for: $0))) })
+    }
+
+    deinit {
+        // Requests left waiting fail, so that nothing holds the store after the history.
+        while let request = waiting.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+            request.completion(.failure(TestError.model))
+        }
+    }
+
+    func apply(_ step: PageStep) {
+        server.apply(step)
+        switch step {
+        case .loadNextPage(let key):
+            let caller = newCaller()
+            tokens[caller] = pages.loadNextPage(of: key) { [answers] result in
+                answers.withLock { $0[caller]!.append(PageAnswer(result)) }
+            }
+        case .refresh(let key):
+            let caller = newCaller()
+            tokens[caller] = pages.store.refresh(key) { [answers] result in
+                answers.withLock { $0[caller]!.append(PageAnswer(result)) }
+            }
+        case .answer(let index):
+            guard let request = take(index) else { return }
+            let page = server.page(of: request.key, at: request.cursor)
+            request.completion(.success(Page(items: page.items, nextCursor: page.next)))
+        case .fail(let index):
+            take(index)?.completion(.failure(TestError.model))
+        case .liveInsert(let key, let index, let number):
+            pages.store.update(key) { list in
+                list?.updatingPage(holding: index) { items in items = Array(Set(items + [number])).sorted() }
+            }
+        case .cancel(let caller): tokens[caller]?.cancel()
+        case .remove(let key): pages.store.remove(key)
+        case .clear: pages.store.clear()
+        case .serverInserts, .serverHasPages: break
+        }
+    }
+
+    var checkpoint: PageCheckpoint {
+        var checkpoint = PageCheckpoint()
+        for (key, recorder) in observers {
+            checkpoint.shown[key] = recorder.values.last?.value.map(\.modelPages)
+        }
+        checkpoint.level = level.contents.mapValues(\.modelPages)
+        checkpoint.answers = answers.withLock { $0 }
+        checkpoint.waiting = waiting.withLock { $0 }.map { "\($0.key)@\($0.cursor.map(String.init) ?? "first")" }
+        return checkpoint
+    }
+
+    private func newCaller() -> Int {
+        callerCount += 1
+        answers.withLock { [callerCount] in $0[callerCount] = [] }
+        return callerCount
+    }
+
+    private func take(_ index: Int) -> Waiting? {
+        waiting.withLock { $0.indices.contains(index) ? $0.remove(at: index) : nil }
+    }
+}
+
+extension PagedList<Int, Int> {
+    var modelPages: [ModelPage] {
+        pages.map { ModelPage(cursor: $0.cursor, items: $0.page.items, next: $0.page.nextCursor) }
+    }
+}
+
+extension PageAnswer {
+    init(_ result: Result<StoreResponse<PagedList<Int, Int>>, any Error>) {
+        switch result {
+        case .success(let response): self = .list(response.value?.modelPages, withError: response.error != nil)
+        case .failure: self = .failed
+        }
+    }
+}
+
+/// A memory level of lists that answers at once and whose saves succeed.
+final class PageLevel: KeyedCache {
+    private let values = Locked<[String: CachedValue<PagedList<Int, Int>>]>([:])
+
+    var contents: [String: PagedList<Int, Int>] { values.withLock { $0.mapValues(\.value) } }
+
+    func value(
+        for key: String, completion: @escaping @Sendable (Result<CachedValue<PagedList<Int, Int>>, any Error>) -> Void
+    ) {
+        let value = values.withLock { $0[key] }
+        completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
+    }
+
+    func save(
+        _ value: PagedList<Int, Int>, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        values.withLock { $0[key] = CachedValue(value, savedAt: Date()) }
+        completion(.success(()))
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        values.withLock { $0[key] = nil }
+        completion(.success(()))
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        values.withLock { $0 = [:] }
+        completion(.success(()))
+    }
+}
+
+extension ModelCheck {
+    /// Runs a page history on the real paged store and on ``PageModel``, both keeping at most `maxPages`.
+    static func run(_ history: [PageStep], maxPages: Int?) -> Disagreement<PageStep, PageCheckpoint>? {
+        run(history, model: { PageModel(maxPages: maxPages) }, system: { PagedStoreUnderTest(maxPages: maxPages) })
+    }
+
+    /// Fails the test when `history` disagrees with the paged store's model, saying where and how.
+    static func assertPagesAgree(
+        _ history: [PageStep], maxPages: Int? = nil, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        if let disagreement = run(history, maxPages: maxPages) {
+            XCTFail("\(disagreement)", file: file, line: line)
+        }
+    }
+
+    /// A random page history of `length` steps from `seed`, made with the model at hand so that its answers name
+    /// requests that wait.
+    static func pageHistory(seed: UInt64, length: Int, maxPages: Int?) -> [PageStep] {
+        var random = SeededRandom(seed: seed)
+        var model = PageModel(maxPages: maxPages)
+        var steps: [PageStep] = []
+        while steps.count < length {
+            let key = keys.randomElement(using: &random)!
+            let step: PageStep
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<25: step = .loadNextPage(key)
+            case 25..<35: step = .refresh(key)
+            case 35..<70:
+                guard !model.requests.isEmpty else { continue }
+                let request = Int.random(in: 0..<model.requests.count, using: &random)
+                step = Int.random(in: 0..<6, using: &random) == 0 ? .fail(request: request) : .answer(request: request)
+            case 70..<80:
+                step = .serverInserts(
+                    key, page: Int.random(in: 0..<4, using: &random), Int.random(in: 0..<50, using: &random))
+            case 80..<84: step = .serverHasPages(key, count: Int.random(in: 1...5, using: &random))
+            case 84..<94:
+                step = .liveInsert(
+                    key, index: Int.random(in: 0..<8, using: &random), 100 + Int.random(in: 0..<20, using: &random))
+            case 94..<97 where model.callerCount > 0:
+                step = .cancel(caller: Int.random(in: 1...model.callerCount, using: &random))
+            case 97..<99: step = .remove(key)
+            default: step = .clear
+            }
+            model.apply(step)
+            steps.append(step)
+        }
+        return steps
+    }
+}
