@@ -184,9 +184,10 @@ enum LinearizabilityCheck {
 
     /// A moment of an operation at which it takes effect. A change has one. An optimistic change has two (it is
     /// shown, then settled); an invalidation two (the key is marked stale, then its refetch goes out, or is owed
-    /// when a fetch sent before is in flight); a read three (it begins; it reads the levels or sends its request, and
+    /// when a fetch sent before is in flight); a read four (it begins; it reads the levels or sends its request, and
     /// a removal or a clear since it began overtakes it; the network answers, and a removal or a clear before that
-    /// discards what it brings), all within the operation's interval. The answer to an invalidation's refetch is not
+    /// discards what it brings; it answers, falling back on what the key shows when its request failed or was
+    /// overtaken), all within the operation's interval. The answer to an invalidation's refetch is not
     /// waited for: it lands at any moment after the refetch went out (see ``Made/unanswered``), and so does an owed
     /// refetch, which goes out at any moment after the fetch before it ended.
     private struct Event {
@@ -238,7 +239,7 @@ enum LinearizabilityCheck {
             operations.sorted { $0.start < $1.start }.flatMap { operation -> [Event] in
                 let moments =
                     switch operation.step {
-                    case .read: 3
+                    case .read: 4
                     case .mutate, .invalidate: 2
                     default: 1
                     }
@@ -323,7 +324,8 @@ enum LinearizabilityCheck {
         var model = StoreModel(
             network: isOffline(byThread.values.map { $0.map(\.operation.step) }) ? .answersFromCache : .always)
         model.defersOwedRefetches = true
-        // Offline histories: every request goes out at a moment of its own, and is answered at one of its own.
+        // Every request goes out at a moment of its own, and is answered at one of its own; a read whose request
+        // failed or was overtaken answers at a moment of its own too.
         model.defersSends = true
         for key in ModelCheck.keys { model.apply(.observe(key)) }
         search(model, made: Made())
@@ -353,8 +355,9 @@ enum LinearizabilityCheck {
             }
             made.item[thread] = model.readsMade
             made.request[thread] = model.requestsMade(for: key) > requests ? requests : nil
-        case (.read(let key, _), _):
+        case (.read(let key, _), 2):
             answerRequestSent(by: thread, of: key, in: &model, made: &made)
+        case (.read, _):
             model.fallBack(read: made.item[thread]!)
             return model.reads[made.item[thread]!]?.first.map { "\($0)" } ?? "none"
         case (.invalidate(let key), 0):

@@ -119,7 +119,8 @@ struct StoreModel: ModelCheck.System, Hashable {
     /// Whether, in a store that answers from its cache, a fetch sends its request (or fails, offline) at a moment of
     /// its own after it began (``sendOrFail(_:fetch:)``), rather than as it begins: a concurrent store begins a fetch
     /// under its lock and looks at the connectivity when the fetch's upstream load starts, a moment later. A read
-    /// whose fetch failed then falls back when it answers (``fallBack(read:)``), not as the fetch fails.
+    /// whose fetch failed then falls back when it answers (``fallBack(read:)``), not as the fetch fails; one whose
+    /// fetch a removal or a clear overtook reads what the store shows when it answers, not as the fetch ends.
     var defersSends = false
     /// What each level holds: the value and when it was saved there.
     private(set) var levels: [[String: Saved]] = [[:], [:]]
@@ -526,11 +527,11 @@ struct StoreModel: ModelCheck.System, Hashable {
 
     private mutating func fetched(_ caller: Caller, _ name: String, discarded: Bool) {
         switch caller {
+        case .read(let read, _) where discarded && defersSends:
+            // A concurrent store reads what it shows a moment later, when the read answers.
+            overtakenReads[read] = name
         case .read(let read, _) where discarded:
-            // Overtaken by a removal or a clear: what a cache-only read finds after it.
-            let key = keys[name]!
-            if !(key.known && key.value != nil) { _ = readLevels(name, .cacheOnly) }
-            answer(read, shown(name))
+            answerOvertaken(read, name)
         case .read(let read, _): answer(read, shown(name))
         case .refresh(let read):
             if discarded { reads[read]!.append(.failed) } else { answer(read, shown(name)) }
@@ -572,8 +573,20 @@ struct StoreModel: ModelCheck.System, Hashable {
     /// The reads whose fetch failed and that have not fallen back yet, by read.
     private var fallbacks: [Int: Fallback] = [:]
 
-    /// Read `read` falls back now, if its fetch failed (see ``defersSends``).
+    /// The reads whose fetch a removal or a clear overtook and that have not answered yet, by read.
+    private var overtakenReads: [Int: String] = [:]
+
+    /// A read overtaken by a removal or a clear answers with what a cache-only read finds after it.
+    private mutating func answerOvertaken(_ read: Int, _ name: String) {
+        let key = keys[name]!
+        if !(key.known && key.value != nil) { _ = readLevels(name, .cacheOnly) }
+        answer(read, shown(name))
+    }
+
+    /// Read `read` answers now, if its fetch failed (it falls back) or was overtaken by a removal or a clear (see
+    /// ``defersSends``).
     mutating func fallBack(read: Int) {
+        if let name = overtakenReads.removeValue(forKey: read) { return answerOvertaken(read, name) }
         guard let fallback = fallbacks.removeValue(forKey: read) else { return }
         fallBack(read, fallback.policy, fallback.name)
     }
