@@ -63,13 +63,18 @@ enum LinearizabilityCheck {
 
     /// Runs each thread's steps on its own thread, all at once, on a new store whose keys are observed throughout.
     /// When `slow`, the levels answer a moment later on queues of their own, and the network on another thread; what
-    /// the store was left with is read once both are idle. A history that switches the connectivity runs on a store
-    /// that answers from its cache while it is offline.
+    /// the store was left with is read once both are idle. The store's `network` mode is by default `.always`, or
+    /// `.answersFromCache` for a history that switches the connectivity.
     static func run(
-        _ threads: [[ConcurrentStep]], slow: Bool = false
+        _ threads: [[ConcurrentStep]], slow: Bool = false, network mode: ModelNetwork? = nil
     ) -> (operations: [Operation], final: Final) {
         let connectivity = ManualConnectivity()
-        let network: NetworkMode = isOffline(threads) ? .answersFromCache(connectivity) : .always
+        let network: NetworkMode =
+            switch mode ?? self.network(of: threads) {
+            case .always: .always
+            case .answersFromCache: .answersFromCache(connectivity)
+            case .waitsForNetwork: .waitsForNetwork(connectivity)
+            }
         let clock = TestClock()
         let levels = [ModelLevel(clock: clock, slow: slow), ModelLevel(clock: clock, slow: slow)]
         let requests = Locked(0)
@@ -131,9 +136,10 @@ enum LinearizabilityCheck {
         return (recorded.withLock { $0 }, Final(levels: levels.map(\.contents), shown: shown))
     }
 
-    /// Whether a history switches the connectivity: its store answers from its cache while offline.
-    static func isOffline(_ threads: [[ConcurrentStep]]) -> Bool {
-        threads.joined().contains { if case .connectivity = $0 { true } else { false } }
+    /// The network mode of a history's store by default: one that switches the connectivity answers from its cache
+    /// while offline.
+    static func network(of threads: [[ConcurrentStep]]) -> ModelNetwork {
+        threads.joined().contains { if case .connectivity = $0 { true } else { false } } ? .answersFromCache : .always
     }
 
     /// Performs `step` and waits for its answer; what it returned, as the model says it.
@@ -233,8 +239,11 @@ enum LinearizabilityCheck {
     }
 
     /// A sequential order of `operations`' moments that the model agrees with (answers and final state), or why there
-    /// is none: the operations were not linearizable.
-    static func linearization(of operations: [Operation], final: Final) -> Result<[Operation], NotLinearizable> {
+    /// is none: the operations were not linearizable. The store's `network` mode is by default the one ``run(_:slow:
+    /// network:)`` takes.
+    static func linearization(
+        of operations: [Operation], final: Final, network: ModelNetwork? = nil
+    ) -> Result<[Operation], NotLinearizable> {
         let byThread = Dictionary(grouping: operations, by: \.thread).mapValues { operations in
             operations.sorted { $0.start < $1.start }.flatMap { operation -> [Event] in
                 let moments =
@@ -322,7 +331,7 @@ enum LinearizabilityCheck {
         }
 
         var model = StoreModel(
-            network: isOffline(byThread.values.map { $0.map(\.operation.step) }) ? .answersFromCache : .always)
+            network: network ?? self.network(of: byThread.values.map { $0.map(\.operation.step) }))
         model.defersOwedRefetches = true
         // Every request goes out at a moment of its own, and is answered at one of its own; a read whose request
         // failed or was overtaken answers at a moment of its own too.
@@ -384,14 +393,26 @@ enum LinearizabilityCheck {
         model.answerAtOnce(key, request: request, with: server(key))
     }
 
-    /// Random threads of operations from `seed`: `threads` threads of `length` operations each. With
-    /// `LOADING_MODEL_OFFLINE=1`, one history in three switches the connectivity off and on (its store answers from
-    /// its cache while offline). Not by default yet: they have been soaked for minutes, not hours.
-    static func threads(seed: UInt64, threads: Int, length: Int) -> [[ConcurrentStep]] {
+    /// The network mode of the history of `seed`: `.always`, unless `LOADING_MODEL_OFFLINE=1`; then one history in
+    /// three answers from its cache while offline, and one in six waits for the network. Not by default yet: they
+    /// have been soaked for an hour, not days.
+    static func network(seed: UInt64) -> ModelNetwork {
+        guard ProcessInfo.processInfo.environment["LOADING_MODEL_OFFLINE"] == "1" else { return .always }
+        return seed % 3 == 0 ? .answersFromCache : seed % 6 == 1 ? .waitsForNetwork : .always
+    }
+
+    /// Random threads of operations from `seed`: `threads` threads of `length` operations each, for a store in the
+    /// `network` mode. A store that answers from its cache has its connectivity switched off and on by any thread.
+    /// One that waits for the network has it switched by the first thread alone, which begins by taking the network
+    /// away, reads only from the cache (it must not wait) and ends by bringing the network back, so that every read
+    /// waiting on another thread ends.
+    static func threads(
+        seed: UInt64, threads: Int, length: Int, network: ModelNetwork = .always
+    ) -> [[ConcurrentStep]] {
         var random = SeededRandom(seed: seed)
-        let switchesNetwork = ProcessInfo.processInfo.environment["LOADING_MODEL_OFFLINE"] == "1" && seed % 3 == 0
-        return (0..<threads).map { _ in
-            (0..<length).map { _ in
+        return (0..<threads).map { thread in
+            let switches = network == .answersFromCache || (network == .waitsForNetwork && thread == 0)
+            let steps = (0..<length).map { _ -> ConcurrentStep in
                 let key = ModelCheck.keys.randomElement(using: &random)!
                 let number = Int.random(in: 0..<4, using: &random)
                 let edit: Edit = Bool.random(using: &random) ? .insert(number) : .delete(number)
@@ -402,12 +423,15 @@ enum LinearizabilityCheck {
                 case 42..<48: return .remove(key)
                 case 48..<51: return .clear
                 case 51..<58: return .invalidate(key)
-                case 58..<64 where switchesNetwork: return .connectivity(online: Bool.random(using: &random))
+                case 58..<64 where switches: return .connectivity(online: Bool.random(using: &random))
                 default:
                     let policies: [ModelPolicy] = [.cacheFirst, .cacheOnly, .networkFirst, .networkOnly]
-                    return .read(key, policies.randomElement(using: &random)!)
+                    let policy = policies.randomElement(using: &random)!
+                    return .read(key, network == .waitsForNetwork && thread == 0 ? .cacheOnly : policy)
                 }
             }
+            guard network == .waitsForNetwork, thread == 0 else { return steps }
+            return [.connectivity(online: false)] + steps + [.connectivity(online: true)]
         }
     }
 }

@@ -37,6 +37,9 @@ struct StoreModel: ModelCheck.System, Hashable {
         var awaitsSend = false
         /// Its request could not go out (offline): it fails at a moment of its own, and may be joined until then.
         var failsOffline = false
+        /// Its request could not go out (offline) and waits for the network: once it is back, the request goes out
+        /// at a moment of its own (see ``StoreModel/defersSends``).
+        var waitsOnline = false
         let generation: Int
         let logStart: Int
         var callers: [Caller]
@@ -116,9 +119,10 @@ struct StoreModel: ModelCheck.System, Hashable {
     /// Whether a fetch owed to the observers waits for ``beginOwedRefetch(_:)`` when the fetch before it ends, rather
     /// than beginning in the same step: a concurrent store begins it a moment later, after other threads' steps.
     var defersOwedRefetches = false
-    /// Whether, in a store that answers from its cache, a fetch sends its request (or fails, offline) at a moment of
-    /// its own after it began (``sendOrFail(_:fetch:)``), rather than as it begins: a concurrent store begins a fetch
-    /// under its lock and looks at the connectivity when the fetch's upstream load starts, a moment later. A read
+    /// Whether, in a store that watches the connectivity, a fetch sends its request (or fails, or waits, offline) at
+    /// a moment of its own after it began (``sendOrFail(_:fetch:)``), rather than as it begins: a concurrent store
+    /// begins a fetch under its lock and looks at the connectivity when the fetch's upstream load starts, a moment
+    /// later; a fetch that waits sends its request at a moment of its own once the network is back. A read
     /// whose fetch failed then falls back when it answers (``fallBack(read:)``), not as the fetch fails; one whose
     /// fetch a removal or a clear overtook reads what the store shows when it answers, not as the fetch ends.
     var defersSends = false
@@ -420,7 +424,7 @@ struct StoreModel: ModelCheck.System, Hashable {
             Fetch(
                 id: counter, request: nil, sent: nil, generation: key.generation, logStart: logStart,
                 callers: [caller]))
-        guard !defersSends || network != .answersFromCache else {
+        guard !defersSends || network == .always else {
             keys[name]!.fetches[keys[name]!.fetches.count - 1].awaitsSend = true
             return
         }
@@ -435,7 +439,7 @@ struct StoreModel: ModelCheck.System, Hashable {
     }
 
     /// The fetches begun whose request is not sent yet (see ``defersSends``), by key and id.
-    var sendsDue: [(name: String, fetch: Int)] { fetches(where: \.awaitsSend) }
+    var sendsDue: [(name: String, fetch: Int)] { fetches { $0.awaitsSend || ($0.waitsOnline && isOnline) } }
 
     /// The fetches whose request could not go out and that have not failed yet (see ``defersSends``), by key and id.
     var failuresDue: [(name: String, fetch: Int)] { fetches(where: \.failsOffline) }
@@ -451,13 +455,19 @@ struct StoreModel: ModelCheck.System, Hashable {
         end(name, fetch: index, with: .failure(.offline))
     }
 
-    /// Fetch `id` of `name` sends its request now, or finds the network cannot be reached (it then fails at a moment
-    /// of its own, ``failOffline(_:fetch:)``); the request's number when it was sent.
+    /// Fetch `id` of `name` sends its request now, or finds the network cannot be reached: it then fails at a moment
+    /// of its own (``failOffline(_:fetch:)``), or waits for the network (``sendsDue``); the request's number when it
+    /// was sent.
     mutating func sendOrFail(_ name: String, fetch id: Int) -> Int? {
         guard let index = keys[name]?.fetches.firstIndex(where: { $0.id == id }) else { return nil }
         keys[name]!.fetches[index].awaitsSend = false
+        keys[name]!.fetches[index].waitsOnline = false
         guard isOnline else {
-            keys[name]!.fetches[index].failsOffline = true
+            if network == .waitsForNetwork {
+                keys[name]!.fetches[index].waitsOnline = true
+            } else {
+                keys[name]!.fetches[index].failsOffline = true
+            }
             return nil
         }
         send(name, fetch: index)
@@ -476,7 +486,8 @@ struct StoreModel: ModelCheck.System, Hashable {
     /// they began.
     private mutating func connectivity(_ online: Bool) {
         isOnline = online
-        guard online, network == .waitsForNetwork else { return }
+        // A concurrent store sends each request a moment after the network is back (see ``sendsDue``).
+        guard online, network == .waitsForNetwork, !defersSends else { return }
         var waiting: [(id: Int, name: String)] = []
         for (name, key) in keys {
             for fetch in key.fetches where fetch.request == nil { waiting.append((fetch.id, name)) }

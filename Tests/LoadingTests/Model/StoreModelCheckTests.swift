@@ -126,13 +126,17 @@ final class StoreModelCheckTests: XCTestCase {
         let repeats = max(Int(environment["LOADING_MODEL_REPEAT"] ?? "") ?? 1, 1)
         while checked < budget {
             if let soak, Date().timeIntervalSince(started) > soak { break }
-            let threads = LinearizabilityCheck.threads(seed: seed, threads: 3, length: 4)
+            let network = LinearizabilityCheck.network(seed: seed)
+            let threads = LinearizabilityCheck.threads(seed: seed, threads: 3, length: 4, network: network)
             let slow = seed % 2 == 0
-            let (operations, final) = LinearizabilityCheck.run(threads, slow: slow)
-            if case .failure(let reason) = LinearizabilityCheck.linearization(of: operations, final: final) {
+            let (operations, final) = LinearizabilityCheck.run(threads, slow: slow, network: network)
+            if case .failure(let reason) = LinearizabilityCheck.linearization(
+                of: operations, final: final, network: network)
+            {
                 return XCTFail(
                     """
-                    seed \(seed)\(slow ? " (slow levels and network)" : ""): no sequential order of these operations explains their answers and what they left \
+                    seed \(seed)\(slow ? " (slow levels and network)" : "") (network \(network)): no sequential order of \
+                    these operations explains their answers and what they left \
                     (after \(checked) histories were linearizable):
                     \(operations.sorted { $0.start < $1.start }.map(\.description).joined(separator: "\n"))
                     left: \(final)
@@ -257,11 +261,13 @@ final class StoreModelCheckTests: XCTestCase {
 
     private func assertLinearizable(
         _ threads: [[LinearizabilityCheck.ConcurrentStep]], rounds: Int = 1_000, slow: Bool = false,
-        line: UInt = #line
+        network: ModelNetwork? = nil, line: UInt = #line
     ) {
         for round in 0..<rounds {
-            let (operations, final) = LinearizabilityCheck.run(threads, slow: slow)
-            if case .failure(let reason) = LinearizabilityCheck.linearization(of: operations, final: final) {
+            let (operations, final) = LinearizabilityCheck.run(threads, slow: slow, network: network)
+            if case .failure(let reason) = LinearizabilityCheck.linearization(
+                of: operations, final: final, network: network)
+            {
                 return XCTFail(
                     """
                     round \(round): not linearizable:
