@@ -238,12 +238,22 @@ enum LinearizabilityCheck {
         }
     }
 
+    /// What the search for a linearization found.
+    enum Verdict {
+        /// An order the model agrees with.
+        case linearizable([Operation])
+        /// None: why.
+        case notLinearizable(NotLinearizable)
+        /// Neither, within the points it may search (a rare history whose moments interleave in too many ways).
+        case undecided
+    }
+
     /// A sequential order of `operations`' moments that the model agrees with (answers and final state), or why there
-    /// is none: the operations were not linearizable. The store's `network` mode is by default the one ``run(_:slow:
-    /// network:)`` takes.
+    /// is none: the operations were not linearizable; undecided past `budget` points searched. The store's `network`
+    /// mode is by default the one ``run(_:slow:network:)`` takes.
     static func linearization(
-        of operations: [Operation], final: Final, network: ModelNetwork? = nil
-    ) -> Result<[Operation], NotLinearizable> {
+        of operations: [Operation], final: Final, network: ModelNetwork? = nil, budget: Int = 100_000
+    ) -> Verdict {
         let byThread = Dictionary(grouping: operations, by: \.thread).mapValues { operations in
             operations.sorted { $0.start < $1.start }.flatMap { operation -> [Event] in
                 let moments =
@@ -258,13 +268,16 @@ enum LinearizabilityCheck {
         var next = byThread.mapValues { _ in 0 }
         var order: [Operation] = []
         var found: [Operation]?
+        var points = 0
         // Points searched already, from which no order was found: interleavings that lead to the same point are
         // searched once.
         var visited = Set<Point>()
         var closest: (order: [Operation], mismatch: String) = ([], "")
 
         func search(_ model: StoreModel, made: Made) {
-            guard found == nil, visited.insert(Point(next: next, made: made, model: model)).inserted else { return }
+            guard found == nil, points <= budget, visited.insert(Point(next: next, made: made, model: model)).inserted
+            else { return }
+            points += 1
             let candidates = byThread.compactMap { thread, events in
                 next[thread]! < events.count ? events[next[thread]!] : nil
             }
@@ -338,8 +351,9 @@ enum LinearizabilityCheck {
         model.defersSends = true
         for key in ModelCheck.keys { model.apply(.observe(key)) }
         search(model, made: Made())
-        return found.map { .success($0) }
-            ?? .failure(NotLinearizable(closest: closest.order, mismatch: closest.mismatch))
+        if let found { return .linearizable(found) }
+        if points > budget { return .undecided }
+        return .notLinearizable(NotLinearizable(closest: closest.order, mismatch: closest.mismatch))
     }
 
     /// Takes `event` in `model`; what its operation returned, at its last moment.
@@ -393,12 +407,10 @@ enum LinearizabilityCheck {
         model.answerAtOnce(key, request: request, with: server(key))
     }
 
-    /// The network mode of the history of `seed`: `.always`, unless `LOADING_MODEL_OFFLINE=1`; then one history in
-    /// three answers from its cache while offline, and one in six waits for the network. Not by default yet: they
-    /// have been soaked for an hour, not days.
+    /// The network mode of the history of `seed`: one history in three answers from its cache while offline, one in
+    /// six waits for the network, the others always fetch.
     static func network(seed: UInt64) -> ModelNetwork {
-        guard ProcessInfo.processInfo.environment["LOADING_MODEL_OFFLINE"] == "1" else { return .always }
-        return seed % 3 == 0 ? .answersFromCache : seed % 6 == 1 ? .waitsForNetwork : .always
+        seed % 3 == 0 ? .answersFromCache : seed % 6 == 1 ? .waitsForNetwork : .always
     }
 
     /// Random threads of operations from `seed`: `threads` threads of `length` operations each, for a store in the
