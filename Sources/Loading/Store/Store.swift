@@ -95,27 +95,17 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Runs `body` on the machine under the store's lock, and releases what the machine let go of (a dropped
-    /// entry's value) after unlocking: a value's deinitializer is the caller's code.
+    /// entry, with its key and value) after unlocking: a key's or a value's deinitializer is the caller's code.
     @inlinable
     func locked<Result>(_ body: (inout Machine) -> Result) -> Result {
         let (result, released) = state.withLock { machine in (body(&machine), machine.takeReleased()) }
-        if released != nil { recycle(consume released) }  // handed over, not copied
+        if released != nil { release(consume released) }  // handed over, not copied
         return result
     }
 
-    /// Releases what the machine let go of, after unlocking; an entry it dropped is emptied here and given back as
-    /// the machine's spare (see ``StoreMachine/spare``), and the key the spare had before is taken back to be released
-    /// here too.
+    /// Releases what the machine let go of, after unlocking (rarely anything: not inlined).
     @inlinable @inline(never)
-    func recycle(_ released: consuming StoreReleased?) {
-        // Only dropped entries are kept there.
-        guard let dropped = released?.entry.take() else { return }
-        var entry = unsafeDowncast(consume dropped, to: Machine.Entry.self)
-        guard isKnownUniquelyReferenced(&entry) else { return }
-        entry.empty()
-        let formerKey = state.withLock { $0.keepSpare(entry) }
-        withExtendedLifetime(formerKey) {}
-    }
+    func release(_ released: consuming StoreReleased?) {}
 
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or
     /// waiting for a level write) and the values it keeps (see `keptValues`).

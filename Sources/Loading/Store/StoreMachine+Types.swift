@@ -77,38 +77,6 @@ extension StoreMachine {
             self.generation = generation
         }
 
-        /// Empties an entry the machine dropped, as a new one is, but for its key: what it held is released here
-        /// (the store calls it after unlocking). A dropped entry is idle, so its lists are empty already; they keep
-        /// their storage for the next key. (Where the store runs unspecialized, even asking a list whether it is
-        /// empty looks its type up, so they are not asked.)
-        @inlinable
-        func empty() {
-            assert(isIdle && log.isEmpty, "only an idle entry is dropped")
-            confirmed = nil
-            isKnown = false
-            version = 0
-            confirmedVersion = 0
-            lastConfirmedFetch = 0
-            asking = 0
-            lastUnlogged = 0
-            keptStamp = nil
-            subject = nil
-            staleMark = 0
-            owesRefetch = false
-            failedVersion = 0
-            savedVersion = 0
-            pending.forget()
-            hitResponse = nil
-            hitConfirmedVersion = 0
-        }
-
-        /// Makes an emptied entry the entry of `key`; returns the key it had, to be released after unlocking.
-        @inlinable
-        func reuse(for key: Key, generation: Int) -> Key {
-            self.generation = generation
-            return exchange(&self.key, with: key)
-        }
-
         /// Whether observers are shown a value: a known one, or pending changes.
         @inlinable
         var showsSomething: Bool { confirmed != nil || !pending.isEmpty }

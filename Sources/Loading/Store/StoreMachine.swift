@@ -92,13 +92,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var released = StoreReleased()
     /// The entry ``entry(_:)`` found last, with its key; forgotten when the entry is dropped.
     @usableFromInline var recent: Entry?
-    /// A dropped entry, emptied by the store after unlocking, that ``ensureEntry(_:)`` makes again for the next key
-    /// that needs one: a key's first read then neither allocates an entry nor runs the entry's deinitializer (which
-    /// cannot be specialized, and looks type metadata up).
-    @usableFromInline var spare: Entry?
-    /// The key the spare had, until the store gives the next spare back (``keepSpare(_:)``) and releases it after
-    /// unlocking: a key's deinitializer may be the caller's code. One key at most waits here.
-    @usableFromInline var formerKey: Key?
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
     @usableFromInline static var invalidationLimit: Int { 64 }
 
@@ -117,14 +110,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func next() -> Int {
         counter += 1
         return counter
-    }
-
-    /// Keeps `entry`, dropped and emptied since, for the next key that needs an entry, unless one is kept already;
-    /// returns the key the previous spare had, for the store to release after unlocking.
-    @inlinable
-    mutating func keepSpare(_ entry: Entry) -> Key? {
-        if spare == nil { spare = entry }
-        return formerKey.take()
     }
 
     /// What the machine let go of since the last call, for the caller to release after unlocking; `nil` when
@@ -158,13 +143,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable @discardableResult
     mutating func ensureEntry(_ key: Key) -> Entry {
         if let entry = entry(key) { return entry }
-        let entry: Entry
-        if formerKey == nil, let spare = spare.take() {
-            formerKey = spare.reuse(for: key, generation: next())
-            entry = spare
-        } else {
-            entry = Entry(key: key, generation: next())
-        }
+        let entry = Entry(key: key, generation: next())
         entries[key] = entry
         recent = entry
         return entry

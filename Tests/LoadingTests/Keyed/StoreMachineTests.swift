@@ -357,66 +357,6 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown("c")?.confirmed.value, "c")
     }
 
-    // MARK: Entries made again
-
-    func test_anEmptiedEntry_isInEveryFieldWhatANewEntryIs_exceptItsKeyAndGeneration() throws {
-        var machine = makeMachine()
-        // A key that was observed, written, fetched, invalidated and read, then fell out of use: it is dropped.
-        _ = machine.observe("a", fresh: .init(nil))
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        let fetch = machine.beginFetch("a", joining: true) { _ in }
-        _ = machine.submit(.fetched("2", fetch: fetch.fetch), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        _ = machine.invalidate("a", at: now)
-        _ = machine.firstLook("a", under: .cacheOnly, now: now)  // a shared response
-        // An optimistic change shown (what it showed is remembered), then accepted.
-        let mutation = try XCTUnwrap(machine.addMutation({ $0.map { $0 + "!" } }, to: "a"))
-        if let shown = mutation.shown, let (key, prefix) = shown.shownPrefix(shown.response) {
-            machine.remember(prefix, for: key)
-        }
-        _ = machine.submit(.settle(mutation: mutation.id, accepted: true, ticket: nil), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        _ = machine.stopObserving("a")
-        issueAndLand(&machine, "a")
-        XCTAssertEqual(machine.count, 0, "the key fell out of use")
-        let entry = try XCTUnwrap(machine.takeReleased()?.entry as? Machine.Entry)
-        let fresh = Machine.Entry(key: "a", generation: entry.generation)
-        func fields(_ entry: Machine.Entry) -> [String: String] {
-            Dictionary(
-                uniqueKeysWithValues: Mirror(reflecting: entry).children.map { ($0.label ?? "", "\($0.value)") })
-        }
-        let differing = fields(entry).filter { fields(fresh)[$0.key] != $0.value }
-        XCTAssertGreaterThanOrEqual(differing.count, 8, "the scenario sets most fields: \(differing.keys.sorted())")
-
-        entry.empty()
-
-        XCTAssertEqual(fields(entry), fields(fresh), "an entry made again starts as a new one")
-    }
-
-    func test_aDroppedEntryKeptAsSpare_isMadeAgainForTheNextKey_andHandsItsFormerKeyBackForRelease() {
-        var machine = makeMachine()
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        issueAndLand(&machine, "a")
-        XCTAssertEqual(machine.count, 0, "the key fell out of use")
-        guard let dropped = machine.takeReleased()?.entry as? Machine.Entry else {
-            return XCTFail("the dropped entry is handed out for release")
-        }
-        dropped.empty()
-        XCTAssertNil(machine.keepSpare(dropped))
-
-        let entry = machine.ensureEntry("b")
-
-        XCTAssertTrue(entry === dropped)
-        XCTAssertEqual(entry.key, "b")
-        XCTAssertNil(machine.shown("b"), "nothing of the former key shows")
-        XCTAssertNil(machine.spare)
-        XCTAssertEqual(
-            machine.keepSpare(Machine.Entry(key: "c", generation: 0)), "a",
-            "the former key is handed back with the next spare, to be released after unlocking")
-    }
-
     // MARK: Invalidation
 
     func test_invalidatingAnObservedKey_asksForItsRefetch_andAnUnobservedOneIsOnlyMarked() {
