@@ -516,11 +516,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.fetches[index].sentMark = nil
     }
 
-    /// Fetch `id` of `key` sends its request now.
+    /// Fetch `id` of `key` sends its request now. What it brings is fresh against every invalidation made so far:
+    /// a refetch they owed (one may have been owed before the fetch was known to wait) is not needed any more.
     @inlinable
     mutating func fetchSent(_ id: Int, of key: Key) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
         entry.fetches[index].sentMark = next()
+        if !entry.fetches[index].isAbandoned { entry.owesRefetch = false }
     }
 
     // MARK: Changes

@@ -414,6 +414,26 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(effects.refetches, 0, "no refetch is owed")
     }
 
+    /// A fetch that began before an invalidation, then found the network down and waited, sends its request after
+    /// the invalidation: what it brings is fresh, and no refetch is owed (the invalidation, made before the fetch
+    /// was known to wait, had owed one).
+    func test_aFetchThatWaitedForTheNetwork_sentAfterAnInvalidation_owesNoRefetch() throws {
+        var machine = makeMachine()
+        _ = machine.observe("a", fresh: .init(nil))
+        let read = machine.beginFetch("a", joining: false) { _ in }
+        XCTAssertTrue(machine.invalidate("a", at: now).observed)
+        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight")
+        machine.fetchWaits(read.fetch, of: "a")
+        machine.fetchSent(read.fetch, of: "a")
+
+        var save: Machine.LevelOp?
+        let effects = try XCTUnwrap(machine.fetchedAtOnce("1", fetch: read.fetch, for: "a", now: now, save: &save))
+
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1")
+        XCTAssertEqual(machine.shown("a")?.isStale, false, "its request went out after the invalidation")
+        XCTAssertEqual(effects.refetches, 0, "no refetch is owed")
+    }
+
     func test_aReadsFirstLook_tellsAKeyTheStoreDoesNotHold_fromOneWhoseValueDoesNotAnswer() {
         var machine = makeMachine()
         guard case .notHeld = machine.firstLook("a", under: .cacheFirst, now: now) else {
