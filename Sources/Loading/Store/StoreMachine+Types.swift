@@ -53,6 +53,8 @@ extension StoreMachine {
         /// Whether a fetch is owed to the observers once the fetch in flight ends: the key was invalidated after
         /// that fetch was sent.
         @usableFromInline @exclusivity(unchecked) var owesRefetch = false
+        /// The stale mark of the invalidation that made a refetch owed, while one is.
+        @usableFromInline var owedSince = 0
         /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
         /// id), a write, an update or a confirmed optimistic change makes the value fresh.
         @usableFromInline @exclusivity(unchecked) var staleMark = 0

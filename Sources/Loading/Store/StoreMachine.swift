@@ -467,7 +467,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return beginFetch(key, joining: false, completion: completion)
         }
         let freshOnItsWay = entry.fetches.contains { !$0.isAbandoned && ($0.sentMark.map { $0 > staleMark } ?? true) }
-        if !freshOnItsWay { entry.owesRefetch = true }
+        if !freshOnItsWay, !entry.owesRefetch {
+            entry.owesRefetch = true
+            entry.owedSince = staleMark
+        }
         release(key)
         return nil
     }
@@ -509,20 +512,25 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.fetches[index].callers.append(FetchCaller(id: next(), completion: completion))
     }
 
-    /// Fetch `id` of `key` waits for the network before it sends its request.
+    /// Fetch `id` of `key` waits for the network before it sends its request. Until now it counted as sent when it
+    /// began: a refetch owed by an invalidation made since then is not needed, since what the fetch brings will be
+    /// fresh against it (a refetch owed before the fetch began stays owed).
     @inlinable
     mutating func fetchWaits(_ id: Int, of key: Key) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
+        if entry.owesRefetch, !entry.fetches[index].isAbandoned,
+            let began = entry.fetches[index].sentMark, entry.owedSince > began
+        {
+            entry.owesRefetch = false
+        }
         entry.fetches[index].sentMark = nil
     }
 
-    /// Fetch `id` of `key` sends its request now. What it brings is fresh against every invalidation made so far:
-    /// a refetch they owed (one may have been owed before the fetch was known to wait) is not needed any more.
+    /// Fetch `id` of `key` sends its request now.
     @inlinable
     mutating func fetchSent(_ id: Int, of key: Key) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
         entry.fetches[index].sentMark = next()
-        if !entry.fetches[index].isAbandoned { entry.owesRefetch = false }
     }
 
     // MARK: Changes

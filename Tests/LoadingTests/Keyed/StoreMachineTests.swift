@@ -415,8 +415,8 @@ final class StoreMachineTests: XCTestCase {
     }
 
     /// A fetch that began before an invalidation, then found the network down and waited, sends its request after
-    /// the invalidation: what it brings is fresh, and no refetch is owed (the invalidation, made before the fetch
-    /// was known to wait, had owed one).
+    /// the invalidation: what it brings is fresh, and no refetch is owed (the invalidation, made while the fetch
+    /// counted as sent, had owed one).
     func test_aFetchThatWaitedForTheNetwork_sentAfterAnInvalidation_owesNoRefetch() throws {
         var machine = makeMachine()
         _ = machine.observe("a", fresh: .init(nil))
@@ -432,6 +432,25 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "1")
         XCTAssertEqual(machine.shown("a")?.isStale, false, "its request went out after the invalidation")
         XCTAssertEqual(effects.refetches, 0, "no refetch is owed")
+    }
+
+    /// A refetch owed before a fetch began stays owed when that fetch waits for the network, and when it fails: the
+    /// fetch sent before the invalidation still owes its observers a fresh value once it ends.
+    func test_aRefetchOwedBeforeAFetchThatWaits_isStillOwed() throws {
+        var machine = makeMachine()
+        _ = machine.observe("a", fresh: .init(nil))
+        let old = machine.beginFetch("a", joining: false) { _ in }
+        XCTAssertTrue(machine.invalidate("a", at: now).observed)
+        XCTAssertNil(machine.beginRefetch("a") { _ in }, "owed: the fetch in flight was sent before")
+        let waiting = machine.beginFetch("a", joining: false) { _ in }
+        machine.fetchWaits(waiting.fetch, of: "a")
+        machine.fetchSent(waiting.fetch, of: "a")
+        _ = machine.fetchFailed(waiting.fetch, of: "a", with: TestError(id: 1))
+
+        var save: Machine.LevelOp?
+        let effects = try XCTUnwrap(machine.fetchedAtOnce("1", fetch: old.fetch, for: "a", now: now, save: &save))
+
+        XCTAssertNotEqual(effects.refetches, 0, "the owed refetch begins")
     }
 
     func test_aReadsFirstLook_tellsAKeyTheStoreDoesNotHold_fromOneWhoseValueDoesNotAnswer() {

@@ -337,6 +337,19 @@ final class StoreModelCheckTests: XCTestCase {
         ])
     }
 
+    /// A refetch owed by an invalidation while two fetches from before were in flight was settled, in a first fix of
+    /// the store, by the next fetch's request going out, although that fetch then failed: the observers never got
+    /// a fresh value. The soak found it (seed 14866, a store that waits for the network) before it landed.
+    func test_aRefetchOwedBeforeAFetchThatFails_stillBegins() {
+        ModelCheck.assertAgrees(
+            [
+                .read("a", .cacheFirstYoungerThan(30)), .observe("a"), .answer("a", request: 0, []), .invalidate("a"),
+                .refresh("a"), .clear, .connectivity(online: false), .invalidate("a"), .answer("a", request: 1, []),
+                .read("a", .networkOnly), .connectivity(online: true), .fail("a", request: 3),
+                .answer("a", request: 2, []),
+            ], network: .waitsForNetwork)
+    }
+
     // MARK: Defects put back on purpose, each found in the first histories (kept as the shrunk histories)
 
     func test_aFetchAnswer_neverOverwritesALaterWrite() {
