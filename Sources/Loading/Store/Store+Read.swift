@@ -60,7 +60,7 @@ extension Store {
         @usableFromInline @exclusivity(unchecked) var purpose = Purpose.cache
         @usableFromInline @exclusivity(unchecked) var level = 0
         @usableFromInline @exclusivity(unchecked) var stamp = Machine.ReadStamp(
-            generation: 0, confirmedVersion: 0, invalidations: 0)
+            generation: 0, confirmedVersion: 0, staleMark: 0)
         @usableFromInline @exclusivity(unchecked) var inStep = false
         @usableFromInline @exclusivity(unchecked) var rules: Machine.StaleRules?
         /// Whether the read holds its key in the store from a cache-then-network hit until its fetch has begun, so
@@ -138,7 +138,7 @@ extension Store {
             switch policy.kind {
             case .cacheFirst, .cacheOnly:
                 // The store held nothing: a value it confirms before the read's fetch begins is the answer.
-                since = Machine.ReadStamp(generation: 0, confirmedVersion: 0, invalidations: 0)
+                since = Machine.ReadStamp(generation: 0, confirmedVersion: 0, staleMark: 0)
                 readLevel(0, for: .cache)
             case .cacheThenNetwork: readLevel(0, for: .cacheThenNetwork)
             case .networkFirst, .networkOnly: startFetch()

@@ -365,14 +365,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func loadBase(of key: Key, generation: Int) {
         // What the levels hold is as stale as the invalidations made before say (judged outside the lock: a
-        // predicate is the caller's code); an invalidation made while they are read counts as one that matched.
-        let (rules, invalidations) = locked { ($0.staleRules(for: key), $0.invalidationCount) }
+        // predicate is the caller's code); one made while they are read marks the key's entry, which the change holds.
+        let rules = locked { $0.staleRules(for: key) }
         readBase(of: key, from: 0) { [self] hit, level in
             let staleSince = hit.flatMap { rules?.staleSince(key, savedAt: $0.savedAt) }
             let effects = locked {
-                $0.commitBase(
-                    hit, level: level, generation: generation, staleSince: staleSince, invalidations: invalidations,
-                    for: key)
+                $0.commitBase(hit, level: level, generation: generation, staleSince: staleSince, for: key)
             }
             perform(effects, for: key)
             runChanges(of: key, from: nil)

@@ -369,16 +369,16 @@ extension StoreMachine {
     @usableFromInline
     struct ReadStamp: Sendable {
         @inlinable
-        init(generation: Int, confirmedVersion: Int, invalidations: Int) {
+        init(generation: Int, confirmedVersion: Int, staleMark: Int) {
             self.generation = generation
             self.confirmedVersion = confirmedVersion
-            self.invalidations = invalidations
+            self.staleMark = staleMark
         }
 
         @usableFromInline let generation: Int
         @usableFromInline let confirmedVersion: Int
-        /// The store's count of invalidations.
-        @usableFromInline let invalidations: Int
+        /// The entry's stale mark: one that changed while the level was read is an invalidation that matched the key.
+        @usableFromInline let staleMark: Int
     }
 
     /// An invalidation of the keys `matches` accepts, made at `date`, as the store's `generation` counted then.

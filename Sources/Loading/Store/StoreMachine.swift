@@ -37,8 +37,9 @@
 ///   started after it (a greater id) or a write makes the value fresh again; an older fetch does not. Keys the store
 ///   does not hold are judged by the invalidation records (dates, and predicates evaluated outside the lock): a
 ///   level's value saved at or before a matching record is stale. Records beyond a limit fold into one date before
-///   which everything is stale, and a level hit read while an invalidation happened counts as stale: in a race, more
-///   is refetched, never less.
+///   which everything is stale: more is refetched, never less. A level read holds its key's entry, so an
+///   invalidation made while it runs marks that entry when it matches the key: the hit is stale by the records made
+///   before the read or by a mark made during it, and an invalidation of other keys leaves it fresh.
 /// - **Saved by intent.** Writes and updates (bursts of live changes) reach a debounced level when its timer fires or
 ///   a flush asks; a fetched value, a level's hit and a confirmed optimistic change are written to every level at
 ///   once, replacing a debounced write waiting. A fetch's callers and a confirmed change's completion are answered
@@ -84,8 +85,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var refreshedHead = 0
     /// How many refreshed keys are remembered.
     @usableFromInline static var refreshedLimit: Int { 4_096 }
-    /// Counts invalidations, so that a level hit read while one happened is judged stale.
-    @usableFromInline var invalidationCount = 0
     /// What the machine let go of: dropped entries and a replaced shared response. Releasing them can run a value's
     /// deinitializer (the caller's code), so the store takes them with ``takeReleased()`` and releases them after
     /// unlocking.
@@ -279,7 +278,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             || entry.failedVersion > entry.savedVersion
         entry.levelReads += 1
         let stamp = ReadStamp(
-            generation: entry.generation, confirmedVersion: entry.confirmedVersion, invalidations: invalidationCount)
+            generation: entry.generation, confirmedVersion: entry.confirmedVersion, staleMark: entry.staleMark)
         return .read(stamp, inStep: !behind)
     }
 
@@ -341,7 +340,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let entry = peek(key)
         return ReadStamp(
             generation: entry?.generation ?? 0, confirmedVersion: entry?.confirmedVersion ?? 0,
-            invalidations: invalidationCount)
+            staleMark: entry?.staleMark ?? 0)
     }
 
     /// Where a read that begins now stands in the store's order: a change asked after it is applied again to what
@@ -724,7 +723,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ``staleMark(since:readWhile:)``).
     @inlinable
     mutating func commitBase(
-        _ hit: CachedValue<Value>?, level: Int, generation: Int, staleSince: Int?, invalidations: Int, for key: Key
+        _ hit: CachedValue<Value>?, level: Int, generation: Int, staleSince: Int?, for key: Key
     ) -> Effects {
         guard let entry = entry(key), entry.generation == generation, !entry.isKnown else {
             return Effects(garbage: [hit as Any])
@@ -735,7 +734,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         noteStamp(hit.savedAt)
         let origin = StoreOrigin.cache(levelNames[level])
         entry.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
-        entry.staleMark = max(entry.staleMark, staleMark(since: staleSince, readWhile: invalidations))
+        entry.staleMark = max(entry.staleMark, staleSince ?? 0)
         return Effects(publish: publish(key))
     }
 
@@ -916,7 +915,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Marks every key stale at `date`; returns the observed ones, and the records it replaces.
     @inlinable
     mutating func invalidateAll(at date: Date) -> (observed: [Key], garbage: [Invalidation]) {
-        invalidationCount += 1
         let mark = next()
         staleBefore = StaleBefore(date: stamped(date), generation: mark).merged(with: staleBefore)
         return (markStale(entries.keys, mark: mark), exchange(&invalidations, with: []))
@@ -932,15 +930,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if entry.observers > 0 { observed.append(key) }
         }
         return observed
-    }
-
-    /// The stale mark of a value read from a level: the invalidation that judged it stale (a fetch sent after it
-    /// makes the value fresh), or, when an invalidation happened while the level was read (the store counted
-    /// `invalidations` before; its records may not have been judged), one after every fetch sent so far: in a race,
-    /// more is refetched, never less. Zero when the value is fresh.
-    @inlinable
-    mutating func staleMark(since staleSince: Int?, readWhile invalidations: Int) -> Int {
-        invalidations != invalidationCount ? next() : staleSince ?? 0
     }
 
     /// A level holds a value saved at `date` (it landed then, or was read with that date): an invalidation recorded
@@ -960,7 +949,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Adds an invalidation record; returns the oldest when it no longer fits (folded into `staleBefore`).
     @inlinable
     mutating func record(_ invalidation: Invalidation) -> Invalidation? {
-        invalidationCount += 1
         invalidations.append(invalidation)
         guard invalidations.count > Self.invalidationLimit else { return nil }
         let oldest = invalidations.removeFirst()
@@ -1176,7 +1164,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         noteStamp(cached.savedAt)
         let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
-        entry.staleMark = staleMark(since: staleSince, readWhile: stamp.invalidations)
+        // Stale as the invalidations recorded before the read judged the level's value (`staleSince`), or as one
+        // that matched the key while it was read: that one marked the entry, which the read holds.
+        entry.staleMark =
+            entry.staleMark != stamp.staleMark ? max(entry.staleMark, staleSince ?? 0) : staleSince ?? 0
         var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true)
         effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
         return effects

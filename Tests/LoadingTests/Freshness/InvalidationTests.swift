@@ -65,6 +65,30 @@ final class InvalidationTests: XCTestCase {
         XCTAssertEqual(network.loadCount(for: "a"), 0)
     }
 
+    func test_anInvalidationOfOtherKeys_madeWhileAValueIsReadFromALevel_leavesThatValueFresh() {
+        let memory = SpyCache(now: { [clock] in clock.now })
+        let disk = SpyCache(now: { [clock] in clock.now })
+        let network = KeyedLoaderSpy<String, String>()
+        let store = Store(
+            levels: [.cache(memory, name: "memory"), .cache(disk, name: "disk")],
+            fetch: LoaderFamily { network[$0] }, now: { [clock] in clock.now })
+        disk.values["a"] = "saved"
+        clock.advance(by: 1)
+        let observed = StreamRecorder(store.changes(for: "a"))
+        disk.holdReads = true
+        let first = LoadRecorder<StoreResponse<String>>()
+        _ = first.load(store.read("a"))
+
+        store.invalidate("b")
+        store.invalidate { $0.hasPrefix("b") }
+        disk.releaseReads()
+        XCTAssertEqual(first.values.map(\.value), ["saved"])
+
+        XCTAssertEqual(value(of: store.read("a")), "saved", "no invalidation named the key")
+        XCTAssertEqual(network.loadCount(for: "a"), 0)
+        XCTAssertEqual(observed.values.map(\.value), ["saved"])
+    }
+
     func test_aFailedRefetch_keepsTheStaleValueShown_withTheErrorAttached_andTheNextReadTriesAgain() {
         let (store, levels, network) = makeSUT()
         levels.values["a"] = "old"

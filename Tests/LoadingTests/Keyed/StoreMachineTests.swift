@@ -150,7 +150,7 @@ final class StoreMachineTests: XCTestCase {
         let step = machine.submit(update { $0.map { $0 + "+live" } }, for: "a", now: now)
         guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
         _ = machine.commitBase(
-            CachedValue("saved", savedAt: now), level: 1, generation: generation, staleSince: nil, invalidations: 0,
+            CachedValue("saved", savedAt: now), level: 1, generation: generation, staleSince: nil,
             for: "a")
         let work = try XCTUnwrap(machine.nextChange(of: "a", now: now)?.work)
         _ = machine.commit(work, result: work.run(), for: "a", now: now)
@@ -213,7 +213,7 @@ final class StoreMachineTests: XCTestCase {
 
         _ = machine.remove("a")
         XCTAssertTrue(machine.submit(.write(stored("3")), for: "a", now: now).isQueued)
-        _ = machine.commitBase(nil, level: 0, generation: generation, staleSince: nil, invalidations: 0, for: "a")
+        _ = machine.commitBase(nil, level: 0, generation: generation, staleSince: nil, for: "a")
         _ = finishChanges(&machine, "a")
 
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "3", "the write was asked after the removal")
@@ -488,14 +488,70 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "new")
     }
 
-    func test_aLevelHitReadWhileAnInvalidationHappened_isConfirmedStale() throws {
+    func test_aLevelHitReadWhileAnotherKeyWasInvalidated_isConfirmedFresh() throws {
         var machine = makeMachine()
         let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
-        _ = machine.beginInvalidation({ $0 == "elsewhere" }, at: now)  // judged outside the lock: not by this read
+        _ = machine.invalidate("b", at: now)
+        let (mark, keys, _) = machine.beginInvalidation({ $0 == "elsewhere" }, at: now)
+        XCTAssertEqual(machine.markStale(keys.filter { $0 == "elsewhere" }, mark: mark), [])
 
         _ = machine.submit(hit("cached", stamp), for: "a", now: now)
 
-        XCTAssertEqual(machine.shown("a")?.isStale, true, "in a race, more is refetched, never less")
+        XCTAssertEqual(machine.shown("a")?.isStale, false, "no invalidation matched the key")
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "cached")
+    }
+
+    func test_aLevelHitReadWhileItsKeyWasInvalidated_isConfirmedStale() throws {
+        var machine = makeMachine()
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
+        _ = machine.invalidate("a", at: now)
+
+        _ = machine.submit(hit("cached", stamp), for: "a", now: now)
+
+        XCTAssertEqual(machine.shown("a")?.isStale, true)
+    }
+
+    func test_aLevelHitReadWhileEveryKeyWasInvalidated_isConfirmedStale() throws {
+        var machine = makeMachine()
+        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
+        _ = machine.invalidateAll(at: now)
+
+        _ = machine.submit(hit("cached", stamp), for: "a", now: now)
+
+        XCTAssertEqual(machine.shown("a")?.isStale, true)
+    }
+
+    func test_aLevelHitReadWhileAPredicateMatchedItsKey_isStale_whicheverEndsFirst() throws {
+        for judgedFirst in [true, false] {
+            var machine = makeMachine()
+            let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
+            let (mark, keys, _) = machine.beginInvalidation({ $0 == "a" }, at: now)
+            XCTAssertEqual(keys, ["a"], "a key being read is held, so the predicate judges it")
+
+            if judgedFirst { _ = machine.markStale(keys, mark: mark) }
+            _ = machine.submit(hit("cached", stamp), for: "a", now: now)
+            if !judgedFirst { _ = machine.markStale(keys, mark: mark) }
+
+            XCTAssertEqual(machine.shown("a")?.isStale, true, judgedFirst ? "judged first" : "judged last")
+        }
+    }
+
+    func test_theLevelsValueAChangeReadsWhileAnotherKeyWasInvalidated_isFresh_whileItsKeyWasInvalidated_isStale() {
+        for invalidated in ["b", "a"] {
+            var machine = makeMachine()
+            let step = machine.submit(update { $0.map { $0 + "+live" } }, for: "a", now: now)
+            guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
+            _ = machine.invalidate(invalidated, at: now)
+
+            _ = machine.commitBase(
+                CachedValue("saved", savedAt: now.addingTimeInterval(-1)), level: 1, generation: generation,
+                staleSince: nil, for: "a")
+            _ = finishChanges(&machine, "a")
+
+            XCTAssertEqual(machine.shown("a")?.confirmed.value, "saved+live")
+            // The update confirms a local change: a change makes the value fresh only when asked after the mark.
+            XCTAssertEqual(machine.shown("a")?.isStale, invalidated == "a", "invalidated \(invalidated)")
+        }
     }
 
     func test_aStaleValueWrittenToTheLevels_keepsItsEntryUntilTheWriteLands_thenIsRecordedStale() throws {
