@@ -76,7 +76,7 @@ enum LinearizabilityCheck {
             case .waitsForNetwork: .waitsForNetwork(connectivity)
             }
         let clock = TestClock()
-        let levels = [ModelLevel(clock: clock, slow: slow), ModelLevel(clock: clock, slow: slow)]
+        let levels = [ModelLevel<Items>(clock: clock, slow: slow), ModelLevel<Items>(clock: clock, slow: slow)]
         let requests = Locked(0)
         let server = server
         let store = Store<String, Items>(

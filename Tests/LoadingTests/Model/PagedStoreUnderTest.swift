@@ -17,7 +17,7 @@ final class PagedStoreUnderTest: ModelCheck.System {
     }
 
     private let waiting = Locked<[Waiting]>([])
-    private let level = PageLevel()
+    private let level = ModelLevel<List>(clock: TestClock())
     private let pages: PagedStore<String, Int, Int>
     private var server = PageServer()
     private let observers: [String: StreamRecorder<StoreResponse<List>, Never>]
@@ -115,37 +115,6 @@ extension PageAnswer {
         case .success(let response): self = .list(response.value?.modelPages, withError: response.error != nil)
         case .failure: self = .failed
         }
-    }
-}
-
-/// A memory level of lists that answers at once and whose saves succeed.
-final class PageLevel: KeyedCache {
-    private let values = Locked<[String: CachedValue<PagedList<Int, Int>>]>([:])
-
-    var contents: [String: PagedList<Int, Int>] { values.withLock { $0.mapValues(\.value) } }
-
-    func value(
-        for key: String, completion: @escaping @Sendable (Result<CachedValue<PagedList<Int, Int>>, any Error>) -> Void
-    ) {
-        let value = values.withLock { $0[key] }
-        completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
-    }
-
-    func save(
-        _ value: PagedList<Int, Int>, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
-    ) {
-        values.withLock { $0[key] = CachedValue(value, savedAt: Date()) }
-        completion(.success(()))
-    }
-
-    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        values.withLock { $0[key] = nil }
-        completion(.success(()))
-    }
-
-    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        values.withLock { $0 = [:] }
-        completion(.success(()))
     }
 }
 

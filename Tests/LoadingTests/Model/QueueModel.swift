@@ -179,7 +179,7 @@ final class QueueUnderTest: ModelCheck.System {
     }
 
     private let clock = TestClock()
-    private let disk: ModelLevel
+    private let disk: ModelLevel<Items>
     private let storage = ModelStorage<Numbered>()
     private let server = LoaderSpy<Void>()
     private let sent = Locked<[Int]>([])
@@ -244,8 +244,8 @@ final class QueueUnderTest: ModelCheck.System {
 
     /// A new process: a new store (its memory level empty) and a new queue over the same storage and disk.
     private static func start(
-        clock: TestClock, disk: ModelLevel, storage: ModelStorage<Numbered>, online: Bool, server: LoaderSpy<Void>,
-        sent: Locked<[Int]>, outcomes: Locked<[Int: String]>
+        clock: TestClock, disk: ModelLevel<Items>, storage: ModelStorage<Numbered>, online: Bool,
+        server: LoaderSpy<Void>, sent: Locked<[Int]>, outcomes: Locked<[Int: String]>
     ) -> Launch {
         let link = ProcessLink()
         let connectivity = ManualConnectivity(isOnline: online)
@@ -253,7 +253,8 @@ final class QueueUnderTest: ModelCheck.System {
         let attempts = Locked<[any CancellationToken]>([])
         let store = Store<String, Items>(
             levels: [
-                .cache(ModelLevel(clock: clock), name: "memory"), .cache(LinkedLevel(disk, link: link), name: "disk"),
+                .cache(ModelLevel<Items>(clock: clock), name: "memory"),
+                .cache(LinkedLevel(disk, link: link), name: "disk"),
             ],
             fetch: LoaderFamily { _ in LoaderSpy<Items>() }, now: { clock.now })
         let observer = StreamRecorder(store.changes(for: "q"))
@@ -308,10 +309,10 @@ final class ProcessLink: Sendable {
 
 /// A process's view of the disk level: nothing once the process ended.
 final class LinkedLevel: KeyedCache {
-    private let level: ModelLevel
+    private let level: ModelLevel<Items>
     private let link: ProcessLink
 
-    init(_ level: ModelLevel, link: ProcessLink) {
+    init(_ level: ModelLevel<Items>, link: ProcessLink) {
         self.level = level
         self.link = link
     }

@@ -8,151 +8,79 @@ import XCTest
 /// disagreement is shrunk and printed as a test to paste below.
 final class StoreModelCheckTests: XCTestCase {
     func test_randomHistories_agreeWithTheModel() {
-        let environment = ProcessInfo.processInfo.environment
-        let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
-        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
-        let firstSeed = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
-        let started = Date()
-        var checked = 0
-        var seed = firstSeed
-        while checked < budget {
-            if let soak, Date().timeIntervalSince(started) > soak { break }
-            let length = environment["LOADING_MODEL_LENGTH"].flatMap(Int.init) ?? 40 + Int(seed % 5) * 50  // 40 to 240
+        ModelCheck.soak("Model check") { seed, length in
             let network = ModelCheck.network(seed: seed)
             let history = ModelCheck.history(seed: seed, length: length, network: network)
-            if let disagreement = ModelCheck.run(history, network: network) {
-                let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) {
-                    ModelCheck.run($0, network: network)
-                }
-                let arguments = network == .always ? "" : "network: \(network)"
-                XCTFail(
-                    """
-                    seed \(seed) (network \(network)): the store disagreed with the model after \(checked) histories \
-                    agreed (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
-                    \(shrunk)
-                    Paste as a test:
-                    \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertAgrees", arguments: arguments))
-                    """)
-                return
-            }
-            checked += 1
-            seed += 1
+            guard let disagreement = ModelCheck.run(history, network: network) else { return .agreed }
+            let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) { ModelCheck.run($0, network: network) }
+            let arguments = network == .always ? "" : "network: \(network)"
+            return .failed(
+                """
+                the store (network \(network)) disagreed with the model \
+                (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
+                \(shrunk)
+                Paste as a test:
+                \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertAgrees", arguments: arguments))
+                """)
         }
-        let seconds = Date().timeIntervalSince(started)
-        print(
-            "Model check: \(checked) histories agreed (seeds \(firstSeed)..<\(seed)) in "
-                + String(format: "%.1f s, %.0f histories/s", seconds, Double(checked) / max(seconds, 0.001)))
     }
 
     func test_randomQueueHistories_agreeWithTheModel() {
-        let environment = ProcessInfo.processInfo.environment
-        let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
-        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
-        let started = Date()
-        var checked = 0
-        var seed: UInt64 = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
-        while checked < budget {
-            if let soak, Date().timeIntervalSince(started) > soak { break }
-            let length = environment["LOADING_MODEL_LENGTH"].flatMap(Int.init) ?? 40 + Int(seed % 5) * 50
+        ModelCheck.soak("Queue model check") { seed, length in
             let history = ModelCheck.queueHistory(seed: seed, length: length)
-            if let disagreement = ModelCheck.run(history) {
-                let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler, run: ModelCheck.run)
-                XCTFail(
-                    """
-                    seed \(seed): the queue disagreed with the model after \(checked) histories agreed \
-                    (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
-                    \(shrunk)
-                    Paste as a test:
-                    \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertQueueAgrees"))
-                    """)
-                return
-            }
-            checked += 1
-            seed += 1
+            guard let disagreement = ModelCheck.run(history) else { return .agreed }
+            let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler, run: ModelCheck.run)
+            return .failed(
+                """
+                the queue disagreed with the model (\(disagreement.history.count) steps, shrunk to \
+                \(shrunk.history.count)):
+                \(shrunk)
+                Paste as a test:
+                \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertQueueAgrees"))
+                """)
         }
-        let seconds = Date().timeIntervalSince(started)
-        print(
-            "Queue model check: \(checked) histories agreed in "
-                + String(format: "%.1f s, %.0f histories/s", seconds, Double(checked) / max(seconds, 0.001)))
     }
 
     func test_randomPageHistories_agreeWithTheModel() {
-        let environment = ProcessInfo.processInfo.environment
-        let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
-        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
-        let started = Date()
-        var checked = 0
-        var seed: UInt64 = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
-        while checked < budget {
-            if let soak, Date().timeIntervalSince(started) > soak { break }
-            let length = environment["LOADING_MODEL_LENGTH"].flatMap(Int.init) ?? 40 + Int(seed % 5) * 50
+        ModelCheck.soak("Page model check") { seed, length in
             // Every other history keeps at most three pages per list.
             let maxPages = seed % 2 == 0 ? 3 : nil
             let history = ModelCheck.pageHistory(seed: seed, length: length, maxPages: maxPages)
-            if let disagreement = ModelCheck.run(history, maxPages: maxPages) {
-                let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) {
-                    ModelCheck.run($0, maxPages: maxPages)
-                }
-                XCTFail(
-                    """
-                    seed \(seed) (maxPages \(maxPages.map(String.init) ?? "nil")): the paged store disagreed with the \
-                    model after \(checked) histories agreed (\(disagreement.history.count) steps, shrunk to \
-                    \(shrunk.history.count)):
-                    \(shrunk)
-                    Paste as a test:
-                    \(ModelCheck.testCase(
-                        shrunk, seed: seed, assertion: "ModelCheck.assertPagesAgree",
-                        arguments: maxPages.map { "maxPages: \($0)" } ?? ""))
-                    """)
-                return
-            }
-            checked += 1
-            seed += 1
+            guard let disagreement = ModelCheck.run(history, maxPages: maxPages) else { return .agreed }
+            let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) { ModelCheck.run($0, maxPages: maxPages) }
+            return .failed(
+                """
+                the paged store (maxPages \(maxPages.map(String.init) ?? "nil")) disagreed with the model \
+                (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
+                \(shrunk)
+                Paste as a test:
+                \(ModelCheck.testCase(
+                    shrunk, seed: seed, assertion: "ModelCheck.assertPagesAgree",
+                    arguments: maxPages.map { "maxPages: \($0)" } ?? ""))
+                """)
         }
-        let seconds = Date().timeIntervalSince(started)
-        print(
-            "Page model check: \(checked) histories agreed in "
-                + String(format: "%.1f s, %.0f histories/s", seconds, Double(checked) / max(seconds, 0.001)))
     }
 
     func test_concurrentHistories_areLinearizable() {
-        let environment = ProcessInfo.processInfo.environment
-        let soak = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
-        let budget = soak == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
-        let started = Date()
-        var checked = 0
-        var seed: UInt64 = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
-        // Each seed's history runs this many times (its threads interleave anew each time): to chase one failure.
-        let repeats = max(Int(environment["LOADING_MODEL_REPEAT"] ?? "") ?? 1, 1)
-        var undecided = 0
-        while checked < budget {
-            if let soak, Date().timeIntervalSince(started) > soak { break }
+        ModelCheck.soak("Linearizability (3 threads of 4 operations)") { seed, _ in
             let network = LinearizabilityCheck.network(seed: seed)
             let threads = LinearizabilityCheck.threads(seed: seed, threads: 3, length: 4, network: network)
             let slow = seed % 2 == 0
             let (operations, final) = LinearizabilityCheck.run(threads, slow: slow, network: network)
             switch LinearizabilityCheck.linearization(of: operations, final: final, network: network) {
-            case .linearizable: break
-            case .undecided: undecided += 1
+            case .linearizable: return .agreed
+            case .undecided: return .undecided
             case .notLinearizable(let reason):
-                return XCTFail(
+                return .failed(
                     """
-                    seed \(seed)\(slow ? " (slow levels and network)" : "") (network \(network)): no sequential order of \
-                    these operations explains their answers and what they left \
-                    (after \(checked) histories were linearizable):
+                    \(slow ? "slow levels and network, " : "")network \(network): no sequential order of these \
+                    operations explains their answers and what they left:
                     \(operations.sorted { $0.start < $1.start }.map(\.description).joined(separator: "\n"))
                     left: \(final)
                     \(reason)
                     """)
             }
-            checked += 1
-            if checked % repeats == 0 { seed += 1 }
         }
-        let seconds = Date().timeIntervalSince(started)
-        print(
-            "Linearizability: \(checked) concurrent histories (3 threads of 4 operations) in "
-                + String(format: "%.1f s, %.0f histories/s", seconds, Double(checked) / max(seconds, 0.001))
-                + ", \(undecided) undecided (their search ran past its budget)")
     }
 
     // MARK: Concurrent histories that once were not linearizable (each a defect of the store, fixed)

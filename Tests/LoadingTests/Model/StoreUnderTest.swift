@@ -8,7 +8,7 @@ import LoadingTestSupport
 /// what each observer was shown, what each caller was answered and what each level holds, as ``StoreModel`` does.
 final class StoreUnderTest: ModelCheck.System {
     private let clock = TestClock()
-    private let levels: [ModelLevel]
+    private let levels: [ModelLevel<Items>]
     private let network = KeyedLoaderSpy<String, Items>()
     private let connectivity = ManualConnectivity()
     let store: Store<String, Items>
@@ -156,8 +156,8 @@ extension Answer {
 
 /// A level that answers at once, stamps what it saves with the history's clock, and fails its saves and removals
 /// while told to (a full disk).
-final class ModelLevel: KeyedCache {
-    private let values = Locked<[String: CachedValue<Items>]>([:])
+final class ModelLevel<Value: Sendable>: KeyedCache {
+    private let values = Locked<[String: CachedValue<Value>]>([:])
     private let failing = Locked(false)
     private let clock: TestClock
     /// A slow level answers on a queue of its own, a moment later, in the order it was asked.
@@ -188,21 +188,21 @@ final class ModelLevel: KeyedCache {
         }
     }
 
-    var contents: [String: Items] { values.withLock { $0.mapValues(\.value) } }
+    var contents: [String: Value] { values.withLock { $0.mapValues(\.value) } }
 
     var fails: Bool {
         get { failing.withLock { $0 } }
         set { failing.withLock { $0 = newValue } }
     }
 
-    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<Items>, any Error>) -> Void) {
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void) {
         perform { [values] in
             let value = values.withLock { $0[key] }
             completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
         }
     }
 
-    func save(_ value: Items, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    func save(_ value: Value, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         guard !fails else { return completion(.failure(TestError.model)) }
         let now = clock.now
         perform { [values] in
