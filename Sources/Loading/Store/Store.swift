@@ -418,13 +418,17 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         locked { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
     }
 
-    /// Loads `key` from upstream for fetch `id`. A store that waits for the network while it is offline tells the
-    /// machine when the request really goes out: what it brings is fresh against every invalidation made before.
+    /// Loads `key` from upstream for fetch `id`. A store that watches the connectivity tells the machine when the
+    /// request really goes out (now, or once the network is back): what it brings is fresh against every
+    /// invalidation made before then, those made since the fetch began among them.
     @inlinable
     func loadUpstream(
         _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
     ) -> any CancellationToken {
-        guard network.waits, let connectivity = network.connectivity, !connectivity.isOnline else {
+        guard let connectivity = network.connectivity else { return fetcher[key].load(completion: completion) }
+        guard network.waits, !connectivity.isOnline else {
+            // Online, the request goes out now; offline, a store that answers from its cache fails the fetch.
+            if connectivity.isOnline { locked { $0.fetchSendsNow(id, of: key) } }
             return fetcher[key].load(completion: completion)
         }
         locked { $0.fetchWaits(id, of: key) }

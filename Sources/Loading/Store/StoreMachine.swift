@@ -525,6 +525,15 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.fetches[index].sentMark = nil
     }
 
+    /// Fetch `id` of `key` sends its request now, a moment after it began: its upstream load looked at the
+    /// connectivity as it started, which may have come back since the fetch began. It counts as sent now, so a
+    /// refetch owed by an invalidation made in between is not needed (see ``fetchWaits(_:of:)``).
+    @inlinable
+    mutating func fetchSendsNow(_ id: Int, of key: Key) {
+        fetchWaits(id, of: key)
+        fetchSent(id, of: key)
+    }
+
     /// Fetch `id` of `key` sends its request now.
     @inlinable
     mutating func fetchSent(_ id: Int, of key: Key) {

@@ -434,6 +434,27 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(effects.refetches, 0, "no refetch is owed")
     }
 
+    /// A fetch that began while the network was down, in a store that watches the connectivity, sends its request
+    /// only once its upstream load starts and finds the network back: an invalidation in between owes no refetch
+    /// (whose answer would replace a write made meanwhile).
+    func test_aFetchSentWhenItsUpstreamLoadStarts_afterAnInvalidation_owesNoRefetch() {
+        var machine = makeMachine()
+        _ = machine.observe("a", fresh: .init(nil))
+        let read = machine.beginFetch("a", joining: false) { _ in }
+        XCTAssertTrue(machine.invalidate("a", at: now).observed)
+        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight")
+        machine.fetchSendsNow(read.fetch, of: "a")
+        _ = machine.submit(.write(stored("written")), for: "a", now: now)
+        _ = finishChanges(&machine, "a")
+
+        let step = machine.submit(.fetched("1", fetch: read.fetch), for: "a", now: now)
+        let effects = (step.effects.map { [$0] } ?? []) + finishChanges(&machine, "a")
+
+        XCTAssertEqual(machine.shown("a")?.confirmed.value, "written", "the write is applied again to the answer")
+        XCTAssertEqual(machine.shown("a")?.isStale, false)
+        XCTAssertEqual(effects.map(\.refetches).filter { $0 != 0 }, [], "no refetch is owed")
+    }
+
     /// A refetch owed before a fetch began stays owed when that fetch waits for the network, and when it fails: the
     /// fetch sent before the invalidation still owes its observers a fresh value once it ends.
     func test_aRefetchOwedBeforeAFetchThatWaits_isStillOwed() throws {
