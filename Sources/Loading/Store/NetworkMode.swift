@@ -31,12 +31,4 @@ public struct NetworkMode: Sendable {
     var isOffline: Bool {
         connectivity.map { !$0.isOnline } ?? false
     }
-
-    /// `family`, its loads gated by the connectivity.
-    func applied<Key, Value>(to family: LoaderFamily<Key, Value>) -> LoaderFamily<Key, Value> {
-        guard let connectivity else { return family }
-        return waits
-            ? LoaderFamily { family[$0].waitingForNetwork(connectivity) }
-            : LoaderFamily { family[$0].failingWhileOffline(connectivity) }
-    }
 }

@@ -81,8 +81,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in }
     ) {
         self.levels = levels
-        // A store that waits for the network does so itself, knowing when each request goes out (`loadUpstream`).
-        fetcher = network.waits ? fetch : network.applied(to: fetch)
+        // The store looks at the connectivity itself, knowing when each request goes out (`loadUpstream`).
+        fetcher = fetch
         maxAgeSeconds = maxAge?.seconds
         self.network = network
         self.now = now
@@ -418,20 +418,25 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         locked { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
     }
 
-    /// Loads `key` from upstream for fetch `id`. A store that watches the connectivity tells the machine when the
-    /// request really goes out (now, or once the network is back): what it brings is fresh against every
-    /// invalidation made before then, those made since the fetch began among them.
+    /// Loads `key` from upstream for fetch `id`. A store that watches the connectivity looks at it now, and tells
+    /// the machine when the request really goes out (now, or once the network is back, or never: offline, a store
+    /// that answers from its cache fails the fetch): what it brings is fresh against every invalidation made before
+    /// then, those made since the fetch began among them.
     @inlinable
     func loadUpstream(
         _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
     ) -> any CancellationToken {
         guard let connectivity = network.connectivity else { return fetcher[key].load(completion: completion) }
-        guard network.waits, !connectivity.isOnline else {
-            // Online, the request goes out now; offline, a store that answers from its cache fails the fetch.
-            if connectivity.isOnline { locked { $0.fetchSendsNow(id, of: key) } }
+        guard !connectivity.isOnline else {
+            locked { $0.fetchSendsNow(id, of: key) }
             return fetcher[key].load(completion: completion)
         }
+        // No request goes out now: the fetch counts as not sent.
         locked { $0.fetchWaits(id, of: key) }
+        guard network.waits else {
+            completion(.failure(OfflineError()))
+            return AnyCancellationToken()
+        }
         let upstream = fetcher[key]
         return AnyLoader<Value> { [self] completion in
             locked { $0.fetchSent(id, of: key) }

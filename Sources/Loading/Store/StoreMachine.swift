@@ -511,9 +511,10 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entry.fetches[index].callers.append(FetchCaller(id: next(), completion: completion))
     }
 
-    /// Fetch `id` of `key` waits for the network before it sends its request. Until now it counted as sent when it
-    /// began: a refetch owed by an invalidation made since then is not needed, since what the fetch brings will be
-    /// fresh against it (a refetch owed before the fetch began stays owed).
+    /// Fetch `id` of `key` found the network down: it waits for it before it sends its request, or (a store that
+    /// answers from its cache) fails without one. Until now it counted as sent when it began: a refetch owed by an
+    /// invalidation made since then is not needed, since what the fetch brings will be fresh against it, or, offline,
+    /// nothing is fetched for it (a refetch owed before the fetch began stays owed).
     @inlinable
     mutating func fetchWaits(_ id: Int, of key: Key) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
@@ -526,8 +527,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Fetch `id` of `key` sends its request now, a moment after it began: its upstream load looked at the
-    /// connectivity as it started, which may have come back since the fetch began. It counts as sent now, so a
-    /// refetch owed by an invalidation made in between is not needed (see ``fetchWaits(_:of:)``).
+    /// connectivity as it started, and the network may have come back since the fetch began. It counts as sent now,
+    /// so a refetch owed by an invalidation made in between is not needed: what it brings is fresh against it (see
+    /// ``fetchWaits(_:of:)``, which a fetch that finds the network down calls instead).
     @inlinable
     mutating func fetchSendsNow(_ id: Int, of key: Key) {
         fetchWaits(id, of: key)

@@ -455,6 +455,22 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(effects.map(\.refetches).filter { $0 != 0 }, [], "no refetch is owed")
     }
 
+    /// The same fetch, in a store that answers from its cache, found the network down when its upstream load started:
+    /// it fails, and the invalidation made since it began owes no refetch (offline, nothing is fetched for it).
+    func test_aFetchThatFailsOfflineWhenItsUpstreamLoadStarts_owesNoRefetch() {
+        var machine = makeMachine()
+        _ = machine.observe("a", fresh: .init(nil))
+        let read = machine.beginFetch("a", joining: false) { _ in }
+        XCTAssertTrue(machine.invalidate("a", at: now).observed)
+        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight")
+
+        machine.fetchWaits(read.fetch, of: "a")
+        XCTAssertNil(machine.beginRefetch("a") { _ in }, "an invalidation made now owes nothing either")
+        let effects = machine.fetchFailed(read.fetch, of: "a", with: OfflineError())
+
+        XCTAssertEqual(effects.refetches, 0)
+    }
+
     /// A refetch owed before a fetch began stays owed when that fetch waits for the network, and when it fails: the
     /// fetch sent before the invalidation still owes its observers a fresh value once it ends.
     func test_aRefetchOwedBeforeAFetchThatWaits_isStillOwed() throws {
