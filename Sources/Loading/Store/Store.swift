@@ -63,8 +63,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///   - levels: the caches, fastest first (memory, then disk or a database).
     ///   - fetch: the source of fresh values (the network); concurrent reads of one key share one fetch.
     ///   - keptValues: how many values of keys no longer in use the store keeps itself (the last to fall out of use),
-    ///     for reads that answer without asking a level. By default a store with levels keeps none (the levels hold
-    ///     them), and a store without levels, being its own cache, keeps every value.
+    ///     for reads that answer without asking a level. By default a store with levels keeps 256 (0 keeps none: the
+    ///     levels hold them), and a store without levels, being its own cache, keeps every value.
     ///   - maxAge: how long a value stays fresh for reads that do not say (``ReadPolicy/cacheFirst`` and
     ///     ``ReadPolicy/cacheThenNetwork``), and for ``revalidate()``; `nil`: until it is invalidated.
     ///   - network: what fetches do while the network cannot be reached (by default, they start anyway).
@@ -90,7 +90,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if case .failure(let error) = result { onWriteFailure(error) }
         }
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
-        let kept = keptValues ?? (levels.isEmpty ? .max : 0)
+        let kept = keptValues ?? (levels.isEmpty ? .max : 256)
         state = Locked(Machine(levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept))
     }
 

@@ -182,7 +182,8 @@ final class ReleaseRuleTests: XCTestCase {
 
     func test_store_droppingAnIdleKeyReleasesItsValueOutsideItsLock() {
         let store = Store<Int, Held>(
-            levels: [.cache(ForgetfulCache(), name: "forgetful")], fetch: LoaderFamily { _ in LoaderSpy<Held>() })
+            levels: [.cache(ForgetfulCache(), name: "forgetful")], fetch: LoaderFamily { _ in LoaderSpy<Held>() },
+            keptValues: 0)
 
         // The level keeps nothing, so the store's entry holds the last reference until the key falls out of use.
         guard

@@ -17,7 +17,7 @@ final class StoreDefectTests: XCTestCase {
         level.writeError = TestError(id: 1)
         let failures = Locked(0)
         let store = Store<String, String>(
-            levels: [.cache(level, name: "disk")], fetch: LoaderFamily { _ in LoaderSpy<String>() },
+            levels: [.cache(level, name: "disk")], fetch: LoaderFamily { _ in LoaderSpy<String>() }, keptValues: 0,
             now: { [clock] in clock.now }, onWriteFailure: { _ in failures.withLock { $0 += 1 } })
 
         store.write("edited", for: "k")
@@ -117,7 +117,8 @@ final class StoreDefectTests: XCTestCase {
         level.values["k"] = "old"
         let network = KeyedLoaderSpy<String, String>()
         let store = Store<String, String>(
-            levels: [.cache(level, name: "disk")], fetch: LoaderFamily { network[$0] }, now: { [clock] in clock.now })
+            levels: [.cache(level, name: "disk")], fetch: LoaderFamily { network[$0] }, keptValues: 0,
+            now: { [clock] in clock.now })
 
         store.invalidate("k")
         clock.advance(by: -3_600)  // the user sets the clock back an hour

@@ -321,7 +321,7 @@ final class StoreTests: XCTestCase {
     }
 
     func test_aFailedNetworkRead_ofAKeyNoOneObserves_answersWithTheLevelsValue_andTheErrorAttached() {
-        let (store, _, network) = makeSUT()
+        let (store, _, network) = makeSUT(keptValues: 0)
         store.write("saved", for: "a")
         XCTAssertEqual(store.count, 0, "unobserved, the key lives in the levels")
         let results = LoadRecorder<StoreResponse<String>>()
@@ -611,7 +611,7 @@ final class StoreTests: XCTestCase {
     }
 
     func test_concurrentReadsOfEveryPolicy_cancelledAtRandom_completeAtMostOnce_andLeaveNoKeyInUse() {
-        let store = storeFetchingOnAnotherThread(MemoryCache<Int, Int>()) { key in
+        let store = storeFetchingOnAnotherThread(MemoryCache<Int, Int>(), keptValues: 0) { key in
             key % 3 == 0 ? .failure(TestError(id: key)) : .success(key)
         }
         let policies: [ReadPolicy] = [.cacheFirst, .cacheOnly, .cacheThenNetwork, .networkFirst, .networkOnly]
@@ -646,7 +646,8 @@ final class StoreTests: XCTestCase {
 
     /// A store over `memory` whose fetch of a key answers `result(key)` from another thread.
     private func storeFetchingOnAnotherThread(
-        _ memory: MemoryCache<Int, Int>, _ result: @escaping @Sendable (Int) -> Result<Int, any Error>
+        _ memory: MemoryCache<Int, Int>, keptValues: Int? = nil,
+        _ result: @escaping @Sendable (Int) -> Result<Int, any Error>
     ) -> Store<Int, Int> {
         Store(
             levels: [.cache(memory, name: "memory")],
@@ -655,7 +656,7 @@ final class StoreTests: XCTestCase {
                     DispatchQueue.global().async { completion(result(key)) }
                     return AnyCancellationToken()
                 }
-            })
+            }, keptValues: keptValues)
     }
 
     // MARK: Level write failures
@@ -717,7 +718,7 @@ final class StoreTests: XCTestCase {
         try await loader.load()
     }
 
-    private func makeSUT(debounceDisk scheduler: TestScheduler? = nil) -> (
+    private func makeSUT(debounceDisk scheduler: TestScheduler? = nil, keptValues: Int? = nil) -> (
         Store<String, String>, (memory: MemoryCache<String, String>, disk: SpyCache), KeyedLoaderSpy<String, String>
     ) {
         let memory = MemoryCache<String, String>(now: { [clock] in clock.now })
@@ -728,7 +729,7 @@ final class StoreTests: XCTestCase {
             ?? .cache(disk, name: "disk")
         let store = Store(
             levels: [.cache(memory, name: "memory"), diskLevel],
-            fetch: LoaderFamily { network[$0] },
+            fetch: LoaderFamily { network[$0] }, keptValues: keptValues,
             now: { [clock] in clock.now })
         return (store, (memory, disk), network)
     }

@@ -112,21 +112,38 @@ enum ModelCheck {
         """
     }
 
-    /// Runs the store's histories: the real store against ``StoreModel``, both with the `network` mode.
-    static func run(_ history: [Step], network: ModelNetwork = .always) -> Disagreement<Step, Checkpoint>? {
-        run(history, model: { StoreModel(network: network) }, system: { StoreUnderTest(network: network) })
+    /// Runs the store's histories: the real store against ``StoreModel``, both with the `network` mode, keeping the
+    /// values of keys no longer in use (the default) or none.
+    static func run(
+        _ history: [Step], network: ModelNetwork = .always, keepsValues: Bool = true
+    ) -> Disagreement<Step, Checkpoint>? {
+        run(
+            history, model: { StoreModel(network: network, keepsValues: keepsValues) },
+            system: { StoreUnderTest(network: network, keepsValues: keepsValues) })
     }
 
-    /// Fails the test when `history` disagrees with the store's model, saying where and how.
+    /// Fails the test when `history` disagrees with the store's model, saying where and how; for a store that keeps
+    /// the values of keys no longer in use and for one that keeps none, unless `keepsValues` says which.
     static func assertAgrees(
-        _ history: [Step], network: ModelNetwork = .always, file: StaticString = #filePath, line: UInt = #line
+        _ history: [Step], network: ModelNetwork = .always, keepsValues: Bool? = nil, file: StaticString = #filePath,
+        line: UInt = #line
     ) {
-        if let disagreement = run(history, network: network) { XCTFail("\(disagreement)", file: file, line: line) }
+        for keeps in keepsValues.map({ [$0] }) ?? [false, true] {
+            if let disagreement = run(history, network: network, keepsValues: keeps) {
+                XCTFail("\(keeps ? "keeping values" : "keeping none"): \(disagreement)", file: file, line: line)
+            }
+        }
     }
 
     /// The network mode of the history of `seed`: each mode in turn.
     static func network(seed: UInt64) -> ModelNetwork {
         [.always, .waitsForNetwork, .answersFromCache][Int(seed % 3)]
+    }
+
+    /// Whether the store of the history of `seed` keeps the values of keys no longer in use: one history in two,
+    /// in each network mode.
+    static func keepsValues(seed: UInt64) -> Bool {
+        (seed / 3) % 2 == 0
     }
 
     // MARK: Histories
@@ -136,9 +153,10 @@ enum ModelCheck {
     /// A random history of `length` steps from `seed`, for a store in the `network` mode (whose connectivity it
     /// toggles, unless `.always`). It is made with the model at hand, so that its answers name requests that are
     /// waiting, its settlements mutations that are pending, and so on.
-    static func history(seed: UInt64, length: Int, network: ModelNetwork = .always) -> [Step] {
+    static func history(seed: UInt64, length: Int, network: ModelNetwork = .always, keepsValues: Bool = true) -> [Step]
+    {
         var random = SeededRandom(seed: seed)
-        var model = StoreModel(network: network)
+        var model = StoreModel(network: network, keepsValues: keepsValues)
         var steps: [Step] = []
         var invalidations = 0
         var mutations = 0

@@ -8,8 +8,9 @@
 ///
 /// Where the docs were vague, this is what they now say:
 /// - The store holds a key while it is in use (observed, fetched, changed, a change pending, a value no level could
-///   save); then only the levels hold its value, and an observer that arrives is shown nothing until something reads
-///   or changes the key.
+///   save), and then keeps its value among the last ones to fall out of use (a history's two keys always fit), unless
+///   told to keep none: then only the levels hold its value, and an observer that arrives is shown nothing until
+///   something reads or changes the key.
 /// - A fetch confirms its value unless the key was removed or the store cleared since it started, or a fetch started
 ///   after it was confirmed first; changes confirmed while it was in flight are applied again to what it brings.
 /// - Staleness is the key's own: a fetch sent after the invalidation, a write, an update or a confirmed change make it
@@ -136,8 +137,12 @@ struct StoreModel: ModelCheck.System, Hashable {
     private var readCount = 0
     private var observerCount = 0
     private var observerKeys: [Int: String] = [:]
-    init(network: ModelNetwork = .always) {
+    /// Whether the store keeps the values of keys no longer in use (its default), rather than none.
+    let keepsValues: Bool
+
+    init(network: ModelNetwork = .always, keepsValues: Bool = true) {
         self.network = network
+        self.keepsValues = keepsValues
     }
 
     /// How many times `name` was removed or cleared: a read that began before the last one was overtaken by it.
@@ -186,6 +191,8 @@ struct StoreModel: ModelCheck.System, Hashable {
         case .connectivity(let online): connectivity(online)
         }
         for name in Array(keys.keys) where !keys[name]!.isInUse {
+            // A value the store keeps stays as it is.
+            if keepsValues, keys[name]!.held, keys[name]!.known, keys[name]!.value != nil { continue }
             // Nothing needs the key: the levels hold its value.
             keys[name]!.held = false
             keys[name]!.known = false

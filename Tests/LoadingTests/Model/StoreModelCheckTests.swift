@@ -10,17 +10,24 @@ final class StoreModelCheckTests: XCTestCase {
     func test_randomHistories_agreeWithTheModel() {
         ModelCheck.soak("Model check") { seed, length in
             let network = ModelCheck.network(seed: seed)
-            let history = ModelCheck.history(seed: seed, length: length, network: network)
-            guard let disagreement = ModelCheck.run(history, network: network) else { return .agreed }
-            let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) { ModelCheck.run($0, network: network) }
-            let arguments = network == .always ? "" : "network: \(network)"
+            let keepsValues = ModelCheck.keepsValues(seed: seed)
+            let history = ModelCheck.history(seed: seed, length: length, network: network, keepsValues: keepsValues)
+            guard let disagreement = ModelCheck.run(history, network: network, keepsValues: keepsValues) else {
+                return .agreed
+            }
+            let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) {
+                ModelCheck.run($0, network: network, keepsValues: keepsValues)
+            }
+            var arguments = network == .always ? [] : ["network: \(network)"]
+            if !keepsValues { arguments.append("keepsValues: false") }
             return .failed(
                 """
-                the store (network \(network)) disagreed with the model \
-                (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
+                the store (network \(network), \(keepsValues ? "keeping values" : "keeping none")) disagreed with the \
+                model (\(disagreement.history.count) steps, shrunk to \(shrunk.history.count)):
                 \(shrunk)
                 Paste as a test:
-                \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertAgrees", arguments: arguments))
+                \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertAgrees",
+                    arguments: arguments.joined(separator: ", ")))
                 """)
         }
     }

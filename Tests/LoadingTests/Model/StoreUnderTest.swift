@@ -21,7 +21,7 @@ final class StoreUnderTest: ModelCheck.System {
     private var mutationCount = 0
     private var keysSeen: Set<String> = []
 
-    init(network mode: ModelNetwork = .always) {
+    init(network mode: ModelNetwork = .always, keepsValues: Bool = true) {
         let clock = clock
         levels = [ModelLevel(clock: clock), ModelLevel(clock: clock)]
         let network = network
@@ -33,7 +33,8 @@ final class StoreUnderTest: ModelCheck.System {
             }
         store = Store(
             levels: [.cache(levels[0], name: "memory"), .cache(levels[1], name: "disk")],
-            fetch: LoaderFamily { network[$0] }, network: networkMode, now: { clock.now })
+            fetch: LoaderFamily { network[$0] }, keptValues: keepsValues ? nil : 0, network: networkMode,
+            now: { clock.now })
     }
 
     deinit {
