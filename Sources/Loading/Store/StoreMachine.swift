@@ -730,8 +730,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
-    /// The hit is stale since the invalidation `staleSince` when one made before the read matched it (see
-    /// ``staleMark(since:readWhile:)``).
+    /// The hit is stale since the invalidation `staleSince` when one made before the read matched it, or as an
+    /// invalidation made during the read marked the entry (the change holds it).
     @inlinable
     mutating func commitBase(
         _ hit: CachedValue<Value>?, level: Int, generation: Int, staleSince: Int?, for key: Key
