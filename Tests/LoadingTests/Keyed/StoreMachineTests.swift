@@ -419,15 +419,12 @@ final class StoreMachineTests: XCTestCase {
     /// counted as sent, had owed one).
     func test_aFetchThatWaitedForTheNetwork_sentAfterAnInvalidation_owesNoRefetch() throws {
         var machine = makeMachine()
-        _ = machine.observe("a", fresh: .init(nil))
-        let read = machine.beginFetch("a", joining: false) { _ in }
-        XCTAssertTrue(machine.invalidate("a", at: now).observed)
-        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight")
-        machine.fetchWaits(read.fetch, of: "a")
-        machine.fetchSent(read.fetch, of: "a")
+        let read = fetchInFlightWhenObservedKeyIsInvalidated(&machine)
+        machine.fetchWaits(read, of: "a")
+        machine.fetchSent(read, of: "a")
 
         var save: Machine.LevelOp?
-        let effects = try XCTUnwrap(machine.fetchedAtOnce("1", fetch: read.fetch, for: "a", now: now, save: &save))
+        let effects = try XCTUnwrap(machine.fetchedAtOnce("1", fetch: read, for: "a", now: now, save: &save))
 
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "1")
         XCTAssertEqual(machine.shown("a")?.isStale, false, "its request went out after the invalidation")
@@ -439,15 +436,12 @@ final class StoreMachineTests: XCTestCase {
     /// (whose answer would replace a write made meanwhile).
     func test_aFetchSentWhenItsUpstreamLoadStarts_afterAnInvalidation_owesNoRefetch() {
         var machine = makeMachine()
-        _ = machine.observe("a", fresh: .init(nil))
-        let read = machine.beginFetch("a", joining: false) { _ in }
-        XCTAssertTrue(machine.invalidate("a", at: now).observed)
-        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight")
-        machine.fetchSendsNow(read.fetch, of: "a")
+        let read = fetchInFlightWhenObservedKeyIsInvalidated(&machine)
+        machine.fetchSendsNow(read, of: "a")
         _ = machine.submit(.write(stored("written")), for: "a", now: now)
         _ = finishChanges(&machine, "a")
 
-        let step = machine.submit(.fetched("1", fetch: read.fetch), for: "a", now: now)
+        let step = machine.submit(.fetched("1", fetch: read), for: "a", now: now)
         let effects = (step.effects.map { [$0] } ?? []) + finishChanges(&machine, "a")
 
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "written", "the write is applied again to the answer")
@@ -459,14 +453,11 @@ final class StoreMachineTests: XCTestCase {
     /// it fails, and the invalidation made since it began owes no refetch (offline, nothing is fetched for it).
     func test_aFetchThatFailsOfflineWhenItsUpstreamLoadStarts_owesNoRefetch() {
         var machine = makeMachine()
-        _ = machine.observe("a", fresh: .init(nil))
-        let read = machine.beginFetch("a", joining: false) { _ in }
-        XCTAssertTrue(machine.invalidate("a", at: now).observed)
-        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight")
+        let read = fetchInFlightWhenObservedKeyIsInvalidated(&machine)
 
-        machine.fetchWaits(read.fetch, of: "a")
+        machine.fetchWaits(read, of: "a")
         XCTAssertNil(machine.beginRefetch("a") { _ in }, "an invalidation made now owes nothing either")
-        let effects = machine.fetchFailed(read.fetch, of: "a", with: OfflineError())
+        let effects = machine.fetchFailed(read, of: "a", with: OfflineError())
 
         XCTAssertEqual(effects.refetches, 0)
     }
@@ -769,6 +760,18 @@ final class StoreMachineTests: XCTestCase {
 
     private func hit(_ value: String, _ stamp: Machine.ReadStamp) -> Machine.Job {
         .hit(CachedValue(value, savedAt: now), level: 1, stamp: stamp, staleSince: nil, error: nil, reply: { _ in })
+    }
+
+    /// An observed key `a` whose read's fetch began, then an invalidation of it while that fetch was in flight: no
+    /// refetch begins (the fetch is in flight). Returns the read's fetch.
+    private func fetchInFlightWhenObservedKeyIsInvalidated(
+        _ machine: inout Machine, file: StaticString = #filePath, line: UInt = #line
+    ) -> Int {
+        _ = machine.observe("a", fresh: .init(nil))
+        let read = machine.beginFetch("a", joining: false) { _ in }
+        XCTAssertTrue(machine.invalidate("a", at: now).observed, file: file, line: line)
+        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight", file: file, line: line)
+        return read.fetch
     }
 
     /// Runs the key's queue to the end, as the store would (committing work with its closures' result).
