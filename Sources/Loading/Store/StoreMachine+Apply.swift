@@ -1,0 +1,223 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// Applies `job` to `key`, `value` being its closures' result (or its base when it has none).
+    @inlinable
+    mutating func apply(_ job: Job, to key: Key, value: Value?, now: Date) -> Effects {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        switch job {
+        case .write(let stored):
+            return confirmWrite(stored, for: key)
+        case .update(let change, let reply):
+            guard entry.confirmed != nil || value != nil else {
+                log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
+                let answer = reply.map { FetchReply(completion: $0, result: .success(shownNow(key))) }
+                return Effects(fetchReplies: answer.map { [$0] } ?? [])
+            }
+            let stored = value.map { StoredValue(value: $0, origin: reply == nil ? .local : .network, savedAt: now) }
+            changeMakesFresh(key)
+            guard let reply else {
+                return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
+            }
+            let saved = SaveTicket()
+            let effects = confirm(
+                stored, for: key, logging: change, levels: levelNames.indices, ticket: saved, answers: true)
+            let shown = effects.lastPublished
+            saved.whenSaved(.replies(InlineFirstArray(FetchReply(completion: reply, result: .success(shown)))))
+            return effects
+        case .fetched(_, let id):
+            return confirmFetch(id, for: key, value: value, now: now)
+        case .hit(let cached, let level, let stamp, let staleSince, let error, let reply):
+            return confirmHit(
+                cached, level: level, stamp: stamp, staleSince: staleSince, error: error, reply: reply, for: key)
+        case .settle(let id, let accepted, let ticket):
+            return settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
+        case .load:
+            return Effects()
+        case .flush(let ticket):
+            return flushDebounced(of: key, ticket: ticket)
+        case .barrier(let reply):
+            return Effects(fetchReplies: [FetchReply(completion: { _ in reply() }, result: .success(shownNow(key)))])
+        case .add(let mutation):
+            entry.pending.insert(mutation)
+            return Effects(publish: publish(key))
+        }
+    }
+
+    /// Confirms a value the app wrote, for every level (a debounced one gets it with its burst).
+    @inlinable
+    mutating func confirmWrite(_ stored: StoredValue<Value>, for key: Key) -> Effects {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        changeMakesFresh(key)
+        // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
+        var change: Change?
+        if entry.fetches.isEmpty {
+            entry.lastUnlogged = max(entry.lastUnlogged, entry.asking)
+        } else {
+            change = { _ in stored.value }
+        }
+        return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
+    }
+
+    @inlinable
+    mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        guard let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
+            return Effects(garbage: [value as Any])
+        }
+        let fetch = entry.fetches.remove(at: index)
+        let rebased = entry.log.contains(where: fetch.appliesAgain)
+        // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
+        // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
+        let replays = max(entry.asking, entry.staleMark)
+        defer { trimLog(of: key) }
+        guard fetch.generation == entry.generation else {
+            let replies = fetch.callers.map {
+                FetchReply(completion: $0.completion, result: .failure(StoreError.discarded))
+            }
+            var effects = Effects(fetchReplies: replies, garbage: [value as Any])
+            effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
+            return effects
+        }
+        guard id > entry.lastConfirmedFetch else {
+            // A fetch started after this one was confirmed first: what it brought stays, and is the answer.
+            let shown = shownNow(key)
+            var effects = Effects(
+                fetchReplies: fetch.callers.map { FetchReply(completion: $0.completion, result: .success(shown)) },
+                garbage: [value as Any])
+            effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
+            return effects
+        }
+        entry.lastConfirmedFetch = id
+        // Sent after the invalidation: fresh.
+        if let sent = fetch.sentMark, sent > entry.staleMark { makeFresh(key, from: sent) }
+        let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
+        // The callers are answered once the value is saved to the levels.
+        let saved = SaveTicket()
+        var effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved, answers: true)
+        let shown = effects.lastPublished
+        saved.whenSaved(
+            .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
+        effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
+        return effects
+    }
+
+    @inlinable
+    mutating func confirmHit(
+        _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, staleSince: Int?, error: (any Error)?,
+        reply: @escaping HitReply, for key: Key
+    ) -> Effects {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        guard entry.generation == stamp.generation, entry.confirmedVersion == stamp.confirmedVersion else {
+            // The store learned something newer while the level was read (a write, a removal, a clear): what it
+            // shows now is the answer, never the level's older value.
+            return Effects(hitReplies: [HitReplyDelivery(reply: reply, snapshot: shownNow(key))], garbage: [cached])
+        }
+        noteStamp(cached.savedAt)
+        let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
+        // Stale as the invalidations recorded before the read judged the level's value (`staleSince`), or as one
+        // that matched the key while it was read: that one marked the entry, which the read holds.
+        entry.staleMark =
+            entry.staleMark != stamp.staleMark ? max(entry.staleMark, staleSince ?? 0) : staleSince ?? 0
+        var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true)
+        effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
+        return effects
+    }
+
+    @inlinable
+    mutating func settle(
+        _ id: Int, accepted: Bool, ticket: SaveTicket?, for key: Key, value: Value?, now: Date
+    ) -> Effects {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        var effects = Effects(garbage: [value as Any])
+        guard let mutation = entry.pending.remove(id, accepted: accepted, confirmedVersion: entry.confirmedVersion)
+        else {
+            effects.released = ticket.map { [$0] } ?? []
+            return effects
+        }
+        guard accepted else {
+            return Effects(publish: publish(key), garbage: [mutation], released: ticket.map { [$0] } ?? [])
+        }
+        let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
+        changeMakesFresh(key)
+        effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices, ticket: ticket)
+        effects.garbage.append(mutation)
+        return effects
+    }
+
+    /// Turns `key`'s debounced writes into level operations now (a flush), cancelling their timers; `ticket` (held
+    /// once for the flush of this key) is held by each.
+    @inlinable
+    mutating func flushDebounced(of key: Key, ticket: SaveTicket) -> Effects {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        var effects = Effects(released: [ticket])
+        for (level, write) in entry.debounced.sorted(by: { $0.key < $1.key }) {
+            ticket.hold()
+            entry.levelOps.append(.flush(write.value, level: level, ticket: ticket, mark: write.mark))
+            effects.cancels.append(write.timer)
+        }
+        entry.debounced = [:]
+        effects.issueLevels = startIssuing(key)
+        return effects
+    }
+
+    /// The keys a flush asks: those with debounced writes waiting, or changes queued or running (which may make
+    /// some).
+    @inlinable
+    func keysToFlush() -> [Key] {
+        entries.compactMap { key, entry in
+            entry.debounced.isEmpty && entry.queue.isEmpty && !entry.isChanging ? nil : key
+        }
+    }
+
+    /// Replaces `key`'s confirmed value, notes the change for the fetches in flight, decides the level writes and
+    /// publishes the new shown value (``Effects/lastPublished`` when it `answers` a caller too). When `debounces`, the
+    /// debounced levels are written when their timers fire; otherwise every level at once (a debounced write waiting
+    /// is dropped: this one is newer). The writes hold `ticket`, released at once when there are none.
+    @inlinable
+    mutating func confirm(
+        _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
+        error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil, answers: Bool = false
+    ) -> Effects {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        var effects = Effects()
+        effects.replaced = exchange(&entry.confirmed, with: stored)  // moved out, released after unlocking
+        entry.isKnown = true
+        entry.confirmedVersion += 1
+        if let change { log(change, for: key) }
+        let mark = SaveMark(
+            generation: entry.generation, version: entry.confirmedVersion, staleSince: entry.staleMark)
+        if let stored {
+            if !targets.isEmpty {
+                entry.levelOps.append(
+                    .save(stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket, mark: mark))
+            } else if let ticket {
+                effects.released.append(ticket)
+            }
+            for level in targets where !debouncedLevels.isEmpty && debouncedLevels.contains(level) {
+                guard debounces else {
+                    if let dropped = entry.debounced.removeValue(forKey: level) {
+                        effects.cancels.append(dropped.timer)
+                    }
+                    continue
+                }
+                let write = DebouncedWrite(id: next(), value: stored.value, mark: mark, timer: FinishedToken())
+                if let replaced = entry.debounced.updateValue(write, forKey: level) {
+                    effects.cancels.append(replaced.timer)
+                }
+                effects.debounce.append(DebounceStart(level: level, id: write.id, value: stored.value))
+            }
+        } else {
+            effects.cancels += entry.debounced.values.map { $0.timer }
+            entry.debounced = [:]
+            entry.levelOps.append(.remove(ticket: ticket, mark: mark))
+        }
+        effects.publish(publish(key, error: error, answers: answers))
+        effects.issueLevels = startIssuing(key)
+        return effects
+    }
+}

@@ -1,0 +1,102 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// `key`'s value is fresh from `point` in the store's order: not stale, and not judged stale by an older
+    /// invalidation when only the levels hold it.
+    /// What the app writes is the latest it knows, as of when it asked: the key is fresh, unless an invalidation came
+    /// after that (while the change waited for its turn).
+    @inlinable
+    mutating func changeMakesFresh(_ key: Key) {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        if entry.asking > entry.staleMark { makeFresh(key, from: entry.asking) }
+    }
+
+    @inlinable
+    mutating func makeFresh(_ key: Key, from point: Int) {
+        entry(key, heldBecause: "a fresh value of the key was just confirmed").staleMark = 0
+        noteRefreshed(key, from: point)
+    }
+
+    @inlinable
+    mutating func log(_ change: @escaping Change, for key: Key) {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        guard !entry.fetches.isEmpty else {
+            entry.lastUnlogged = max(entry.lastUnlogged, entry.asking)
+            return
+        }
+        // Numbered by when it was asked: a fetch that began before applies it again, one that began after does not.
+        entry.log.append(LoggedChange(sequence: entry.asking, generation: entry.generation, change: change))
+    }
+
+    /// Forgets the logged changes no fetch in flight needs any more.
+    @inlinable
+    mutating func trimLog(of key: Key) {
+        let entry = entry(key, heldBecause: "a fetch of the key just ended")
+        guard let oldest = entry.fetches.map({ $0.logStart }).min() else {
+            entry.log = []
+            return
+        }
+        entry.log.removeAll { $0.sequence <= oldest }
+    }
+
+    /// A new version of what `key` shows: the snapshot its observers are sent, made only when it has observers or
+    /// when it `answers` a caller as well (a snapshot holds its response: made for nobody, it would be an allocation
+    /// for nothing).
+    @inlinable
+    mutating func publish(_ key: Key, error: (any Error)? = nil, answers: Bool = false) -> Snapshot? {
+        let entry = entry(key, heldBecause: "what the key shows just changed")
+        entry.version = next()
+        guard answers || entry.subject != nil else { return nil }
+        return Snapshot(entry: entry, version: entry.version, error: error)
+    }
+
+    /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
+    @inlinable
+    func shownNow(_ key: Key) -> Snapshot {
+        guard let entry = peek(key) else { preconditionFailure("A key has no entry, yet what it shows is asked") }
+        return Snapshot(entry: entry, version: entry.version)
+    }
+
+    /// Drops `key`'s entry when nothing needs it any more, unless its value is among the last `keptValues` to
+    /// fall out of use.
+    @inlinable
+    mutating func release(_ key: Key) {
+        guard let entry = entry(key), entry.isIdle else { return }
+        guard keptValues > 0, entry.confirmed != nil else {
+            drop(key)
+            return
+        }
+        if entry.keptStamp == nil { keptCount += 1 }
+        let stamp = next()
+        entry.keptStamp = stamp
+        kept.append(KeptRecord(key: key, stamp: stamp))
+        while keptCount > keptValues, keptHead < kept.count {
+            let oldest = kept[keptHead]
+            keptHead += 1
+            guard let candidate = entries[oldest.key], candidate.keptStamp == oldest.stamp else { continue }
+            keptCount -= 1
+            candidate.keptStamp = nil
+            if candidate.isIdle { drop(oldest.key) }
+        }
+        // Records go stale as keys come back into use: compacted once they outnumber the live ones.
+        if kept.count - keptHead > 2 * keptCount + 64 {
+            kept = kept[keptHead...].filter { entries[$0.key]?.keptStamp == $0.stamp }
+            keptHead = 0
+        } else if keptHead > 64, keptHead * 2 > kept.count {
+            kept.removeFirst(keptHead)
+            keptHead = 0
+        }
+    }
+
+    @inlinable
+    mutating func drop(_ key: Key) {
+        guard let entry = entries.removeValue(forKey: key) else { return }
+        if recent?.key == key { recent = nil }
+        if entry.keptStamp != nil { keptCount -= 1 }
+        released.add(entry)
+    }
+}

@@ -1,0 +1,280 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// Submits a change of `key`'s confirmed value. The caller that finds the key's queue idle gets its first
+    /// ``Step`` and runs the queue until ``nextChange(of:now:)`` returns `nil`, or a step's effects end its turn
+    /// (``Effects/endsTurn``); others get ``Step/queued``.
+    @inlinable
+    mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
+        let entry = ensureEntry(key)
+        if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
+        if case .fetched(_, let id) = job, !entry.fetches.contains(where: { $0.id == id }) {
+            release(key)
+            var dropped = Effects(garbage: [job])  // every caller left: nothing to confirm
+            dropped.endsTurn = true  // and this caller never had the key's turn
+            return .applied(dropped)
+        }
+        guard !entry.isChanging else {
+            enqueue(job, on: entry)
+            return .queued
+        }
+        entry.isChanging = true
+        // The key's turn is free: a change needing neither the levels' value nor a closure applies at once.
+        if entry.queue.isEmpty, entry.isKnown || !job.needsBase, job.changes(in: entry) == nil {
+            entry.asking = next()
+            return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
+        }
+        enqueue(job, on: entry)
+        return nextStep(for: key, now: now)
+    }
+
+    /// Puts `job` last in its key's queue, with when it was asked: a fetch that begins later does not count it as a
+    /// change made while it was in flight, however late it is applied.
+    @inlinable
+    mutating func enqueue(_ job: Job, on entry: Entry) {
+        entry.queue.append(job)
+        entry.queueAsked.append(next())
+    }
+
+    /// A write of `key` applied at once when its turn is free. When the caller issues the key's level operations
+    /// (``Effects/issueLevels``) and the write's save is the only one, it is handed out taken in `save`: the caller
+    /// issues it, then the rest through ``takeLevelOps(of:)``, and the key keeps its operations' storage for its
+    /// next write. `nil`, having changed nothing, while the key's changes run: the write then waits its turn through
+    /// ``submit(_:for:now:)``. The same as submitting it, without building a job and a step. (The save is not
+    /// returned beside the effects: an optional pair this large is destroyed through generic value witnesses.)
+    @inlinable
+    mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key, save: inout LevelOp?) -> Effects? {
+        let entry = ensureEntry(key)
+        guard !entry.isChanging, entry.queue.isEmpty else { return nil }
+        entry.asking = next()
+        let effects = confirmWrite(stored, for: key)
+        endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
+        return effects
+    }
+
+    /// What fetch `id` brought, confirmed at once when `key`'s turn is free and no change was logged while fetches
+    /// ran (there is none to apply again): the same as submitting ``Job/fetched(_:fetch:)``, without building a job
+    /// and a step. The save is handed out in `save`, as ``writeAtOnce(_:for:save:)`` hands it out. `nil`, having
+    /// changed nothing, otherwise (the fetch is over, the key's changes run, or some were logged): the value then
+    /// takes its turn through ``submit(_:for:now:)``.
+    @inlinable
+    mutating func fetchedAtOnce(
+        _ value: Value, fetch id: Int, for key: Key, now: Date, save: inout LevelOp?
+    ) -> Effects? {
+        guard let entry = entry(key), !entry.isChanging, entry.queue.isEmpty, entry.log.isEmpty,
+            entry.fetches.contains(where: { $0.id == id })
+        else { return nil }
+        entry.asking = next()
+        let effects = confirmFetch(id, for: key, value: value, now: now)
+        endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
+        return effects
+    }
+
+    /// Ends a change of `key` (its `entry`) applied at once: when its caller issues the key's level operations and the change's
+    /// save is the only one, the save is handed out in `save` (moved out, the key keeping its list's storage); then
+    /// the key is let go if nothing else needs it.
+    @inlinable
+    mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
+        if issuing, entry.levelOps.count == 1 {
+            save = entry.levelOps.removeLast()
+            countSaves(in: save!, of: entry)
+        }
+        release(key)
+    }
+
+    /// Counts the level saves `operation` issues into its entry's saves in flight (the entry is kept until they land).
+    @inlinable
+    func countSaves(in operation: LevelOp, of entry: Entry) {
+        switch operation {
+        case .save(_, let targets, let skipsDebounced, _, _):
+            entry.savesInFlight += skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
+        case .flush: entry.savesInFlight += 1
+        case .remove: entry.savesInFlight += levelNames.count
+        }
+    }
+
+    /// A level save of `key` landed: a failure keeps the value in the store until a newer one is saved; a stale value
+    /// saved is recorded stale as of `date` (after the level stamped it). Returns a record folded out of the limit,
+    /// to release after unlocking.
+    @inlinable
+    mutating func saveLanded(_ key: Key, mark: SaveMark, failed: Bool, at date: Date) -> Invalidation? {
+        if !failed { noteStamp(date) }
+        var folded: Invalidation?
+        // Stale since the invalidation it was saved under: a fetch sent after that one makes it fresh.
+        if mark.stale {
+            folded = record(Invalidation(date: stamped(date), generation: mark.staleSince) { $0 == key })
+        }
+        guard let entry = entry(key) else { return folded }
+        entry.savesInFlight -= 1
+        if entry.generation == mark.generation {
+            if failed {
+                entry.failedVersion = max(entry.failedVersion, mark.version)
+            } else {
+                entry.savedVersion = max(entry.savedVersion, mark.version)
+            }
+        }
+        release(key)
+        return folded
+    }
+
+    /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
+    /// caller stops running it).
+    @inlinable
+    mutating func nextChange(of key: Key, now: Date) -> Step? {
+        guard let entry = entry(key) else { return nil }
+        guard !entry.queue.isEmpty else {
+            entry.isChanging = false
+            release(key)
+            return nil
+        }
+        return nextStep(for: key, now: now)
+    }
+
+    @inlinable
+    mutating func nextStep(for key: Key, now: Date) -> Step {
+        let entry = entry(key, heldBecause: "a change of the key is queued")
+        let job = entry.queue[0]
+        if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
+        guard let changes = job.changes(in: entry) else {
+            entry.queue.removeFirst()
+            entry.asking = entry.queueAsked.removeFirst()
+            return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
+        }
+        entry.headRuns = true
+        return .run(Work(generation: entry.generation, base: job.base(in: entry), changes: changes))
+    }
+
+    /// Gives up `key`'s turn when its queue is empty after a change, before the change's effects are performed:
+    /// a read or change asked while they run (a reply's caller reading again) finds the key idle.
+    @inlinable
+    mutating func endTurnIfDone(_ effects: consuming Effects, for key: Key) -> Effects {
+        guard let entry = entry(key), entry.queue.isEmpty else { return effects }
+        entry.isChanging = false
+        effects.endsTurn = true
+        release(key)
+        return effects
+    }
+
+    /// Commits the result of the ``Work`` that ran for the change at the head of `key`'s queue, and ends the turn
+    /// when the queue is empty.
+    @inlinable
+    mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
+        endTurnIfDone(commitWork(work, result: result, for: key, now: now), for: key)
+    }
+
+    @inlinable
+    mutating func commitWork(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
+        guard let entry = entry(key), !entry.queue.isEmpty else { return Effects() }
+        entry.headRuns = false
+        let job = entry.queue.removeFirst()
+        entry.asking = entry.queueAsked.removeFirst()
+        guard entry.generation == work.generation else {
+            // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
+            // again on what is confirmed now, a fetch or a hit is judged stale and answers its callers.
+            switch job {
+            case .update, .write, .load:
+                return Effects(fetchReplies: job.droppedReply.map { [$0] } ?? [], garbage: [job, result as Any])
+            case .settle:
+                entry.queue.insert(job, at: 0)
+                entry.queueAsked.insert(entry.asking, at: 0)
+            case .flush, .barrier, .add: return apply(job, to: key, value: nil, now: now)
+            case .fetched, .hit: return apply(job, to: key, value: result, now: now)
+            }
+            return Effects(garbage: [result as Any])
+        }
+        return apply(job, to: key, value: result, now: now)
+    }
+
+    /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
+    /// The hit is stale since the invalidation `staleSince` when one made before the read matched it, or as an
+    /// invalidation made during the read marked the entry (the change holds it).
+    @inlinable
+    mutating func commitBase(
+        _ hit: CachedValue<Value>?, level: Int, generation: Int, staleSince: Int?, for key: Key
+    ) -> Effects {
+        guard let entry = entry(key), entry.generation == generation, !entry.isKnown else {
+            return Effects(garbage: [hit as Any])
+        }
+        entry.isKnown = true
+        entry.confirmedVersion += 1
+        guard let hit else { return Effects() }
+        noteStamp(hit.savedAt)
+        let origin = StoreOrigin.cache(levelNames[level])
+        entry.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
+        entry.staleMark = max(entry.staleMark, staleSince ?? 0)
+        return Effects(publish: publish(key))
+    }
+
+    // MARK: Optimistic changes
+
+    /// Adds a pending optimistic change to `key`, with the load of its `commit` (not started yet: a clear fails it,
+    /// as it fails every pending change's); returns its id, what the key shows with it (for its observers, when it
+    /// has some), and whether the levels' value must be read first (submit ``Job/load``). A change with an `order`
+    /// goes before the changes of its queue with a greater sequence (made earlier, shown later); others go last.
+    /// `nil`, adding nothing, when the store was cleared since `clears` was read (`unlessClearedSince`).
+    @inlinable
+    mutating func addMutation(
+        _ change: @escaping Change, commit: PendingLoad<Void>? = nil, to key: Key, order: MutationOrder? = nil,
+        unlessClearedSince clears: Int? = nil
+    ) -> (id: Int, shown: Snapshot?, loads: Bool)? {
+        if let clears, clears != self.clears { return nil }
+        let entry = ensureEntry(key)
+        let id = next()
+        var mutation = Mutation(id: id, change: change, order: order)
+        mutation.commit = commit
+        guard !entry.isChanging else {
+            // Shown in order: after the changes asked before it.
+            enqueue(.add(mutation), on: entry)
+            return (id, nil, !entry.isKnown)
+        }
+        entry.pending.insert(mutation)
+        return (id, publish(key), !entry.isKnown)
+    }
+
+    /// Remembers what `key` showed with its pending changes (see ``PendingChanges``), computed by a publisher
+    /// outside the lock.
+    @inlinable
+    mutating func remember(_ prefix: ShownPrefix, for key: Key) {
+        guard let entry = entry(key), entry.confirmedVersion == prefix.confirmedVersion else { return }
+        entry.pending.remember(prefix)
+    }
+}
+
+extension StoreMachine {
+    /// An optimistic change waiting for its commit.
+    @usableFromInline
+    struct Mutation: Sendable {
+        @usableFromInline let id: Int
+        @usableFromInline let change: Change
+        @usableFromInline var commit: PendingLoad<Void>?
+        /// Its place among the other changes of its queue (see ``MutationOrder``); `nil` for a change made alone.
+        @usableFromInline let order: MutationOrder?
+
+        @inlinable
+        init(id: Int, change: @escaping Change, order: MutationOrder? = nil) {
+            self.id = id
+            self.change = change
+            self.order = order
+        }
+    }
+
+    /// A change confirmed while fetches were in flight, numbered in order, with the generation of the key it was
+    /// confirmed in: a fetch applies again only the changes of its own generation.
+    @usableFromInline
+    struct LoggedChange: Sendable {
+        @inlinable
+        init(sequence: Int, generation: Int, change: @escaping Change) {
+            self.sequence = sequence
+            self.generation = generation
+            self.change = change
+        }
+
+        @usableFromInline let sequence: Int
+        @usableFromInline let generation: Int
+        @usableFromInline let change: Change
+    }
+}

@@ -1,0 +1,129 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// Removes `key`'s value at once: the writes and updates queued for it are dropped, fetches and level reads in
+    /// flight confirm nothing, optimistic changes stay pending, and the levels lose the key.
+    @inlinable
+    mutating func remove(_ key: Key) -> Effects {
+        let entry = ensureEntry(key)
+        var effects = Effects()
+        let (dropped, kept) = dropQueuedByRemoval(of: entry)
+        effects.garbage = [entry.confirmed as Any, dropped]
+        effects.fetchReplies = dropped.compactMap { $0.droppedReply }
+        entry.queue = kept
+        entry.generation = next()
+        entry.isKnown = true
+        entry.confirmed = nil
+        entry.staleMark = 0
+        entry.owesRefetch = false  // what made it stale is gone with the value
+        entry.confirmedVersion += 1
+        effects.cancels = entry.debounced.values.map { $0.timer }
+        entry.debounced = [:]
+        entry.levelOps.append(
+            .remove(
+                ticket: nil,
+                mark: SaveMark(generation: entry.generation, version: entry.confirmedVersion, staleSince: 0)
+            ))
+        effects.publish(publish(key))
+        effects.issueLevels = startIssuing(key)
+        return effects
+    }
+
+    /// The jobs of `entry`'s queue a removal or a clear drops, and those it keeps (with when they were asked). The
+    /// job running now stays at the head: its commit takes it off and judges it (see ``commitWork(_:result:for:now:)``).
+    /// A clear drops the optimistic changes waiting to be shown too.
+    @inlinable
+    func dropQueuedByRemoval(of entry: Entry, clearing: Bool = false) -> (dropped: [Job], kept: [Job]) {
+        var dropped: [Job] = []
+        var kept: [Job] = []
+        var keptAsked: [Int] = []
+        for (index, (job, asked)) in zip(entry.queue, entry.queueAsked).enumerated() {
+            if job.isDroppedByRemoval || (clearing && job.added != nil), index > 0 || !entry.headRuns {
+                dropped.append(job)
+            } else {
+                kept.append(job)
+                keptAsked.append(asked)
+            }
+        }
+        entry.queueAsked = keptAsked
+        return (dropped, kept)
+    }
+
+    /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
+    /// returned to fail), debounced writes are cancelled, and the levels are emptied once what was decided before is
+    /// issued (`removeAll`, or the caller that issues the last of it).
+    @inlinable
+    mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
+        clears += 1
+        var effects = Effects()
+        for (key, entry) in entries {
+            let shownBefore = entry.showsSomething
+            let (dropped, kept) = dropQueuedByRemoval(of: entry, clearing: true)
+            let pending = entry.pending.removeAll() + dropped.compactMap { $0.added }
+            effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, pending]
+            effects.fetchReplies += dropped.compactMap { $0.droppedReply }
+            effects.released += entry.levelOps.compactMap { $0.ticket }  // work waiting for dropped writes goes on
+            effects.failedCommits += pending.compactMap { $0.commit }
+            effects.cancels += entry.debounced.values.map { $0.timer }
+            entry.generation = next()
+            entry.isKnown = true
+            entry.confirmed = nil
+            entry.staleMark = 0
+            entry.owesRefetch = false
+            entry.confirmedVersion += 1
+            (entry.failedVersion, entry.savedVersion) = (0, entry.confirmedVersion)
+            entry.queue = kept
+            entry.levelOps = []
+            entry.debounced = [:]
+            entry.keptStamp = nil
+            if shownBefore || entry.observers > 0 { effects.publish(publish(key)) }
+            release(key)
+        }
+        kept = []
+        keptHead = 0
+        keptCount = 0
+        // The levels are emptied: nothing they will hold was saved before the clear.
+        effects.garbage.append(exchange(&invalidations, with: []))
+        effects.garbage.append(exchange(&refreshed, with: [:]))
+        refreshedOrder = []
+        refreshedHead = 0
+        staleBefore = nil
+        var clearing = clearing ?? Clearing()
+        clearing.completions.append(completion)
+        if issuing == 0, !clearing.isAssigned {
+            clearing.isAssigned = true
+            effects.removeAll = true
+        }
+        self.clearing = clearing
+        return effects
+    }
+
+    /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, and
+    /// the keys whose level operations were held (the caller issues them now, as it would its own).
+    @inlinable
+    mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
+        let completions = clearing?.completions ?? []
+        clearing = nil
+        let keys = exchange(&held, with: []).filter { entries[$0].map { !$0.levelOps.isEmpty } ?? false }
+        for key in keys { entry(key, heldBecause: "it has level operations").isIssuing = true }
+        issuing += keys.count
+        return (completions, keys)
+    }
+}
+
+extension StoreMachine {
+    /// A clear whose `removeAll` is not issued yet.
+    @usableFromInline
+    struct Clearing: Sendable {
+        @inlinable
+        init() {}
+
+        @usableFromInline var completions: [@Sendable () -> Void] = []
+        /// Whether a caller was told to issue the `removeAll`.
+        @usableFromInline var isAssigned = false
+    }
+}

@@ -1,0 +1,164 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// What the store performs after unlocking, in this order: release the garbage, cancel, fail the cleared
+    /// commits, publish, schedule the debounced writes, issue the level operations, reply, release the tickets.
+    @usableFromInline
+    struct Effects {
+        @inlinable
+        init(
+            publish: Snapshot? = nil, fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
+            garbage: [Any] = [], released: [SaveTicket] = []
+        ) {
+            published = publish
+            if !fetchReplies.isEmpty || !hitReplies.isEmpty || !garbage.isEmpty || !released.isEmpty {
+                more = More()
+                more!.fetchReplies = fetchReplies
+                more!.hitReplies = hitReplies
+                more!.garbage = garbage
+                more!.released = released
+            }
+        }
+
+        /// The first snapshot to publish, and the others after it, in order. Most effects publish one: it needs no
+        /// array.
+        @usableFromInline var published: Snapshot?
+        @usableFromInline var publishedLater: [Snapshot] = []
+        /// The confirmed value a change replaced, released after unlocking.
+        @usableFromInline var replaced: StoredValue<Value>?
+        /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
+        @usableFromInline var issueLevels = false
+        /// Whether the caller issues a clear's `removeAll`.
+        @usableFromInline var removeAll = false
+        /// Whether the caller's turn of running the key's changes is over (its queue was empty): it performs these
+        /// effects and stops, without asking for the next change.
+        @usableFromInline var endsTurn = false
+        /// The refetch of the key the machine began for its observers (owed by a fetch that ended), whose upstream
+        /// load the caller starts; zero when none.
+        @usableFromInline var refetches = 0
+        /// The effects a plain write has none of, kept apart so that effects stay small to copy and destroy.
+        @usableFromInline var more: More?
+
+        /// The effects a plain write has none of.
+        @usableFromInline
+        final class More {
+            @usableFromInline var fetchReplies: [FetchReply] = []
+            @usableFromInline var hitReplies: [HitReplyDelivery] = []
+            @usableFromInline var garbage: [Any] = []
+            @usableFromInline var cancels: [any CancellationToken] = []
+            @usableFromInline var failedCommits: [PendingLoad<Void>] = []
+            @usableFromInline var debounce: [DebounceStart] = []
+            /// Tickets to release last (work that waited for saves that were dropped or not needed).
+            @usableFromInline var released: [SaveTicket] = []
+
+            @inlinable
+            init() {}
+
+            @inlinable
+            func copy() -> More {
+                let copy = More()
+                copy.fetchReplies = fetchReplies
+                copy.hitReplies = hitReplies
+                copy.garbage = garbage
+                copy.cancels = cancels
+                copy.failedCommits = failedCommits
+                copy.debounce = debounce
+                copy.released = released
+                return copy
+            }
+        }
+
+        /// Adds `snapshot` to publish, after the others (nothing when `nil`: no observer, no reply).
+        @inlinable
+        mutating func publish(_ snapshot: consuming Snapshot?) {
+            guard let snapshot else { return }
+            if published == nil { published = snapshot } else { publishedLater.append(snapshot) }
+        }
+
+        /// The snapshot published last (effects that answer a caller: see ``StoreMachine/publish(_:error:answers:)``).
+        @inlinable
+        var lastPublished: Snapshot {
+            publishedLater.isEmpty ? published! : publishedLater[publishedLater.count - 1]
+        }
+
+        /// ``more``, made and not shared with another copy of these effects, to change. The lists below are changed
+        /// in place there (an append in a loop, as a clear makes, copies nothing).
+        @inlinable
+        mutating func uniqueMore() -> More {
+            if more == nil {
+                more = More()
+            } else if !isKnownUniquelyReferenced(&more!) {
+                more = more!.copy()
+            }
+            return more!
+        }
+
+        @inlinable var fetchReplies: [FetchReply] {
+            get { more?.fetchReplies ?? [] }
+            _modify { yield &uniqueMore().fetchReplies }
+        }
+        @inlinable var hitReplies: [HitReplyDelivery] {
+            get { more?.hitReplies ?? [] }
+            _modify { yield &uniqueMore().hitReplies }
+        }
+        @inlinable var garbage: [Any] {
+            get { more?.garbage ?? [] }
+            _modify { yield &uniqueMore().garbage }
+        }
+        @inlinable var cancels: [any CancellationToken] {
+            get { more?.cancels ?? [] }
+            _modify { yield &uniqueMore().cancels }
+        }
+        @inlinable var failedCommits: [PendingLoad<Void>] {
+            get { more?.failedCommits ?? [] }
+            _modify { yield &uniqueMore().failedCommits }
+        }
+        @inlinable var debounce: [DebounceStart] {
+            get { more?.debounce ?? [] }
+            _modify { yield &uniqueMore().debounce }
+        }
+        @inlinable var released: [SaveTicket] {
+            get { more?.released ?? [] }
+            _modify { yield &uniqueMore().released }
+        }
+    }
+}
+
+extension Array {
+    /// The elements that satisfy `belongs`, and the others, each in their order.
+    @inlinable
+    func partitioned(by belongs: (Element) -> Bool) -> (matching: [Element], others: [Element]) {
+        var matching: [Element] = []
+        var others: [Element] = []
+        for element in self {
+            if belongs(element) { matching.append(element) } else { others.append(element) }
+        }
+        return (matching, others)
+    }
+}
+
+/// What a ``StoreMachine`` let go of under the store's lock, to be released after unlocking: dropped entries and a
+/// replaced response's storage, as plain references. It is not nested in the generic machine, so that moving it
+/// costs no metadata look-up where the store runs unspecialized. One entry and one response need no allocation;
+/// more entries (a clear, evictions) go to an array.
+@usableFromInline
+struct StoreReleased: Sendable {
+    @usableFromInline var entry: (any AnyObject & Sendable)?
+    @usableFromInline var entries: [any AnyObject & Sendable] = []
+    @usableFromInline var response: (any AnyObject & Sendable)?
+
+    @inlinable
+    init() {}
+
+    @inlinable
+    var isEmpty: Bool { entry == nil && response == nil && entries.isEmpty }
+
+    @inlinable
+    mutating func add(_ dropped: any AnyObject & Sendable) {
+        if entry == nil { entry = dropped } else { entries.append(dropped) }
+    }
+}

@@ -1,0 +1,183 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// What the store knows of one key in use. A reference, so that changing a field costs neither a copy of the
+    /// entry nor a second lookup of its key; it is reached only through the machine, which only the store's lock
+    /// reaches (that lock is what makes it safe to send). Its fields skip the run-time exclusivity checks for the
+    /// same reason: no two accesses can overlap under the lock, and the checks cost about 6,000 instructions per
+    /// first read (Benchmarks, scenario 17).
+    @usableFromInline
+    final class Entry: @unchecked Sendable {
+        /// The confirmed value, when `isKnown`.
+        @usableFromInline @exclusivity(unchecked) var confirmed: StoredValue<Value>?
+        /// Whether `confirmed` is the truth; when not, the levels hold it.
+        @usableFromInline @exclusivity(unchecked) var isKnown = false
+        @usableFromInline @exclusivity(unchecked) var pending = PendingChanges()
+        /// The version of the last response published for the key.
+        @usableFromInline @exclusivity(unchecked) var version = 0
+        @usableFromInline @exclusivity(unchecked) var generation: Int
+        @usableFromInline @exclusivity(unchecked) var confirmedVersion = 0
+        @usableFromInline @exclusivity(unchecked) var observers = 0
+        @usableFromInline @exclusivity(unchecked) var levelReads = 0
+        /// Fetches in flight, oldest first.
+        @usableFromInline @exclusivity(unchecked) var fetches: [Fetch] = []
+        /// The id of the newest fetch whose value was confirmed.
+        @usableFromInline @exclusivity(unchecked) var lastConfirmedFetch = 0
+        /// Changes confirmed while fetches were in flight, to apply again to what they bring.
+        @usableFromInline @exclusivity(unchecked) var log: [LoggedChange] = []
+        /// When the newest change confirmed while no fetch was in flight was asked: it is not in `log`, so a fetch
+        /// that begins later counts from after it (its value is newer than that change).
+        @usableFromInline @exclusivity(unchecked) var lastUnlogged = 0
+        /// When the change being applied now was asked, in the store's order (see ``StoreMachine/enqueue(_:on:)``).
+        @usableFromInline @exclusivity(unchecked) var asking = 0
+        /// Changes waiting for the one running (`isChanging`), in the order they were asked.
+        @usableFromInline @exclusivity(unchecked) var queue: [Job] = []
+        /// When each job of `queue` was asked, in the store's order.
+        @usableFromInline @exclusivity(unchecked) var queueAsked: [Int] = []
+        @usableFromInline @exclusivity(unchecked) var isChanging = false
+        /// Whether the head of `queue` runs now, outside the lock (a ``Work``): it stays at the head until committed.
+        @usableFromInline @exclusivity(unchecked) var headRuns = false
+        /// Level operations decided and not yet issued, and whether a caller is issuing them.
+        @usableFromInline @exclusivity(unchecked) var levelOps: [LevelOp] = []
+        @usableFromInline @exclusivity(unchecked) var isIssuing = false
+        /// Debounced writes waiting for their timer, by level.
+        @usableFromInline @exclusivity(unchecked) var debounced: [Int: DebouncedWrite] = [:]
+        /// Set while the entry counts among the kept values.
+        @usableFromInline @exclusivity(unchecked) var keptStamp: Int?
+        /// The subject the key's observers subscribe to, while it has observers.
+        @usableFromInline @exclusivity(unchecked) var subject: Subject?
+        /// Whether a fetch is owed to the observers once the fetch in flight ends: the key was invalidated after
+        /// that fetch was sent.
+        @usableFromInline @exclusivity(unchecked) var owesRefetch = false
+        /// The stale mark of the invalidation that made a refetch owed, while one is.
+        @usableFromInline var owedSince = 0
+        /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
+        /// id), a write, an update or a confirmed optimistic change makes the value fresh.
+        @usableFromInline @exclusivity(unchecked) var staleMark = 0
+        /// Level saves issued and not landed yet: the entry is kept until they land (a save of a stale value is
+        /// recorded stale when it lands, as the level stamps it with its own time; a save that fails keeps the
+        /// value here).
+        @usableFromInline @exclusivity(unchecked) var savesInFlight = 0
+        /// The newest confirmed version a level failed to save, and the newest one a level saved (or a removal or
+        /// a clear settled): while the first is newer, no level holds the value, and the store keeps it.
+        @usableFromInline @exclusivity(unchecked) var failedVersion = 0
+        @usableFromInline @exclusivity(unchecked) var savedVersion = 0
+        /// The response a read answered at once last, and the `confirmedVersion` it was built from: the next such
+        /// read of the same version shares it instead of building its own.
+        @usableFromInline @exclusivity(unchecked) var hitResponse: StoreResponse<Value>?
+        @usableFromInline @exclusivity(unchecked) var hitConfirmedVersion = 0
+        /// The entry's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
+        @usableFromInline @exclusivity(unchecked) var key: Key
+
+        @inlinable
+        init(key: Key, generation: Int) {
+            self.key = key
+            self.generation = generation
+        }
+
+        /// Whether observers are shown a value: a known one, or pending changes.
+        @inlinable
+        var showsSomething: Bool { confirmed != nil || !pending.isEmpty }
+
+        /// Whether nothing needs the entry: its value, if any, lives in the levels.
+        @inlinable
+        var isIdle: Bool {
+            observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
+                && levelOps.isEmpty && !isIssuing && debounced.isEmpty && savesInFlight == 0
+                && failedVersion <= savedVersion
+        }
+    }
+
+    /// A key that fell out of use with a value, and the stamp it was kept with.
+    @usableFromInline
+    struct KeptRecord: Sendable {
+        @inlinable
+        init(key: Key, stamp: Int) {
+            self.key = key
+            self.stamp = stamp
+        }
+
+        @usableFromInline let key: Key
+        @usableFromInline let stamp: Int
+    }
+
+    /// What a key shows at one version, captured under the lock: the confirmed value as a response (built there,
+    /// which runs no code of the caller's: the value is retained, not copied), and the pending changes, which are the
+    /// caller's closures and are applied outside the lock (``response``). Four words, so that it is copied and
+    /// destroyed in place: a larger value crossing the machine's boundary is copied through its type's value
+    /// witnesses, even where the store's code is specialized.
+    @usableFromInline
+    struct Snapshot: Sendable {
+        /// The confirmed value at the snapshot's version (no value when none is confirmed), with the error attached.
+        @usableFromInline let confirmed: StoreResponse<Value>
+        /// The optimistic changes shown over it, when there are some.
+        @usableFromInline let pending: ShownChanges?
+        /// The key's subject when it has observers: where the snapshot is published.
+        @usableFromInline let subject: Subject?
+        /// Whether the confirmed value was invalidated and not fetched anew since.
+        @usableFromInline let isStale: Bool
+
+        @inlinable
+        init(entry: Entry, version: Int, error: (any Error)? = nil) {
+            let value = entry.confirmed
+            confirmed = StoreResponse(
+                value: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
+                hasPendingChanges: false, error: error, version: version)
+            pending = entry.pending.isEmpty ? nil : ShownChanges(entry: entry)
+            subject = entry.subject
+            isStale = entry.staleMark != 0
+        }
+
+        /// The version observers are shown.
+        @inlinable
+        var version: Int { confirmed.version }
+
+        /// What observers and readers are shown: the confirmed value, with the pending changes applied in order
+        /// (from the prefix the key showed last, when it still holds).
+        @inlinable
+        var response: StoreResponse<Value> {
+            guard let pending else { return confirmed }
+            let start = pending.prefix.map { $0.value } ?? confirmed.value
+            return StoreResponse(
+                value: pending.rest.reduce(start) { value, mutation in mutation.change(value) },
+                origin: .local, savedAtSeconds: confirmed.storage.savedAtSeconds, hasPendingChanges: true,
+                error: confirmed.error, version: confirmed.version)
+        }
+
+        /// What the key shows with every pending change, as a prefix the key remembers (see
+        /// ``StoreMachine/remember(_:for:)``); `nil` when nothing new was applied.
+        @inlinable
+        func shownPrefix(_ response: StoreResponse<Value>) -> (key: Key, prefix: ShownPrefix)? {
+            guard let pending, !pending.rest.isEmpty else { return nil }
+            return (
+                pending.key,
+                ShownPrefix(
+                    confirmedVersion: pending.confirmedVersion, epoch: pending.epoch,
+                    count: (pending.prefix?.count ?? 0) + pending.rest.count, value: response.value)
+            )
+        }
+    }
+
+    /// The pending changes a snapshot shows: the prefix the key showed last, if it still holds, and the changes after
+    /// it, with what identifies the list they come from.
+    @usableFromInline
+    final class ShownChanges: Sendable {
+        @usableFromInline let key: Key
+        @usableFromInline let prefix: ShownPrefix?
+        @usableFromInline let rest: [Mutation]
+        @usableFromInline let confirmedVersion: Int
+        @usableFromInline let epoch: Int
+
+        @inlinable
+        init(entry: Entry) {
+            key = entry.key
+            confirmedVersion = entry.confirmedVersion
+            epoch = entry.pending.epoch
+            (prefix, rest) = entry.pending.start(confirmedVersion: confirmedVersion)
+        }
+    }
+}

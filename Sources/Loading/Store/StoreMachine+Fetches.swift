@@ -1,0 +1,286 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// Adds a caller to `key`'s newest fetch in flight (when `joining`), or starts a fetch that the caller starts
+    /// the upstream load of (see ``FetchStart``).
+    ///
+    /// A read that missed the levels passes `since`, the stamp of its first level read: when the store learned a
+    /// value since (a fetch that answered while the levels were read), that value is the answer
+    /// (``FetchStart/answered(_:)``), and no fetch starts.
+    @inlinable
+    mutating func beginFetch(
+        _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, asked: Int? = nil, replayingFrom replays: Int? = nil,
+        completion: @escaping FetchCompletion
+    ) -> FetchStart {
+        let entry = ensureEntry(key)
+        if let stamp, entry.confirmed != nil,
+            entry.generation != stamp.generation
+                || (entry.confirmedVersion != stamp.confirmedVersion && entry.staleMark == 0)
+        {
+            defer { release(key) }
+            return .answered(shownNow(key))
+        }
+        let caller = next()
+        // A fetch from before a removal or a clear brings nothing the caller may see: it is not joined.
+        if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned,
+            entry.fetches[index].generation == entry.generation
+        {
+            entry.fetches[index].callers.append(FetchCaller(id: caller, completion: completion))
+            return .joined(fetch: entry.fetches[index].id, caller: caller)
+        }
+        // The fetch stands in the store's order where its caller was asked (a read: when it began, after the changes
+        // asked before it; now, otherwise), or after the newest change no fetch logged: what it brings is as fresh as
+        // that against invalidations, and the changes asked after are applied again to it. A read that found the key
+        // stale by an invalidation made since it began stands after that invalidation, for both: its request goes
+        // out after it, and the changes asked before it are not applied again. A fetch may get what an
+        // upstream load that started earlier brings (a family that coalesces), so it counts changes from the oldest
+        // fetch in flight since the last removal or clear: a change it did not miss may be applied twice (changes
+        // must tolerate it), but none confirmed before a removal or a clear (the log keeps each change's generation:
+        // a read asked before a removal whose fetch begins after it applies again only the changes confirmed since,
+        // an optimistic change that outlived the removal among them). A refetch owed by a fetch that ended stands,
+        // for the changes it applies again, where it would have been sent had the store known of that answer at
+        // once (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its
+        // turn are applied again to what the refetch brings.
+        let position = max(asked.map { max($0, entry.staleMark) } ?? counter, entry.lastUnlogged)
+        let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
+        let logStart = min(oldest ?? .max, position, replays ?? .max)
+        let id = next()
+        entry.fetches.append(  // made in place: a fetch is copied through its value witnesses
+            Fetch(
+                id: id, generation: entry.generation, logStart: logStart, sentMark: position + 1,
+                callers: InlineFirstArray(FetchCaller(id: caller, completion: completion))))
+        return .starts(fetch: id, caller: caller)
+    }
+
+    /// Keeps the token of fetch `id`'s upstream load; returns it when it must be cancelled (every caller left
+    /// before it was kept).
+    @inlinable
+    mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (any CancellationToken)? {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
+            return nil
+        }
+        guard entry.fetches[index].isAbandoned else {
+            entry.fetches[index].token = token
+            return nil
+        }
+        entry.fetches.remove(at: index)
+        trimLog(of: key)
+        release(key)
+        return token
+    }
+
+    /// Drops a caller of fetch `id`; when it was the last, the fetch is dropped and its token returned to cancel.
+    /// What was dropped is returned too, to be released after unlocking.
+    @inlinable
+    mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (garbage: [Any], cancel: (any CancellationToken)?)
+    {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }),
+            let callerIndex = entry.fetches[index].callers.firstIndex(where: { $0.id == caller })
+        else { return ([], nil) }
+        let left = entry.fetches[index].callers.remove(at: callerIndex)
+        guard entry.fetches[index].callers.isEmpty else { return ([left.completion], nil) }
+        guard let token = entry.fetches[index].token else {
+            entry.fetches[index].isAbandoned = true  // its token is cancelled when it is kept
+            return ([left.completion], nil)
+        }
+        let fetch = entry.fetches.remove(at: index)
+        trimLog(of: key)
+        release(key)
+        return ([left.completion, fetch], token)
+    }
+
+    /// A fetch failed: it ends, and its callers get `error`. A fetch every caller left is over already (its key may
+    /// be gone): nothing happens.
+    @inlinable
+    mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
+        var effects = Effects()
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
+            return effects
+        }
+        let fetch = entry.fetches.remove(at: index)
+        effects.refetches = beginOwedRefetch(key, replayingFrom: counter)
+        trimLog(of: key)
+        release(key)
+        effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .failure(error)) }
+        return effects
+    }
+
+    /// Begins a refetch of `key` for its observers (an invalidation, a revalidation), unless a fetch in flight will
+    /// bring a value fresh against what made it stale: one sent after that, or one still waiting for the network.
+    /// When the fetch in flight was sent before, one more fetch is owed, once, however many refetches are asked
+    /// meanwhile: it begins when that fetch ends (``Effects/refetches``). `nil` when nothing begins now.
+    @inlinable
+    mutating func beginRefetch(_ key: Key, completion: @escaping FetchCompletion) -> FetchStart? {
+        let entry = ensureEntry(key)
+        let staleMark = entry.staleMark
+        guard entry.fetches.contains(where: { !$0.isAbandoned }) else {
+            return beginFetch(key, joining: false, completion: completion)
+        }
+        let freshOnItsWay = entry.fetches.contains { !$0.isAbandoned && ($0.sentMark.map { $0 > staleMark } ?? true) }
+        if !freshOnItsWay, !entry.owesRefetch {
+            entry.owesRefetch = true
+            entry.owedSince = staleMark
+        }
+        release(key)
+        return nil
+    }
+
+    /// A fetch of `key` ended: whether the refetch it owed begins now, for the key's observers. Not when nobody
+    /// observes the key any more (its next cache-first read fetches, as it is stale), nor while another fetch is in
+    /// flight (it stays owed when that one was sent before the key went stale).
+    @inlinable
+    mutating func takeOwedRefetch(_ key: Key) -> Bool {
+        guard let entry = entry(key), entry.owesRefetch else { return false }
+        let staleMark = entry.staleMark
+        let others = entry.fetches.filter { !$0.isAbandoned }
+        guard entry.observers > 0, others.isEmpty else {
+            // Still owed while every other fetch in flight was sent before the key went stale.
+            let older = others.allSatisfy { $0.sentMark.map { $0 <= staleMark } ?? false }
+            entry.owesRefetch = entry.observers > 0 && older
+            return false
+        }
+        entry.owesRefetch = false
+        return true
+    }
+
+    /// Begins the refetch `key` owes its observers, when a fetch that owed it ended and it is due (see
+    /// ``takeOwedRefetch(_:)``), standing at `replays` for the changes it applies again: asked after that, they are
+    /// applied again to what it brings. Begun here, under the lock that ended the other fetch, it logs every change
+    /// made from now on. Returns the refetch's id, for the caller to start its upstream load; zero when none begins.
+    @inlinable
+    mutating func beginOwedRefetch(_ key: Key, replayingFrom replays: Int) -> Int {
+        guard takeOwedRefetch(key),
+            case .starts(let id, _) = beginFetch(key, joining: false, replayingFrom: replays, completion: { _ in })
+        else { return 0 }
+        return id
+    }
+
+    /// Adds `completion` to the callers of fetch `id` of `key`, when it is still in flight.
+    @inlinable
+    mutating func addCaller(_ completion: @escaping FetchCompletion, toFetch id: Int, of key: Key) {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
+        entry.fetches[index].callers.append(FetchCaller(id: next(), completion: completion))
+    }
+
+    /// Fetch `id` of `key` found the network down: it waits for it before it sends its request, or (a store that
+    /// answers from its cache) fails without one. Until now it counted as sent when it began: a refetch owed by an
+    /// invalidation made since then is not needed, since what the fetch brings will be fresh against it, or, offline,
+    /// nothing is fetched for it (a refetch owed before the fetch began stays owed).
+    @inlinable
+    mutating func fetchWaits(_ id: Int, of key: Key) {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
+        if entry.owesRefetch, !entry.fetches[index].isAbandoned,
+            let began = entry.fetches[index].sentMark, entry.owedSince > began
+        {
+            entry.owesRefetch = false
+        }
+        entry.fetches[index].sentMark = nil
+    }
+
+    /// Fetch `id` of `key` sends its request now, a moment after it began: its upstream load looked at the
+    /// connectivity as it started, and the network may have come back since the fetch began. It counts as sent now,
+    /// so a refetch owed by an invalidation made in between is not needed: what it brings is fresh against it (see
+    /// ``fetchWaits(_:of:)``, which a fetch that finds the network down calls instead).
+    @inlinable
+    mutating func fetchSendsNow(_ id: Int, of key: Key) {
+        fetchWaits(id, of: key)
+        fetchSent(id, of: key)
+    }
+
+    /// Fetch `id` of `key` sends its request now.
+    @inlinable
+    mutating func fetchSent(_ id: Int, of key: Key) {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
+        entry.fetches[index].sentMark = next()
+    }
+}
+
+extension StoreMachine {
+    /// How a caller's fetch begins (see ``StoreMachine/beginFetch(_:joining:since:completion:)``). Four words, as a
+    /// snapshot is.
+    @usableFromInline
+    enum FetchStart {
+        /// The caller begins fetch `fetch`, as its caller `caller`, and starts its upstream load.
+        case starts(fetch: Int, caller: Int)
+        /// The caller joined fetch `fetch` in flight, as its caller `caller`.
+        case joined(fetch: Int, caller: Int)
+        /// The store learned a value since the caller's read began: it is the answer, and no fetch begins.
+        case answered(Snapshot)
+
+        /// The fetch the caller waits for, and its id there (what leaving it takes); `nil` when answered.
+        @inlinable
+        var joinedFetch: (id: Int, caller: Int)? {
+            switch self {
+            case .starts(let fetch, let caller), .joined(let fetch, let caller): (fetch, caller)
+            case .answered: nil
+            }
+        }
+
+        /// Whether the caller starts the fetch's upstream load.
+        @inlinable
+        var starts: Bool {
+            if case .starts = self { true } else { false }
+        }
+    }
+
+    /// How a read of the last level that brought nothing ends (see
+    /// ``StoreMachine/endLastLevelReadThenFetch(_:readAt:since:completion:)``).
+    @usableFromInline
+    enum LastLevelMiss {
+        /// The store learned something since the level read began: what it shows is the answer (`nil`: nothing
+        /// changed after all), and no fetch begins.
+        case learned(Snapshot?)
+        /// The read's fetch began.
+        case fetch(FetchStart)
+    }
+
+    /// A fetch in flight and the callers waiting for it.
+    @usableFromInline
+    struct Fetch: Sendable {
+        @inlinable
+        init(id: Int, generation: Int, logStart: Int, sentMark: Int, callers: InlineFirstArray<FetchCaller>) {
+            self.id = id
+            self.generation = generation
+            self.logStart = logStart
+            self.callers = callers
+            self.sentMark = sentMark
+        }
+
+        @usableFromInline let id: Int
+        @usableFromInline let generation: Int
+        /// Logged changes with a greater sequence number were made after the fetch started.
+        @usableFromInline let logStart: Int
+        @usableFromInline var callers: InlineFirstArray<FetchCaller>
+        @usableFromInline var token: (any CancellationToken)?
+        /// Every caller left before the token was kept: the token is cancelled when it is.
+        @usableFromInline var isAbandoned = false
+        /// When its request went out, in the store's order: just after its caller was asked, or later for a fetch that
+        /// waited for the network (`nil` while it waits). What it brings is fresh against the invalidations made
+        /// before.
+        @usableFromInline var sentMark: Int?
+
+        /// Whether `change` was made while this fetch was in flight, in its generation: what the fetch brings gets it
+        /// applied again.
+        @inlinable
+        func appliesAgain(_ change: LoggedChange) -> Bool {
+            change.sequence > logStart && change.generation == generation
+        }
+    }
+
+    /// A caller waiting for a fetch.
+    @usableFromInline
+    struct FetchCaller: Sendable {
+        @inlinable
+        init(id: Int, completion: @escaping FetchCompletion) {
+            self.id = id
+            self.completion = completion
+        }
+
+        @usableFromInline let id: Int
+        @usableFromInline let completion: FetchCompletion
+    }
+}

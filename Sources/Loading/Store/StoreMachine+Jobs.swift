@@ -1,0 +1,133 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// A change of a key's confirmed value, queued per key.
+    @usableFromInline
+    enum Job: Sendable {
+        /// A value written (a live update, a local edit).
+        case write(StoredValue<Value>)
+        /// A transform of the confirmed value. With a `reply`, the transform adds what the network brought (a page
+        /// appended to a list): its result is the network's, written to every level at once (debounced ones too),
+        /// and `reply` receives what the key shows once it is saved (a failure when a removal or a clear drops it).
+        case update(Change, reply: FetchCompletion?)
+        /// What fetch `fetch` brought.
+        case fetched(Value, fetch: Int)
+        /// What level `level` held, read under `stamp` (`stale` when invalidated since it was saved), shown with
+        /// `error` attached (the failure of the fetch it stands in for); `reply` receives the answer of the read.
+        case hit(
+            CachedValue<Value>, level: Int, stamp: ReadStamp, staleSince: Int?, error: (any Error)?, reply: HitReply)
+        /// An optimistic change's commit finished (or was cancelled); `ticket` is released once the change is
+        /// saved to the levels (at once when it is not confirmed).
+        case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?)
+        /// Nothing but making the key known (an optimistic change shown over the levels' value).
+        case load
+        /// Write the key's debounced writes now; `ticket` is released once they are saved.
+        case flush(SaveTicket)
+        /// A read waiting for the changes asked before it: `reply` is called when its turn comes (the read then
+        /// answers with what they made).
+        case barrier(reply: @Sendable () -> Void)
+        /// An optimistic change asked while the key's changes run or wait: shown when its turn comes, after them.
+        case add(Mutation)
+
+        /// Whether the job applies a change to the confirmed value, which must be read from the levels first
+        /// when the key is not known.
+        @inlinable
+        var needsBase: Bool {
+            switch self {
+            case .update, .load, .settle(_, accepted: true, _): true
+            case .write, .fetched, .hit, .settle, .flush, .barrier, .add: false
+            }
+        }
+
+        /// The value the job's changes apply to.
+        @inlinable
+        func base(in entry: Entry) -> Value? {
+            switch self {
+            case .write(let stored): stored.value
+            case .fetched(let value, _): value
+            case .hit(let cached, _, _, _, _, _): cached.value
+            case .update, .settle, .load, .flush, .barrier, .add: entry.confirmed?.value
+            }
+        }
+
+        /// The closures to run outside the lock on ``base(in:)``; `nil` when there are none.
+        @inlinable
+        func changes(in entry: Entry) -> [Change]? {
+            switch self {
+            case .update(let change, _):
+                return [change]
+            case .settle(let id, accepted: true, _):
+                return entry.pending.mutation(id).map { [$0.change] }
+            case .fetched(_, let id):
+                guard let fetch = entry.fetches.first(where: { $0.id == id }) else { return nil }
+                let changes = entry.log.filter(fetch.appliesAgain).map { $0.change }
+                return changes.isEmpty ? nil : changes
+            case .write, .hit, .settle, .load, .flush, .barrier, .add:
+                return nil
+            }
+        }
+
+        /// The answer of a job a removal or a clear dropped unapplied, when it has a caller waiting.
+        @inlinable
+        var droppedReply: FetchReply? {
+            guard case .update(_, let reply?) = self else { return nil }
+            return FetchReply(completion: reply, result: .failure(StoreError.discarded))
+        }
+
+        /// Whether a removal or a clear drops the job unapplied (it was asked before them); the others are
+        /// judged stale when they run, and answer their callers. A clear drops an optimistic change waiting to be
+        /// shown too (``added``); a removal keeps it, as it keeps those shown.
+        @inlinable
+        var isDroppedByRemoval: Bool {
+            switch self {
+            case .write, .update, .load: true
+            case .fetched, .hit, .settle, .flush, .barrier, .add: false
+            }
+        }
+
+        /// The optimistic change the job shows, if it is one.
+        @inlinable
+        var added: Mutation? {
+            guard case .add(let mutation) = self else { return nil }
+            return mutation
+        }
+    }
+
+    /// Closures to run outside the lock, on `base`, for the change at the head of a key's queue.
+    @usableFromInline
+    struct Work: Sendable {
+        @inlinable
+        init(generation: Int, base: Value?, changes: [Change]) {
+            self.generation = generation
+            self.base = base
+            self.changes = changes
+        }
+
+        @usableFromInline let generation: Int
+        @usableFromInline let base: Value?
+        @usableFromInline let changes: [Change]
+
+        /// The changes applied in order.
+        @inlinable
+        func run() -> Value? {
+            changes.reduce(base) { value, change in change(value) }
+        }
+    }
+
+    /// What the caller that submitted a change (or finished one) does next.
+    @usableFromInline
+    enum Step {
+        /// The change was applied: perform the effects, then ask for the next step.
+        case applied(Effects)
+        /// Run the work outside the lock, then commit its result.
+        case run(Work)
+        /// Read the levels for the key's value, then commit it as the base.
+        case loadBase(generation: Int)
+        /// Another caller runs the key's changes: nothing to do.
+        case queued
+    }
+}

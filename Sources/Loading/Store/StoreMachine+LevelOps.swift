@@ -1,0 +1,234 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// The next level operations of `key`, for the caller issuing them. `nil` when there are none: the caller
+    /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
+    @inlinable
+    mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
+        guard let entry = entry(key) else { return nil }
+        if clearing == nil, !entry.levelOps.isEmpty {
+            // One operation, the usual case, is moved out, and the entry keeps its storage for the next.
+            let ops =
+                entry.levelOps.count == 1
+                ? InlineFirstArray(entry.levelOps.removeLast()) : InlineFirstArray(exchange(&entry.levelOps, with: []))
+            if let first = ops.head { countSaves(in: first, of: entry) }
+            for operation in ops.tail { countSaves(in: operation, of: entry) }
+            return (ops, false)
+        }
+        entry.isIssuing = false
+        issuing -= 1
+        if clearing != nil, !entry.levelOps.isEmpty { held.append(key) }
+        release(key)
+        guard clearing != nil, issuing == 0, !clearing!.isAssigned else { return nil }
+        clearing!.isAssigned = true
+        return (InlineFirstArray(), true)
+    }
+
+    /// A debounced write's timer is running: keeps its token; returns it when the write was dropped meanwhile.
+    @inlinable
+    mutating func keepTimer(
+        _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
+    ) -> (any CancellationToken)? {
+        guard let entry = entry(key), entry.debounced[level]?.id == id else { return timer }
+        entry.debounced[level]?.timer = timer
+        return nil
+    }
+
+    /// A debounced write's timer fired: the write is issued if it is still the level's latest.
+    @inlinable
+    mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
+        guard let entry = entry(key), let write = entry.debounced[level], write.id == id else { return Effects() }
+        entry.debounced[level] = nil
+        entry.levelOps.append(.flush(write.value, level: level, ticket: nil, mark: write.mark))
+        var effects = Effects(garbage: [write.timer])
+        effects.issueLevels = startIssuing(key)
+        release(key)
+        return effects
+    }
+
+    /// Whether the caller that decided level operations for `key` issues them: not when another caller is issuing
+    /// the key's operations already, or a clear holds them until its `removeAll` is issued.
+    @inlinable
+    mutating func startIssuing(_ key: Key) -> Bool {
+        let entry = entry(key, heldBecause: "the caller just decided its level operations")
+        guard !entry.levelOps.isEmpty, !entry.isIssuing else { return false }
+        guard clearing == nil else {
+            if !held.contains(key) { held.append(key) }
+            return false
+        }
+        entry.isIssuing = true
+        issuing += 1
+        return true
+    }
+}
+
+extension StoreMachine {
+    /// A write or removal for a key's levels, with the ticket it holds (work waiting for it to be saved).
+    @usableFromInline
+    enum LevelOp: Sendable {
+        /// Save to the levels of the range; when `skipsDebounced`, not to the debounced ones (they are written when
+        /// their timers fire).
+        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
+        /// A debounced level's write, once its timer fired or a flush asked for it.
+        case flush(Value, level: Int, ticket: SaveTicket?, mark: SaveMark)
+        /// Remove the key from every level; a removal no level could make is kept as a failed save is.
+        case remove(ticket: SaveTicket?, mark: SaveMark)
+
+        @inlinable
+        var ticket: SaveTicket? {
+            switch self {
+            case .save(_, _, _, let ticket, _), .flush(_, _, let ticket, _), .remove(let ticket, _): ticket
+            }
+        }
+    }
+
+    /// What a save reports when it lands: which value it was (the entry's generation and confirmed version), and when
+    /// that value went stale (`staleSince`, the entry's stale mark; zero when fresh): it is recorded stale once
+    /// saved, as the level stamps it with its own time.
+    @usableFromInline
+    struct SaveMark: Sendable {
+        @usableFromInline let generation: Int
+        @usableFromInline let version: Int
+        @usableFromInline let staleSince: Int
+
+        @inlinable
+        init(generation: Int, version: Int, staleSince: Int) {
+            self.generation = generation
+            self.version = version
+            self.staleSince = staleSince
+        }
+
+        /// Whether the value saved was stale.
+        @inlinable
+        var stale: Bool { staleSince != 0 }
+    }
+
+    @usableFromInline
+    struct DebouncedWrite: Sendable {
+        @inlinable
+        init(id: Int, value: Value, mark: SaveMark, timer: any CancellationToken) {
+            self.id = id
+            self.value = value
+            self.mark = mark
+            self.timer = timer
+        }
+
+        @usableFromInline let id: Int
+        @usableFromInline let value: Value
+        @usableFromInline let mark: SaveMark
+        @usableFromInline var timer: any CancellationToken
+    }
+
+    /// A debounced write whose timer the store starts.
+    @usableFromInline
+    struct DebounceStart {
+        @inlinable
+        init(level: Int, id: Int, value: Value) {
+            self.level = level
+            self.id = id
+            self.value = value
+        }
+
+        @usableFromInline let level: Int
+        @usableFromInline let id: Int
+        @usableFromInline let value: Value
+    }
+
+    /// Work that waits for level writes to finish: the answers of a fetch, the completion of a confirmed optimistic
+    /// change or of a flush. A level operation that carries a ticket holds it until it is issued, and each level
+    /// write issued for it holds it until the write completes; the work runs, once, when the last hold is released.
+    /// A value whose copies share one locked state (one allocation).
+    @usableFromInline
+    struct SaveTicket: Sendable {
+        @usableFromInline
+        enum Work: Sendable {
+            case replies(InlineFirstArray<FetchReply>)
+            case run(@Sendable () -> Void)
+        }
+
+        /// What a level write reports its failure to (the store's `onWriteFailure`). In a struct, so that the locked state
+        /// holding it is stored as it is: a bare closure in a generic box is converted to another calling form on
+        /// each access, which allocates.
+        @usableFromInline
+        struct Report: Sendable {
+            @usableFromInline let call: @Sendable (Result<Void, any Error>) -> Void
+
+            @inlinable
+            init(_ call: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+                self.call = call
+            }
+        }
+
+        @usableFromInline let state: Locked<(holds: Int, work: Work?, report: Report?)>
+
+        /// A ticket with one hold (its maker's, or the level operation's it is made for).
+        @inlinable
+        init(_ work: Work? = nil) {
+            state = Locked((1, work, nil))
+        }
+
+        /// Sets the work to run once every hold is released; only before the ticket's first release.
+        @inlinable
+        func whenSaved(_ work: consuming Work) {
+            var work = Optional(work)
+            state.withLock { $0.work = work.take() }  // moved in, not copied
+        }
+
+        @inlinable
+        func hold() {
+            state.withLock { $0.holds += 1 }
+        }
+
+        /// Holds the ticket for a level write, which calls ``landed(_:)`` when it completes; a failure is reported to
+        /// `report` (the ticket keeps the first it is given, so that the write's completion needs to capture nothing
+        /// else).
+        @inlinable
+        func hold(reportingTo report: Report) {
+            state.withLock { state in
+                state.holds += 1
+                if state.report == nil { state.report = report }
+            }
+        }
+
+        /// A level write holding the ticket completed: its failure is reported, then its hold released.
+        @inlinable
+        func landed(_ result: Result<Void, any Error>) {
+            if case .failure = result, let report = state.withLock({ $0.report }) { report.call(result) }
+            release()
+        }
+
+        /// Releases a hold; the last runs the work (here, after unlocking).
+        @inlinable
+        func release() {
+            let work = state.withLock { state -> Work? in
+                state.holds -= 1
+                guard state.holds == 0 else { return nil }
+                return state.work.take()  // moved out, not copied
+            }
+            switch consume work {
+            case .replies(let replies):
+                if let first = replies.head { first.completion(first.result) }
+                for reply in replies.tail { reply.completion(reply.result) }
+            case .run(let run): run()
+            case nil: break
+            }
+        }
+    }
+
+    /// What a fetch's caller receives.
+    @usableFromInline
+    struct FetchReply: Sendable {
+        @inlinable
+        init(completion: @escaping FetchCompletion, result: Result<Snapshot, any Error>) {
+            self.completion = completion
+            self.result = result
+        }
+
+        @usableFromInline let completion: FetchCompletion
+        @usableFromInline let result: Result<Snapshot, any Error>
+    }
+}
