@@ -25,9 +25,10 @@
     ///     }
     /// }
     /// ```
-    /// The model shows one key of a ``Store`` (or a loader alone): ``state`` is a ``LoadingState`` that follows every
-    /// change of the key, whoever made it (a load, a live update written to the store, an optimistic edit, a logout),
-    /// and ``value``, ``isLoading`` and ``error`` read it. Reading them in a SwiftUI `body` or in
+    /// The model shows one key of a ``Store`` (or a loader alone): ``state`` is a ``LoadingState`` that follows the
+    /// store's states of the key (``Store/states(for:)``): every change of the key, whoever made it (a load, a live
+    /// update written to the store, an optimistic edit, a logout), and loading whenever the store reads or fetches it,
+    /// whoever asked. ``value``, ``isLoading`` and ``error`` read it. Reading them in a SwiftUI `body` or in
     /// `withObservationTracking` registers the dependency; the model changes them on the main actor only.
     ///
     /// Renders are not wasted: for an `Equatable` value, a state equal to the one shown is not set again (a refresh
@@ -45,7 +46,7 @@
         /// value arrives.
         public private(set) var isPlaceholder = false
 
-        @ObservationIgnored private var repository: ResourceRepository<Value>
+        @ObservationIgnored private var source: ResourceSource<Value>
         @ObservationIgnored private var subscription: StreamSubscription?
         /// The version of the state shown: a state older than it is never shown again.
         @ObservationIgnored private var version: Int
@@ -55,38 +56,39 @@
 
         /// Creates a model showing `repository`'s state.
         public convenience init(repository: ResourceRepository<Value>) {
-            self.init(repository: repository, isSameState: { _, _ in false })
+            self.init(source: ResourceSource(repository), isSameState: { _, _ in false })
         }
 
         /// Creates a model showing `repository`'s state; a state equal to the one shown is not set again.
         public convenience init(repository: ResourceRepository<Value>) where Value: Equatable {
-            self.init(repository: repository, isSameState: ==)
+            self.init(source: ResourceSource(repository), isSameState: ==)
         }
 
-        /// Creates a model showing `key` of `store`, read with `policy`.
+        /// Creates a model showing `key` of `store`, read with `policy`: the store's states of the key
+        /// (``Store/states(for:)``), whoever loads it.
         public convenience init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy = .cacheFirst) {
-            self.init(repository: ResourceRepository(store: store, key: key, policy: policy, scheduler: .immediate))
+            self.init(source: ResourceSource(store: store, key: key, policy: policy), isSameState: { _, _ in false })
         }
 
         /// Creates a model showing `key` of `store`, read with `policy`; a state equal to the one shown is not set
         /// again.
         public convenience init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy = .cacheFirst)
         where Value: Equatable {
-            self.init(repository: ResourceRepository(store: store, key: key, policy: policy, scheduler: .immediate))
+            self.init(source: ResourceSource(store: store, key: key, policy: policy), isSameState: ==)
         }
 
-        /// Creates a model over `loader` alone.
+        /// Creates a model over `loader` alone: a store of one key whose fetch it is, read network first.
         public convenience init<L: Loader>(loader: L) where L.Output == Value {
-            self.init(repository: ResourceRepository(loader: loader, scheduler: .immediate))
+            self.init(source: ResourceSource(loader: loader), isSameState: { _, _ in false })
         }
 
         private init(
-            repository: ResourceRepository<Value>,
+            source: ResourceSource<Value>,
             isSameState: @escaping (LoadingState<Value>, LoadingState<Value>) -> Bool
         ) {
-            self.repository = repository
+            self.source = source
             self.isSameState = isSameState
-            (version, state) = repository.currentVersionedState
+            (version, state) = source.current()
             subscribe()
         }
 
@@ -101,18 +103,18 @@
 
         /// Loads, joining a load already running.
         public func load() {
-            repository.load()
+            source.load()
         }
 
         /// Fetches a fresh value, even while a load is running, and returns once it is shown (or has failed): what
         /// SwiftUI's `refreshable` awaits. From synchronous code: `Task { await model.refresh() }`.
         public func refresh() async {
-            let repository = repository
+            let source = source
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                repository.refresh { _ in continuation.resume() }
+                source.refresh { continuation.resume() }
             }
             // Even if its delivery to the main actor has not run yet (unless the model moved to another key).
-            if repository === self.repository { show(repository.currentVersionedState) }
+            if source.id === self.source.id { show(source.current()) }
         }
 
         /// Shows `change` at once and sends it upstream with `commit`; when `commit` fails, only this change is undone.
@@ -123,8 +125,8 @@
             commit: Commit,
             completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
         ) -> any CancellationToken {
-            let token = repository.mutate(change, commit: commit, completion: completion)
-            show(repository.currentVersionedState)  // its delivery may be queued behind another thread's
+            let token = source.mutate(change, AnyLoader(commit.map { _ in () }), completion)
+            show(source.current())  // its delivery may be queued behind another thread's
             return token
         }
 
@@ -139,8 +141,8 @@
         public func show<Key>(_ key: Key, of store: Store<Key, Value>, policy: ReadPolicy = .cacheFirst) {
             subscription?.cancel()
             let placeholder = state.value
-            repository = ResourceRepository(store: store, key: key, policy: policy, scheduler: .immediate)
-            let (newVersion, newState) = repository.currentVersionedState
+            source = ResourceSource(store: store, key: key, policy: policy)
+            let (newVersion, newState) = source.current()
             version = newVersion
             if let placeholder, newState.value == nil, newState.error == nil {
                 isPlaceholder = true
@@ -150,7 +152,7 @@
                 set(newState)
             }
             subscribe()
-            repository.load()
+            source.load()
         }
 
         /// A part of the value that changes only when that part does: a view that reads it renders again only then.
@@ -170,7 +172,7 @@
         }
 
         private func subscribe() {
-            subscription = repository.versionedStates.sink(on: .main) { [weak self] versioned in
+            subscription = source.states.sink(on: .main) { [weak self] versioned in
                 self?.show(versioned)
             }
         }

@@ -427,6 +427,3 @@ public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
         subject.update { current in current.version < stamped.version ? stamped : nil }
     }
 }
-
-/// The one key of a repository built over a loader alone.
-private struct LoaderKey: Hashable, Sendable {}

@@ -103,9 +103,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return result
     }
 
-    /// Releases what the machine let go of, after unlocking (rarely anything: not inlined).
+    /// Releases what the machine let go of, after unlocking, and publishes the notices it has for state observers
+    /// (rarely anything: not inlined).
     @inlinable @inline(never)
-    func release(_ released: consuming StoreReleased?) {}
+    func release(_ released: consuming StoreReleased?) {
+        if released?.hasNotices == true { publishNotices() }
+    }
 
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or
     /// waiting for a level write) and the values it keeps (see `keptValues`).
@@ -149,6 +152,30 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         EventStream { [self] observer in
             let subject = startObserving(key)
             observer.onTermination { [self] in stopObserving(key) }
+            subject.stream.compactMap { $0 }.subscribe(observer)
+        }
+    }
+
+    /// The key's state now and after every change: the value shown, whether the store reads or fetches the key (for
+    /// anyone: a screen, a refresh, a revalidation), and the failure of the latest read or fetch. Like
+    /// ``changes(for:)``, it reads nothing by itself, never fails and never finishes, and the store holds the key in
+    /// memory while it is observed; what a screen binds to.
+    ///
+    /// ```swift
+    /// let subscription = store.states(for: "u1").sink { state in
+    ///     switch state.loadingState {
+    ///     case .idle: showPlaceholder()
+    ///     case .loading(let previous): showSpinner(over: previous)
+    ///     case .loaded(let friend): show(friend)
+    ///     case .failed(let error, let previous): show(previous, banner: error)
+    ///     }
+    /// }
+    /// store.read("u1").load { _ in }
+    /// ```
+    public func states(for key: Key) -> EventStream<StoreState<Value>, Never> {
+        EventStream { [self] observer in
+            let subject = startObservingStates(key)
+            observer.onTermination { [self] in stopObservingStates(key) }
             subject.stream.compactMap { $0 }.subscribe(observer)
         }
     }
@@ -532,14 +559,41 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// changes.
     @inlinable
     func publish(_ snapshot: borrowing Snapshot) {
-        guard let subject = snapshot.subject else { return }
+        guard let observed = snapshot.observed else { return }
         let response = snapshot.response
         // What the pending changes gave is remembered: the next change shown applies only itself.
         if let (key, prefix) = snapshot.shownPrefix(response) { locked { $0.remember(prefix, for: key) } }
-        subject.update { current in
-            guard (current?.version ?? -1) < response.version else { return nil }
-            return response
+        if let subject = observed.changes, !snapshot.isNotice {
+            subject.update { current in
+                guard (current?.version ?? -1) < response.version else { return nil }
+                return response
+            }
         }
+        if let states = observed.states { publish(response, isLoading: snapshot.isLoading, to: states) }
+    }
+
+    /// Sends `response`, loading or not, to the key's state observers unless a newer state was sent already.
+    @usableFromInline
+    func publish(_ response: StoreResponse<Value>, isLoading: Bool, to states: Machine.StateSubject) {
+        let state = StoreState(response: response, isLoading: isLoading)
+        states.update { current in
+            guard (current?.version ?? -1) < state.version else { return nil }
+            return state
+        }
+    }
+
+    /// Shows the failure of a read of `key` that has nothing to answer with to the key's state observers, if it has
+    /// some (a failed fetch was shown to them already, when it failed).
+    @usableFromInline
+    func showFailure(_ error: any Error, of key: Key) {
+        locked { $0.noteFailure(error, of: key) }  // told once unlocked
+    }
+
+    /// Publishes the notices for state observers of the keys that began or stopped loading during the events before
+    /// (rarely any: only keys observed with ``states(for:)``).
+    @usableFromInline
+    func publishNotices() {
+        for notice in locked({ $0.takeNotices() }) { publish(notice) }
     }
 
     @inlinable
@@ -550,6 +604,32 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             ?? locked { $0.observe(key, fresh: Machine.Subject(nil)) }!
         if let shown { publish(shown) }
         return subject
+    }
+
+    /// `key`'s state now, as ``states(for:)`` shows it (whether it loads only while it has state observers).
+    func state(of key: Key) -> StoreState<Value> {
+        guard let snapshot = locked({ $0.stateNow(key) }) else {
+            let nothing = StoreResponse<Value>(
+                value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
+            return StoreState(response: nothing, isLoading: false)
+        }
+        return StoreState(response: snapshot.response, isLoading: snapshot.isLoading)
+    }
+
+    /// Counts a state observer of `key`, and shows it the key's state now.
+    @usableFromInline
+    func startObservingStates(_ key: Key) -> Machine.StateSubject {
+        let (subject, now) =
+            locked { $0.observeStates(key, fresh: nil) }
+            ?? locked { $0.observeStates(key, fresh: Machine.StateSubject(nil)) }!
+        publish(now)
+        return subject
+    }
+
+    @usableFromInline
+    func stopObservingStates(_ key: Key) {
+        let subject = locked { $0.stopObservingStates(key) }
+        withExtendedLifetime(subject) {}  // released after unlocking
     }
 
     @inlinable

@@ -70,6 +70,7 @@ extension StoreMachine {
             return Effects(garbage: [value as Any])
         }
         let fetch = entry.fetches.remove(at: index)
+        loadingMayChange(entry)
         let rebased = entry.log.contains(where: fetch.appliesAgain)
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
         // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.

@@ -50,8 +50,10 @@ extension StoreMachine {
     mutating func publish(_ key: Key, error: (any Error)? = nil, answers: Bool = false) -> Snapshot? {
         let entry = entry(key, heldBecause: "what the key shows just changed")
         entry.version = next()
-        guard answers || entry.subject != nil else { return nil }
-        return Snapshot(entry: entry, version: entry.version, error: error)
+        guard answers || entry.observed != nil else { return nil }
+        let snapshot = Snapshot(entry: entry, version: entry.version, error: error)
+        if entry.observed?.states != nil { entry.loadingShown = snapshot.isLoading }
+        return snapshot
     }
 
     /// What `key` shows, at its current version (a value of `nil` when it shows nothing).

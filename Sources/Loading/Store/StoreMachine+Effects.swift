@@ -154,8 +154,11 @@ struct StoreReleased: Sendable {
     @inlinable
     init() {}
 
+    /// Whether the machine has notices for state observers (``StoreMachine/takeNotices()``).
+    @usableFromInline var hasNotices = false
+
     @inlinable
-    var isEmpty: Bool { entry == nil && response == nil && entries.isEmpty }
+    var isEmpty: Bool { entry == nil && response == nil && entries.isEmpty && !hasNotices }
 
     @inlinable
     mutating func add(_ dropped: any AnyObject & Sendable) {

@@ -48,8 +48,18 @@ extension StoreMachine {
         @usableFromInline @exclusivity(unchecked) var debounced: [Int: DebouncedWrite] = [:]
         /// Set while the entry counts among the kept values.
         @usableFromInline @exclusivity(unchecked) var keptStamp: Int?
-        /// The subject the key's observers subscribe to, while it has observers.
-        @usableFromInline @exclusivity(unchecked) var subject: Subject?
+        /// The subjects the key's observers subscribe to, while it has some (replaced, not changed: see
+        /// ``StoreMachine/Observed``).
+        @usableFromInline @exclusivity(unchecked) var observed: Observed?
+        /// How many of `observers` observe the key's states (``Store/states(for:)``); the others, its values.
+        var stateObservers = 0
+        /// The latest failure of a read or a fetch of the key, for its state observers while the confirmed value is
+        /// the one it was noted at (`failureVersion`), and whether they were shown it.
+        var failure: (any Error)?
+        var failureVersion = -1
+        var failureShown = true
+        /// Whether the state observers were last shown the key loading (see ``StoreMachine/takeNotices()``).
+        @usableFromInline var loadingShown = false
         /// Whether a fetch is owed to the observers once the fetch in flight ends: the key was invalidated after
         /// that fetch was sent.
         @usableFromInline @exclusivity(unchecked) var owesRefetch = false
@@ -83,6 +93,12 @@ extension StoreMachine {
         @inlinable
         var showsSomething: Bool { confirmed != nil || !pending.isEmpty }
 
+        /// Whether the store reads the key from a level or fetches it now. A fetch from before a removal or a clear
+        /// does not count: what it brings is dropped.
+        @usableFromInline var isLoading: Bool {
+            levelReads > 0 || fetches.contains { $0.generation == generation }
+        }
+
         /// Whether nothing needs the entry: its value, if any, lives in the levels.
         @inlinable
         var isIdle: Bool {
@@ -107,29 +123,34 @@ extension StoreMachine {
 
     /// What a key shows at one version, captured under the lock: the confirmed value as a response (built there,
     /// which runs no code of the caller's: the value is retained, not copied), and the pending changes, which are the
-    /// caller's closures and are applied outside the lock (``response``). Four words, so that it is copied and
-    /// destroyed in place: a larger value crossing the machine's boundary is copied through its type's value
-    /// witnesses, even where the store's code is specialized.
+    /// caller's closures and are applied outside the lock (``response``), with where it is published.
     @usableFromInline
     struct Snapshot: Sendable {
         /// The confirmed value at the snapshot's version (no value when none is confirmed), with the error attached.
         @usableFromInline let confirmed: StoreResponse<Value>
         /// The optimistic changes shown over it, when there are some.
         @usableFromInline let pending: ShownChanges?
-        /// The key's subject when it has observers: where the snapshot is published.
-        @usableFromInline let subject: Subject?
+        /// The key's subjects when it has observers: where the snapshot is published.
+        @usableFromInline let observed: Observed?
         /// Whether the confirmed value was invalidated and not fetched anew since.
         @usableFromInline let isStale: Bool
+        /// Whether the store reads or fetches the key (for the state observers).
+        @usableFromInline let isLoading: Bool
+        /// Whether only the state observers are told: the key began or stopped loading, or a read or a fetch of it
+        /// failed (its value did not change).
+        @usableFromInline let isNotice: Bool
 
         @inlinable
-        init(entry: Entry, version: Int, error: (any Error)? = nil) {
+        init(entry: Entry, version: Int, error: (any Error)? = nil, isNotice: Bool = false) {
             let value = entry.confirmed
             confirmed = StoreResponse(
                 value: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
                 hasPendingChanges: false, error: error, version: version)
             pending = entry.pending.isEmpty ? nil : ShownChanges(entry: entry)
-            subject = entry.subject
+            observed = entry.observed
             isStale = entry.staleMark != 0
+            isLoading = entry.observed?.states != nil && entry.isLoading
+            self.isNotice = isNotice
         }
 
         /// The version observers are shown.
@@ -159,6 +180,20 @@ extension StoreMachine {
                     confirmedVersion: pending.confirmedVersion, epoch: pending.epoch,
                     count: (pending.prefix?.count ?? 0) + pending.rest.count, value: response.value)
             )
+        }
+    }
+
+    /// The subjects of a key's observers: of its values (``Store/changes(for:)``) and of its states
+    /// (``Store/states(for:)``), each while it has such observers. Immutable, so that a snapshot takes both as one
+    /// reference: the machine replaces it when a subject comes or goes (``StoreMachine/observe(_:changes:states:)``).
+    @usableFromInline
+    final class Observed: Sendable {
+        @usableFromInline let changes: Subject?
+        @usableFromInline let states: StateSubject?
+
+        init(changes: Subject?, states: StateSubject?) {
+            self.changes = changes
+            self.states = states
         }
     }
 

@@ -53,6 +53,7 @@ extension StoreMachine {
             Fetch(
                 id: id, generation: entry.generation, logStart: logStart, sentMark: position + 1,
                 callers: InlineFirstArray(FetchCaller(id: caller, completion: completion))))
+        loadingMayChange(entry)
         return .starts(fetch: id, caller: caller)
     }
 
@@ -68,6 +69,7 @@ extension StoreMachine {
             return nil
         }
         entry.fetches.remove(at: index)
+        loadingMayChange(entry)
         trimLog(of: key)
         release(key)
         return token
@@ -88,6 +90,7 @@ extension StoreMachine {
             return ([left.completion], nil)
         }
         let fetch = entry.fetches.remove(at: index)
+        loadingMayChange(entry)
         trimLog(of: key)
         release(key)
         return ([left.completion, fetch], token)
@@ -103,6 +106,8 @@ extension StoreMachine {
         }
         let fetch = entry.fetches.remove(at: index)
         effects.refetches = beginOwedRefetch(key, replayingFrom: counter)
+        loadingMayChange(entry)
+        noteFailure(error, of: key)
         trimLog(of: key)
         release(key)
         effects.fetchReplies = fetch.callers.map { FetchReply(completion: $0.completion, result: .failure(error)) }

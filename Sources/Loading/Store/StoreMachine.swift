@@ -57,6 +57,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
     @usableFromInline typealias HitReply = @Sendable (Snapshot) -> Void
     @usableFromInline typealias Subject = CurrentValueStreamSubject<StoreResponse<Value>?, Never>
+    @usableFromInline typealias StateSubject = CurrentValueStreamSubject<StoreState<Value>?, Never>
 
     @usableFromInline var entries: [Key: Entry] = [:]
     @usableFromInline let levelNames: [String]
@@ -98,6 +99,8 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var released = StoreReleased()
     /// The entry ``entry(_:)`` found last, with its key; forgotten when the entry is dropped.
     @usableFromInline var recent: Entry?
+    /// Entries with state observers whose reads or fetches began or ended since the last ``takeNotices()``.
+    @usableFromInline var loadingTouched: [Entry] = []
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
     @usableFromInline static var invalidationLimit: Int { 64 }
 
@@ -240,7 +243,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
         guard let entry = entry(key), entry.showsSomething else { return nil }
         entry.version = next()
-        return Snapshot(entry: entry, version: entry.version, error: error)
+        let snapshot = Snapshot(entry: entry, version: entry.version, error: error)
+        if entry.observed?.states != nil { entry.loadingShown = snapshot.isLoading }
+        return snapshot
     }
 
     // MARK: Observers
@@ -251,24 +256,40 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func observe(_ key: Key, fresh: Subject?) -> (subject: Subject, shown: Snapshot?)? {
         let entry = ensureEntry(key)
-        if entry.subject == nil {
+        let subject: Subject
+        if let changes = entry.observed?.changes {
+            subject = changes
+        } else {
             guard let fresh else {
                 release(key)
                 return nil
             }
-            entry.subject = fresh
+            observe(entry, changes: fresh, states: entry.observed?.states)
+            subject = fresh
         }
         entry.observers += 1
-        return (entry.subject!, shown(key))
+        return (subject, shown(key))
     }
 
-    /// Forgets an observer of `key`; the last one takes the key's subject away (returned, to release unlocked).
-    @inlinable
+    /// Forgets an observer of `key`; the last one of its values takes the key's subject away (returned, to release
+    /// unlocked).
+    @usableFromInline
     mutating func stopObserving(_ key: Key) -> Subject? {
         guard let entry = entry(key) else { return nil }
         entry.observers -= 1
-        let subject = entry.observers == 0 ? exchange(&entry.subject, with: nil) : nil
+        var subject: Subject?
+        if entry.observers == entry.stateObservers, let observed = entry.observed {
+            subject = observed.changes
+            observe(entry, changes: nil, states: observed.states)
+        }
         release(key)
         return subject
+    }
+
+    /// Replaces the subjects of `entry`'s observers; the ones before are released after unlocking.
+    @usableFromInline
+    mutating func observe(_ entry: Entry, changes: Subject?, states: StateSubject?) {
+        let observed = changes == nil && states == nil ? nil : Observed(changes: changes, states: states)
+        if let before = exchange(&entry.observed, with: observed) { released.add(before) }
     }
 }

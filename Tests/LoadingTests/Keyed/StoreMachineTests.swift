@@ -636,7 +636,7 @@ final class StoreMachineTests: XCTestCase {
         let fetch = machine.beginFetch("b", joining: true) { _ in }
         let fetched = try XCTUnwrap(machine.submit(.fetched("2", fetch: fetch.fetch), for: "b", now: now).effects)
         XCTAssertEqual(fetched.allPublished.map(\.confirmed.value), ["2"], "the fetch's callers are answered with it")
-        XCTAssertNil(fetched.published?.subject, "and it is sent to no observer")
+        XCTAssertNil(fetched.published?.observed, "and it is sent to no observer")
     }
 
     func test_aWriteOfAKeyWhoseTurnIsFree_isAppliedAtOnce_withItsSaveTakenForTheWriter() throws {

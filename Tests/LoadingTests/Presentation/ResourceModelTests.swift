@@ -91,6 +91,21 @@
             XCTAssertEqual(model.state, .loaded(["Fresh"]))
         }
 
+        func test_showsLoading_whileTheStoreFetchesTheKeyForSomeoneElse() async {
+            let network = KeyedLoaderSpy<String, [String]>()
+            let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { network[$0] })
+            store.write(["Ada"], for: "friends")
+            let model = ResourceModel(store: store, key: "friends")
+
+            store.invalidate("friends")  // observed by the model: fetched anew at once
+            await until { model.isLoading }
+            XCTAssertEqual(model.state, .loading(previous: ["Ada"]))
+            network.complete("friends", with: ["Ada", "Grace"])
+
+            await until { !model.isLoading }
+            XCTAssertEqual(model.state, .loaded(["Ada", "Grace"]))
+        }
+
         func test_overALoaderAlone() async {
             let loader = LoaderSpy<[String]>()
             let model = ResourceModel(loader: loader)

@@ -125,6 +125,7 @@ private func showPlaceholder() {}
 private func showSpinner<T>(over value: T) {}
 private func render<T>(_ value: T) {}
 private func render<T>(_ value: T, from origin: StoreOrigin) {}
+private func render<T>(_ value: T, spinner: Bool, banner: (any Error)?) {}
 private func endRefreshing<T>(_ result: T) {}
 
 // MARK: Samples declaring types
@@ -533,6 +534,32 @@ final class DocCommentSamplesTests: XCTestCase {
         // Sample: end
         XCTAssertEqual(shown.withLock { $0 }, [[0]], "loaded at once, without a load of a loader")
         _ = next
+    }
+
+    func test_storeStates() {
+        let api = self.api
+        let store = Store(levels: [], fetch: LoaderFamily { (id: String) in api.friend(id) })
+        do {
+            // Sample: begin
+            let subscription = store.states(for: "u1").sink { state in
+                render(state.value, spinner: state.isLoading, banner: state.error)
+            }
+            store.read("u1").load { _ in }  // the store reads the key; its states follow, whoever asked
+            // Sample: end
+            subscription.cancel()
+        }
+        // Sample: begin
+        let subscription = store.states(for: "u1").sink { state in
+            switch state.loadingState {
+            case .idle: showPlaceholder()
+            case .loading(let previous): showSpinner(over: previous)
+            case .loaded(let friend): show(friend)
+            case .failed(let error, let previous): show(previous, banner: error)
+            }
+        }
+        store.read("u1").load { _ in }
+        // Sample: end
+        subscription.cancel()
     }
 
     // MARK: Presentation

@@ -1,0 +1,104 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreMachine {
+    /// Counts a state observer of `key` (``Store/states(for:)``) and returns the state subject it subscribes to (the
+    /// key's, else `fresh`), with the key's state now to publish to it. Returns `nil`, counting nothing, when the key
+    /// has no state subject and `fresh` is `nil`: the caller makes one (outside the lock) and asks again.
+    @usableFromInline
+    mutating func observeStates(_ key: Key, fresh: StateSubject?) -> (subject: StateSubject, now: Snapshot)? {
+        let entry = ensureEntry(key)
+        let subject: StateSubject
+        if let states = entry.observed?.states {
+            subject = states
+        } else {
+            guard let fresh else {
+                release(key)
+                return nil
+            }
+            observe(entry, changes: entry.observed?.changes, states: fresh)
+            subject = fresh
+        }
+        entry.observers += 1
+        entry.stateObservers += 1
+        // A new version: newer than the state ``stateNow(_:)`` gave before the observer came (it did not say loading).
+        entry.version = next()
+        let now = Snapshot(entry: entry, version: entry.version, error: failure(of: entry), isNotice: true)
+        entry.loadingShown = now.isLoading
+        return (subject, now)
+    }
+
+    /// Forgets a state observer of `key`; the last one takes the key's state subject away (returned, to release
+    /// unlocked).
+    @usableFromInline
+    mutating func stopObservingStates(_ key: Key) -> StateSubject? {
+        guard let entry = entry(key) else { return nil }
+        entry.observers -= 1
+        entry.stateObservers -= 1
+        var subject: StateSubject?
+        if entry.stateObservers == 0, let observed = entry.observed {
+            subject = observed.states
+            observe(entry, changes: observed.changes, states: nil)
+        }
+        release(key)
+        return subject
+    }
+
+    /// What `key` shows now, for its state observers (whether it loads is said only while it has some); `nil` when
+    /// the store does not hold it.
+    @usableFromInline
+    func stateNow(_ key: Key) -> Snapshot? {
+        peek(key).map { Snapshot(entry: $0, version: $0.version, error: failure(of: $0), isNotice: true) }
+    }
+
+    /// The key of `entry` may have begun or stopped loading (a level read or a fetch began or ended): its state
+    /// observers, if it has some, are told once the event is over (``takeNotices()``), unless a snapshot published
+    /// by the event shows it already.
+    @inlinable
+    mutating func loadingMayChange(_ entry: Entry) {
+        guard entry.observed?.states != nil else { return }
+        loadingTouched.append(entry)
+        released.hasNotices = true
+    }
+
+    /// A read or a fetch of `key` failed: until a value is confirmed, removed or cleared, its state observers are
+    /// shown the failure whenever the store is not reading or fetching it (told once the event is over).
+    @usableFromInline
+    mutating func noteFailure(_ error: any Error, of key: Key) {
+        guard let entry = peek(key), entry.observed?.states != nil else { return }
+        // One failing after another is not told again (a cache-only miss is told under the lock of its level read's
+        // end, then by the read): the next notice shows the latest.
+        let told = failure(of: entry) != nil
+        entry.failure = error
+        entry.failureVersion = entry.confirmedVersion
+        guard !told else { return }
+        entry.failureShown = false
+        loadingTouched.append(entry)
+        released.hasNotices = true
+    }
+
+    /// The failure `entry`'s state observers are shown, when it is still the latest news of the key.
+    func failure(of entry: Entry) -> (any Error)? {
+        entry.failureVersion == entry.confirmedVersion ? entry.failure : nil
+    }
+
+    /// The notices for the state observers of the keys that began or stopped loading, or failed, since the last call
+    /// (see ``loadingMayChange(_:)`` and ``noteFailure(_:of:)``), for the caller to publish after unlocking; each is
+    /// a new version.
+    @usableFromInline
+    mutating func takeNotices() -> [Snapshot] {
+        var notices: [Snapshot] = []
+        for entry in exchange(&loadingTouched, with: []) where entry.observed?.states != nil {
+            guard entry.isLoading != entry.loadingShown || !entry.failureShown else { continue }
+            entry.version = next()
+            let notice = Snapshot(entry: entry, version: entry.version, error: failure(of: entry), isNotice: true)
+            entry.loadingShown = notice.isLoading
+            entry.failureShown = true
+            notices.append(notice)
+        }
+        return notices
+    }
+}

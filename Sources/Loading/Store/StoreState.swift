@@ -1,0 +1,57 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// What a ``Store`` shows for a key, with what a screen needs beside the value: whether the store is reading or
+/// fetching the key now, and the failure of the latest read or fetch.
+///
+/// ```swift
+/// let subscription = store.states(for: "u1").sink { state in
+///     render(state.value, spinner: state.isLoading, banner: state.error)
+/// }
+/// store.read("u1").load { _ in }   // the store reads the key; its states follow, whoever asked
+/// ```
+/// ``Store/states(for:)`` publishes one when the key's value changes and when the store starts or stops reading or
+/// fetching it, for whoever asked: a screen's read, a refresh, a revalidation after an invalidation.
+public struct StoreState<Value: Sendable>: Sendable {
+    /// What the key shows: its value (with the pending changes applied), where it came from, the failure attached.
+    private let response: StoreResponse<Value>
+
+    /// Whether the store is reading the key from a level or fetching it now.
+    public let isLoading: Bool
+
+    init(response: StoreResponse<Value>, isLoading: Bool) {
+        self.response = response
+        self.isLoading = isLoading
+    }
+
+    /// The value shown: the confirmed value with the pending changes applied; `nil` when there is none.
+    public var value: Value? { response.value }
+
+    /// The failure of the latest read or fetch of the key, until a value comes (the value shown, if any, stays).
+    public var error: (any Error)? { response.error }
+
+    /// Where the value shown came from (``StoreOrigin/local`` while changes are pending); `nil` when there is none.
+    public var origin: StoreOrigin? { response.value == nil ? nil : response.origin }
+
+    /// When the value shown was saved (for a cache hit, when the level saved it).
+    public var savedAt: Date? { response.savedAt }
+
+    /// Whether optimistic changes are still waiting for their commit.
+    public var hasPendingChanges: Bool { response.hasPendingChanges }
+
+    /// The state as a screen shows it: loading while the store reads or fetches (keeping the value shown), failed
+    /// after a failure (keeping it), loaded with a value, idle with none.
+    public var loadingState: LoadingState<Value> {
+        let value = response.value
+        if isLoading { return .loading(previous: value) }
+        if let error = response.error { return .failed(error, previous: value) }
+        if let value { return .loaded(value) }
+        return .idle
+    }
+
+    /// The order in which the store published its states: a later one has a greater version.
+    var version: Int { response.version }
+}
