@@ -150,6 +150,8 @@ final class FriendsRepositoryTests: XCTestCase {
         let subscription = sut.state.sink { if $0 == .loaded(expected) { loaded.fulfill() } }
         wait(for: [loaded], timeout: 5)
         subscription.cancel()
+        // Shown once confirmed; the database holds it once its save lands.
+        waitUntil { (try? retrieve(parts.database)) == [ada, grace] }
         XCTAssertEqual(try retrieve(parts.database), [ada, grace])
         return (sut, parts)
     }

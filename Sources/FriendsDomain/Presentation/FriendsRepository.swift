@@ -40,8 +40,9 @@ public final class FriendsRepository: Sendable {
         case deletionFailed(id: Friend.ID, error: any Error)
     }
 
-    private let repository: ResourceRepository<[Friend]>
     private let store: Store<FriendsKey, [Friend]>
+    private let policy: ReadPolicy
+    private let delivered: EventStream<LoadingState<[Friend]>, Never>
     private let deleter: any FriendDeleting
     private let eventSubject = StreamSubject<Event, Never>()
     private let eventDelivery: EventStream<Event, Never>
@@ -67,8 +68,9 @@ public final class FriendsRepository: Sendable {
         scheduler: some Scheduler,
         deleteOptimistically: (@Sendable (Friend.ID, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void)?
     ) {
-        repository = ResourceRepository(store: store, key: .all, policy: policy, scheduler: scheduler)
         self.store = store
+        self.policy = policy
+        delivered = store.states(for: .all).map { $0.loadingState }.receive(on: scheduler)
         self.deleter = deleter
         self.deleteOptimistically = deleteOptimistically
         eventDelivery = eventSubject.stream.receive(on: scheduler)
@@ -108,20 +110,21 @@ public final class FriendsRepository: Sendable {
             scheduler: scheduler, deleteOptimistically: { composer.deleteFriend(id: $0, completion: $1) })
     }
 
-    /// The loading state: the current one at once, then every change.
-    public var state: EventStream<LoadingState<[Friend]>, Never> { repository.state }
+    /// The loading state: the current one at once, then every change (the store's states of the list: loading
+    /// whenever the store fetches it, for whoever asked).
+    public var state: EventStream<LoadingState<[Friend]>, Never> { delivered }
 
     /// The current state, read synchronously.
-    public var currentState: LoadingState<[Friend]> { repository.currentState }
+    public var currentState: LoadingState<[Friend]> { store.state(for: .all).loadingState }
 
     /// Events for the user, such as a failed deletion (a toast).
     public var events: EventStream<Event, Never> { eventDelivery }
 
     /// Loads the friends (joining a load in flight).
-    public func load() { repository.load() }
+    public func load() { _ = store.read(.all, policy: policy).load { _ in } }
 
     /// Fetches the friends from the network anew, even while a load is in flight.
-    public func refresh() { repository.refresh() }
+    public func refresh() { store.refresh(.all) { _ in } }
 
     /// Removes a friend.
     ///
@@ -138,7 +141,7 @@ public final class FriendsRepository: Sendable {
         optimistic: Bool = true,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) {
-        let (repository, store, eventSubject, deleter, deletes) = (repository, store, eventSubject, deleter, deletes)
+        let (store, eventSubject, deleter, deletes) = (store, eventSubject, deleter, deletes)
         let report: @Sendable (Result<Void, any Error>) -> Void = { result in
             // A logout's wipe is not a failed deletion: nothing to tell the user.
             if case .failure(let error) = result, (error as? StoreError) != .cleared {
@@ -163,7 +166,7 @@ public final class FriendsRepository: Sendable {
         }
         if let deleteOptimistically { return deleteOptimistically(id, report) }
         let commit = AnyLoader<Void> { completion in deleter.delete(id: id, completion: completion) }
-        repository.mutate({ list in list?.filter { $0.id != id } }, commit: commit, completion: report)
+        store.mutate(.all, { list in list?.filter { $0.id != id } }, commit: commit, completion: report)
     }
 
     /// Forgets everything, as on logout: cancels loads in flight and pending deletes (optimistic or not, with no
@@ -172,7 +175,6 @@ public final class FriendsRepository: Sendable {
     /// comes back). `completion` runs once both stores are empty.
     public func wipe(completion: @escaping @Sendable () -> Void = {}) {
         let cancelled = deletes.wipe()
-        repository.wipe()
         store.clear(completion: completion)
         for (token, report) in cancelled {
             token?.cancel()

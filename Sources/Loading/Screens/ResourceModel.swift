@@ -27,7 +27,7 @@
     /// ```
     /// The model shows one key of a ``Store`` (or a loader alone): ``state`` is a ``LoadingState`` that follows the
     /// store's states of the key (``Store/states(for:)``): every change of the key, whoever made it (a load, a live
-    /// update written to the store, an optimistic edit, a logout), and loading whenever the store reads or fetches it,
+    /// update written to the store, an optimistic edit, a logout), and loading whenever the store fetches it,
     /// whoever asked. ``value``, ``isLoading`` and ``error`` read it. Reading them in a SwiftUI `body` or in
     /// `withObservationTracking` registers the dependency; the model changes them on the main actor only.
     ///

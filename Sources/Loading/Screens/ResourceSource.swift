@@ -24,7 +24,7 @@ struct ResourceSource<Value: Sendable>: Sendable {
     init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy) {
         states = store.states(for: key).map { ($0.version, $0.loadingState) }
         current = {
-            let state = store.state(of: key)
+            let state = store.state(for: key)
             return (state.version, state.loadingState)
         }
         load = { _ = store.read(key, policy: policy).load { _ in } }

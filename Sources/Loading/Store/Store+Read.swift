@@ -238,15 +238,9 @@ extension Store {
             }
             // A miss of the last level begins the fetch under the same lock, keeping the key in use.
             let fetches = level + 1 == store.levels.count && fetchesOnMiss(purpose)
-            let last = level + 1 == store.levels.count
             let (miss, cancelled) = store.locked { machine -> (Machine.LastLevelMiss, Bool) in
                 guard fetches, !isCancelled else {
-                    let learned = machine.endLevelRead(key, since: stamp)
-                    // A cache-only read that found nothing fails: its key's states go from loading to failed at once.
-                    if learned == nil, last, !isCancelled, policy.kind == .cacheOnly, case .cache = purpose {
-                        machine.noteFailure(CacheMiss.absent, of: key)
-                    }
-                    return (.learned(learned), isCancelled)
+                    return (.learned(machine.endLevelRead(key, since: stamp)), isCancelled)
                 }
                 let miss = machine.endLastLevelReadThenFetch(
                     key, readAt: stamp, since: since, asked: asked ?? machine.readStamp
@@ -319,10 +313,7 @@ extension Store {
             switch purpose {
             case .cache:
                 if let hit { return answer(hit) }
-                if policy.kind == .cacheOnly {
-                    store.showFailure(CacheMiss.absent, of: key)
-                    return fail(CacheMiss.absent)
-                }
+                if policy.kind == .cacheOnly { return fail(CacheMiss.absent) }
                 startFetch()
             case .cacheThenNetwork:
                 // The fetch goes on after a hit, unless the hit is fresh.

@@ -156,8 +156,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    /// The key's state now and after every change: the value shown, whether the store reads or fetches the key (for
-    /// anyone: a screen, a refresh, a revalidation), and the failure of the latest read or fetch. Like
+    /// The key's state now and after every change: the value shown, whether the store is fetching the key (for
+    /// anyone: a screen's read, a refresh, a revalidation), and the failure of the latest fetch. Like
     /// ``changes(for:)``, it reads nothing by itself, never fails and never finishes, and the store holds the key in
     /// memory while it is observed; what a screen binds to.
     ///
@@ -178,6 +178,20 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             observer.onTermination { [self] in stopObservingStates(key) }
             subject.stream.compactMap { $0 }.subscribe(observer)
         }
+    }
+
+    /// The key's state now, as ``states(for:)`` shows it: for a screen's first frame, before its states arrive.
+    ///
+    /// ```swift
+    /// render(store.state(for: "u1").loadingState)
+    /// ```
+    public func state(for key: Key) -> StoreState<Value> {
+        guard let (snapshot, isLoading) = locked({ $0.stateNow(key) }) else {
+            let nothing = StoreResponse<Value>(
+                value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
+            return StoreState(response: nothing, isLoading: false)
+        }
+        return StoreState(response: snapshot.response, isLoading: isLoading)
     }
 
     /// The first response `policy` produces for `key`. With ``ReadPolicy/cacheThenNetwork`` that is the cached
@@ -582,13 +596,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    /// Shows the failure of a read of `key` that has nothing to answer with to the key's state observers, if it has
-    /// some (a failed fetch was shown to them already, when it failed).
-    @usableFromInline
-    func showFailure(_ error: any Error, of key: Key) {
-        locked { $0.noteFailure(error, of: key) }  // told once unlocked
-    }
-
     /// Publishes the notices for state observers of the keys that began or stopped loading during the events before
     /// (rarely any: only keys observed with ``states(for:)``).
     @usableFromInline
@@ -604,16 +611,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             ?? locked { $0.observe(key, fresh: Machine.Subject(nil)) }!
         if let shown { publish(shown) }
         return subject
-    }
-
-    /// `key`'s state now, as ``states(for:)`` shows it (whether it loads only while it has state observers).
-    func state(of key: Key) -> StoreState<Value> {
-        guard let snapshot = locked({ $0.stateNow(key) }) else {
-            let nothing = StoreResponse<Value>(
-                value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
-            return StoreState(response: nothing, isLoading: false)
-        }
-        return StoreState(response: snapshot.response, isLoading: snapshot.isLoading)
     }
 
     /// Counts a state observer of `key`, and shows it the key's state now.

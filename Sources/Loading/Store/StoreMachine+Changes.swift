@@ -11,10 +11,7 @@ extension StoreMachine {
     @inlinable
     mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
         let entry = ensureEntry(key)
-        if case .hit = job {
-            entry.levelReads -= 1  // the read is over; its hit is judged in order
-            loadingMayChange(entry)
-        }
+        if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
         if case .fetched(_, let id) = job, !entry.fetches.contains(where: { $0.id == id }) {
             release(key)
             var dropped = Effects(garbage: [job])  // every caller left: nothing to confirm

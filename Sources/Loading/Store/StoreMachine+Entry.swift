@@ -53,8 +53,8 @@ extension StoreMachine {
         @usableFromInline @exclusivity(unchecked) var observed: Observed?
         /// How many of `observers` observe the key's states (``Store/states(for:)``); the others, its values.
         var stateObservers = 0
-        /// The latest failure of a read or a fetch of the key, for its state observers while the confirmed value is
-        /// the one it was noted at (`failureVersion`), and whether they were shown it.
+        /// The latest failure of a fetch of the key, for its state observers while the confirmed value is the one it
+        /// was noted at (`failureVersion`), and whether they were shown it.
         var failure: (any Error)?
         var failureVersion = -1
         var failureShown = true
@@ -93,10 +93,10 @@ extension StoreMachine {
         @inlinable
         var showsSomething: Bool { confirmed != nil || !pending.isEmpty }
 
-        /// Whether the store reads the key from a level or fetches it now. A fetch from before a removal or a clear
-        /// does not count: what it brings is dropped.
+        /// Whether the store fetches the key now. A fetch from before a removal or a clear does not count: what it
+        /// brings is dropped.
         @usableFromInline var isLoading: Bool {
-            levelReads > 0 || fetches.contains { $0.generation == generation }
+            fetches.contains { $0.generation == generation }
         }
 
         /// Whether nothing needs the entry: its value, if any, lives in the levels.
@@ -134,10 +134,10 @@ extension StoreMachine {
         @usableFromInline let observed: Observed?
         /// Whether the confirmed value was invalidated and not fetched anew since.
         @usableFromInline let isStale: Bool
-        /// Whether the store reads or fetches the key (for the state observers).
+        /// Whether the store fetches the key (for the state observers).
         @usableFromInline let isLoading: Bool
-        /// Whether only the state observers are told: the key began or stopped loading, or a read or a fetch of it
-        /// failed (its value did not change).
+        /// Whether only the state observers are told: a fetch of the key began, ended or failed (its value did not
+        /// change).
         @usableFromInline let isNotice: Bool
 
         @inlinable

@@ -23,7 +23,6 @@ extension StoreMachine {
             entry.debounced[level] != nil || !entry.levelOps.isEmpty || entry.isIssuing
             || entry.failedVersion > entry.savedVersion
         entry.levelReads += 1
-        loadingMayChange(entry)
         let stamp = ReadStamp(
             generation: entry.generation, confirmedVersion: entry.confirmedVersion, staleMark: entry.staleMark)
         return .read(stamp, inStep: !behind)
@@ -43,9 +42,7 @@ extension StoreMachine {
     /// hit keeps the value it served shown until its fetch has begun.
     @inlinable
     mutating func holdKey(_ key: Key) {
-        let entry = ensureEntry(key)
-        entry.levelReads += 1
-        loadingMayChange(entry)
+        ensureEntry(key).levelReads += 1
     }
 
     /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel). Returns
@@ -56,7 +53,6 @@ extension StoreMachine {
     mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
         guard let entry = entry(key) else { return nil }
         entry.levelReads -= 1
-        loadingMayChange(entry)
         defer { release(key) }
         guard let stamp,
             entry.generation != stamp.generation
@@ -80,7 +76,6 @@ extension StoreMachine {
                 && (entry.confirmedVersion == stamp.confirmedVersion || entry.staleMark != 0)
         else { return .learned(endLevelRead(key, since: stamp)) }
         entry.levelReads -= 1
-        loadingMayChange(entry)
         return .fetch(beginFetch(key, joining: true, since: since, asked: asked, completion: completion))
     }
 

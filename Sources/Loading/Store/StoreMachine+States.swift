@@ -47,16 +47,16 @@ extension StoreMachine {
         return subject
     }
 
-    /// What `key` shows now, for its state observers (whether it loads is said only while it has some); `nil` when
-    /// the store does not hold it.
+    /// What `key` shows now, and whether the store fetches it; `nil` when the store does not hold it.
     @usableFromInline
-    func stateNow(_ key: Key) -> Snapshot? {
-        peek(key).map { Snapshot(entry: $0, version: $0.version, error: failure(of: $0), isNotice: true) }
+    func stateNow(_ key: Key) -> (Snapshot, isLoading: Bool)? {
+        guard let entry = peek(key) else { return nil }
+        let now = Snapshot(entry: entry, version: entry.version, error: failure(of: entry), isNotice: true)
+        return (now, entry.isLoading)
     }
 
-    /// The key of `entry` may have begun or stopped loading (a level read or a fetch began or ended): its state
-    /// observers, if it has some, are told once the event is over (``takeNotices()``), unless a snapshot published
-    /// by the event shows it already.
+    /// A fetch of `entry`'s key began or ended: its state observers, if it has some, are told once the event is over
+    /// (``takeNotices()``), unless a snapshot published by the event shows it already.
     @inlinable
     mutating func loadingMayChange(_ entry: Entry) {
         guard entry.observed?.states != nil else { return }
@@ -64,13 +64,12 @@ extension StoreMachine {
         released.hasNotices = true
     }
 
-    /// A read or a fetch of `key` failed: until a value is confirmed, removed or cleared, its state observers are
-    /// shown the failure whenever the store is not reading or fetching it (told once the event is over).
+    /// A fetch of `key` failed: until a value is confirmed, removed or cleared, its state observers are shown the
+    /// failure whenever the store is not fetching the key (told once the event is over).
     @usableFromInline
     mutating func noteFailure(_ error: any Error, of key: Key) {
         guard let entry = peek(key), entry.observed?.states != nil else { return }
-        // One failing after another is not told again (a cache-only miss is told under the lock of its level read's
-        // end, then by the read): the next notice shows the latest.
+        // A failure after another is not told again: the next notice shows the latest.
         let told = failure(of: entry) != nil
         entry.failure = error
         entry.failureVersion = entry.confirmedVersion

@@ -99,7 +99,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var released = StoreReleased()
     /// The entry ``entry(_:)`` found last, with its key; forgotten when the entry is dropped.
     @usableFromInline var recent: Entry?
-    /// Entries with state observers whose reads or fetches began or ended since the last ``takeNotices()``.
+    /// Entries with state observers whose fetches began, ended or failed since the last ``takeNotices()``.
     @usableFromInline var loadingTouched: [Entry] = []
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
     @usableFromInline static var invalidationLimit: Int { 64 }

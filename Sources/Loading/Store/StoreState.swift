@@ -4,8 +4,8 @@
     import Foundation
 #endif
 
-/// What a ``Store`` shows for a key, with what a screen needs beside the value: whether the store is reading or
-/// fetching the key now, and the failure of the latest read or fetch.
+/// What a ``Store`` shows for a key, with what a screen needs beside the value: whether the store is fetching the key
+/// now (asking the network), and the failure of the latest fetch.
 ///
 /// ```swift
 /// let subscription = store.states(for: "u1").sink { state in
@@ -13,13 +13,14 @@
 /// }
 /// store.read("u1").load { _ in }   // the store reads the key; its states follow, whoever asked
 /// ```
-/// ``Store/states(for:)`` publishes one when the key's value changes and when the store starts or stops reading or
-/// fetching it, for whoever asked: a screen's read, a refresh, a revalidation after an invalidation.
+/// ``Store/states(for:)`` publishes one when the key's value changes and when a fetch of the key begins, ends or
+/// fails, for whoever asked: a screen's read, a refresh, a revalidation after an invalidation. Reading the levels is
+/// not loading: a value the cache holds shows without a spinner first.
 public struct StoreState<Value: Sendable>: Sendable {
     /// What the key shows: its value (with the pending changes applied), where it came from, the failure attached.
     private let response: StoreResponse<Value>
 
-    /// Whether the store is reading the key from a level or fetching it now.
+    /// Whether the store is fetching the key now.
     public let isLoading: Bool
 
     init(response: StoreResponse<Value>, isLoading: Bool) {
@@ -30,7 +31,7 @@ public struct StoreState<Value: Sendable>: Sendable {
     /// The value shown: the confirmed value with the pending changes applied; `nil` when there is none.
     public var value: Value? { response.value }
 
-    /// The failure of the latest read or fetch of the key, until a value comes (the value shown, if any, stays).
+    /// The failure of the latest fetch of the key, until a value comes (the value shown, if any, stays).
     public var error: (any Error)? { response.error }
 
     /// Where the value shown came from (``StoreOrigin/local`` while changes are pending); `nil` when there is none.
@@ -42,7 +43,7 @@ public struct StoreState<Value: Sendable>: Sendable {
     /// Whether optimistic changes are still waiting for their commit.
     public var hasPendingChanges: Bool { response.hasPendingChanges }
 
-    /// The state as a screen shows it: loading while the store reads or fetches (keeping the value shown), failed
+    /// The state as a screen shows it: loading while the store fetches the key (keeping the value shown), failed
     /// after a failure (keeping it), loaded with a value, idle with none.
     public var loadingState: LoadingState<Value> {
         let value = response.value

@@ -4,8 +4,8 @@ import Loading
 import LoadingTestSupport
 import XCTest
 
-/// `Store.states(for:)`: a key's value with whether the store reads or fetches it, and the latest failure, for
-/// whoever asked; one state per change, with no state in between that never was.
+/// `Store.states(for:)`: a key's value with whether the store fetches it, and the latest failure, for whoever asked;
+/// one state per change, with no state in between that never was.
 final class StoreStateTests: XCTestCase {
     func test_aKeyNotReadYet_isIdle_thenLoading_thenLoaded() {
         let network = KeyedLoaderSpy<String, String>()
@@ -23,21 +23,37 @@ final class StoreStateTests: XCTestCase {
         XCTAssertEqual(read.values.map(\.value), ["v1"])
     }
 
-    func test_aLevelRead_showsLoading_untilTheLevelAnswers() {
-        let level = SpyCache(now: { Date() })
-        level.values["k"] = "cached"
-        level.holdReads = true
+    func test_readingTheLevels_isNotLoading_aCachedValueShowsWithoutASpinnerFirst() {
+        let memory = SpyCache(now: { Date() })
+        let disk = SpyCache(now: { Date() })
+        disk.values["k"] = "cached"
+        disk.holdReads = true
         let store = Store<String, String>(
-            levels: [.cache(level, name: "disk")], fetch: LoaderFamily { _ in LoaderSpy<String>() })
+            levels: [.cache(memory, name: "memory"), .cache(disk, name: "disk")],
+            fetch: LoaderFamily { _ in LoaderSpy<String>() })
         let screen = StreamRecorder(store.states(for: "k"))
 
         _ = LoadRecorder<StoreResponse<String>>().load(store.read("k"))
-        XCTAssertEqual(screen.values.map(describe), ["idle", "loading(nil)"])
-        level.releaseReads()
+        XCTAssertEqual(screen.values.map(describe), ["idle"], "the memory level missed; the disk is being read")
+        disk.releaseReads()
 
-        XCTAssertEqual(screen.values.map(describe), ["idle", "loading(nil)", "loaded(cached)"])
+        XCTAssertEqual(screen.values.map(describe), ["idle", "loaded(cached)"])
         XCTAssertEqual(screen.values.last?.origin, .cache("disk"))
         XCTAssertNotNil(screen.values.last?.savedAt)
+    }
+
+    func test_aReadThatMissesEveryLevel_showsLoadingFromItsFetch_withNoStateBetweenTheLevels() {
+        let network = KeyedLoaderSpy<String, String>()
+        let levels: [StoreLevel<String, String>] = [
+            .cache(SpyCache(now: { Date() }), name: "memory"), .cache(SpyCache(now: { Date() }), name: "disk"),
+        ]
+        let store = Store<String, String>(levels: levels, fetch: LoaderFamily { network[$0] })
+        let screen = StreamRecorder(store.states(for: "k"))
+
+        _ = LoadRecorder<StoreResponse<String>>().load(store.read("k"))
+        network.complete("k", with: "fetched")
+
+        XCTAssertEqual(screen.values.map(describe), ["idle", "loading(nil)", "loaded(fetched)"])
     }
 
     func test_aFailedFetchWithNothingShown_showsTheFailure_andTheNextReadLoadsAgain() {
@@ -59,15 +75,16 @@ final class StoreStateTests: XCTestCase {
         XCTAssertNil(screen.values.last?.error, "a value clears the failure")
     }
 
-    func test_aCacheOnlyReadThatFindsNothing_showsItsFailure() {
+    func test_aCacheOnlyReadThatFindsNothing_leavesTheStateAsItWas() {
         let store = Store<String, String>(
             levels: [.cache(SpyCache(now: { Date() }), name: "disk")], fetch: LoaderFamily { _ in LoaderSpy<String>() })
         let screen = StreamRecorder(store.states(for: "k"))
 
-        _ = LoadRecorder<StoreResponse<String>>().load(store.read("k", policy: .cacheOnly))
+        let read = LoadRecorder<StoreResponse<String>>()
+        _ = read.load(store.read("k", policy: .cacheOnly))
 
-        XCTAssertEqual(screen.values.map(describe), ["idle", "loading(nil)", "failed(nil)"])
-        XCTAssertEqual(screen.values.last?.error as? CacheMiss, .absent)
+        XCTAssertEqual(read.errors.first as? CacheMiss, .absent, "its caller is told")
+        XCTAssertEqual(screen.values.map(describe), ["idle"])
     }
 
     func test_aNetworkFirstReadWhoseFetchFails_endsFailed_afterReadingTheLevelsForAFallback() {
@@ -223,6 +240,20 @@ final class StoreStateTests: XCTestCase {
         XCTAssertEqual(screen.values.last?.isLoading, false, "every fetch ended")
         XCTAssertEqual(screen.values.last?.value, changes.values.last?.value, "the state shows what the store shows")
         XCTAssertNotNil(screen.values.last?.value)
+    }
+
+    func test_theStateNow_saysWhetherTheKeyIsFetched_observedOrNot() {
+        let network = KeyedLoaderSpy<String, String>()
+        let store = Store<String, String>(levels: [], fetch: LoaderFamily { network[$0] })
+        XCTAssertEqual(describe(store.state(for: "k")), "idle")
+        store.write("v0", for: "k")
+
+        store.refresh("k") { _ in }
+        XCTAssertEqual(describe(store.state(for: "k")), "loading(v0)")
+        network.complete("k", with: "v1")
+
+        XCTAssertEqual(describe(store.state(for: "k")), "loaded(v1)")
+        XCTAssertEqual(store.state(for: "k").origin, .network)
     }
 
     private func describe(_ state: StoreState<String>) -> String {

@@ -560,6 +560,9 @@ final class DocCommentSamplesTests: XCTestCase {
         store.read("u1").load { _ in }
         // Sample: end
         subscription.cancel()
+        // Sample: begin
+        render(store.state(for: "u1").loadingState)
+        // Sample: end
     }
 
     // MARK: Presentation
