@@ -12,6 +12,7 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// One value of each public error type (several for types whose message depends on the value).
+    @available(*, deprecated, message: "samples the deprecated ResourceRepository.WipedError too")
     private var samples: [any Error] {
         let file = URL(fileURLWithPath: "/tmp/outbox/00000000000000000001-m1.mutation")
         return [
@@ -49,6 +50,7 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
         ]
     }
 
+    @available(*, deprecated, message: "samples the deprecated ResourceRepository.WipedError too")
     func test_everyPublicErrorType_hasASample_andReadsAsASentence() throws {
         let declared = try publicErrorTypes()
         XCTAssertGreaterThan(declared.count, 15, "the scan finds the error types: \(declared.sorted())")

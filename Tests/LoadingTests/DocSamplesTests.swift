@@ -135,6 +135,7 @@ final class DocSamplesTests: XCTestCase {
         XCTAssertEqual(try memory.cachedValue(for: "u1").get().value, 1)
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_storeBackedRepositoryAndChanges() {
         let store = Store<String, String>(levels: [], fetch: LoaderFamily { id in Just("Ada (\(id))") })
         let rendered = Locked<[String]>([])
@@ -187,6 +188,7 @@ final class DocSamplesTests: XCTestCase {
 }
 
 final class LoadingErrorMessagesTests: XCTestCase {
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_everyPublicErrorDescribesWhatHappened_inBothDescriptions() {
         let errors: [(any Error, mentions: String)] = [
             (TimeoutError(interval: .seconds(2)), "did not finish within"),

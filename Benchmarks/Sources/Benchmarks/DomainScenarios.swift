@@ -217,16 +217,20 @@ final class RawSQLite: @unchecked Sendable {
     }
 }
 
-/// Scenario 6: many concurrent loads on the coalescing repository, against a load per call. The source holds every
-/// load until all callers have called (as a slow network would), then answers.
+/// Scenario 6: many concurrent network reads of one key of a store, which share one fetch, against a load per call.
+/// The source holds every load until all callers have called (as a slow network would), then answers.
 func concurrencyScenario(callers: Int) -> Scenario {
     let held = HeldBatchSource()
     let source = held.loader
-    let repository = ResourceRepository(loader: source, scheduler: ImmediateScheduler())
+    let store = Store<Int, Int>(levels: [], fetch: LoaderFamily { _ in source })
+    let read = store.read(0, policy: .networkOnly)
     return coalescingScenario(
         title: "6. Concurrency: \(Report.count(callers)) concurrent load() calls, delivered to all", callers: callers,
         separate: ("a load per call", { source.load(completion: $0) }),
-        shared: ("ResourceRepository (coalescing)", { repository.load(completion: $0) }), source: held)
+        shared: (
+            "Store.read, network only (coalescing)",
+            { completion in read.load { completion($0.map { $0.value ?? 0 }) } }
+        ), source: held)
 }
 
 extension Scenario {

@@ -54,6 +54,7 @@ extension DiskCacheError: LocalizedError {
     public var errorDescription: String? { description }
 }
 
+@available(*, deprecated, message: "ResourceRepository is deprecated: a store's clear overtakes its reads instead")
 extension ResourceRepository.WipedError: CustomStringConvertible, LocalizedError {
     /// What happened, for a person.
     public var description: String { "The load was abandoned: the resource was wiped (a logout) while it ran." }

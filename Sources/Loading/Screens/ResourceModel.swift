@@ -55,11 +55,13 @@
         @ObservationIgnored private var selections: [(Value?) -> Bool] = []
 
         /// Creates a model showing `repository`'s state.
+        @available(*, deprecated, message: "Use init(store:key:policy:), or init(loader:)")
         public convenience init(repository: ResourceRepository<Value>) {
             self.init(source: ResourceSource(repository), isSameState: { _, _ in false })
         }
 
         /// Creates a model showing `repository`'s state; a state equal to the one shown is not set again.
+        @available(*, deprecated, message: "Use init(store:key:policy:), or init(loader:)")
         public convenience init(repository: ResourceRepository<Value>) where Value: Equatable {
             self.init(source: ResourceSource(repository), isSameState: ==)
         }

@@ -12,6 +12,13 @@
 /// a clear shows at once, whoever made it. The repository is itself a ``Loader``: `load(completion:)` joins the load
 /// in flight, and its token cancels only that caller's interest. State changes are delivered on the scheduler given
 /// at creation (the main queue by default), in order, to any number of observers.
+@available(
+    *, deprecated,
+    message: """
+        Observe Store.states(for:) or bind a ResourceModel; load with Store.read(_:policy:), fetch anew with \
+        Store.refresh(_:completion:), change with Store.mutate(_:_:commit:completion:)
+        """
+)
 public final class ResourceRepository<Value: Sendable>: Loader, Sendable {
     /// The error of a load that was in flight when ``wipe()`` was called.
     public struct WipedError: Error, Equatable {

@@ -39,6 +39,7 @@ struct ResourceSource<Value: Sendable>: Sendable {
     }
 
     /// `repository`'s states and actions.
+    @available(*, deprecated, message: "for ResourceModel's deprecated initializers")
     init(_ repository: ResourceRepository<Value>) {
         states = repository.versionedStates
         current = { repository.currentVersionedState }

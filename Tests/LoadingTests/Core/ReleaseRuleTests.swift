@@ -81,6 +81,7 @@ final class ReleaseRuleTests: XCTestCase {
         XCTAssertEqual(spy.cancelledRequests, [0])
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_resourceRepository_cancelReleasesCallersCompletionOutsideItsLock() {
         let upstream = LoaderSpy<Int>()
         let repository = ResourceRepository(loader: upstream, scheduler: .immediate)

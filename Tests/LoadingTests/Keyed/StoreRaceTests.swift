@@ -37,6 +37,7 @@ final class StoreRaceTests: XCTestCase {
         XCTAssertEqual(read.values.map(\.value), [nil])
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_aRepositoryLoadingWhenTheStoreIsCleared_neverShowsWhatItReadBefore() {
         let disk = SpyCache(now: Date.init)
         disk.values["a"] = "before logout"
@@ -259,6 +260,7 @@ final class StoreRaceTests: XCTestCase {
         first.cancel()
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_aRepositoryCallerCancelledByAnEarlierCallersCompletion_isNotCalled() {
         let network = LoaderSpy<Int>()
         let repository = ResourceRepository(loader: network, scheduler: ImmediateScheduler())

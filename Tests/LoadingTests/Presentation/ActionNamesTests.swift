@@ -55,6 +55,7 @@ final class ActionNamesTests: XCTestCase {
         XCTAssertEqual(source.requests, [nil])
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_awaitingARepositorysLoad_returnsWhatItLoaded() async throws {
         let store = Store<String, String>(
             levels: [],

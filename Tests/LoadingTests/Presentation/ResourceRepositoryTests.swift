@@ -5,6 +5,7 @@ import LoadingTestSupport
 import XCTest
 
 final class ResourceRepositoryTests: XCTestCase {
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_tryAwaitLoad_awaitsTheValue_notTheFireAndForgetLoad() async throws {
         let store = Store<String, [String]>(
             levels: [],
@@ -23,6 +24,7 @@ final class ResourceRepositoryTests: XCTestCase {
 
     typealias State = LoadingState<[Int]>
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_publishesIdleThenLoadingThenLoaded_toEveryObserver() {
         let (sut, loader) = makeSUT()
         let first = StreamRecorder(sut.state)
@@ -34,6 +36,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(second.values, [.loading(previous: nil), .loaded([1])])
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_failedLoad_publishesFailure_andFailedRefreshKeepsTheValue() {
         let (sut, loader) = makeSUT()
         let recorder = StreamRecorder(sut.state)
@@ -54,6 +57,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(loader.loadCount, 3)
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_refresh_isNeverAbsorbedByALoadInFlight() {
         let (sut, loader) = makeSUT()
         let recorder = StreamRecorder(sut.state)
@@ -67,6 +71,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(recorder.values.last, .loaded([2]))
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_refreshCompletion_receivesThatRefreshsResult_andAWipeFailsIt() {
         let (sut, loader) = makeSUT()
         let results = LoadRecorder<[Int]>()
@@ -82,6 +87,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(sut.currentState, .idle)
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_storeBacked_showsEveryChangeOfTheKey_whoeverMadeIt() {
         let network = KeyedLoaderSpy<String, [Int]>()
         let store = Store<String, [Int]>(levels: [], fetch: LoaderFamily { network[$0] })
@@ -99,6 +105,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(network.loadCount(for: "a"), 0, "cache first: the store's value is enough")
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_optimisticEdit_throughTheStore_undoesOnlyWhatFailed() {
         let network = KeyedLoaderSpy<String, [Int]>()
         let store = Store<String, [Int]>(levels: [], fetch: LoaderFamily { network[$0] })
@@ -116,6 +123,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(sut.currentState, .loaded([1, 3]))
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_concurrentLoads_coalesceIntoOneUnderlyingLoad() {
         let (sut, loader) = makeSUT()
         let completions = Locked(0)
@@ -137,6 +145,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(sut.currentState, .loaded([7]))
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_cancelledCaller_isDroppedWhileTheSharedLoadGoesOn() {
         let (sut, loader) = makeSUT()
         let results = LoadRecorder<[Int]>()
@@ -149,6 +158,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(loader.cancelledRequests, [])
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_wipeDuringAnInFlightLoad_publishesIdleAndNothingAfterwards() {
         let (sut, loader) = makeSUT()
         let recorder = StreamRecorder(sut.state)
@@ -166,6 +176,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(recorder.values.last, .loaded([2]), "the repository works again after a wipe")
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_optimisticEditDuringAnInFlightLoad_staysAppliedOverTheLoadedValue() {
         let (sut, loader) = makeSUT()
         let results = LoadRecorder<[Int]>()
@@ -177,6 +188,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(results.values, [[1, 9]], "callers get the value shown")
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_deliversStateOnTheGivenScheduler() {
         let scheduler = TestScheduler()
         let loader = LoaderSpy<[Int]>()
@@ -188,6 +200,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(recorder.values, [.idle, .loading(previous: nil)])
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_deliversOnMainByDefault() {
         let loader = LoaderSpy<[Int]>()
         let sut = ResourceRepository(loader: loader)
@@ -204,6 +217,7 @@ final class ResourceRepositoryTests: XCTestCase {
         subscription.cancel()
     }
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     private func makeSUT() -> (ResourceRepository<[Int]>, LoaderSpy<[Int]>) {
         let loader = LoaderSpy<[Int]>()
         let sut = ResourceRepository(loader: loader, scheduler: .immediate)

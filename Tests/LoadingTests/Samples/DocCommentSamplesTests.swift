@@ -261,10 +261,19 @@ final class DocCommentSamplesTests: XCTestCase {
 
     // MARK: Bridges
 
+    @MainActor
+    func test_streamAsLoader() {
+        let liveFriends = EventStream<[Friend], any Error>.just([docAda])
+        // Sample: begin
+        let latest = ResourceModel(loader: liveFriends.asLoader())  // each load takes the stream's first value
+        // Sample: end
+        latest.load()
+        XCTAssertEqual(latest.value, [docAda])
+    }
+
     func test_bridges() async throws {
         let composer = Composer()
         let auth = Auth()
-        let liveFriends = EventStream<[Friend], any Error>.just([docAda])
         let friendsLoader = answering([docAda])
         let memory = InMemoryCache<[Friend]>()
         let database = InMemoryCache<[Friend]>([docGrace])
@@ -277,14 +286,10 @@ final class DocCommentSamplesTests: XCTestCase {
         let session = try await EventStream.task { try await auth.signIn() }.value
         // Sample: end
         // Sample: begin
-        let latest = ResourceRepository(loader: liveFriends.asLoader())  // each load takes the stream's first value
-        // Sample: end
-        // Sample: begin
         let friends = try await friendsLoader.load()
         // Sample: end
         XCTAssertEqual(session, "session")
         XCTAssertEqual(friends, [docAda])
-        _ = latest
         do {
             // Sample: begin
             let friends = memory.asStream()
@@ -567,6 +572,7 @@ final class DocCommentSamplesTests: XCTestCase {
 
     // MARK: Presentation
 
+    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_presentation() {
         let api = self.api
         let store = Store(levels: [], fetch: LoaderFamily { (id: String) in api.friend(id) })

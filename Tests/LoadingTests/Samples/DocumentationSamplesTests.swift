@@ -159,20 +159,17 @@ final class DocumentationSamplesTests: XCTestCase {
     }
 
     // CachingAndTheStore.md: screens
-    func test_repositoryOverAStoreKey() {
+    @MainActor
+    func test_screenOverAStoreKey() {
         let api = FakeAPI()
         let store = Store(levels: [], fetch: LoaderFamily { (id: String) in api.friend(id) })
 
         // Sample: begin
-        let repository = ResourceRepository(store: store, key: "u1")
-        let subscription = repository.state.sink { state in render(state) }
-        repository.load()
+        let subscription = store.states(for: "u1").sink(on: .main) { state in render(state.loadingState) }
+        store.read("u1").load { _ in }
         // Sample: end
 
-        let loaded = expectation(description: "loaded on main")
-        DispatchQueue.main.async { loaded.fulfill() }
-        wait(for: [loaded], timeout: 5)
-        XCTAssertEqual(repository.currentState.value, Friend(id: "u1", name: "Ada"))
+        XCTAssertEqual(store.state(for: "u1").value, Friend(id: "u1", name: "Ada"))
         subscription.cancel()
     }
 

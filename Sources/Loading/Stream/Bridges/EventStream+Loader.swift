@@ -12,7 +12,7 @@ extension EventStream {
     /// ``StreamFinishedWithoutValueError``.
     ///
     /// ```swift
-    /// let latest = ResourceRepository(loader: liveFriends.asLoader())  // each load takes the stream's first value
+    /// let latest = ResourceModel(loader: liveFriends.asLoader())  // each load takes the stream's first value
     /// ```
     public func asLoader() -> StreamLoader<Output, Failure> {
         StreamLoader(stream: self)
