@@ -6,13 +6,15 @@ import LoadingTestSupport
 /// The real ``Store`` a history runs on: two levels that answer at once (a memory level and a disk level, which the
 /// history can make fail), a network whose requests the history answers one by one, and a clock it moves. It records
 /// what each observer was shown, what each caller was answered and what each level holds, as ``StoreModel`` does.
+/// Every other observer watches the key's states (``Store/states(for:)``) rather than its changes: both show what the
+/// key shows.
 final class StoreUnderTest: ModelCheck.System {
     private let clock = TestClock()
     private let levels: [ModelLevel<Items>]
     private let network = KeyedLoaderSpy<String, Items>()
     private let connectivity = ManualConnectivity()
     let store: Store<String, Items>
-    private var observers: [Int: (key: String, recorder: StreamRecorder<StoreResponse<Items>, Never>)] = [:]
+    private var observers: [Int: Observer] = [:]
     private var observerCount = 0
     private let reads = Locked<[Int: [Answer]]>([:])
     private var readCount = 0
@@ -64,9 +66,11 @@ final class StoreUnderTest: ModelCheck.System {
         case .refresh(let key): refresh(key)
         case .observe(let key):
             observerCount += 1
-            observers[observerCount] = (key, StreamRecorder(store.changes(for: key)))
+            observers[observerCount] =
+                observerCount.isMultiple(of: 2)
+                ? .states(StreamRecorder(store.states(for: key))) : .changes(StreamRecorder(store.changes(for: key)))
         case .stopObserving(let observer):
-            observers[observer]?.recorder.cancel()
+            observers[observer]?.cancel()
             observers[observer] = nil
         case .answer(let key, let request, let items): network.complete(key, with: items, at: request)
         case .fail(let key, let request): network.fail(key, with: TestError.model, at: request)
@@ -85,11 +89,7 @@ final class StoreUnderTest: ModelCheck.System {
 
     var checkpoint: Checkpoint {
         var checkpoint = Checkpoint()
-        for (observer, (_, recorder)) in observers {
-            let last = recorder.values.last
-            checkpoint.observers[observer] = Shown(
-                value: last?.value, hasPendingChanges: last?.hasPendingChanges ?? false)
-        }
+        for (number, observer) in observers { checkpoint.observers[number] = observer.shown }
         checkpoint.reads = reads.withLock { $0 }
         checkpoint.mutations = outcomes.withLock { $0 }
         checkpoint.levels = levels.map(\.contents)
@@ -224,6 +224,31 @@ final class ModelLevel<Value: Sendable>: KeyedCache {
         perform { [values] in
             values.withLock { $0 = [:] }
             completion(.success(()))
+        }
+    }
+}
+
+/// An observer of a key: of its changes, or of its states.
+private enum Observer {
+    case changes(StreamRecorder<StoreResponse<Items>, Never>)
+    case states(StreamRecorder<StoreState<Items>, Never>)
+
+    /// What the observer was shown last.
+    var shown: Shown {
+        switch self {
+        case .changes(let recorder):
+            let last = recorder.values.last
+            return Shown(value: last?.value, hasPendingChanges: last?.hasPendingChanges ?? false)
+        case .states(let recorder):
+            let last = recorder.values.last
+            return Shown(value: last?.value, hasPendingChanges: last?.hasPendingChanges ?? false)
+        }
+    }
+
+    func cancel() {
+        switch self {
+        case .changes(let recorder): recorder.cancel()
+        case .states(let recorder): recorder.cancel()
         }
     }
 }
