@@ -614,7 +614,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Counts a state observer of `key`, and shows it the key's state now.
-    @usableFromInline
     func startObservingStates(_ key: Key) -> Machine.StateSubject {
         let (subject, now) =
             locked { $0.observeStates(key, fresh: nil) }
@@ -623,7 +622,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return subject
     }
 
-    @usableFromInline
     func stopObservingStates(_ key: Key) {
         let subject = locked { $0.stopObservingStates(key) }
         withExtendedLifetime(subject) {}  // released after unlocking

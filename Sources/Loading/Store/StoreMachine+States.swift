@@ -8,7 +8,6 @@ extension StoreMachine {
     /// Counts a state observer of `key` (``Store/states(for:)``) and returns the state subject it subscribes to (the
     /// key's, else `fresh`), with the key's state now to publish to it. Returns `nil`, counting nothing, when the key
     /// has no state subject and `fresh` is `nil`: the caller makes one (outside the lock) and asks again.
-    @usableFromInline
     mutating func observeStates(_ key: Key, fresh: StateSubject?) -> (subject: StateSubject, now: Snapshot)? {
         let entry = ensureEntry(key)
         let subject: StateSubject
@@ -33,7 +32,6 @@ extension StoreMachine {
 
     /// Forgets a state observer of `key`; the last one takes the key's state subject away (returned, to release
     /// unlocked).
-    @usableFromInline
     mutating func stopObservingStates(_ key: Key) -> StateSubject? {
         guard let entry = entry(key) else { return nil }
         entry.observers -= 1
@@ -48,7 +46,6 @@ extension StoreMachine {
     }
 
     /// What `key` shows now, and whether the store fetches it; `nil` when the store does not hold it.
-    @usableFromInline
     func stateNow(_ key: Key) -> (Snapshot, isLoading: Bool)? {
         guard let entry = peek(key) else { return nil }
         let now = Snapshot(entry: entry, version: entry.version, error: failure(of: entry), isNotice: true)
@@ -87,7 +84,6 @@ extension StoreMachine {
     /// The notices for the state observers of the keys that began or stopped loading, or failed, since the last call
     /// (see ``loadingMayChange(_:)`` and ``noteFailure(_:of:)``), for the caller to publish after unlocking; each is
     /// a new version.
-    @usableFromInline
     mutating func takeNotices() -> [Snapshot] {
         var notices: [Snapshot] = []
         for entry in exchange(&loadingTouched, with: []) where entry.observed?.states != nil {
