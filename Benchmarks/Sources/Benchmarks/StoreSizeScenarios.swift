@@ -3,8 +3,9 @@ import Loading
 
 /// 22. The store's paths with many keys and pages, each beside what an app would write by hand, at a given size: a
 /// hit of a default store (a memory level, the values it keeps) on a working set of 100 keys, a read of a key only
-/// its memory level still holds, `invalidate` of a key nobody observes, `invalidate` of an observed key with the
-/// refetch it starts, and a page appended to a list of `pages` pages (no cap). Counted at two sizes, a cost that
+/// its memory level still holds, the first read of a key (fetched), a write to a key one observer watches,
+/// `invalidate` of a key nobody observes, `invalidate` of an observed key with the refetch it starts, and a page
+/// appended to a list of `pages` pages (no cap). Counted at two sizes, a cost that
 /// grows with the keys or the pages shows as a figure that moves between them.
 func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) -> Scenario {
     precondition(keys % 100 == 0 && keys >= 100, "keys of every variant are read round-robin, 100 observed")
@@ -52,6 +53,54 @@ func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) ->
         for index in 0..<count {
             _ = store.read(index % keys).load { result in add((try? result.get())?.value ?? 0) }
         }
+        return checksum()
+    }
+    let readThrough = Variant(name: "read-through into a locked Dictionary") { count in
+        fillTable()
+        for index in 0..<count {
+            let key = keys + index  // never read before
+            lock.lock()
+            let cached = table.value![key]
+            lock.unlock()
+            let value = cached?.value ?? source(key)
+            if cached == nil {
+                lock.lock()
+                table.value![key] = (value, false)
+                lock.unlock()
+            }
+            add(value)
+        }
+        return checksum()
+    }
+    let firstRead = Variant(name: "Store.read, first read of a key") { count in
+        let store = defaultStore()
+        for index in 0..<count {
+            _ = store.read(keys + index).load { result in add((try? result.get())?.value ?? 0) }
+        }
+        return checksum()
+    }
+    let writeByHand = Variant(name: "a value set in a locked Dictionary, one observer told") { count in
+        fillTable()
+        let observers: [Int: @Sendable (Int) -> Void] = Dictionary(
+            uniqueKeysWithValues: (0..<100).map { key in (key, { @Sendable (value: Int) in add(value) }) })
+        for index in 0..<count {
+            lock.lock()
+            table.value![index % 100] = (index % 100, false)
+            let observer = observers[index % 100]
+            lock.unlock()
+            observer?(index % 100)
+        }
+        return checksum()
+    }
+    let write = Variant(name: "Store.write, observed key") { count in
+        let store = defaultStore()
+        let written = Tally()
+        let observers = (0..<100).map { key in store.changes(for: key).sink { _ in written.value &+= 1 } }
+        for index in 0..<count {
+            store.write(index % 100, for: index % 100)
+            add(index % 100)
+        }
+        for observer in observers { observer.cancel() }
         return checksum()
     }
     let markStale = Variant(name: "a stale flag set in a locked Dictionary") { count in
@@ -136,7 +185,10 @@ func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) ->
     return Scenario(
         title: "22\(label). Store paths with \(keys) keys and \(pages) pages",
         unit: "operations", operations: operations, reference: "locked Dictionary lookup",
-        variants: [lookup, hit, levelHit, markStale, invalidate, refetchByHand, refetch, appendByHand, append],
+        variants: [
+            lookup, hit, levelHit, readThrough, firstRead, writeByHand, write, markStale, invalidate, refetchByHand,
+            refetch, appendByHand, append,
+        ],
         expectedChecksum: { count in (0..<count).reduce(0) { $0 &+ $1 % 100 } },
         note: "each store variant beside its hand-written equivalent above it; sources answer at once")
 }
