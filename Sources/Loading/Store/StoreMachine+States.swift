@@ -23,7 +23,7 @@ extension StoreMachine {
         }
         entry.observers += 1
         entry.stateObservers += 1
-        // A new version: newer than the state ``stateNow(_:)`` gave before the observer came (it did not say loading).
+        // A new version, so that a screen that read the state now (``stateNow(_:)``) before it subscribed takes it.
         entry.version = next()
         let now = Snapshot(entry: entry, version: entry.version, error: failure(of: entry), isNotice: true)
         entry.loadingShown = now.isLoading
