@@ -346,7 +346,9 @@ final class SingleSourceOfTruthTests: XCTestCase {
         let sut = makeSUT(database: database, remoteFriend: remoteFriend)
         sut.network.answer(with: friends)
         sut.repository.load()  // the database misses on its own queue, then the network answers
-        spinMainQueue { sut.repository.currentState == .loaded(friends) }
+        // Shown on the network's thread, where the levels' saves are issued right after: the memory level holds the
+        // list once they are, and the database's debounced save is scheduled by then.
+        spinMainQueue { sut.repository.currentState == .loaded(friends) && (try? retrieve(sut.memory)) == friends }
         XCTAssertEqual(sut.repository.currentState, .loaded(friends))
         try assertCaches(sut, hold: friends)
         return sut
