@@ -42,6 +42,12 @@ func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
             ]
         },
         { [durableMutationScenario(mutations: quick ? 20 : 1_000, folder: folder)] },
+        {
+            [
+                queueSizeScenario(label: "a", queued: 1_000, operations: quick ? 100 : 1_000),
+                queueSizeScenario(label: "b", queued: 100_000, operations: quick ? 100 : 1_000),
+            ]
+        },
     ]
 }
 
