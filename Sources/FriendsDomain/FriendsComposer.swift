@@ -489,8 +489,22 @@ private struct ReportingCache: KeyedCache {
     func save(
         _ friends: [Friend], for key: FriendsKey, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
+        base.save(friends, for: key, completion: reportingSave(of: friends, then: completion))
+    }
+
+    func save(
+        _ friends: [Friend], for key: FriendsKey, savedAt: Date,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        base.save(friends, for: key, savedAt: savedAt, completion: reportingSave(of: friends, then: completion))
+    }
+
+    /// `completion`, after reporting how the save of `friends` ended.
+    private func reportingSave(
+        of friends: [Friend], then completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> @Sendable (Result<Void, any Error>) -> Void {
         let (source, onEvent) = (source, onEvent)
-        base.save(friends, for: key) { result in
+        return { result in
             switch result {
             case .success: onEvent(.saved(source, count: friends.count))
             case .failure(let error): onEvent(.saveFailed(source, error))

@@ -17,6 +17,7 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
         let file = URL(fileURLWithPath: "/tmp/outbox/00000000000000000001-m1.mutation")
         return [
             TimeoutError(interval: .seconds(2)),
+            LevelTimeoutError(level: "database", operation: .removalOfEveryValue, interval: .milliseconds(200)),
             StreamFinishedWithoutValueError(),
             CacheMiss.absent, CacheMiss.expired(savedAt: Date(timeIntervalSince1970: 0)),
             StoreError.discarded, StoreError.cleared,

@@ -84,6 +84,15 @@ public struct FriendsCache: KeyedCache {
     public func save(
         _ friends: [Friend], for key: FriendsKey, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
+        save(friends, for: key, savedAt: now(), completion: completion)
+    }
+
+    /// Saves `friends` as saved at `savedAt` (a list the store copies from the database to memory keeps its age):
+    /// what changed since the list this cache last read or saved (everything when it knows none).
+    public func save(
+        _ friends: [Friend], for key: FriendsKey, savedAt: Date,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
         let known = known
         // An in-memory store is this process's alone: it takes the whole list, and the changes need not be found.
         let isWholeList = store is InMemoryFriendsStore
@@ -96,8 +105,8 @@ public struct FriendsCache: KeyedCache {
             if case .failure = result { known.withLock { $0 = (nil, $0.writes + 1) } }
             completion(result)
         }
-        guard !isWholeList else { return store.replaceAll(with: friends, timestamp: now(), completion: landed) }
-        store.apply(FriendsChanges(from: before, to: friends), timestamp: now(), completion: landed)
+        guard !isWholeList else { return store.replaceAll(with: friends, timestamp: savedAt, completion: landed) }
+        store.apply(FriendsChanges(from: before, to: friends), timestamp: savedAt, completion: landed)
     }
 
     /// Removes the stored list.

@@ -78,3 +78,8 @@ func reason(of error: any Error) -> String {
     }
     return text.hasSuffix(".") ? String(text.dropLast()) : text
 }
+
+extension LevelTimeoutError: LocalizedError {
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}

@@ -68,8 +68,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///   - maxAge: how long a value stays fresh for reads that do not say (``ReadPolicy/cacheFirst`` and
     ///     ``ReadPolicy/cacheThenNetwork``), and for ``revalidate()``; `nil`: until it is invalidated.
     ///   - network: what fetches do while the network cannot be reached (by default, they start anyway).
-    ///   - now: the clock responses are stamped with, and ages and invalidations are judged against (give the levels
-    ///     the same one).
+    ///   - now: the clock responses and the levels' saves are stamped with, and ages and invalidations are judged
+    ///     against (give the levels the same one: they judge expiry with theirs).
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
     public init(
         levels: [StoreLevel<Key, Value>],
@@ -657,15 +657,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let done: @Sendable (Result<Void, any Error>) -> Void =
             if let ticket { { ticket.landed($0) } } else { reportFailure.call }
         switch consume operation {  // its payload moved out, not copied
-        case .save(let value, let targets, let skipsDebounced, _, let mark):
+        case .save(let value, let savedAt, let targets, let skipsDebounced, _, let mark):
             let landed = saveLanded(of: key, mark: mark, then: done)
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
                 ticket?.hold(reportingTo: reportFailure)
-                levels[index].save(value, key, landed)
+                levels[index].save(value, savedAt, key, landed)
             }
-        case .flush(let value, let index, _, let mark):
+        case .flush(let value, let savedAt, let index, _, let mark):
             ticket?.hold(reportingTo: reportFailure)
-            levels[index].save(value, key, saveLanded(of: key, mark: mark, then: done))
+            levels[index].save(value, savedAt, key, saveLanded(of: key, mark: mark, then: done))
         case .remove(_, let mark):
             let landed = saveLanded(of: key, mark: mark, then: done)
             for level in levels {

@@ -14,7 +14,8 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // The cache's operations as closures made where the level is made (the initializer is inlinable): they run the
     // cache's code specialized for its types, where a call through `any KeyedCache` would run it generic.
     @usableFromInline let read: @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> Void
-    @usableFromInline let save: @Sendable (Value, Key, @escaping Completion<Void>) -> Void
+    /// Saves a value dated by the store (seconds since the reference date).
+    @usableFromInline let save: @Sendable (Value, Double, Key, @escaping Completion<Void>) -> Void
     @usableFromInline let removeValue: @Sendable (Key, @escaping Completion<Void>) -> Void
     @usableFromInline let removeAll: @Sendable (@escaping Completion<Void>) -> Void
     @usableFromInline let writeDebounce: Duration?
@@ -26,7 +27,10 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) {
         self.name = name
         read = { key, completion in cache.value(for: key, completion: completion) }
-        save = { value, key, completion in cache.save(value, for: key, completion: completion) }
+        save = { value, savedAt, key, completion in
+            cache.save(
+                value, for: key, savedAt: Date(timeIntervalSinceReferenceDate: savedAt), completion: completion)
+        }
         removeValue = { key, completion in cache.removeValue(for: key, completion: completion) }
         removeAll = { completion in cache.removeAll(completion: completion) }
         self.writeDebounce = writeDebounce

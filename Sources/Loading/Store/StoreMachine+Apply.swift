@@ -158,7 +158,8 @@ extension StoreMachine {
         var effects = Effects(released: [ticket])
         for (level, write) in entry.debounced.sorted(by: { $0.key < $1.key }) {
             ticket.hold()
-            entry.levelOps.append(.flush(write.value, level: level, ticket: ticket, mark: write.mark))
+            entry.levelOps.append(
+                .flush(write.value, savedAt: write.savedAt, level: level, ticket: ticket, mark: write.mark))
             effects.cancels.append(write.timer)
         }
         entry.debounced = [:]
@@ -195,7 +196,9 @@ extension StoreMachine {
         if let stored {
             if !targets.isEmpty {
                 entry.levelOps.append(
-                    .save(stored.value, levels: targets, skipsDebounced: debounces, ticket: ticket, mark: mark))
+                    .save(
+                        stored.value, savedAt: stored.savedAtSeconds, levels: targets, skipsDebounced: debounces,
+                        ticket: ticket, mark: mark))
             } else if let ticket {
                 effects.released.append(ticket)
             }
@@ -206,7 +209,8 @@ extension StoreMachine {
                     }
                     continue
                 }
-                let write = DebouncedWrite(id: next(), value: stored.value, mark: mark, timer: FinishedToken())
+                let write = DebouncedWrite(
+                    id: next(), value: stored.value, savedAt: stored.savedAtSeconds, mark: mark, timer: FinishedToken())
                 if let replaced = entry.debounced.updateValue(write, forKey: level) {
                     effects.cancels.append(replaced.timer)
                 }

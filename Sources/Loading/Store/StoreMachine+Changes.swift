@@ -90,7 +90,7 @@ extension StoreMachine {
     @inlinable
     func countSaves(in operation: LevelOp, of entry: Entry) {
         switch operation {
-        case .save(_, let targets, let skipsDebounced, _, _):
+        case .save(_, _, let targets, let skipsDebounced, _, _):
             entry.savesInFlight += skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
         case .flush: entry.savesInFlight += 1
         case .remove: entry.savesInFlight += levelNames.count

@@ -43,7 +43,7 @@ extension StoreMachine {
     mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
         guard let entry = entry(key), let write = entry.debounced[level], write.id == id else { return Effects() }
         entry.debounced[level] = nil
-        entry.levelOps.append(.flush(write.value, level: level, ticket: nil, mark: write.mark))
+        entry.levelOps.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: nil, mark: write.mark))
         var effects = Effects(garbage: [write.timer])
         effects.issueLevels = startIssuing(key)
         release(key)
@@ -70,25 +70,25 @@ extension StoreMachine {
     /// A write or removal for a key's levels, with the ticket it holds (work waiting for it to be saved).
     @usableFromInline
     enum LevelOp: Sendable {
-        /// Save to the levels of the range; when `skipsDebounced`, not to the debounced ones (they are written when
-        /// their timers fire).
-        case save(Value, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
+        /// Save to the levels of the range, dated `savedAt` (seconds since the reference date: when the store learned
+        /// the value); when `skipsDebounced`, not to the debounced ones (they are written when their timers fire).
+        case save(Value, savedAt: Double, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
         /// A debounced level's write, once its timer fired or a flush asked for it.
-        case flush(Value, level: Int, ticket: SaveTicket?, mark: SaveMark)
+        case flush(Value, savedAt: Double, level: Int, ticket: SaveTicket?, mark: SaveMark)
         /// Remove the key from every level; a removal no level could make is kept as a failed save is.
         case remove(ticket: SaveTicket?, mark: SaveMark)
 
         @inlinable
         var ticket: SaveTicket? {
             switch self {
-            case .save(_, _, _, let ticket, _), .flush(_, _, let ticket, _), .remove(let ticket, _): ticket
+            case .save(_, _, _, _, let ticket, _), .flush(_, _, _, let ticket, _), .remove(let ticket, _): ticket
             }
         }
     }
 
     /// What a save reports when it lands: which value it was (the entry's generation and confirmed version), and when
     /// that value went stale (`staleSince`, the entry's stale mark; zero when fresh): it is recorded stale once
-    /// saved, as the level stamps it with its own time.
+    /// saved, as a level may stamp it with its own time (a cache that does not keep the date the store gives).
     @usableFromInline
     struct SaveMark: Sendable {
         @usableFromInline let generation: Int
@@ -110,15 +110,18 @@ extension StoreMachine {
     @usableFromInline
     struct DebouncedWrite: Sendable {
         @inlinable
-        init(id: Int, value: Value, mark: SaveMark, timer: any CancellationToken) {
+        init(id: Int, value: Value, savedAt: Double, mark: SaveMark, timer: any CancellationToken) {
             self.id = id
             self.value = value
+            self.savedAt = savedAt
             self.mark = mark
             self.timer = timer
         }
 
         @usableFromInline let id: Int
         @usableFromInline let value: Value
+        /// When the store learned the value (seconds since the reference date).
+        @usableFromInline let savedAt: Double
         @usableFromInline let mark: SaveMark
         @usableFromInline var timer: any CancellationToken
     }

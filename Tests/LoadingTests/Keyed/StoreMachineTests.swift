@@ -286,7 +286,7 @@ final class StoreMachineTests: XCTestCase {
         let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
 
         XCTAssertTrue(effects.debounce.isEmpty, "no timer: the value is written at once")
-        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = ops.first, !mark.stale
+        guard case .save("v", _, levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = ops.first, !mark.stale
         else { return XCTFail("expected one save to both levels, with the callers' ticket: \(ops)") }
         XCTAssertTrue(effects.fetchReplies.isEmpty, "the callers are answered through the ticket")
         ticket.release()
@@ -305,7 +305,7 @@ final class StoreMachineTests: XCTestCase {
         let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
 
         XCTAssertEqual(effects.cancels.count, 1, "the timer is cancelled")
-        guard case .flush("1", level: 1, ticket: let held?, _) = ops.first else {
+        guard case .flush("1", _, level: 1, ticket: let held?, _) = ops.first else {
             return XCTFail("expected the database write, now: \(ops)")
         }
         for released in effects.released { released.release() }
@@ -589,7 +589,9 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.submit(.fetched("old", fetch: fetch.fetch), for: "a", now: now)
         _ = finishChanges(&machine, "a")
         let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
-        guard case .save(_, _, _, _, let mark) = ops.first, mark.stale else { return XCTFail("a stale save: \(ops)") }
+        guard case .save(_, _, _, _, _, let mark) = ops.first, mark.stale else {
+            return XCTFail("a stale save: \(ops)")
+        }
         _ = machine.takeLevelOps(of: "a")
         XCTAssertEqual(machine.count, 1, "two writes have not landed")
 
@@ -648,7 +650,7 @@ final class StoreMachineTests: XCTestCase {
 
         XCTAssertEqual(effects.allPublished.map(\.confirmed.value), ["1"])
         XCTAssertTrue(effects.issueLevels)
-        guard case .save(let value, let levels, _, _, _) = save else { return XCTFail("expected the save") }
+        guard case .save(let value, _, let levels, _, _, _) = save else { return XCTFail("expected the save") }
         XCTAssertEqual(value, "1")
         XCTAssertEqual(levels, 0..<2)
         XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue: the writer's issuing ends")
@@ -670,7 +672,7 @@ final class StoreMachineTests: XCTestCase {
 
         XCTAssertEqual(machine.shown("a")?.confirmed.value, "v")
         XCTAssertTrue(effects.issueLevels)
-        guard case .save("v", levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = save, !mark.stale else {
+        guard case .save("v", _, levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = save, !mark.stale else {
             return XCTFail("expected the save to both levels, with the callers' ticket: \(String(describing: save))")
         }
         XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue")
@@ -785,9 +787,9 @@ final class StoreMachineTests: XCTestCase {
     /// Lands each save `operation` issues to the two levels of ``makeMachine()``.
     private func land(_ operation: Machine.LevelOp?, _ machine: inout Machine, _ key: String) {
         switch operation {
-        case .save(_, let levels, _, _, let mark):
+        case .save(_, _, let levels, _, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
-        case .flush(_, _, _, let mark): _ = machine.saveLanded(key, mark: mark, failed: false, at: now)
+        case .flush(_, _, _, _, let mark): _ = machine.saveLanded(key, mark: mark, failed: false, at: now)
         case .remove(_, let mark): for _ in 0..<2 { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
         case nil: break
         }

@@ -57,13 +57,22 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
     }
 
     public func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        queue.async { [self] in
-            completion(
-                attempt(.save, key: key) { file in
-                    let data = try JSONEncoder().encode(Entry(key: key, savedAt: now(), value: value))
-                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                    try replace(file, with: data)
-                })
+        queue.async { [self] in completion(write(value, for: key, savedAt: now())) }
+    }
+
+    /// Saves `value` for `key` as saved at `savedAt` (its age and expiry count from then).
+    public func save(
+        _ value: Value, for key: Key, savedAt: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        queue.async { [self] in completion(write(value, for: key, savedAt: savedAt)) }
+    }
+
+    /// Writes the file of `key` (on the cache's queue).
+    private func write(_ value: Value, for key: Key, savedAt: Date) -> Result<Void, any Error> {
+        attempt(.save, key: key) { file in
+            let data = try JSONEncoder().encode(Entry(key: key, savedAt: savedAt, value: value))
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try replace(file, with: data)
         }
     }
 

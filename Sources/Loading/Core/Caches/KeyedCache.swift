@@ -27,6 +27,12 @@ public protocol KeyedCache<Key, Value>: Sendable {
     /// Saves `value` for `key`, stamped with the cache's current date, replacing what was stored.
     func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 
+    /// Saves `value` for `key` as saved at `savedAt`, replacing what was stored: a ``Store`` saves every value with
+    /// the date it learned it, so that a value copied from a slower level to a faster one keeps its age. By default
+    /// the cache dates it itself (with ``save(_:for:completion:)``); ``MemoryCache`` and ``DiskCache`` keep the date.
+    func save(
+        _ value: Value, for key: Key, savedAt: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+
     /// Removes the value stored for `key`, if any.
     func removeValue(for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 
@@ -35,6 +41,13 @@ public protocol KeyedCache<Key, Value>: Sendable {
 }
 
 extension KeyedCache {
+    /// Saves `value` for `key` with ``save(_:for:completion:)``: the cache dates it itself, ignoring `savedAt`.
+    public func save(
+        _ value: Value, for key: Key, savedAt: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        save(value, for: key, completion: completion)
+    }
+
     /// The entry for `key`: a loader of its value and a cache to save it to.
     @inlinable
     public subscript(key: Key) -> CacheEntry<Self> {

@@ -80,8 +80,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     /// Inlinable, like a hit: a store writes its memory level on every change.
     @inlinable
     public func insert(_ value: Value, for key: Key) {
+        insert(value, for: key, savedAt: now())
+    }
+
+    /// Stores `value` for `key` as saved at `savedAt`, evicting as ``insert(_:for:)`` does.
+    @inlinable
+    func insert(_ value: Value, for key: Key, savedAt: Date) {
         let valueCost = max(cost(value), 0)
-        let stored = CachedValue(value, savedAt: now())
+        let stored = CachedValue(value, savedAt: savedAt)
         // The value replaced needs no array, nor does the first value evicted (a full cache evicts one per insert):
         // one is made only when the limits evict more.
         typealias Dropped = (replaced: CachedValue<Value>?, evicted: CachedValue<Value>?, more: [CachedValue<Value>])
@@ -121,6 +127,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     @inlinable
     public func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         insert(value, for: key)
+        completion(.success(()))
+    }
+
+    /// Saves `value` for `key` as saved at `savedAt` (its age and expiry count from then), evicting as
+    /// ``insert(_:for:)`` does; completes at once.
+    @inlinable
+    public func save(
+        _ value: Value, for key: Key, savedAt: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        insert(value, for: key, savedAt: savedAt)
         completion(.success(()))
     }
 

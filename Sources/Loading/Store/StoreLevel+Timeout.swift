@@ -1,0 +1,217 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreLevel {
+    /// A level written at once whose every operation is given at most `timeout`: one that has not finished by then
+    /// ends with ``LevelTimeoutError``, and what it answers later is ignored. A read that times out counts as a miss
+    /// (the store reads the next level, or fetches); a write or removal that times out is told to the store's
+    /// `onWriteFailure`, and the store keeps the value as it keeps any value no level could save.
+    ///
+    /// ```swift
+    /// let store = Store(
+    ///     levels: [.cache(memory, name: "memory"), .cache(sharedCache, name: "shared", timeout: .milliseconds(200))],
+    ///     fetch: LoaderFamily { (id: String) in api.quote(id) })
+    /// ```
+    public static func cache(_ cache: some KeyedCache<Key, Value>, name: String, timeout: Duration) -> StoreLevel {
+        let deadline = LevelDeadline(level: name, interval: timeout)
+        return StoreLevel(
+            name: name,
+            read: { key, completion in
+                deadline.run(.read, completion) { done in
+                    cache.value(for: key, completion: done)
+                    return nil
+                }
+            },
+            save: { value, savedAt, key, completion in
+                deadline.run(.save, completion) { done in
+                    cache.save(
+                        value, for: key, savedAt: Date(timeIntervalSinceReferenceDate: savedAt), completion: done)
+                    return nil
+                }
+            },
+            removeValue: { key, completion in
+                deadline.run(.removal, completion) { done in
+                    cache.removeValue(for: key, completion: done)
+                    return nil
+                }
+            },
+            removeAll: { completion in
+                deadline.run(.removalOfEveryValue, completion) { done in
+                    cache.removeAll(completion: done)
+                    return nil
+                }
+            })
+    }
+
+    /// A level written at once over a cache whose operations are `async` (a database reached through an async
+    /// client). Each operation runs in a task of its own, which keeps the task-local values of the code that asked
+    /// the store. With a `timeout`, an operation that has not finished by then is cancelled and ends with
+    /// ``LevelTimeoutError``: a read counts as a miss (the store reads the next level, or fetches), a write or removal
+    /// is told to the store's `onWriteFailure`, and the store keeps the value as it keeps any value no level could
+    /// save. A read that fails counts as a miss too.
+    ///
+    /// ```swift
+    /// let store = Store(
+    ///     levels: [.cache(MemoryCache(), name: "memory"), .cache(table, name: "table", timeout: .milliseconds(200))],
+    ///     fetch: LoaderFamily { (id: String) in api.quote(id) })
+    /// ```
+    public static func cache(
+        _ cache: some AsyncKeyedCache<Key, Value>, name: String, timeout: Duration? = nil
+    ) -> StoreLevel {
+        let deadline = LevelDeadline(level: name, interval: timeout)
+        return StoreLevel(
+            name: name,
+            read: { key, completion in
+                deadline.run(.read, completion) { done in
+                    inTask(done) {
+                        guard let cached = try await cache.value(for: key) else { throw CacheMiss.absent }
+                        return cached
+                    }
+                }
+            },
+            save: { value, savedAt, key, completion in
+                deadline.run(.save, completion) { done in
+                    inTask(done) {
+                        try await cache.save(value, for: key, savedAt: Date(timeIntervalSinceReferenceDate: savedAt))
+                    }
+                }
+            },
+            removeValue: { key, completion in
+                deadline.run(.removal, completion) { done in inTask(done) { try await cache.removeValue(for: key) } }
+            },
+            removeAll: { completion in
+                deadline.run(.removalOfEveryValue, completion) { done in inTask(done) { try await cache.removeAll() } }
+            })
+    }
+
+    /// A level made of its operations, written at once.
+    init(
+        name: String,
+        read: @escaping @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> Void,
+        save: @escaping @Sendable (Value, Double, Key, @escaping Completion<Void>) -> Void,
+        removeValue: @escaping @Sendable (Key, @escaping Completion<Void>) -> Void,
+        removeAll: @escaping @Sendable (@escaping Completion<Void>) -> Void
+    ) {
+        self.name = name
+        self.read = read
+        self.save = save
+        self.removeValue = removeValue
+        self.removeAll = removeAll
+        writeDebounce = nil
+        scheduler = ImmediateScheduler()
+    }
+}
+
+/// Runs `body` in a task (which inherits the caller's task-local values and priority) and hands its result to
+/// `completion`; returns what cancels the task.
+private func inTask<Output: Sendable>(
+    _ completion: @escaping @Sendable (Result<Output, any Error>) -> Void,
+    _ body: @escaping @Sendable () async throws -> Output
+) -> @Sendable () -> Void {
+    let task = Task {
+        do {
+            completion(.success(try await body()))
+        } catch {
+            completion(.failure(error))
+        }
+    }
+    return { task.cancel() }
+}
+
+/// The time a level's operations are given, and what ends one that takes longer.
+private struct LevelDeadline: Sendable {
+    let level: String
+    let interval: Duration?
+
+    /// Starts an operation with `start`, which returns what cancels it (or `nil`); `completion` receives the first of
+    /// its answer and, after `interval`, a ``LevelTimeoutError`` (then the operation is cancelled).
+    func run<Output: Sendable>(
+        _ operation: LevelTimeoutError.Operation,
+        _ completion: @escaping @Sendable (Result<Output, any Error>) -> Void,
+        start: (@escaping @Sendable (Result<Output, any Error>) -> Void) -> (@Sendable () -> Void)?
+    ) {
+        guard let interval else {
+            _ = start(completion)
+            return
+        }
+        let answer = FirstAnswer(completion)
+        let cancel = start { answer.give($0) }
+        let error = LevelTimeoutError(level: level, operation: operation, interval: interval)
+        let timer = DispatchQueueScheduler.global().schedule(after: interval) {
+            if answer.give(.failure(error)) { cancel?() }
+        }
+        answer.keep(timer)
+    }
+}
+
+/// A completion called once, with the first answer given; the timer that would give the other is cancelled.
+private final class FirstAnswer<Output: Sendable>: Sendable {
+    private struct State {
+        var completion: (@Sendable (Result<Output, any Error>) -> Void)?
+        var timer: (any CancellationToken)?
+    }
+    private let state: Locked<State>
+
+    init(_ completion: @escaping @Sendable (Result<Output, any Error>) -> Void) {
+        state = Locked(State(completion: completion))
+    }
+
+    /// Calls the completion with `result` if no answer came before; says whether it did.
+    @discardableResult
+    func give(_ result: Result<Output, any Error>) -> Bool {
+        // Taken under the lock, called and released after it: both are the caller's code.
+        let (completion, timer) = state.withLock { state in
+            (state.completion.take(), state.timer.take())
+        }
+        timer?.cancel()
+        guard let completion else { return false }
+        completion(result)
+        return true
+    }
+
+    /// Keeps the timer, to cancel it on the first answer; cancels it now if that came already.
+    func keep(_ timer: any CancellationToken) {
+        let answered = state.withLock { state -> Bool in
+            guard state.completion != nil else { return true }
+            state.timer = timer
+            return false
+        }
+        if answered { timer.cancel() }
+    }
+}
+
+/// The error of a ``StoreLevel``'s operation that did not finish within the level's timeout.
+public struct LevelTimeoutError: Error, Equatable, CustomStringConvertible {
+    /// A level's operation.
+    public enum Operation: String, Sendable {
+        /// A read of a key's value.
+        case read
+        /// A save of a key's value.
+        case save
+        /// A removal of a key's value.
+        case removal
+        /// A removal of every value (a store's clear).
+        case removalOfEveryValue = "removal of every value"
+    }
+
+    /// The name of the level.
+    public let level: String
+    /// The operation that did not finish.
+    public let operation: Operation
+    /// The time the level's operations are given.
+    public let interval: Duration
+
+    /// Creates the error of `level`'s `operation`, which did not finish within `interval`.
+    public init(level: String, operation: Operation, interval: Duration) {
+        self.level = level
+        self.operation = operation
+        self.interval = interval
+    }
+
+    public var description: String {
+        "The level “\(level)” did not finish a \(operation.rawValue) within \(interval)."
+    }
+}

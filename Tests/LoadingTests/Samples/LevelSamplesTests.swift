@@ -1,0 +1,93 @@
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// The samples of `AsyncKeyedCache`, `StoreLevel`'s timeouts and the store article's section on levels, compiled
+/// and run.
+struct Quote: Codable, Sendable, Equatable {
+    let symbol: String
+    let price: Double
+}
+
+/// A quotes API answering at once, counting its calls.
+struct QuoteServer: Sendable {
+    let calls = Locked(0)
+
+    func quote(_ symbol: String) -> AnyLoader<Quote> {
+        let calls = calls
+        return AnyLoader { completion in
+            calls.withLock { $0 += 1 }
+            completion(.success(Quote(symbol: symbol, price: 100)))
+            return PendingLoad<Quote> { _ in }
+        }
+    }
+}
+
+// Sample: begin
+actor QuoteTable: AsyncKeyedCache {
+    private var rows: [String: CachedValue<Quote>] = [:]
+
+    func value(for key: String) async throws -> CachedValue<Quote>? { rows[key] }
+    func save(_ value: Quote, for key: String, savedAt: Date) async throws {
+        rows[key] = CachedValue(value, savedAt: savedAt)
+    }
+    func removeValue(for key: String) async throws { rows[key] = nil }
+    func removeAll() async throws { rows = [:] }
+}
+// Sample: end
+
+final class LevelSamplesTests: XCTestCase {
+    func test_aStoreWithASharedLevelGivenATimeout() async throws {
+        let api = QuoteServer()
+        let memory = MemoryCache<String, Quote>()
+        let sharedCache = MemoryCache<String, Quote>()
+        // Sample: begin
+        let store = Store(
+            levels: [.cache(memory, name: "memory"), .cache(sharedCache, name: "shared", timeout: .milliseconds(200))],
+            fetch: LoaderFamily { (id: String) in api.quote(id) })
+        // Sample: end
+
+        let quote = try await store.read("ACME").load()
+        XCTAssertEqual(quote.value, Quote(symbol: "ACME", price: 100))
+        let saved = await eventually { (try? sharedCache.cachedValue(for: "ACME").get())?.value == quote.value }
+        XCTAssertTrue(saved, "saved to the shared level")
+    }
+
+    func test_aStoreOverAnAsyncTable() async throws {
+        let api = QuoteServer()
+        let table = QuoteTable()
+        // Sample: begin
+        let store = Store(
+            levels: [.cache(MemoryCache(), name: "memory"), .cache(table, name: "table", timeout: .milliseconds(200))],
+            fetch: LoaderFamily { (id: String) in api.quote(id) })
+        // Sample: end
+
+        _ = try await store.read("ACME").load()
+        let other = Store(levels: [.cache(table, name: "table")], fetch: LoaderFamily { (id: String) in api.quote(id) })
+        var answer: StoreResponse<Quote>?
+        for _ in 0..<500 where answer?.origin != .cache("table") {
+            answer = try await other.read("ACME", policy: .cacheFirst).load()
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        XCTAssertEqual(answer?.origin, .cache("table"), "the first store saved the quote to the table")
+    }
+
+    func test_theArticlesStoreWithADatabaseLevel() async throws {
+        let api = QuoteServer()
+        let table = QuoteTable()
+        // Sample: begin
+        let store = Store(
+            levels: [
+                .cache(MemoryCache(), name: "memory"), .cache(table, name: "database", timeout: .milliseconds(200)),
+            ],
+            fetch: LoaderFamily { (id: String) in api.quote(id) })
+        // Sample: end
+
+        let first = try await store.read("ACME").load()
+        let again = try await store.read("ACME").load()
+        XCTAssertEqual(first.origin, .network)
+        XCTAssertEqual(again.value, first.value)
+        XCTAssertEqual(api.calls.withLock { $0 }, 1)
+    }
+}
