@@ -113,9 +113,11 @@ extension Store {
             switch policy.kind {
             case .cacheFirst, .cacheOnly:
                 guard let snapshot = cached?.snapshot, cached?.fresh == true else { return readLevel(0, for: .cache) }
+                if let events = store.events { events(.heldValueRead(key)) }
                 answer(snapshot.response)
             case .cacheThenNetwork:
                 guard let cached, let snapshot = cached.snapshot else { return readLevel(0, for: .cacheThenNetwork) }
+                if let events = store.events { events(.heldValueRead(key)) }
                 answer(snapshot.response)
                 if !cached.fresh { startFetch() }
             case .networkFirst, .networkOnly:
@@ -346,7 +348,9 @@ extension Store {
         func fetchBegun(_ begun: Machine.FetchStart) {
             switch begun {
             case .answered(let snapshot): return fetched(.success(snapshot))
-            case .joined: return
+            case .joined(let id, _):
+                if let events = store.events { events(.fetchJoined(key, fetch: id)) }
+                return
             case .starts(let fetch, _): startedFetch = fetch
             }
             // The load's completion captures the read alone: no storage of its own.

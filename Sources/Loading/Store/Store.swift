@@ -54,6 +54,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let state: Locked<StoreMachine<Key, Value>>
     /// The mutation queues over the store, told of each clear.
     @usableFromInline let clearObservers = ClearObservers()
+    /// Told what happens (see ``StoreEvent``), when the store was given it.
+    @usableFromInline let events: (@Sendable (StoreEvent<Key>) -> Void)?
 
     @usableFromInline typealias Machine = StoreMachine<Key, Value>
     @usableFromInline typealias Snapshot = StoreMachine<Key, Value>.Snapshot
@@ -71,6 +73,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///   - now: the clock responses and the levels' saves are stamped with, and ages and invalidations are judged
     ///     against (give the levels the same one: they judge expiry with theirs).
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
+    ///   - events: told what happens, for logs, metrics and traces: hits and misses by level, level failures, fetches
+    ///     started, joined and ended (see ``StoreEvent``).
     public init(
         levels: [StoreLevel<Key, Value>],
         fetch: LoaderFamily<Key, Value>,
@@ -78,9 +82,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         maxAge: Duration? = nil,
         network: NetworkMode = .always,
         now: @escaping @Sendable () -> Date = { Date() },
-        onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in }
+        onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+        events: (@Sendable (StoreEvent<Key>) -> Void)? = nil
     ) {
-        self.levels = levels
+        self.levels = events.map { events in levels.map { $0.reporting(to: events) } } ?? levels
+        self.events = events
         // The store looks at the connectivity itself, knowing when each request goes out (`loadUpstream`).
         fetcher = fetch
         maxAgeSeconds = maxAge?.seconds
@@ -210,7 +216,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
             let held: Bool
             switch locked({ $0.firstLook(key, under: policy, now: now) }) {
-            case .answer(let response): return .answered(.success(response))
+            case .answer(let response):
+                if let events { events(.heldValueRead(key)) }
+                return .answered(.success(response))
             case .held: held = true
             case .notHeld: held = false
             }
@@ -443,7 +451,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func fetchBegun(_ begun: Machine.FetchStart, of key: Key) -> any CancellationToken {
         // Begun without a read's stamp, a fetch is joined or started, never answered at once.
         guard let (id, caller) = begun.joinedFetch else { preconditionFailure("a fetch without a stamp answered") }
-        if begun.starts { startUpstream(id, of: key) }
+        if begun.starts {
+            startUpstream(id, of: key)
+        } else if let events {
+            events(.fetchJoined(key, fetch: id))
+        }
         return AnyCancellationToken { [weak self] in
             guard let self else { return }
             let (garbage, cancel) = locked { $0.leaveFetch(id, caller: caller, of: key) }
@@ -465,6 +477,30 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// then, those made since the fetch began among them.
     @inlinable
     func loadUpstream(
+        _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
+    ) -> any CancellationToken {
+        if let events { return loadUpstream(id, of: key, reportingTo: events, completion: completion) }
+        return sendUpstream(id, of: key, completion: completion)
+    }
+
+    /// ``loadUpstream(_:of:completion:)``, telling `events` that the fetch started, and when it ended.
+    @usableFromInline
+    func loadUpstream(
+        _ id: Int, of key: Key, reportingTo events: @escaping @Sendable (StoreEvent<Key>) -> Void,
+        completion: @escaping LoadCompletion<Value>
+    ) -> any CancellationToken {
+        events(.fetchStarted(key, fetch: id))
+        let started = ContinuousClock.now
+        return sendUpstream(id, of: key) { result in
+            let error: (any Error)? = if case .failure(let error) = result { error } else { nil }
+            events(.fetchEnded(key, fetch: id, duration: ContinuousClock.now - started, error: error))
+            completion(result)
+        }
+    }
+
+    /// Sends the upstream load of fetch `id` (see ``loadUpstream(_:of:completion:)``).
+    @inlinable
+    func sendUpstream(
         _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
     ) -> any CancellationToken {
         guard let connectivity = network.connectivity else { return fetcher[key].load(completion: completion) }

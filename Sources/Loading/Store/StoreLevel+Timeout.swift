@@ -87,21 +87,23 @@ extension StoreLevel {
             })
     }
 
-    /// A level made of its operations, written at once.
+    /// A level made of its operations, written at once unless `writeDebounce` says.
     init(
         name: String,
         read: @escaping @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> Void,
         save: @escaping @Sendable (Value, Double, Key, @escaping Completion<Void>) -> Void,
         removeValue: @escaping @Sendable (Key, @escaping Completion<Void>) -> Void,
-        removeAll: @escaping @Sendable (@escaping Completion<Void>) -> Void
+        removeAll: @escaping @Sendable (@escaping Completion<Void>) -> Void,
+        writeDebounce: Duration? = nil,
+        scheduler: any Scheduler = ImmediateScheduler()
     ) {
         self.name = name
         self.read = read
         self.save = save
         self.removeValue = removeValue
         self.removeAll = removeAll
-        writeDebounce = nil
-        scheduler = ImmediateScheduler()
+        self.writeDebounce = writeDebounce
+        self.scheduler = scheduler
     }
 }
 
@@ -129,7 +131,7 @@ private struct LevelDeadline: Sendable {
     /// Starts an operation with `start`, which returns what cancels it (or `nil`); `completion` receives the first of
     /// its answer and, after `interval`, a ``LevelTimeoutError`` (then the operation is cancelled).
     func run<Output: Sendable>(
-        _ operation: LevelTimeoutError.Operation,
+        _ operation: LevelOperation,
         _ completion: @escaping @Sendable (Result<Output, any Error>) -> Void,
         start: (@escaping @Sendable (Result<Output, any Error>) -> Void) -> (@Sendable () -> Void)?
     ) {
@@ -183,29 +185,29 @@ private final class FirstAnswer<Output: Sendable>: Sendable {
     }
 }
 
+/// An operation of a ``StoreLevel``.
+public enum LevelOperation: String, Sendable {
+    /// A read of a key's value.
+    case read
+    /// A save of a key's value.
+    case save
+    /// A removal of a key's value.
+    case removal
+    /// A removal of every value (a store's clear).
+    case removalOfEveryValue = "removal of every value"
+}
+
 /// The error of a ``StoreLevel``'s operation that did not finish within the level's timeout.
 public struct LevelTimeoutError: Error, Equatable, CustomStringConvertible {
-    /// A level's operation.
-    public enum Operation: String, Sendable {
-        /// A read of a key's value.
-        case read
-        /// A save of a key's value.
-        case save
-        /// A removal of a key's value.
-        case removal
-        /// A removal of every value (a store's clear).
-        case removalOfEveryValue = "removal of every value"
-    }
-
     /// The name of the level.
     public let level: String
     /// The operation that did not finish.
-    public let operation: Operation
+    public let operation: LevelOperation
     /// The time the level's operations are given.
     public let interval: Duration
 
     /// Creates the error of `level`'s `operation`, which did not finish within `interval`.
-    public init(level: String, operation: Operation, interval: Duration) {
+    public init(level: String, operation: LevelOperation, interval: Duration) {
         self.level = level
         self.operation = operation
         self.interval = interval

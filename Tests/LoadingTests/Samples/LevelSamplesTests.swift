@@ -73,6 +73,23 @@ final class LevelSamplesTests: XCTestCase {
         XCTAssertEqual(answer?.origin, .cache("table"), "the first store saved the quote to the table")
     }
 
+    func test_aStoreTellingItsFetches() async throws {
+        let api = QuoteServer()
+        // Sample: begin
+        let store = Store(
+            levels: [.cache(MemoryCache(), name: "memory")],
+            fetch: LoaderFamily { (id: String) in api.quote(id) },
+            events: { event in
+                if case .fetchEnded(let key, _, let duration, let error) = event {
+                    print("fetched \(key) in \(duration)", error.map { "failed: \($0)" } ?? "")
+                }
+            })
+        // Sample: end
+
+        _ = try await store.read("ACME").load()
+        XCTAssertEqual(api.calls.withLock { $0 }, 1)
+    }
+
     func test_theArticlesStoreWithADatabaseLevel() async throws {
         let api = QuoteServer()
         let table = QuoteTable()

@@ -1,0 +1,95 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// What happened in a ``Store``, for logs, metrics and traces: hits and misses by level, level failures with the key
+/// and the level, fetches started, joined and ended with their duration.
+///
+/// ```swift
+/// let store = Store(
+///     levels: [.cache(MemoryCache(), name: "memory")],
+///     fetch: LoaderFamily { (id: String) in api.quote(id) },
+///     events: { event in
+///         if case .fetchEnded(let key, _, let duration, let error) = event {
+///             print("fetched \(key) in \(duration)", error.map { "failed: \($0)" } ?? "")
+///         }
+///     })
+/// ```
+/// Events are told on the thread where they happen, and must return quickly: ``fetchStarted(_:fetch:)``,
+/// ``fetchJoined(_:fetch:)`` and ``heldValueRead(_:)`` in the caller's task (its task-local values: a request id, a
+/// trace), the others where the level or the upstream load answered. A store without `events` pays nothing for them.
+public enum StoreEvent<Key: Hashable & Sendable>: Sendable {
+    /// A read took the value the store holds for the key, asking no level.
+    case heldValueRead(Key)
+    /// A level was read for the key: it had a value, had none, or failed (which the read counts as a miss).
+    case levelRead(Key, level: String, outcome: LevelReadOutcome)
+    /// A level's save or removal ended, with its failure (a timeout included) or `nil`; the key is `nil` for a
+    /// removal of every value (a clear).
+    case levelWritten(Key?, level: String, operation: LevelOperation, error: (any Error)?)
+    /// The store asked upstream for the key's value: fetch `fetch` started (a refresh, a read that missed, a
+    /// revalidation), on the thread of the caller that started it.
+    case fetchStarted(Key, fetch: Int)
+    /// A caller joined fetch `fetch` of the key, in flight, instead of starting one.
+    case fetchJoined(Key, fetch: Int)
+    /// Fetch `fetch` of the key ended after `duration`, with a value or with `error`.
+    case fetchEnded(Key, fetch: Int, duration: Duration, error: (any Error)?)
+}
+
+/// What a level's read found.
+public enum LevelReadOutcome: Sendable {
+    /// A value, saved at `savedAt` (the read may still find it too old and go on).
+    case hit(savedAt: Date)
+    /// No value, or an expired one.
+    case miss
+    /// The level failed, or took longer than its timeout.
+    case failed(any Error)
+}
+
+extension StoreLevel {
+    /// This level, telling `events` what each of its operations found, with the key and the level's name.
+    func reporting(to events: @escaping @Sendable (StoreEvent<Key>) -> Void) -> StoreLevel {
+        let (name, read, save, removeValue, removeAll) = (name, self.read, self.save, self.removeValue, self.removeAll)
+        return StoreLevel(
+            name: name,
+            read: { key, completion in
+                read(key) { result in
+                    let outcome: LevelReadOutcome =
+                        switch result {
+                        case .success(let cached): .hit(savedAt: cached.savedAt)
+                        case .failure(is CacheMiss): .miss
+                        case .failure(let error): .failed(error)
+                        }
+                    events(.levelRead(key, level: name, outcome: outcome))
+                    completion(result)
+                }
+            },
+            save: { value, savedAt, key, completion in
+                save(value, savedAt, key) { result in
+                    events(.levelWritten(key, level: name, operation: .save, error: result.failure))
+                    completion(result)
+                }
+            },
+            removeValue: { key, completion in
+                removeValue(key) { result in
+                    events(.levelWritten(key, level: name, operation: .removal, error: result.failure))
+                    completion(result)
+                }
+            },
+            removeAll: { completion in
+                removeAll { result in
+                    events(.levelWritten(nil, level: name, operation: .removalOfEveryValue, error: result.failure))
+                    completion(result)
+                }
+            },
+            writeDebounce: writeDebounce, scheduler: scheduler)
+    }
+}
+
+extension Result {
+    /// The failure, or `nil` for a success.
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { error } else { nil }
+    }
+}

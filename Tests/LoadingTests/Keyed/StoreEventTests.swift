@@ -1,0 +1,211 @@
+import Foundation
+import Loading
+import XCTest
+
+/// A store's events, as a server's logs, metrics and traces read them: every level read with its outcome, every
+/// level write with its key, level and failure, every fetch started, joined and ended.
+final class StoreEventTests: XCTestCase {
+    func test_aReadThatMissesEveryLevel_tellsEachLevelsMiss_thenTheFetch() throws {
+        let events = EventLog()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, String>(), name: "memory"), .cache(FailingCache(), name: "disk")],
+            fetch: LoaderFamily { (key: String) in Answering(.success("fresh \(key)")) }, keptValues: 0,
+            events: events.record)
+
+        XCTAssertEqual(try awaitLoad(store.read("a")).value, "fresh a")
+
+        XCTAssertEqual(
+            events.lines,
+            [
+                "read a memory miss", "read a disk failed", "fetch a started 1", "fetch a ended 1",
+                "save a memory", "save a disk failed",
+            ])
+    }
+
+    func test_aLevelHit_isToldWithItsSaveDate_andAHeldValue_asHeld() throws {
+        let events = EventLog()
+        let memory = MemoryCache<String, String>()
+        let saved = Date(timeIntervalSinceReferenceDate: 500)
+        memory.save("cached", for: "a", savedAt: saved) { _ in }
+        let store = Store(
+            levels: [.cache(memory, name: "memory")],
+            fetch: LoaderFamily { (_: String) in Answering<String>(.failure(URLError(.notConnectedToInternet))) },
+            events: events.record)
+
+        XCTAssertEqual(try awaitLoad(store.read("a")).value, "cached")
+        XCTAssertEqual(try awaitLoad(store.read("a")).value, "cached")
+
+        XCTAssertEqual(events.lines, ["read a memory hit 500", "held a"])
+    }
+
+    func test_callersOfOneKey_shareOneFetch_toldAsOneStartAndJoins_andItsDuration() throws {
+        let events = EventLog()
+        let upstream = HeldUpstream()
+        let store = Store(
+            levels: [], fetch: LoaderFamily { (_: String) in upstream }, events: events.record)
+
+        let answered = DispatchGroup()
+        for _ in 0..<20 {
+            answered.enter()
+            store.read("a", policy: .networkOnly).load { _ in answered.leave() }
+        }
+        Thread.sleep(forTimeInterval: 0.05)
+        upstream.answer(with: .success("v"))
+        XCTAssertEqual(answered.wait(timeout: .now() + 5), .success)
+
+        XCTAssertEqual(events.lines.filter { $0.hasPrefix("fetch a started") }, ["fetch a started 1"])
+        XCTAssertEqual(events.lines.filter { $0 == "fetch a joined 1" }.count, 19)
+        XCTAssertEqual(events.lines.filter { $0.hasPrefix("fetch a ended") }, ["fetch a ended 1"])
+        let duration = try XCTUnwrap(events.durations.first)
+        XCTAssertGreaterThanOrEqual(duration, .milliseconds(50), "from the start to the answer")
+    }
+
+    func test_aFailedFetch_endsWithItsError() throws {
+        let events = EventLog()
+        let store = Store(
+            levels: [],
+            fetch: LoaderFamily { (_: String) in Answering<String>(.failure(URLError(.timedOut))) },
+            events: events.record)
+
+        XCTAssertThrowsError(try awaitLoad(store.read("a")))
+
+        XCTAssertEqual(events.lines, ["fetch a started 1", "fetch a ended 1 failed"])
+    }
+
+    func test_writesRemovalsAndClears_areToldWithTheirKeyLevelAndFailure() {
+        let events = EventLog()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, String>(), name: "memory"), .cache(FailingCache(), name: "disk")],
+            fetch: LoaderFamily { (_: String) in Answering<String>(.failure(URLError(.timedOut))) },
+            events: events.record)
+
+        store.write("v", for: "a")
+        store.remove("a")
+        let cleared = expectation(description: "cleared")
+        store.clear { cleared.fulfill() }
+        wait(for: [cleared], timeout: 5)
+
+        XCTAssertEqual(
+            events.lines,
+            [
+                "save a memory", "save a disk failed", "removal a memory", "removal a disk failed",
+                "removal of every value - memory", "removal of every value - disk failed",
+            ])
+    }
+
+    func test_aFetchStarted_isToldInTheCallersTask() async throws {
+        let seen = Locked<[String?]>([])
+        let store = Store(
+            levels: [], fetch: LoaderFamily { (key: String) in Answering(.success(key)) },
+            events: { event in
+                if case .fetchStarted = event { seen.withLock { $0.append(Trace.id) } }
+            })
+
+        _ = try await Trace.$id.withValue("trace-7") { try await store.read("a").load() }
+
+        XCTAssertEqual(seen.withLock { $0 }, ["trace-7"])
+    }
+
+    // MARK: - Helpers
+
+    private func awaitLoad(_ loader: AnyLoader<StoreResponse<String>>) throws -> StoreResponse<String> {
+        let result = Locked<Result<StoreResponse<String>, any Error>?>(nil)
+        let done = expectation(description: "loaded")
+        loader.load { outcome in
+            result.withLock { $0 = outcome }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+        return try XCTUnwrap(result.withLock { $0 }).get()
+    }
+}
+
+/// The trace a test's read belongs to.
+private enum Trace {
+    @TaskLocal static var id: String?
+}
+
+/// The events a store told, as lines.
+private final class EventLog: Sendable {
+    private let events = Locked<[StoreEvent<String>]>([])
+
+    var record: @Sendable (StoreEvent<String>) -> Void {
+        { [events] event in events.withLock { $0.append(event) } }
+    }
+
+    /// One line per event; fetches are numbered in the order they started, from 1.
+    var lines: [String] {
+        var numbers: [Int: Int] = [:]
+        func number(_ fetch: Int) -> Int {
+            if let known = numbers[fetch] { return known }
+            numbers[fetch] = numbers.count + 1
+            return numbers.count
+        }
+        return events.withLock { $0 }.map { event in
+            switch event {
+            case .heldValueRead(let key): "held \(key)"
+            case .levelRead(let key, let level, .hit(let savedAt)):
+                "read \(key) \(level) hit \(Int(savedAt.timeIntervalSinceReferenceDate))"
+            case .levelRead(let key, let level, .miss): "read \(key) \(level) miss"
+            case .levelRead(let key, let level, .failed): "read \(key) \(level) failed"
+            case .levelWritten(let key, let level, let operation, let error):
+                "\(operation.rawValue) \(key ?? "-") \(level)" + (error == nil ? "" : " failed")
+            case .fetchStarted(let key, let fetch): "fetch \(key) started \(number(fetch))"
+            case .fetchJoined(let key, let fetch): "fetch \(key) joined \(number(fetch))"
+            case .fetchEnded(let key, let fetch, _, let error):
+                "fetch \(key) ended \(number(fetch))" + (error == nil ? "" : " failed")
+            }
+        }
+    }
+
+    var durations: [Duration] {
+        events.withLock { $0 }.compactMap { event in
+            if case .fetchEnded(_, _, let duration, _) = event { duration } else { nil }
+        }
+    }
+}
+
+/// A cache whose every operation fails at once.
+private struct FailingCache: KeyedCache {
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
+        completion(.failure(CocoaError(.fileReadCorruptFile)))
+    }
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.failure(CocoaError(.fileWriteOutOfSpace)))
+    }
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.failure(CocoaError(.fileWriteNoPermission)))
+    }
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.failure(CocoaError(.fileWriteNoPermission)))
+    }
+}
+
+/// A loader that answers `result` at once.
+private struct Answering<Output: Sendable>: Loader {
+    let result: Result<Output, any Error>
+    init(_ result: Result<Output, any Error>) { self.result = result }
+    func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
+        completion(result)
+        return Idle()
+    }
+}
+
+/// An upstream that holds its loads until told to answer.
+private final class HeldUpstream: Loader, Sendable {
+    private let waiting = Locked<[LoadCompletion<String>]>([])
+
+    func load(completion: @escaping LoadCompletion<String>) -> any CancellationToken {
+        waiting.withLock { $0.append(completion) }
+        return Idle()
+    }
+
+    func answer(with result: Result<String, any Error>) {
+        for completion in waiting.withLock({ exchange(&$0, with: []) }) { completion(result) }
+    }
+}
+
+/// A token with nothing to cancel.
+private struct Idle: CancellationToken {
+    func cancel() {}
+}
