@@ -68,6 +68,8 @@ extension Store {
         @usableFromInline @exclusivity(unchecked) var holdsKey = false
         /// Whether the read waited for the changes asked before it (see ``start()``).
         @usableFromInline @exclusivity(unchecked) var hasWaited = false
+        /// What stops the level read in flight early, when its level can (set and taken under the store's lock).
+        @usableFromInline var stopLevelRead: (@Sendable () -> Void)?
         /// Where the read stands in the store's order, once it began (after the changes asked before it): a change
         /// asked after it is applied again to what its fetch brings. Set under the store's lock.
         @usableFromInline @exclusivity(unchecked) var asked: Int?
@@ -151,15 +153,16 @@ extension Store {
         /// cache-then-network read) goes on.
         @inlinable
         func cancel() {
-            typealias Left = (garbage: [Any], cancel: (any CancellationToken)?)
+            typealias Left = (garbage: [Any], cancel: (any CancellationToken)?, stop: (@Sendable () -> Void)?)
             let (taken, left) = store.locked { machine -> (HandedCompletion<StoreResponse<Value>>?, Left?) in
                 guard !isCancelled, onFailure != nil || self.completion != nil else { return (nil, nil) }
                 isCancelled = true
                 let left = joinedFetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: key) }
                 joinedFetch = nil
-                return (self.completion.take(), left)
+                return (self.completion.take(), (left?.garbage ?? [], left?.cancel, stopLevelRead.take()))
             }
             left?.cancel?.cancel()
+            left?.stop?()
             withExtendedLifetime((taken, left?.garbage)) {}  // released after unlocking
         }
 
@@ -214,7 +217,15 @@ extension Store {
                 let taken = snapshot.flatMap { takes($0, for: purpose) } == true
                 return levelsDone(taken ? snapshot?.response : nil, for: purpose)
             case .read:
-                store.levels[index].read(key) { [self] result in levelAnswered(result) }
+                let stop = store.levels[index].read(key) { [self] result in levelAnswered(result) }
+                // A level that can stop early (an async one) is told when the read is cancelled.
+                guard let stop else { return }
+                let cancelled = store.locked { _ -> Bool in
+                    guard !isCancelled else { return true }
+                    stopLevelRead = stop
+                    return false
+                }
+                if cancelled { stop() }
             }
         }
 

@@ -431,7 +431,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         of key: Key, from index: Int, done: @escaping @Sendable (CachedValue<Value>?, Int) -> Void
     ) {
         guard index < levels.count else { return done(nil, 0) }
-        levels[index].read(key) { [self] result in
+        _ = levels[index].read(key) { [self] result in
             guard case .success(let cached) = result else { return readBase(of: key, from: index + 1, done: done) }
             done(cached, index)
         }

@@ -90,7 +90,7 @@ extension StoreLevel {
     /// A level made of its operations, written at once unless `writeDebounce` says.
     init(
         name: String,
-        read: @escaping @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> Void,
+        read: @escaping @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> (@Sendable () -> Void)?,
         save: @escaping @Sendable (Value, Double, Key, @escaping Completion<Void>) -> Void,
         removeValue: @escaping @Sendable (Key, @escaping Completion<Void>) -> Void,
         removeAll: @escaping @Sendable (@escaping Completion<Void>) -> Void,
@@ -129,16 +129,15 @@ private struct LevelDeadline: Sendable {
     let interval: Duration?
 
     /// Starts an operation with `start`, which returns what cancels it (or `nil`); `completion` receives the first of
-    /// its answer and, after `interval`, a ``LevelTimeoutError`` (then the operation is cancelled).
+    /// its answer and, after `interval`, a ``LevelTimeoutError`` (then the operation is cancelled). Returns what
+    /// cancels the operation.
+    @discardableResult
     func run<Output: Sendable>(
         _ operation: LevelOperation,
         _ completion: @escaping @Sendable (Result<Output, any Error>) -> Void,
         start: (@escaping @Sendable (Result<Output, any Error>) -> Void) -> (@Sendable () -> Void)?
-    ) {
-        guard let interval else {
-            _ = start(completion)
-            return
-        }
+    ) -> (@Sendable () -> Void)? {
+        guard let interval else { return start(completion) }
         let answer = FirstAnswer(completion)
         let cancel = start { answer.give($0) }
         let error = LevelTimeoutError(level: level, operation: operation, interval: interval)
@@ -146,6 +145,7 @@ private struct LevelDeadline: Sendable {
             if answer.give(.failure(error)) { cancel?() }
         }
         answer.keep(timer)
+        return cancel
     }
 }
 

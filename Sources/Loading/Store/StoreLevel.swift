@@ -13,7 +13,8 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public let name: String
     // The cache's operations as closures made where the level is made (the initializer is inlinable): they run the
     // cache's code specialized for its types, where a call through `any KeyedCache` would run it generic.
-    @usableFromInline let read: @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> Void
+    /// Reads a key; returns what asks the read to stop early (it still completes), when it can.
+    @usableFromInline let read: @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> (@Sendable () -> Void)?
     /// Saves a value dated by the store (seconds since the reference date).
     @usableFromInline let save: @Sendable (Value, Double, Key, @escaping Completion<Void>) -> Void
     @usableFromInline let removeValue: @Sendable (Key, @escaping Completion<Void>) -> Void
@@ -26,7 +27,10 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         cache: Cache, name: String, writeDebounce: Duration?, scheduler: any Scheduler
     ) {
         self.name = name
-        read = { key, completion in cache.value(for: key, completion: completion) }
+        read = { key, completion in
+            cache.value(for: key, completion: completion)
+            return nil
+        }
         save = { value, savedAt, key, completion in
             cache.save(
                 value, for: key, savedAt: Date(timeIntervalSinceReferenceDate: savedAt), completion: completion)

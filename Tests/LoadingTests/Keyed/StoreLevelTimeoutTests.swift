@@ -105,6 +105,27 @@ final class StoreLevelTimeoutTests: XCTestCase {
         try await waitUntil { await table.cancelledReads == 1 }
     }
 
+    func test_aCancelledRead_cancelsItsAsyncLevelRead() async throws {
+        let table = AsyncTable(hangs: true)
+        let fetches = Locked(0)
+        let store = Store(
+            levels: [.cache(table, name: "table")],
+            fetch: LoaderFamily { (key: String) in
+                fetches.withLock { $0 += 1 }
+                return Just("fresh \(key)")
+            })
+
+        let answered = Locked(false)
+        let read = store.read("a", policy: .cacheFirst).load { _ in answered.withLock { $0 = true } }
+        try await waitUntil { await table.readsStarted == 1 }
+        read.cancel()
+
+        try await waitUntil { await table.cancelledReads == 1 }
+        try await Task.sleep(for: .milliseconds(20))
+        XCTAssertFalse(answered.withLock { $0 }, "a cancelled load never completes")
+        XCTAssertEqual(fetches.withLock { $0 }, 0, "nor does it fetch")
+    }
+
     func test_callbackLevelRead_thatNeverAnswers_timesOut_andTheReadFetches() async throws {
         let store = Store(
             levels: [.cache(SilentCache(), name: "silent", timeout: .milliseconds(50))],
@@ -209,6 +230,7 @@ private actor AsyncTable: AsyncKeyedCache {
     private let failing: Bool
     private let hangs: Bool
     private(set) var cancelledReads = 0
+    private(set) var readsStarted = 0
     private(set) var requestIDs: [String?] = []
 
     init(failing: Bool = false, hangs: Bool = false) {
@@ -221,6 +243,7 @@ private actor AsyncTable: AsyncKeyedCache {
 
     func value(for key: String) async throws -> CachedValue<String>? {
         requestIDs.append(Request.id)
+        readsStarted += 1
         try await answer()
         if Task.isCancelled { cancelledReads += 1 }
         return rows[key]

@@ -19,8 +19,8 @@
 ///     func removeAll() async throws { rows = [:] }
 /// }
 /// ```
-/// Each operation may be cancelled (the task it runs in), when the store stops waiting for it; a failed write leaves
-/// what was stored before intact.
+/// Each operation may be cancelled (the task it runs in) when the store stops waiting for it: a timeout, or a read
+/// cancelled by its caller. A failed write leaves what was stored before intact.
 public protocol AsyncKeyedCache<Key, Value>: Sendable {
     /// The type of the keys.
     associatedtype Key: Hashable & Sendable
