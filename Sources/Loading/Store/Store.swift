@@ -56,6 +56,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let clearObservers = ClearObservers()
     /// Told what happens (see ``StoreEvent``), when the store was given it.
     @usableFromInline let events: (@Sendable (StoreEvent<Key>) -> Void)?
+    /// Where fetches start.
+    let fetchContext: FetchContext
+    /// Whether an upstream load is told to `events` or started in a `fetchContext` of the app's.
+    @usableFromInline let wrapsFetches: Bool
 
     @usableFromInline typealias Machine = StoreMachine<Key, Value>
     @usableFromInline typealias Snapshot = StoreMachine<Key, Value>.Snapshot
@@ -72,6 +76,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///   - network: what fetches do while the network cannot be reached (by default, they start anyway).
     ///   - now: the clock responses and the levels' saves are stamped with, and ages and invalidations are judged
     ///     against (give the levels the same one: they judge expiry with theirs).
+    ///   - fetchContext: where fetches start: by default in the task of the caller that started each (see
+    ///     ``FetchContext``).
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
     ///   - events: told what happens, for logs, metrics and traces: hits and misses by level, level failures, fetches
     ///     started, joined and ended (see ``StoreEvent``).
@@ -82,11 +88,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         maxAge: Duration? = nil,
         network: NetworkMode = .always,
         now: @escaping @Sendable () -> Date = { Date() },
+        fetchContext: FetchContext = .caller,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         events: (@Sendable (StoreEvent<Key>) -> Void)? = nil
     ) {
         self.levels = events.map { events in levels.map { $0.reporting(to: events) } } ?? levels
         self.events = events
+        self.fetchContext = fetchContext
+        wrapsFetches = events != nil || fetchContext.run != nil
         // The store looks at the connectivity itself, knowing when each request goes out (`loadUpstream`).
         fetcher = fetch
         maxAgeSeconds = maxAge?.seconds
@@ -479,23 +488,44 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func loadUpstream(
         _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
     ) -> any CancellationToken {
-        if let events { return loadUpstream(id, of: key, reportingTo: events, completion: completion) }
+        if wrapsFetches { return loadUpstreamWrapped(id, of: key, completion: completion) }
         return sendUpstream(id, of: key, completion: completion)
     }
 
-    /// ``loadUpstream(_:of:completion:)``, telling `events` that the fetch started, and when it ended.
+    /// ``loadUpstream(_:of:completion:)`` for a store with `events` (told that the fetch started, and when it ended)
+    /// or a fetch context of the app's (where the upstream load starts).
     @usableFromInline
-    func loadUpstream(
-        _ id: Int, of key: Key, reportingTo events: @escaping @Sendable (StoreEvent<Key>) -> Void,
-        completion: @escaping LoadCompletion<Value>
+    func loadUpstreamWrapped(
+        _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
     ) -> any CancellationToken {
+        guard let events else { return startInContext(id, of: key, completion: completion) }
         events(.fetchStarted(key, fetch: id))
+        // Told once: when the load completes, or when the store cancels it (no caller waits for it any more).
         let started = ContinuousClock.now
-        return sendUpstream(id, of: key) { result in
-            let error: (any Error)? = if case .failure(let error) = result { error } else { nil }
+        let ended = Locked(false)
+        let end: @Sendable ((any Error)?) -> Void = { error in
+            guard !ended.withLock({ exchange(&$0, with: true) }) else { return }
             events(.fetchEnded(key, fetch: id, duration: ContinuousClock.now - started, error: error))
+        }
+        let token = startInContext(id, of: key) { result in
+            if case .failure(let error) = result { end(error) } else { end(nil) }
             completion(result)
         }
+        return AnyCancellationToken {
+            token.cancel()
+            end(CancellationError())
+        }
+    }
+
+    /// Starts fetch `id`'s upstream load in the store's fetch context.
+    func startInContext(
+        _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
+    ) -> any CancellationToken {
+        guard let run = fetchContext.run else { return sendUpstream(id, of: key, completion: completion) }
+        // The context may start the load later: a cancel meanwhile means it never starts.
+        let pending = PendingLoad(completion)
+        run { [self] in pending.startStep { sendUpstream(id, of: key) { pending.complete($0) } } }
+        return pending
     }
 
     /// Sends the upstream load of fetch `id` (see ``loadUpstream(_:of:completion:)``).

@@ -33,7 +33,8 @@ public enum StoreEvent<Key: Hashable & Sendable>: Sendable {
     case fetchStarted(Key, fetch: Int)
     /// A caller joined fetch `fetch` of the key, in flight, instead of starting one.
     case fetchJoined(Key, fetch: Int)
-    /// Fetch `fetch` of the key ended after `duration`, with a value or with `error`.
+    /// Fetch `fetch` of the key ended after `duration`: with a value, with `error`, or cancelled (a
+    /// `CancellationError`) once no caller waited for it any more.
     case fetchEnded(Key, fetch: Int, duration: Duration, error: (any Error)?)
 }
 

@@ -90,6 +90,21 @@ final class LevelSamplesTests: XCTestCase {
         XCTAssertEqual(api.calls.withLock { $0 }, 1)
     }
 
+    func test_aStoreWhoseFetchesHaveAContextOfTheirOwn() async throws {
+        let api = QuoteServer()
+        // Sample: begin
+        let store = Store(
+            levels: [.cache(MemoryCache(), name: "memory")],
+            fetch: LoaderFamily { (id: String) in api.quote(id) },
+            fetchContext: .custom { start in
+                RequestContext.$id.withValue("fetch") { start() }  // a context of the fetch's own
+            })
+        // Sample: end
+
+        let quote = try await RequestContext.$id.withValue("request 1") { try await store.read("ACME").load() }
+        XCTAssertEqual(quote.value?.symbol, "ACME")
+    }
+
     func test_theArticlesStoreWithADatabaseLevel() async throws {
         let api = QuoteServer()
         let table = QuoteTable()
