@@ -45,6 +45,44 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
         return LoaderFamily { key in CoalescedLoader(flights: flights, key: key) }
     }
 
+    /// ``coalesced()``, telling `events` of each shared load as a ``Store`` tells of its fetches: when it started
+    /// (``StoreEvent/fetchStarted(_:fetch:)``, in the task of the caller that started it), each caller that joined it
+    /// (``StoreEvent/fetchJoined(_:fetch:)``), and when it ended, with its duration and error
+    /// (``StoreEvent/fetchEnded(_:fetch:duration:error:)``; a `CancellationError` when the last caller left).
+    ///
+    /// ```swift
+    /// let quotes = LoaderFamily { (symbol: String) in api.quote(symbol) }
+    ///     .coalesced(events: { event in
+    ///         if case .fetchJoined = event { joins.withLock { $0 += 1 } }
+    ///     })
+    /// ```
+    public func coalesced(events: @escaping @Sendable (StoreEvent<Key>) -> Void) -> LoaderFamily {
+        let makeLoader = makeLoader
+        let flights = Flights<Key, Output>(
+            makeLoader: { key in makeLoader(key) },
+            onJoin: { key, flight in events(.fetchJoined(key, fetch: flight)) },
+            onStart: { key, flight, load in
+                events(.fetchStarted(key, fetch: flight))
+                let started = ContinuousClock.now
+                let ended = Locked(false)
+                let end: @Sendable ((any Error)?) -> Void = { error in
+                    guard !ended.withLock({ exchange(&$0, with: true) }) else { return }
+                    events(.fetchEnded(key, fetch: flight, duration: ContinuousClock.now - started, error: error))
+                }
+                return AnyLoader { completion in
+                    let token = load.load { result in
+                        if case .failure(let error) = result { end(error) } else { end(nil) }
+                        completion(result)
+                    }
+                    return AnyCancellationToken {
+                        token.cancel()
+                        end(CancellationError())
+                    }
+                }
+            })
+        return LoaderFamily { key in CoalescedLoader(flights: flights, key: key) }
+    }
+
     /// A family that transforms each key's values with `transform`.
     public func map<NewOutput: Sendable>(
         _ transform: @escaping @Sendable (Output) -> NewOutput
@@ -160,10 +198,27 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
 
     @usableFromInline let state = Locked(State())
     @usableFromInline let makeLoader: @Sendable (Key) -> AnyLoader<Output>
+    /// Told of each caller that joins a flight (the family's events), when there are any.
+    @usableFromInline let onJoin: (@Sendable (Key, Int) -> Void)?
+    /// Wraps each flight's load (to tell the family's events when it starts and ends), when there are events.
+    @usableFromInline let onStart: (@Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>)?
 
     @inlinable
     init(makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>) {
         self.makeLoader = makeLoader
+        onJoin = nil
+        onStart = nil
+    }
+
+    /// A table whose flights are told to the family's events.
+    init(
+        makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>,
+        onJoin: @escaping @Sendable (Key, Int) -> Void,
+        onStart: @escaping @Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>
+    ) {
+        self.makeLoader = makeLoader
+        self.onJoin = onJoin
+        self.onStart = onStart
     }
 
     @inlinable
@@ -184,13 +239,14 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
         // A flight over by the time its load returned (a memory hit answers at once) has delivered to its caller:
         // there is nothing to leave, and the token costs no allocation.
         if startsFlight, !start(key, flightID) { return FinishedToken() }
+        if !startsFlight, let onJoin { onJoin(key, flightID) }
         return AnyCancellationToken { [weak self] in self?.leave(key, flightID, callerID) }
     }
 
     /// Starts the flight's load; returns whether the flight is still going when the load returned.
     @inlinable
     func start(_ key: Key, _ flightID: Int) -> Bool {
-        let token = makeLoader(key).load { [self] result in finish(key, flightID, result) }
+        let token = loader(of: key, flightID).load { [self] result in finish(key, flightID, result) }
         let isCurrent = state.withLock { state -> Bool in
             guard state.flights[key]?.id == flightID else { return false }
             state.flights[key]!.hasToken = true
@@ -201,6 +257,17 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
         // be that every caller left, since the caller starting the flight gets its token only after this returns.
         // A completed load has nothing to cancel, and cancelling it through its existential is not free.
         return isCurrent
+    }
+
+    /// The load of flight `flightID` of `key`, told to the family's events when it has any.
+    @inlinable
+    func loader(of key: Key, _ flightID: Int) -> AnyLoader<Output> {
+        onJoin == nil ? makeLoader(key) : reportedLoader(of: key, flightID)
+    }
+
+    @usableFromInline
+    func reportedLoader(of key: Key, _ flightID: Int) -> AnyLoader<Output> {
+        onStart.map { $0(key, flightID, makeLoader(key)) } ?? makeLoader(key)
     }
 
     @inlinable

@@ -106,6 +106,28 @@ final class StoreEventTests: XCTestCase {
         XCTAssertEqual(seen.withLock { $0 }, ["trace-7"])
     }
 
+    func test_aCoalescedFamily_tellsOneStartTheJoinsAndOneEnd_andACancelledFlightEnds() throws {
+        let events = EventLog()
+        let upstream = HeldUpstream()
+        let family = LoaderFamily { (_: String) in upstream }.coalesced(events: events.record)
+
+        let answered = DispatchGroup()
+        for _ in 0..<5 {
+            answered.enter()
+            family["a"].load { _ in answered.leave() }
+        }
+        upstream.answer(with: .success("v"))
+        XCTAssertEqual(answered.wait(timeout: .now() + 5), .success)
+        family["b"].load { _ in XCTFail("a cancelled load never completes") }.cancel()
+
+        XCTAssertEqual(
+            events.lines,
+            [
+                "fetch a started 1", "fetch a joined 1", "fetch a joined 1", "fetch a joined 1", "fetch a joined 1",
+                "fetch a ended 1", "fetch b started 2", "fetch b ended 2 failed",
+            ])
+    }
+
     // MARK: - Helpers
 
     private func awaitLoad(_ loader: AnyLoader<StoreResponse<String>>) throws -> StoreResponse<String> {

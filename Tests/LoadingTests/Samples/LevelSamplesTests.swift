@@ -105,6 +105,20 @@ final class LevelSamplesTests: XCTestCase {
         XCTAssertEqual(quote.value?.symbol, "ACME")
     }
 
+    func test_aCoalescedFamilyCountingItsJoins() async throws {
+        let api = QuoteServer()
+        let joins = Locked(0)
+        // Sample: begin
+        let quotes = LoaderFamily { (symbol: String) in api.quote(symbol) }
+            .coalesced(events: { event in
+                if case .fetchJoined = event { joins.withLock { $0 += 1 } }
+            })
+        // Sample: end
+
+        _ = try await quotes["ACME"].load()
+        XCTAssertEqual(joins.withLock { $0 }, 0, "one caller: nothing to join")
+    }
+
     func test_theArticlesStoreWithADatabaseLevel() async throws {
         let api = QuoteServer()
         let table = QuoteTable()
