@@ -17,7 +17,8 @@ final class SampleInventoryTests: XCTestCase {
             at: root.appendingPathComponent("Docs"), includingPropertiesForKeys: nil
         ).filter { $0.pathExtension == "md" }
         let documents =
-            [root.appendingPathComponent("README.md")] + (pages + articles).sorted { $0.path < $1.path }
+            [root.appendingPathComponent("README.md"), root.appendingPathComponent("Integrations/README.md")]
+            + (pages + articles).sorted { $0.path < $1.path }
         let regions = try testFiles().flatMap { try Self.regions(in: String(contentsOf: $0, encoding: .utf8)) }
             .map(Self.normalized)
         XCTAssertFalse(regions.isEmpty)
@@ -46,7 +47,10 @@ final class SampleInventoryTests: XCTestCase {
         let regions = try testFiles().flatMap { try Self.regions(in: String(contentsOf: $0, encoding: .utf8)) }
             .map(Self.normalized)
         var checked = 0
-        for source in swiftFiles(under: ["Sources/Loading", "Sources/LoadingTestSupport", "Sources/FriendsDomain"]) {
+        let sources = [
+            "Sources/Loading", "Sources/LoadingTestSupport", "Sources/FriendsDomain", "Integrations/Sources",
+        ]
+        for source in swiftFiles(under: sources) {
             let text = try String(contentsOf: source, encoding: .utf8)
             for (line, block) in Self.swiftBlocks(in: Self.docComments(of: text)) where !Self.isExempt(block) {
                 checked += 1
@@ -70,7 +74,7 @@ final class SampleInventoryTests: XCTestCase {
     }
 
     private func testFiles() -> [URL] {
-        swiftFiles(under: ["Tests", "Examples/Tests"])
+        swiftFiles(under: ["Tests", "Examples/Tests", "Integrations/Tests"])
     }
 
     private func swiftFiles(under folders: [String]) -> [URL] {
