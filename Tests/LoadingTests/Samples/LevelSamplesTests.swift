@@ -24,6 +24,28 @@ struct QuoteServer: Sendable {
     }
 }
 
+/// A quotes API that fails with the errors given, in order, then answers.
+final class FlakyQuotes: Sendable {
+    private let state: Locked<(failures: [any Error], attempts: Int)>
+
+    init(failures: [any Error]) {
+        state = Locked((failures, 0))
+    }
+
+    var attempts: Int { state.withLock { $0.attempts } }
+
+    func quote(_ symbol: String) -> AnyLoader<Quote> {
+        AnyLoader { [state] completion in
+            let failure = state.withLock { state -> (any Error)? in
+                state.attempts += 1
+                return state.failures.isEmpty ? nil : state.failures.removeFirst()
+            }
+            completion(failure.map { .failure($0) } ?? .success(Quote(symbol: symbol, price: 100)))
+            return PendingLoad<Quote> { _ in }
+        }
+    }
+}
+
 // Sample: begin
 actor QuoteTable: AsyncKeyedCache {
     private var rows: [String: CachedValue<Quote>] = [:]
@@ -117,6 +139,65 @@ final class LevelSamplesTests: XCTestCase {
 
         _ = try await quotes["ACME"].load()
         XCTAssertEqual(joins.withLock { $0 }, 0, "one caller: nothing to join")
+    }
+
+    // MARK: On a server
+
+    func test_aServersStore_boundsWhatItHolds() async throws {
+        let upstream = QuoteServer()
+        // Sample: begin
+        let quotes = Store(
+            levels: [.cache(MemoryCache(countLimit: 50_000), name: "memory")],
+            fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+            keptValues: 5_000,
+            maxAge: .seconds(30))
+        // Sample: end
+
+        _ = try await quotes.read("ACME").load()
+        let again = try await quotes.read("ACME").load()
+        XCTAssertEqual(again.origin, .network, "the kept value, fetched once")
+        XCTAssertEqual(upstream.calls.withLock { $0 }, 1)
+    }
+
+    func test_aServersStore_judgesAgesWithAClockThatOnlyMovesForward() async throws {
+        let upstream = QuoteServer()
+        // Sample: begin
+        let startDate = Date()
+        let startInstant = ContinuousClock.now
+        let monotonic: @Sendable () -> Date = {
+            startDate.addingTimeInterval((ContinuousClock.now - startInstant) / .seconds(1))
+        }
+        let store = Store(
+            levels: [.cache(MemoryCache(expiry: .maxAge(.seconds(30)), now: monotonic), name: "memory")],
+            fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+            now: monotonic)
+        // Sample: end
+
+        let first = try await store.read("ACME").load()
+        let savedAt = try XCTUnwrap(first.savedAt)
+        XCTAssertLessThan(abs(savedAt.timeIntervalSince(startDate)), 5)
+        XCTAssertLessThanOrEqual(monotonic(), monotonic())
+    }
+
+    func test_aServersFetch_retriesOnlyTimeouts() async throws {
+        let upstream = FlakyQuotes(failures: [TimeoutError(interval: .seconds(2)), URLError(.badServerResponse)])
+        // Sample: begin
+        let upstreamFetch = LoaderFamily { (symbol: String) in
+            upstream.quote(symbol)
+                .timeout(after: .seconds(2))
+                .retry(
+                    .exponential(initial: .milliseconds(100), jitter: 0.5, maxAttempts: 3)
+                        .retrying(if: { $0 is TimeoutError }))
+        }
+        // Sample: end
+
+        do {
+            _ = try await upstreamFetch["ACME"].load()
+            XCTFail("the second failure is not retried")
+        } catch {
+            XCTAssertEqual((error as? URLError)?.code, .badServerResponse)
+        }
+        XCTAssertEqual(upstream.attempts, 2, "the timeout was retried once, the bad response not")
     }
 
     func test_theArticlesStoreWithADatabaseLevel() async throws {
