@@ -38,7 +38,7 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
     public init(
         client: PostgresClient, table: String, maxAge: Duration? = nil, now: @escaping @Sendable () -> Date = Date.init
     ) throws {
-        guard Self.isTableName(table) else { throw PostgresLevelError.invalidTableName(table) }
+        guard isTableName(table) else { throw PostgresLevelError.invalidTableName(table) }
         self.client = client
         self.table = table
         self.maxAge = maxAge
@@ -137,12 +137,15 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
         }
     }
 
-    private static func isTableName(_ name: String) -> Bool {
-        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 63 else { return false }
-        let letters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz_")
-        let rest = letters.union(CharacterSet(charactersIn: "0123456789"))
-        return letters.contains(first) && name.unicodeScalars.allSatisfy(rest.contains)
-    }
+}
+
+/// Whether `name` can name a table here: lowercase letters, digits and underscores, not starting with a digit, at most
+/// 63 (PostgreSQL's limit); never quoted, so never an injection.
+func isTableName(_ name: String) -> Bool {
+    guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 63 else { return false }
+    let letters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz_")
+    let rest = letters.union(CharacterSet(charactersIn: "0123456789"))
+    return letters.contains(first) && name.unicodeScalars.allSatisfy(rest.contains)
 }
 
 /// The table's creation, run once by the first operation that needs it; tried again after a failure.

@@ -58,6 +58,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let events: (@Sendable (StoreEvent<Key>) -> Void)?
     /// Where fetches start.
     let fetchContext: FetchContext
+    /// How fetches are coordinated with other processes, when they are.
+    let coordination: FetchCoordination<Key>?
     /// Whether an upstream load is told to `events` or started in a `fetchContext` of the app's.
     @usableFromInline let wrapsFetches: Bool
 
@@ -78,6 +80,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///     against (give the levels the same one: they judge expiry with theirs).
     ///   - fetchContext: where fetches start: by default in the task of the caller that started each (see
     ///     ``FetchContext``).
+    ///   - coordination: how fetches are coordinated with other processes sharing a level, so that each key is
+    ///     fetched once across them (see ``FetchCoordination``); by default they are not.
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
     ///   - events: told what happens, for logs, metrics and traces: hits and misses by level, level failures, fetches
     ///     started, joined and ended (see ``StoreEvent``).
@@ -89,13 +93,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         network: NetworkMode = .always,
         now: @escaping @Sendable () -> Date = { Date() },
         fetchContext: FetchContext = .caller,
+        coordination: FetchCoordination<Key>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         events: (@Sendable (StoreEvent<Key>) -> Void)? = nil
     ) {
         self.levels = events.map { events in levels.map { $0.reporting(to: events) } } ?? levels
         self.events = events
         self.fetchContext = fetchContext
-        wrapsFetches = events != nil || fetchContext.run != nil
+        self.coordination = coordination
+        wrapsFetches = events != nil || fetchContext.run != nil || coordination != nil
         // The store looks at the connectivity itself, knowing when each request goes out (`loadUpstream`).
         fetcher = fetch
         maxAgeSeconds = maxAge?.seconds
@@ -521,11 +527,19 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func startInContext(
         _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
     ) -> any CancellationToken {
-        guard let run = fetchContext.run else { return sendUpstream(id, of: key, completion: completion) }
+        guard let run = fetchContext.run else { return coordinatedLoad(id, of: key, completion: completion) }
         // The context may start the load later: a cancel meanwhile means it never starts.
         let pending = PendingLoad(completion)
-        run { [self] in pending.startStep { sendUpstream(id, of: key) { pending.complete($0) } } }
+        run { [self] in pending.startStep { coordinatedLoad(id, of: key) { pending.complete($0) } } }
         return pending
+    }
+
+    /// Starts fetch `id`'s upstream load, under the store's coordination with other processes when it has one.
+    func coordinatedLoad(
+        _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
+    ) -> any CancellationToken {
+        guard let coordination else { return sendUpstream(id, of: key, completion: completion) }
+        return coordinatedLoad(id, of: key, under: coordination, completion: completion)
     }
 
     /// Sends the upstream load of fetch `id` (see ``loadUpstream(_:of:completion:)``).

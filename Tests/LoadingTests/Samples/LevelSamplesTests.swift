@@ -46,6 +46,14 @@ final class FlakyQuotes: Sendable {
     }
 }
 
+/// Fetch leases of a service's instances, kept in memory.
+actor InstanceLeases: FetchLease {
+    private var held: Set<String> = []
+
+    func acquire(_ key: String, for duration: Duration) async throws -> Bool { held.insert(key).inserted }
+    func release(_ key: String) async throws { held.remove(key) }
+}
+
 // Sample: begin
 actor QuoteTable: AsyncKeyedCache {
     private var rows: [String: CachedValue<Quote>] = [:]
@@ -198,6 +206,29 @@ final class LevelSamplesTests: XCTestCase {
             XCTAssertEqual((error as? URLError)?.code, .badServerResponse)
         }
         XCTAssertEqual(upstream.attempts, 2, "the timeout was retried once, the bad response not")
+    }
+
+    func test_twoInstancesCoordinatedByALease_fetchOnce() async throws {
+        let upstream = QuoteServer()
+        let sharedTable = MemoryCache<String, Quote>()
+        let quoteLeases = InstanceLeases()
+        func instance() -> Store<String, Quote> {
+            // Sample: begin
+            let store = Store(
+                levels: [
+                    .cache(MemoryCache(), name: "memory"), .cache(sharedTable, name: "shared", timeout: .seconds(1)),
+                ],
+                fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+                coordination: .lease(quoteLeases, sharedLevel: "shared"))
+            // Sample: end
+            return store
+        }
+
+        let (first, second) = (instance(), instance())
+        _ = try await first.read("ACME").load()
+        let shared = try await second.read("ACME").load()
+        XCTAssertEqual(shared.origin, .cache("shared"))
+        XCTAssertEqual(upstream.calls.withLock { $0 }, 1)
     }
 
     func test_theArticlesStoreWithADatabaseLevel() async throws {

@@ -1,0 +1,92 @@
+import Foundation
+import Loading
+import PostgresNIO
+
+/// A fetch lease in a PostgreSQL table, for the instances of a service sharing a ``PostgresLevel``: the instance that
+/// takes a key's lease fetches it, the others wait for its value in the level (see `FetchCoordination`).
+///
+/// ```swift
+/// let quoteLeases = try PostgresFetchLease<String>(client: client, table: "quote_leases")
+/// let store = Store(
+///     levels: [.cache(MemoryCache(), name: "memory"), .cache(quotesTable, name: "postgres", timeout: .seconds(1))],
+///     fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+///     coordination: .lease(quoteLeases, sharedLevel: "postgres"))
+/// ```
+///
+/// One row per key held: who holds it and until when, by the database's clock (`now()`), so that the instances'
+/// clocks do not matter. A lease that lapsed is taken over by the next instance that asks.
+public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: FetchLease {
+    private let client: PostgresClient
+    private let table: String
+    /// This instance, as the rows it holds name it.
+    private let holder = UUID().uuidString
+    private let created = Locked(false)
+
+    /// A lease over `table` (lowercase letters, digits and underscores), through `client`, which the app runs.
+    /// - Throws: ``PostgresLevelError/invalidTableName(_:)`` when `table` is not such a name.
+    public init(client: PostgresClient, table: String) throws {
+        guard isTableName(table) else { throw PostgresLevelError.invalidTableName(table) }
+        self.client = client
+        self.table = table
+    }
+
+    /// Takes the lease of `key` for `duration` unless another instance holds one that has not lapsed (this instance
+    /// takes its own again).
+    public func acquire(_ key: Key, for duration: Duration) async throws -> Bool {
+        let id = try encodedKey(key)
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return try await attempt(.save, key: id) {
+            let rows = try await client.query(
+                """
+                INSERT INTO \(unescaped: table) (key, holder, expires_at)
+                VALUES (\(id), \(holder), now() + make_interval(secs => \(seconds)))
+                ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+                WHERE \(unescaped: table).expires_at <= now() OR \(unescaped: table).holder = excluded.holder
+                RETURNING holder
+                """)
+            for try await _ in rows.decode(String.self) { return true }
+            return false
+        }
+    }
+
+    /// Gives back the lease of `key`, when this instance holds it.
+    public func release(_ key: Key) async throws {
+        let id = try encodedKey(key)
+        try await attempt(.removal, key: id) {
+            try await client.query("DELETE FROM \(unescaped: table) WHERE key = \(id) AND holder = \(holder)")
+        }
+    }
+
+    @discardableResult
+    private func attempt<Result: Sendable>(
+        _ operation: LevelOperation, key: String, _ body: () async throws -> Result
+    ) async throws -> Result {
+        do {
+            if !created.withLock({ $0 }) {
+                try await createTable()
+                created.withLock { $0 = true }
+            }
+            return try await body()
+        } catch {
+            throw PostgresLevelError.failed(operation, table: table, key: key, underlying: error)
+        }
+    }
+
+    private func createTable() async throws {
+        let create: PostgresQuery = """
+            CREATE TABLE IF NOT EXISTS \(unescaped: table) (
+                key text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL)
+            """
+        do {
+            try await client.query(create)
+        } catch {
+            try await client.query(create)  // another instance was creating it at the same moment
+        }
+    }
+
+    private func encodedKey(_ key: Key) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(key), as: UTF8.self)
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Loading
+import LoadingPostgres
+import PostgresNIO
+import XCTest
+
+/// A fetch lease in a real PostgreSQL table, and stores standing for two instances of a service that share a level
+/// and a lease: one upstream call per cold key, under a stampede.
+final class PostgresFetchLeaseTests: XCTestCase {
+    private var client: PostgresClient!
+    private var table = ""
+
+    override func setUp() async throws {
+        client = try XCTUnwrap(PostgresLevelTests.makeClient(), "LOADING_POSTGRES_URL names no PostgreSQL server")
+        let running = Task { [client] in await client!.run() }
+        addTeardownBlock { running.cancel() }
+        table = "lease_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let (client, table) = (client!, table)
+        addTeardownBlock {
+            _ = try? await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+            _ = try? await client.query("DROP TABLE IF EXISTS \(unescaped: table)_values")
+        }
+    }
+
+    func test_oneInstanceHoldsALease_untilItGivesItBackOrItLapses() async throws {
+        let first = try PostgresFetchLease<String>(client: client, table: table)
+        let second = try PostgresFetchLease<String>(client: client, table: table)
+
+        let taken = try await first.acquire("ACME", for: .seconds(30))
+        let refused = try await second.acquire("ACME", for: .seconds(30))
+        let otherKey = try await second.acquire("INIT", for: .milliseconds(100))
+        try await first.release("ACME")
+        let afterRelease = try await second.acquire("ACME", for: .seconds(30))
+        try await Task.sleep(for: .milliseconds(300))
+        let afterLapse = try await first.acquire("INIT", for: .seconds(30))
+
+        XCTAssertTrue(taken)
+        XCTAssertFalse(refused, "held by the first")
+        XCTAssertTrue(otherKey)
+        XCTAssertTrue(afterRelease)
+        XCTAssertTrue(afterLapse, "the second's lease of INIT lapsed after 100 ms")
+    }
+
+    func test_aThousandCallersOverTwoInstances_makeOneUpstreamCallForAColdKey() async throws {
+        let upstream = SlowQuotes(latency: .milliseconds(100))
+        let instances = try (0..<2).map { _ in
+            Store(
+                levels: [
+                    .cache(MemoryCache<String, Quote>(), name: "memory"),
+                    .cache(
+                        try PostgresLevel<String, Quote>(client: client, table: table + "_values"), name: "postgres",
+                        timeout: .seconds(2)),
+                ],
+                fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+                coordination: .lease(
+                    try PostgresFetchLease<String>(client: client, table: table), sharedLevel: "postgres",
+                    waiting: .seconds(5), polling: .milliseconds(20)))
+        }
+
+        let prices = try await withThrowingTaskGroup(of: Double?.self) { group in
+            for index in 0..<1_000 {
+                group.addTask { try await instances[index % 2].read("ACME").load().value?.price }
+            }
+            var prices: [Double?] = []
+            for try await price in group { prices.append(price) }
+            return prices
+        }
+
+        XCTAssertEqual(prices.count, 1_000)
+        XCTAssertEqual(Set(prices), [100])
+        XCTAssertEqual(upstream.calls, 1, "one upstream call across both instances")
+    }
+
+    func test_theDocumentedStore_fetchesUnderItsLease() async throws {
+        let client: PostgresClient = client
+        let upstream = SlowQuotes(latency: .zero)
+        let quotesTable = try PostgresLevel<String, Quote>(client: client, table: table + "_values")
+        _ = try await client.query("DROP TABLE IF EXISTS quote_leases")
+        addTeardownBlock { _ = try? await client.query("DROP TABLE IF EXISTS quote_leases") }
+        // Sample: begin
+        let quoteLeases = try PostgresFetchLease<String>(client: client, table: "quote_leases")
+        let store = Store(
+            levels: [
+                .cache(MemoryCache(), name: "memory"), .cache(quotesTable, name: "postgres", timeout: .seconds(1)),
+            ],
+            fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+            coordination: .lease(quoteLeases, sharedLevel: "postgres"))
+        // Sample: end
+
+        let quote = try await store.read("ACME").load()
+        XCTAssertEqual(quote.value?.price, 100)
+        let other = try PostgresFetchLease<String>(client: client, table: "quote_leases")
+        var free = false
+        for _ in 0..<100 where !free {
+            free = try await other.acquire("ACME", for: .seconds(1))
+            if !free { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        XCTAssertTrue(free, "the lease was given back once the fetch ended")
+    }
+}
+
+/// An upstream that answers after `latency`, counting its calls.
+final class SlowQuotes: Sendable {
+    private let count = Locked(0)
+    private let latency: Duration
+
+    init(latency: Duration) {
+        self.latency = latency
+    }
+
+    var calls: Int { count.withLock { $0 } }
+
+    func quote(_ symbol: String) -> AnyLoader<Quote> {
+        AnyLoader { [count, latency] completion in
+            count.withLock { $0 += 1 }
+            let task = Task {
+                try? await Task.sleep(for: latency)
+                if !Task.isCancelled { completion(.success(Quote(symbol: symbol, price: 100))) }
+            }
+            return AnyCancellationToken { task.cancel() }
+        }
+    }
+}
