@@ -1,0 +1,163 @@
+import Foundation
+import InMemoryTracing
+import Loading
+import LoadingObservability
+import Logging
+import MetricsTestKit
+import Tracing
+import XCTest
+
+/// A real store's events through the logging, metrics and tracing adapters: a level that fails, a fetch joined by
+/// other callers, a failed fetch.
+final class StoreObservabilityTests: XCTestCase {
+    func test_metrics_countLevelReadsByOutcome_fetchesJoinsAndWriteFailures() throws {
+        let metrics = TestMetrics()
+        let counted = StoreEventMetrics<String>(store: "quotes", factory: metrics)
+        let upstream = HeldQuotes()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, Double>(), name: "memory"), .cache(BrokenDisk(), name: "disk")],
+            fetch: LoaderFamily { (_: String) in upstream },
+            events: counted.record)
+
+        let answered = DispatchGroup()
+        for _ in 0..<3 {
+            answered.enter()
+            store.read("ACME").load { _ in answered.leave() }
+        }
+        upstream.answerAll(with: 12.5)
+        XCTAssertEqual(answered.wait(timeout: .now() + 5), .success)
+
+        let reads: (String, String) -> Int64 = { level, outcome in
+            (try? metrics.expectCounter(
+                "loading_level_reads_total", [("store", "quotes"), ("level", level), ("outcome", outcome)]))?
+                .totalValue ?? 0
+        }
+        XCTAssertEqual(reads("memory", "miss"), 3)
+        XCTAssertEqual(reads("disk", "failed"), 3)
+        XCTAssertEqual(try metrics.expectCounter("loading_fetch_joins_total", [("store", "quotes")]).totalValue, 2)
+        XCTAssertEqual(
+            try metrics.expectCounter("loading_fetches_total", [("store", "quotes"), ("outcome", "success")])
+                .totalValue, 1)
+        XCTAssertEqual(
+            try metrics.expectCounter(
+                "loading_level_write_failures_total", [("store", "quotes"), ("level", "disk"), ("operation", "save")]
+            ).totalValue, 1)
+        XCTAssertEqual(try metrics.expectTimer("loading_fetch_duration_seconds", [("store", "quotes")]).values.count, 1)
+    }
+
+    func test_tracing_aSpanPerFetch_childOfTheRequestThatStartedIt_linkedFromTheRequestsThatJoined() throws {
+        let tracer = InMemoryTracer()
+        let traced = StoreEventTracing<String>(store: "quotes", tracer: tracer)
+        let upstream = HeldQuotes()
+        let store = Store(levels: [], fetch: LoaderFamily { (_: String) in upstream }, events: traced.record)
+
+        let first = tracer.startAnySpan("request 1", context: .topLevel)
+        let second = tracer.startAnySpan("request 2", context: .topLevel)
+        let answered = DispatchGroup()
+        for request in [first, second] {
+            answered.enter()
+            ServiceContext.withValue(request.context) {
+                _ = store.read("ACME").load { _ in answered.leave() }
+            }
+        }
+        upstream.answerAll(with: 12.5)
+        XCTAssertEqual(answered.wait(timeout: .now() + 5), .success)
+        _ = store.read("INIT", policy: .networkOnly).load { _ in }
+        upstream.failAll()
+
+        let fetches = tracer.finishedSpans.filter { $0.operationName == "loading.fetch" }
+        XCTAssertEqual(fetches.count, 2)
+        let shared = try XCTUnwrap(fetches.first { $0.attributes["loading.key"]?.toSpanAttribute() == "ACME" })
+        XCTAssertEqual(shared.spanContext.parentSpanID, first.context.inMemorySpanContext?.spanID)
+        XCTAssertEqual(shared.links.count, 1, "the second request joined")
+        XCTAssertEqual(
+            shared.links.first?.context.inMemorySpanContext?.spanID, second.context.inMemorySpanContext?.spanID)
+        let failed = try XCTUnwrap(fetches.first { $0.attributes["loading.key"]?.toSpanAttribute() == "INIT" })
+        XCTAssertEqual(failed.errors.count, 1)
+    }
+
+    func test_logging_warnsOfFailuresWithTheKeyAndTheLevel() {
+        let lines = Locked<[String]>([])
+        var logger = Logger(label: "quotes") { _ in LineHandler(lines: lines) }
+        logger.logLevel = .debug
+        let log = StoreEventLog<String>(store: "quotes", logger: logger)
+        let upstream = HeldQuotes()
+        let store = Store(
+            levels: [.cache(BrokenDisk(), name: "disk")], fetch: LoaderFamily { (_: String) in upstream },
+            events: log.record)
+
+        let answered = expectation(description: "answered")
+        store.read("ACME").load { _ in answered.fulfill() }
+        upstream.failAll()
+        wait(for: [answered], timeout: 5)
+
+        let logged = lines.withLock { $0 }
+        XCTAssertTrue(
+            logged.contains {
+                $0.hasPrefix("warning level read failed: counted as a miss") && $0.contains("key=ACME")
+                    && $0.contains("level=disk")
+            }, "\(logged)")
+        XCTAssertTrue(logged.contains { $0.hasPrefix("debug fetch started") })
+        XCTAssertTrue(logged.contains { $0.hasPrefix("warning fetch failed") && $0.contains("duration=") })
+    }
+}
+
+/// A log handler that keeps each line as "level message key=value...".
+private struct LineHandler: LogHandler {
+    let lines: Locked<[String]>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let fields = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        lines.withLock {
+            $0.append(([event.level.rawValue, event.message.description] + fields).joined(separator: " "))
+        }
+    }
+}
+
+/// A disk level whose every operation fails.
+private struct BrokenDisk: KeyedCache {
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<Double>, any Error>) -> Void) {
+        completion(.failure(CocoaError(.fileReadCorruptFile)))
+    }
+    func save(_ value: Double, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.failure(CocoaError(.fileWriteOutOfSpace)))
+    }
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.failure(CocoaError(.fileWriteNoPermission)))
+    }
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.failure(CocoaError(.fileWriteNoPermission)))
+    }
+}
+
+/// An upstream holding its loads until told.
+private final class HeldQuotes: Loader, Sendable {
+    private let waiting = Locked<[LoadCompletion<Double>]>([])
+
+    func load(completion: @escaping LoadCompletion<Double>) -> any CancellationToken {
+        waiting.withLock { $0.append(completion) }
+        return Ignored()
+    }
+
+    func answerAll(with price: Double) {
+        for completion in waiting.withLock({ exchange(&$0, with: []) }) { completion(.success(price)) }
+    }
+
+    func failAll() {
+        for completion in waiting.withLock({ exchange(&$0, with: []) }) {
+            completion(.failure(URLError(.badServerResponse)))
+        }
+    }
+}
+
+/// A token with nothing to cancel.
+private struct Ignored: CancellationToken {
+    func cancel() {}
+}
