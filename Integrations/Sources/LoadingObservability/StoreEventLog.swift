@@ -28,6 +28,9 @@ public struct StoreEventLog<Key: Hashable & Sendable>: Sendable {
         case .heldValueRead(let key):
             metadata["key"] = "\(key)"
             logger.trace("read the value the store holds", metadata: metadata)
+        case .evicted(let key):
+            metadata["key"] = "\(key)"
+            logger.trace("kept value let go of", metadata: metadata)
         case .levelRead(let key, let level, let outcome):
             metadata["key"] = "\(key)"
             metadata["level"] = "\(level)"

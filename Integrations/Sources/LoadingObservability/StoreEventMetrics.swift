@@ -8,7 +8,8 @@ import Metrics
 /// - `loading_level_write_failures_total` (`level`, `operation`): level saves and removals that failed;
 /// - `loading_fetches_total` (`outcome`: `success`, `failure` or `cancelled`) and `loading_fetch_duration_seconds`
 ///   (a timer): fetches that ended;
-/// - `loading_fetch_joins_total`: callers that joined a fetch in flight.
+/// - `loading_fetch_joins_total`: callers that joined a fetch in flight;
+/// - `loading_evictions_total`: kept values the store let go of to stay within its bound.
 ///
 /// ```swift
 /// let metrics = StoreEventMetrics<String>(store: "quotes")
@@ -36,6 +37,8 @@ public final class StoreEventMetrics<Key: Hashable & Sendable>: Sendable {
         switch event {
         case .heldValueRead:
             increment("loading_reads_held_total")
+        case .evicted:
+            increment("loading_evictions_total")
         case .levelRead(_, let level, let outcome):
             let name =
                 switch outcome {

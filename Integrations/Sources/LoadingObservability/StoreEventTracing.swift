@@ -43,7 +43,7 @@ public final class StoreEventTracing<Key: Hashable & Sendable>: Sendable {
                 span.setStatus(SpanStatus(code: .error))
             }
             span.end()
-        case .heldValueRead, .levelRead, .levelWritten:
+        case .heldValueRead, .levelRead, .levelWritten, .evicted:
             return
         }
     }

@@ -112,7 +112,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 256)
-        state = Locked(Machine(levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept))
+        state = Locked(
+            Machine(
+                levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
+                recordsEvictions: events != nil))
     }
 
     /// Runs `body` on the machine under the store's lock, and releases what the machine let go of (a dropped
@@ -677,10 +680,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Publishes the notices for state observers of the keys that began or stopped loading during the events before
-    /// (rarely any: only keys observed with ``states(for:)``).
+    /// (rarely any: only keys observed with ``states(for:)``), and tells `events` of the kept values let go of.
     @usableFromInline
     func publishNotices() {
-        for notice in locked({ $0.takeNotices() }) { publish(notice) }
+        let (notices, evicted) = locked { ($0.takeNotices(), $0.takeEvictions()) }
+        for notice in notices { publish(notice) }
+        if let events { for key in evicted { events(.evicted(key)) } }
     }
 
     @inlinable

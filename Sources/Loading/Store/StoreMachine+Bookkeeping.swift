@@ -83,6 +83,10 @@ extension StoreMachine {
             keptCount -= 1
             candidate.keptStamp = nil
             if candidate.isIdle { drop(oldest.key) }
+            if recordsEvictions {
+                evicted.append(oldest.key)
+                released.hasNotices = true  // told after unlocking (see ``takeEvictions()``)
+            }
         }
         // Records go stale as keys come back into use: compacted once they outnumber the live ones.
         if kept.count - keptHead > 2 * keptCount + 64 {

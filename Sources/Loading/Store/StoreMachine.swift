@@ -101,14 +101,25 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var recent: Entry?
     /// Entries with state observers whose fetches began, ended or failed since the last ``takeNotices()``.
     @usableFromInline var loadingTouched: [Entry] = []
+    /// Whether the keys whose kept values the bound let go of are recorded in `evicted` (the store has events).
+    @usableFromInline let recordsEvictions: Bool
+    /// Keys whose kept values the bound let go of since the last ``takeEvictions()``.
+    @usableFromInline var evicted: [Key] = []
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
     @usableFromInline static var invalidationLimit: Int { 64 }
 
     @inlinable
-    init(levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int) {
+    init(levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int, recordsEvictions: Bool = false) {
         self.levelNames = levelNames
         self.debouncedLevels = debouncedLevels
         self.keptValues = max(0, keptValues)
+        self.recordsEvictions = recordsEvictions
+    }
+
+    /// The keys whose kept values the bound let go of since the last call (recorded only for a store with events).
+    @usableFromInline
+    mutating func takeEvictions() -> [Key] {
+        exchange(&evicted, with: [])
     }
 
     /// The number of entries: keys in use, and values kept.

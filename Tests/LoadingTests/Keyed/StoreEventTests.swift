@@ -93,6 +93,18 @@ final class StoreEventTests: XCTestCase {
             ])
     }
 
+    func test_aKeptValueLetGoOfForTheBound_isToldAsEvicted() {
+        let events = EventLog()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, String>(), name: "memory")],
+            fetch: LoaderFamily { (key: String) in Answering(.success("fresh \(key)")) }, keptValues: 2,
+            events: events.record)
+
+        for key in ["a", "b", "c", "d"] { store.write(key, for: key) }
+
+        XCTAssertEqual(events.lines.filter { $0.hasPrefix("evicted") }, ["evicted a", "evicted b"])
+    }
+
     func test_aFetchStarted_isToldInTheCallersTask() async throws {
         let seen = Locked<[String?]>([])
         let store = Store(
@@ -166,6 +178,7 @@ private final class EventLog: Sendable {
         return events.withLock { $0 }.map { event in
             switch event {
             case .heldValueRead(let key): "held \(key)"
+            case .evicted(let key): "evicted \(key)"
             case .levelRead(let key, let level, .hit(let savedAt)):
                 "read \(key) \(level) hit \(Int(savedAt.timeIntervalSinceReferenceDate))"
             case .levelRead(let key, let level, .miss): "read \(key) \(level) miss"
