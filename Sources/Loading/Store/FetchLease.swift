@@ -41,7 +41,8 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     /// Fetches coordinated by `lease`, whose holder's values the others wait for in the level named `sharedLevel`.
     /// - Parameters:
     ///   - lease: the lease the processes share.
-    ///   - sharedLevel: the name of the store's level the processes share, where the holder's value arrives.
+    ///   - sharedLevel: the name of the store's level the processes share, where the holder's value arrives (a store
+    ///     without a level of that name stops at its creation: a programming error).
     ///   - holding: how long a lease lasts when its process does not give it back (it died): longer than a fetch.
     ///   - waiting: how long a process that does not hold the lease waits for the value before fetching itself.
     ///   - polling: how often it reads the shared level meanwhile.

@@ -60,7 +60,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     let fetchContext: FetchContext
     /// How fetches are coordinated with other processes, when they are.
     let coordination: FetchCoordination<Key>?
-    /// Whether an upstream load is told to `events` or started in a `fetchContext` of the app's.
+    /// Whether an upstream load is told to `events`, started in a `fetchContext` of the app's, or coordinated.
     @usableFromInline let wrapsFetches: Bool
 
     @usableFromInline typealias Machine = StoreMachine<Key, Value>
@@ -100,6 +100,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.levels = events.map { events in levels.map { $0.reporting(to: events) } } ?? levels
         self.events = events
         self.fetchContext = fetchContext
+        if let coordination, !levels.contains(where: { $0.name == coordination.sharedLevel }) {
+            preconditionFailure(
+                "The fetch coordination waits in the level “\(coordination.sharedLevel)”; the store has no such level")
+        }
         self.coordination = coordination
         wrapsFetches = events != nil || fetchContext.run != nil || coordination != nil
         // The store looks at the connectivity itself, knowing when each request goes out (`loadUpstream`).
@@ -501,8 +505,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return sendUpstream(id, of: key, completion: completion)
     }
 
-    /// ``loadUpstream(_:of:completion:)`` for a store with `events` (told that the fetch started, and when it ended)
-    /// or a fetch context of the app's (where the upstream load starts).
+    /// ``loadUpstream(_:of:completion:)`` for a store with `events` (told that the fetch started, and when it ended),
+    /// a fetch context of the app's (where the upstream load starts) or a coordination with other processes.
     @usableFromInline
     func loadUpstreamWrapped(
         _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
