@@ -173,11 +173,11 @@ final class StoreLevelTimeoutTests: XCTestCase {
         let table = AsyncTable()
         await table.put("a", "cached a", savedAt: start)
         let store = Store(
-            levels: [.cache(table, name: "table", timeout: .milliseconds(50))],
+            levels: [.cache(table, name: "table", timeout: .milliseconds(500))],
             fetch: LoaderFamily { (_: String) in Fails<String>() }, now: TestClock(start).now)
 
         let response = try await store.read("a", policy: .cacheFirst).load()
-        try await Task.sleep(for: .milliseconds(100))  // past the timeout
+        try await Task.sleep(for: .milliseconds(600))  // past the timeout
 
         XCTAssertEqual(response.value, "cached a")
         let cancelled = await table.cancelledReads
