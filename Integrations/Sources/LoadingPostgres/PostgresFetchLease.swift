@@ -17,23 +17,27 @@ import PostgresNIO
 /// clocks do not matter. A lease that lapsed is taken over by the next instance that asks.
 public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: FetchLease {
     private let client: PostgresClient
-    private let table: String
+    private let leases: Table
+    private var table: String { leases.name }
     /// This instance, as the rows it holds name it.
     private let holder = UUID().uuidString
-    private let created = Locked(false)
 
     /// A lease over `table` (lowercase letters, digits and underscores), through `client`, which the app runs.
     /// - Throws: ``PostgresLevelError/invalidTableName(_:)`` when `table` is not such a name.
     public init(client: PostgresClient, table: String) throws {
-        guard isTableName(table) else { throw PostgresLevelError.invalidTableName(table) }
+        guard
+            let leases = Table(
+                table, columns: "key text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL",
+                client: client)
+        else { throw PostgresLevelError.invalidTableName(table) }
         self.client = client
-        self.table = table
+        self.leases = leases
     }
 
     /// Takes the lease of `key` for `duration` unless another instance holds one that has not lapsed (this instance
     /// takes its own again).
     public func acquire(_ key: Key, for duration: Duration) async throws -> Bool {
-        let id = try encodedKey(key)
+        let id = try Table.rowKey(key)
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         return try await attempt(.save, key: id) {
             let rows = try await client.query(
@@ -51,7 +55,7 @@ public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: Fetch
 
     /// Gives back the lease of `key`, when this instance holds it.
     public func release(_ key: Key) async throws {
-        let id = try encodedKey(key)
+        let id = try Table.rowKey(key)
         try await attempt(.removal, key: id) {
             try await client.query("DELETE FROM \(unescaped: table) WHERE key = \(id) AND holder = \(holder)")
         }
@@ -62,31 +66,10 @@ public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: Fetch
         _ operation: LevelOperation, key: String, _ body: () async throws -> Result
     ) async throws -> Result {
         do {
-            if !created.withLock({ $0 }) {
-                try await createTable()
-                created.withLock { $0 = true }
-            }
+            try await leases.ensureCreated()
             return try await body()
         } catch {
             throw PostgresLevelError.failed(operation, table: table, key: key, underlying: error)
         }
-    }
-
-    private func createTable() async throws {
-        let create: PostgresQuery = """
-            CREATE TABLE IF NOT EXISTS \(unescaped: table) (
-                key text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL)
-            """
-        do {
-            try await client.query(create)
-        } catch {
-            try await client.query(create)  // another instance was creating it at the same moment
-        }
-    }
-
-    private func encodedKey(_ key: Key) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: try encoder.encode(key), as: UTF8.self)
     }
 }

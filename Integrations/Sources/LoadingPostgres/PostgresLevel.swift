@@ -24,11 +24,10 @@ import PostgresNIO
 ///   a store counts as a miss; the next save replaces it.
 public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Sendable & Codable>: AsyncKeyedCache {
     private let client: PostgresClient
-    private let table: String
+    private let rows: Table
+    private var table: String { rows.name }
     private let maxAge: Duration?
     private let now: @Sendable () -> Date
-    /// The creation of the table, once it succeeded (a failed one is tried again by the next operation).
-    private let created = TableCreation()
 
     /// A level over `table` (lowercase letters, digits and underscores), through `client`, which the app runs.
     /// - Parameters:
@@ -38,9 +37,13 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
     public init(
         client: PostgresClient, table: String, maxAge: Duration? = nil, now: @escaping @Sendable () -> Date = Date.init
     ) throws {
-        guard isTableName(table) else { throw PostgresLevelError.invalidTableName(table) }
+        guard
+            let rows = Table(
+                table, columns: "key text PRIMARY KEY, value jsonb NOT NULL, saved_at timestamptz NOT NULL",
+                client: client)
+        else { throw PostgresLevelError.invalidTableName(table) }
         self.client = client
-        self.table = table
+        self.rows = rows
         self.maxAge = maxAge
         self.now = now
     }
@@ -104,7 +107,7 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
         _ operation: LevelOperation, key: String?, _ body: () async throws -> Result
     ) async throws -> Result {
         do {
-            try await created.ensure { try await createTable() }
+            try await rows.ensureCreated()
             return try await body()
         } catch let error as PostgresLevelError {
             throw error
@@ -113,49 +116,12 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
         }
     }
 
-    private func createTable() async throws {
-        let create: PostgresQuery = """
-            CREATE TABLE IF NOT EXISTS \(unescaped: table) (
-                key text PRIMARY KEY, value jsonb NOT NULL, saved_at timestamptz NOT NULL)
-            """
-        do {
-            try await client.query(create)
-        } catch {
-            // Two instances creating the table at once: one of them fails on PostgreSQL's catalog; the table is
-            // there when it tries again.
-            try await client.query(create)
-        }
-    }
-
     private func encodedKey(_ key: Key, for operation: LevelOperation) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
         do {
-            return String(decoding: try encoder.encode(key), as: UTF8.self)
+            return try Table.rowKey(key)
         } catch {
             throw PostgresLevelError.failed(operation, table: table, key: String(describing: key), underlying: error)
         }
-    }
-
-}
-
-/// Whether `name` can name a table here: lowercase letters, digits and underscores, not starting with a digit, at most
-/// 63 (PostgreSQL's limit); never quoted, so never an injection.
-func isTableName(_ name: String) -> Bool {
-    guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 63 else { return false }
-    let letters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz_")
-    let rest = letters.union(CharacterSet(charactersIn: "0123456789"))
-    return letters.contains(first) && name.unicodeScalars.allSatisfy(rest.contains)
-}
-
-/// The table's creation, run once by the first operation that needs it; tried again after a failure.
-private final class TableCreation: Sendable {
-    private let done = Locked(false)
-
-    func ensure(_ create: () async throws -> Void) async throws {
-        guard !done.withLock({ $0 }) else { return }
-        try await create()  // concurrent first operations may each run it: CREATE TABLE IF NOT EXISTS is idempotent
-        done.withLock { $0 = true }
     }
 }
 

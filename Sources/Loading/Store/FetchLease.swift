@@ -28,9 +28,12 @@ public protocol FetchLease<Key>: Sendable {
 /// ```
 ///
 /// Before a fetch goes upstream, the store takes the key's lease. Holding it, it fetches, and gives the lease back when
-/// the upstream load ends (a lease whose process died lapses after `holding`). When another process holds it, the store reads the shared level every `polling` for a value saved since its fetch began, for at
-/// most `waiting`: that value is the fetch's answer. Past `waiting`, or when the lease cannot be reached, it fetches
-/// itself: a lease never fails a read, it only spares fetches.
+/// the upstream load ends (a lease whose process died lapses after `holding`). When another process holds it, the
+/// store reads the shared level every `polling` for a value saved since its fetch began, for at most `waiting`: that
+/// value is the fetch's answer. Past `waiting`, or when the lease cannot be reached, it fetches itself: a lease never
+/// fails a read, it only spares fetches. "Saved since" is judged by the processes' clocks (the holder's store dates the
+/// value): when the holder's clock is behind by more than a fetch takes, the waiting process does not take the value
+/// and fetches after `waiting`: a second upstream call, never an old answer.
 public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     let acquire: @Sendable (Key) async throws -> Bool
     let release: @Sendable (Key) async throws -> Void

@@ -1,0 +1,50 @@
+import Foundation
+import Loading
+import PostgresNIO
+
+/// A table of this package's: its name (checked, never quoted), and its creation on first use.
+final class Table: Sendable {
+    let name: String
+    private let client: PostgresClient
+    private let columns: String
+    private let created = Locked(false)
+
+    /// A table `name` with `columns` (SQL), through `client`; `nil` when `name` is not one this package takes.
+    init?(_ name: String, columns: String, client: PostgresClient) {
+        guard Table.isName(name) else { return nil }
+        self.name = name
+        self.columns = columns
+        self.client = client
+    }
+
+    /// Creates the table unless it was created already: once, then never asked again; tried again after a failure.
+    func ensureCreated() async throws {
+        guard !created.withLock({ $0 }) else { return }
+        // Concurrent first operations may each run it: CREATE TABLE IF NOT EXISTS is idempotent.
+        let create: PostgresQuery = "CREATE TABLE IF NOT EXISTS \(unescaped: name) (\(unescaped: columns))"
+        do {
+            try await client.query(create)
+        } catch {
+            // Two instances creating the table at once: one fails on PostgreSQL's catalog; the table is there when it
+            // tries again.
+            try await client.query(create)
+        }
+        created.withLock { $0 = true }
+    }
+
+    /// Whether `name` can name a table here: lowercase letters, digits and underscores, not starting with a digit, at
+    /// most 63 (PostgreSQL's limit); never quoted, so never an injection.
+    static func isName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 63 else { return false }
+        let letters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz_")
+        let rest = letters.union(CharacterSet(charactersIn: "0123456789"))
+        return letters.contains(first) && name.unicodeScalars.allSatisfy(rest.contains)
+    }
+
+    /// `key` as the text of a row's key: JSON, with the keys of its objects sorted, so that one key is one text.
+    static func rowKey(_ key: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(key), as: UTF8.self)
+    }
+}
