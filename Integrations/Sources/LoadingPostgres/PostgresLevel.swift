@@ -15,9 +15,9 @@ import PostgresNIO
 ///
 /// - The table is created on first use (`CREATE TABLE IF NOT EXISTS`), with the columns `key text` (the key as JSON,
 ///   the primary key), `value jsonb` and `saved_at timestamptz`.
-/// - **Dates come from the instances' clocks**: a row's `saved_at` is the date the store that wrote it learned the value
-///   (its `now`), and `maxAge` is judged against this level's `now`, never the database's `now()`. Instances whose
-///   clocks disagree by a second see a value's age off by that second: keep their clocks synchronized (NTP).
+/// - **Dates come from the instances' clocks**: a row's `saved_at` is the date the store that wrote it learned the
+///   value (its `now`), and `maxAge` is judged against this level's `now`, never the database's `now()`. Instances
+///   whose clocks disagree by a second see a value's age off by that second: keep their clocks synchronized (NTP).
 /// - A save replaces the row whatever its date (the last save wins, as in every level); a clear of a store deletes
 ///   every row of the table, for every instance.
 /// - A row that no longer decodes as `Value` (its type changed) is reported as ``PostgresLevelError`` by a read, which
