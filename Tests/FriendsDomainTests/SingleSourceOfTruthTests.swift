@@ -354,12 +354,17 @@ final class SingleSourceOfTruthTests: XCTestCase {
         return sut
     }
 
-    /// Memory at once, and the database once its debounced save has run.
+    /// Memory once the store's saves are issued, and the database once its debounced save has run.
+    ///
+    /// Both are waited for, briefly: the store shows a value before it issues its saves, and a debounced save whose
+    /// timer fires while another thread is issuing the key's saves is issued by that thread, right after.
     private func assertCaches(
         _ sut: SUT, hold friends: [Friend], file: StaticString = #filePath, line: UInt = #line
     ) throws {
+        spinMainQueue { (try? retrieve(sut.memory)) == friends }
         XCTAssertEqual(try retrieve(sut.memory), friends, "memory", file: file, line: line)
         sut.scheduler.advance(by: .seconds(1))
+        spinMainQueue { (try? retrieve(sut.database)) == friends }
         XCTAssertEqual(try retrieve(sut.database), friends, "database", file: file, line: line)
     }
 
