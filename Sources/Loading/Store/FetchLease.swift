@@ -27,13 +27,17 @@ public protocol FetchLease<Key>: Sendable {
 ///     coordination: .lease(quoteLeases, sharedLevel: "shared"))
 /// ```
 ///
-/// Before a fetch goes upstream, the store takes the key's lease. Holding it, it fetches, and gives the lease back when
-/// the upstream load ends (a lease whose process died lapses after `holding`). When another process holds it, the
-/// store reads the shared level every `polling` for a value saved since its fetch began, for at most `waiting`: that
-/// value is the fetch's answer. Past `waiting`, or when the lease cannot be reached, it fetches itself: a lease never
-/// fails a read, it only spares fetches. "Saved since" is judged by the processes' clocks (the holder's store dates the
-/// value): when the holder's clock is behind by more than a fetch takes, the waiting process does not take the value
-/// and fetches after `waiting`: a second upstream call, never an old answer.
+/// Before a fetch goes upstream, the store takes the key's lease. Holding it, it reads the shared level once more (the
+/// previous holder may have saved the value and given the lease back since the read missed), then fetches, and gives
+/// the lease back once the value reached the shared level, or at once when the fetch failed (a lease whose process
+/// died lapses after `holding`). When another process holds it, the store reads the shared level every `polling`, for
+/// at most `waiting`. Either way, a newer value found there is the fetch's answer, with its date and its level as its
+/// origin, saved to the faster levels only: newer means saved since the fetch began, or, when the read that started
+/// the fetch found the shared level's value too old (or found none), saved after that value. Past `waiting`, or when
+/// the lease cannot be reached, the store fetches itself: a lease never fails a read, it only spares fetches.
+/// "Saved since" is judged by the processes' clocks (the holder's store dates the value): when the holder's clock is
+/// behind by more than a fetch takes, the waiting process may not take the value and fetches after `waiting`: a second
+/// upstream call, never an old answer.
 public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     let acquire: @Sendable (Key) async throws -> Bool
     let release: @Sendable (Key) async throws -> Void
@@ -61,31 +65,61 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
 }
 
 extension Store {
-    /// Fetch `id`'s upstream load under `coordination`: fetched by this process when it takes the key's lease (or
-    /// cannot reach it, or waited long enough); otherwise answered by the value the lease's holder saved to the shared
-    /// level.
+    /// What level `level` answered the read that starts fetch `id`, which missed every level: under a coordination
+    /// whose shared level it is, a value saved there later than that answer is the fetch's answer too (see
+    /// ``coordinatedLoad(_:of:under:completion:)``).
+    @usableFromInline
+    func noteLevelAnswer(
+        _ result: Result<CachedValue<Value>, any Error>, of level: Int, invalidated: Bool, beforeFetch id: Int
+    ) {
+        guard let coordinator, level == coordinator.sharedLevel, !invalidated else { return }
+        switch result {
+        case .success(let cached): coordinator.read(cached.savedAt, beforeFetch: id)
+        case .failure(is CacheMiss): coordinator.read(nil, beforeFetch: id)
+        case .failure: return  // a level that failed says nothing of what it holds
+        }
+    }
+
+    /// Fetch `id`'s upstream load under `coordinator`: answered by a newer value of the shared level (saved since the
+    /// fetch began, or since the value its read found too old) when one arrives while another process holds the
+    /// key's lease, or when this process takes it (the holder may have given it back just now); fetched by this
+    /// process otherwise. Such an answer keeps its date and its level.
     func coordinatedLoad(
-        _ id: Int, of key: Key, under coordination: FetchCoordination<Key>,
-        completion: @escaping LoadCompletion<Value>
+        _ id: Int, of key: Key, under coordinator: FetchCoordinator<Key>, completion: @escaping LoadCompletion<Value>
     ) -> any CancellationToken {
         let pending = PendingLoad(completion)
-        let began = now()
-        let shared = levels.firstIndex { $0.name == coordination.sharedLevel }
+        let newer = NewerThan(began: now(), read: coordinator.takeRead(beforeFetch: id))
+        let (coordination, shared) = (coordinator.coordination, coordinator.sharedLevel)
         // The task is the load's first step; the upstream load, when it starts, its second.
         pending.startStep {
             let task = Task { [self] in
                 let holds = (try? await coordination.acquire(key)) ?? true  // an unreachable lease: fetch
-                if !holds, let shared,
-                    let value = await awaitSharedValue(of: key, in: shared, since: began, under: coordination)
-                {
-                    return pending.complete(.success(value))
+                let answer =
+                    holds
+                    ? await sharedValue(of: key, in: shared, newerThan: newer)
+                    : await awaitSharedValue(of: key, in: shared, newerThan: newer, under: coordination)
+                if let answer {
+                    if holds { Task { try? await coordination.release(key) } }
+                    locked { $0.fetchAnsweredByLevel(id, of: key, level: shared, savedAt: answer.savedAt) }
+                    return pending.complete(.success(answer.value))
                 }
-                guard !Task.isCancelled else { return }
+                guard !Task.isCancelled else {
+                    if holds { Task { try? await coordination.release(key) } }
+                    return
+                }
                 pending.startStep {
                     sendUpstream(id, of: key) { result in
+                        if holds {
+                            // Given back once the value reached the shared level: a process that takes the lease
+                            // then finds it there. A failure has nothing to wait for.
+                            let release: @Sendable () -> Void = { Task { try? await coordination.release(key) } }
+                            if case .success = result {
+                                coordinator.add(release, afterNextSaveOf: key)
+                            } else {
+                                release()
+                            }
+                        }
                         pending.complete(result)
-                        // After the store took the answer: a value is on its way to the shared level.
-                        if holds { Task { try? await coordination.release(key) } }
                     }
                 }
             }
@@ -94,11 +128,11 @@ extension Store {
         return pending
     }
 
-    /// A value of `key` saved to level `index` at or after `since`, read every `polling` for at most `waiting`; `nil`
-    /// when none came (or the wait was cancelled).
+    /// A newer value of `key` in level `index`, read every `polling` for at most `waiting`; `nil` when none came (or
+    /// the wait was cancelled).
     private func awaitSharedValue(
-        of key: Key, in index: Int, since: Date, under coordination: FetchCoordination<Key>
-    ) async -> Value? {
+        of key: Key, in index: Int, newerThan newer: NewerThan, under coordination: FetchCoordination<Key>
+    ) async -> CachedValue<Value>? {
         let deadline = ContinuousClock.now + coordination.waiting
         while ContinuousClock.now < deadline {
             do {
@@ -106,12 +140,100 @@ extension Store {
             } catch {
                 return nil
             }
-            let level = levels[index]
-            let cached = await withCheckedContinuation { (read: CheckedContinuation<CachedValue<Value>?, Never>) in
-                _ = level.read(key) { result in read.resume(returning: try? result.get()) }
-            }
-            if let cached, cached.savedAt >= since { return cached.value }
+            if let cached = await sharedValue(of: key, in: index, newerThan: newer) { return cached }
         }
         return nil
+    }
+
+    /// The value of `key` in level `index`, when it is newer than what the fetch needs.
+    private func sharedValue(of key: Key, in index: Int, newerThan newer: NewerThan) async -> CachedValue<Value>? {
+        let level = levels[index]
+        let cached = await withCheckedContinuation { (read: CheckedContinuation<CachedValue<Value>?, Never>) in
+            _ = level.read(key) { result in read.resume(returning: try? result.get()) }
+        }
+        guard let cached, newer.accepts(cached.savedAt) else { return nil }
+        return cached
+    }
+}
+
+/// What a coordinated fetch takes from the shared level: a value saved since it began, or one newer than what its
+/// read found there (`nil`: nothing is known of it; `-infinity`: the read found nothing).
+private struct NewerThan {
+    let began: Date
+    let read: Double?
+
+    func accepts(_ savedAt: Date) -> Bool {
+        savedAt >= began || read.map { savedAt.timeIntervalSinceReferenceDate > $0 } ?? false
+    }
+}
+
+/// A store's side of its ``FetchCoordination``: the shared level, what it answered the reads that start fetches, and
+/// the leases to give back once a save of their key reached it (or it was emptied).
+final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
+    let coordination: FetchCoordination<Key>
+    /// The index of the shared level in the store's levels.
+    let sharedLevel: Int
+    /// By fetch: the date of the value the shared level answered the fetch's read (seconds since the reference
+    /// date; `-infinity` for none). Taken when the fetch's upstream load starts.
+    private let reads = Locked<[Int: Double]>([:])
+    private let releases = Locked<[Key: [@Sendable () -> Void]]>([:])
+
+    init(_ coordination: FetchCoordination<Key>, sharedLevel: Int) {
+        self.coordination = coordination
+        self.sharedLevel = sharedLevel
+    }
+
+    func read(_ savedAt: Date?, beforeFetch id: Int) {
+        let seconds = savedAt?.timeIntervalSinceReferenceDate ?? -.infinity
+        reads.withLock { $0[id] = seconds }
+    }
+
+    func takeRead(beforeFetch id: Int) -> Double? {
+        reads.withLock { $0.removeValue(forKey: id) }
+    }
+
+    /// Runs `release` once the next save of `key` to the shared level ended.
+    func add(_ release: @escaping @Sendable () -> Void, afterNextSaveOf key: Key) {
+        releases.withLock { $0[key, default: []].append(release) }
+    }
+
+    /// A save of `key` ended: its leases are given back.
+    func saved(_ key: Key) {
+        guard let waiting = releases.withLock({ $0.removeValue(forKey: key) }) else { return }
+        for release in waiting { release() }
+    }
+
+    /// The level was emptied (a clear): every lease is given back.
+    func removedAll() {
+        let waiting = releases.withLock { exchange(&$0, with: [:]) }
+        for release in waiting.values.joined() { release() }
+    }
+}
+
+extension StoreLevel {
+    /// This level, telling `coordinator` as its saves and removals end.
+    func runningAfterSaves(_ coordinator: FetchCoordinator<Key>) -> StoreLevel {
+        let (name, read, save, removeValue, removeAll) = (name, self.read, self.save, self.removeValue, self.removeAll)
+        return StoreLevel(
+            name: name, read: read,
+            save: { value, savedAt, key, completion in
+                save(value, savedAt, key) { result in
+                    completion(result)
+                    coordinator.saved(key)
+                }
+            },
+            removeValue: { key, completion in
+                removeValue(key) { result in
+                    completion(result)
+                    coordinator.saved(key)
+                }
+            },
+            removeAll: { completion in
+                removeAll { result in
+                    completion(result)
+                    coordinator.removedAll()
+                }
+            },
+            writeDebounce: writeDebounce, scheduler: scheduler)
     }
 }

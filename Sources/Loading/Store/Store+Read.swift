@@ -233,10 +233,12 @@ extension Store {
         /// goes on, unless the store learned a value meanwhile (a fetch that answered), which is the answer.
         @inlinable
         func levelAnswered(_ result: Result<CachedValue<Value>, any Error>) {
+            var invalidated = !inStep  // whether a value the read does not take may be stale for more than its age
             // A hit from a level behind the store (its write not issued yet) is older than what the store holds.
             if inStep, case .success(let cached) = result, !store.locked({ _ in isCancelled }) {
                 // The invalidations are judged here, outside the lock: a predicate is the caller's code.
                 let staleSince = rules?.staleSince(key, savedAt: cached.savedAt)
+                invalidated = staleSince != nil
                 if takes(cached.savedAt, stale: staleSince != nil, for: purpose) {
                     if case .cacheThenNetwork = purpose {
                         holdsKey = true
@@ -264,6 +266,9 @@ extension Store {
             guard !cancelled else { return }
             switch miss {
             case .fetch(let begun):
+                if case .starts(let fetch, _) = begun, store.wrapsFetches {
+                    store.noteLevelAnswer(result, of: level, invalidated: invalidated, beforeFetch: fetch)
+                }
                 fetchBegun(begun)
             case .learned(let learned):
                 // What the store learned answers (no value too, after a removal), unless it is a value too old.

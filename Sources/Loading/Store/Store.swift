@@ -59,7 +59,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Where fetches start.
     let fetchContext: FetchContext
     /// How fetches are coordinated with other processes, when they are.
-    let coordination: FetchCoordination<Key>?
+    let coordinator: FetchCoordinator<Key>?
     /// Whether an upstream load is told to `events`, started in a `fetchContext` of the app's, or coordinated.
     @usableFromInline let wrapsFetches: Bool
 
@@ -97,14 +97,22 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         events: (@Sendable (StoreEvent<Key>) -> Void)? = nil
     ) {
-        self.levels = events.map { events in levels.map { $0.reporting(to: events) } } ?? levels
+        var levels = events.map { events in levels.map { $0.reporting(to: events) } } ?? levels
         self.events = events
         self.fetchContext = fetchContext
-        if let coordination, !levels.contains(where: { $0.name == coordination.sharedLevel }) {
-            preconditionFailure(
-                "The fetch coordination waits in the level “\(coordination.sharedLevel)”; the store has no such level")
+        if let coordination {
+            let name = coordination.sharedLevel
+            guard let shared = levels.firstIndex(where: { $0.name == name }) else {
+                preconditionFailure("The fetch coordination waits in the level “\(name)”; the store has no such level")
+            }
+            let coordinator = FetchCoordinator(coordination, sharedLevel: shared)
+            // A lease is given back once the value fetched under it reached the shared level.
+            levels[shared] = levels[shared].runningAfterSaves(coordinator)
+            self.coordinator = coordinator
+        } else {
+            coordinator = nil
         }
-        self.coordination = coordination
+        self.levels = levels
         wrapsFetches = events != nil || fetchContext.run != nil || coordination != nil
         // The store looks at the connectivity itself, knowing when each request goes out (`loadUpstream`).
         fetcher = fetch
@@ -545,8 +553,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func coordinatedLoad(
         _ id: Int, of key: Key, completion: @escaping LoadCompletion<Value>
     ) -> any CancellationToken {
-        guard let coordination else { return sendUpstream(id, of: key, completion: completion) }
-        return coordinatedLoad(id, of: key, under: coordination, completion: completion)
+        guard let coordinator else { return sendUpstream(id, of: key, completion: completion) }
+        return coordinatedLoad(id, of: key, under: coordinator, completion: completion)
     }
 
     /// Sends the upstream load of fetch `id` (see ``loadUpstream(_:of:completion:)``).

@@ -96,10 +96,19 @@ extension StoreMachine {
         entry.lastConfirmedFetch = id
         // Sent after the invalidation: fresh.
         if let sent = fetch.sentMark, sent > entry.staleMark { makeFresh(key, from: sent) }
-        let stored = value.map { StoredValue(value: $0, origin: rebased ? .local : .network, savedAt: now) }
+        // A value another process saved to a shared level keeps its date, and goes to the faster levels only.
+        var (origin, savedAt, levels) = (StoreOrigin.network, now, levelNames.indices)
+        if rebased {
+            origin = .local
+        } else if let answer = fetch.levelAnswer {
+            savedAt = Date(timeIntervalSinceReferenceDate: answer.savedAt)
+            (origin, levels) = (.cache(levelNames[answer.level]), 0..<answer.level)
+            noteStamp(savedAt)
+        }
+        let stored = value.map { StoredValue(value: $0, origin: origin, savedAt: savedAt) }
         // The callers are answered once the value is saved to the levels.
         let saved = SaveTicket()
-        var effects = confirm(stored, for: key, logging: nil, levels: levelNames.indices, ticket: saved, answers: true)
+        var effects = confirm(stored, for: key, logging: nil, levels: levels, ticket: saved, answers: true)
         let shown = effects.lastPublished
         saved.whenSaved(
             .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))

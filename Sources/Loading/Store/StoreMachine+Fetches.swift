@@ -243,6 +243,13 @@ extension StoreMachine {
         case fetch(FetchStart)
     }
 
+    /// Fetch `id` of `key` is answered by the value another process saved to level `level` at `savedAt`: confirmed
+    /// with that date, as a hit of that level (saved to the faster levels only).
+    mutating func fetchAnsweredByLevel(_ id: Int, of key: Key, level: Int, savedAt: Date) {
+        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
+        entry.fetches[index].levelAnswer = (level, savedAt.timeIntervalSinceReferenceDate)
+    }
+
     /// A fetch in flight and the callers waiting for it.
     @usableFromInline
     struct Fetch: Sendable {
@@ -267,6 +274,9 @@ extension StoreMachine {
         /// waited for the network (`nil` while it waits). What it brings is fresh against the invalidations made
         /// before.
         @usableFromInline var sentMark: Int?
+        /// The level another process saved the answer to, and when (seconds since the reference date), when the
+        /// answer came from there (see ``StoreMachine/fetchAnsweredByLevel(_:of:level:savedAt:)``).
+        @usableFromInline var levelAnswer: (level: Int, savedAt: Double)?
 
         /// Whether `change` was made while this fetch was in flight, in its generation: what the fetch brings gets it
         /// applied again.
