@@ -6,7 +6,7 @@
 
 extension StoreLevel {
     /// A level written at once whose every operation is given at most `timeout`: one that has not finished by then
-    /// ends with ``LevelTimeoutError``, and what it answers later is ignored. A read that times out counts as a miss
+    /// ends with ``LevelTimeoutError`` (within a quarter of `timeout` after it), and what it answers later is ignored. A read that times out counts as a miss
     /// (the store reads the next level, or fetches); a write or removal that times out is told to the store's
     /// `onWriteFailure`, and the store keeps the value as it keeps any value no level could save.
     ///
@@ -49,7 +49,7 @@ extension StoreLevel {
     /// A level written at once over a cache whose operations are `async` (a database reached through an async
     /// client). Each operation runs in a task of its own, which keeps the task-local values of the code that asked
     /// the store. With a `timeout`, an operation that has not finished by then is cancelled and ends with
-    /// ``LevelTimeoutError``: a read counts as a miss (the store reads the next level, or fetches), a write or removal
+    /// ``LevelTimeoutError`` (within a quarter of `timeout` after it): a read counts as a miss (the store reads the next level, or fetches), a write or removal
     /// is told to the store's `onWriteFailure`, and the store keeps the value as it keeps any value no level could
     /// save. A read that fails counts as a miss too.
     ///
@@ -124,12 +124,33 @@ private func inTask<Output: Sendable>(
 }
 
 /// The time a level's operations are given, and what ends one that takes longer.
-private struct LevelDeadline: Sendable {
-    let level: String
-    let interval: Duration?
+///
+/// One clock per level, not one timer per operation (a timer costs a thread's wake-up, even cancelled): while
+/// operations run, a task looks at their deadlines every quarter of `interval`, so an operation that takes too long
+/// ends between `interval` and a quarter more after it started.
+private final class LevelDeadline: Sendable {
+    private struct Running {
+        let deadline: ContinuousClock.Instant
+        let expire: @Sendable () -> Void
+    }
+
+    private struct State {
+        var running: [Int: Running] = [:]
+        var nextID = 0
+        var isTicking = false
+    }
+
+    private let level: String
+    private let interval: Duration?
+    private let state = Locked(State())
+
+    init(level: String, interval: Duration?) {
+        self.level = level
+        self.interval = interval
+    }
 
     /// Starts an operation with `start`, which returns what cancels it (or `nil`); `completion` receives the first of
-    /// its answer and, after `interval`, a ``LevelTimeoutError`` (then the operation is cancelled). Returns what
+    /// its answer and, once `interval` passed, a ``LevelTimeoutError`` (then the operation is cancelled). Returns what
     /// cancels the operation.
     @discardableResult
     func run<Output: Sendable>(
@@ -139,21 +160,47 @@ private struct LevelDeadline: Sendable {
     ) -> (@Sendable () -> Void)? {
         guard let interval else { return start(completion) }
         let answer = FirstAnswer(completion)
-        let cancel = start { answer.give($0) }
         let error = LevelTimeoutError(level: level, operation: operation, interval: interval)
-        let timer = DispatchQueueScheduler.global().schedule(after: interval) {
-            if answer.give(.failure(error)) { cancel?() }
+        let running = Running(deadline: .now + interval) { answer.expire(with: error) }
+        let (id, startsTicking) = state.withLock { state in
+            state.nextID += 1
+            state.running[state.nextID] = running
+            return (state.nextID, !exchange(&state.isTicking, with: true))
         }
-        answer.keep(timer)
+        if startsTicking { tick(every: interval / 4) }
+        let cancel = start { [self] result in
+            answer.give(result)
+            _ = state.withLock { $0.running.removeValue(forKey: id) }  // released after unlocking
+        }
+        answer.keep(cancel)
         return cancel
+    }
+
+    /// Ends the operations past their deadline every `period`, until none runs.
+    private func tick(every period: Duration) {
+        Task { [self] in
+            while true {
+                try? await Task.sleep(for: period)
+                let now = ContinuousClock.now
+                let (expired, isIdle) = state.withLock { state -> ([Running], Bool) in
+                    let expired = state.running.filter { $0.value.deadline <= now }
+                    for id in expired.keys { state.running[id] = nil }
+                    if state.running.isEmpty { state.isTicking = false }
+                    return (Array(expired.values), state.running.isEmpty)
+                }
+                for running in expired { running.expire() }
+                if isIdle { return }
+            }
+        }
     }
 }
 
-/// A completion called once, with the first answer given; the timer that would give the other is cancelled.
+/// A completion called once, with the first answer given: the operation's, or a timeout's (which cancels it).
 private final class FirstAnswer<Output: Sendable>: Sendable {
     private struct State {
         var completion: (@Sendable (Result<Output, any Error>) -> Void)?
-        var timer: (any CancellationToken)?
+        var cancel: (@Sendable () -> Void)?
+        var hasExpired = false
     }
     private let state: Locked<State>
 
@@ -161,27 +208,34 @@ private final class FirstAnswer<Output: Sendable>: Sendable {
         state = Locked(State(completion: completion))
     }
 
-    /// Calls the completion with `result` if no answer came before; says whether it did.
-    @discardableResult
-    func give(_ result: Result<Output, any Error>) -> Bool {
+    /// Calls the completion with `result` if no answer came before.
+    func give(_ result: Result<Output, any Error>) {
         // Taken under the lock, called and released after it: both are the caller's code.
-        let (completion, timer) = state.withLock { state in
-            (state.completion.take(), state.timer.take())
-        }
-        timer?.cancel()
-        guard let completion else { return false }
-        completion(result)
-        return true
+        let (completion, cancel) = state.withLock { state in (state.completion.take(), state.cancel.take()) }
+        withExtendedLifetime(cancel) { completion?(result) }
     }
 
-    /// Keeps the timer, to cancel it on the first answer; cancels it now if that came already.
-    func keep(_ timer: any CancellationToken) {
-        let answered = state.withLock { state -> Bool in
-            guard state.completion != nil else { return true }
-            state.timer = timer
-            return false
+    /// Ends the operation with `error` if no answer came before, and cancels it.
+    func expire(with error: any Error) {
+        let (completion, cancel) = state.withLock { state in
+            let completion = state.completion.take()
+            state.hasExpired = completion != nil
+            return (completion, state.cancel.take())
         }
-        if answered { timer.cancel() }
+        guard let completion else { return }
+        cancel?()
+        completion(.failure(error))
+    }
+
+    /// Keeps what cancels the operation, for a timeout; cancels it now if the timeout came already, drops it if the
+    /// answer did.
+    func keep(_ cancel: (@Sendable () -> Void)?) {
+        let (kept, hasExpired) = state.withLock { state -> (Bool, Bool) in
+            guard state.completion != nil else { return (false, state.hasExpired) }
+            state.cancel = cancel
+            return (true, false)
+        }
+        if hasExpired { cancel?() } else if !kept { withExtendedLifetime(cancel) {} }
     }
 }
 

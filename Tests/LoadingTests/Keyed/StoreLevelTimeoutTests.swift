@@ -136,6 +136,30 @@ final class StoreLevelTimeoutTests: XCTestCase {
         XCTAssertEqual(response.value, "fresh a")
     }
 
+    func test_readsStartedAtDifferentTimes_eachTimeOutAtTheirOwnDeadline_neverBefore() {
+        let store = Store(
+            levels: [.cache(SilentCache(), name: "silent", timeout: .milliseconds(200))],
+            fetch: LoaderFamily { (key: String) in Just("fresh \(key)") })
+        let waits = Locked<[Duration]>([])
+        let answered = DispatchGroup()
+
+        for index in 0..<10 {
+            answered.enter()
+            let started = ContinuousClock.now
+            _ = store.read("key \(index)").load { _ in
+                waits.withLock { $0.append(ContinuousClock.now - started) }
+                answered.leave()
+            }
+            Thread.sleep(forTimeInterval: 0.03)
+        }
+
+        XCTAssertEqual(answered.wait(timeout: .now() + 10), .success)
+        let all = waits.withLock { $0 }
+        XCTAssertEqual(all.count, 10)
+        XCTAssertTrue(all.allSatisfy { $0 >= .milliseconds(200) }, "none before its deadline: \(all)")
+        XCTAssertTrue(all.allSatisfy { $0 < .seconds(2) }, "each soon after it: \(all)")
+    }
+
     func test_aSaveThatTakesTooLong_isReported_andTheStoreKeepsTheValue() async throws {
         let failures = Locked<[any Error]>([])
         let store = Store(
