@@ -21,6 +21,8 @@ SKEW=${SKEW:-8}
 MAX_AGE=${MAX_AGE:-5}
 ROUNDS=${ROUNDS:-2}
 LATENCY_MS=${LATENCY_MS:-20}
+LEVEL_TIMEOUT_MS=${LEVEL_TIMEOUT_MS:-500}  # what a PostgreSQL operation is given
+LEASE_WAIT_MS=${LEASE_WAIT_MS:-2000}      # how long an instance waits for the lease holder's value
 CONFIGURATION=${CONFIGURATION:-release}
 BUILD_FLAGS=${BUILD_FLAGS:-}  # the flags of a build to reuse
 CHECK=${CHECK:-0}
@@ -78,7 +80,7 @@ for round in $(seq 1 "$ROUNDS"); do
             port=$(free_port)
             "$bin/QuoteService" --port "$port" --upstream "http://127.0.0.1:$upstream_port" \
                 --postgres "$LOADING_POSTGRES_URL" --mode "$mode" --events "$events" --table "$table" \
-                --max-age "$MAX_AGE" &
+                --max-age "$MAX_AGE" --level-timeout "$LEVEL_TIMEOUT_MS" --lease-wait "$LEASE_WAIT_MS" &
             instance_pids+=($!)
             pids+=($!)
             targets+=("http://127.0.0.1:$port")

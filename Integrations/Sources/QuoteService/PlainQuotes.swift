@@ -18,13 +18,19 @@ final class PlainQuotes: QuoteSource {
     private let leases: PostgresFetchLease<String>
     private let upstream: Upstream
     private let maxAge: TimeInterval
+    private let levelTimeout: Duration
+    private let leaseWait: Duration
 
-    init(table: PostgresLevel<String, Quote>, leases: PostgresFetchLease<String>, upstream: Upstream, maxAge: Duration)
-    {
+    init(
+        table: PostgresLevel<String, Quote>, leases: PostgresFetchLease<String>, upstream: Upstream,
+        options: ServiceOptions
+    ) {
         self.table = table
         self.leases = leases
         self.upstream = upstream
-        self.maxAge = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
+        maxAge = options.maxAge / .seconds(1)
+        levelTimeout = options.levelTimeout
+        leaseWait = options.leaseWait
     }
 
     func quote(_ symbol: String) async throws -> Quote {
@@ -57,7 +63,7 @@ final class PlainQuotes: QuoteSource {
                 return remember(shared.value, savedAt: shared.savedAt, for: symbol)
             }
         } else {
-            let deadline = ContinuousClock.now + .seconds(2)
+            let deadline = ContinuousClock.now + leaseWait
             while ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
                 if let shared = await sharedValue(symbol), isNewer(shared.savedAt) {
@@ -87,12 +93,12 @@ final class PlainQuotes: QuoteSource {
         return quote
     }
 
-    /// The table's row for `symbol`, or `nil` when it has none, fails or takes longer than 500 ms.
+    /// The table's row for `symbol`, or `nil` when it has none, fails or takes longer than the level timeout.
     private func sharedValue(_ symbol: String) async -> CachedValue<Quote>? {
         await withTaskGroup(of: CachedValue<Quote>?.self) { group in
             group.addTask { [table] in try? await table.value(for: symbol) }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(500))
+            group.addTask { [levelTimeout] in
+                try? await Task.sleep(for: levelTimeout)
                 return nil
             }
             let first = await group.next() ?? nil

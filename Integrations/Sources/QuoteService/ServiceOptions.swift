@@ -2,7 +2,8 @@ import Foundation
 import PostgresNIO
 
 /// The service's command line: `--port`, `--upstream`, `--postgres`, `--mode store|plain`, `--events on|off` (the
-/// store's events to swift-metrics and swift-log), `--table`, `--max-age`.
+/// store's events to swift-metrics and swift-log), `--table`, `--max-age` (seconds), `--level-timeout` (milliseconds
+/// a PostgreSQL operation is given), `--lease-wait` (milliseconds an instance waits for the lease holder's value).
 struct ServiceOptions {
     enum Mode: String {
         case store, plain
@@ -14,6 +15,8 @@ struct ServiceOptions {
     var events = true
     var table = "quotes"
     var maxAge = Duration.seconds(5)
+    var levelTimeout = Duration.milliseconds(500)
+    var leaseWait = Duration.seconds(2)
     /// The client configuration for `--postgres` (`postgres://user@host:port/database`).
     let postgresConfiguration: PostgresClient.Configuration
 
@@ -34,6 +37,8 @@ struct ServiceOptions {
                 events = value == "on"
             case "--table": table = value
             case "--max-age": maxAge = .seconds(try Self.number(value, for: name))
+            case "--level-timeout": levelTimeout = .milliseconds(try Self.number(value, for: name))
+            case "--lease-wait": leaseWait = .milliseconds(try Self.number(value, for: name))
             default: throw OptionError("\(name) is not an option of the quote service.")
             }
         }

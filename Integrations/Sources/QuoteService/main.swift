@@ -34,11 +34,8 @@ let quoteLeases = try PostgresFetchLease<String>(client: postgres, table: option
 
 let quotes: any QuoteSource =
     switch options.mode {
-    case .store:
-        StoreQuotes(
-            table: quotesTable, leases: quoteLeases, upstream: upstream, maxAge: options.maxAge,
-            events: options.events)
-    case .plain: PlainQuotes(table: quotesTable, leases: quoteLeases, upstream: upstream, maxAge: options.maxAge)
+    case .store: StoreQuotes(table: quotesTable, leases: quoteLeases, upstream: upstream, options: options)
+    case .plain: PlainQuotes(table: quotesTable, leases: quoteLeases, upstream: upstream, options: options)
     }
 
 let router = Router()
@@ -86,8 +83,8 @@ struct StoreQuotes: QuoteSource {
     private let store: Store<String, Quote>
 
     init(
-        table: PostgresLevel<String, Quote>, leases: PostgresFetchLease<String>, upstream: Upstream, maxAge: Duration,
-        events: Bool
+        table: PostgresLevel<String, Quote>, leases: PostgresFetchLease<String>, upstream: Upstream,
+        options: ServiceOptions
     ) {
         let metrics = StoreEventMetrics<String>(store: "quotes")
         let log = StoreEventLog<String>(store: "quotes", logger: Logger(label: "quotes", level: .warning))
@@ -98,13 +95,13 @@ struct StoreQuotes: QuoteSource {
         store = Store(
             levels: [
                 .cache(MemoryCache(countLimit: 100_000), name: "memory"),
-                .cache(table, name: "postgres", timeout: .milliseconds(500)),
+                .cache(table, name: "postgres", timeout: options.levelTimeout),
             ],
             fetch: LoaderFamily { (symbol: String) in AnyLoader { try await upstream.quote(symbol) } },
             keptValues: 5_000,
-            maxAge: maxAge,
-            coordination: .lease(leases, sharedLevel: "postgres"),
-            events: events ? told : nil)
+            maxAge: options.maxAge,
+            coordination: .lease(leases, sharedLevel: "postgres", waiting: options.leaseWait),
+            events: options.events ? told : nil)
     }
 
     func quote(_ symbol: String) async throws -> Quote {
