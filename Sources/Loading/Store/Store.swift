@@ -352,6 +352,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         saved.release()
     }
 
+    /// Lets go of the values the store keeps for keys no longer in use (see `keptValues` in
+    /// ``init(levels:fetch:keptValues:maxAge:network:now:fetchContext:coordination:onWriteFailure:events:)``): call it
+    /// when the system asks for memory, beside emptying your memory levels (``MemoryCache/clear()``). Keys in use
+    /// keep their values; a key let go of is read from its levels when it is asked for again.
+    public func trimMemory() {
+        locked { $0.dropKeptValues() }
+    }
+
     /// Forgets everything (a logout): cancels pending optimistic changes (their commits are cancelled and their
     /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
     /// key as empty. Nothing fetched, read or changed before the clear reappears after it. `completion` runs once

@@ -33,8 +33,8 @@ public enum StoreEvent<Key: Hashable & Sendable>: Sendable {
     case fetchStarted(Key, fetch: Int)
     /// A caller joined fetch `fetch` of the key, in flight, instead of starting one.
     case fetchJoined(Key, fetch: Int)
-    /// The store let go of the value it kept for the key, a key no longer in use, to stay within `keptValues` (its
-    /// levels still hold it).
+    /// The store let go of the value it kept for the key, a key no longer in use, to stay within `keptValues` or
+    /// when asked to (``Store/trimMemory()``); its levels still hold it.
     case evicted(Key)
     /// Fetch `fetch` of the key ended after `duration`: with a value, with `error`, or cancelled (a
     /// `CancellationError`) once no caller waited for it any more.

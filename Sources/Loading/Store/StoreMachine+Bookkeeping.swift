@@ -98,6 +98,23 @@ extension StoreMachine {
         }
     }
 
+    /// Lets go of every kept value (the system asks for memory): the keys no longer in use are dropped, and their
+    /// levels hold their values; a kept key back in use keeps its value and only stops counting as kept.
+    mutating func dropKeptValues() {
+        let records = exchange(&kept, with: [])
+        for record in records[keptHead...] {
+            guard let entry = entries[record.key], entry.keptStamp == record.stamp else { continue }
+            keptCount -= 1
+            entry.keptStamp = nil
+            if entry.isIdle { drop(record.key) }
+            if recordsEvictions {
+                evicted.append(record.key)
+                released.hasNotices = true  // told after unlocking (see ``takeEvictions()``)
+            }
+        }
+        keptHead = 0
+    }
+
     @inlinable
     mutating func drop(_ key: Key) {
         guard let entry = entries.removeValue(forKey: key) else { return }

@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestSupport
 import XCTest
 
 /// A store's events, as a server's logs, metrics and traces read them: every level read with its outcome, every
@@ -103,6 +104,26 @@ final class StoreEventTests: XCTestCase {
         for key in ["a", "b", "c", "d"] { store.write(key, for: key) }
 
         XCTAssertEqual(events.lines.filter { $0.hasPrefix("evicted") }, ["evicted a", "evicted b"])
+    }
+
+    func test_trimMemory_letsGoOfTheKeptValues_notTheObservedOnes_andTheLevelsAnswerForThem() throws {
+        let events = EventLog()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, String>(), name: "memory")],
+            fetch: LoaderFamily { (key: String) in Answering(.success("fresh \(key)")) }, events: events.record)
+        let observed = store.changes(for: "c").sink { _ in }
+        defer { observed.cancel() }
+        for key in ["a", "b", "c"] { store.write(key, for: key) }
+        XCTAssertEqual(store.count, 3)
+
+        store.trimMemory()
+
+        XCTAssertEqual(store.count, 1, "the observed key stays")
+        XCTAssertEqual(events.lines.filter { $0.hasPrefix("evicted") }, ["evicted a", "evicted b"])
+        let read = LoadRecorder<StoreResponse<String>>()
+        _ = read.load(store.read("a", policy: .cacheOnly))
+        XCTAssertEqual(read.values.first?.value, "a")
+        XCTAssertEqual(read.values.first?.origin, .cache("memory"), "read from its level again")
     }
 
     func test_aFetchStarted_isToldInTheCallersTask() async throws {

@@ -46,43 +46,11 @@ final class MutationQueueKillTests: XCTestCase {
         XCTAssertEqual(kept.map(\.attempts), [1], "the attempt the kill cut short counts")
     }
 
-    /// Runs the child, kills it with SIGKILL as soon as it prints its report line, and returns that line.
     private func runChildUntilKilled(directory: URL, sending: Bool = false) throws -> String? {
-        #if os(Linux)
-            let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        #else
-            throw XCTSkip("the child is started as this test binary, which only Linux runs directly")
-        #endif
-        let child = Process()
-        child.executableURL = testBinary
-        child.arguments = ["LoadingTests.MutationQueueKillChild/test_runsWhenStartedByTheKillTest"]
-        var environment = ProcessInfo.processInfo.environment
-        environment[MutationQueueKillChild.directoryVariable] = directory.path
+        var environment = [MutationQueueKillChild.directoryVariable: directory.path]
         if sending { environment[MutationQueueKillChild.sendingVariable] = "1" }
-        child.environment = environment
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        // A real process under test: a child that never reports is killed after a while, and the test fails.
-        let pid = child.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-
-        var text = ""
-        var report: String?
-        while report == nil {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
-            report = text.split(separator: "\n").first { $0.hasPrefix(MutationQueueKillChild.marker) }
-                .map { String($0.dropFirst(MutationQueueKillChild.marker.count)) }
-        }
-        kill(pid, SIGKILL)
-        watchdog.cancel()
-        child.waitUntilExit()
-        XCTAssertEqual(child.terminationReason, .uncaughtSignal, "killed, not ended on its own:\n\(text)")
-        return report
+        return try runChildUntilKilled(
+            "MutationQueueKillChild/test_runsWhenStartedByTheKillTest", environment: environment)
     }
 }
 
@@ -91,7 +59,6 @@ final class MutationQueueKillChild: XCTestCase {
     static let directoryVariable = "LOADING_KILL_OUTBOX"
     /// Set when the child sends its mutation (online, to a server that never answers) instead of queueing offline.
     static let sendingVariable = "LOADING_KILL_SENDING"
-    static let marker = "KILL-NOW: "
 
     static func makeQueue(
         _ store: Store<String, [String]>, _ directory: URL, _ connectivity: ManualConnectivity, _ server: ServerSpy
@@ -113,7 +80,7 @@ final class MutationQueueKillChild: XCTestCase {
             let queue = try Self.makeQueue(store, URL(fileURLWithPath: path), ManualConnectivity(), server)
             let id = try queue.enqueue("a")
             XCTAssertEqual(server.sent, ["a"])
-            FileHandle.standardOutput.write(Data((Self.marker + "sending \(id)\n").utf8))
+            sayKillNow("sending \(id)")
             _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 30)
             return
         }
@@ -121,7 +88,7 @@ final class MutationQueueKillChild: XCTestCase {
             store, URL(fileURLWithPath: path), ManualConnectivity(isOnline: false), ServerSpy())
         let first = try queue.enqueue("a")
         let second = try queue.enqueue("b")
-        FileHandle.standardOutput.write(Data((Self.marker + "queued \(first) \(second)\n").utf8))
+        sayKillNow("queued \(first) \(second)")
         // The parent kills this process now; if it does not, the test fails in the parent.
         _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 30)
     }

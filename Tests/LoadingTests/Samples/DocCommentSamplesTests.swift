@@ -447,6 +447,12 @@ final class DocCommentSamplesTests: XCTestCase {
             _ = friend
         }
         do {
+            // Sample: begin
+            let images = DiskCache<URL, Data>(directory: caches.appending(path: "images"), sizeLimit: 50_000_000)
+            // Sample: end
+            _ = images
+        }
+        do {
             let memory = MemoryCache<String, Friend>()
             // Sample: begin
             let friend = memory[id].fallback(to: api.friend(id).caching(to: memory[id]))

@@ -108,6 +108,29 @@ final class DocumentationSamplesTests: XCTestCase {
         XCTAssertEqual(try memory.cachedValue(for: "u1").get().value.name, "Ada")
     }
 
+    // CachingAndTheStore.md: bounded caches, and a memory warning
+    func test_boundedCaches() throws {
+        let caches = FileManager.default.temporaryDirectory.appendingPathComponent("samples-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: caches) }
+        let memory = MemoryCache<String, Friend>()
+        let store = Store(
+            levels: [.cache(memory, name: "memory")], fetch: LoaderFamily { (id: String) in FakeAPI().friend(id) })
+        store.write(Friend(id: "u1", name: "Ada"), for: "u1")
+        XCTAssertEqual(store.count, 1)
+
+        // Sample: begin
+        let images = DiskCache<URL, Data>(directory: caches.appending(path: "images"), sizeLimit: 50_000_000)
+        // Sample: end
+        // Sample: begin
+        memory.clear()
+        store.trimMemory()
+        // Sample: end
+
+        XCTAssertEqual(store.count, 0)
+        XCTAssertEqual(memory.count, 0)
+        _ = images
+    }
+
     // README: the store
     func test_store() {
         let memory = MemoryCache<String, Friend>()

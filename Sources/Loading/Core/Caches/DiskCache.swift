@@ -29,25 +29,43 @@ import Dispatch
 /// temporary file beside the entry and renames it into place, so a process killed mid-write leaves the previous
 /// entry whole; ``removeAll(completion:)`` deletes such leftovers too. Failed writes and removals are reported as
 /// ``DiskCacheError``s.
+///
+/// With a size limit, the cache deletes the least recently used entries (the least recently read or saved) once
+/// their files exceed it, after each save; when each entry was last used is kept in its file's modification time,
+/// so the order survives a relaunch and a process killed at any point, and a clock set back does not make a recent
+/// use look old:
+/// ```swift
+/// let images = DiskCache<URL, Data>(directory: caches.appending(path: "images"), sizeLimit: 50_000_000)
+/// ```
+/// The limit counts the entries this cache saved or read and those it found when it first needed to; entries another
+/// process saves meanwhile count once this cache reads them.
 public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable & Codable>: KeyedCache {
     /// The directory the entries are kept in.
     public let directory: URL
     private let expiry: CacheExpiry<Value>
     private let now: @Sendable () -> Date
     private let queue: DispatchQueue
+    private let sizeLimit: Int?
+    /// The entries' sizes and order of use, with a size limit: listed from the directory when first needed, then
+    /// kept up to date. Only the cache's queue reads or changes it.
+    private let usage = Locked<DiskUsage?>(nil)
 
     /// Creates a cache keeping its entries in `directory` (created when missing).
     /// - Parameters:
     ///   - directory: a directory of the cache's own; ``removeAll(completion:)`` empties it.
     ///   - expiry: how long a value stays fresh.
-    ///   - now: the clock saves are stamped with and expiry is judged against.
+    ///   - sizeLimit: the most bytes the entries' files take; the least recently used go first. A value larger than
+    ///     the limit on its own is not kept (the key's older value is removed). `nil` (the default): no limit.
+    ///   - now: the clock saves are stamped with and expiry is judged against (and uses are ordered by).
     public init(
         directory: URL,
         expiry: CacheExpiry<Value> = .never,
+        sizeLimit: Int? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.directory = directory
         self.expiry = expiry
+        self.sizeLimit = sizeLimit.map { max(0, $0) }
         self.now = now
         queue = DispatchQueue(label: "Loading.DiskCache")
     }
@@ -71,8 +89,14 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
     private func write(_ value: Value, for key: Key, savedAt: Date) -> Result<Void, any Error> {
         attempt(.save, key: key) { file in
             let data = try JSONEncoder().encode(Entry(key: key, savedAt: savedAt, value: value))
+            if let sizeLimit, data.count > sizeLimit {
+                // Not kept; and a read must not find the value this save replaces.
+                try removeFile(at: file)
+                return
+            }
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try replace(file, with: data)
+            noteUse(of: file, size: data.count)
         }
     }
 
@@ -90,6 +114,7 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
                     for name in names where Self.isOwnFile(name) {
                         try removeFile(at: directory.appendingPathComponent(name))
                     }
+                    if sizeLimit != nil { usage.withLock { $0 = DiskUsage(found: []) } }
                 })
         }
     }
@@ -142,7 +167,10 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
     private func read(_ key: Key) -> Result<CachedValue<Value>, any Error> {
         let url: URL
         do { url = try fileURL(for: key) } catch { return .failure(error) }
-        guard let data = try? Data(contentsOf: url) else { return .failure(CacheMiss.absent) }
+        guard let data = try? Data(contentsOf: url) else {
+            forget(url)
+            return .failure(CacheMiss.absent)
+        }
         guard let entry = try? JSONDecoder().decode(Entry.self, from: data) else {
             try? removeFile(at: url)  // unreadable: a miss, and gone
             return .failure(CacheMiss.absent)
@@ -152,12 +180,72 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
             try? removeFile(at: url)
             return .failure(CacheMiss.expired(savedAt: entry.savedAt))
         }
+        noteUse(of: url, size: data.count)
         return .success(CachedValue(entry.value, savedAt: entry.savedAt))
     }
 
     private func removeFile(at url: URL) throws {
+        forget(url)
         guard FileManager.default.fileExists(atPath: url.path) else { return }
         try FileManager.default.removeItem(at: url)
+    }
+
+    // MARK: Size limit
+
+    /// Records a use of the entry at `file` (saved or read now) of `size` bytes, with a size limit: stamps the
+    /// file's modification time with the use, then deletes the least recently used entries while the entries
+    /// exceed the limit.
+    private func noteUse(of file: URL, size: Int) {
+        guard let sizeLimit else { return }
+        let found = usage.withLock { $0 == nil } ? listEntries() : nil
+        let now = Self.microseconds(since: self.now())
+        let (stamp, evicted) = usage.withLock { stored -> (Int64, [String]) in
+            // Taken out while it changes, so that the change does not copy it.
+            var usage = exchange(&stored, with: nil) ?? DiskUsage(found: found ?? [])
+            defer { stored = usage }
+            let stamp = usage.nextStamp(now: now)
+            usage.use(file.lastPathComponent, size: size, stamp: stamp)
+            var evicted: [String] = []
+            while usage.totalSize > sizeLimit, let oldest = usage.takeOldest() { evicted.append(oldest) }
+            return (stamp, evicted)
+        }
+        let date = Date(timeIntervalSinceReferenceDate: Double(stamp) / 1_000_000)
+        try? FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: file.path)
+        for name in evicted { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name)) }
+    }
+
+    /// Forgets the entry at `file` (removed, or found missing), with a size limit.
+    private func forget(_ file: URL) {
+        guard sizeLimit != nil else { return }
+        usage.withLock { $0?.remove(file.lastPathComponent) }
+    }
+
+    /// The entries in the directory, with their sizes and when they were last used.
+    private func listEntries() -> [(name: String, size: Int, stamp: Int64)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.compactMap { name in
+            guard name.hasSuffix(Self.fileExtension),
+                let attributes = try? FileManager.default.attributesOfItem(
+                    atPath: directory.appendingPathComponent(name).path),
+                attributes[.type] as? FileAttributeType == .typeRegular,
+                let size = Self.byteCount(attributes[.size]),
+                let modified = attributes[.modificationDate] as? Date
+            else { return nil }
+            return (name, size, Self.microseconds(since: modified))
+        }
+    }
+
+    /// Whole microseconds since the reference date: the unit of use stamps (file systems keep at least these).
+    private static func microseconds(since date: Date) -> Int64 {
+        Int64((date.timeIntervalSinceReferenceDate * 1_000_000).rounded())
+    }
+
+    /// A file's size as the file manager gives it (an unsigned integer, or a number on Apple platforms).
+    private static func byteCount(_ attribute: Any?) -> Int? {
+        if let size = attribute as? UInt { return Int(size) }
+        if let size = attribute as? Int { return size }
+        if let size = attribute as? UInt64 { return Int(size) }
+        return nil
     }
 
     /// The file of `key`: a 64-bit FNV-1a hash of the key's JSON encoding (stable across launches, unlike
