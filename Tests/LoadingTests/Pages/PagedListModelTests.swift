@@ -31,6 +31,35 @@
             XCTAssertFalse(model.isLoadingNextPage, "the end: nothing to load")
         }
 
+        func test_aListOpenedInTheMiddle_loadsThePagesAbove_untilItsStart() async {
+            let source = PageSource(count: 6, anchor: 4)
+            let model = makeSUT(source)
+            model.load()
+            await until { model.items.map(\.id) == [4, 5] }
+            XCTAssertFalse(model.isStartReached)
+            XCTAssertTrue(model.isEndReached)
+
+            source.holds = true
+            model.loadPreviousPage()
+            XCTAssertTrue(model.isLoadingPreviousPage)
+            model.loadPreviousPage()
+            source.release()
+            await until { !model.isLoadingPreviousPage }
+            XCTAssertEqual(model.items.map(\.id), [2, 3, 4, 5])
+
+            source.fail(at: 0)
+            model.loadPreviousPage()
+            await until { model.previousPageError != nil }
+            XCTAssertEqual(model.items.map(\.id), [2, 3, 4, 5], "the pages loaded stay")
+
+            source.recover(at: 0)
+            model.loadPreviousPage()
+            await until { model.isStartReached }
+            XCTAssertEqual(model.items.map(\.id), [0, 1, 2, 3, 4, 5])
+            XCTAssertNil(model.previousPageError)
+            XCTAssertEqual(source.requests, [nil, 2, 0, 0], "a second call while a page loads asks nothing")
+        }
+
         func test_aFailedPage_isShownWithItsError_andThePagesLoadedStay() async {
             let source = PageSource(count: 4)
             let model = makeSUT(source)

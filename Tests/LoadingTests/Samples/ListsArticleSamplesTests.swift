@@ -9,11 +9,24 @@ private struct ArticleAPIError: Error {
     let isRefusal: Bool
 }
 
+private struct Message: Equatable, Sendable {
+    let number: Int
+}
+
 private final class ArticleAPI: Sendable {
     let feed = PageSource(count: 30, pageSize: 10)
     let deleted = Locked<[String]>([])
 
     func posts(after offset: Int?) -> AnyLoader<Page<Post, Int>> { feed.page(at: offset) }
+    /// A room of 100 messages, 10 a page, opened at the latest; cursors are offsets, as strings.
+    func messages(in room: String, at cursor: String?) -> AnyLoader<Page<Message, String>> {
+        let start = cursor.flatMap { Int($0) } ?? 90
+        let page = Page(
+            items: (start..<min(start + 10, 100)).map(Message.init),
+            nextCursor: start + 10 < 100 ? "\(start + 10)" : nil,
+            previousCursor: start > 0 ? "\(max(0, start - 10))" : nil)
+        return answer(page)
+    }
     func profile(_ id: String) -> AnyLoader<Profile> { answer(Profile(name: "Ada")) }
     func rename(_ id: String, to name: String) -> AnyLoader<Void> { answer(()) }
     func deleteFriend(_ id: String, idempotencyKey: String) -> AnyLoader<Void> {
@@ -52,6 +65,24 @@ final class ListsArticleSamplesTests: XCTestCase {
         let list = LoadRecorder<StoreResponse<PagedList<Post, Int>>>()
         _ = list.load(feed.store.read("home", policy: .cacheOnly))
         XCTAssertEqual(list.values.first?.value?.items.map(\.text)[3], "edited")
+    }
+
+    func test_pagesUpward() {
+        let api = ArticleAPI()
+        // Sample: begin
+        let chat = PagedStore(
+            levels: [.cache(MemoryCache<String, PagedList<Message, String>>(), name: "memory")],
+            maxPages: 20
+        ) { (room: String, cursor: String?) in
+            api.messages(in: room, at: cursor)  // nil: the latest; each page gives both cursors
+        }
+        chat.loadNextPage(of: "room-7") { result in show(result) }  // opens the room at the latest messages
+        chat.loadPreviousPage(of: "room-7") { result in show(result) }  // older messages, above
+        // Sample: end
+        let list = LoadRecorder<StoreResponse<PagedList<Message, String>>>()
+        _ = list.load(chat.store.read("room-7", policy: .cacheOnly))
+        XCTAssertEqual(list.values.first?.value?.items.map(\.number), Array(80..<100))
+        XCTAssertEqual(list.values.first?.value?.previousCursor, "70")
     }
 
     func test_invalidation() {

@@ -22,11 +22,18 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         public let cursor: Cursor?
         /// The page.
         public var page: Page<Item, Cursor>
+        /// Whether the page was loaded as the previous page of the one after it (a list growing backward).
+        let isPrevious: Bool
 
         /// Creates a loaded page.
         public init(cursor: Cursor?, page: Page<Item, Cursor>) {
+            self.init(cursor: cursor, page: page, isPrevious: false)
+        }
+
+        init(cursor: Cursor?, page: Page<Item, Cursor>, isPrevious: Bool) {
             self.cursor = cursor
             self.page = page
+            self.isPrevious = isPrevious
         }
     }
 
@@ -65,6 +72,11 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         window.isEmpty ? nil : storage.page(at: window.upperBound - 1)
     }
 
+    /// The first page, if any.
+    var firstPage: LoadedPage? {
+        window.isEmpty ? nil : storage.page(at: window.lowerBound)
+    }
+
     /// The cursor of the page after the last one loaded; `nil` when the last page is loaded.
     public var nextCursor: Cursor? {
         lastPage?.page.nextCursor
@@ -75,9 +87,22 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         nextCursor != nil
     }
 
-    /// Whether the list still holds its first page (a page cap drops the oldest pages).
+    /// The cursor of the page before the first one loaded; `nil` when the list starts at its first page (or its
+    /// source has no previous pages).
+    public var previousCursor: Cursor? {
+        firstPage?.page.previousCursor
+    }
+
+    /// Whether a page remains to be loaded before the first one (a list opened in the middle: a chat, a timeline).
+    public var hasPreviousPage: Bool {
+        previousCursor != nil
+    }
+
+    /// Whether the list holds its first page: its first page has no previous page, and was not left behind when a
+    /// page cap dropped the pages before it.
     public var startsAtFirstPage: Bool {
-        window.isEmpty || storage.page(at: window.lowerBound).cursor == nil
+        guard let first = firstPage else { return true }
+        return first.page.previousCursor == nil && (first.cursor == nil || first.isPrevious)
     }
 
     /// The list with `page`, loaded with `cursor`, after its last page; the oldest pages are dropped to keep at most
@@ -85,35 +110,64 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     ///
     /// - Complexity: O(1) amortized when the list is the newest version of its pages; O(pages) otherwise.
     public func appending(_ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, maxPages: Int? = nil) -> PagedList {
-        appending(page, loadedWith: cursor, maxPages: maxPages, id: nil as (@Sendable (Item) -> Int)?)
+        adding(page, loadedWith: cursor, before: false, maxPages: maxPages, id: nil as (@Sendable (Item) -> Int)?)
     }
 
-    /// ``appending(_:loadedWith:maxPages:)``, dropping from `page` the items whose id (`id`) the list shows already.
-    func appending<ID: Hashable & Sendable>(
-        _ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, maxPages: Int?, id: (@Sendable (Item) -> ID)?
+    /// The list with `page`, loaded with `cursor` (the list's ``previousCursor``), before its first page; the pages
+    /// at the other end are dropped to keep at most `maxPages`. A page whose previous cursor was loaded already
+    /// starts the list.
+    ///
+    /// - Complexity: O(1) amortized when the list is the newest version of its pages; O(pages) otherwise.
+    public func prepending(_ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, maxPages: Int? = nil) -> PagedList {
+        adding(page, loadedWith: cursor, before: true, maxPages: maxPages, id: nil as (@Sendable (Item) -> Int)?)
+    }
+
+    /// The list with `page` after its last page or `before` its first, dropping from `page` the items whose id
+    /// (`id`) the list shows already, and pages from the other end beyond `maxPages`.
+    func adding<ID: Hashable & Sendable>(
+        _ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, before: Bool, maxPages: Int?,
+        id: (@Sendable (Item) -> ID)?
     ) -> PagedList {
         var list = self
         var page = page
-        if let next = page.nextCursor, list.storage.isLoaded(next, before: list.window.upperBound, or: cursor) {
+        // A cursor loaded already ends the list on that side.
+        if before {
+            if let previous = page.previousCursor,
+                list.storage.isLoaded(previous, from: list.window.lowerBound, or: cursor)
+            {
+                page.previousCursor = nil
+            }
+        } else if let next = page.nextCursor, list.storage.isLoaded(next, before: list.window.upperBound, or: cursor) {
             page.nextCursor = nil
         }
         let pageIDs = id.map { page.items.map($0) }
         if let id { list.storage.prepareIDs(of: list.window, id) }
-        if let added = list.storage.append(page, loadedWith: cursor, to: list.window, ids: pageIDs) {
-            list.window = list.window.lowerBound..<added
+        let loaded = LoadedPage(cursor: cursor, page: page, isPrevious: before)
+        if let grown =
+            before
+            ? list.storage.prepend(loaded, to: list.window, ids: pageIDs)
+            : list.storage.append(loaded, to: list.window, ids: pageIDs)
+        {
+            list.window = grown
         } else {
-            // An older version: its pages are copied, and the new one added after them.
+            // An older version: its pages are copied, and the new one added to them.
+            var loaded = loaded
             if let id, let pageIDs {
                 let shown = Set(list.items.map(id))
-                page.items = zip(page.items, pageIDs).filter { !shown.contains($0.1) }.map(\.0)
+                loaded.page.items = zip(page.items, pageIDs).filter { !shown.contains($0.1) }.map(\.0)
             }
-            list = PagedList(pages: list.pages + [LoadedPage(cursor: cursor, page: page)])
+            list = PagedList(pages: before ? [loaded] + list.pages : list.pages + [loaded])
         }
         if let maxPages, list.window.count > max(1, maxPages) {
-            list.window = (list.window.upperBound - max(1, maxPages))..<list.window.upperBound
+            let kept = max(1, maxPages)
+            list.window =
+                before
+                ? list.window.lowerBound..<(list.window.lowerBound + kept)
+                : (list.window.upperBound - kept)..<list.window.upperBound
         }
-        // Dropped pages are let go once they are the larger part of the storage.
-        if list.window.lowerBound > 32, list.window.lowerBound * 2 > list.window.upperBound {
+        // Dropped pages (and those of other versions) are let go once they are the larger part of the storage.
+        let held = list.storage.bounds.count
+        if held - list.window.count > 32, (held - list.window.count) * 2 > held {
             list = PagedList(pages: list.pages)
         }
         return list
@@ -180,7 +234,15 @@ extension PagedList where Item: Identifiable, Item.ID: Sendable {
     ///
     /// - Complexity: O(items of `page`) amortized when the list is the newest version of its pages.
     public func appending(_ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, maxPages: Int? = nil) -> PagedList {
-        appending(page, loadedWith: cursor, maxPages: maxPages, id: { $0.id })
+        adding(page, loadedWith: cursor, before: false, maxPages: maxPages, id: { $0.id })
+    }
+
+    /// The list with `page`, loaded with `cursor`, before its first page, without the items of `page` the list shows
+    /// already; the pages at the other end are dropped to keep at most `maxPages`.
+    ///
+    /// - Complexity: O(items of `page`) amortized when the list is the newest version of its pages.
+    public func prepending(_ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, maxPages: Int? = nil) -> PagedList {
+        adding(page, loadedWith: cursor, before: true, maxPages: maxPages, id: { $0.id })
     }
 }
 
@@ -208,116 +270,24 @@ extension PagedList: Codable where Item: Codable, Cursor: Codable {
 }
 
 extension PagedList.LoadedPage: Equatable where Item: Equatable, Cursor: Equatable {}
-extension PagedList.LoadedPage: Codable where Item: Codable, Cursor: Codable {}
 
-/// The pages of a list's versions, in the order they were appended, behind a lock (versions on several threads share
-/// it). Pages are never changed in place: a version changes only by adding pages after its last, and only when no
-/// other version has (then it copies).
-final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
-    private struct State: Sendable {
-        var pages: [PagedList<Item, Cursor>.LoadedPage]
-        /// Where each cursor first loaded a page, when cursors are hashable.
-        var cursors: [HashableCursor<Cursor>: Int] = [:]
-        /// The ids of the items of the pages from `idsStart` to the end, once asked for (identifiable items), then
-        /// kept up to date as pages are appended: a `Set` of their id type.
-        var ids: (any Sendable)?
-        var idsStart = 0
-
-        mutating func note(_ cursor: Cursor?, at index: Int) {
-            guard let cursor = HashableCursor(cursor), cursors[cursor] == nil else { return }
-            cursors[cursor] = index
-        }
+extension PagedList.LoadedPage: Codable where Item: Codable, Cursor: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case cursor, page, isPrevious
     }
 
-    private let state: Locked<State>
-
-    init(_ pages: [PagedList<Item, Cursor>.LoadedPage]) {
-        var state = State(pages: pages)
-        for (index, page) in pages.enumerated() { state.note(page.cursor, at: index) }
-        self.state = Locked(state)
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            cursor: try container.decodeIfPresent(Cursor.self, forKey: .cursor),
+            page: try container.decode(Page<Item, Cursor>.self, forKey: .page),
+            isPrevious: try container.decodeIfPresent(Bool.self, forKey: .isPrevious) ?? false)
     }
 
-    func page(at index: Int) -> PagedList<Item, Cursor>.LoadedPage {
-        state.withLock { $0.pages[index] }
-    }
-
-    func pages(in range: Range<Int>) -> [PagedList<Item, Cursor>.LoadedPage] {
-        state.withLock { Array($0.pages[range]) }
-    }
-
-    /// Whether `cursor` loaded one of the pages before `end`, or is `current` (the cursor the page it comes with was
-    /// loaded with). Only hashable cursors are recognized.
-    func isLoaded(_ cursor: Cursor, before end: Int, or current: Cursor?) -> Bool {
-        guard let cursor = HashableCursor(cursor) else { return false }
-        if let current = HashableCursor(current), current == cursor { return true }
-        return state.withLock { $0.cursors[cursor] }.map { $0 < end } ?? false
-    }
-
-    /// Makes sure the ids of the items of `window` are kept, when it reaches the end of the storage (the newest
-    /// version); they are computed outside the lock (`id` reads the items).
-    func prepareIDs<ID: Hashable & Sendable>(of window: Range<Int>, _ id: (Item) -> ID) {
-        let pages = state.withLock { state -> [PagedList<Item, Cursor>.LoadedPage]? in
-            guard window.upperBound == state.pages.count, !(state.ids is Set<ID>) || state.idsStart != window.lowerBound
-            else { return nil }
-            return Array(state.pages[window])
-        }
-        guard let pages else { return }
-        let ids = Set(pages.lazy.flatMap { $0.page.items }.map(id))
-        state.withLock { state in
-            guard window.upperBound == state.pages.count else { return }
-            state.ids = ids
-            state.idsStart = window.lowerBound
-        }
-    }
-
-    /// Adds `page`, loaded with `cursor`, after `window` when that is the end of the storage (the version appending
-    /// is the newest), and returns the new end; `nil` otherwise, changing nothing. With the ids of the page's items,
-    /// the items the window shows already are left out.
-    func append<ID: Hashable & Sendable>(
-        _ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, to window: Range<Int>, ids: [ID]?
-    ) -> Int? {
-        state.withLock { state in
-            guard state.pages.count == window.upperBound else { return nil }
-            var page = page
-            if let ids {
-                guard state.idsStart == window.lowerBound, var shown = state.ids as? Set<ID> else { return nil }
-                state.ids = nil  // changed in place, not copied
-                var kept: [Item] = []
-                for (item, id) in zip(page.items, ids) where shown.insert(id).inserted { kept.append(item) }
-                page.items = kept
-                state.ids = shown
-            }
-            state.pages.append(PagedList.LoadedPage(cursor: cursor, page: page))
-            state.note(cursor, at: window.upperBound)
-            return state.pages.count
-        }
-    }
-}
-
-/// A cursor as a dictionary key, when its type is hashable (it is hashed and compared as `AnyHashable` does).
-struct HashableCursor<Cursor: Sendable>: Hashable, Sendable {
-    private let cursor: Cursor
-
-    /// `nil` when there is no cursor, or its type is not hashable.
-    init?(_ cursor: Cursor?) {
-        guard let cursor, cursor is any Hashable else { return nil }
-        self.cursor = cursor
-    }
-
-    private var hashable: AnyHashable? {
-        guard let base = cursor as? any Hashable else { return nil }
-        return Self.erase(base)
-    }
-
-    private static func erase<Base: Hashable>(_ base: Base) -> AnyHashable {
-        AnyHashable(base)
-    }
-
-    static func == (lhs: HashableCursor, rhs: HashableCursor) -> Bool {
-        lhs.hashable == rhs.hashable
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(hashable)
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(cursor, forKey: .cursor)
+        try container.encode(page, forKey: .page)
+        if isPrevious { try container.encode(true, forKey: .isPrevious) }
     }
 }

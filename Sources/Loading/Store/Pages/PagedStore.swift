@@ -26,12 +26,17 @@
 ///   refresh of the key in flight.
 /// - **Repeats**: a page whose next cursor was loaded already ends the list; with `Identifiable` items, a page's
 ///   items the list shows already are dropped from it (see ``PagedList``).
-/// - **A page cap**: with `maxPages`, appending drops the oldest pages; the list then starts at a later page
-///   (``PagedList/startsAtFirstPage`` is `false`), and a refresh starts from there.
+/// - **Both ways**: a source whose pages give previous cursors (``Page/previousCursor``: a chat, a timeline opened
+///   in the middle) also grows upward with ``loadPreviousPage(of:completion:)``, which prepends the page before the
+///   list's first, as loading more appends.
+/// - **A page cap**: with `maxPages`, adding a page drops the pages at the other end: appending drops the oldest,
+///   and the list then starts at a later page (``PagedList/startsAtFirstPage`` is `false`, and a refresh starts from
+///   there); prepending drops the last ones, which loading more brings back.
 /// - **Refreshing** (the store's fetch: ``Store/refresh(_:)``, an invalidation, a revalidation, a read that finds
 ///   the list stale) loads the loaded pages again, in order, from the list's first cursor. Each fresh page replaces
 ///   the page it stands for; at the **first fresh page equal to the one it replaces, the refresh stops** and keeps
-///   the pages after it as they are (nothing changed above them). Otherwise it goes on with the fresh page's next
+///   the pages after it as they are (nothing changed above them; in a list that grew upward, the pages are compared
+///   by their items only, since the walk reaches them by next cursors). Otherwise it goes on with the fresh page's next
 ///   cursor until it has loaded as many pages as the list had (or the source says there are no more: the list then
 ///   ends there). A page that fails fails the refresh, and the list stays as it was. Pages appended and live
 ///   changes made while it runs are applied again to the pages it brings, so a refresh never undoes them (a page
@@ -44,17 +49,23 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
     /// The store of the lists: observe it, read it, invalidate it, or show a key with a ``ResourceModel``.
     public let store: Store<Key, PagedList<Item, Cursor>>
     private let nextPages: LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>
+    private let previousPages: LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>
 
-    private init(
-        made: (Store<Key, PagedList<Item, Cursor>>, LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>)
-    ) {
-        (store, nextPages) = made
+    private init(made: Made) {
+        (store, nextPages, previousPages) = made
     }
+
+    /// A paged store's parts: its store, and the loaders of its lists' next and previous pages.
+    private typealias Made = (
+        Store<Key, PagedList<Item, Cursor>>, LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>,
+        LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>
+    )
 
     /// Creates a store of paged lists.
     /// - Parameters:
     ///   - levels: the caches of the lists, fastest first (see ``Store``).
-    ///   - maxPages: how many pages a list keeps at most (the oldest are dropped); `nil` for no limit.
+    ///   - maxPages: how many pages a list keeps at most (those at the other end from where one is added are
+    ///     dropped); `nil` for no limit.
     ///   - maxAge: how long a list stays fresh for cache-first reads (see ``Store``).
     ///   - network: what loads do while the network cannot be reached.
     ///   - now: the clock lists are stamped with.
@@ -69,19 +80,21 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         page: @escaping @Sendable (Key, Cursor?) -> PageLoader
     ) where PageLoader.Output == Page<Item, Cursor> {
-        (store, nextPages) = Self.make(
+        (store, nextPages, previousPages) = Self.make(
             levels: levels, maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure, page: page,
-            append: { list, page, cursor in list.appending(page, loadedWith: cursor, maxPages: maxPages) })
+            add: { list, page, cursor, before in
+                before
+                    ? list.prepending(page, loadedWith: cursor, maxPages: maxPages)
+                    : list.appending(page, loadedWith: cursor, maxPages: maxPages)
+            })
     }
 
-    /// Makes the store of the lists and the loaders of their next pages, appended with `append`.
+    /// Makes the store of the lists and the loaders of their next and previous pages, added with `add`.
     private static func make<PageLoader: Loader>(
         levels: [StoreLevel<Key, PagedList<Item, Cursor>>], maxAge: Duration?, network: NetworkMode,
         now: @escaping @Sendable () -> Date, onWriteFailure: @escaping @Sendable (any Error) -> Void,
-        page: @escaping @Sendable (Key, Cursor?) -> PageLoader,
-        append: @escaping AppendingNextPage<Key, Item, Cursor>.Append
-    ) -> (Store<Key, PagedList<Item, Cursor>>, LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>)
-    where PageLoader.Output == Page<Item, Cursor> {
+        page: @escaping @Sendable (Key, Cursor?) -> PageLoader, add: @escaping AddingPage<Key, Item, Cursor>.Add
+    ) -> Made where PageLoader.Output == Page<Item, Cursor> {
         let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>> = { key, cursor in
             AnyLoader(page(key, cursor))
         }
@@ -92,8 +105,12 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
             fetch: LoaderFamily { key in PageRefresh(key: key, link: link, page: page) },
             maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure)
         link.set(store)
-        let appending = AppendingNextPage(link: link, page: page, append: append)
-        return (store, LoaderFamily { key in appending.loader(for: key) }.coalesced())
+        let next = AddingPage(link: link, page: page, before: false, add: add)
+        let previous = AddingPage(link: link, page: page, before: true, add: add)
+        return (
+            store, LoaderFamily { key in next.loader(for: key) }.coalesced(),
+            LoaderFamily { key in previous.loader(for: key) }.coalesced()
+        )
     }
 
     /// Loads the first page of `key`'s list when it has none (in the store or its levels), else the page after its
@@ -120,6 +137,26 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         nextPages[key]
     }
 
+    /// Loads the first page of `key`'s list when it has none (as ``loadNextPage(of:completion:)`` does), else the
+    /// page before its first (its ``PagedList/previousCursor``), prepends it, and gives `completion` the list once it
+    /// is saved; with a page cap, the pages at the list's end are dropped. When the list has no previous page, gives
+    /// it as it is. Concurrent calls for one key share one request.
+    ///
+    /// ```swift
+    /// chat.loadPreviousPage(of: "room-7") { result in show(result) }  // older messages, above
+    /// ```
+    @discardableResult
+    public func loadPreviousPage(
+        of key: Key, completion: @escaping @Sendable (Result<StoreResponse<PagedList<Item, Cursor>>, any Error>) -> Void
+    ) -> any CancellationToken {
+        previousPages[key].load(completion: completion)
+    }
+
+    /// The previous page of `key`'s list as a loader: each load does what ``loadPreviousPage(of:completion:)`` does.
+    public func previousPage(of key: Key) -> AnyLoader<StoreResponse<PagedList<Item, Cursor>>> {
+        previousPages[key]
+    }
+
     /// The next page of `key`'s list as a loader.
     @available(*, deprecated, renamed: "nextPage(of:)", message: "loadNextPage(of:completion:) loads at once")
     public func loadNextPage(of key: Key) -> AnyLoader<StoreResponse<PagedList<Item, Cursor>>> {
@@ -132,7 +169,8 @@ extension PagedStore where Item: Identifiable, Item.ID: Sendable {
     /// paging after an insert at the top) are dropped from the page as it is appended.
     /// - Parameters:
     ///   - levels: the caches of the lists, fastest first (see ``Store``).
-    ///   - maxPages: how many pages a list keeps at most (the oldest are dropped); `nil` for no limit.
+    ///   - maxPages: how many pages a list keeps at most (those at the other end from where one is added are
+    ///     dropped); `nil` for no limit.
     ///   - maxAge: how long a list stays fresh for cache-first reads (see ``Store``).
     ///   - network: what loads do while the network cannot be reached.
     ///   - now: the clock lists are stamped with.
@@ -151,118 +189,25 @@ extension PagedStore where Item: Identifiable, Item.ID: Sendable {
             made: Self.make(
                 levels: levels, maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure,
                 page: page,
-                append: { list, page, cursor in list.appending(page, loadedWith: cursor, maxPages: maxPages) }))
+                add: { list, page, cursor, before in
+                    before
+                        ? list.prepending(page, loadedWith: cursor, maxPages: maxPages)
+                        : list.appending(page, loadedWith: cursor, maxPages: maxPages)
+                }))
     }
 }
 
-/// The store a paged store's fetch reads: set once, after the store is made (weak: the store owns its fetch).
-final class StoreLink<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private struct Reference: Sendable {
-        weak var store: Store<Key, Value>?
-    }
-
-    private let reference = Locked(Reference())
-
-    func set(_ store: Store<Key, Value>) {
-        reference.withLock { $0.store = store }
-    }
-
-    var store: Store<Key, Value>? {
-        reference.withLock { $0.store }
-    }
-}
-
-/// The fetch of a paged store: the list's first page when there is no list, else its loaded pages again, in order,
-/// until one is unchanged (see ``PagedStore``).
-struct PageRefresh<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: Sendable & Equatable>: Loader {
-    let key: Key
-    let link: StoreLink<Key, PagedList<Item, Cursor>>
-    let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>>
-
-    func load(completion: @escaping LoadCompletion<PagedList<Item, Cursor>>) -> any CancellationToken {
-        let pending = PendingLoad(completion)
-        guard let store = link.store else {
-            pending.complete(.failure(CancellationError()))
-            return pending
-        }
-        pending.startStep {
-            // What the store shows, stale or not: the pages to load again.
-            store.read(key, policy: .cacheOnly).load { [key, page] shown in
-                let old = (try? shown.get())?.value?.pages ?? []
-                PageWalk(key: key, old: old, page: page, pending: pending).start()
-            }
-        }
-        return pending
-    }
-}
-
-/// Loads a list's pages again one after another, in constant stack depth, and completes `pending` with the list.
-final class PageWalk<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: Sendable & Equatable>: Sendable {
-    private typealias Loaded = PagedList<Item, Cursor>.LoadedPage
-
-    private let key: Key
-    private let old: [Loaded]
-    private let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>>
-    private let pending: PendingLoad<PagedList<Item, Cursor>>
-    private let fresh = Locked<[Loaded]>([])
-    private let trampoline = Trampoline()
-
-    init(
-        key: Key, old: [PagedList<Item, Cursor>.LoadedPage],
-        page: @escaping @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>>,
-        pending: PendingLoad<PagedList<Item, Cursor>>
-    ) {
-        self.key = key
-        self.old = old
-        self.page = page
-        self.pending = pending
-    }
-
-    func start() {
-        load(old.first?.cursor)
-    }
-
-    /// Loads the page at `cursor`; a page answered at once is handled by the running loop, not nested in it.
-    private func load(_ cursor: Cursor?) {
-        trampoline.run { [self] in
-            pending.startStep {
-                page(key, cursor).load { [self] result in
-                    switch result {
-                    case .failure(let error): pending.complete(.failure(error))
-                    case .success(let loaded): received(loaded, loadedWith: cursor)
-                    }
-                }
-            }
-        }
-    }
-
-    private func received(_ loaded: Page<Item, Cursor>, loadedWith cursor: Cursor?) {
-        let (pages, next) = fresh.withLock { fresh -> ([Loaded]?, Cursor?) in
-            let index = fresh.count
-            // The first page equal to the one it stands for ends the walk: the pages after it are kept.
-            if index < old.count, old[index].page == loaded, old[index].cursor == cursor {
-                return (fresh + old[index...], nil)
-            }
-            fresh.append(Loaded(cursor: cursor, page: loaded))
-            guard let next = loaded.nextCursor, fresh.count < old.count else { return (fresh, nil) }
-            return (nil, next)
-        }
-        if let pages { return pending.complete(.success(PagedList(pages: pages))) }
-        load(next)
-    }
-}
-
-/// The next page of a key's list, appended in order with the key's other changes.
-struct AppendingNextPage<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: Sendable & Equatable>:
-    Sendable
-{
+/// The next (or previous) page of a key's list, added in order with the key's other changes.
+struct AddingPage<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: Sendable & Equatable>: Sendable {
     typealias List = PagedList<Item, Cursor>
-    /// How a page, loaded with a cursor, is appended to a list.
-    typealias Append = @Sendable (List, Page<Item, Cursor>, Cursor?) -> List
+    /// How a page, loaded with a cursor, is added to a list: after its last page, or before its first.
+    typealias Add = @Sendable (List, Page<Item, Cursor>, Cursor?, _ before: Bool) -> List
 
     let link: StoreLink<Key, List>
     let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>>
-    let append: Append
+    /// Whether the page is the one before the list's first (else the one after its last).
+    let before: Bool
+    let add: Add
 
     func loader(for key: Key) -> AnyLoader<StoreResponse<List>> {
         AnyLoader { [self] completion in
@@ -277,29 +222,36 @@ struct AppendingNextPage<Key: Hashable & Sendable, Item: Sendable & Equatable, C
                         // No list yet, in the store or its levels: its first page, through the store's fetch.
                         return pending.startStep { store.read(key).load { pending.complete($0) } }
                     }
-                    guard list.hasNextPage else { return pending.complete(shown) }  // the end
-                    pending.startStep { append(after: list, of: key, in: store, pending) }
+                    guard let cursor = before ? list.previousCursor : list.nextCursor else {
+                        return pending.complete(shown)  // the end, on this side
+                    }
+                    pending.startStep { add(cursor, to: list, of: key, in: store, pending) }
                 }
             }
             return pending
         }
     }
 
-    private func append(
-        after before: List, of key: Key, in store: Store<Key, List>, _ pending: PendingLoad<StoreResponse<List>>
+    /// The page at the list's end (its first page, or its last), which must not change while a page is loaded for it.
+    private func end(of list: List) -> List.LoadedPage? {
+        before ? list.firstPage : list.lastPage
+    }
+
+    private func add(
+        _ cursor: Cursor, to shown: List, of key: Key, in store: Store<Key, List>,
+        _ pending: PendingLoad<StoreResponse<List>>
     ) -> any CancellationToken {
-        let cursor = before.nextCursor
-        return page(key, cursor).load { [append] result in
+        page(key, cursor).load { [self] result in
             let loaded: Page<Item, Cursor>
             switch result {
             case .success(let page): loaded = page
             case .failure(let error): return pending.complete(.failure(error))
             }
             store.updateFetched(key) { list in
-                // A list whose last page changed under the request (a refresh, a live change) does not get it: an
+                // A list whose end changed under the request (a refresh, a live change) does not get it: an
                 // offset, say, may point elsewhere now.
-                guard let list, list.lastPage == before.lastPage else { return list }
-                return append(list, loaded, cursor)
+                guard let list, end(of: list) == end(of: shown) else { return list }
+                return add(list, loaded, cursor, before)
             } completion: {
                 pending.complete($0)
             }

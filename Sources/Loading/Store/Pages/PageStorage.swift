@@ -1,0 +1,159 @@
+/// The pages of a list's versions, behind a lock (versions on several threads share it), in one order: pages added
+/// after the last are at indices from 0 up, pages added before the first at indices from -1 down. Pages are never
+/// changed in place: a version changes only by adding a page after its last or before its first, and only when no
+/// other version has added one there (then it copies). A version is a window onto these indices.
+final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
+    typealias LoadedPage = PagedList<Item, Cursor>.LoadedPage
+
+    private struct State: Sendable {
+        /// The pages at indices 0, 1, 2...
+        var back: [LoadedPage]
+        /// The pages at indices -1, -2, -3...
+        var front: [LoadedPage] = []
+        /// Where each cursor first loaded a page, when cursors are hashable.
+        var cursors: [HashableCursor<Cursor>: Int] = [:]
+        /// The ids of the items of the pages of `idsWindow`, once asked for (identifiable items), then kept up to
+        /// date as pages are added to that window: a `Set` of their id type.
+        var ids: (any Sendable)?
+        var idsWindow: Range<Int>?
+
+        var bounds: Range<Int> { -front.count..<back.count }
+
+        func page(at index: Int) -> LoadedPage {
+            index >= 0 ? back[index] : front[-1 - index]
+        }
+
+        mutating func note(_ cursor: Cursor?, at index: Int) {
+            guard let cursor = HashableCursor(cursor), cursors[cursor] == nil else { return }
+            cursors[cursor] = index
+        }
+
+        /// Leaves out of `page` the items whose id the pages of `window` show, when the ids of that window are
+        /// kept, and adds the ids of the items kept; `false`, changing nothing, when they are not kept.
+        mutating func dropShown<ID: Hashable & Sendable>(
+            from page: inout Page<Item, Cursor>, ids: [ID], window: Range<Int>, grownTo grown: Range<Int>
+        ) -> Bool {
+            guard idsWindow == window, var shown = self.ids as? Set<ID> else { return false }
+            self.ids = nil  // changed in place, not copied
+            var kept: [Item] = []
+            for (item, id) in zip(page.items, ids) where shown.insert(id).inserted { kept.append(item) }
+            page.items = kept
+            self.ids = shown
+            idsWindow = grown
+            return true
+        }
+    }
+
+    private let state: Locked<State>
+
+    init(_ pages: [LoadedPage]) {
+        var state = State(back: pages)
+        for (index, page) in pages.enumerated() { state.note(page.cursor, at: index) }
+        self.state = Locked(state)
+    }
+
+    /// The indices of every page held, those of every version.
+    var bounds: Range<Int> {
+        state.withLock { $0.bounds }
+    }
+
+    func page(at index: Int) -> LoadedPage {
+        state.withLock { $0.page(at: index) }
+    }
+
+    func pages(in range: Range<Int>) -> [LoadedPage] {
+        state.withLock { state in range.map { state.page(at: $0) } }
+    }
+
+    /// Whether `cursor` loaded one of the pages before `end`, or is `current` (the cursor the page it comes with was
+    /// loaded with). Only hashable cursors are recognized.
+    func isLoaded(_ cursor: Cursor, before end: Int, or current: Cursor?) -> Bool {
+        isLoaded(cursor, or: current) { $0 < end }
+    }
+
+    /// Whether `cursor` loaded one of the pages from `start` on, or is `current`.
+    func isLoaded(_ cursor: Cursor, from start: Int, or current: Cursor?) -> Bool {
+        isLoaded(cursor, or: current) { $0 >= start }
+    }
+
+    private func isLoaded(_ cursor: Cursor, or current: Cursor?, where placed: (Int) -> Bool) -> Bool {
+        guard let cursor = HashableCursor(cursor) else { return false }
+        if let current = HashableCursor(current), current == cursor { return true }
+        return state.withLock { $0.cursors[cursor] }.map(placed) ?? false
+    }
+
+    /// Makes sure the ids of the items of `window` are kept; they are computed outside the lock (`id` reads the
+    /// items).
+    func prepareIDs<ID: Hashable & Sendable>(of window: Range<Int>, _ id: (Item) -> ID) {
+        let pages = state.withLock { state -> [LoadedPage]? in
+            guard !(state.ids is Set<ID>) || state.idsWindow != window else { return nil }
+            return window.map { state.page(at: $0) }
+        }
+        guard let pages else { return }
+        let ids = Set(pages.lazy.flatMap { $0.page.items }.map(id))
+        state.withLock { state in
+            state.ids = ids
+            state.idsWindow = window
+        }
+    }
+
+    /// Adds `page`, loaded with `cursor`, after `window` when that is the end of the storage (the version adding is
+    /// the newest there), and returns the window with it; `nil` otherwise, changing nothing. With the ids of the
+    /// page's items, the items the window shows already are left out.
+    func append<ID: Hashable & Sendable>(
+        _ page: LoadedPage, to window: Range<Int>, ids: [ID]?
+    ) -> Range<Int>? {
+        state.withLock { state in
+            guard state.back.count == window.upperBound else { return nil }
+            let grown = window.lowerBound..<(window.upperBound + 1)
+            var page = page
+            if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
+            state.back.append(page)
+            state.note(page.cursor, at: window.upperBound)
+            return grown
+        }
+    }
+
+    /// Adds `page` before `window` when that is the start of the storage, as ``append(_:to:ids:)`` does after it.
+    func prepend<ID: Hashable & Sendable>(
+        _ page: LoadedPage, to window: Range<Int>, ids: [ID]?
+    ) -> Range<Int>? {
+        state.withLock { state in
+            guard -state.front.count == window.lowerBound else { return nil }
+            let grown = (window.lowerBound - 1)..<window.upperBound
+            var page = page
+            if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
+            state.front.append(page)
+            state.note(page.cursor, at: grown.lowerBound)
+            return grown
+        }
+    }
+}
+
+/// A cursor as a dictionary key, when its type is hashable (it is hashed and compared as `AnyHashable` does).
+struct HashableCursor<Cursor: Sendable>: Hashable, Sendable {
+    private let cursor: Cursor
+
+    /// `nil` when there is no cursor, or its type is not hashable.
+    init?(_ cursor: Cursor?) {
+        guard let cursor, cursor is any Hashable else { return nil }
+        self.cursor = cursor
+    }
+
+    private var hashable: AnyHashable? {
+        guard let base = cursor as? any Hashable else { return nil }
+        return Self.erase(base)
+    }
+
+    private static func erase<Base: Hashable>(_ base: Base) -> AnyHashable {
+        AnyHashable(base)
+    }
+
+    static func == (lhs: HashableCursor, rhs: HashableCursor) -> Bool {
+        lhs.hashable == rhs.hashable
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hashable)
+    }
+}
