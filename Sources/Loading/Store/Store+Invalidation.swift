@@ -68,6 +68,46 @@ extension Store {
         }
     }
 
+    /// Refreshes what fits in `budget`: the time an app is given in the background (`BGAppRefreshTask`), measured
+    /// on `ContinuousClock`. See ``revalidate(within:clock:)``.
+    ///
+    /// ```swift
+    /// let refresh = Task { await store.revalidate(within: .seconds(25)) }
+    /// task.expirationHandler = { refresh.cancel() }  // the system wants the time back: stop
+    /// let report = await refresh.value
+    /// task.setTaskCompleted(success: report.failed.isEmpty)
+    /// ```
+    public func revalidate(within budget: Duration) async -> RevalidationReport<Key> {
+        await revalidate(within: budget, clock: ContinuousClock())
+    }
+
+    /// Refreshes, one after another, the keys that are not fresh (invalidated, older than the store's `maxAge`, every
+    /// value when it has none, or with no value yet) among those observed now or observed earlier and still held,
+    /// the one observed most recently first; starts no fetch once `budget` has passed on `clock`, nor after the
+    /// calling task is cancelled (which also cancels the fetch running); then flushes the levels (``flush(completion:)``)
+    /// and returns what it did.
+    ///
+    /// A fetch started before the deadline runs to its end: give a budget that leaves room for one. Offline (the
+    /// store's ``NetworkMode``), nothing is fetched and every key is skipped.
+    public func revalidate<C: Clock>(within budget: C.Duration, clock: C) async -> RevalidationReport<Key> {
+        let deadline = clock.now.advanced(by: budget)
+        let now = now()
+        var targets = locked { $0.budgetTargets(now: now, maxAgeSeconds: maxAgeSeconds) }[...]
+        var report = RevalidationReport<Key>()
+        while let key = targets.first, !Task.isCancelled, clock.now < deadline, !network.isOffline {
+            targets.removeFirst()
+            do {
+                _ = try await freshValue(of: key).load()
+                report.refreshed.append(key)
+            } catch {
+                if Task.isCancelled { report.skipped.append(key) } else { report.failed.append((key, error)) }
+            }
+        }
+        report.skipped += targets
+        await withCheckedContinuation { done in flush { done.resume() } }
+        return report
+    }
+
     /// Calls ``revalidate()`` each time one of `triggers` fires, until the returned subscription is cancelled or
     /// released (the store itself is not kept alive by it).
     ///
@@ -100,4 +140,15 @@ extension Store {
             if let snapshot = locked({ $0.attach(error, to: key) }) { publish(snapshot) }
         }
     }
+}
+
+/// What ``Store/revalidate(within:clock:)`` did with the keys it looked at, each in one list.
+public struct RevalidationReport<Key: Hashable & Sendable>: Sendable {
+    /// The keys fetched anew, in the order they were.
+    public internal(set) var refreshed: [Key] = []
+    /// The keys whose fetch failed, with the failure (their values stay as they were shown).
+    public internal(set) var failed: [(key: Key, error: any Error)] = []
+    /// The keys not fetched: the budget ran out, the task was cancelled (the fetch it cancelled included), or the
+    /// store was offline.
+    public internal(set) var skipped: [Key] = []
 }

@@ -53,6 +53,9 @@ extension StoreMachine {
         @usableFromInline @exclusivity(unchecked) var observed: Observed?
         /// How many of `observers` observe the key's states (``Store/states(for:)``); the others, its values.
         var stateObservers = 0
+        /// When the key's observation last began or ended, in the store's order: the key observed most recently
+        /// is refreshed first within a budget (``Store/revalidate(within:clock:)``).
+        var observedAt = 0
         /// The latest failure of a fetch of the key, for its state observers while the confirmed value is the one it
         /// was noted at (`failureVersion`), and whether they were shown it.
         var failure: (any Error)?

@@ -96,14 +96,30 @@ extension StoreMachine {
 
     /// The observed keys to revalidate: those with no value, an invalidated one, or one older than `maxAgeSeconds`
     /// (every value, without one). A key whose fetch is in flight is left to it.
-    @inlinable
     func revalidationTargets(now: Date, maxAgeSeconds: Double?) -> [Key] {
         entries.compactMap { key, entry in
-            guard entry.observers > 0, entry.fetches.isEmpty else { return nil }
-            guard let confirmed = entry.confirmed, entry.staleMark == 0, let maxAgeSeconds else { return key }
-            let age = now.timeIntervalSince(confirmed.savedAt)
-            return confirmed.savedAt <= now && age < maxAgeSeconds ? nil : key
+            entry.observers > 0 && needsRevalidation(entry, now: now, maxAgeSeconds: maxAgeSeconds) ? key : nil
         }
+    }
+
+    /// The keys to refresh within a budget, in order: those not fresh (as ``revalidationTargets(now:maxAgeSeconds:)``
+    /// judges) that are observed now or were observed while the store held them, the one observed most recently
+    /// first (observed now before observed earlier). A key whose fetch is in flight is left to it.
+    func budgetTargets(now: Date, maxAgeSeconds: Double?) -> [Key] {
+        entries.compactMap { key, entry in
+            entry.observedAt > 0 && needsRevalidation(entry, now: now, maxAgeSeconds: maxAgeSeconds)
+                ? (key: key, observed: entry.observers > 0, at: entry.observedAt) : nil
+        }
+        .sorted { $0.observed != $1.observed ? $0.observed : $0.at > $1.at }
+        .map(\.key)
+    }
+
+    /// Whether `entry` has no value, an invalidated one, or one older than `maxAgeSeconds` (every value, without
+    /// one), and no fetch in flight to bring a fresh one.
+    private func needsRevalidation(_ entry: Entry, now: Date, maxAgeSeconds: Double?) -> Bool {
+        guard entry.fetches.isEmpty else { return false }
+        guard let confirmed = entry.confirmed, entry.staleMark == 0, let maxAgeSeconds else { return true }
+        return confirmed.savedAt > now || now.timeIntervalSince(confirmed.savedAt) >= maxAgeSeconds
     }
 }
 

@@ -288,6 +288,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func stopObserving(_ key: Key) -> Subject? {
         guard let entry = entry(key) else { return nil }
         entry.observers -= 1
+        entry.observedAt = next()
         var subject: Subject?
         if entry.observers == entry.stateObservers, let observed = entry.observed {
             subject = observed.changes
@@ -300,6 +301,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Replaces the subjects of `entry`'s observers; the ones before are released after unlocking.
     @usableFromInline
     mutating func observe(_ entry: Entry, changes: Subject?, states: StateSubject?) {
+        entry.observedAt = next()
         let observed = changes == nil && states == nil ? nil : Observed(changes: changes, states: states)
         if let before = exchange(&entry.observed, with: observed) { released.add(before) }
     }

@@ -39,6 +39,23 @@ private struct DocAPI: Sendable {
     func users() -> EventStream<[String], any Error> { .just(["Ada"]) }
 }
 
+/// What the system hands an app's background refresh (`BGAppRefreshTask`), for the samples.
+private final class BackgroundRefreshTask: Sendable {
+    private let handler = Locked<(@Sendable () -> Void)?>(nil)
+    private let outcome = Locked<Bool?>(nil)
+
+    var expirationHandler: (@Sendable () -> Void)? {
+        get { handler.withLock { $0 } }
+        set { handler.withLock { $0 = newValue } }
+    }
+
+    var succeeded: Bool? { outcome.withLock { $0 } }
+
+    func setTaskCompleted(success: Bool) {
+        outcome.withLock { $0 = success }
+    }
+}
+
 private typealias Token = String
 
 private struct Metrics: Sendable {
@@ -545,6 +562,23 @@ final class DocCommentSamplesTests: XCTestCase {
         // Sample: end
         XCTAssertEqual(shown.withLock { $0 }, [[0]], "loaded at once, without a load of a loader")
         _ = next
+    }
+
+    func test_revalidationWithinABudget() async {
+        let api = self.api
+        let store = Store(levels: [], fetch: LoaderFamily { (id: String) in api.friend(id) })
+        store.write(docAda, for: "u1")
+        store.changes(for: "u1").sink { _ in }.cancel()
+        store.invalidate("u1")
+        let task = BackgroundRefreshTask()
+        // Sample: begin
+        let refresh = Task { await store.revalidate(within: .seconds(25)) }
+        task.expirationHandler = { refresh.cancel() }  // the system wants the time back: stop
+        let report = await refresh.value
+        task.setTaskCompleted(success: report.failed.isEmpty)
+        // Sample: end
+        XCTAssertEqual(report.refreshed, ["u1"])
+        XCTAssertEqual(task.succeeded, true)
     }
 
     func test_storeStates() {
