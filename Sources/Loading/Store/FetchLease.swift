@@ -13,7 +13,8 @@ public protocol FetchLease<Key>: Sendable {
     /// Takes the lease of `key` for `duration`, unless another process holds it; returns whether this one does now.
     func acquire(_ key: Key, for duration: Duration) async throws -> Bool
 
-    /// Gives back the lease of `key` this process holds, once its fetch ended.
+    /// Gives back the lease of `key` this process holds: the store calls it once the value it fetched under the
+    /// lease reached the shared level (its save there ended), or at once when the fetch failed.
     func release(_ key: Key) async throws
 }
 
