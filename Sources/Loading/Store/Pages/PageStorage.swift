@@ -23,6 +23,20 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             index >= 0 ? back[index] : front[-1 - index]
         }
 
+        /// The pages at `range`, in order. Indexed one by one, not mapped: this code runs unspecialized, where a
+        /// collection's generic `map` costs an allocation per element.
+        func pages(in range: Range<Int>) -> [LoadedPage] {
+            guard range.lowerBound < 0 else { return Array(back[range]) }
+            var pages: [LoadedPage] = []
+            pages.reserveCapacity(range.count)
+            var index = range.lowerBound
+            while index < range.upperBound {
+                pages.append(page(at: index))
+                index += 1
+            }
+            return pages
+        }
+
         mutating func note(_ cursor: Cursor?, at index: Int) {
             guard let cursor = HashableCursor(cursor), cursors[cursor] == nil else { return }
             cursors[cursor] = index
@@ -62,7 +76,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     func pages(in range: Range<Int>) -> [LoadedPage] {
-        state.withLock { state in range.map { state.page(at: $0) } }
+        state.withLock { $0.pages(in: range) }
     }
 
     /// Whether `cursor` loaded one of the pages before `end`, or is `current` (the cursor the page it comes with was
@@ -87,7 +101,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     func prepareIDs<ID: Hashable & Sendable>(of window: Range<Int>, _ id: (Item) -> ID) {
         let pages = state.withLock { state -> [LoadedPage]? in
             guard !(state.ids is Set<ID>) || state.idsWindow != window else { return nil }
-            return window.map { state.page(at: $0) }
+            return state.pages(in: window)
         }
         guard let pages else { return }
         let ids = Set(pages.lazy.flatMap { $0.page.items }.map(id))
