@@ -42,8 +42,9 @@ import Dispatch
 /// - **Processes sharing a folder** (an app and its extension over one ``FileMutationStorage``): one process sends
 ///   at a time, and a mutation another process sent is not sent again: it is undone here, its key is invalidated,
 ///   and it ends as ``SettledMutation/Outcome/sentByAnotherProcess``.
-/// - ``pending`` and ``changes`` list the mutations with their status and attempts; ``isMutating`` says whether any
-///   is left. Keep the queue for as long as the app runs: its pending mutations keep it alive.
+/// - **In a background task**, ``sendPending(within:)`` sends what fits in the time given, and reports.
+/// - ``pending`` and ``pendingMutations`` list the mutations with their status and attempts; ``isMutating`` says
+///   whether any is left. Keep the queue for as long as the app runs: its pending mutations keep it alive.
 public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Input: Sendable>: Sendable {
     private struct Entry: Sendable {
         var record: StoredMutation<Input>
@@ -131,6 +132,9 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         var saves = DispatchGroup()
         /// Shown mutations a clear took, told once the store is cleared.
         var cleared: [Entry] = []
+        /// Calls of ``sendPending(within:clock:)`` running: while there are some, they start the attempts.
+        var budgets = 0
+        var watchers: [SendingWatcher<Input>] = []
 
         var list: [PendingMutation<Input>] {
             entries.inOrder.map {
@@ -298,8 +302,100 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         // A save of its attempt under way lands before it is forgotten.
         state.withLock { $0.saves }.wait()
         forget(entry.record)
-        onSettled(SettledMutation(id: id, input: entry.record.input, outcome: .discarded))
+        settledNow(SettledMutation(id: id, input: entry.record.input, outcome: .discarded))
         pump()
+    }
+
+    /// ``sendPending(within:clock:)`` on `ContinuousClock`: what a background task calls with the time it was given.
+    ///
+    /// ```swift
+    /// let sending = Task { await outbox.sendPending(within: .seconds(25)) }
+    /// task.expirationHandler = { sending.cancel() }  // the system wants the time back: stop
+    /// let report = await sending.value
+    /// task.setTaskCompleted(success: report.failure == nil)
+    /// ```
+    public func sendPending(within budget: Duration) async -> MutationSendingReport<Input> {
+        await sendPending(within: budget, clock: ContinuousClock())
+    }
+
+    /// Sends the pending mutations, oldest first and one at a time as always, until none is left, `budget` has
+    /// passed on `clock`, the calling task is cancelled (which cancels the attempt in flight: its mutation stays
+    /// first), a transient failure or the network stops it, or another process sends from the storage; then returns
+    /// what happened. A mutation waiting for its retry is sent at once.
+    ///
+    /// While it runs, the queue starts nothing on its own: no attempt starts once the deadline has passed, and one
+    /// started before runs to its end. When it stops with mutations left, the queue waits its first retry delay
+    /// before it sends on its own again (or until the network comes back): in a background task, the system
+    /// suspends the app once it is told the task is complete.
+    public func sendPending<C: Clock>(within budget: C.Duration, clock: C) async -> MutationSendingReport<Input> {
+        let deadline = clock.now.advanced(by: budget)
+        let watcher = SendingWatcher<Input>()
+        state.withLock { state in
+            state.budgets += 1
+            state.watchers.append(watcher)
+        }
+        var report = MutationSendingReport<Input>()
+        await withTaskCancellationHandler {
+            var stops = false
+            while !stops, !Task.isCancelled, clock.now < deadline, connectivity?.isOnline ?? true {
+                guard let starts = nextStepWithinBudget() else { break }
+                if starts, !sendFirst(byBudget: true), !(connectivity?.isOnline ?? true) { break }
+                if Task.isCancelled { cancelAttempt() }  // cancelled as the attempt started
+                for event in await watcher.next() {
+                    switch event {
+                    case .settled(let mutation): report.settled.append(mutation)
+                    case .failedForNow(let error):
+                        report.failure = error
+                        stops = true
+                    case .busy: stops = true
+                    case .changed: break
+                    }
+                }
+            }
+        } onCancel: {
+            cancelAttempt()
+        }
+        let isOnline = connectivity?.isOnline ?? true
+        let (remaining, waits) = state.withLock { state in
+            state.budgets -= 1
+            state.watchers.removeAll { $0 === watcher }
+            let waits =
+                isOnline && state.budgets == 0 && state.sending == nil && !state.isWaitingToRetry
+                && !state.entries.isEmpty
+            if waits { state.isWaitingToRetry = true }
+            return (state.list, waits)
+        }
+        report.remaining = remaining
+        if waits { scheduleRetry(after: retryDelays.delay(beforeRetry: 1)) } else { pump() }
+        return report
+    }
+
+    /// For a call sending within a budget: `nil` when no mutation is left, `true` when it starts the first (a retry
+    /// waited for is not waited for any more), `false` when an attempt runs already.
+    private func nextStepWithinBudget() -> Bool? {
+        let (step, timer) = state.withLock { state -> (Bool?, (any CancellationToken)?) in
+            guard state.entries.firstID() != nil else { return (nil, nil) }
+            guard state.sending == nil else { return (false, nil) }
+            state.isWaitingToRetry = false
+            return (true, state.retry.take())
+        }
+        timer?.cancel()
+        return step
+    }
+
+    /// Cancels the attempt in flight (its mutation stays first, waiting), for a call sending within a budget whose
+    /// task was cancelled.
+    private func cancelAttempt() {
+        let attempt = state.withLock { state -> Sending? in
+            guard let attempt = state.sending.take() else { return nil }
+            state.entries[attempt.id]?.status = .waiting
+            return attempt
+        }
+        if attempt != nil {
+            end(attempt)
+            publish()
+        }
+        tell(.changed)
     }
 
     // MARK: Showing and settling
@@ -366,8 +462,19 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             case .failure(let error as StoreError) where error == .cleared: .cleared
             case .failure(let error): .refused(error)
             }
-        onSettled(SettledMutation(id: record.id, input: record.input, outcome: outcome))
+        settledNow(SettledMutation(id: record.id, input: record.input, outcome: outcome))
         pump()
+    }
+
+    /// Tells `onSettled`, and the calls sending within a budget, how a mutation ended.
+    private func settledNow(_ mutation: SettledMutation<Input>) {
+        onSettled(mutation)
+        tell(.settled(mutation))
+    }
+
+    /// Tells the calls sending within a budget what happened.
+    private func tell(_ event: SendingWatcher<Input>.Event) {
+        for watcher in state.withLock({ $0.watchers }) { watcher.tell(event) }
     }
 
     /// The store no longer waits for mutation `id`'s commit: an attempt in flight is cancelled, and nothing more is
@@ -410,14 +517,22 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     // MARK: Sending
 
     /// Sends the first mutation when nothing is being sent, no retry is waited for, no clear is under way, and the
-    /// network allows; in constant stack depth when attempts answer at once.
+    /// network allows; in constant stack depth when attempts answer at once. While calls send within a budget, they
+    /// start the attempts, and are told instead.
     private func pump() {
-        trampoline.run { [self] in sendFirst() }
+        trampoline.run { [self] in _ = sendFirst() }
     }
 
-    private func sendFirst() {
-        guard connectivity?.isOnline ?? true else { return }
+    /// Starts an attempt of the first mutation when it can; whether it started one. `byBudget`: asked by a call of
+    /// ``sendPending(within:clock:)``, which alone starts attempts while it runs.
+    private func sendFirst(byBudget: Bool = false) -> Bool {
+        guard connectivity?.isOnline ?? true else { return false }
+        var held = false
         let first = state.withLock { state -> (StoredMutation<Input>, Int, DispatchGroup)? in
+            guard byBudget || state.budgets == 0 else {
+                held = true
+                return nil
+            }
             guard state.sending == nil, !state.isWaitingToRetry, state.clearing == 0, let id = state.entries.firstID(),
                 let entry = state.entries[id], entry.commit != nil
             else { return nil }
@@ -427,17 +542,22 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             state.saves.enter()
             return (entry.record, state.serial, state.saves)
         }
-        guard let (record, serial, saves) = first else { return }
+        guard let (record, serial, saves) = first else {
+            if held { tell(.changed) }
+            return false
+        }
         let lease: MutationSendingLease?
         do {
             switch try claim?(record) ?? .claimed(nil) {
             case .claimed(let claimed): lease = claimed
             case .busy:
                 saves.leave()
-                return anotherProcessSends(serial)
+                anotherProcessSends(serial)
+                return false
             case .gone:
                 saves.leave()
-                return sentElsewhere(record, serial)
+                sentElsewhere(record, serial)
+                return false
             }
         } catch {
             // The storage cannot say: sent as if this process were alone.
@@ -458,7 +578,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         }
         guard proceeds else {
             lease?.release()
-            return
+            return false
         }
         publish()
         let token = send(record.input, record.id).load { [self] result in answered(record, serial, result) }
@@ -468,6 +588,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             return true
         }
         if !kept { token.cancel() }  // answered already, or cancelled meanwhile
+        return true
     }
 
     /// The server answered attempt `serial` of `record`; an answer of an attempt that was cancelled (a logout, a
@@ -512,6 +633,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         guard let (attempt, attempts) = taken else { return }
         attempt.lease?.release()
         publish()
+        tell(.failedForNow(error))
         scheduleRetry(after: retryDelays.delay(beforeRetry: attempts))
     }
 
@@ -523,7 +645,9 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             state.isWaitingToRetry = true
             return true
         }
-        if waits { scheduleRetry(after: .milliseconds(200)) }
+        guard waits else { return }
+        tell(.busy)
+        scheduleRetry(after: .milliseconds(200))
     }
 
     /// Another process sent `record` already (the storage no longer keeps it): it is undone here, and its key is
@@ -539,7 +663,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         entry.undo?.cancel()
         store.invalidate(key(record.input))
         entry.completion?(.failure(MutationQueueError.sentByAnotherProcess))
-        onSettled(SettledMutation(id: record.id, input: record.input, outcome: .sentByAnotherProcess))
+        settledNow(SettledMutation(id: record.id, input: record.input, outcome: .sentByAnotherProcess))
         pump()
     }
 
@@ -572,7 +696,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         pump()
     }
 
-    /// Tells the observers of ``changes`` that the list changed, unless a newer change was told already.
+    /// Tells the observers of ``pendingMutations`` that the list changed, unless a newer change was told already.
     private func publish() {
         let version = state.withLock { state in
             state.version += 1
@@ -611,7 +735,7 @@ extension MutationQueue: StoreClearObserver {
         }
         for entry in cleared {
             entry.completion?(.failure(StoreError.cleared))
-            onSettled(SettledMutation(id: entry.record.id, input: entry.record.input, outcome: .cleared))
+            settledNow(SettledMutation(id: entry.record.id, input: entry.record.input, outcome: .cleared))
         }
         pump()
     }

@@ -110,30 +110,6 @@ final class BudgetRevalidationTests: XCTestCase {
     }
 }
 
-/// A clock a test moves by hand.
-private struct ManualClock: Clock {
-    struct Instant: InstantProtocol {
-        var offset: Duration
-
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
-    }
-
-    private let current = Locked(Instant(offset: .zero))
-
-    var now: Instant { current.withLock { $0 } }
-    var minimumResolution: Duration { .zero }
-
-    func advance(by duration: Duration) {
-        current.withLock { $0 = $0.advanced(by: duration) }
-    }
-
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        advance(by: now.duration(to: deadline))
-    }
-}
-
 /// An upstream whose every fetch takes `takes` on a manual clock (it moves the clock as it answers), recording the
 /// keys asked and cancelled; while `holds`, fetches wait until cancelled.
 private final class Upstream: Sendable {

@@ -581,6 +581,27 @@ final class DocCommentSamplesTests: XCTestCase {
         XCTAssertEqual(task.succeeded, true)
     }
 
+    func test_sendingWithinABudget() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sample-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        let friends = Store<String, [Friend]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[Friend]>() })
+        friends.write([docAda], for: "all")
+        let outbox = try MutationQueue(
+            store: friends, storage: FileMutationStorage<String>(directory: folder), key: { _ in "all" },
+            change: { id, list in list?.filter { $0.id != id } }, send: { _, _ in answering(()) },
+            isRefused: { _ in false })
+        try outbox.enqueue(docAda.id)
+        let task = BackgroundRefreshTask()
+        // Sample: begin
+        let sending = Task { await outbox.sendPending(within: .seconds(25)) }
+        task.expirationHandler = { sending.cancel() }  // the system wants the time back: stop
+        let report = await sending.value
+        task.setTaskCompleted(success: report.failure == nil)
+        // Sample: end
+        XCTAssertEqual(report.remaining.count, 0)
+        XCTAssertEqual(task.succeeded, true)
+    }
+
     func test_storeStates() {
         let api = self.api
         let store = Store(levels: [], fetch: LoaderFamily { (id: String) in api.friend(id) })
