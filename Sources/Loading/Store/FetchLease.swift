@@ -101,7 +101,7 @@ extension Store {
                     : await awaitSharedValue(of: key, in: shared, newerThan: newer, under: coordination)
                 if let answer {
                     if holds { Task { try? await coordination.release(key) } }
-                    locked { $0.fetchAnsweredByLevel(id, of: key, level: shared, savedAt: answer.savedAt) }
+                    locked(key) { $0.fetchAnsweredByLevel(id, of: $1, level: shared, savedAt: answer.savedAt) }
                     return pending.complete(.success(answer.value))
                 }
                 guard !Task.isCancelled else {

@@ -6,33 +6,24 @@ extension StoreMachine {
     ///
     /// Changes are pure functions of the value (the store's contract), so a prefix applied once stays valid until the
     /// confirmed value changes otherwise (a fetch, a write) or the list changes other than at its end or its head.
-    @usableFromInline
     struct PendingChanges: Sendable {
         /// The changes from `head` on; taken ones are `nil` until the list is compacted.
-        @usableFromInline var slots: [Mutation?] = []
-        @usableFromInline var head = 0
+        var slots: [Mutation?] = []
+        var head = 0
         /// Counts the changes of the list a shown prefix cannot follow (an insertion before the end, a removal
         /// other than the head's acceptance).
-        @usableFromInline var epoch = 0
+        var epoch = 0
         /// What the key showed last, if it is still a prefix of the list.
-        @usableFromInline var shown: ShownPrefix?
-
-        @inlinable
+        var shown: ShownPrefix?
         init() {}
-
-        @inlinable
         var isEmpty: Bool { head == slots.count }
-
-        @inlinable
         var count: Int { slots.count - head }
 
         /// The changes in order.
-        @inlinable
         var all: [Mutation] { slots[head...].map { $0! } }
 
         /// Adds `mutation`: last, or before the changes of its queue with a greater sequence (a change made earlier
         /// by that queue, reaching the store later).
-        @inlinable
         mutating func insert(_ mutation: Mutation) {
             var position = slots.endIndex
             if let order = mutation.order {
@@ -47,14 +38,12 @@ extension StoreMachine {
         }
 
         /// The change `id`, if it is pending.
-        @inlinable
         func mutation(_ id: Int) -> Mutation? {
             slots[head...].first { $0!.id == id } ?? nil
         }
 
         /// Takes change `id` out. When it was the head and is `accepted` (the confirmed value takes it in, as version
         /// `confirmedVersion + 1`), what is shown stays a valid prefix; any other removal starts it over.
-        @inlinable
         mutating func remove(_ id: Int, accepted: Bool, confirmedVersion: Int) -> Mutation? {
             guard let index = slots[head...].firstIndex(where: { $0!.id == id }) else { return nil }
             guard index == head else {
@@ -77,7 +66,6 @@ extension StoreMachine {
 
         /// Forgets what the list remembers of the key it served (an entry made again for another key), keeping the
         /// storage of its (empty) list.
-        @inlinable
         mutating func forget() {
             slots.removeAll(keepingCapacity: true)
             head = 0
@@ -86,14 +74,12 @@ extension StoreMachine {
         }
 
         /// Takes every change out.
-        @inlinable
         mutating func removeAll() -> [Mutation] {
             defer { self = PendingChanges() }
             return all
         }
 
         /// Drops the taken slots once they are the larger part of the list.
-        @inlinable
         mutating func compact() {
             if head == slots.count {
                 slots.removeAll(keepingCapacity: true)
@@ -106,7 +92,6 @@ extension StoreMachine {
 
         /// What showing the key starts from: the shown prefix that still holds for `confirmedVersion`, and the
         /// changes after it.
-        @inlinable
         func start(confirmedVersion: Int) -> (prefix: ShownPrefix?, rest: [Mutation]) {
             guard let prefix = shown, prefix.epoch == epoch, prefix.confirmedVersion == confirmedVersion,
                 prefix.count <= count
@@ -116,7 +101,6 @@ extension StoreMachine {
 
         /// Remembers what the key shows with its first `prefix.count` changes, when it is still a prefix of the list
         /// and longer than the one remembered.
-        @inlinable
         mutating func remember(_ prefix: ShownPrefix) {
             guard prefix.epoch == epoch, prefix.count <= count else { return }
             if let shown, shown.epoch == epoch, shown.confirmedVersion == prefix.confirmedVersion,
@@ -130,19 +114,10 @@ extension StoreMachine {
 
     /// The value the first `count` pending changes of a key gave, applied to its confirmed value at
     /// `confirmedVersion`, while its list was at `epoch`.
-    @usableFromInline
-    struct ShownPrefix: Sendable {
-        @usableFromInline let confirmedVersion: Int
-        @usableFromInline let epoch: Int
-        @usableFromInline let count: Int
-        @usableFromInline let value: Value?
-
-        @inlinable
-        init(confirmedVersion: Int, epoch: Int, count: Int, value: Value?) {
-            self.confirmedVersion = confirmedVersion
-            self.epoch = epoch
-            self.count = count
-            self.value = value
-        }
+    @usableFromInline struct ShownPrefix: Sendable {
+        let confirmedVersion: Int
+        let epoch: Int
+        let count: Int
+        let value: Value?
     }
 }

@@ -22,7 +22,7 @@ extension Store {
     /// does not make a value fetched since stale again.
     public func invalidate(_ key: Key) {
         let now = now()
-        let (observed, folded) = locked { $0.invalidate(key, at: now) }
+        let (observed, folded) = locked(key) { $0.invalidate($1, matching: Self.matching(key), at: now) }
         withExtendedLifetime(folded) {}  // a record dropped from the limit, released after unlocking
         if observed { refetch(key) }
     }
@@ -38,17 +38,28 @@ extension Store {
     /// invalidation of every value saved before it (more is refetched, never less).
     public func invalidate(where isStale: @escaping @Sendable (Key) -> Bool) {
         let now = now()
-        let (mark, keys, folded) = locked { $0.beginInvalidation(isStale, at: now) }
+        let (mark, keys, folded) = lockedCore { core in
+            let (mark, slots, folded) = core.machine.beginInvalidation({ ($0 as? Key).map(isStale) ?? false }, at: now)
+            return (mark, slots.map { core.slots.key(of: $0) }, folded)
+        }
         withExtendedLifetime(folded) {}
         let matching = keys.filter(isStale)
-        for key in locked({ $0.markStale(matching, mark: mark) }) { refetch(key) }
+        let observed = lockedCore { core in
+            // A key dropped meanwhile has no slot: nothing of it to mark.
+            let slots = matching.compactMap { core.slots.slots[$0] }
+            return core.machine.markStale(slots, mark: mark).map { core.slots.key(of: $0) }
+        }
+        for key in observed { refetch(key) }
     }
 
     /// Marks every value stale, in the store and in its levels; the observed keys are fetched anew at once (see
     /// ``invalidate(_:)``).
     public func invalidateAll() {
         let now = now()
-        let (observed, dropped) = locked { $0.invalidateAll(at: now) }
+        let (observed, dropped) = lockedCore { core in
+            let (observed, dropped) = core.machine.invalidateAll(at: now)
+            return (observed.map { core.slots.key(of: $0) }, dropped)
+        }
         withExtendedLifetime(dropped) {}
         for key in observed { refetch(key) }
     }
@@ -63,7 +74,7 @@ extension Store {
     public func revalidate() {
         guard !network.isOffline else { return }
         let now = now()
-        for key in locked({ $0.revalidationTargets(now: now, maxAgeSeconds: maxAgeSeconds) }) {
+        for key in lockedKeys({ $0.revalidationTargets(now: now, maxAgeSeconds: maxAgeSeconds) }) {
             refetch(key)
         }
     }
@@ -92,7 +103,7 @@ extension Store {
     public func revalidate<C: Clock>(within budget: C.Duration, clock: C) async -> RevalidationReport<Key> {
         let deadline = clock.now.advanced(by: budget)
         let now = now()
-        var targets = locked { $0.budgetTargets(now: now, maxAgeSeconds: maxAgeSeconds) }[...]
+        var targets = lockedKeys { $0.budgetTargets(now: now, maxAgeSeconds: maxAgeSeconds) }[...]
         var report = RevalidationReport<Key>()
         while let key = targets.first, !Task.isCancelled, clock.now < deadline, !network.isOffline {
             targets.removeFirst()
@@ -122,14 +133,14 @@ extension Store {
     /// already (see ``StoreMachine/beginRefetch(_:completion:)``); a failure is attached to the value shown (which
     /// stays stale).
     func refetch(_ key: Key) {
-        guard let begun = locked({ $0.beginRefetch(key, completion: refetched(key)) }) else { return }
+        guard let begun = locked(key, { $0.beginRefetch($1, completion: refetched(key)) }) else { return }
         _ = fetchBegun(begun, of: key)
     }
 
     /// Starts the upstream load of refetch `id` of `key`, which the machine began for the key's observers.
     @usableFromInline
     func startRefetch(_ id: Int, of key: Key) {
-        locked { $0.addCaller(refetched(key), toFetch: id, of: key) }
+        locked(key) { $0.addCaller(refetched(key), toFetch: id, of: $1) }
         startUpstream(id, of: key)
     }
 
@@ -137,7 +148,7 @@ extension Store {
     private func refetched(_ key: Key) -> Machine.FetchCompletion {
         { [self] result in
             guard case .failure(let error) = result, !(error is StoreError) else { return }
-            if let snapshot = locked({ $0.attach(error, to: key) }) { publish(snapshot) }
+            if let snapshot = locked(key, { $0.attach(error, to: $1) }) { publish(snapshot) }
         }
     }
 }

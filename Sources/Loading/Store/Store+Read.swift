@@ -101,26 +101,26 @@ extension Store {
         /// changes of the key asked before it, when some run or wait (a read sees the writes made before it).
         @inlinable
         func start() {
-            let cached = store.locked { machine -> (snapshot: Machine.Snapshot?, fresh: Bool)?? in
+            let cached = store.locked(key) { machine, slot -> (snapshot: Machine.Snapshot?, fresh: Bool)?? in
                 // The read's place in the store's order: before the changes asked after it, which its fetch applies
                 // again to what it brings.
                 if asked == nil { asked = machine.readStamp }
-                if !hasWaited, machine.awaitTurn(of: key, then: { [self] in afterTurn() }) { return nil }
+                if !hasWaited, machine.awaitTurn(of: slot, then: { [self] in afterTurn() }) { return nil }
                 if since == nil, policy.kind == .cacheFirst || policy.kind == .cacheOnly {
-                    since = machine.stamp(of: key)
+                    since = machine.stamp(of: slot)
                 }
-                return machine.cached(key, under: policy, now: began)
+                return machine.cached(slot, under: policy, now: began)
             }
             guard let cached else { return }  // its turn comes later
             switch policy.kind {
             case .cacheFirst, .cacheOnly:
                 guard let snapshot = cached?.snapshot, cached?.fresh == true else { return readLevel(0, for: .cache) }
                 if let events = store.events { events(.heldValueRead(key)) }
-                answer(snapshot.response)
+                answer(StoreResponse(snapshot.response))
             case .cacheThenNetwork:
                 guard let cached, let snapshot = cached.snapshot else { return readLevel(0, for: .cacheThenNetwork) }
                 if let events = store.events { events(.heldValueRead(key)) }
-                answer(snapshot.response)
+                answer(StoreResponse(snapshot.response))
                 if !cached.fresh { startFetch() }
             case .networkFirst, .networkOnly:
                 startFetch()
@@ -154,10 +154,10 @@ extension Store {
         @inlinable
         func cancel() {
             typealias Left = (garbage: [Any], cancel: (any CancellationToken)?, stop: (@Sendable () -> Void)?)
-            let (taken, left) = store.locked { machine -> (HandedCompletion<StoreResponse<Value>>?, Left?) in
+            let (taken, left) = store.locked(key) { machine, slot -> (HandedCompletion<StoreResponse<Value>>?, Left?) in
                 guard !isCancelled, onFailure != nil || self.completion != nil else { return (nil, nil) }
                 isCancelled = true
-                let left = joinedFetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: key) }
+                let left = joinedFetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: slot) }
                 joinedFetch = nil
                 return (self.completion.take(), (left?.garbage ?? [], left?.cancel, stopLevelRead.take()))
             }
@@ -188,9 +188,9 @@ extension Store {
         /// Attaches `error` to the key's shown value and answers with it, or fails when nothing is shown.
         @inlinable
         func reportOrFail(_ error: any Error) {
-            guard let snapshot = store.locked({ $0.attach(error, to: key) }) else { return fail(error) }
+            guard let snapshot = store.locked(key, { $0.attach(error, to: $1) }) else { return fail(error) }
             store.publish(snapshot)
-            answer(snapshot.response)
+            answer(StoreResponse(snapshot.response))
         }
 
         // MARK: Reading the levels
@@ -200,14 +200,14 @@ extension Store {
         @inlinable
         func readLevel(_ index: Int, for purpose: Purpose) {
             guard index < store.levels.count else { return levelsDone(nil, for: purpose) }
-            let begun = store.locked { machine -> Machine.LevelRead? in
+            let begun = store.locked(key) { machine, slot -> Machine.LevelRead? in
                 guard !isCancelled else { return nil }
                 if asked == nil { asked = machine.readStamp }
-                let begun = machine.beginLevelRead(key, level: index)
+                let begun = machine.beginLevelRead(slot, level: index)
                 guard case .read(let stamp, let inStep) = begun else { return begun }
                 if index == 0, since == nil, case .cache = purpose { since = stamp }
                 (self.purpose, level, self.stamp, self.inStep) = (purpose, index, stamp, inStep)
-                rules = machine.staleRules(for: key)  // what a hit is judged by, as of this read
+                rules = machine.staleRules(for: slot)  // what a hit is judged by, as of this read
                 return begun
             }
             switch begun {
@@ -215,7 +215,7 @@ extension Store {
                 return
             case .known(let snapshot):
                 let taken = snapshot.flatMap { takes($0, for: purpose) } == true
-                return levelsDone(taken ? snapshot?.response : nil, for: purpose)
+                return levelsDone(taken ? snapshot.map { StoreResponse($0.response) } : nil, for: purpose)
             case .read:
                 let stop = store.levels[index].read(key) { [self] result in levelAnswered(result) }
                 // A level that can stop early (an async one) is told when the read is cancelled.
@@ -242,23 +242,23 @@ extension Store {
                 if takes(cached.savedAt, stale: staleSince != nil, for: purpose) {
                     if case .cacheThenNetwork = purpose {
                         holdsKey = true
-                        store.locked { $0.holdKey(key) }
+                        store.locked(key) { $0.holdKey($1) }
                     }
                     let error: (any Error)? = if case .fallback(let error) = purpose { error } else { nil }
                     let hit = Machine.Job.hit(
-                        cached, level: level, stamp: stamp, staleSince: staleSince, error: error,
+                        cached.boxed, level: level, stamp: stamp, staleSince: staleSince, error: error,
                         reply: { [self] snapshot in hitConfirmed(snapshot) })
                     return store.submit(hit, for: key)
                 }
             }
             // A miss of the last level begins the fetch under the same lock, keeping the key in use.
             let fetches = level + 1 == store.levels.count && fetchesOnMiss(purpose)
-            let (miss, cancelled) = store.locked { machine -> (Machine.LastLevelMiss, Bool) in
+            let (miss, cancelled) = store.locked(key) { machine, slot -> (Machine.LastLevelMiss, Bool) in
                 guard fetches, !isCancelled else {
-                    return (.learned(machine.endLevelRead(key, since: stamp)), isCancelled)
+                    return (.learned(machine.endLevelRead(slot, since: stamp)), isCancelled)
                 }
                 let miss = machine.endLastLevelReadThenFetch(
-                    key, readAt: stamp, since: since, asked: asked ?? machine.readStamp
+                    slot, readAt: stamp, since: since, asked: asked ?? machine.readStamp
                 ) { [self] in fetched($0) }
                 if case .fetch(let begun) = miss { joinedFetch = begun.joinedFetch }
                 return (miss, false)
@@ -273,7 +273,7 @@ extension Store {
             case .learned(let learned):
                 // What the store learned answers (no value too, after a removal), unless it is a value too old.
                 if let learned, takes(learned, for: purpose) ?? true {
-                    return levelsDone(learned.response, for: purpose)
+                    return levelsDone(StoreResponse(learned.response), for: purpose)
                 }
                 readLevel(level + 1, for: purpose)
             }
@@ -304,10 +304,10 @@ extension Store {
 
         @inlinable
         func hitConfirmed(_ snapshot: Machine.Snapshot) {
-            if !store.locked({ _ in isCancelled }) { levelsDone(snapshot.response, for: purpose) }
+            if !store.locked({ _ in isCancelled }) { levelsDone(StoreResponse(snapshot.response), for: purpose) }
             if holdsKey {
                 holdsKey = false
-                _ = store.locked { $0.endLevelRead(key) }  // the fetch, if any, holds the key now
+                _ = store.locked(key) { $0.endLevelRead($1) }  // the fetch, if any, holds the key now
             }
         }
 
@@ -336,7 +336,7 @@ extension Store {
             case .cacheThenNetwork:
                 // The fetch goes on after a hit, unless the hit is fresh.
                 if let hit { answer(hit) }
-                let fresh = hit != nil && store.locked { $0.isFresh(key, under: policy, now: began) }
+                let fresh = hit != nil && store.locked(key) { $0.isFresh($1, under: policy, now: began) }
                 if !fresh { startFetch() }
             case .fallback(let error):
                 if let hit, hit.error != nil { answer(hit) } else { reportOrFail(error) }
@@ -349,10 +349,11 @@ extension Store {
         /// stamp of its first level read: a value the store learned since is the answer, and no fetch starts.
         @inlinable
         func startFetch() {
-            let begun = store.locked { machine -> Machine.FetchStart? in
+            let begun = store.locked(key) { machine, slot -> Machine.FetchStart? in
                 guard !isCancelled else { return nil }
                 if asked == nil { asked = machine.readStamp }
-                let begun = machine.beginFetch(key, joining: true, since: since, asked: asked) { [self] in fetched($0) }
+                let begun = machine.beginFetch(slot, joining: true, since: since, asked: asked) { [self] in fetched($0)
+                }
                 joinedFetch = begun.joinedFetch
                 return begun
             }
@@ -373,7 +374,7 @@ extension Store {
             let token = store.loadUpstream(startedFetch, of: key) { [self] result in
                 store.fetchEnded(startedFetch, of: key, with: result)
             }
-            store.locked { $0.keepToken(token, ofFetch: startedFetch, for: key) }?.cancel()
+            store.locked(key) { $0.keepToken(token, ofFetch: startedFetch, for: $1) }?.cancel()
         }
 
         /// The fetch answered: with its value, with the shown one when a removal or a clear dropped it, or with a
@@ -382,13 +383,13 @@ extension Store {
         func fetched(_ result: Result<Machine.Snapshot, any Error>) {
             switch result {
             case .success(let snapshot):
-                answer(snapshot.response)
+                answer(StoreResponse(snapshot.response))
             case .failure(let error as StoreError) where error == .discarded:
                 answerAfterRemoval()
             case .failure(let error):
                 // The read answers as of its fetch's failure: after the changes of the key asked before it, which it
                 // waits for when they are still queued.
-                guard !store.locked({ $0.awaitTurn(of: key, then: { [self] in fallBack(from: error) }) }) else {
+                guard !store.locked(key, { $0.awaitTurn(of: $1, then: { [self] in fallBack(from: error) }) }) else {
                     return
                 }
                 fallBack(from: error)
@@ -399,7 +400,7 @@ extension Store {
         /// network first), else the levels' value, else the failure.
         @inlinable
         func fallBack(from error: any Error) {
-            if policy.kind != .networkFirst, store.locked({ $0.showsSomething(key) }) { return reportOrFail(error) }
+            if policy.kind != .networkFirst, store.locked(key, { $0.showsSomething($1) }) { return reportOrFail(error) }
             readLevel(0, for: .fallback(error))
         }
     }

@@ -51,7 +51,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
     @usableFromInline let maxAgeSeconds: Double?
     @usableFromInline let network: NetworkMode
-    @usableFromInline let state: Locked<StoreMachine<Key, Value>>
+    @usableFromInline let state: Locked<StoreCore<Key>>
     /// The mutation queues over the store, told of each clear.
     @usableFromInline let clearObservers = ClearObservers()
     /// Told what happens (see ``StoreEvent``), when the store was given it.
@@ -63,8 +63,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Whether an upstream load is told to `events`, started in a `fetchContext` of the app's, or coordinated.
     @usableFromInline let wrapsFetches: Bool
 
-    @usableFromInline typealias Machine = StoreMachine<Key, Value>
-    @usableFromInline typealias Snapshot = StoreMachine<Key, Value>.Snapshot
+    @usableFromInline typealias Machine = StoreMachine
+    @usableFromInline typealias Snapshot = StoreMachine.Snapshot
 
     /// Creates a store.
     /// - Parameters:
@@ -125,18 +125,68 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 256)
         state = Locked(
-            Machine(
-                levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
-                recordsEvictions: events != nil))
+            StoreCore(
+                machine: Machine(
+                    levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
+                    recordsEvictions: events != nil)))
+    }
+
+    /// `change` as the machine runs it: on the value it keeps, which the store made from a `Value`.
+    @inlinable
+    static func erase(_ change: @escaping @Sendable (Value?) -> Value?) -> Machine.Change {
+        { box in change(box.map { ($0 as! ValueBox<Value>).value }).map { ValueBox($0) } }
     }
 
     /// Runs `body` on the machine under the store's lock, and releases what the machine let go of (a dropped
     /// entry, with its key and value) after unlocking: a key's or a value's deinitializer is the caller's code.
     @inlinable
     func locked<Result>(_ body: (inout Machine) -> Result) -> Result {
-        let (result, released) = state.withLock { machine in (body(&machine), machine.takeReleased()) }
+        let (result, released) = state.withLock { core in
+            let result = body(&core.machine)
+            core.settle()
+            return (result, core.machine.takeReleased())
+        }
         if released != nil { release(consume released) }  // handed over, not copied
         return result
+    }
+
+    /// ``locked(_:)`` for an event of `key`, which `body` names by its slot.
+    @inlinable
+    func locked<Result>(_ key: Key, _ body: (inout Machine, Int) -> Result) -> Result {
+        let (result, released) = state.withLock { core in
+            let (slot, isNew) = core.slots.slot(for: key)
+            let result = body(&core.machine, slot)
+            if isNew, !core.machine.uses(slot) { core.slots.release(slot) }
+            core.settle()
+            return (result, core.machine.takeReleased())
+        }
+        if released != nil { release(consume released) }  // handed over, not copied
+        return result
+    }
+
+    /// ``locked(_:)`` with the slots of the keys too: for an event that answers with keys, named while their slots
+    /// are theirs.
+    @inlinable
+    func lockedCore<Result>(_ body: (inout StoreCore<Key>) -> Result) -> Result {
+        let (result, released) = state.withLock { core in
+            let result = body(&core)
+            core.settle()
+            return (result, core.machine.takeReleased())
+        }
+        if released != nil { release(consume released) }
+        return result
+    }
+
+    /// ``locked(_:)`` for an event that answers with keys, by their slots.
+    @inlinable
+    func lockedKeys(_ body: (inout Machine) -> [Int]) -> [Key] {
+        lockedCore { core in body(&core.machine).map { core.slots.key(of: $0) } }
+    }
+
+    /// A predicate of invalidations that accepts `key` alone.
+    @inlinable
+    static func matching(_ key: Key) -> @Sendable (Machine.AnyKey) -> Bool {
+        { ($0 as? Key) == key }
     }
 
     /// Releases what the machine let go of, after unlocking, and publishes the notices it has for state observers
@@ -188,7 +238,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         EventStream { [self] observer in
             let subject = startObserving(key)
             observer.onTermination { [self] in stopObserving(key) }
-            subject.stream.compactMap { $0 }.subscribe(observer)
+            subject.stream.compactMap { $0.map { StoreResponse<Value>($0) } }.subscribe(observer)
         }
     }
 
@@ -212,7 +262,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         EventStream { [self] observer in
             let subject = startObservingStates(key)
             observer.onTermination { [self] in stopObservingStates(key) }
-            subject.stream.compactMap { $0 }.subscribe(observer)
+            subject.stream.compactMap { $0.map { StoreState<Value>($0) } }.subscribe(observer)
         }
     }
 
@@ -222,12 +272,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// render(store.state(for: "u1").loadingState)
     /// ```
     public func state(for key: Key) -> StoreState<Value> {
-        guard let (snapshot, isLoading) = locked({ $0.stateNow(key) }) else {
+        guard let (snapshot, isLoading) = locked(key, { $0.stateNow($1) }) else {
             let nothing = StoreResponse<Value>(
                 value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
             return StoreState(response: nothing, isLoading: false)
         }
-        return StoreState(response: snapshot.response, isLoading: isLoading)
+        return StoreState(response: StoreResponse(snapshot.response), isLoading: isLoading)
     }
 
     /// The first response `policy` produces for `key`. With ``ReadPolicy/cacheThenNetwork`` that is the cached
@@ -245,10 +295,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return AnyLoader(answeringFirst: { [self] in
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
             let held: Bool
-            switch locked({ $0.firstLook(key, under: policy, now: now) }) {
+            switch locked(key, { $0.firstLook($1, under: policy, now: now) }) {
             case .answer(let response):
                 if let events { events(.heldValueRead(key)) }
-                return .answered(.success(response))
+                return .answered(.success(StoreResponse(response)))
             case .held: held = true
             case .notHeld: held = false
             }
@@ -279,7 +329,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         AnyLoader { [self] completion in
             let pending = PendingLoad(completion)
             pending.startStep {
-                fetch(key, joining: false) { result in pending.complete(result.map { $0.response }) }
+                fetch(key, joining: false) { result in pending.complete(result.map { StoreResponse($0.response) }) }
             }
             return pending
         }
@@ -299,8 +349,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public func write(_ value: Value, for key: Key) {
         let stored = StoredValue(value: value, origin: .local, savedAt: now())
         var save: Machine.LevelOp?
-        guard let effects = locked({ $0.writeAtOnce(stored, for: key, save: &save) }) else {
-            return submit(.write(stored), for: key)
+        guard let effects = locked(key, { $0.writeAtOnce(stored.boxed, for: $1, save: &save) }) else {
+            return submit(.write(stored.boxed), for: key)
         }
         perform(effects, for: key, issuingFirst: save)
     }
@@ -313,7 +363,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// applied to the value it brings (a live update that arrives while the first load runs is kept).
     @inlinable
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
-        submit(.update(transform, reply: nil), for: key)
+        submit(.update(Self.erase(transform), reply: nil), for: key)
     }
 
     /// ``update(_:_:)`` with what the network brought (a page appended to a list): written to every level at once;
@@ -324,14 +374,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         _ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?,
         completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
     ) {
-        submit(.update(transform, reply: { completion($0.map { $0.response }) }), for: key)
+        submit(.update(Self.erase(transform), reply: { completion($0.map { StoreResponse($0.response) }) }), for: key)
     }
 
     /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm
     /// nothing, and writes and updates not yet applied are dropped.
     @inlinable
     public func remove(_ key: Key) {
-        perform(locked { $0.remove(key) }, for: key)
+        perform(locked(key) { $0.remove($1) }, for: key)
     }
 
     /// Writes every debounced write waiting now, without waiting for its timer: what an app calls when it goes to
@@ -345,7 +395,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ```
     public func flush(completion: @escaping @Sendable () -> Void = {}) {
         let saved = Machine.SaveTicket(.run(completion))
-        for key in locked({ $0.keysToFlush() }) {
+        for key in lockedKeys({ $0.keysToFlush() }) {
             saved.hold()
             submit(.flush(saved), for: key)
         }
@@ -406,9 +456,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // Kept with the change before its commit starts: a clear fails it wherever it stands.
         let pending = PendingLoad<Void> { result in completion(result) }
         guard
-            let (id, shown, loads) = locked({
-                $0.addMutation(change, commit: pending, to: key, order: order, unlessClearedSince: clears)
-            })
+            let (id, shown, loads) = locked(
+                key,
+                {
+                    $0.addMutation(
+                        Self.erase(change), commit: pending, to: $1, order: order, unlessClearedSince: clears)
+                })
         else { return nil }
         if let shown { publish(shown) }
         if loads { submit(.load, for: key) }
@@ -434,7 +487,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What the key shows now (no value when it shows nothing).
     @inlinable
     func shownResponse(_ key: Key) -> StoreResponse<Value> {
-        locked { $0.shown(key) }?.response
+        locked(key) { $0.shown($1) }.map { StoreResponse($0.response) }
             ?? StoreResponse(value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
     }
 
@@ -453,11 +506,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func loadBase(of key: Key, generation: Int) {
         // What the levels hold is as stale as the invalidations made before say (judged outside the lock: a
         // predicate is the caller's code); one made while they are read marks the key's entry, which the change holds.
-        let rules = locked { $0.staleRules(for: key) }
+        let rules = locked(key) { $0.staleRules(for: $1) }
         readBase(of: key, from: 0) { [self] hit, level in
             let staleSince = hit.flatMap { rules?.staleSince(key, savedAt: $0.savedAt) }
-            let effects = locked {
-                $0.commitBase(hit, level: level, generation: generation, staleSince: staleSince, for: key)
+            let effects = locked(key) {
+                $0.commitBase(hit?.boxed, level: level, generation: generation, staleSince: staleSince, for: $1)
             }
             perform(effects, for: key)
             runChanges(of: key, from: nil)
@@ -481,7 +534,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// starts it on its own thread. The token drops this caller; the last caller out cancels the fetch.
     @inlinable
     func fetch(_ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion) -> any CancellationToken {
-        fetchBegun(locked { $0.beginFetch(key, joining: joining, completion: completion) }, of: key)
+        fetchBegun(locked(key) { $0.beginFetch($1, joining: joining, completion: completion) }, of: key)
     }
 
     /// Starts the upstream load of a fetch `begun` for `key` when the caller starts it; the token drops the caller.
@@ -496,7 +549,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         return AnyCancellationToken { [weak self] in
             guard let self else { return }
-            let (garbage, cancel) = locked { $0.leaveFetch(id, caller: caller, of: key) }
+            let (garbage, cancel) = locked(key) { $0.leaveFetch(id, caller: caller, of: $1) }
             cancel?.cancel()
             withExtendedLifetime(garbage) {}  // the caller's completion, released after unlocking
         }
@@ -506,7 +559,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func startUpstream(_ id: Int, of key: Key) {
         let token = loadUpstream(id, of: key) { [self] result in fetchEnded(id, of: key, with: result) }
-        locked { $0.keepToken(token, ofFetch: id, for: key) }?.cancel()
+        locked(key) { $0.keepToken(token, ofFetch: id, for: $1) }?.cancel()
     }
 
     /// Loads `key` from upstream for fetch `id`. A store that watches the connectivity looks at it now, and tells
@@ -572,18 +625,18 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) -> any CancellationToken {
         guard let connectivity = network.connectivity else { return fetcher[key].load(completion: completion) }
         guard !connectivity.isOnline else {
-            locked { $0.fetchSendsNow(id, of: key) }
+            locked(key) { $0.fetchSendsNow(id, of: $1) }
             return fetcher[key].load(completion: completion)
         }
         // No request goes out now: the fetch counts as not sent.
-        locked { $0.fetchWaits(id, of: key) }
+        locked(key) { $0.fetchWaits(id, of: $1) }
         guard network.waits else {
             completion(.failure(OfflineError()))
             return AnyCancellationToken()
         }
         let upstream = fetcher[key]
         return AnyLoader<Value> { [self] completion in
-            locked { $0.fetchSent(id, of: key) }
+            locked(key) { $0.fetchSent(id, of: $1) }
             return upstream.load(completion: completion)
         }
         .waitingForNetwork(connectivity).load(completion: completion)
@@ -595,11 +648,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case .success(let value):
             let now = now()
             var save: Machine.LevelOp?
-            guard let effects = locked({ $0.fetchedAtOnce(value, fetch: id, for: key, now: now, save: &save) }) else {
-                return submit(.fetched(value, fetch: id), for: key)  // it takes its turn
+            let box = ValueBox(value)
+            guard let effects = locked(key, { $0.fetchedAtOnce(box, fetch: id, for: $1, now: now, save: &save) }) else {
+                return submit(.fetched(box, fetch: id), for: key)  // it takes its turn
             }
             perform(effects, for: key, issuingFirst: save)
-        case .failure(let error): perform(locked { $0.fetchFailed(id, of: key, with: error) }, for: key)
+        case .failure(let error): perform(locked(key) { $0.fetchFailed(id, of: $1, with: error) }, for: key)
         }
     }
 
@@ -609,7 +663,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func submit(_ job: Machine.Job, for key: Key) {
         let now = now()
-        runChanges(of: key, from: locked { $0.submit(job, for: key, now: now) })
+        runChanges(of: key, from: locked(key) { $0.submit(job, for: $1, now: now) })
     }
 
     /// Runs `key`'s queued changes, starting with `first` (or the next one when `nil`), until the queue is empty
@@ -624,7 +678,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 step = taken
             } else {
                 let now = now()
-                guard let next = locked({ $0.nextChange(of: key, now: now) }) else { return }
+                guard let next = locked(key, { $0.nextChange(of: $1, now: now) }) else { return }
                 step = next
             }
             switch consume step {
@@ -638,7 +692,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             case .run(let work):
                 let result = work.run()
                 let now = now()
-                let effects = locked { $0.commit(work, result: result, for: key, now: now) }
+                let effects = locked(key) { $0.commit(work, result: result, for: $1, now: now) }
                 perform(effects, for: key)
                 if effects.endsTurn { return }
             }
@@ -660,7 +714,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if effects.published != nil { publish(effects.published!) }
         for index in effects.publishedLater.indices { publish(effects.publishedLater[index]) }
         if let key, let more {
-            for write in more.debounce { debounce(write.value, for: key, level: write.level, id: write.id) }
+            for write in more.debounce {
+                debounce((write.value as! ValueBox<Value>).value, for: key, level: write.level, id: write.id)
+            }
         }
         if effects.removeAll { removeAllFromLevels() }
         if effects.issueLevels, let key { issueLevelOps(of: key, first: save) }
@@ -679,7 +735,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard let observed = snapshot.observed else { return }
         let response = snapshot.response
         // What the pending changes gave is remembered: the next change shown applies only itself.
-        if let (key, prefix) = snapshot.shownPrefix(response) { locked { $0.remember(prefix, for: key) } }
+        if let (key, generation, prefix) = snapshot.shownPrefix(response) {
+            locked { $0.remember(prefix, for: key, generation: generation) }
+        }
         if let subject = observed.changes, !snapshot.isNotice {
             subject.update { current in
                 guard (current?.version ?? -1) < response.version else { return nil }
@@ -691,7 +749,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Sends `response`, loading or not, to the key's state observers unless a newer state was sent already.
     @usableFromInline
-    func publish(_ response: StoreResponse<Value>, isLoading: Bool, to states: Machine.StateSubject) {
+    func publish(_ response: StoreResponse<Machine.Value>, isLoading: Bool, to states: Machine.StateSubject) {
         let state = StoreState(response: response, isLoading: isLoading)
         states.update { current in
             guard (current?.version ?? -1) < state.version else { return nil }
@@ -703,17 +761,19 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// (rarely any: only keys observed with ``states(for:)``), and tells `events` of the kept values let go of.
     @usableFromInline
     func publishNotices() {
-        let (notices, evicted) = locked { ($0.takeNotices(), $0.takeEvictions()) }
+        let (notices, evicted) = lockedCore { core in
+            (core.machine.takeNotices(), exchange(&core.evicted, with: []))
+        }
         for notice in notices { publish(notice) }
         if let events { for key in evicted { events(.evicted(key)) } }
     }
 
     @inlinable
-    func startObserving(_ key: Key) -> CurrentValueStreamSubject<StoreResponse<Value>?, Never> {
+    func startObserving(_ key: Key) -> Machine.Subject {
         // A key observed already has its subject: one lock. Otherwise one is made outside the lock.
         let (subject, shown) =
-            locked { $0.observe(key, fresh: nil) }
-            ?? locked { $0.observe(key, fresh: Machine.Subject(nil)) }!
+            locked(key) { $0.observe($1, fresh: nil) }
+            ?? locked(key) { $0.observe($1, fresh: Machine.Subject(nil)) }!
         if let shown { publish(shown) }
         return subject
     }
@@ -721,20 +781,20 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Counts a state observer of `key`, and shows it the key's state now.
     func startObservingStates(_ key: Key) -> Machine.StateSubject {
         let (subject, now) =
-            locked { $0.observeStates(key, fresh: nil) }
-            ?? locked { $0.observeStates(key, fresh: Machine.StateSubject(nil)) }!
+            locked(key) { $0.observeStates($1, fresh: nil) }
+            ?? locked(key) { $0.observeStates($1, fresh: Machine.StateSubject(nil)) }!
         publish(now)
         return subject
     }
 
     func stopObservingStates(_ key: Key) {
-        let subject = locked { $0.stopObservingStates(key) }
+        let subject = locked(key) { $0.stopObservingStates($1) }
         withExtendedLifetime(subject) {}  // released after unlocking
     }
 
     @inlinable
     func stopObserving(_ key: Key) {
-        let subject = locked { $0.stopObserving(key) }
+        let subject = locked(key) { $0.stopObserving($1) }
         withExtendedLifetime(subject) {}  // released after unlocking
     }
 
@@ -746,7 +806,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     func issueLevelOps(of key: Key, first: Machine.LevelOp? = nil) {
         if let first { issue(first, of: key) }
-        while let taken = locked({ $0.takeLevelOps(of: key) }) {
+        while let taken = locked(key, { $0.takeLevelOps(of: $1) }) {
             if taken.removeAll { return removeAllFromLevels() }
             if let first = taken.ops.head { issue(first, of: key) }
             for operation in taken.ops.tail { issue(operation, of: key) }
@@ -764,13 +824,15 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         switch consume operation {  // its payload moved out, not copied
         case .save(let value, let savedAt, let targets, let skipsDebounced, _, let mark):
             let landed = saveLanded(of: key, mark: mark, then: done)
+            let unboxed = (value as! ValueBox<Value>).value
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
                 ticket?.hold(reportingTo: reportFailure)
-                levels[index].save(value, savedAt, key, landed)
+                levels[index].save(unboxed, savedAt, key, landed)
             }
         case .flush(let value, let savedAt, let index, _, let mark):
             ticket?.hold(reportingTo: reportFailure)
-            levels[index].save(value, savedAt, key, saveLanded(of: key, mark: mark, then: done))
+            levels[index].save(
+                (value as! ValueBox<Value>).value, savedAt, key, saveLanded(of: key, mark: mark, then: done))
         case .remove(_, let mark):
             let landed = saveLanded(of: key, mark: mark, then: done)
             for level in levels {
@@ -789,7 +851,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         { [self] result in
             let failed = if case .failure = result { true } else { false }
             let now = now()
-            let folded = locked { $0.saveLanded(key, mark: mark, failed: failed, at: now) }
+            let matches = mark.stale ? Self.matching(key) : nil
+            let folded = locked(key) { $0.saveLanded($1, matching: matches, mark: mark, failed: failed, at: now) }
             withExtendedLifetime(folded) {}
             done(result)
         }
@@ -815,7 +878,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 finish()
             }
         }
-        let (completions, held) = locked { $0.removeAllIssued() }
+        let (completions, held) = lockedCore { core in
+            let (completions, held) = core.machine.removeAllIssued()
+            return (completions, held.map { core.slots.key(of: $0) })
+        }
         progress.withLock { $0.completions = completions }
         finish()
         for key in held { issueLevelOps(of: key) }
@@ -827,8 +893,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func debounce(_ value: Value, for key: Key, level: Int, id: Int) {
         guard let interval = levels[level].writeDebounce else { return }
         let timer = levels[level].scheduler.schedule(after: interval) { [self] in
-            perform(locked { $0.debounceFired(id, level: level, for: key) }, for: key)
+            perform(locked(key) { $0.debounceFired(id, level: level, for: $1) }, for: key)
         }
-        locked { $0.keepTimer(timer, ofWrite: id, level: level, for: key) }?.cancel()
+        locked(key) { $0.keepTimer(timer, ofWrite: id, level: level, for: $1) }?.cancel()
     }
 }

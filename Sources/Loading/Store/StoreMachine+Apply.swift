@@ -6,7 +6,6 @@
 
 extension StoreMachine {
     /// Applies `job` to `key`, `value` being its closures' result (or its base when it has none).
-    @inlinable
     mutating func apply(_ job: Job, to key: Key, value: Value?, now: Date) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         switch job {
@@ -49,7 +48,6 @@ extension StoreMachine {
     }
 
     /// Confirms a value the app wrote, for every level (a debounced one gets it with its burst).
-    @inlinable
     mutating func confirmWrite(_ stored: StoredValue<Value>, for key: Key) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         changeMakesFresh(key)
@@ -63,7 +61,6 @@ extension StoreMachine {
         return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
     }
 
-    @inlinable
     mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         guard let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
@@ -116,7 +113,6 @@ extension StoreMachine {
         return effects
     }
 
-    @inlinable
     mutating func confirmHit(
         _ cached: CachedValue<Value>, level: Int, stamp: ReadStamp, staleSince: Int?, error: (any Error)?,
         reply: @escaping HitReply, for key: Key
@@ -138,7 +134,6 @@ extension StoreMachine {
         return effects
     }
 
-    @inlinable
     mutating func settle(
         _ id: Int, accepted: Bool, ticket: SaveTicket?, for key: Key, value: Value?, now: Date
     ) -> Effects {
@@ -161,7 +156,6 @@ extension StoreMachine {
 
     /// Turns `key`'s debounced writes into level operations now (a flush), cancelling their timers; `ticket` (held
     /// once for the flush of this key) is held by each.
-    @inlinable
     mutating func flushDebounced(of key: Key, ticket: SaveTicket) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects(released: [ticket])
@@ -178,7 +172,6 @@ extension StoreMachine {
 
     /// The keys a flush asks: those with debounced writes waiting, or changes queued or running (which may make
     /// some).
-    @inlinable
     func keysToFlush() -> [Key] {
         entries.compactMap { key, entry in
             entry.debounced.isEmpty && entry.queue.isEmpty && !entry.isChanging ? nil : key
@@ -189,7 +182,6 @@ extension StoreMachine {
     /// publishes the new shown value (``Effects/lastPublished`` when it `answers` a caller too). When `debounces`, the
     /// debounced levels are written when their timers fire; otherwise every level at once (a debounced write waiting
     /// is dropped: this one is newer). The writes hold `ticket`, released at once when there are none.
-    @inlinable
     mutating func confirm(
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
         error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil, answers: Bool = false

@@ -9,19 +9,16 @@ extension StoreMachine {
     /// invalidation when only the levels hold it.
     /// What the app writes is the latest it knows, as of when it asked: the key is fresh, unless an invalidation came
     /// after that (while the change waited for its turn).
-    @inlinable
     mutating func changeMakesFresh(_ key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         if entry.asking > entry.staleMark { makeFresh(key, from: entry.asking) }
     }
 
-    @inlinable
     mutating func makeFresh(_ key: Key, from point: Int) {
         entry(key, heldBecause: "a fresh value of the key was just confirmed").staleMark = 0
         noteRefreshed(key, from: point)
     }
 
-    @inlinable
     mutating func log(_ change: @escaping Change, for key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         guard !entry.fetches.isEmpty else {
@@ -33,7 +30,6 @@ extension StoreMachine {
     }
 
     /// Forgets the logged changes no fetch in flight needs any more.
-    @inlinable
     mutating func trimLog(of key: Key) {
         let entry = entry(key, heldBecause: "a fetch of the key just ended")
         guard let oldest = entry.fetches.map({ $0.logStart }).min() else {
@@ -46,7 +42,6 @@ extension StoreMachine {
     /// A new version of what `key` shows: the snapshot its observers are sent, made only when it has observers or
     /// when it `answers` a caller as well (a snapshot holds its response: made for nobody, it would be an allocation
     /// for nothing).
-    @inlinable
     mutating func publish(_ key: Key, error: (any Error)? = nil, answers: Bool = false) -> Snapshot? {
         let entry = entry(key, heldBecause: "what the key shows just changed")
         entry.version = next()
@@ -57,7 +52,6 @@ extension StoreMachine {
     }
 
     /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
-    @inlinable
     func shownNow(_ key: Key) -> Snapshot {
         guard let entry = peek(key) else { preconditionFailure("A key has no entry, yet what it shows is asked") }
         return Snapshot(entry: entry, version: entry.version)
@@ -65,7 +59,6 @@ extension StoreMachine {
 
     /// Drops `key`'s entry when nothing needs it any more, unless its value is among the last `keptValues` to
     /// fall out of use.
-    @inlinable
     mutating func release(_ key: Key) {
         guard let entry = entry(key), entry.isIdle else { return }
         guard keptValues > 0, entry.confirmed != nil else {
@@ -115,9 +108,9 @@ extension StoreMachine {
         keptHead = 0
     }
 
-    @inlinable
     mutating func drop(_ key: Key) {
         guard let entry = entries.removeValue(forKey: key) else { return }
+        dropped.append(key)
         if recent?.key == key { recent = nil }
         if entry.keptStamp != nil { keptCount -= 1 }
         released.add(entry)

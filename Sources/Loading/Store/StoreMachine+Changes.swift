@@ -8,8 +8,7 @@ extension StoreMachine {
     /// Submits a change of `key`'s confirmed value. The caller that finds the key's queue idle gets its first
     /// ``Step`` and runs the queue until ``nextChange(of:now:)`` returns `nil`, or a step's effects end its turn
     /// (``Effects/endsTurn``); others get ``Step/queued``.
-    @inlinable
-    mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
+    @usableFromInline mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
         let entry = ensureEntry(key)
         if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
         if case .fetched(_, let id) = job, !entry.fetches.contains(where: { $0.id == id }) {
@@ -34,7 +33,6 @@ extension StoreMachine {
 
     /// Puts `job` last in its key's queue, with when it was asked: a fetch that begins later does not count it as a
     /// change made while it was in flight, however late it is applied.
-    @inlinable
     mutating func enqueue(_ job: Job, on entry: Entry) {
         entry.queue.append(job)
         entry.queueAsked.append(next())
@@ -46,8 +44,9 @@ extension StoreMachine {
     /// next write. `nil`, having changed nothing, while the key's changes run: the write then waits its turn through
     /// ``submit(_:for:now:)``. The same as submitting it, without building a job and a step. (The save is not
     /// returned beside the effects: an optional pair this large is destroyed through generic value witnesses.)
-    @inlinable
-    mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key, save: inout LevelOp?) -> Effects? {
+    @usableFromInline mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key, save: inout LevelOp?)
+        -> Effects?
+    {
         let entry = ensureEntry(key)
         guard !entry.isChanging, entry.queue.isEmpty else { return nil }
         entry.asking = next()
@@ -61,8 +60,7 @@ extension StoreMachine {
     /// and a step. The save is handed out in `save`, as ``writeAtOnce(_:for:save:)`` hands it out. `nil`, having
     /// changed nothing, otherwise (the fetch is over, the key's changes run, or some were logged): the value then
     /// takes its turn through ``submit(_:for:now:)``.
-    @inlinable
-    mutating func fetchedAtOnce(
+    @usableFromInline mutating func fetchedAtOnce(
         _ value: Value, fetch id: Int, for key: Key, now: Date, save: inout LevelOp?
     ) -> Effects? {
         guard let entry = entry(key), !entry.isChanging, entry.queue.isEmpty, entry.log.isEmpty,
@@ -77,7 +75,6 @@ extension StoreMachine {
     /// Ends a change of `key` (its `entry`) applied at once: when its caller issues the key's level operations and the change's
     /// save is the only one, the save is handed out in `save` (moved out, the key keeping its list's storage); then
     /// the key is let go if nothing else needs it.
-    @inlinable
     mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
         if issuing, entry.levelOps.count == 1 {
             save = entry.levelOps.removeLast()
@@ -87,7 +84,6 @@ extension StoreMachine {
     }
 
     /// Counts the level saves `operation` issues into its entry's saves in flight (the entry is kept until they land).
-    @inlinable
     func countSaves(in operation: LevelOp, of entry: Entry) {
         switch operation {
         case .save(_, _, let targets, let skipsDebounced, _, _):
@@ -100,13 +96,14 @@ extension StoreMachine {
     /// A level save of `key` landed: a failure keeps the value in the store until a newer one is saved; a stale value
     /// saved is recorded stale as of `date` (after the level stamped it). Returns a record folded out of the limit,
     /// to release after unlocking.
-    @inlinable
-    mutating func saveLanded(_ key: Key, mark: SaveMark, failed: Bool, at date: Date) -> Invalidation? {
+    @usableFromInline mutating func saveLanded(
+        _ key: Key, matching matches: (@Sendable (AnyKey) -> Bool)?, mark: SaveMark, failed: Bool, at date: Date
+    ) -> Invalidation? {
         if !failed { noteStamp(date) }
         var folded: Invalidation?
         // Stale since the invalidation it was saved under: a fetch sent after that one makes it fresh.
-        if mark.stale {
-            folded = record(Invalidation(date: stamped(date), generation: mark.staleSince) { $0 == key })
+        if mark.stale, let matches {
+            folded = record(Invalidation(date: stamped(date), generation: mark.staleSince, matches: matches))
         }
         guard let entry = entry(key) else { return folded }
         entry.savesInFlight -= 1
@@ -123,8 +120,7 @@ extension StoreMachine {
 
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
     /// caller stops running it).
-    @inlinable
-    mutating func nextChange(of key: Key, now: Date) -> Step? {
+    @usableFromInline mutating func nextChange(of key: Key, now: Date) -> Step? {
         guard let entry = entry(key) else { return nil }
         guard !entry.queue.isEmpty else {
             entry.isChanging = false
@@ -134,7 +130,6 @@ extension StoreMachine {
         return nextStep(for: key, now: now)
     }
 
-    @inlinable
     mutating func nextStep(for key: Key, now: Date) -> Step {
         let entry = entry(key, heldBecause: "a change of the key is queued")
         let job = entry.queue[0]
@@ -150,7 +145,6 @@ extension StoreMachine {
 
     /// Gives up `key`'s turn when its queue is empty after a change, before the change's effects are performed:
     /// a read or change asked while they run (a reply's caller reading again) finds the key idle.
-    @inlinable
     mutating func endTurnIfDone(_ effects: consuming Effects, for key: Key) -> Effects {
         guard let entry = entry(key), entry.queue.isEmpty else { return effects }
         entry.isChanging = false
@@ -161,12 +155,10 @@ extension StoreMachine {
 
     /// Commits the result of the ``Work`` that ran for the change at the head of `key`'s queue, and ends the turn
     /// when the queue is empty.
-    @inlinable
-    mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
+    @usableFromInline mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
         endTurnIfDone(commitWork(work, result: result, for: key, now: now), for: key)
     }
 
-    @inlinable
     mutating func commitWork(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
         guard let entry = entry(key), !entry.queue.isEmpty else { return Effects() }
         entry.headRuns = false
@@ -192,8 +184,7 @@ extension StoreMachine {
     /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
     /// The hit is stale since the invalidation `staleSince` when one made before the read matched it, or as an
     /// invalidation made during the read marked the entry (the change holds it).
-    @inlinable
-    mutating func commitBase(
+    @usableFromInline mutating func commitBase(
         _ hit: CachedValue<Value>?, level: Int, generation: Int, staleSince: Int?, for key: Key
     ) -> Effects {
         guard let entry = entry(key), entry.generation == generation, !entry.isKnown else {
@@ -216,8 +207,7 @@ extension StoreMachine {
     /// has some), and whether the levels' value must be read first (submit ``Job/load``). A change with an `order`
     /// goes before the changes of its queue with a greater sequence (made earlier, shown later); others go last.
     /// `nil`, adding nothing, when the store was cleared since `clears` was read (`unlessClearedSince`).
-    @inlinable
-    mutating func addMutation(
+    @usableFromInline mutating func addMutation(
         _ change: @escaping Change, commit: PendingLoad<Void>? = nil, to key: Key, order: MutationOrder? = nil,
         unlessClearedSince clears: Int? = nil
     ) -> (id: Int, shown: Snapshot?, loads: Bool)? {
@@ -237,24 +227,22 @@ extension StoreMachine {
 
     /// Remembers what `key` showed with its pending changes (see ``PendingChanges``), computed by a publisher
     /// outside the lock.
-    @inlinable
-    mutating func remember(_ prefix: ShownPrefix, for key: Key) {
-        guard let entry = entry(key), entry.confirmedVersion == prefix.confirmedVersion else { return }
+    @usableFromInline mutating func remember(_ prefix: ShownPrefix, for key: Key, generation: Int) {
+        guard let entry = entry(key), entry.generation == generation, entry.confirmedVersion == prefix.confirmedVersion
+        else { return }
         entry.pending.remember(prefix)
     }
 }
 
 extension StoreMachine {
     /// An optimistic change waiting for its commit.
-    @usableFromInline
-    struct Mutation: Sendable {
-        @usableFromInline let id: Int
-        @usableFromInline let change: Change
-        @usableFromInline var commit: PendingLoad<Void>?
+    @usableFromInline struct Mutation: Sendable {
+        let id: Int
+        let change: Change
+        var commit: PendingLoad<Void>?
         /// Its place among the other changes of its queue (see ``MutationOrder``); `nil` for a change made alone.
-        @usableFromInline let order: MutationOrder?
+        let order: MutationOrder?
 
-        @inlinable
         init(id: Int, change: @escaping Change, order: MutationOrder? = nil) {
             self.id = id
             self.change = change
@@ -264,17 +252,15 @@ extension StoreMachine {
 
     /// A change confirmed while fetches were in flight, numbered in order, with the generation of the key it was
     /// confirmed in: a fetch applies again only the changes of its own generation.
-    @usableFromInline
     struct LoggedChange: Sendable {
-        @inlinable
         init(sequence: Int, generation: Int, change: @escaping Change) {
             self.sequence = sequence
             self.generation = generation
             self.change = change
         }
 
-        @usableFromInline let sequence: Int
-        @usableFromInline let generation: Int
-        @usableFromInline let change: Change
+        let sequence: Int
+        let generation: Int
+        let change: Change
     }
 }

@@ -7,8 +7,7 @@
 extension StoreMachine {
     /// Removes `key`'s value at once: the writes and updates queued for it are dropped, fetches and level reads in
     /// flight confirm nothing, optimistic changes stay pending, and the levels lose the key.
-    @inlinable
-    mutating func remove(_ key: Key) -> Effects {
+    @usableFromInline mutating func remove(_ key: Key) -> Effects {
         let entry = ensureEntry(key)
         var effects = Effects()
         let (dropped, kept) = dropQueuedByRemoval(of: entry)
@@ -36,7 +35,6 @@ extension StoreMachine {
     /// The jobs of `entry`'s queue a removal or a clear drops, and those it keeps (with when they were asked). The
     /// job running now stays at the head: its commit takes it off and judges it (see ``commitWork(_:result:for:now:)``).
     /// A clear drops the optimistic changes waiting to be shown too.
-    @inlinable
     func dropQueuedByRemoval(of entry: Entry, clearing: Bool = false) -> (dropped: [Job], kept: [Job]) {
         var dropped: [Job] = []
         var kept: [Job] = []
@@ -56,8 +54,7 @@ extension StoreMachine {
     /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
     /// returned to fail), debounced writes are cancelled, and the levels are emptied once what was decided before is
     /// issued (`removeAll`, or the caller that issues the last of it).
-    @inlinable
-    mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
+    @usableFromInline mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
         clears += 1
         var effects = Effects()
         for (key, entry) in entries {
@@ -88,6 +85,7 @@ extension StoreMachine {
         keptCount = 0
         // The levels are emptied: nothing they will hold was saved before the clear.
         effects.garbage.append(exchange(&invalidations, with: []))
+        dropped += refreshed.keys
         effects.garbage.append(exchange(&refreshed, with: [:]))
         refreshedOrder = []
         refreshedHead = 0
@@ -104,8 +102,7 @@ extension StoreMachine {
 
     /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, and
     /// the keys whose level operations were held (the caller issues them now, as it would its own).
-    @inlinable
-    mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
+    @usableFromInline mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
         let completions = clearing?.completions ?? []
         clearing = nil
         let keys = exchange(&held, with: []).filter { entries[$0].map { !$0.levelOps.isEmpty } ?? false }
@@ -117,13 +114,11 @@ extension StoreMachine {
 
 extension StoreMachine {
     /// A clear whose `removeAll` is not issued yet.
-    @usableFromInline
     struct Clearing: Sendable {
-        @inlinable
         init() {}
 
-        @usableFromInline var completions: [@Sendable () -> Void] = []
+        var completions: [@Sendable () -> Void] = []
         /// Whether a caller was told to issue the `removeAll`.
-        @usableFromInline var isAssigned = false
+        var isAssigned = false
     }
 }

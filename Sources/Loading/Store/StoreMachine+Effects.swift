@@ -7,9 +7,7 @@
 extension StoreMachine {
     /// What the store performs after unlocking, in this order: release the garbage, cancel, fail the cleared
     /// commits, publish, schedule the debounced writes, issue the level operations, reply, release the tickets.
-    @usableFromInline
-    struct Effects {
-        @inlinable
+    @usableFromInline struct Effects {
         init(
             publish: Snapshot? = nil, fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
             garbage: [Any] = [], released: [SaveTicket] = []
@@ -29,7 +27,7 @@ extension StoreMachine {
         @usableFromInline var published: Snapshot?
         @usableFromInline var publishedLater: [Snapshot] = []
         /// The confirmed value a change replaced, released after unlocking.
-        @usableFromInline var replaced: StoredValue<Value>?
+        var replaced: StoredValue<Value>?
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
         @usableFromInline var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.
@@ -44,21 +42,18 @@ extension StoreMachine {
         @usableFromInline var more: More?
 
         /// The effects a plain write has none of.
-        @usableFromInline
-        final class More {
+        @usableFromInline final class More {
             @usableFromInline var fetchReplies: [FetchReply] = []
             @usableFromInline var hitReplies: [HitReplyDelivery] = []
-            @usableFromInline var garbage: [Any] = []
+            var garbage: [Any] = []
             @usableFromInline var cancels: [any CancellationToken] = []
             @usableFromInline var failedCommits: [PendingLoad<Void>] = []
             @usableFromInline var debounce: [DebounceStart] = []
             /// Tickets to release last (work that waited for saves that were dropped or not needed).
             @usableFromInline var released: [SaveTicket] = []
 
-            @inlinable
             init() {}
 
-            @inlinable
             func copy() -> More {
                 let copy = More()
                 copy.fetchReplies = fetchReplies
@@ -73,21 +68,18 @@ extension StoreMachine {
         }
 
         /// Adds `snapshot` to publish, after the others (nothing when `nil`: no observer, no reply).
-        @inlinable
         mutating func publish(_ snapshot: consuming Snapshot?) {
             guard let snapshot else { return }
             if published == nil { published = snapshot } else { publishedLater.append(snapshot) }
         }
 
         /// The snapshot published last (effects that answer a caller: see ``StoreMachine/publish(_:error:answers:)``).
-        @inlinable
         var lastPublished: Snapshot {
             publishedLater.isEmpty ? published! : publishedLater[publishedLater.count - 1]
         }
 
         /// ``more``, made and not shared with another copy of these effects, to change. The lists below are changed
         /// in place there (an append in a loop, as a clear makes, copies nothing).
-        @inlinable
         mutating func uniqueMore() -> More {
             if more == nil {
                 more = More()
@@ -97,31 +89,31 @@ extension StoreMachine {
             return more!
         }
 
-        @inlinable var fetchReplies: [FetchReply] {
+        var fetchReplies: [FetchReply] {
             get { more?.fetchReplies ?? [] }
             _modify { yield &uniqueMore().fetchReplies }
         }
-        @inlinable var hitReplies: [HitReplyDelivery] {
+        var hitReplies: [HitReplyDelivery] {
             get { more?.hitReplies ?? [] }
             _modify { yield &uniqueMore().hitReplies }
         }
-        @inlinable var garbage: [Any] {
+        var garbage: [Any] {
             get { more?.garbage ?? [] }
             _modify { yield &uniqueMore().garbage }
         }
-        @inlinable var cancels: [any CancellationToken] {
+        var cancels: [any CancellationToken] {
             get { more?.cancels ?? [] }
             _modify { yield &uniqueMore().cancels }
         }
-        @inlinable var failedCommits: [PendingLoad<Void>] {
+        var failedCommits: [PendingLoad<Void>] {
             get { more?.failedCommits ?? [] }
             _modify { yield &uniqueMore().failedCommits }
         }
-        @inlinable var debounce: [DebounceStart] {
+        var debounce: [DebounceStart] {
             get { more?.debounce ?? [] }
             _modify { yield &uniqueMore().debounce }
         }
-        @inlinable var released: [SaveTicket] {
+        var released: [SaveTicket] {
             get { more?.released ?? [] }
             _modify { yield &uniqueMore().released }
         }
@@ -130,7 +122,6 @@ extension StoreMachine {
 
 extension Array {
     /// The elements that satisfy `belongs`, and the others, each in their order.
-    @inlinable
     func partitioned(by belongs: (Element) -> Bool) -> (matching: [Element], others: [Element]) {
         var matching: [Element] = []
         var others: [Element] = []
@@ -145,22 +136,18 @@ extension Array {
 /// replaced response's storage, as plain references. It is not nested in the generic machine, so that moving it
 /// costs no metadata look-up where the store runs unspecialized. One entry and one response need no allocation;
 /// more entries (a clear, evictions) go to an array.
-@usableFromInline
-struct StoreReleased: Sendable {
-    @usableFromInline var entry: (any AnyObject & Sendable)?
-    @usableFromInline var entries: [any AnyObject & Sendable] = []
-    @usableFromInline var response: (any AnyObject & Sendable)?
+@usableFromInline struct StoreReleased: Sendable {
+    var entry: (any AnyObject & Sendable)?
+    var entries: [any AnyObject & Sendable] = []
+    var response: (any AnyObject & Sendable)?
 
-    @inlinable
     init() {}
 
     /// Whether the machine has notices for state observers (``StoreMachine/takeNotices()``).
     @usableFromInline var hasNotices = false
 
-    @inlinable
     var isEmpty: Bool { entry == nil && response == nil && entries.isEmpty && !hasNotices }
 
-    @inlinable
     mutating func add(_ dropped: any AnyObject & Sendable) {
         if entry == nil { entry = dropped } else { entries.append(dropped) }
     }

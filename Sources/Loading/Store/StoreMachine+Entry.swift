@@ -10,47 +10,46 @@ extension StoreMachine {
     /// reaches (that lock is what makes it safe to send). Its fields skip the run-time exclusivity checks for the
     /// same reason: no two accesses can overlap under the lock, and the checks cost about 6,000 instructions per
     /// first read (Benchmarks, scenario 17).
-    @usableFromInline
-    final class Entry: @unchecked Sendable {
+    @usableFromInline final class Entry: @unchecked Sendable {
         /// The confirmed value, when `isKnown`.
-        @usableFromInline @exclusivity(unchecked) var confirmed: StoredValue<Value>?
+        @exclusivity(unchecked) var confirmed: StoredValue<Value>?
         /// Whether `confirmed` is the truth; when not, the levels hold it.
-        @usableFromInline @exclusivity(unchecked) var isKnown = false
-        @usableFromInline @exclusivity(unchecked) var pending = PendingChanges()
+        @exclusivity(unchecked) var isKnown = false
+        @exclusivity(unchecked) var pending = PendingChanges()
         /// The version of the last response published for the key.
-        @usableFromInline @exclusivity(unchecked) var version = 0
-        @usableFromInline @exclusivity(unchecked) var generation: Int
-        @usableFromInline @exclusivity(unchecked) var confirmedVersion = 0
-        @usableFromInline @exclusivity(unchecked) var observers = 0
-        @usableFromInline @exclusivity(unchecked) var levelReads = 0
+        @exclusivity(unchecked) var version = 0
+        @exclusivity(unchecked) var generation: Int
+        @exclusivity(unchecked) var confirmedVersion = 0
+        @exclusivity(unchecked) var observers = 0
+        @exclusivity(unchecked) var levelReads = 0
         /// Fetches in flight, oldest first.
-        @usableFromInline @exclusivity(unchecked) var fetches: [Fetch] = []
+        @exclusivity(unchecked) var fetches: [Fetch] = []
         /// The id of the newest fetch whose value was confirmed.
-        @usableFromInline @exclusivity(unchecked) var lastConfirmedFetch = 0
+        @exclusivity(unchecked) var lastConfirmedFetch = 0
         /// Changes confirmed while fetches were in flight, to apply again to what they bring.
-        @usableFromInline @exclusivity(unchecked) var log: [LoggedChange] = []
+        @exclusivity(unchecked) var log: [LoggedChange] = []
         /// When the newest change confirmed while no fetch was in flight was asked: it is not in `log`, so a fetch
         /// that begins later counts from after it (its value is newer than that change).
-        @usableFromInline @exclusivity(unchecked) var lastUnlogged = 0
+        @exclusivity(unchecked) var lastUnlogged = 0
         /// When the change being applied now was asked, in the store's order (see ``StoreMachine/enqueue(_:on:)``).
-        @usableFromInline @exclusivity(unchecked) var asking = 0
+        @exclusivity(unchecked) var asking = 0
         /// Changes waiting for the one running (`isChanging`), in the order they were asked.
-        @usableFromInline @exclusivity(unchecked) var queue: [Job] = []
+        @exclusivity(unchecked) var queue: [Job] = []
         /// When each job of `queue` was asked, in the store's order.
-        @usableFromInline @exclusivity(unchecked) var queueAsked: [Int] = []
-        @usableFromInline @exclusivity(unchecked) var isChanging = false
+        @exclusivity(unchecked) var queueAsked: [Int] = []
+        @exclusivity(unchecked) var isChanging = false
         /// Whether the head of `queue` runs now, outside the lock (a ``Work``): it stays at the head until committed.
-        @usableFromInline @exclusivity(unchecked) var headRuns = false
+        @exclusivity(unchecked) var headRuns = false
         /// Level operations decided and not yet issued, and whether a caller is issuing them.
-        @usableFromInline @exclusivity(unchecked) var levelOps: [LevelOp] = []
-        @usableFromInline @exclusivity(unchecked) var isIssuing = false
+        @exclusivity(unchecked) var levelOps: [LevelOp] = []
+        @exclusivity(unchecked) var isIssuing = false
         /// Debounced writes waiting for their timer, by level.
-        @usableFromInline @exclusivity(unchecked) var debounced: [Int: DebouncedWrite] = [:]
+        @exclusivity(unchecked) var debounced: [Int: DebouncedWrite] = [:]
         /// Set while the entry counts among the kept values.
-        @usableFromInline @exclusivity(unchecked) var keptStamp: Int?
+        @exclusivity(unchecked) var keptStamp: Int?
         /// The subjects the key's observers subscribe to, while it has some (replaced, not changed: see
         /// ``StoreMachine/Observed``).
-        @usableFromInline @exclusivity(unchecked) var observed: Observed?
+        @exclusivity(unchecked) var observed: Observed?
         /// How many of `observers` observe the key's states (``Store/states(for:)``); the others, its values.
         var stateObservers = 0
         /// When the key's observation last began or ended, in the store's order: the key observed most recently
@@ -62,48 +61,45 @@ extension StoreMachine {
         var failureVersion = -1
         var failureShown = true
         /// Whether the state observers were last shown the key loading (see ``StoreMachine/takeNotices()``).
-        @usableFromInline var loadingShown = false
+        var loadingShown = false
         /// Whether a fetch is owed to the observers once the fetch in flight ends: the key was invalidated after
         /// that fetch was sent.
-        @usableFromInline @exclusivity(unchecked) var owesRefetch = false
+        @exclusivity(unchecked) var owesRefetch = false
         /// The stale mark of the invalidation that made a refetch owed, while one is.
-        @usableFromInline var owedSince = 0
+        var owedSince = 0
         /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
         /// id), a write, an update or a confirmed optimistic change makes the value fresh.
-        @usableFromInline @exclusivity(unchecked) var staleMark = 0
+        @exclusivity(unchecked) var staleMark = 0
         /// Level saves issued and not landed yet: the entry is kept until they land (a save of a stale value is
         /// recorded stale when it lands, as the level stamps it with its own time; a save that fails keeps the
         /// value here).
-        @usableFromInline @exclusivity(unchecked) var savesInFlight = 0
+        @exclusivity(unchecked) var savesInFlight = 0
         /// The newest confirmed version a level failed to save, and the newest one a level saved (or a removal or
         /// a clear settled): while the first is newer, no level holds the value, and the store keeps it.
-        @usableFromInline @exclusivity(unchecked) var failedVersion = 0
-        @usableFromInline @exclusivity(unchecked) var savedVersion = 0
+        @exclusivity(unchecked) var failedVersion = 0
+        @exclusivity(unchecked) var savedVersion = 0
         /// The response a read answered at once last, and the `confirmedVersion` it was built from: the next such
         /// read of the same version shares it instead of building its own.
-        @usableFromInline @exclusivity(unchecked) var hitResponse: StoreResponse<Value>?
-        @usableFromInline @exclusivity(unchecked) var hitConfirmedVersion = 0
+        @exclusivity(unchecked) var hitResponse: StoreResponse<Value>?
+        @exclusivity(unchecked) var hitConfirmedVersion = 0
         /// The entry's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
-        @usableFromInline @exclusivity(unchecked) var key: Key
+        @exclusivity(unchecked) var key: Key
 
-        @inlinable
         init(key: Key, generation: Int) {
             self.key = key
             self.generation = generation
         }
 
         /// Whether observers are shown a value: a known one, or pending changes.
-        @inlinable
         var showsSomething: Bool { confirmed != nil || !pending.isEmpty }
 
         /// Whether the store fetches the key now. A fetch from before a removal or a clear does not count: what it
         /// brings is dropped.
-        @usableFromInline var isLoading: Bool {
+        var isLoading: Bool {
             fetches.contains { $0.generation == generation }
         }
 
         /// Whether nothing needs the entry: its value, if any, lives in the levels.
-        @inlinable
         var isIdle: Bool {
             observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
                 && levelOps.isEmpty && !isIssuing && debounced.isEmpty && savesInFlight == 0
@@ -112,27 +108,19 @@ extension StoreMachine {
     }
 
     /// A key that fell out of use with a value, and the stamp it was kept with.
-    @usableFromInline
     struct KeptRecord: Sendable {
-        @inlinable
-        init(key: Key, stamp: Int) {
-            self.key = key
-            self.stamp = stamp
-        }
-
-        @usableFromInline let key: Key
-        @usableFromInline let stamp: Int
+        let key: Key
+        let stamp: Int
     }
 
     /// What a key shows at one version, captured under the lock: the confirmed value as a response (built there,
     /// which runs no code of the caller's: the value is retained, not copied), and the pending changes, which are the
     /// caller's closures and are applied outside the lock (``response``), with where it is published.
-    @usableFromInline
-    struct Snapshot: Sendable {
+    @usableFromInline struct Snapshot: Sendable {
         /// The confirmed value at the snapshot's version (no value when none is confirmed), with the error attached.
         @usableFromInline let confirmed: StoreResponse<Value>
         /// The optimistic changes shown over it, when there are some.
-        @usableFromInline let pending: ShownChanges?
+        let pending: ShownChanges?
         /// The key's subjects when it has observers: where the snapshot is published.
         @usableFromInline let observed: Observed?
         /// Whether the confirmed value was invalidated and not fetched anew since.
@@ -143,11 +131,10 @@ extension StoreMachine {
         /// change).
         @usableFromInline let isNotice: Bool
 
-        @inlinable
         init(entry: Entry, version: Int, error: (any Error)? = nil, isNotice: Bool = false) {
             let value = entry.confirmed
             confirmed = StoreResponse(
-                value: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
+                box: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
                 hasPendingChanges: false, error: error, version: version)
             pending = entry.pending.isEmpty ? nil : ShownChanges(entry: entry)
             observed = entry.observed
@@ -157,31 +144,30 @@ extension StoreMachine {
         }
 
         /// The version observers are shown.
-        @inlinable
         var version: Int { confirmed.version }
 
         /// What observers and readers are shown: the confirmed value, with the pending changes applied in order
         /// (from the prefix the key showed last, when it still holds).
-        @inlinable
-        var response: StoreResponse<Value> {
+        @usableFromInline var response: StoreResponse<Value> {
             guard let pending else { return confirmed }
-            let start = pending.prefix.map { $0.value } ?? confirmed.value
+            let start = pending.prefix.map { $0.value } ?? confirmed.box
             return StoreResponse(
-                value: pending.rest.reduce(start) { value, mutation in mutation.change(value) },
+                box: pending.rest.reduce(start) { value, mutation in mutation.change(value) },
                 origin: .local, savedAtSeconds: confirmed.storage.savedAtSeconds, hasPendingChanges: true,
                 error: confirmed.error, version: confirmed.version)
         }
 
         /// What the key shows with every pending change, as a prefix the key remembers (see
         /// ``StoreMachine/remember(_:for:)``); `nil` when nothing new was applied.
-        @inlinable
-        func shownPrefix(_ response: StoreResponse<Value>) -> (key: Key, prefix: ShownPrefix)? {
+        @usableFromInline func shownPrefix(_ response: StoreResponse<Value>) -> (
+            key: Key, generation: Int, prefix: ShownPrefix
+        )? {
             guard let pending, !pending.rest.isEmpty else { return nil }
             return (
-                pending.key,
+                pending.key, pending.generation,
                 ShownPrefix(
                     confirmedVersion: pending.confirmedVersion, epoch: pending.epoch,
-                    count: (pending.prefix?.count ?? 0) + pending.rest.count, value: response.value)
+                    count: (pending.prefix?.count ?? 0) + pending.rest.count, value: response.box)
             )
         }
     }
@@ -189,8 +175,7 @@ extension StoreMachine {
     /// The subjects of a key's observers: of its values (``Store/changes(for:)``) and of its states
     /// (``Store/states(for:)``), each while it has such observers. Immutable, so that a snapshot takes both as one
     /// reference: the machine replaces it when a subject comes or goes (``StoreMachine/observe(_:changes:states:)``).
-    @usableFromInline
-    final class Observed: Sendable {
+    @usableFromInline final class Observed: Sendable {
         @usableFromInline let changes: Subject?
         @usableFromInline let states: StateSubject?
 
@@ -202,17 +187,18 @@ extension StoreMachine {
 
     /// The pending changes a snapshot shows: the prefix the key showed last, if it still holds, and the changes after
     /// it, with what identifies the list they come from.
-    @usableFromInline
     final class ShownChanges: Sendable {
-        @usableFromInline let key: Key
-        @usableFromInline let prefix: ShownPrefix?
-        @usableFromInline let rest: [Mutation]
-        @usableFromInline let confirmedVersion: Int
-        @usableFromInline let epoch: Int
+        let key: Key
+        /// The entry's generation: a slot given to another key since has an entry of another generation.
+        let generation: Int
+        let prefix: ShownPrefix?
+        let rest: [Mutation]
+        let confirmedVersion: Int
+        let epoch: Int
 
-        @inlinable
         init(entry: Entry) {
             key = entry.key
+            generation = entry.generation
             confirmedVersion = entry.confirmedVersion
             epoch = entry.pending.epoch
             (prefix, rest) = entry.pending.start(confirmedVersion: confirmedVersion)

@@ -11,8 +11,7 @@ extension StoreMachine {
     /// A read that missed the levels passes `since`, the stamp of its first level read: when the store learned a
     /// value since (a fetch that answered while the levels were read), that value is the answer
     /// (``FetchStart/answered(_:)``), and no fetch starts.
-    @inlinable
-    mutating func beginFetch(
+    @usableFromInline mutating func beginFetch(
         _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, asked: Int? = nil, replayingFrom replays: Int? = nil,
         completion: @escaping FetchCompletion
     ) -> FetchStart {
@@ -59,8 +58,9 @@ extension StoreMachine {
 
     /// Keeps the token of fetch `id`'s upstream load; returns it when it must be cancelled (every caller left
     /// before it was kept).
-    @inlinable
-    mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (any CancellationToken)? {
+    @usableFromInline mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (
+        any CancellationToken
+    )? {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
             return nil
         }
@@ -77,9 +77,9 @@ extension StoreMachine {
 
     /// Drops a caller of fetch `id`; when it was the last, the fetch is dropped and its token returned to cancel.
     /// What was dropped is returned too, to be released after unlocking.
-    @inlinable
-    mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (garbage: [Any], cancel: (any CancellationToken)?)
-    {
+    @usableFromInline mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (
+        garbage: [Any], cancel: (any CancellationToken)?
+    ) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }),
             let callerIndex = entry.fetches[index].callers.firstIndex(where: { $0.id == caller })
         else { return ([], nil) }
@@ -98,8 +98,7 @@ extension StoreMachine {
 
     /// A fetch failed: it ends, and its callers get `error`. A fetch every caller left is over already (its key may
     /// be gone): nothing happens.
-    @inlinable
-    mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
+    @usableFromInline mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
         var effects = Effects()
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
             return effects
@@ -118,7 +117,6 @@ extension StoreMachine {
     /// bring a value fresh against what made it stale: one sent after that, or one still waiting for the network.
     /// When the fetch in flight was sent before, one more fetch is owed, once, however many refetches are asked
     /// meanwhile: it begins when that fetch ends (``Effects/refetches``). `nil` when nothing begins now.
-    @inlinable
     mutating func beginRefetch(_ key: Key, completion: @escaping FetchCompletion) -> FetchStart? {
         let entry = ensureEntry(key)
         let staleMark = entry.staleMark
@@ -137,7 +135,6 @@ extension StoreMachine {
     /// A fetch of `key` ended: whether the refetch it owed begins now, for the key's observers. Not when nobody
     /// observes the key any more (its next cache-first read fetches, as it is stale), nor while another fetch is in
     /// flight (it stays owed when that one was sent before the key went stale).
-    @inlinable
     mutating func takeOwedRefetch(_ key: Key) -> Bool {
         guard let entry = entry(key), entry.owesRefetch else { return false }
         let staleMark = entry.staleMark
@@ -156,7 +153,6 @@ extension StoreMachine {
     /// ``takeOwedRefetch(_:)``), standing at `replays` for the changes it applies again: asked after that, they are
     /// applied again to what it brings. Begun here, under the lock that ended the other fetch, it logs every change
     /// made from now on. Returns the refetch's id, for the caller to start its upstream load; zero when none begins.
-    @inlinable
     mutating func beginOwedRefetch(_ key: Key, replayingFrom replays: Int) -> Int {
         guard takeOwedRefetch(key),
             case .starts(let id, _) = beginFetch(key, joining: false, replayingFrom: replays, completion: { _ in })
@@ -165,7 +161,6 @@ extension StoreMachine {
     }
 
     /// Adds `completion` to the callers of fetch `id` of `key`, when it is still in flight.
-    @inlinable
     mutating func addCaller(_ completion: @escaping FetchCompletion, toFetch id: Int, of key: Key) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
         entry.fetches[index].callers.append(FetchCaller(id: next(), completion: completion))
@@ -175,8 +170,7 @@ extension StoreMachine {
     /// answers from its cache) fails without one. Until now it counted as sent when it began: a refetch owed by an
     /// invalidation made since then is not needed, since what the fetch brings will be fresh against it, or, offline,
     /// nothing is fetched for it (a refetch owed before the fetch began stays owed).
-    @inlinable
-    mutating func fetchWaits(_ id: Int, of key: Key) {
+    @usableFromInline mutating func fetchWaits(_ id: Int, of key: Key) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
         if entry.owesRefetch, !entry.fetches[index].isAbandoned,
             let began = entry.fetches[index].sentMark, entry.owedSince > began
@@ -190,15 +184,13 @@ extension StoreMachine {
     /// connectivity as it started, and the network may have come back since the fetch began. It counts as sent now,
     /// so a refetch owed by an invalidation made in between is not needed: what it brings is fresh against it (see
     /// ``fetchWaits(_:of:)``, which a fetch that finds the network down calls instead).
-    @inlinable
-    mutating func fetchSendsNow(_ id: Int, of key: Key) {
+    @usableFromInline mutating func fetchSendsNow(_ id: Int, of key: Key) {
         fetchWaits(id, of: key)
         fetchSent(id, of: key)
     }
 
     /// Fetch `id` of `key` sends its request now.
-    @inlinable
-    mutating func fetchSent(_ id: Int, of key: Key) {
+    @usableFromInline mutating func fetchSent(_ id: Int, of key: Key) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
         entry.fetches[index].sentMark = next()
     }
@@ -207,8 +199,7 @@ extension StoreMachine {
 extension StoreMachine {
     /// How a caller's fetch begins (see ``StoreMachine/beginFetch(_:joining:since:completion:)``). Four words, as a
     /// snapshot is.
-    @usableFromInline
-    enum FetchStart {
+    @usableFromInline enum FetchStart {
         /// The caller begins fetch `fetch`, as its caller `caller`, and starts its upstream load.
         case starts(fetch: Int, caller: Int)
         /// The caller joined fetch `fetch` in flight, as its caller `caller`.
@@ -217,8 +208,7 @@ extension StoreMachine {
         case answered(Snapshot)
 
         /// The fetch the caller waits for, and its id there (what leaving it takes); `nil` when answered.
-        @inlinable
-        var joinedFetch: (id: Int, caller: Int)? {
+        @usableFromInline var joinedFetch: (id: Int, caller: Int)? {
             switch self {
             case .starts(let fetch, let caller), .joined(let fetch, let caller): (fetch, caller)
             case .answered: nil
@@ -226,16 +216,14 @@ extension StoreMachine {
         }
 
         /// Whether the caller starts the fetch's upstream load.
-        @inlinable
-        var starts: Bool {
+        @usableFromInline var starts: Bool {
             if case .starts = self { true } else { false }
         }
     }
 
     /// How a read of the last level that brought nothing ends (see
     /// ``StoreMachine/endLastLevelReadThenFetch(_:readAt:since:completion:)``).
-    @usableFromInline
-    enum LastLevelMiss {
+    @usableFromInline enum LastLevelMiss {
         /// The store learned something since the level read began: what it shows is the answer (`nil`: nothing
         /// changed after all), and no fetch begins.
         case learned(Snapshot?)
@@ -251,9 +239,7 @@ extension StoreMachine {
     }
 
     /// A fetch in flight and the callers waiting for it.
-    @usableFromInline
     struct Fetch: Sendable {
-        @inlinable
         init(id: Int, generation: Int, logStart: Int, sentMark: Int, callers: InlineFirstArray<FetchCaller>) {
             self.id = id
             self.generation = generation
@@ -262,40 +248,37 @@ extension StoreMachine {
             self.sentMark = sentMark
         }
 
-        @usableFromInline let id: Int
-        @usableFromInline let generation: Int
+        let id: Int
+        let generation: Int
         /// Logged changes with a greater sequence number were made after the fetch started.
-        @usableFromInline let logStart: Int
-        @usableFromInline var callers: InlineFirstArray<FetchCaller>
-        @usableFromInline var token: (any CancellationToken)?
+        let logStart: Int
+        var callers: InlineFirstArray<FetchCaller>
+        var token: (any CancellationToken)?
         /// Every caller left before the token was kept: the token is cancelled when it is.
-        @usableFromInline var isAbandoned = false
+        var isAbandoned = false
         /// When its request went out, in the store's order: just after its caller was asked, or later for a fetch that
         /// waited for the network (`nil` while it waits). What it brings is fresh against the invalidations made
         /// before.
-        @usableFromInline var sentMark: Int?
+        var sentMark: Int?
         /// The level another process saved the answer to, and when (seconds since the reference date), when the
         /// answer came from there (see ``StoreMachine/fetchAnsweredByLevel(_:of:level:savedAt:)``).
-        @usableFromInline var levelAnswer: (level: Int, savedAt: Double)?
+        var levelAnswer: (level: Int, savedAt: Double)?
 
         /// Whether `change` was made while this fetch was in flight, in its generation: what the fetch brings gets it
         /// applied again.
-        @inlinable
         func appliesAgain(_ change: LoggedChange) -> Bool {
             change.sequence > logStart && change.generation == generation
         }
     }
 
     /// A caller waiting for a fetch.
-    @usableFromInline
     struct FetchCaller: Sendable {
-        @inlinable
         init(id: Int, completion: @escaping FetchCompletion) {
             self.id = id
             self.completion = completion
         }
 
-        @usableFromInline let id: Int
-        @usableFromInline let completion: FetchCompletion
+        let id: Int
+        let completion: FetchCompletion
     }
 }

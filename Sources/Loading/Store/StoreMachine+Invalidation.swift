@@ -6,26 +6,25 @@
 
 extension StoreMachine {
     /// What a reader needs to judge `key`'s level value for invalidations, or `nil` when nothing was invalidated.
-    @inlinable
-    func staleRules(for key: Key) -> StaleRules? {
+    @usableFromInline func staleRules(for key: Key) -> StaleRules? {
         guard staleBefore != nil || !invalidations.isEmpty else { return nil }
         return StaleRules(staleBefore: staleBefore, invalidations: invalidations, refreshedAt: refreshed[key])
     }
 
     /// Marks `key` stale at `date`; returns whether it is observed (the store then refetches it), and a record
     /// folded out of the limit, to release after unlocking.
-    @inlinable
-    mutating func invalidate(_ key: Key, at date: Date) -> (observed: Bool, garbage: Invalidation?) {
+    mutating func invalidate(
+        _ key: Key, matching matches: @escaping @Sendable (AnyKey) -> Bool, at date: Date
+    ) -> (observed: Bool, garbage: Invalidation?) {
         let mark = next()
-        let garbage = record(Invalidation(date: stamped(date), generation: mark) { $0 == key })
+        let garbage = record(Invalidation(date: stamped(date), generation: mark, matches: matches))
         return (!markStale([key], mark: mark).isEmpty, garbage)
     }
 
     /// The first half of an invalidation by predicate: records it, and returns every key the store holds, for the
     /// caller to judge with the predicate after unlocking (then ``markStale(_:mark:)`` with `mark`).
-    @inlinable
     mutating func beginInvalidation(
-        _ matches: @escaping @Sendable (Key) -> Bool, at date: Date
+        _ matches: @escaping @Sendable (AnyKey) -> Bool, at date: Date
     ) -> (mark: Int, keys: [Key], garbage: Invalidation?) {
         let mark = next()
         let garbage = record(Invalidation(date: stamped(date), generation: mark, matches: matches))
@@ -33,7 +32,6 @@ extension StoreMachine {
     }
 
     /// Marks every key stale at `date`; returns the observed ones, and the records it replaces.
-    @inlinable
     mutating func invalidateAll(at date: Date) -> (observed: [Key], garbage: [Invalidation]) {
         let mark = next()
         staleBefore = StaleBefore(date: stamped(date), generation: mark).merged(with: staleBefore)
@@ -41,7 +39,6 @@ extension StoreMachine {
     }
 
     /// Marks the entries of `keys` stale, as of `mark`; returns those that are observed.
-    @inlinable
     mutating func markStale(_ keys: some Sequence<Key>, mark: Int) -> [Key] {
         var observed: [Key] = []
         for key in keys {
@@ -54,20 +51,17 @@ extension StoreMachine {
 
     /// A level holds a value saved at `date` (it landed then, or was read with that date): an invalidation recorded
     /// later is dated no earlier, so that it judges that value stale even when the clock was set back since.
-    @inlinable
     mutating func noteStamp(_ date: Date) {
         if latestStamp.map({ $0 < date }) ?? true { latestStamp = date }
     }
 
     /// `date`, or the latest date a level stamped a value with when that is later (the clock was set back): the date
     /// of an invalidation, which judges by date the values this store saved before it.
-    @inlinable
     func stamped(_ date: Date) -> Date {
         latestStamp.map { max($0, date) } ?? date
     }
 
     /// Adds an invalidation record; returns the oldest when it no longer fits (folded into `staleBefore`).
-    @inlinable
     mutating func record(_ invalidation: Invalidation) -> Invalidation? {
         invalidations.append(invalidation)
         guard invalidations.count > Self.invalidationLimit else { return nil }
@@ -78,7 +72,6 @@ extension StoreMachine {
 
     /// `key`'s confirmed value is fresh from `point` in the store's order (a fetch sent then, a write): remembered
     /// while invalidations are recorded (see ``refreshed``).
-    @inlinable
     mutating func noteRefreshed(_ key: Key, from point: Int) {
         guard staleBefore != nil || !invalidations.isEmpty else { return }
         refreshed[key] = max(refreshed[key] ?? 0, point)
@@ -86,7 +79,10 @@ extension StoreMachine {
         while refreshed.count > Self.refreshedLimit, refreshedHead < refreshedOrder.count {
             let oldest = refreshedOrder[refreshedHead]
             refreshedHead += 1
-            if refreshed[oldest.key] == oldest.stamp { refreshed[oldest.key] = nil }
+            if refreshed[oldest.key] == oldest.stamp {
+                refreshed[oldest.key] = nil
+                dropped.append(oldest.key)
+            }
         }
         if refreshedHead > 64, refreshedHead * 2 > refreshedOrder.count {
             refreshedOrder.removeFirst(refreshedHead)
@@ -125,34 +121,24 @@ extension StoreMachine {
 
 extension StoreMachine {
     /// An invalidation of the keys `matches` accepts, made at `date`, as the store's `generation` counted then.
-    @usableFromInline
-    struct Invalidation: Sendable {
-        @inlinable
-        init(date: Date, generation: Int, matches: @escaping @Sendable (Key) -> Bool) {
+    @usableFromInline struct Invalidation: Sendable {
+        init(date: Date, generation: Int, matches: @escaping @Sendable (AnyKey) -> Bool) {
             self.date = date
             self.generation = generation
             self.matches = matches
         }
 
-        @usableFromInline let date: Date
-        @usableFromInline let generation: Int
-        @usableFromInline let matches: @Sendable (Key) -> Bool
+        let date: Date
+        let generation: Int
+        let matches: @Sendable (AnyKey) -> Bool
     }
 
     /// Everything saved before a point is stale: an invalidation of every key, or old records folded.
-    @usableFromInline
     struct StaleBefore: Sendable {
-        @usableFromInline let date: Date
-        @usableFromInline let generation: Int
-
-        @inlinable
-        init(date: Date, generation: Int) {
-            self.date = date
-            self.generation = generation
-        }
+        let date: Date
+        let generation: Int
 
         /// This point or `other`, whichever is later by both measures.
-        @inlinable
         func merged(with other: StaleBefore?) -> StaleBefore {
             guard let other else { return self }
             return StaleBefore(date: max(date, other.date), generation: max(generation, other.generation))
@@ -161,31 +147,21 @@ extension StoreMachine {
 
     /// The invalidations a reader judges one key's level value by, outside the lock (a predicate is the caller's
     /// code), with when the store itself last confirmed a fresh value of the key (`refreshedAt`, in its order).
-    @usableFromInline
-    struct StaleRules: Sendable {
-        @inlinable
-        init(staleBefore: StaleBefore?, invalidations: [Invalidation], refreshedAt: Int?) {
-            self.staleBefore = staleBefore
-            self.invalidations = invalidations
-            self.refreshedAt = refreshedAt
-        }
-
-        @usableFromInline let staleBefore: StaleBefore?
-        @usableFromInline let invalidations: [Invalidation]
-        @usableFromInline let refreshedAt: Int?
+    @usableFromInline struct StaleRules: Sendable {
+        let staleBefore: StaleBefore?
+        let invalidations: [Invalidation]
+        let refreshedAt: Int?
 
         /// Whether `key`'s value saved at `savedAt` was invalidated since. A value the store confirmed fresh after an
         /// invalidation (a fetch sent after it, a write) is not stale by it, whatever the clock said when it was
         /// saved (it may have been set back); a value someone else saved is judged by its date.
-        @inlinable
-        func isStale(_ key: Key, savedAt: Date) -> Bool {
+        func isStale(_ key: AnyKey, savedAt: Date) -> Bool {
             staleSince(key, savedAt: savedAt) != nil
         }
 
         /// The place in the store's order of the latest invalidation that judges `key`'s value saved at `savedAt`
         /// stale (a fetch sent after it makes the value fresh again); `nil` when none does.
-        @inlinable
-        func staleSince(_ key: Key, savedAt: Date) -> Int? {
+        @usableFromInline func staleSince(_ key: AnyKey, savedAt: Date) -> Int? {
             var since: Int?
             if let staleBefore, !refreshed(since: staleBefore.generation), savedAt <= staleBefore.date {
                 since = staleBefore.generation
@@ -201,7 +177,6 @@ extension StoreMachine {
             return since
         }
 
-        @inlinable
         func refreshed(since generation: Int) -> Bool {
             refreshedAt.map { $0 > generation } ?? false
         }

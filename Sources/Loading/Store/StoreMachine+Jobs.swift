@@ -6,8 +6,7 @@
 
 extension StoreMachine {
     /// A change of a key's confirmed value, queued per key.
-    @usableFromInline
-    enum Job: Sendable {
+    @usableFromInline enum Job: Sendable {
         /// A value written (a live update, a local edit).
         case write(StoredValue<Value>)
         /// A transform of the confirmed value. With a `reply`, the transform adds what the network brought (a page
@@ -35,7 +34,6 @@ extension StoreMachine {
 
         /// Whether the job applies a change to the confirmed value, which must be read from the levels first
         /// when the key is not known.
-        @inlinable
         var needsBase: Bool {
             switch self {
             case .update, .load, .settle(_, accepted: true, _): true
@@ -44,7 +42,6 @@ extension StoreMachine {
         }
 
         /// The value the job's changes apply to.
-        @inlinable
         func base(in entry: Entry) -> Value? {
             switch self {
             case .write(let stored): stored.value
@@ -55,7 +52,6 @@ extension StoreMachine {
         }
 
         /// The closures to run outside the lock on ``base(in:)``; `nil` when there are none.
-        @inlinable
         func changes(in entry: Entry) -> [Change]? {
             switch self {
             case .update(let change, _):
@@ -72,7 +68,6 @@ extension StoreMachine {
         }
 
         /// The answer of a job a removal or a clear dropped unapplied, when it has a caller waiting.
-        @inlinable
         var droppedReply: FetchReply? {
             guard case .update(_, let reply?) = self else { return nil }
             return FetchReply(completion: reply, result: .failure(StoreError.discarded))
@@ -81,7 +76,6 @@ extension StoreMachine {
         /// Whether a removal or a clear drops the job unapplied (it was asked before them); the others are
         /// judged stale when they run, and answer their callers. A clear drops an optimistic change waiting to be
         /// shown too (``added``); a removal keeps it, as it keeps those shown.
-        @inlinable
         var isDroppedByRemoval: Bool {
             switch self {
             case .write, .update, .load: true
@@ -90,7 +84,6 @@ extension StoreMachine {
         }
 
         /// The optimistic change the job shows, if it is one.
-        @inlinable
         var added: Mutation? {
             guard case .add(let mutation) = self else { return nil }
             return mutation
@@ -98,29 +91,19 @@ extension StoreMachine {
     }
 
     /// Closures to run outside the lock, on `base`, for the change at the head of a key's queue.
-    @usableFromInline
-    struct Work: Sendable {
-        @inlinable
-        init(generation: Int, base: Value?, changes: [Change]) {
-            self.generation = generation
-            self.base = base
-            self.changes = changes
-        }
-
-        @usableFromInline let generation: Int
-        @usableFromInline let base: Value?
-        @usableFromInline let changes: [Change]
+    @usableFromInline struct Work: Sendable {
+        let generation: Int
+        let base: Value?
+        let changes: [Change]
 
         /// The changes applied in order.
-        @inlinable
-        func run() -> Value? {
+        @usableFromInline func run() -> Value? {
             changes.reduce(base) { value, change in change(value) }
         }
     }
 
     /// What the caller that submitted a change (or finished one) does next.
-    @usableFromInline
-    enum Step {
+    @usableFromInline enum Step {
         /// The change was applied: perform the effects, then ask for the next step.
         case applied(Effects)
         /// Run the work outside the lock, then commit its result.

@@ -7,8 +7,7 @@
 extension StoreMachine {
     /// The next level operations of `key`, for the caller issuing them. `nil` when there are none: the caller
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
-    @inlinable
-    mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
+    @usableFromInline mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
         guard let entry = entry(key) else { return nil }
         if clearing == nil, !entry.levelOps.isEmpty {
             // One operation, the usual case, is moved out, and the entry keeps its storage for the next.
@@ -29,8 +28,7 @@ extension StoreMachine {
     }
 
     /// A debounced write's timer is running: keeps its token; returns it when the write was dropped meanwhile.
-    @inlinable
-    mutating func keepTimer(
+    @usableFromInline mutating func keepTimer(
         _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
     ) -> (any CancellationToken)? {
         guard let entry = entry(key), entry.debounced[level]?.id == id else { return timer }
@@ -39,8 +37,7 @@ extension StoreMachine {
     }
 
     /// A debounced write's timer fired: the write is issued if it is still the level's latest.
-    @inlinable
-    mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
+    @usableFromInline mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
         guard let entry = entry(key), let write = entry.debounced[level], write.id == id else { return Effects() }
         entry.debounced[level] = nil
         entry.levelOps.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: nil, mark: write.mark))
@@ -52,7 +49,6 @@ extension StoreMachine {
 
     /// Whether the caller that decided level operations for `key` issues them: not when another caller is issuing
     /// the key's operations already, or a clear holds them until its `removeAll` is issued.
-    @inlinable
     mutating func startIssuing(_ key: Key) -> Bool {
         let entry = entry(key, heldBecause: "the caller just decided its level operations")
         guard !entry.levelOps.isEmpty, !entry.isIssuing else { return false }
@@ -68,8 +64,7 @@ extension StoreMachine {
 
 extension StoreMachine {
     /// A write or removal for a key's levels, with the ticket it holds (work waiting for it to be saved).
-    @usableFromInline
-    enum LevelOp: Sendable {
+    @usableFromInline enum LevelOp: Sendable {
         /// Save to the levels of the range, dated `savedAt` (seconds since the reference date: when the store learned
         /// the value); when `skipsDebounced`, not to the debounced ones (they are written when their timers fire).
         case save(Value, savedAt: Double, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
@@ -78,8 +73,7 @@ extension StoreMachine {
         /// Remove the key from every level; a removal no level could make is kept as a failed save is.
         case remove(ticket: SaveTicket?, mark: SaveMark)
 
-        @inlinable
-        var ticket: SaveTicket? {
+        @usableFromInline var ticket: SaveTicket? {
             switch self {
             case .save(_, _, _, _, let ticket, _), .flush(_, _, _, let ticket, _), .remove(let ticket, _): ticket
             }
@@ -89,13 +83,11 @@ extension StoreMachine {
     /// What a save reports when it lands: which value it was (the entry's generation and confirmed version), and when
     /// that value went stale (`staleSince`, the entry's stale mark; zero when fresh): it is recorded stale once
     /// saved, as a level may stamp it with its own time (a cache that does not keep the date the store gives).
-    @usableFromInline
-    struct SaveMark: Sendable {
-        @usableFromInline let generation: Int
-        @usableFromInline let version: Int
-        @usableFromInline let staleSince: Int
+    @usableFromInline struct SaveMark: Sendable {
+        let generation: Int
+        let version: Int
+        let staleSince: Int
 
-        @inlinable
         init(generation: Int, version: Int, staleSince: Int) {
             self.generation = generation
             self.version = version
@@ -103,39 +95,20 @@ extension StoreMachine {
         }
 
         /// Whether the value saved was stale.
-        @inlinable
-        var stale: Bool { staleSince != 0 }
+        @usableFromInline var stale: Bool { staleSince != 0 }
     }
 
-    @usableFromInline
     struct DebouncedWrite: Sendable {
-        @inlinable
-        init(id: Int, value: Value, savedAt: Double, mark: SaveMark, timer: any CancellationToken) {
-            self.id = id
-            self.value = value
-            self.savedAt = savedAt
-            self.mark = mark
-            self.timer = timer
-        }
-
-        @usableFromInline let id: Int
-        @usableFromInline let value: Value
+        let id: Int
+        let value: Value
         /// When the store learned the value (seconds since the reference date).
-        @usableFromInline let savedAt: Double
-        @usableFromInline let mark: SaveMark
-        @usableFromInline var timer: any CancellationToken
+        let savedAt: Double
+        let mark: SaveMark
+        var timer: any CancellationToken
     }
 
     /// A debounced write whose timer the store starts.
-    @usableFromInline
-    struct DebounceStart {
-        @inlinable
-        init(level: Int, id: Int, value: Value) {
-            self.level = level
-            self.id = id
-            self.value = value
-        }
-
+    @usableFromInline struct DebounceStart {
         @usableFromInline let level: Int
         @usableFromInline let id: Int
         @usableFromInline let value: Value
@@ -145,10 +118,8 @@ extension StoreMachine {
     /// change or of a flush. A level operation that carries a ticket holds it until it is issued, and each level
     /// write issued for it holds it until the write completes; the work runs, once, when the last hold is released.
     /// A value whose copies share one locked state (one allocation).
-    @usableFromInline
-    struct SaveTicket: Sendable {
-        @usableFromInline
-        enum Work: Sendable {
+    @usableFromInline struct SaveTicket: Sendable {
+        @usableFromInline enum Work: Sendable {
             case replies(InlineFirstArray<FetchReply>)
             case run(@Sendable () -> Void)
         }
@@ -156,32 +127,27 @@ extension StoreMachine {
         /// What a level write reports its failure to (the store's `onWriteFailure`). In a struct, so that the locked state
         /// holding it is stored as it is: a bare closure in a generic box is converted to another calling form on
         /// each access, which allocates.
-        @usableFromInline
-        struct Report: Sendable {
+        @usableFromInline struct Report: Sendable {
             @usableFromInline let call: @Sendable (Result<Void, any Error>) -> Void
 
-            @inlinable
             init(_ call: @escaping @Sendable (Result<Void, any Error>) -> Void) {
                 self.call = call
             }
         }
 
-        @usableFromInline let state: Locked<(holds: Int, work: Work?, report: Report?)>
+        let state: Locked<(holds: Int, work: Work?, report: Report?)>
 
         /// A ticket with one hold (its maker's, or the level operation's it is made for).
-        @inlinable
-        init(_ work: Work? = nil) {
+        @usableFromInline init(_ work: Work? = nil) {
             state = Locked((1, work, nil))
         }
 
         /// Sets the work to run once every hold is released; only before the ticket's first release.
-        @inlinable
         func whenSaved(_ work: consuming Work) {
             var work = Optional(work)
             state.withLock { $0.work = work.take() }  // moved in, not copied
         }
 
-        @inlinable
         func hold() {
             state.withLock { $0.holds += 1 }
         }
@@ -189,8 +155,7 @@ extension StoreMachine {
         /// Holds the ticket for a level write, which calls ``landed(_:)`` when it completes; a failure is reported to
         /// `report` (the ticket keeps the first it is given, so that the write's completion needs to capture nothing
         /// else).
-        @inlinable
-        func hold(reportingTo report: Report) {
+        @usableFromInline func hold(reportingTo report: Report) {
             state.withLock { state in
                 state.holds += 1
                 if state.report == nil { state.report = report }
@@ -198,15 +163,13 @@ extension StoreMachine {
         }
 
         /// A level write holding the ticket completed: its failure is reported, then its hold released.
-        @inlinable
-        func landed(_ result: Result<Void, any Error>) {
+        @usableFromInline func landed(_ result: Result<Void, any Error>) {
             if case .failure = result, let report = state.withLock({ $0.report }) { report.call(result) }
             release()
         }
 
         /// Releases a hold; the last runs the work (here, after unlocking).
-        @inlinable
-        func release() {
+        @usableFromInline func release() {
             let work = state.withLock { state -> Work? in
                 state.holds -= 1
                 guard state.holds == 0 else { return nil }
@@ -223,9 +186,7 @@ extension StoreMachine {
     }
 
     /// What a fetch's caller receives.
-    @usableFromInline
-    struct FetchReply: Sendable {
-        @inlinable
+    @usableFromInline struct FetchReply: Sendable {
         init(completion: @escaping FetchCompletion, result: Result<Snapshot, any Error>) {
             self.completion = completion
             self.result = result

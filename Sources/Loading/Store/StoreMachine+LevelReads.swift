@@ -10,8 +10,7 @@ extension StoreMachine {
     /// not issued yet (a debounced write, operations waiting) may be read, but its hit is older than what the store
     /// confirmed: `inStep` is false, and the store takes it as a miss. A level in step is read like any other (a
     /// value too old for the store may be young enough there, written by another process).
-    @inlinable
-    mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
+    @usableFromInline mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
         guard clearing == nil else { return .known(nil) }
         let entry = ensureEntry(key)
         guard !(entry.isKnown && (entry.isChanging || !entry.queue.isEmpty)) else {
@@ -31,8 +30,7 @@ extension StoreMachine {
     /// Queues a read of `key` behind the changes of the key that run or wait (asked before it), when there are some:
     /// `reply` is called when its turn comes, and the read goes on then, seeing what they made. `false` when the key's
     /// turn is free (the read goes on at once).
-    @inlinable
-    mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
+    @usableFromInline mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
         guard let entry = entry(key), entry.isChanging || !entry.queue.isEmpty else { return false }
         enqueue(.barrier(reply: reply), on: entry)
         return true
@@ -40,8 +38,7 @@ extension StoreMachine {
 
     /// Holds `key` in the store as a level read does, until ``endLevelRead(_:since:)``: a read that answered with a
     /// hit keeps the value it served shown until its fetch has begun.
-    @inlinable
-    mutating func holdKey(_ key: Key) {
+    @usableFromInline mutating func holdKey(_ key: Key) {
         ensureEntry(key).levelReads += 1
     }
 
@@ -49,8 +46,7 @@ extension StoreMachine {
     /// what the key shows when the store learned something since the read began (a fetch or a write confirmed a
     /// value, or a removal or a clear overtook it): that is the read's answer, rather than reading on or fetching.
     /// A change that confirmed no value (another change's read of the levels, which found nothing) teaches nothing.
-    @inlinable
-    mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
+    @usableFromInline mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
         guard let entry = entry(key) else { return nil }
         entry.levelReads -= 1
         defer { release(key) }
@@ -66,8 +62,7 @@ extension StoreMachine {
     /// stays in use from one to the other, so its entry is neither dropped nor made again. When the store learned
     /// something since this level read began, the read ends as ``endLevelRead(_:since:)`` ends it, and no fetch
     /// begins: what it learned is returned.
-    @inlinable
-    mutating func endLastLevelReadThenFetch(
+    @usableFromInline mutating func endLastLevelReadThenFetch(
         _ key: Key, readAt stamp: ReadStamp, since: ReadStamp?, asked: Int, completion: @escaping FetchCompletion
     ) -> LastLevelMiss {
         // What the store learned is the answer, unless an invalidation made it stale since: then the read fetches.
@@ -81,8 +76,7 @@ extension StoreMachine {
 
     /// What the store knows of `key` now, for a read that goes on to the levels: a value it confirms before the
     /// read's fetch begins is the read's answer (see ``beginFetch(_:joining:since:asked:completion:)``).
-    @inlinable
-    func stamp(of key: Key) -> ReadStamp {
+    @usableFromInline func stamp(of key: Key) -> ReadStamp {
         let entry = peek(key)
         return ReadStamp(
             generation: entry?.generation ?? 0, confirmedVersion: entry?.confirmedVersion ?? 0,
@@ -91,24 +85,21 @@ extension StoreMachine {
 
     /// Where a read that begins now stands in the store's order: a change asked after it is applied again to what
     /// its fetch brings.
-    @inlinable
-    var readStamp: Int { counter }
+    @usableFromInline var readStamp: Int { counter }
 }
 
 extension StoreMachine {
     /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss). Four words,
     /// as a snapshot is: the invalidations a hit is judged by are read from ``StoreMachine/staleRules(for:)`` under the same
     /// lock.
-    @usableFromInline
-    enum LevelRead {
+    @usableFromInline enum LevelRead {
         /// Read the level; a hit counts only when the level is `inStep` with the store.
         case read(ReadStamp, inStep: Bool)
         case known(Snapshot?)
     }
 
     /// What a read finds when it first looks at its key (see ``StoreMachine/firstLook(_:under:now:)``).
-    @usableFromInline
-    enum FirstLook {
+    @usableFromInline enum FirstLook {
         /// The store's value answers as it is.
         case answer(StoreResponse<Value>)
         /// The store holds the key, but its value does not answer by itself.
@@ -118,25 +109,21 @@ extension StoreMachine {
     }
 
     /// What a level read knew of its key when it started.
-    @usableFromInline
-    struct ReadStamp: Sendable {
-        @inlinable
-        init(generation: Int, confirmedVersion: Int, staleMark: Int) {
+    @usableFromInline struct ReadStamp: Sendable {
+        @usableFromInline init(generation: Int, confirmedVersion: Int, staleMark: Int) {
             self.generation = generation
             self.confirmedVersion = confirmedVersion
             self.staleMark = staleMark
         }
 
-        @usableFromInline let generation: Int
-        @usableFromInline let confirmedVersion: Int
+        let generation: Int
+        let confirmedVersion: Int
         /// The entry's stale mark: one that changed while the level was read is an invalidation that matched the key.
-        @usableFromInline let staleMark: Int
+        let staleMark: Int
     }
 
     /// What a level read's caller receives.
-    @usableFromInline
-    struct HitReplyDelivery {
-        @inlinable
+    @usableFromInline struct HitReplyDelivery {
         init(reply: @escaping HitReply, snapshot: Snapshot) {
             self.reply = reply
             self.snapshot = snapshot

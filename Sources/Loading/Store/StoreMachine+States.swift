@@ -54,7 +54,6 @@ extension StoreMachine {
 
     /// A fetch of `entry`'s key began or ended: its state observers, if it has some, are told once the event is over
     /// (``takeNotices()``), unless a snapshot published by the event shows it already.
-    @inlinable
     mutating func loadingMayChange(_ entry: Entry) {
         guard entry.observed?.states != nil else { return }
         loadingTouched.append(entry)
@@ -63,7 +62,6 @@ extension StoreMachine {
 
     /// A fetch of `key` failed: until a value is confirmed, removed or cleared, its state observers are shown the
     /// failure whenever the store is not fetching the key (told once the event is over).
-    @usableFromInline
     mutating func noteFailure(_ error: any Error, of key: Key) {
         guard let entry = peek(key), entry.observed?.states != nil else { return }
         // A failure after another is not told again: the next notice shows the latest.

@@ -9,6 +9,10 @@
 /// returns the actions the store performs after unlocking, in order (``Effects``). The store holds the machine
 /// behind one lock and does nothing else under it.
 ///
+/// The machine is not generic: it knows a key by the slot the store gave it (``StoreSlots``) and a value as a box
+/// (``StoreValueBox``), so it is compiled once, in this module, and runs as fast wherever the store is used; the
+/// store's generic face maps keys to slots and boxes and unboxes values.
+///
 /// ## Invariants
 /// - **One entry per key in use.** An entry exists while something needs it: an observer, a level read, a fetch, a
 ///   pending optimistic change, a queued change, a level operation not yet issued, a debounced write. Then it is
@@ -51,64 +55,70 @@
 /// it), `+Apply` (what a change confirms), `+LevelOps` (level writes and the tickets that wait for them), `+Clear`
 /// (removal and clear), `+Invalidation` (stale marks and records), `+Bookkeeping` (versions, kept values, dropping an
 /// entry), `+Entry` (a key's state and what it shows) and `+Effects` (what the store does after unlocking).
-@usableFromInline
-struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+@usableFromInline struct StoreMachine: Sendable {
+    /// A key, by the slot the store gave it (see ``StoreSlots``).
+    @usableFromInline typealias Key = Int
+    /// A key as the store's user wrote it, for the predicates of invalidations (judged outside the lock).
+    @usableFromInline typealias AnyKey = any Sendable
+    @usableFromInline typealias Value = any StoreValueBox
     @usableFromInline typealias Change = @Sendable (Value?) -> Value?
     @usableFromInline typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
     @usableFromInline typealias HitReply = @Sendable (Snapshot) -> Void
     @usableFromInline typealias Subject = CurrentValueStreamSubject<StoreResponse<Value>?, Never>
     @usableFromInline typealias StateSubject = CurrentValueStreamSubject<StoreState<Value>?, Never>
 
-    @usableFromInline var entries: [Key: Entry] = [:]
-    @usableFromInline let levelNames: [String]
-    @usableFromInline let debouncedLevels: Set<Int>
-    @usableFromInline let keptValues: Int
+    var entries = EntryTable()
+    let levelNames: [String]
+    let debouncedLevels: Set<Int>
+    let keptValues: Int
     /// Keys that fell out of use with a value, oldest first; a record whose stamp is no longer its entry's is stale.
-    @usableFromInline var kept: [KeptRecord] = []
-    @usableFromInline var keptHead = 0
+    var kept: [KeptRecord] = []
+    var keptHead = 0
     /// Entries with a `keptStamp`.
-    @usableFromInline var keptCount = 0
-    @usableFromInline var counter = 0
+    var keptCount = 0
+    var counter = 0
     /// How many times the store was cleared: a change made for what was shown before a clear is refused after it.
-    @usableFromInline var clears = 0
+    var clears = 0
     /// The `removeAll` of a clear, waiting for the level operations being issued to be issued.
-    @usableFromInline var clearing: Clearing?
+    var clearing: Clearing?
     /// Keys whose callers are issuing level operations now.
-    @usableFromInline var issuing = 0
+    var issuing = 0
     /// Keys whose level operations wait for a clear's `removeAll` to be issued.
-    @usableFromInline var held: [Key] = []
+    var held: [Key] = []
     /// Invalidations, oldest first, for judging what the levels hold (see ``StaleRules``).
-    @usableFromInline var invalidations: [Invalidation] = []
+    var invalidations: [Invalidation] = []
     /// Every value saved at or before this point is stale: an invalidation of every key, or old records folded.
-    @usableFromInline var staleBefore: StaleBefore?
+    var staleBefore: StaleBefore?
     /// The latest date a level stamped a value of this store's with (a save landed) or was read with: invalidations
     /// are dated no earlier (see ``stamped(_:)``).
-    @usableFromInline var latestStamp: Date?
+    var latestStamp: Date?
     /// While invalidations are recorded: the keys the store confirmed a fresh value of since, each with the point in
     /// the store's order it was fresh from (a fetch's sending, a write), so that an invalidation older than it does
     /// not judge the level's copy stale, whatever its date. At most ``refreshedLimit``, the oldest forgotten first
     /// (such a key is judged by its date again: more is refetched, never less).
-    @usableFromInline var refreshed: [Key: Int] = [:]
-    @usableFromInline var refreshedOrder: [KeptRecord] = []
-    @usableFromInline var refreshedHead = 0
+    var refreshed: [Key: Int] = [:]
+    var refreshedOrder: [KeptRecord] = []
+    var refreshedHead = 0
     /// How many refreshed keys are remembered.
-    @usableFromInline static var refreshedLimit: Int { 4_096 }
+    static var refreshedLimit: Int { 4_096 }
     /// What the machine let go of: dropped entries and a replaced shared response. Releasing them can run a value's
     /// deinitializer (the caller's code), so the store takes them with ``takeReleased()`` and releases them after
     /// unlocking.
-    @usableFromInline var released = StoreReleased()
+    var released = StoreReleased()
     /// The entry ``entry(_:)`` found last, with its key; forgotten when the entry is dropped.
-    @usableFromInline var recent: Entry?
+    var recent: Entry?
     /// Entries with state observers whose fetches began, ended or failed since the last ``takeNotices()``.
-    @usableFromInline var loadingTouched: [Entry] = []
+    var loadingTouched: [Entry] = []
     /// Whether the keys whose kept values the bound let go of are recorded in `evicted` (the store has events).
-    @usableFromInline let recordsEvictions: Bool
+    let recordsEvictions: Bool
     /// Keys whose kept values the bound let go of since the last ``takeEvictions()``.
-    @usableFromInline var evicted: [Key] = []
+    var evicted: [Key] = []
+    /// Keys whose entries were dropped, or which are no longer remembered as refreshed, since the last
+    /// ``takeDropped()``: their slots may be given back.
+    var dropped: [Key] = []
     /// How many invalidation records are kept before the oldest fold into `staleBefore`.
-    @usableFromInline static var invalidationLimit: Int { 64 }
+    static var invalidationLimit: Int { 64 }
 
-    @inlinable
     init(levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int, recordsEvictions: Bool = false) {
         self.levelNames = levelNames
         self.debouncedLevels = debouncedLevels
@@ -117,16 +127,26 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The keys whose kept values the bound let go of since the last call (recorded only for a store with events).
-    @usableFromInline
-    mutating func takeEvictions() -> [Key] {
+    @usableFromInline mutating func takeEvictions() -> [Key] {
         exchange(&evicted, with: [])
     }
 
-    /// The number of entries: keys in use, and values kept.
-    @inlinable
-    var count: Int { entries.count }
+    /// Whether keys were dropped or evicted since they were last taken.
+    @usableFromInline var hasDropped: Bool { !dropped.isEmpty || !evicted.isEmpty }
 
-    @inlinable
+    /// The keys dropped since the last call.
+    @usableFromInline mutating func takeDropped() -> [Key] {
+        exchange(&dropped, with: [])
+    }
+
+    /// Whether the machine holds `key`: an entry, or a refresh it remembers.
+    @usableFromInline func uses(_ key: Key) -> Bool {
+        entries[key] != nil || refreshed[key] != nil
+    }
+
+    /// The number of entries: keys in use, and values kept.
+    @usableFromInline var count: Int { entries.count }
+
     mutating func next() -> Int {
         counter += 1
         return counter
@@ -134,8 +154,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// What the machine let go of since the last call, for the caller to release after unlocking; `nil` when
     /// nothing (the common case costs one check).
-    @inlinable
-    mutating func takeReleased() -> StoreReleased? {
+    @usableFromInline mutating func takeReleased() -> StoreReleased? {
         guard !released.isEmpty else { return nil }
         defer { released = StoreReleased() }
         return released
@@ -144,7 +163,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// `key`'s entry, if it has one. A key's work asks for its entry several times in a row (under one lock and
     /// across the locks of one change); the last one found is remembered, since comparing a key costs less than
     /// hashing it.
-    @inlinable
     mutating func entry(_ key: Key) -> Entry? {
         if let recent, recent.key == key { return recent }
         guard let entry = entries[key] else { return nil }
@@ -153,7 +171,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// `key`'s entry, if it has one, without remembering it (for the machine's queries).
-    @inlinable
     func peek(_ key: Key) -> Entry? {
         if let recent, recent.key == key { return recent }
         return entries[key]
@@ -161,14 +178,13 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// `key`'s entry, which the event needs: a rule of the machine (`invariant`) says that something holds it. A
     /// missing entry stops the store with that rule's name, where a force unwrap would name nothing.
-    @inlinable
     mutating func entry(_ key: Key, heldBecause invariant: StaticString) -> Entry {
         guard let entry = entry(key) else { preconditionFailure("A key has no entry, yet \(invariant)") }
         return entry
     }
 
     /// `key`'s entry, made when it has none.
-    @inlinable @discardableResult
+    @discardableResult
     mutating func ensureEntry(_ key: Key) -> Entry {
         if let entry = entry(key) { return entry }
         let entry = Entry(key: key, generation: next())
@@ -184,8 +200,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// no fetch. `snapshot` is what the key shows when the read answers with it: a value the policy takes, or any
     /// known value for a cache-then-network read (which fetches when it is not fresh). `nil` when the store holds no
     /// value for the key.
-    @inlinable
-    func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (snapshot: Snapshot?, fresh: Bool)? {
+    @usableFromInline func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (
+        snapshot: Snapshot?, fresh: Bool
+    )? {
         guard let entry = peek(key), entry.confirmed != nil else { return nil }
         let fresh = isFresh(entry, under: policy, now: now)
         let answers = fresh || policy.kind == .cacheThenNetwork
@@ -193,16 +210,14 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Whether `policy` takes `key`'s known value as it is (see ``cached(_:under:now:)``).
-    @inlinable
-    func isFresh(_ key: Key, under policy: ReadPolicy, now: Date) -> Bool {
+    @usableFromInline func isFresh(_ key: Key, under policy: ReadPolicy, now: Date) -> Bool {
         peek(key).map { isFresh($0, under: policy, now: now) } ?? false
     }
 
     /// What a read finds first: the response for `key` when `policy` takes the store's value as it is, with no
     /// fetch, and no optimistic change is pending (then building it runs no closure, so it is built under the lock:
     /// one reference to hand out); otherwise whether the store holds the key at all.
-    @inlinable
-    mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> FirstLook {
+    @usableFromInline mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> FirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
         guard entry.pending.isEmpty, !entry.isChanging, entry.queue.isEmpty, let confirmed = entry.confirmed,
@@ -213,9 +228,9 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         {
             return .answer(hit)
         }
-        let response = StoreResponse(
-            value: confirmed.value, origin: confirmed.origin, savedAt: confirmed.savedAt, hasPendingChanges: false,
-            error: nil, version: entry.version)
+        let response = StoreResponse<Value>(
+            box: confirmed.value, origin: confirmed.origin, savedAtSeconds: confirmed.savedAtSeconds,
+            hasPendingChanges: false, error: nil, version: entry.version)
         released.response = entry.hitResponse?.storage
         entry.hitResponse = response
         entry.hitConfirmedVersion = entry.confirmedVersion
@@ -223,7 +238,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Whether `policy` takes `entry`'s confirmed value as it is (see ``cached(_:under:now:)``).
-    @inlinable
     func isFresh(_ entry: Entry, under policy: ReadPolicy, now: Date) -> Bool {
         guard let confirmed = entry.confirmed else { return false }
         switch policy.kind {
@@ -237,21 +251,18 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// What `key` shows now, when it shows anything (a known value or pending changes).
-    @inlinable
-    func shown(_ key: Key) -> Snapshot? {
+    @usableFromInline func shown(_ key: Key) -> Snapshot? {
         guard let entry = peek(key), entry.showsSomething else { return nil }
         return Snapshot(entry: entry, version: entry.version)
     }
 
     /// Whether `key` shows anything now (a known value or pending changes).
-    @inlinable
-    func showsSomething(_ key: Key) -> Bool {
+    @usableFromInline func showsSomething(_ key: Key) -> Bool {
         peek(key)?.showsSomething ?? false
     }
 
     /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).
-    @inlinable
-    mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
+    @usableFromInline mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
         guard let entry = entry(key), entry.showsSomething else { return nil }
         entry.version = next()
         let snapshot = Snapshot(entry: entry, version: entry.version, error: error)
@@ -264,8 +275,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Counts an observer of `key` and returns the subject it subscribes to (the key's, else `fresh`), with what
     /// the key shows now, if anything, to publish. Returns `nil`, counting nothing, when the key has no subject and
     /// `fresh` is `nil`: the caller makes one (outside the lock) and asks again.
-    @inlinable
-    mutating func observe(_ key: Key, fresh: Subject?) -> (subject: Subject, shown: Snapshot?)? {
+    @usableFromInline mutating func observe(_ key: Key, fresh: Subject?) -> (subject: Subject, shown: Snapshot?)? {
         let entry = ensureEntry(key)
         let subject: Subject
         if let changes = entry.observed?.changes {
@@ -284,8 +294,7 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Forgets an observer of `key`; the last one of its values takes the key's subject away (returned, to release
     /// unlocked).
-    @usableFromInline
-    mutating func stopObserving(_ key: Key) -> Subject? {
+    @usableFromInline mutating func stopObserving(_ key: Key) -> Subject? {
         guard let entry = entry(key) else { return nil }
         entry.observers -= 1
         entry.observedAt = next()
@@ -299,7 +308,6 @@ struct StoreMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Replaces the subjects of `entry`'s observers; the ones before are released after unlocking.
-    @usableFromInline
     mutating func observe(_ entry: Entry, changes: Subject?, states: StateSubject?) {
         entry.observedAt = next()
         let observed = changes == nil && states == nil ? nil : Observed(changes: changes, states: states)

@@ -17,13 +17,17 @@ public enum StoreOrigin: Sendable, Equatable {
 /// What a ``Store`` shows for a key: its value (`nil` when it has none, after a removal or a clear), where it came
 /// from and when it was saved.
 public struct StoreResponse<Value: Sendable>: Sendable {
-    // One immutable reference: a response is sent to every observer of its key and through each operator they
-    // chain, and a copy is then one retain, even where the store's generic code copies it at run time.
-    @usableFromInline let storage: StoreResponseStorage<Value?>
+    // One immutable reference, not generic: a response is sent to every observer of its key and through each
+    // operator they chain, a copy is one retain, and the store's core (which is not generic) makes the responses
+    // that a typed store hands out as they are.
+    @usableFromInline let storage: StoreResponseStorage
 
     /// The shown value: the confirmed value with the pending changes applied; `nil` when there is none.
     @inlinable
-    public var value: Value? { storage.value }
+    public var value: Value? {
+        guard let box = storage.value else { return nil }
+        return (box as! ValueBox<Value>).value  // the store boxed a `Value`
+    }
     /// Where the confirmed value came from (``StoreOrigin/local`` while changes are pending).
     @inlinable
     public var origin: StoreOrigin { storage.origin }
@@ -55,9 +59,30 @@ public struct StoreResponse<Value: Sendable>: Sendable {
         version: Int
     ) {
         storage = StoreResponseStorage(
-            value: value, origin: origin, savedAtSeconds: savedAtSeconds, hasPendingChanges: hasPendingChanges,
+            value: value.map { ValueBox($0) }, origin: origin, savedAtSeconds: savedAtSeconds,
+            hasPendingChanges: hasPendingChanges, error: error, version: version)
+    }
+
+    /// A response of the store's core, whose value is boxed already.
+    @inlinable
+    init(
+        box: (any StoreValueBox)?, origin: StoreOrigin, savedAtSeconds: Double?, hasPendingChanges: Bool,
+        error: (any Error)?, version: Int
+    ) {
+        storage = StoreResponseStorage(
+            value: box, origin: origin, savedAtSeconds: savedAtSeconds, hasPendingChanges: hasPendingChanges,
             error: error, version: version)
     }
+
+    /// The response the store's core made, typed: the same storage.
+    @inlinable
+    init(_ core: StoreResponse<any StoreValueBox>) {
+        storage = core.storage
+    }
+
+    /// The boxed value, as the store's core reads it.
+    @inlinable
+    var box: (any StoreValueBox)? { storage.value }
 
     /// How old the confirmed value is at `date`.
     public func age(at date: Date = Date()) -> Duration? {
@@ -65,13 +90,10 @@ public struct StoreResponse<Value: Sendable>: Sendable {
     }
 }
 
-/// What a ``StoreResponse`` holds. It is generic over the optional value itself (`Value?`), not over `Value`: its
-/// deinitializer then destroys `value` with the type its own metadata names, where a `Value?` field would make every
-/// release look up the metadata of `Optional<Value>` at run time. The saved date is kept as seconds for the same
-/// reason (`Date` comes from a resilient module).
+/// What a ``StoreResponse`` holds, whatever its value's type.
 @usableFromInline
-final class StoreResponseStorage<OptionalValue: Sendable>: Sendable {
-    @usableFromInline let value: OptionalValue
+final class StoreResponseStorage: Sendable {
+    @usableFromInline let value: (any StoreValueBox)?
     @usableFromInline let origin: StoreOrigin
     @usableFromInline let savedAtSeconds: Double?
     @usableFromInline let hasPendingChanges: Bool
@@ -80,7 +102,7 @@ final class StoreResponseStorage<OptionalValue: Sendable>: Sendable {
 
     @inlinable
     init(
-        value: OptionalValue, origin: StoreOrigin, savedAtSeconds: Double?, hasPendingChanges: Bool,
+        value: (any StoreValueBox)?, origin: StoreOrigin, savedAtSeconds: Double?, hasPendingChanges: Bool,
         error: (any Error)?, version: Int
     ) {
         self.value = value
@@ -89,6 +111,21 @@ final class StoreResponseStorage<OptionalValue: Sendable>: Sendable {
         self.hasPendingChanges = hasPendingChanges
         self.error = error
         self.version = version
+    }
+}
+
+/// A value of a store's, as its core (which is not generic) holds it: a reference, copied by a retain.
+@usableFromInline
+protocol StoreValueBox: AnyObject, Sendable {}
+
+/// A value of type `Value`, boxed for a store's core; the store's typed face unboxes it.
+@usableFromInline
+final class ValueBox<Value: Sendable>: StoreValueBox {
+    @usableFromInline let value: Value
+
+    @inlinable
+    init(_ value: Value) {
+        self.value = value
     }
 }
 
@@ -125,5 +162,18 @@ struct StoredValue<Value: Sendable>: Sendable {
         self.value = value
         self.origin = origin
         savedAtSeconds = savedAt.timeIntervalSinceReferenceDate
+    }
+
+    @inlinable
+    init(value: Value, origin: StoreOrigin, savedAtSeconds: Double) {
+        self.value = value
+        self.origin = origin
+        self.savedAtSeconds = savedAtSeconds
+    }
+
+    /// The value as the store's core keeps it.
+    @inlinable
+    var boxed: StoredValue<any StoreValueBox> {
+        StoredValue<any StoreValueBox>(value: ValueBox(value), origin: origin, savedAtSeconds: savedAtSeconds)
     }
 }

@@ -28,6 +28,12 @@ public struct StoreState<Value: Sendable>: Sendable {
         self.isLoading = isLoading
     }
 
+    /// The state the store's core made, typed.
+    init(_ core: StoreState<any StoreValueBox>) {
+        response = StoreResponse(core.response)
+        isLoading = core.isLoading
+    }
+
     /// The value shown: the confirmed value with the pending changes applied; `nil` when there is none.
     public var value: Value? { response.value }
 

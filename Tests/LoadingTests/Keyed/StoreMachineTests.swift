@@ -5,110 +5,112 @@ import XCTest
 
 /// The store's state machine alone: each race is a sequence of events, and the test reads the effects.
 final class StoreMachineTests: XCTestCase {
-    private typealias Machine = StoreMachine<String, String>
+    private typealias Machine = StoreMachine
     private let now = Date(timeIntervalSinceReferenceDate: 1_000)
 
     // MARK: Removal and clear beat what is in flight
 
     func test_aLevelReadThatEndsAfterAClear_answersWithNothing_andConfirmsNothing() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
 
         _ = machine.clear {}
-        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
+        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: K.a, now: now).effects)
 
         XCTAssertEqual(
-            effects.hitReplies.map { $0.snapshot.confirmed.value }, [nil], "the pre-logout value is not shown")
+            effects.hitReplies.map { $0.snapshot.confirmed.text }, [nil], "the pre-logout value is not shown")
         XCTAssertTrue(effects.allPublished.isEmpty)
-        XCTAssertNil(machine.shown("a"))
+        XCTAssertNil(machine.shown(K.a))
     }
 
     func test_aLevelReadThatEndsAfterARemoval_answersWithNothing() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
 
-        _ = machine.remove("a")
-        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
+        _ = machine.remove(K.a)
+        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: K.a, now: now).effects)
 
-        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed.value }, [nil])
+        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed.text }, [nil])
     }
 
     func test_aLevelReadThatLostToAWrite_answersWithTheWrite() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
 
-        _ = machine.submit(.write(stored("new")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: "a", now: now).effects)
+        _ = machine.submit(.write(stored("new")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        let effects = try XCTUnwrap(machine.submit(hit("old", stamp), for: K.a, now: now).effects)
 
-        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed.value }, ["new"])
+        XCTAssertEqual(effects.hitReplies.map { $0.snapshot.confirmed.text }, ["new"])
         XCTAssertTrue(effects.allPublished.isEmpty, "nothing newer to show")
     }
 
     func test_aFetchThatEndsAfterAClear_isDiscarded() throws {
         var machine = makeMachine()
-        let fetch = machine.beginFetch("a", joining: true) { _ in }
+        let fetch = machine.beginFetch(K.a, joining: true) { _ in }
 
         _ = machine.clear {}
-        let effects = try XCTUnwrap(machine.submit(.fetched("old", fetch: fetch.fetch), for: "a", now: now).effects)
+        let effects = try XCTUnwrap(
+            machine.submit(.fetched(ValueBox("old"), fetch: fetch.fetch), for: K.a, now: now).effects)
 
         XCTAssertEqual(effects.fetchReplies.count, 1)
         XCTAssertThrowsError(try effects.fetchReplies[0].result.get()) { XCTAssertEqual($0 as? StoreError, .discarded) }
-        XCTAssertNil(machine.shown("a"))
+        XCTAssertNil(machine.shown(K.a))
     }
 
     // MARK: Last asked wins
 
     func test_aFetchOlderThanARefresh_neverReplacesWhatTheRefreshBrought() throws {
         var machine = makeMachine()
-        let older = machine.beginFetch("a", joining: true) { _ in }
-        let refresh = machine.beginFetch("a", joining: false) { _ in }
+        let older = machine.beginFetch(K.a, joining: true) { _ in }
+        let refresh = machine.beginFetch(K.a, joining: false) { _ in }
         XCTAssertTrue(refresh.starts, "a refresh never joins")
 
-        _ = machine.submit(.fetched("new", fetch: refresh.fetch), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        let effects = try XCTUnwrap(machine.submit(.fetched("old", fetch: older.fetch), for: "a", now: now).effects)
+        _ = machine.submit(.fetched(ValueBox("new"), fetch: refresh.fetch), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        let effects = try XCTUnwrap(
+            machine.submit(.fetched(ValueBox("old"), fetch: older.fetch), for: K.a, now: now).effects)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "new")
-        XCTAssertEqual(try effects.fetchReplies.map { try $0.result.get().confirmed.value }, ["new"])
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "new")
+        XCTAssertEqual(try effects.fetchReplies.map { try $0.result.get().confirmed.text }, ["new"])
         XCTAssertTrue(effects.allPublished.isEmpty)
         XCTAssertFalse(effects.issueLevels, "the levels are not written with the older value")
     }
 
     func test_aReadThatMissedTheLastLevel_fetchesWithTheSameEntry_unlessTheStoreLearnedAValueMeanwhile() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 0).stamp)
-        let generation = try XCTUnwrap(machine.peek("a")).generation
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 0).stamp)
+        let generation = try XCTUnwrap(machine.peek(K.a)).generation
 
-        let missed = machine.endLastLevelReadThenFetch("a", readAt: stamp, since: stamp, asked: 0) { _ in }
+        let missed = machine.endLastLevelReadThenFetch(K.a, readAt: stamp, since: stamp, asked: 0) { _ in }
         XCTAssertNil(missed.learnedSnapshot)
         XCTAssertEqual(missed.begun?.starts, true)
-        XCTAssertEqual(machine.peek("a")?.generation, generation, "the key stayed in use: its entry was kept")
-        XCTAssertEqual(machine.peek("a")?.levelReads, 0)
+        XCTAssertEqual(machine.peek(K.a)?.generation, generation, "the key stayed in use: its entry was kept")
+        XCTAssertEqual(machine.peek(K.a)?.levelReads, 0)
 
-        let later = try XCTUnwrap(machine.beginLevelRead("b", level: 0).stamp)
-        _ = machine.submit(.write(stored("written")), for: "b", now: now)
-        _ = finishChanges(&machine, "b")
-        let overtaken = machine.endLastLevelReadThenFetch("b", readAt: later, since: later, asked: 0) { _ in }
-        XCTAssertEqual(overtaken.learnedSnapshot?.confirmed.value, "written", "what the store learned is the answer")
+        let later = try XCTUnwrap(machine.beginLevelRead(K.b, level: 0).stamp)
+        _ = machine.submit(.write(stored("written")), for: K.b, now: now)
+        _ = finishChanges(&machine, K.b)
+        let overtaken = machine.endLastLevelReadThenFetch(K.b, readAt: later, since: later, asked: 0) { _ in }
+        XCTAssertEqual(overtaken.learnedSnapshot?.confirmed.text, "written", "what the store learned is the answer")
         XCTAssertNil(overtaken.begun, "and no fetch begins")
-        XCTAssertEqual(machine.peek("b")?.levelReads, 0)
+        XCTAssertEqual(machine.peek(K.b)?.levelReads, 0)
 
         let fetch = try XCTUnwrap(missed.begun)
-        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: "a"))
-        XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: "a").cancel)
-        XCTAssertNil(machine.peek("a"), "the last caller out lets the key go")
+        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: K.a))
+        XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: K.a).cancel)
+        XCTAssertNil(machine.peek(K.a), "the last caller out lets the key go")
     }
 
     func test_aFetchThatFailsAfterItsLastCallerLeft_changesNothing_evenWhenItsKeyIsGone() throws {
         var machine = makeMachine()
-        let fetch = machine.beginFetch("a", joining: true) { _ in XCTFail("the caller left") }
-        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: "a"))
-        XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: "a").cancel)
+        let fetch = machine.beginFetch(K.a, joining: true) { _ in XCTFail("the caller left") }
+        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: K.a))
+        XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: K.a).cancel)
         XCTAssertEqual(machine.count, 0)
 
         // The upstream load had already begun to fail on another thread when it was cancelled.
-        let effects = machine.fetchFailed(fetch.fetch, of: "a", with: TestError(id: 1))
+        let effects = machine.fetchFailed(fetch.fetch, of: K.a, with: TestError(id: 1))
 
         XCTAssertTrue(effects.fetchReplies.isEmpty)
         XCTAssertEqual(machine.count, 0)
@@ -116,14 +118,14 @@ final class StoreMachineTests: XCTestCase {
 
     func test_readsJoinTheNewestFetch_andTheLastCallerOutCancelsIt() {
         var machine = makeMachine()
-        let first = machine.beginFetch("a", joining: true) { _ in }
-        let second = machine.beginFetch("a", joining: true) { _ in }
+        let first = machine.beginFetch(K.a, joining: true) { _ in }
+        let second = machine.beginFetch(K.a, joining: true) { _ in }
         XCTAssertEqual(first.fetch, second.fetch)
         XCTAssertFalse(second.starts)
-        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: first.fetch, for: "a"))
+        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: first.fetch, for: K.a))
 
-        XCTAssertNil(machine.leaveFetch(first.fetch, caller: first.caller, of: "a").cancel)
-        XCTAssertNotNil(machine.leaveFetch(second.fetch, caller: second.caller, of: "a").cancel)
+        XCTAssertNil(machine.leaveFetch(first.fetch, caller: first.caller, of: K.a).cancel)
+        XCTAssertNotNil(machine.leaveFetch(second.fetch, caller: second.caller, of: K.a).cancel)
         XCTAssertEqual(machine.count, 0)
     }
 
@@ -131,146 +133,146 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aKeyRunningAChange_queuesItsNextChanges_butNeverAnotherKeys() throws {
         var machine = makeMachine()
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
 
-        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
-        XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued, "same key: in order")
-        XCTAssertNotNil(machine.submit(.write(stored("b")), for: "b", now: now).effects, "another key: at once")
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: K.a, now: now).work)
+        XCTAssertTrue(machine.submit(.write(stored("2")), for: K.a, now: now).isQueued, "same key: in order")
+        XCTAssertNotNil(machine.submit(.write(stored("b")), for: K.b, now: now).effects, "another key: at once")
 
-        _ = machine.commit(work, result: work.run(), for: "a", now: now)
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1+u")
-        _ = finishChanges(&machine, "a")
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "2", "the write asked after the update lands after it")
+        _ = machine.commit(work, result: work.run(), for: K.a, now: now)
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "1+u")
+        _ = finishChanges(&machine, K.a)
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "2", "the write asked after the update lands after it")
     }
 
     func test_anUpdateOfAKeyNotHeld_readsTheLevelsFirst() throws {
         var machine = makeMachine()
 
-        let step = machine.submit(update { $0.map { $0 + "+live" } }, for: "a", now: now)
+        let step = machine.submit(update { $0.map { $0 + "+live" } }, for: K.a, now: now)
         guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
         _ = machine.commitBase(
-            CachedValue("saved", savedAt: now), level: 1, generation: generation, staleSince: nil,
-            for: "a")
-        let work = try XCTUnwrap(machine.nextChange(of: "a", now: now)?.work)
-        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+            CachedValue("saved", savedAt: now).boxed, level: 1, generation: generation, staleSince: nil,
+            for: K.a)
+        let work = try XCTUnwrap(machine.nextChange(of: K.a, now: now)?.work)
+        _ = machine.commit(work, result: work.run(), for: K.a, now: now)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "saved+live")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "saved+live")
     }
 
     func test_aFetchAfterARemoval_neverAppliesAChangeMadeBeforeIt_whileAnOlderFetchIsInFlight() throws {
         var machine = makeMachine()
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        _ = machine.beginFetch("a", joining: true) { _ in }  // still in flight after the removal
-        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
-        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        _ = machine.beginFetch(K.a, joining: true) { _ in }  // still in flight after the removal
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: K.a, now: now).work)
+        _ = machine.commit(work, result: work.run(), for: K.a, now: now)
 
-        _ = machine.remove("a")
-        let after = machine.beginFetch("a", joining: true) { _ in }
+        _ = machine.remove(K.a)
+        let after = machine.beginFetch(K.a, joining: true) { _ in }
         XCTAssertTrue(after.starts, "a fetch from before the removal is not joined")
-        _ = machine.submit(.fetched("server", fetch: after.fetch), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
+        _ = machine.submit(.fetched(ValueBox("server"), fetch: after.fetch), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "server", "the update was made before the removal")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "server", "the update was made before the removal")
     }
 
     func test_aReadAskedBeforeAClear_whoseFetchBeginsAfterIt_neverAppliesAChangeMadeBeforeTheClear() throws {
         var machine = makeMachine()
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        _ = machine.beginFetch("a", joining: true) { _ in }  // still in flight after the clear
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        _ = machine.beginFetch(K.a, joining: true) { _ in }  // still in flight after the clear
         let asked = machine.readStamp  // a read begins (its turn and its level reads come later)
-        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
-        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: K.a, now: now).work)
+        _ = machine.commit(work, result: work.run(), for: K.a, now: now)
 
         _ = machine.clear {}
-        let read = machine.beginFetch("a", joining: true, asked: asked) { _ in }
+        let read = machine.beginFetch(K.a, joining: true, asked: asked) { _ in }
         XCTAssertTrue(read.starts, "a fetch from before the clear is not joined")
-        _ = machine.submit(.fetched("server", fetch: read.fetch), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
+        _ = machine.submit(.fetched(ValueBox("server"), fetch: read.fetch), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "server", "the update was made before the clear")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "server", "the update was made before the clear")
     }
 
     func test_aRemovalWhileAnUpdateRuns_wins() throws {
         var machine = makeMachine()
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: K.a, now: now).work)
 
-        _ = machine.remove("a")
-        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+        _ = machine.remove(K.a)
+        _ = machine.commit(work, result: work.run(), for: K.a, now: now)
 
-        XCTAssertNil(machine.shown("a"), "the update was asked before the removal")
+        XCTAssertNil(machine.shown(K.a), "the update was asked before the removal")
     }
 
     func test_aRemovalWhileAnUpdateWaitsForTheLevels_leavesTheWritesAskedAfterIt() throws {
         var machine = makeMachine()
-        let step = machine.submit(update { ($0 ?? "") + "+u" }, for: "a", now: now)
+        let step = machine.submit(update { ($0 ?? "") + "+u" }, for: K.a, now: now)
         guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
-        XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued)
+        XCTAssertTrue(machine.submit(.write(stored("2")), for: K.a, now: now).isQueued)
 
-        _ = machine.remove("a")
-        XCTAssertTrue(machine.submit(.write(stored("3")), for: "a", now: now).isQueued)
-        _ = machine.commitBase(nil, level: 0, generation: generation, staleSince: nil, for: "a")
-        _ = finishChanges(&machine, "a")
+        _ = machine.remove(K.a)
+        XCTAssertTrue(machine.submit(.write(stored("3")), for: K.a, now: now).isQueued)
+        _ = machine.commitBase(nil, level: 0, generation: generation, staleSince: nil, for: K.a)
+        _ = finishChanges(&machine, K.a)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "3", "the write was asked after the removal")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "3", "the write was asked after the removal")
     }
 
     func test_aRemovalWhileAnUpdateRuns_leavesTheWriteAskedAfterIt() throws {
         var machine = makeMachine()
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: K.a, now: now).work)
 
-        _ = machine.remove("a")
-        XCTAssertTrue(machine.submit(.write(stored("3")), for: "a", now: now).isQueued)
-        _ = machine.commit(work, result: work.run(), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
+        _ = machine.remove(K.a)
+        XCTAssertTrue(machine.submit(.write(stored("3")), for: K.a, now: now).isQueued)
+        _ = machine.commit(work, result: work.run(), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "3", "the write was asked after the removal")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "3", "the write was asked after the removal")
     }
 
     // MARK: Level operations and the clear barrier
 
     func test_aClear_waitsForTheLevelOperationsBeingIssued_andHoldsTheNextOnes() throws {
         var machine = makeMachine()
-        let write = try XCTUnwrap(machine.submit(.write(stored("1")), for: "a", now: now).effects)
+        let write = try XCTUnwrap(machine.submit(.write(stored("1")), for: K.a, now: now).effects)
         XCTAssertTrue(write.issueLevels, "the writer issues its key's level operations")
-        XCTAssertEqual(machine.takeLevelOps(of: "a")?.ops.count, 1)  // being issued now
+        XCTAssertEqual(machine.takeLevelOps(of: K.a)?.ops.count, 1)  // being issued now
 
         XCTAssertFalse(machine.clear {}.removeAll, "the write being issued goes first")
-        _ = finishChanges(&machine, "a")
-        let afterClear = try XCTUnwrap(machine.submit(.write(stored("2")), for: "b", now: now).effects)
+        _ = finishChanges(&machine, K.a)
+        let afterClear = try XCTUnwrap(machine.submit(.write(stored("2")), for: K.b, now: now).effects)
         XCTAssertFalse(afterClear.issueLevels, "held behind the clear's removeAll")
 
-        XCTAssertEqual(machine.takeLevelOps(of: "a")?.removeAll, true, "the last issuer issues the removeAll")
+        XCTAssertEqual(machine.takeLevelOps(of: K.a)?.removeAll, true, "the last issuer issues the removeAll")
         let released = machine.removeAllIssued()
         XCTAssertEqual(released.completions.count, 1)
-        XCTAssertEqual(released.held, ["b"])
+        XCTAssertEqual(released.held, [K.b])
     }
 
     func test_levelsAreNotReadWhileAClearEmptiesThem() {
         var machine = makeMachine()
         _ = machine.clear {}
-        guard case .known(nil) = machine.beginLevelRead("a", level: 1) else { return XCTFail("expected a miss") }
+        guard case .known(nil) = machine.beginLevelRead(K.a, level: 1) else { return XCTFail("expected a miss") }
     }
 
     func test_aKnownKeyWhoseLevelsAreInStep_isReadFromThem_butALevelBehindTheStoreIsNotTrusted() {
         var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 1)
-        _ = machine.observe("a", fresh: .init(nil))
-        let write = machine.submit(.write(stored("1")), for: "a", now: now)
+        _ = machine.observe(K.a, fresh: .init(nil))
+        let write = machine.submit(.write(stored("1")), for: K.a, now: now)
         XCTAssertEqual(write.effects?.debounce.map(\.level), [1], "the database write waits for its timer")
-        _ = finishChanges(&machine, "a")
-        _ = machine.takeLevelOps(of: "a")
-        _ = machine.takeLevelOps(of: "a")
+        _ = finishChanges(&machine, K.a)
+        _ = machine.takeLevelOps(of: K.a)
+        _ = machine.takeLevelOps(of: K.a)
 
-        guard case .read(_, inStep: true) = machine.beginLevelRead("a", level: 0) else {
+        guard case .read(_, inStep: true) = machine.beginLevelRead(K.a, level: 0) else {
             return XCTFail("the memory level holds what the store confirmed: it may be read")
         }
-        guard case .read(_, inStep: false) = machine.beginLevelRead("a", level: 1) else {
+        guard case .read(_, inStep: false) = machine.beginLevelRead(K.a, level: 1) else {
             return XCTFail("the database is behind until its debounced write lands: its hit is not trusted")
         }
     }
@@ -280,13 +282,16 @@ final class StoreMachineTests: XCTestCase {
     func test_aFetchedValue_isWrittenToADebouncedLevelAtOnce_andItsCallersWaitForTheSave() throws {
         var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 0)
         let answered = Locked(0)
-        let fetch = machine.beginFetch("a", joining: true) { _ in answered.withLock { $0 += 1 } }
+        let fetch = machine.beginFetch(K.a, joining: true) { _ in answered.withLock { $0 += 1 } }
 
-        let effects = try XCTUnwrap(machine.submit(.fetched("v", fetch: fetch.fetch), for: "a", now: now).effects)
-        let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
+        let effects = try XCTUnwrap(
+            machine.submit(.fetched(ValueBox("v"), fetch: fetch.fetch), for: K.a, now: now).effects)
+        let ops = try XCTUnwrap(machine.takeLevelOps(of: K.a)).ops
 
         XCTAssertTrue(effects.debounce.isEmpty, "no timer: the value is written at once")
-        guard case .save("v", _, levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = ops.first, !mark.stale
+        guard case .save(let v, _, levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = ops.first,
+            !mark.stale,
+            (v as? ValueBox<String>)?.value == "v"
         else { return XCTFail("expected one save to both levels, with the callers' ticket: \(ops)") }
         XCTAssertTrue(effects.fetchReplies.isEmpty, "the callers are answered through the ticket")
         ticket.release()
@@ -295,17 +300,18 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aWriteWaitsForTheDebounce_andAFlushIssuesIt() throws {
         var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 0)
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        while machine.takeLevelOps(of: "a") != nil {}
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        while machine.takeLevelOps(of: K.a) != nil {}
         let flushed = Locked(false)
         let ticket = Machine.SaveTicket(.run { flushed.withLock { $0 = true } })
 
-        let effects = try XCTUnwrap(machine.submit(.flush(ticket), for: "a", now: now).effects)
-        let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
+        let effects = try XCTUnwrap(machine.submit(.flush(ticket), for: K.a, now: now).effects)
+        let ops = try XCTUnwrap(machine.takeLevelOps(of: K.a)).ops
 
         XCTAssertEqual(effects.cancels.count, 1, "the timer is cancelled")
-        guard case .flush("1", _, level: 1, ticket: let held?, _) = ops.first else {
+        guard case .flush(let v, _, level: 1, ticket: let held?, _) = ops.first, (v as? ValueBox<String>)?.value == "1"
+        else {
             return XCTFail("expected the database write, now: \(ops)")
         }
         for released in effects.released { released.release() }
@@ -317,12 +323,13 @@ final class StoreMachineTests: XCTestCase {
     func test_aClearThatDropsAFetchsWrites_stillAnswersItsCallers() throws {
         var machine = makeMachine()
         let answered = Locked(0)
-        _ = machine.submit(.write(stored("x")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        _ = machine.takeLevelOps(of: "a")  // a caller is issuing the key's operations
-        let fetch = machine.beginFetch("a", joining: true) { _ in answered.withLock { $0 += 1 } }
-        _ = machine.submit(.fetched("v", fetch: fetch.fetch), for: "a", now: now)  // its write waits for that caller
-        _ = finishChanges(&machine, "a")
+        _ = machine.submit(.write(stored("x")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        _ = machine.takeLevelOps(of: K.a)  // a caller is issuing the key's operations
+        let fetch = machine.beginFetch(K.a, joining: true) { _ in answered.withLock { $0 += 1 } }
+        // Its write waits for that caller.
+        _ = machine.submit(.fetched(ValueBox("v"), fetch: fetch.fetch), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
 
         let cleared = machine.clear {}
 
@@ -335,58 +342,58 @@ final class StoreMachineTests: XCTestCase {
 
     func test_anEntryIsDroppedOnceNothingNeedsIt() {
         var machine = makeMachine()
-        _ = machine.observe("a", fresh: .init(nil))
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        issueAndLand(&machine, "a")
+        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        issueAndLand(&machine, K.a)
         XCTAssertEqual(machine.count, 1, "observed")
 
-        _ = machine.stopObserving("a")
+        _ = machine.stopObserving(K.a)
 
         XCTAssertEqual(machine.count, 0)
     }
 
     func test_keptValues_keepsTheLastKeysToFallOutOfUse() {
         var machine = Machine(levelNames: [], debouncedLevels: [], keptValues: 2)
-        for key in ["a", "b", "c"] {
-            _ = machine.submit(.write(stored(key)), for: key, now: now)
+        for key in [K.a, K.b, K.c] {
+            _ = machine.submit(.write(stored("\(key)")), for: key, now: now)
             _ = finishChanges(&machine, key)
         }
         XCTAssertEqual(machine.count, 2)
-        XCTAssertNil(machine.shown("a"))
-        XCTAssertEqual(machine.shown("c")?.confirmed.value, "c")
+        XCTAssertNil(machine.shown(K.a))
+        XCTAssertEqual(machine.shown(K.c)?.confirmed.text, "\(K.c)")
     }
 
     // MARK: Invalidation
 
     func test_invalidatingAnObservedKey_asksForItsRefetch_andAnUnobservedOneIsOnlyMarked() {
         var machine = makeMachine()
-        _ = machine.observe("a", fresh: .init(nil))
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = machine.submit(.write(stored("2")), for: "b", now: now)
+        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = machine.submit(.write(stored("2")), for: K.b, now: now)
 
-        XCTAssertTrue(machine.invalidate("a", at: now).observed)
-        XCTAssertFalse(machine.invalidate("b", at: now).observed)
-        XCTAssertEqual(machine.shown("b")?.isStale, true)
-        guard case .held = machine.firstLook("b", under: .cacheFirst, now: now) else {
+        XCTAssertTrue(machine.invalidate(K.a, at: now).observed)
+        XCTAssertFalse(machine.invalidate(K.b, at: now).observed)
+        XCTAssertEqual(machine.shown(K.b)?.isStale, true)
+        guard case .held = machine.firstLook(K.b, under: .cacheFirst, now: now) else {
             return XCTFail("a cache-first read of a stale value does not answer at once: it fetches")
         }
-        guard case .answer(let response) = machine.firstLook("b", under: .cacheOnly, now: now) else {
+        guard case .answer(let response) = machine.firstLook(K.b, under: .cacheOnly, now: now) else {
             return XCTFail("a cache-only read takes a stale value")
         }
-        XCTAssertEqual(response.value, "2")
+        XCTAssertEqual(response.text, "2")
     }
 
     func test_anUpdateAskedBeforeAnInvalidation_leavesTheKeyStale_whenItIsAppliedAfter() throws {
         var machine = makeMachine()
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        let work = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: K.a, now: now).work)
 
-        _ = machine.invalidate("a", at: now)
-        _ = machine.commit(work, result: work.run(), for: "a", now: now)
+        _ = machine.invalidate(K.a, at: now)
+        _ = machine.commit(work, result: work.run(), for: K.a, now: now)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1+u")
-        XCTAssertEqual(machine.shown("a")?.isStale, true, "the update was asked before the invalidation")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "1+u")
+        XCTAssertEqual(machine.shown(K.a)?.isStale, true, "the update was asked before the invalidation")
     }
 
     /// A read asked before an invalidation whose fetch begins after it (it waited its turn, or read the levels)
@@ -395,22 +402,22 @@ final class StoreMachineTests: XCTestCase {
     /// again.
     func test_aFetchForAReadAskedBeforeAnInvalidation_standsAfterIt() throws {
         var machine = makeMachine()
-        _ = machine.observe("a", fresh: .init(nil))
-        _ = machine.submit(.write(stored("0")), for: "a", now: now)
+        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.submit(.write(stored("0")), for: K.a, now: now)
         let asked = machine.readStamp
-        let before = try XCTUnwrap(machine.submit(update { ($0 ?? "") + "+before" }, for: "a", now: now).work)
-        XCTAssertTrue(machine.invalidate("a", at: now).observed)
-        let read = machine.beginFetch("a", joining: false, asked: asked) { _ in }
-        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight")
-        _ = machine.commit(before, result: before.run(), for: "a", now: now)  // applied while the fetch runs
+        let before = try XCTUnwrap(machine.submit(update { ($0 ?? "") + "+before" }, for: K.a, now: now).work)
+        XCTAssertTrue(machine.invalidate(K.a, at: now).observed)
+        let read = machine.beginFetch(K.a, joining: false, asked: asked) { _ in }
+        XCTAssertNil(machine.beginRefetch(K.a) { _ in }, "the read's fetch is in flight")
+        _ = machine.commit(before, result: before.run(), for: K.a, now: now)  // applied while the fetch runs
 
-        let after = try XCTUnwrap(machine.submit(update { ($0 ?? "") + "+after" }, for: "a", now: now).work)
-        _ = machine.commit(after, result: after.run(), for: "a", now: now)
-        let rebase = try XCTUnwrap(machine.submit(.fetched("1", fetch: read.fetch), for: "a", now: now).work)
-        let effects = machine.commit(rebase, result: rebase.run(), for: "a", now: now)
+        let after = try XCTUnwrap(machine.submit(update { ($0 ?? "") + "+after" }, for: K.a, now: now).work)
+        _ = machine.commit(after, result: after.run(), for: K.a, now: now)
+        let rebase = try XCTUnwrap(machine.submit(.fetched(ValueBox("1"), fetch: read.fetch), for: K.a, now: now).work)
+        let effects = machine.commit(rebase, result: rebase.run(), for: K.a, now: now)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1+after")
-        XCTAssertEqual(machine.shown("a")?.isStale, false, "its request went out after the invalidation")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "1+after")
+        XCTAssertEqual(machine.shown(K.a)?.isStale, false, "its request went out after the invalidation")
         XCTAssertEqual(effects.refetches, 0, "no refetch is owed")
     }
 
@@ -420,14 +427,14 @@ final class StoreMachineTests: XCTestCase {
     func test_aFetchThatWaitedForTheNetwork_sentAfterAnInvalidation_owesNoRefetch() throws {
         var machine = makeMachine()
         let read = fetchInFlightWhenObservedKeyIsInvalidated(&machine)
-        machine.fetchWaits(read, of: "a")
-        machine.fetchSent(read, of: "a")
+        machine.fetchWaits(read, of: K.a)
+        machine.fetchSent(read, of: K.a)
 
         var save: Machine.LevelOp?
-        let effects = try XCTUnwrap(machine.fetchedAtOnce("1", fetch: read, for: "a", now: now, save: &save))
+        let effects = try XCTUnwrap(machine.fetchedAtOnce(ValueBox("1"), fetch: read, for: K.a, now: now, save: &save))
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1")
-        XCTAssertEqual(machine.shown("a")?.isStale, false, "its request went out after the invalidation")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "1")
+        XCTAssertEqual(machine.shown(K.a)?.isStale, false, "its request went out after the invalidation")
         XCTAssertEqual(effects.refetches, 0, "no refetch is owed")
     }
 
@@ -437,15 +444,15 @@ final class StoreMachineTests: XCTestCase {
     func test_aFetchSentWhenItsUpstreamLoadStarts_afterAnInvalidation_owesNoRefetch() {
         var machine = makeMachine()
         let read = fetchInFlightWhenObservedKeyIsInvalidated(&machine)
-        machine.fetchSendsNow(read, of: "a")
-        _ = machine.submit(.write(stored("written")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
+        machine.fetchSendsNow(read, of: K.a)
+        _ = machine.submit(.write(stored("written")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
 
-        let step = machine.submit(.fetched("1", fetch: read), for: "a", now: now)
-        let effects = (step.effects.map { [$0] } ?? []) + finishChanges(&machine, "a")
+        let step = machine.submit(.fetched(ValueBox("1"), fetch: read), for: K.a, now: now)
+        let effects = (step.effects.map { [$0] } ?? []) + finishChanges(&machine, K.a)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "written", "the write is applied again to the answer")
-        XCTAssertEqual(machine.shown("a")?.isStale, false)
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "written", "the write is applied again to the answer")
+        XCTAssertEqual(machine.shown(K.a)?.isStale, false)
         XCTAssertEqual(effects.map(\.refetches).filter { $0 != 0 }, [], "no refetch is owed")
     }
 
@@ -455,9 +462,9 @@ final class StoreMachineTests: XCTestCase {
         var machine = makeMachine()
         let read = fetchInFlightWhenObservedKeyIsInvalidated(&machine)
 
-        machine.fetchWaits(read, of: "a")
-        XCTAssertNil(machine.beginRefetch("a") { _ in }, "an invalidation made now owes nothing either")
-        let effects = machine.fetchFailed(read, of: "a", with: OfflineError())
+        machine.fetchWaits(read, of: K.a)
+        XCTAssertNil(machine.beginRefetch(K.a) { _ in }, "an invalidation made now owes nothing either")
+        let effects = machine.fetchFailed(read, of: K.a, with: OfflineError())
 
         XCTAssertEqual(effects.refetches, 0)
     }
@@ -466,164 +473,165 @@ final class StoreMachineTests: XCTestCase {
     /// fetch sent before the invalidation still owes its observers a fresh value once it ends.
     func test_aRefetchOwedBeforeAFetchThatWaits_isStillOwed() throws {
         var machine = makeMachine()
-        _ = machine.observe("a", fresh: .init(nil))
-        let old = machine.beginFetch("a", joining: false) { _ in }
-        XCTAssertTrue(machine.invalidate("a", at: now).observed)
-        XCTAssertNil(machine.beginRefetch("a") { _ in }, "owed: the fetch in flight was sent before")
-        let waiting = machine.beginFetch("a", joining: false) { _ in }
-        machine.fetchWaits(waiting.fetch, of: "a")
-        machine.fetchSent(waiting.fetch, of: "a")
-        _ = machine.fetchFailed(waiting.fetch, of: "a", with: TestError(id: 1))
+        _ = machine.observe(K.a, fresh: .init(nil))
+        let old = machine.beginFetch(K.a, joining: false) { _ in }
+        XCTAssertTrue(machine.invalidate(K.a, at: now).observed)
+        XCTAssertNil(machine.beginRefetch(K.a) { _ in }, "owed: the fetch in flight was sent before")
+        let waiting = machine.beginFetch(K.a, joining: false) { _ in }
+        machine.fetchWaits(waiting.fetch, of: K.a)
+        machine.fetchSent(waiting.fetch, of: K.a)
+        _ = machine.fetchFailed(waiting.fetch, of: K.a, with: TestError(id: 1))
 
         var save: Machine.LevelOp?
-        let effects = try XCTUnwrap(machine.fetchedAtOnce("1", fetch: old.fetch, for: "a", now: now, save: &save))
+        let effects = try XCTUnwrap(
+            machine.fetchedAtOnce(ValueBox("1"), fetch: old.fetch, for: K.a, now: now, save: &save))
 
         XCTAssertNotEqual(effects.refetches, 0, "the owed refetch begins")
     }
 
     func test_aReadsFirstLook_tellsAKeyTheStoreDoesNotHold_fromOneWhoseValueDoesNotAnswer() {
         var machine = makeMachine()
-        guard case .notHeld = machine.firstLook("a", under: .cacheFirst, now: now) else {
+        guard case .notHeld = machine.firstLook(K.a, under: .cacheFirst, now: now) else {
             return XCTFail("a key never seen is not held")
         }
-        _ = machine.observe("a", fresh: .init(nil))
-        guard case .held = machine.firstLook("a", under: .cacheFirst, now: now) else {
+        _ = machine.observe(K.a, fresh: .init(nil))
+        guard case .held = machine.firstLook(K.a, under: .cacheFirst, now: now) else {
             return XCTFail("an observed key with no value is held, and its value does not answer")
         }
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        guard case .answer(let response) = machine.firstLook("a", under: .cacheFirst, now: now) else {
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        guard case .answer(let response) = machine.firstLook(K.a, under: .cacheFirst, now: now) else {
             return XCTFail("a fresh value answers a cache-first read")
         }
-        XCTAssertEqual(response.value, "1")
-        guard case .held = machine.firstLook("a", under: .networkFirst, now: now) else {
+        XCTAssertEqual(response.text, "1")
+        guard case .held = machine.firstLook(K.a, under: .networkFirst, now: now) else {
             return XCTFail("a network-first read never answers from the store at once")
         }
     }
 
     func test_aFetchStartedBeforeAnInvalidation_leavesTheValueStale_oneStartedAfterMakesItFresh() {
         var machine = makeMachine()
-        let before = machine.beginFetch("a", joining: true) { _ in }
-        _ = machine.invalidate("a", at: now)
-        let after = machine.beginFetch("a", joining: false) { _ in }
+        let before = machine.beginFetch(K.a, joining: true) { _ in }
+        _ = machine.invalidate(K.a, at: now)
+        let after = machine.beginFetch(K.a, joining: false) { _ in }
 
-        _ = machine.submit(.fetched("old", fetch: before.fetch), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        XCTAssertEqual(machine.shown("a")?.isStale, true, "what the older fetch brought is shown, stale")
+        _ = machine.submit(.fetched(ValueBox("old"), fetch: before.fetch), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        XCTAssertEqual(machine.shown(K.a)?.isStale, true, "what the older fetch brought is shown, stale")
 
-        _ = machine.submit(.fetched("new", fetch: after.fetch), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        XCTAssertEqual(machine.shown("a")?.isStale, false)
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "new")
+        _ = machine.submit(.fetched(ValueBox("new"), fetch: after.fetch), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        XCTAssertEqual(machine.shown(K.a)?.isStale, false)
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "new")
     }
 
     func test_aLevelHitReadWhileAnotherKeyWasInvalidated_isConfirmedFresh() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
-        _ = machine.invalidate("b", at: now)
-        let (mark, keys, _) = machine.beginInvalidation({ $0 == "elsewhere" }, at: now)
-        XCTAssertEqual(machine.markStale(keys.filter { $0 == "elsewhere" }, mark: mark), [])
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
+        _ = machine.invalidate(K.b, at: now)
+        let (mark, keys, _) = machine.beginInvalidation({ $0 as? Int == 99 }, at: now)
+        XCTAssertEqual(machine.markStale(keys.filter { $0 == 99 }, mark: mark), [])
 
-        _ = machine.submit(hit("cached", stamp), for: "a", now: now)
+        _ = machine.submit(hit("cached", stamp), for: K.a, now: now)
 
-        XCTAssertEqual(machine.shown("a")?.isStale, false, "no invalidation matched the key")
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "cached")
+        XCTAssertEqual(machine.shown(K.a)?.isStale, false, "no invalidation matched the key")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "cached")
     }
 
     func test_aLevelHitReadWhileItsKeyWasInvalidated_isConfirmedStale() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
-        _ = machine.invalidate("a", at: now)
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
+        _ = machine.invalidate(K.a, at: now)
 
-        _ = machine.submit(hit("cached", stamp), for: "a", now: now)
+        _ = machine.submit(hit("cached", stamp), for: K.a, now: now)
 
-        XCTAssertEqual(machine.shown("a")?.isStale, true)
+        XCTAssertEqual(machine.shown(K.a)?.isStale, true)
     }
 
     func test_aLevelHitReadWhileEveryKeyWasInvalidated_isConfirmedStale() throws {
         var machine = makeMachine()
-        let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
         _ = machine.invalidateAll(at: now)
 
-        _ = machine.submit(hit("cached", stamp), for: "a", now: now)
+        _ = machine.submit(hit("cached", stamp), for: K.a, now: now)
 
-        XCTAssertEqual(machine.shown("a")?.isStale, true)
+        XCTAssertEqual(machine.shown(K.a)?.isStale, true)
     }
 
     func test_aLevelHitReadWhileAPredicateMatchedItsKey_isStale_whicheverEndsFirst() throws {
         for judgedFirst in [true, false] {
             var machine = makeMachine()
-            let stamp = try XCTUnwrap(machine.beginLevelRead("a", level: 1).stamp)
-            let (mark, keys, _) = machine.beginInvalidation({ $0 == "a" }, at: now)
-            XCTAssertEqual(keys, ["a"], "a key being read is held, so the predicate judges it")
+            let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
+            let (mark, keys, _) = machine.beginInvalidation({ $0 as? Int == K.a }, at: now)
+            XCTAssertEqual(keys, [K.a], "a key being read is held, so the predicate judges it")
 
             if judgedFirst { _ = machine.markStale(keys, mark: mark) }
-            _ = machine.submit(hit("cached", stamp), for: "a", now: now)
+            _ = machine.submit(hit("cached", stamp), for: K.a, now: now)
             if !judgedFirst { _ = machine.markStale(keys, mark: mark) }
 
-            XCTAssertEqual(machine.shown("a")?.isStale, true, judgedFirst ? "judged first" : "judged last")
+            XCTAssertEqual(machine.shown(K.a)?.isStale, true, judgedFirst ? "judged first" : "judged last")
         }
     }
 
     func test_theLevelsValueAChangeReadsWhileAnotherKeyWasInvalidated_isFresh_whileItsKeyWasInvalidated_isStale() {
-        for invalidated in ["b", "a"] {
+        for invalidated in [K.b, K.a] {
             var machine = makeMachine()
-            let step = machine.submit(update { $0.map { $0 + "+live" } }, for: "a", now: now)
+            let step = machine.submit(update { $0.map { $0 + "+live" } }, for: K.a, now: now)
             guard case .loadBase(let generation) = step else { return XCTFail("expected a level read, got \(step)") }
             _ = machine.invalidate(invalidated, at: now)
 
             _ = machine.commitBase(
-                CachedValue("saved", savedAt: now.addingTimeInterval(-1)), level: 1, generation: generation,
-                staleSince: nil, for: "a")
-            _ = finishChanges(&machine, "a")
+                CachedValue("saved", savedAt: now.addingTimeInterval(-1)).boxed, level: 1, generation: generation,
+                staleSince: nil, for: K.a)
+            _ = finishChanges(&machine, K.a)
 
-            XCTAssertEqual(machine.shown("a")?.confirmed.value, "saved+live")
+            XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "saved+live")
             // The update confirms a local change: a change makes the value fresh only when asked after the mark.
-            XCTAssertEqual(machine.shown("a")?.isStale, invalidated == "a", "invalidated \(invalidated)")
+            XCTAssertEqual(machine.shown(K.a)?.isStale, invalidated == K.a, "invalidated \(invalidated)")
         }
     }
 
     func test_aStaleValueWrittenToTheLevels_keepsItsEntryUntilTheWriteLands_thenIsRecordedStale() throws {
         var machine = makeMachine()
-        let fetch = machine.beginFetch("a", joining: true) { _ in }
-        _ = machine.invalidate("a", at: now)
-        _ = machine.submit(.fetched("old", fetch: fetch.fetch), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
-        let ops = try XCTUnwrap(machine.takeLevelOps(of: "a")).ops
+        let fetch = machine.beginFetch(K.a, joining: true) { _ in }
+        _ = machine.invalidate(K.a, at: now)
+        _ = machine.submit(.fetched(ValueBox("old"), fetch: fetch.fetch), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        let ops = try XCTUnwrap(machine.takeLevelOps(of: K.a)).ops
         guard case .save(_, _, _, _, _, let mark) = ops.first, mark.stale else {
             return XCTFail("a stale save: \(ops)")
         }
-        _ = machine.takeLevelOps(of: "a")
+        _ = machine.takeLevelOps(of: K.a)
         XCTAssertEqual(machine.count, 1, "two writes have not landed")
 
         let landed = now.addingTimeInterval(5)
-        _ = machine.saveLanded("a", mark: mark, failed: false, at: landed)
-        _ = machine.saveLanded("a", mark: mark, failed: false, at: landed)
+        _ = machine.saveLanded(K.a, mark: mark, failed: false, at: landed)
+        _ = machine.saveLanded(K.a, mark: mark, failed: false, at: landed)
 
         XCTAssertEqual(machine.count, 0)
-        let rules = try XCTUnwrap(machine.staleRules(for: "a"))
-        XCTAssertTrue(rules.isStale("a", savedAt: landed), "a level stamped the write before it landed")
-        XCTAssertFalse(rules.isStale("a", savedAt: landed.addingTimeInterval(1)))
-        XCTAssertFalse(try XCTUnwrap(machine.staleRules(for: "b")).isStale("b", savedAt: now))
+        let rules = try XCTUnwrap(machine.staleRules(for: K.a))
+        XCTAssertTrue(rules.isStale(K.a, savedAt: landed), "a level stamped the write before it landed")
+        XCTAssertFalse(rules.isStale(K.a, savedAt: landed.addingTimeInterval(1)))
+        XCTAssertFalse(try XCTUnwrap(machine.staleRules(for: K.b)).isStale(K.b, savedAt: now))
     }
 
     func test_revalidationTargets_areTheObservedKeysThatAreNotFresh_withoutAFetchInFlight() {
         var machine = makeMachine()
-        for key in ["fresh", "old", "stale", "empty", "fetching", "unobserved"] {
+        for key in [K.fresh, K.old, K.stale, K.empty, K.fetching, K.unobserved] {
             _ = machine.observe(key, fresh: .init(nil))
         }
-        _ = machine.submit(.write(stored("v")), for: "fresh", now: now)
+        _ = machine.submit(.write(stored("v")), for: K.fresh, now: now)
         let old = StoredValue(value: "v", origin: .local, savedAt: now.addingTimeInterval(-120))
-        _ = machine.submit(.write(old), for: "old", now: now)
-        _ = machine.submit(.write(stored("v")), for: "stale", now: now)
-        _ = machine.invalidate("stale", at: now)
-        _ = machine.beginFetch("fetching", joining: true) { _ in }
-        _ = machine.stopObserving("unobserved")
+        _ = machine.submit(.write(old.boxed), for: K.old, now: now)
+        _ = machine.submit(.write(stored("v")), for: K.stale, now: now)
+        _ = machine.invalidate(K.stale, at: now)
+        _ = machine.beginFetch(K.fetching, joining: true) { _ in }
+        _ = machine.stopObserving(K.unobserved)
 
         let targets = machine.revalidationTargets(now: now, maxAgeSeconds: 60)
 
-        XCTAssertEqual(Set(targets), ["old", "stale", "empty"])
+        XCTAssertEqual(Set(targets), [K.old, K.stale, K.empty])
         XCTAssertEqual(
-            Set(machine.revalidationTargets(now: now, maxAgeSeconds: nil)), ["fresh", "old", "stale", "empty"],
+            Set(machine.revalidationTargets(now: now, maxAgeSeconds: nil)), [K.fresh, K.old, K.stale, K.empty],
             "without a maximum age, every observed value")
     }
 
@@ -632,118 +640,122 @@ final class StoreMachineTests: XCTestCase {
     func test_aChangeOfAKeyNobodyObserves_publishesNothing_butAnsweringCallersStillGetWhatItShows() throws {
         var machine = makeMachine()
         var save: Machine.LevelOp?
-        let written = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a", save: &save))
+        let written = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: K.a, save: &save))
         XCTAssertTrue(written.allPublished.isEmpty, "no observer: no snapshot is made")
 
-        let fetch = machine.beginFetch("b", joining: true) { _ in }
-        let fetched = try XCTUnwrap(machine.submit(.fetched("2", fetch: fetch.fetch), for: "b", now: now).effects)
-        XCTAssertEqual(fetched.allPublished.map(\.confirmed.value), ["2"], "the fetch's callers are answered with it")
+        let fetch = machine.beginFetch(K.b, joining: true) { _ in }
+        let fetched = try XCTUnwrap(
+            machine.submit(.fetched(ValueBox("2"), fetch: fetch.fetch), for: K.b, now: now).effects)
+        XCTAssertEqual(fetched.allPublished.map(\.confirmed.text), ["2"], "the fetch's callers are answered with it")
         XCTAssertNil(fetched.published?.observed, "and it is sent to no observer")
     }
 
     func test_aWriteOfAKeyWhoseTurnIsFree_isAppliedAtOnce_withItsSaveTakenForTheWriter() throws {
         var machine = makeMachine()
-        _ = machine.observe("a", fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init(nil))
 
         var save: Machine.LevelOp?
-        let effects = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a", save: &save))
+        let effects = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: K.a, save: &save))
 
-        XCTAssertEqual(effects.allPublished.map(\.confirmed.value), ["1"])
+        XCTAssertEqual(effects.allPublished.map(\.confirmed.text), ["1"])
         XCTAssertTrue(effects.issueLevels)
         guard case .save(let value, _, let levels, _, _, _) = save else { return XCTFail("expected the save") }
-        XCTAssertEqual(value, "1")
+        XCTAssertEqual((value as? ValueBox<String>)?.value, "1")
         XCTAssertEqual(levels, 0..<2)
-        XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue: the writer's issuing ends")
-        _ = machine.stopObserving("a")
+        XCTAssertNil(machine.takeLevelOps(of: K.a), "nothing else to issue: the writer's issuing ends")
+        _ = machine.stopObserving(K.a)
         XCTAssertEqual(machine.count, 1, "its save has not landed")
-        land(save, &machine, "a")
+        land(save, &machine, K.a)
         XCTAssertEqual(machine.count, 0, "and the key, in use by nothing, is dropped")
     }
 
     func test_aFetchedValueOfAKeyWhoseTurnIsFree_isConfirmedAtOnce_withItsSaveTakenForItsCaller() throws {
         var machine = makeMachine()
         let answers = Locked<[String?]>([])
-        let fetch = machine.beginFetch("a", joining: true) { result in
-            answers.withLock { $0.append(try? result.get().confirmed.value) }
+        let fetch = machine.beginFetch(K.a, joining: true) { result in
+            answers.withLock { $0.append(try? result.get().confirmed.text) }
         }
 
         var save: Machine.LevelOp?
-        let effects = try XCTUnwrap(machine.fetchedAtOnce("v", fetch: fetch.fetch, for: "a", now: now, save: &save))
+        let effects = try XCTUnwrap(
+            machine.fetchedAtOnce(ValueBox("v"), fetch: fetch.fetch, for: K.a, now: now, save: &save))
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "v")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "v")
         XCTAssertTrue(effects.issueLevels)
-        guard case .save("v", _, levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = save, !mark.stale else {
+        guard case .save(let v, _, levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = save, !mark.stale,
+            (v as? ValueBox<String>)?.value == "v"
+        else {
             return XCTFail("expected the save to both levels, with the callers' ticket: \(String(describing: save))")
         }
-        XCTAssertNil(machine.takeLevelOps(of: "a"), "nothing else to issue")
+        XCTAssertNil(machine.takeLevelOps(of: K.a), "nothing else to issue")
         XCTAssertEqual(answers.withLock { $0 }, [], "the caller waits for the save")
         ticket.release()
         XCTAssertEqual(answers.withLock { $0 }, ["v"])
-        land(save, &machine, "a")
+        land(save, &machine, K.a)
         XCTAssertEqual(machine.count, 0, "the key, in use by nothing, is dropped")
     }
 
     func test_aFetchedValue_takesItsTurn_whenTheKeysChangesRun_orAChangeWasMadeDuringTheFetch() throws {
         var machine = makeMachine()
         var save: Machine.LevelOp?
-        let running = machine.beginFetch("a", joining: true) { _ in }
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = finishChanges(&machine, "a")
+        let running = machine.beginFetch(K.a, joining: true) { _ in }
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
         XCTAssertNil(
-            machine.fetchedAtOnce("fetched", fetch: running.fetch, for: "a", now: now, save: &save),
+            machine.fetchedAtOnce(ValueBox("fetched"), fetch: running.fetch, for: K.a, now: now, save: &save),
             "a write made during the fetch is applied again to what it brings: the value takes its turn")
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1", "and nothing changed")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "1", "and nothing changed")
 
-        _ = machine.submit(.write(stored("1")), for: "b", now: now)
-        _ = finishChanges(&machine, "b")
-        _ = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "b", now: now).work)
-        let busy = machine.beginFetch("b", joining: true) { _ in }
+        _ = machine.submit(.write(stored("1")), for: K.b, now: now)
+        _ = finishChanges(&machine, K.b)
+        _ = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: K.b, now: now).work)
+        let busy = machine.beginFetch(K.b, joining: true) { _ in }
         XCTAssertNil(
-            machine.fetchedAtOnce("fetched", fetch: busy.fetch, for: "b", now: now, save: &save),
+            machine.fetchedAtOnce(ValueBox("fetched"), fetch: busy.fetch, for: K.b, now: now, save: &save),
             "an update of the key runs: the value waits for its turn")
 
-        let gone = machine.beginFetch("c", joining: true) { _ in }
-        _ = machine.remove("c")
-        XCTAssertNil(machine.fetchedAtOnce("fetched", fetch: gone.fetch + 1, for: "c", now: now, save: &save))
+        let gone = machine.beginFetch(K.c, joining: true) { _ in }
+        _ = machine.remove(K.c)
+        XCTAssertNil(machine.fetchedAtOnce(ValueBox("fetched"), fetch: gone.fetch + 1, for: K.c, now: now, save: &save))
         XCTAssertNil(save, "no save is handed out when the value waits")
     }
 
     func test_aWriteWhileTheKeysChangesRun_changesNothing_soItCanWaitItsTurn() throws {
         var machine = makeMachine()
-        _ = machine.submit(.write(stored("1")), for: "a", now: now)
-        _ = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: "a", now: now).work)
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = try XCTUnwrap(machine.submit(update { $0.map { $0 + "+u" } }, for: K.a, now: now).work)
 
         var save: Machine.LevelOp?
-        XCTAssertNil(machine.writeAtOnce(stored("2"), for: "a", save: &save))
+        XCTAssertNil(machine.writeAtOnce(stored("2"), for: K.a, save: &save))
         XCTAssertNil(save)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "1")
-        XCTAssertTrue(machine.submit(.write(stored("2")), for: "a", now: now).isQueued)
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "1")
+        XCTAssertTrue(machine.submit(.write(stored("2")), for: K.a, now: now).isQueued)
     }
 
     func test_aWriteWhileAnotherCallerIssuesTheKeysOperations_leavesThemToThatCaller() throws {
         var machine = makeMachine()
         var firstSave: Machine.LevelOp?
-        let first = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: "a", save: &firstSave))
+        let first = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: K.a, save: &firstSave))
         XCTAssertTrue(first.issueLevels)
 
         var save: Machine.LevelOp?
-        let second = try XCTUnwrap(machine.writeAtOnce(stored("2"), for: "a", save: &save))
+        let second = try XCTUnwrap(machine.writeAtOnce(stored("2"), for: K.a, save: &save))
 
         XCTAssertFalse(second.issueLevels)
         XCTAssertNil(save)
-        XCTAssertEqual(machine.takeLevelOps(of: "a")?.ops.count, 1, "the first writer issues the second save next")
+        XCTAssertEqual(machine.takeLevelOps(of: K.a)?.ops.count, 1, "the first writer issues the second save next")
     }
 
     func test_aWriteDuringAFetch_isAppliedToWhatTheFetchBrings() throws {
         var machine = makeMachine()
-        let fetch = machine.beginFetch("a", joining: true) { _ in }
+        let fetch = machine.beginFetch(K.a, joining: true) { _ in }
         var save: Machine.LevelOp?
-        _ = try XCTUnwrap(machine.writeAtOnce(stored("written"), for: "a", save: &save))
+        _ = try XCTUnwrap(machine.writeAtOnce(stored("written"), for: K.a, save: &save))
 
-        _ = machine.submit(.fetched("fetched", fetch: fetch.fetch), for: "a", now: now)
+        _ = machine.submit(.fetched(ValueBox("fetched"), fetch: fetch.fetch), for: K.a, now: now)
 
-        XCTAssertEqual(machine.shown("a")?.confirmed.value, "written", "the write came after the fetch began")
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "written", "the write came after the fetch began")
     }
 
     // MARK: Helpers
@@ -752,16 +764,18 @@ final class StoreMachineTests: XCTestCase {
         Machine(levelNames: ["memory", "disk"], debouncedLevels: [], keptValues: 0)
     }
 
-    private func stored(_ value: String) -> StoredValue<String> {
-        StoredValue(value: value, origin: .local, savedAt: now)
+    private func stored(_ value: String) -> StoredValue<any StoreValueBox> {
+        StoredValue(value: value, origin: .local, savedAt: now).boxed
     }
 
     private func update(_ change: @escaping @Sendable (String?) -> String?) -> Machine.Job {
-        .update(change, reply: nil)
+        .update({ change(($0 as? ValueBox<String>)?.value).map { ValueBox($0) } }, reply: nil)
     }
 
     private func hit(_ value: String, _ stamp: Machine.ReadStamp) -> Machine.Job {
-        .hit(CachedValue(value, savedAt: now), level: 1, stamp: stamp, staleSince: nil, error: nil, reply: { _ in })
+        .hit(
+            CachedValue(value, savedAt: now).boxed, level: 1, stamp: stamp, staleSince: nil, error: nil, reply: { _ in }
+        )
     }
 
     /// An observed key `a` whose read's fetch began, then an invalidation of it while that fetch was in flight: no
@@ -769,23 +783,23 @@ final class StoreMachineTests: XCTestCase {
     private func fetchInFlightWhenObservedKeyIsInvalidated(
         _ machine: inout Machine, file: StaticString = #filePath, line: UInt = #line
     ) -> Int {
-        _ = machine.observe("a", fresh: .init(nil))
-        let read = machine.beginFetch("a", joining: false) { _ in }
-        XCTAssertTrue(machine.invalidate("a", at: now).observed, file: file, line: line)
-        XCTAssertNil(machine.beginRefetch("a") { _ in }, "the read's fetch is in flight", file: file, line: line)
+        _ = machine.observe(K.a, fresh: .init(nil))
+        let read = machine.beginFetch(K.a, joining: false) { _ in }
+        XCTAssertTrue(machine.invalidate(K.a, at: now).observed, file: file, line: line)
+        XCTAssertNil(machine.beginRefetch(K.a) { _ in }, "the read's fetch is in flight", file: file, line: line)
         return read.fetch
     }
 
     /// Runs the key's queue to the end, as the store would (committing work with its closures' result).
     /// Takes `key`'s level operations, and lands each save they issue (as the levels answer), until none is left.
-    private func issueAndLand(_ machine: inout Machine, _ key: String) {
+    private func issueAndLand(_ machine: inout Machine, _ key: Int) {
         while let taken = machine.takeLevelOps(of: key) {
             for operation in taken.ops { land(operation, &machine, key) }
         }
     }
 
     /// Lands each save `operation` issues to the two levels of ``makeMachine()``.
-    private func land(_ operation: Machine.LevelOp?, _ machine: inout Machine, _ key: String) {
+    private func land(_ operation: Machine.LevelOp?, _ machine: inout Machine, _ key: Int) {
         switch operation {
         case .save(_, _, let levels, _, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
@@ -795,7 +809,7 @@ final class StoreMachineTests: XCTestCase {
         }
     }
 
-    private func finishChanges(_ machine: inout Machine, _ key: String) -> [Machine.Effects] {
+    private func finishChanges(_ machine: inout Machine, _ key: Int) -> [Machine.Effects] {
         var all: [Machine.Effects] = []
         while let step = machine.nextChange(of: key, now: now) {
             switch step {
@@ -852,4 +866,34 @@ extension StoreMachine.LevelRead {
 extension StoreMachine.Effects {
     /// Every snapshot to publish, in order.
     fileprivate var allPublished: [StoreMachine.Snapshot] { (published.map { [$0] } ?? []) + publishedLater }
+}
+
+/// The keys of the machine's tests, by their slots.
+private enum K {
+    static let a = 0
+    static let b = 1
+    static let c = 2
+    static let fetching = 4
+    static let fresh = 5
+    static let old = 6
+    static let stale = 7
+    static let unobserved = 8
+    static let empty = 10
+}
+
+extension StoreMachine {
+    /// An invalidation of `key` alone, as the store makes one.
+    fileprivate mutating func invalidate(_ key: Int, at date: Date) -> (observed: Bool, garbage: Invalidation?) {
+        invalidate(key, matching: { ($0 as? Int) == key }, at: date)
+    }
+
+    /// A save of `key` landed, as the store tells it.
+    fileprivate mutating func saveLanded(_ key: Int, mark: SaveMark, failed: Bool, at date: Date) -> Invalidation? {
+        saveLanded(key, matching: { ($0 as? Int) == key }, mark: mark, failed: failed, at: date)
+    }
+}
+
+extension StoreResponse where Value == any StoreValueBox {
+    /// The value, as the machine's tests write it.
+    fileprivate var text: String? { (box as? ValueBox<String>)?.value }
 }

@@ -76,6 +76,18 @@ public struct CachedValue<Value: Sendable>: Sendable {
         self.value = value
         savedAtSeconds = savedAt.timeIntervalSinceReferenceDate
     }
+
+    @inlinable
+    init(_ value: Value, savedAtSeconds: Double) {
+        self.value = value
+        self.savedAtSeconds = savedAtSeconds
+    }
+
+    /// The value as a store's core keeps it.
+    @inlinable
+    var boxed: CachedValue<any StoreValueBox> {
+        CachedValue<any StoreValueBox>(ValueBox(value), savedAtSeconds: savedAtSeconds)
+    }
 }
 
 extension CachedValue: Equatable where Value: Equatable {}
