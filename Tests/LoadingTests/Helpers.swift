@@ -82,3 +82,12 @@ struct ManualClock: Clock {
         advance(by: now.duration(to: deadline))
     }
 }
+
+/// Whether `condition` holds within five seconds (looked at every 10 ms).
+func holdsSoon(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
+    for _ in 0..<500 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}

@@ -61,7 +61,7 @@ final class BudgetRevalidationTests: XCTestCase {
         store.invalidateAll()
 
         let revalidation = Task { await store.revalidate(within: .seconds(100), clock: clock) }
-        let started = await waitUntil { upstream.asked.count == 1 }
+        let started = await holdsSoon { upstream.asked.count == 1 }
         XCTAssertTrue(started)
         revalidation.cancel()
         let report = await revalidation.value
@@ -101,13 +101,6 @@ final class BudgetRevalidationTests: XCTestCase {
         XCTAssertEqual(upstream.asked, [])
     }
 
-    private func waitUntil(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
-        for _ in 0..<500 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
-    }
 }
 
 /// An upstream whose every fetch takes `takes` on a manual clock (it moves the clock as it answers), recording the

@@ -58,7 +58,7 @@ final class MutationQueueBudgetTests: XCTestCase {
         server.answer("i0", with: [.hold])
 
         let sending = Task { await queue.sendPending(within: .seconds(5), clock: clock) }
-        let started = await waitUntil { server.sent.count == 2 }
+        let started = await holdsSoon { server.sent.count == 2 }
         XCTAssertTrue(started)
         clock.advance(by: .seconds(10))
         server.release("i0")
@@ -74,7 +74,7 @@ final class MutationQueueBudgetTests: XCTestCase {
         server.answer("i0", with: [.hold])
 
         let sending = Task { await queue.sendPending(within: .seconds(60), clock: clock) }
-        let started = await waitUntil { server.sent.count == 2 }
+        let started = await holdsSoon { server.sent.count == 2 }
         XCTAssertTrue(started)
         sending.cancel()
         let report = await sending.value
@@ -136,13 +136,6 @@ final class MutationQueueBudgetTests: XCTestCase {
             isRefused: { $0 is Refused })
     }
 
-    private func waitUntil(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
-        for _ in 0..<500 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
-    }
 }
 
 /// A server that takes `takes` of a manual clock to answer each attempt (it moves the clock as it answers), accepting

@@ -1,0 +1,180 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension Store {
+    /// The key's shown value now and after every change, starting with what `policy` reads.
+    ///
+    /// The stream fails only when the policy's read finds nothing to show (a cache-only miss, a failed fetch with
+    /// nothing cached); a failure after a value was shown is attached to the next response as
+    /// ``StoreResponse/error``, and the stream goes on.
+    public func stream(for key: Key, policy: ReadPolicy = .cacheFirst) -> EventStream<StoreResponse<Value>, any Error> {
+        let policy = policy.defaulting(maxAgeSeconds: maxAgeSeconds)
+        return EventStream { [self] observer in
+            // Changes and the policy's failure come from different threads: serialized, they never overlap.
+            let serial = SerializedObserver(observer)
+            let changes = changes(for: key).setFailureType(to: (any Error).self)
+            changes.subscribe(StreamObserver(lifetime: observer.lifetime) { serial.send($0) })
+            guard observer.lifetime.isActive else { return }
+            let token = run(policy, for: key) { failure in
+                serial.send(.completion(.failure(failure)))
+            }
+            observer.onTermination { token.cancel() }
+        }
+    }
+
+    /// The key's shown value now, if the store has one, and after every change, without reading anything: what a
+    /// screen that loads on its own terms observes. The stream never fails and never finishes. While it is
+    /// observed, the store holds the key in memory.
+    ///
+    /// ```swift
+    /// let subscription = store.changes(for: "u1").sink { response in render(response.value) }
+    /// ```
+    @inlinable
+    public func changes(for key: Key) -> EventStream<StoreResponse<Value>, Never> {
+        // Inlinable, so that what runs for each delivery is specialized where the store is observed.
+        EventStream { [self] observer in
+            let subject = startObserving(key)
+            observer.onTermination { [self] in stopObserving(key) }
+            subject.stream.compactMap { $0.map { StoreResponse<Value>($0) } }.subscribe(observer)
+        }
+    }
+
+    /// The key's state now and after every change: the value shown, whether the store is fetching the key (for
+    /// anyone: a screen's read, a refresh, a revalidation), and the failure of the latest fetch. Like
+    /// ``changes(for:)``, it reads nothing by itself, never fails and never finishes, and the store holds the key in
+    /// memory while it is observed; what a screen binds to.
+    ///
+    /// ```swift
+    /// let subscription = store.states(for: "u1").sink { state in
+    ///     switch state.loadingState {
+    ///     case .idle: showPlaceholder()
+    ///     case .loading(let previous): showSpinner(over: previous)
+    ///     case .loaded(let friend): show(friend)
+    ///     case .failed(let error, let previous): show(previous, banner: error)
+    ///     }
+    /// }
+    /// store.read("u1").load { _ in }
+    /// ```
+    public func states(for key: Key) -> EventStream<StoreState<Value>, Never> {
+        EventStream { [self] observer in
+            let subject = startObservingStates(key)
+            observer.onTermination { [self] in stopObservingStates(key) }
+            subject.stream.compactMap { $0.map { StoreState<Value>($0) } }.subscribe(observer)
+        }
+    }
+
+    /// The key's state now, as ``states(for:)`` shows it: for a screen's first frame, before its states arrive.
+    ///
+    /// ```swift
+    /// render(store.state(for: "u1").loadingState)
+    /// ```
+    public func state(for key: Key) -> StoreState<Value> {
+        guard let (snapshot, isLoading) = locked(key, { $0.stateNow($1) }) else {
+            let nothing = StoreResponse<Value>(
+                value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
+            return StoreState(response: nothing, isLoading: false)
+        }
+        return StoreState(response: StoreResponse(snapshot.response), isLoading: isLoading)
+    }
+
+    /// The first response `policy` produces for `key`. With ``ReadPolicy/cacheThenNetwork`` that is the cached
+    /// value when there is one, and the fetch the policy started goes on and updates the store (observe it with
+    /// ``stream(for:policy:)`` or ``changes(for:)``, or ask ``refresh(_:)`` for the fresh value). With
+    /// ``ReadPolicy/networkFirst`` and ``ReadPolicy/networkOnly`` it is what the fetch produced (or the value shown
+    /// with the fetch's error attached), never the value shown before the read. A read overtaken by a removal or a
+    /// clear answers with what the store shows after it (no value), never with what it read before.
+    @inlinable
+    public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
+        let policy = policy.defaulting(maxAgeSeconds: maxAgeSeconds)
+        // A value the policy takes as it is, needing no fetch, answers at once. A key with optimistic changes pending
+        // takes the policy's path, which applies them outside the lock. The clock is read only when the policy
+        // judges age.
+        return AnyLoader(answeringFirst: { [self] in
+            let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
+            let held: Bool
+            switch locked(key, { $0.firstLook($1, under: policy, now: now) }) {
+            case .answer(let response):
+                if let events { events(.heldValueRead(key)) }
+                return .answered(.success(StoreResponse(response)))
+            case .held: held = true
+            case .notHeld: held = false
+            }
+            // The read is made here, so that the closure that starts it captures it alone: no storage of its own.
+            let read = PolicyRun(store: self, key: key, policy: policy, began: now, held: held, onFailure: nil)
+            return .start { read.begin(HandedCompletion($0)) }
+        })
+    }
+
+    /// Fetches `key` anew now (never joining a fetch already running), confirms and shows the fresh value, and gives
+    /// it to `completion` once it is saved. The returned token drops this caller's interest (the fetch is cancelled
+    /// when no one else waits for it).
+    ///
+    /// ```swift
+    /// store.refresh("u1") { result in endRefreshing(result) }   // pull to refresh: observers see the fresh value too
+    /// ```
+    @discardableResult
+    public func refresh(
+        _ key: Key, completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
+    ) -> any CancellationToken {
+        freshValue(of: key).load(completion: completion)
+    }
+
+    /// `key`'s fresh value as a loader: each load does what ``refresh(_:completion:)`` does (to compose, as
+    /// `store.freshValue(of: key).fallback(to: store.read(key, policy: .cacheOnly))`).
+    @inlinable
+    public func freshValue(of key: Key) -> AnyLoader<StoreResponse<Value>> {
+        AnyLoader { [self] completion in
+            let pending = PendingLoad(completion)
+            pending.startStep {
+                fetch(key, joining: false) { result in pending.complete(result.map { StoreResponse($0.response) }) }
+            }
+            return pending
+        }
+    }
+
+    /// `key`'s fresh value as a loader.
+    @available(*, deprecated, renamed: "freshValue(of:)", message: "refresh(_:completion:) fetches at once")
+    public func refresh(_ key: Key) -> AnyLoader<StoreResponse<Value>> {
+        freshValue(of: key)
+    }
+
+    // MARK: Reading the levels
+
+    /// Whether a level read under `policy` takes a value saved at `savedAt`: any value without a policy or for a
+    /// cache-only read; otherwise a fresh one (not invalidated, young enough).
+    @inlinable
+    func takes(_ savedAt: Date, stale: Bool, under policy: ReadPolicy?) -> Bool {
+        guard let policy, policy.kind != .cacheOnly else { return true }
+        return !stale && policy.accepts(savedAt: savedAt, now: now())
+    }
+
+    /// Reads the levels in order for the value of a key the store does not hold, for the change waiting for it.
+    @inlinable
+    func loadBase(of key: Key, generation: Int) {
+        // What the levels hold is as stale as the invalidations made before say (judged outside the lock: a
+        // predicate is the caller's code); one made while they are read marks the key's entry, which the change holds.
+        let rules = locked(key) { $0.staleRules(for: $1) }
+        readBase(of: key, from: 0) { [self] hit, level in
+            let staleSince = hit.flatMap { rules?.staleSince(key, savedAt: $0.savedAt) }
+            let effects = locked(key) {
+                $0.commitBase(hit?.boxed, level: level, generation: generation, staleSince: staleSince, for: $1)
+            }
+            perform(effects, for: key)
+            runChanges(of: key, from: nil)
+        }
+    }
+
+    @inlinable
+    func readBase(
+        of key: Key, from index: Int, done: @escaping @Sendable (CachedValue<Value>?, Int) -> Void
+    ) {
+        guard index < levels.count else { return done(nil, 0) }
+        _ = levels[index].read(key) { [self] result in
+            guard case .success(let cached) = result else { return readBase(of: key, from: index + 1, done: done) }
+            done(cached, index)
+        }
+    }
+}

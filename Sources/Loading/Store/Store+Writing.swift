@@ -1,0 +1,155 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension Store {
+    /// Confirms `value` for `key` (a live update, a local edit), writes it to every level and shows it. A debounced
+    /// level gets it with the rest of its burst, when its timer fires or on ``flush(completion:)``.
+    @inlinable
+    public func write(_ value: Value, for key: Key) {
+        let stored = StoredValue(value: value, origin: .local, savedAt: now())
+        var save: Machine.LevelOp?
+        guard let effects = locked(key, { $0.writeAtOnce(stored.boxed, for: $1, save: &save) }) else {
+            return submit(.write(stored.boxed), for: key)
+        }
+        perform(effects, for: key, issuingFirst: save)
+    }
+
+    /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), in order with
+    /// every other change of the key: `transform` runs outside the lock, on the value the key has when its turn
+    /// comes (read from the levels first when the store does not hold the key). Writes the result to every level
+    /// (`nil` removes it from them; a debounced level gets it with the rest of its burst) and shows it. When the key
+    /// has no value and `transform` makes none, nothing changes, except that a fetch in flight gets `transform`
+    /// applied to the value it brings (a live update that arrives while the first load runs is kept).
+    @inlinable
+    public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
+        submit(.update(Self.erase(transform), reply: nil), for: key)
+    }
+
+    /// ``update(_:_:)`` with what the network brought (a page appended to a list): written to every level at once;
+    /// `completion` receives what the key shows once it is saved, or ``StoreError/discarded`` when a removal or a
+    /// clear dropped the change.
+    @usableFromInline
+    func updateFetched(
+        _ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?,
+        completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
+    ) {
+        submit(.update(Self.erase(transform), reply: { completion($0.map { StoreResponse($0.response) }) }), for: key)
+    }
+
+    /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm
+    /// nothing, and writes and updates not yet applied are dropped.
+    @inlinable
+    public func remove(_ key: Key) {
+        perform(locked(key) { $0.remove($1) }, for: key)
+    }
+
+    /// Writes every debounced write waiting now, without waiting for its timer: what an app calls when it goes to
+    /// the background, so that a burst of changes is not lost if the process is ended. Changes asked before the call
+    /// are included. `completion` runs once the writes it issued have completed (or failed: see `onWriteFailure`);
+    /// a level that runs its writes in order, as a database connection does, has then completed the earlier ones too.
+    ///
+    /// ```swift
+    /// // When the app goes to the background:
+    /// store.flush()
+    /// ```
+    public func flush(completion: @escaping @Sendable () -> Void = {}) {
+        let saved = Machine.SaveTicket(.run(completion))
+        for key in lockedKeys({ $0.keysToFlush() }) {
+            saved.hold()
+            submit(.flush(saved), for: key)
+        }
+        saved.release()
+    }
+
+    /// Lets go of the values the store keeps for keys no longer in use (see `keptValues` in
+    /// ``init(levels:fetch:keptValues:maxAge:network:now:fetchContext:coordination:onWriteFailure:events:)``): call it
+    /// when the system asks for memory, beside emptying your memory levels (``MemoryCache/clear()``). Keys in use
+    /// keep their values; a key let go of is read from its levels when it is asked for again.
+    public func trimMemory() {
+        locked { $0.dropKeptValues() }
+    }
+
+    /// Forgets everything (a logout): cancels pending optimistic changes (their commits are cancelled and their
+    /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
+    /// key as empty. Nothing fetched, read or changed before the clear reappears after it. `completion` runs once
+    /// every level has been emptied (or failed to be: see `onWriteFailure`).
+    @inlinable
+    public func clear(completion: @escaping @Sendable () -> Void = {}) {
+        // The queues over the store stop starting work, and forget their mutations, before anything is cancelled.
+        let notice = clearObservers.clearBegins()
+        perform(locked { $0.clear(completion: completion) }, for: nil)
+        notice.clearEnded()
+    }
+
+    /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
+    ///
+    /// The shown value is the confirmed value with every pending change applied in order. When `commit` succeeds,
+    /// the change joins the confirmed value and is written to every level at once, debounced ones included; when it
+    /// fails, only this change is undone, and changes made meanwhile stay. `completion` receives the commit's
+    /// outcome: a success once the levels' writes have completed, a failure once the change is undone. Cancelling the
+    /// returned token cancels the commit and undoes the change. Made while another change of the key runs, the change
+    /// is shown after it.
+    @discardableResult
+    @inlinable
+    public func mutate<Commit: Loader>(
+        _ key: Key,
+        _ change: @escaping @Sendable (Value?) -> Value?,
+        commit: Commit,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
+    ) -> any CancellationToken {
+        // Made with no condition, the change is always added.
+        mutate(key, change, commit: commit, order: nil, unlessClearedSince: nil, completion: completion)!
+    }
+
+    /// ``mutate(_:_:commit:completion:)`` for a queue's change: placed by `order` among its queue's changes, and
+    /// refused (`nil`, nothing shown or started) when the store was cleared since ``clearCount`` was `clears`.
+    @inlinable
+    func mutate<Commit: Loader>(
+        _ key: Key,
+        _ change: @escaping @Sendable (Value?) -> Value?,
+        commit: Commit,
+        order: MutationOrder?,
+        unlessClearedSince clears: Int?,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> (any CancellationToken)? {
+        // Kept with the change before its commit starts: a clear fails it wherever it stands.
+        let pending = PendingLoad<Void> { result in completion(result) }
+        guard
+            let (id, shown, loads) = locked(
+                key,
+                {
+                    $0.addMutation(
+                        Self.erase(change), commit: pending, to: $1, order: order, unlessClearedSince: clears)
+                })
+        else { return nil }
+        if let shown { publish(shown) }
+        if loads { submit(.load, for: key) }
+        pending.startStep {
+            commit.load { [self] result in
+                guard case .success = result else {
+                    // Refused: the completion runs once the change is undone, in order with the key's changes.
+                    let failure = result.map { _ in () }
+                    let undone = Machine.SaveTicket(.run { pending.complete(failure) })
+                    return submit(.settle(mutation: id, accepted: false, ticket: undone), for: key)
+                }
+                // Confirmed: the completion runs once the change is saved to the levels.
+                let saved = Machine.SaveTicket(.run { pending.complete(.success(())) })
+                submit(.settle(mutation: id, accepted: true, ticket: saved), for: key)
+            }
+        }
+        return AnyCancellationToken { [weak self] in
+            guard pending.cancelReportingPending() else { return }
+            self?.submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)
+        }
+    }
+
+    /// What the key shows now (no value when it shows nothing).
+    @inlinable
+    func shownResponse(_ key: Key) -> StoreResponse<Value> {
+        locked(key) { $0.shown($1) }.map { StoreResponse($0.response) }
+            ?? StoreResponse(value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
+    }
+}
