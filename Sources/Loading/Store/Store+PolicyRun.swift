@@ -48,31 +48,31 @@ extension Store {
         /// A stream's read: told of a failure only, as the stream shows the key's changes.
         @usableFromInline let onFailure: (@Sendable (any Error) -> Void)?
         /// A load's completion, until it is answered or cancelled.
-        @usableFromInline @exclusivity(unchecked) var completion: HandedCompletion<StoreResponse<Value>>?
-        @usableFromInline @exclusivity(unchecked) var isCancelled = false
+        @usableFromInline var completion: HandedCompletion<StoreResponse<Value>>?
+        @usableFromInline var isCancelled = false
         /// The fetch the read waits for (the fetch's id, the read's caller id), which a cancel leaves.
-        @usableFromInline @exclusivity(unchecked) var joinedFetch: (id: Int, caller: Int)?
+        @usableFromInline var joinedFetch: (id: Int, caller: Int)?
         /// The fetch whose upstream load the read started (a read starts one at most): that load reports to it.
-        @usableFromInline @exclusivity(unchecked) var startedFetch = 0
+        @usableFromInline var startedFetch = 0
         /// The stamp of the read's first level read: what the store knew when the read began.
-        @usableFromInline @exclusivity(unchecked) var since: Machine.ReadStamp?
+        @usableFromInline var since: Machine.ReadStamp?
         // The level read in flight.
-        @usableFromInline @exclusivity(unchecked) var purpose = Purpose.cache
-        @usableFromInline @exclusivity(unchecked) var level = 0
-        @usableFromInline @exclusivity(unchecked) var stamp = Machine.ReadStamp(
+        @usableFromInline var purpose = Purpose.cache
+        @usableFromInline var level = 0
+        @usableFromInline var stamp = Machine.ReadStamp(
             generation: 0, confirmedVersion: 0, staleMark: 0)
-        @usableFromInline @exclusivity(unchecked) var inStep = false
-        @usableFromInline @exclusivity(unchecked) var rules: Machine.StaleRules?
+        @usableFromInline var inStep = false
+        @usableFromInline var rules: Machine.StaleRules?
         /// Whether the read holds its key in the store from a cache-then-network hit until its fetch has begun, so
         /// that the value it served stays shown meanwhile (set and read by the read's own steps, one after another).
-        @usableFromInline @exclusivity(unchecked) var holdsKey = false
+        @usableFromInline var holdsKey = false
         /// Whether the read waited for the changes asked before it (see ``start()``).
-        @usableFromInline @exclusivity(unchecked) var hasWaited = false
+        @usableFromInline var hasWaited = false
         /// What stops the level read in flight early, when its level can (set and taken under the store's lock).
         @usableFromInline var stopLevelRead: (@Sendable () -> Void)?
         /// Where the read stands in the store's order, once it began (after the changes asked before it): a change
         /// asked after it is applied again to what its fetch brings. Set under the store's lock.
-        @usableFromInline @exclusivity(unchecked) var asked: Int?
+        @usableFromInline var asked: Int?
 
         @inlinable
         init(

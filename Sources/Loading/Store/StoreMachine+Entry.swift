@@ -7,49 +7,49 @@
 extension StoreMachine {
     /// What the store knows of one key in use. A reference, so that changing a field costs neither a copy of the
     /// entry nor a second lookup of its key; it is reached only through the machine, which only the store's lock
-    /// reaches (that lock is what makes it safe to send). Its fields skip the run-time exclusivity checks for the
-    /// same reason: no two accesses can overlap under the lock, and the checks cost about 6,000 instructions per
-    /// first read (Benchmarks, scenario 17).
+    /// reaches (that lock is what makes it safe to send). Its fields keep the run-time exclusivity checks of a class:
+    /// about 5,000 instructions of a first read (Benchmarks, scenario 17), which the entry as a value in the slot
+    /// table would make static.
     @usableFromInline final class Entry: @unchecked Sendable {
         /// The confirmed value, when `isKnown`.
-        @exclusivity(unchecked) var confirmed: StoredValue<Value>?
+        var confirmed: StoredValue<Value>?
         /// Whether `confirmed` is the truth; when not, the levels hold it.
-        @exclusivity(unchecked) var isKnown = false
-        @exclusivity(unchecked) var pending = PendingChanges()
+        var isKnown = false
+        var pending = PendingChanges()
         /// The version of the last response published for the key.
-        @exclusivity(unchecked) var version = 0
-        @exclusivity(unchecked) var generation: Int
-        @exclusivity(unchecked) var confirmedVersion = 0
-        @exclusivity(unchecked) var observers = 0
-        @exclusivity(unchecked) var levelReads = 0
+        var version = 0
+        var generation: Int
+        var confirmedVersion = 0
+        var observers = 0
+        var levelReads = 0
         /// Fetches in flight, oldest first.
-        @exclusivity(unchecked) var fetches: [Fetch] = []
+        var fetches: [Fetch] = []
         /// The id of the newest fetch whose value was confirmed.
-        @exclusivity(unchecked) var lastConfirmedFetch = 0
+        var lastConfirmedFetch = 0
         /// Changes confirmed while fetches were in flight, to apply again to what they bring.
-        @exclusivity(unchecked) var log: [LoggedChange] = []
+        var log: [LoggedChange] = []
         /// When the newest change confirmed while no fetch was in flight was asked: it is not in `log`, so a fetch
         /// that begins later counts from after it (its value is newer than that change).
-        @exclusivity(unchecked) var lastUnlogged = 0
+        var lastUnlogged = 0
         /// When the change being applied now was asked, in the store's order (see ``StoreMachine/enqueue(_:on:)``).
-        @exclusivity(unchecked) var asking = 0
+        var asking = 0
         /// Changes waiting for the one running (`isChanging`), in the order they were asked.
-        @exclusivity(unchecked) var queue: [Job] = []
+        var queue: [Job] = []
         /// When each job of `queue` was asked, in the store's order.
-        @exclusivity(unchecked) var queueAsked: [Int] = []
-        @exclusivity(unchecked) var isChanging = false
+        var queueAsked: [Int] = []
+        var isChanging = false
         /// Whether the head of `queue` runs now, outside the lock (a ``Work``): it stays at the head until committed.
-        @exclusivity(unchecked) var headRuns = false
+        var headRuns = false
         /// Level operations decided and not yet issued, and whether a caller is issuing them.
-        @exclusivity(unchecked) var levelOps: [LevelOp] = []
-        @exclusivity(unchecked) var isIssuing = false
+        var levelOps: [LevelOp] = []
+        var isIssuing = false
         /// Debounced writes waiting for their timer, by level.
-        @exclusivity(unchecked) var debounced: [Int: DebouncedWrite] = [:]
+        var debounced: [Int: DebouncedWrite] = [:]
         /// Set while the entry counts among the kept values.
-        @exclusivity(unchecked) var keptStamp: Int?
+        var keptStamp: Int?
         /// The subjects the key's observers subscribe to, while it has some (replaced, not changed: see
         /// ``StoreMachine/Observed``).
-        @exclusivity(unchecked) var observed: Observed?
+        var observed: Observed?
         /// How many of `observers` observe the key's states (``Store/states(for:)``); the others, its values.
         var stateObservers = 0
         /// When the key's observation last began or ended, in the store's order: the key observed most recently
@@ -64,26 +64,26 @@ extension StoreMachine {
         var loadingShown = false
         /// Whether a fetch is owed to the observers once the fetch in flight ends: the key was invalidated after
         /// that fetch was sent.
-        @exclusivity(unchecked) var owesRefetch = false
+        var owesRefetch = false
         /// The stale mark of the invalidation that made a refetch owed, while one is.
         var owedSince = 0
         /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
         /// id), a write, an update or a confirmed optimistic change makes the value fresh.
-        @exclusivity(unchecked) var staleMark = 0
+        var staleMark = 0
         /// Level saves issued and not landed yet: the entry is kept until they land (a save of a stale value is
         /// recorded stale when it lands, as the level stamps it with its own time; a save that fails keeps the
         /// value here).
-        @exclusivity(unchecked) var savesInFlight = 0
+        var savesInFlight = 0
         /// The newest confirmed version a level failed to save, and the newest one a level saved (or a removal or
         /// a clear settled): while the first is newer, no level holds the value, and the store keeps it.
-        @exclusivity(unchecked) var failedVersion = 0
-        @exclusivity(unchecked) var savedVersion = 0
+        var failedVersion = 0
+        var savedVersion = 0
         /// The response a read answered at once last, and the `confirmedVersion` it was built from: the next such
         /// read of the same version shares it instead of building its own.
-        @exclusivity(unchecked) var hitResponse: StoreResponse<Value>?
-        @exclusivity(unchecked) var hitConfirmedVersion = 0
+        var hitResponse: StoreResponse<Value>?
+        var hitConfirmedVersion = 0
         /// The entry's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
-        @exclusivity(unchecked) var key: Key
+        var key: Key
 
         init(key: Key, generation: Int) {
             self.key = key
