@@ -10,10 +10,9 @@ import CLoadingAtomics
 /// `@unchecked Sendable` because its one mutable word is only ever accessed atomically.
 @usableFromInline
 final class DeliveryTurn: @unchecked Sendable {
-    @usableFromInline
-    let word: UnsafeMutablePointer<Int>
+    private let word: UnsafeMutablePointer<Int>
 
-    @inlinable
+    @usableFromInline
     init() {
         word = .allocate(capacity: 1)
         word.initialize(to: 0)
@@ -25,7 +24,7 @@ final class DeliveryTurn: @unchecked Sendable {
 
     /// Under the owner's lock, for a sender: `true` when the caller takes the turn and delivers its event now;
     /// `false` when a turn is running and the caller must queue its event for the deliverer.
-    @inlinable
+    @usableFromInline
     func take() -> Bool {
         guard loading_atomic_fetch_add(word, 2) & 1 == 0 else { return false }
         // Nobody was delivering (the word was 0), and senders hold the lock: the turn is the caller's.
@@ -35,19 +34,19 @@ final class DeliveryTurn: @unchecked Sendable {
 
     /// Without the lock, for the deliverer after a delivery: `true` when nothing was queued meanwhile and the turn
     /// is over; `false` when the deliverer must take the queue (under the lock) and go on.
-    @inlinable
+    @usableFromInline
     func end() -> Bool {
         loading_atomic_compare_exchange(word, 1, 0)
     }
 
     /// Under the owner's lock, for the deliverer taking the queue: the turn goes on, with nothing queued.
-    @inlinable
+    @usableFromInline
     func keep() {
         loading_atomic_store_release(word, 1)
     }
 
     /// Under the owner's lock, for the deliverer that found nothing to take: the turn is over.
-    @inlinable
+    @usableFromInline
     func pass() {
         loading_atomic_store_release(word, 0)
     }

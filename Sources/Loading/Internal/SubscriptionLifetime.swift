@@ -15,42 +15,34 @@ import CLoadingAtomics
 /// because its mutable state is only reached under its own mutex, and the flag only atomically.
 @usableFromInline
 struct SubscriptionLifetime: @unchecked Sendable {
-    @usableFromInline
-    struct Header {
-        @usableFromInline var nextKey = 0
+    private struct Header {
+        var nextKey = 0
         /// The first action, kept apart so that the common lifetime (one clean-up) allocates no array.
-        @usableFromInline var firstAction: (key: Int, action: @Sendable () -> Void)?
-        @usableFromInline var actions: [(key: Int, action: @Sendable () -> Void)] = []
+        var firstAction: (key: Int, action: @Sendable () -> Void)?
+        var actions: [(key: Int, action: @Sendable () -> Void)] = []
         /// For a child: the parent and the key of the action that ends this child, removed when this ends first.
-        @usableFromInline var parent: (storage: Storage, key: Int)?
-
-        @inlinable
-        init() {}
+        var parent: (storage: Storage, key: Int)?
     }
 
     /// The header holds what the lock protects. The element words hold, apart from it so that no Swift access
     /// to the header ever touches them: word 0, the active flag (1 while active, 0 once ended; only ever accessed
     /// atomically), then the mutex.
-    @usableFromInline
-    final class Storage: ManagedBuffer<Header, Int> {
-        @usableFromInline
+    private final class Storage: ManagedBuffer<Header, Int> {
         static let lockWords = (MemoryLayout<PlatformLock>.size + MemoryLayout<Int>.size - 1) / MemoryLayout<Int>.size
 
         deinit {
             withUnsafeMutablePointerToElements { Storage.lock(in: $0).destroyLock() }
         }
 
-        @inlinable
         static func lock(in words: UnsafeMutablePointer<Int>) -> UnsafeMutablePointer<PlatformLock> {
             UnsafeMutableRawPointer(words + 1).assumingMemoryBound(to: PlatformLock.self)
         }
     }
 
-    @usableFromInline
-    let storage: Storage
+    private let storage: Storage
 
     /// Creates an active lifetime.
-    @inlinable
+    @usableFromInline
     init() {
         let buffer = Storage.create(minimumCapacity: 1 + Storage.lockWords) { _ in Header() }
         buffer.withUnsafeMutablePointerToElements { words in
@@ -60,21 +52,19 @@ struct SubscriptionLifetime: @unchecked Sendable {
         storage = buffer as! Storage  // `create` makes an instance of the class it is called on
     }
 
-    @inlinable
-    init(storage: Storage) {
+    private init(storage: Storage) {
         self.storage = storage
     }
 
     /// Runs `body` on the header and the flag with the mutex held.
-    @inlinable
-    func withLock<R>(_ body: (UnsafeMutablePointer<Header>, UnsafeMutablePointer<Int>) -> R) -> R {
+    private func withLock<R>(_ body: (UnsafeMutablePointer<Header>, UnsafeMutablePointer<Int>) -> R) -> R {
         storage.withUnsafeMutablePointers { header, words in
             Storage.lock(in: words).withLockHeld { body(header, words) }
         }
     }
 
     /// Whether the lifetime has not ended yet (lock-free).
-    @inlinable
+    @usableFromInline
     var isActive: Bool {
         storage.withUnsafeMutablePointerToElements { flag in
             loading_atomic_load_acquire(flag) != 0
@@ -83,7 +73,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
 
     /// Runs `action` when the lifetime ends, or at once if it has. Returns a key to remove it with.
     @discardableResult
-    @inlinable
+    @usableFromInline
     func onEnd(_ action: @escaping @Sendable () -> Void) -> Int? {
         let key = withLock { header, flag -> Int? in
             guard loading_atomic_load_acquire(flag) != 0 else { return nil }
@@ -100,7 +90,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
     }
 
     /// Forgets the action registered under `key`.
-    @inlinable
+    @usableFromInline
     func removeAction(_ key: Int) {
         let removed = withLock { header, _ -> (@Sendable () -> Void)? in
             if header.pointee.firstAction?.key == key {
@@ -116,7 +106,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
 
     /// Ends the lifetime and runs its actions. Returns `false` if it had already ended.
     @discardableResult
-    @inlinable
+    @usableFromInline
     func end() -> Bool {
         let taken = withLock {
             header, flag -> (
@@ -142,7 +132,7 @@ struct SubscriptionLifetime: @unchecked Sendable {
     ///
     /// Parent and child refer to each other until either ends: ending clears a lifetime's actions and its parent
     /// link, which breaks the cycle whichever ends first.
-    @inlinable
+    @usableFromInline
     func makeChild() -> SubscriptionLifetime {
         let child = SubscriptionLifetime()
         if let key = onEnd({ child.end() }) {

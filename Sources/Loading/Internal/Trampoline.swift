@@ -3,25 +3,17 @@
 /// synchronous retries use the stack of one.
 ///
 /// Only one step may wait at a time: its users (the retries) never have two attempts in flight.
-@usableFromInline
 final class Trampoline: Sendable {
-    @usableFromInline
-    struct State: Sendable {
-        @usableFromInline var isRunning = false
-        @usableFromInline var next: (@Sendable () -> Void)?
-
-        @inlinable
-        init() {}
+    private struct State: Sendable {
+        var isRunning = false
+        var next: (@Sendable () -> Void)?
     }
 
-    @usableFromInline
-    let state = Locked(State())
+    private let state = Locked(State())
 
-    @inlinable
     init() {}
 
     /// Runs `step` now, or after the step that is running returns.
-    @inlinable
     func run(_ step: @escaping @Sendable () -> Void) {
         let runsNow = state.withLock { state -> Bool in
             guard !state.isRunning else {

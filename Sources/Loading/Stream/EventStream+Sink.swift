@@ -46,10 +46,9 @@ extension EventStream where Failure == Never {
 /// A subscription to a stream: cancel it to stop receiving events. It cancels itself when deallocated, so keep it
 /// (for example in a `Set<StreamSubscription>`) for as long as you want the events.
 public final class StreamSubscription: CancellationToken, Hashable {
-    @usableFromInline
-    let lifetime: SubscriptionLifetime
+    private let lifetime: SubscriptionLifetime
 
-    @inlinable
+    @usableFromInline
     init(_ lifetime: SubscriptionLifetime) {
         self.lifetime = lifetime
     }
@@ -59,35 +58,29 @@ public final class StreamSubscription: CancellationToken, Hashable {
     }
 
     /// Stops the subscription: once this returns, no further event is delivered.
-    @inlinable
     public func cancel() {
         lifetime.end()
     }
 
     /// Whether the subscription is still receiving events (it has neither been cancelled nor completed).
-    @inlinable
     public var isActive: Bool {
         lifetime.isActive
     }
 
     /// Keeps this subscription in `set`.
-    @inlinable
     public func store(in set: inout Set<StreamSubscription>) {
         set.insert(self)
     }
 
     /// Keeps this subscription in `array`.
-    @inlinable
     public func store(in array: inout [StreamSubscription]) {
         array.append(self)
     }
 
-    @inlinable
     public static func == (lhs: StreamSubscription, rhs: StreamSubscription) -> Bool {
         lhs === rhs
     }
 
-    @inlinable
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
     }

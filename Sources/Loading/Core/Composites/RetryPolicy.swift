@@ -101,7 +101,6 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Whether attempt number `attempt` (1 for the first), which failed with `error`, is followed by another.
-    @inlinable
     public func allowsRetry(after attempt: Int, error: any Error) -> Bool {
         (maxAttempts == Self.unlimited || attempt < maxAttempts) && shouldRetry(error)
     }
@@ -116,7 +115,6 @@ public struct RetryPolicy: Sendable {
 
     /// The number of the attempt that failed, counted as this policy says: 1 again when it ran at least
     /// ``resetInterval`` (from `start` to `end` on one clock).
-    @inlinable
     func attemptNumber(_ number: Int, startedAt start: Duration, failedAt end: Duration) -> Int {
         guard let resetInterval, end - start >= resetInterval else { return number }
         return 1
