@@ -63,20 +63,9 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
             onJoin: { key, flight in events(.fetchJoined(key, fetch: flight)) },
             onStart: { key, flight, load in
                 events(.fetchStarted(key, fetch: flight))
-                let started = ContinuousClock.now
-                let ended = Locked(false)
-                let end: @Sendable ((any Error)?) -> Void = { error in
-                    guard !ended.withLock({ exchange(&$0, with: true) }) else { return }
-                    events(.fetchEnded(key, fetch: flight, duration: ContinuousClock.now - started, error: error))
-                }
                 return AnyLoader { completion in
-                    let token = load.load { result in
-                        if case .failure(let error) = result { end(error) } else { end(nil) }
-                        completion(result)
-                    }
-                    return AnyCancellationToken {
-                        token.cancel()
-                        end(CancellationError())
+                    StoreEvent.loadTellingEnd(of: key, fetch: flight, to: events, completion: completion) {
+                        load.load(completion: $0)
                     }
                 }
             })

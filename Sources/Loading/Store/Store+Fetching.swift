@@ -58,19 +58,8 @@ extension Store {
         guard let events else { return startInContext(id, of: key, completion: completion) }
         events(.fetchStarted(key, fetch: id))
         // Told once: when the load completes, or when the store cancels it (no caller waits for it any more).
-        let started = ContinuousClock.now
-        let ended = Locked(false)
-        let end: @Sendable ((any Error)?) -> Void = { error in
-            guard !ended.withLock({ exchange(&$0, with: true) }) else { return }
-            events(.fetchEnded(key, fetch: id, duration: ContinuousClock.now - started, error: error))
-        }
-        let token = startInContext(id, of: key) { result in
-            if case .failure(let error) = result { end(error) } else { end(nil) }
-            completion(result)
-        }
-        return AnyCancellationToken {
-            token.cancel()
-            end(CancellationError())
+        return StoreEvent.loadTellingEnd(of: key, fetch: id, to: events, completion: completion) {
+            startInContext(id, of: key, completion: $0)
         }
     }
 

@@ -91,6 +91,31 @@ extension StoreLevel {
     }
 }
 
+extension StoreEvent {
+    /// Starts a fetch's upstream load with `start` and tells `events` when it ended, once: with its duration and its
+    /// error when it completes, or with a `CancellationError` when it is cancelled first (no caller waits for it).
+    static func loadTellingEnd<Output>(
+        of key: Key, fetch id: Int, to events: @escaping @Sendable (StoreEvent<Key>) -> Void,
+        completion: @escaping LoadCompletion<Output>,
+        start: (@escaping LoadCompletion<Output>) -> any CancellationToken
+    ) -> any CancellationToken {
+        let started = ContinuousClock.now
+        let ended = Locked(false)
+        let end: @Sendable ((any Error)?) -> Void = { error in
+            guard !ended.withLock({ exchange(&$0, with: true) }) else { return }
+            events(.fetchEnded(key, fetch: id, duration: ContinuousClock.now - started, error: error))
+        }
+        let token = start { result in
+            end(result.failure)
+            completion(result)
+        }
+        return AnyCancellationToken {
+            token.cancel()
+            end(CancellationError())
+        }
+    }
+}
+
 extension Result {
     /// The failure, or `nil` for a success.
     fileprivate var failure: Failure? {

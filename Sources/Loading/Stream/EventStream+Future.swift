@@ -7,7 +7,6 @@ extension EventStream {
     /// ```
     /// The work runs even if nobody subscribes, and retrying a future replays its failure; wrap it in
     /// ``deferred(_:)`` to run the work per subscription.
-    @inlinable
     public static func future(
         _ attempt: (@escaping @Sendable (Result<Output, Failure>) -> Void) -> Void
     ) -> EventStream {
@@ -19,21 +18,16 @@ extension EventStream {
 
 /// The shared state of a future: the subscribers waiting for its result, then the result. A struct around one
 /// lock box (copies share it), so a future costs one allocation.
-@usableFromInline
 struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
-    @usableFromInline
-    enum State: Sendable {
+    private enum State: Sendable {
         case pending(nextKey: Int, waiting: [Int: StreamObserver<Output, Failure>])
         case resolved(Result<Output, Failure>)
     }
 
-    @usableFromInline
-    let state = Locked(State.pending(nextKey: 0, waiting: [:]))
+    private let state = Locked(State.pending(nextKey: 0, waiting: [:]))
 
-    @inlinable
     init() {}
 
-    @inlinable
     func resolve(_ result: Result<Output, Failure>) {
         let waiting = state.withLock { state -> [Int: StreamObserver<Output, Failure>] in
             guard case .pending = state, case .pending(_, let waiting) = exchange(&state, with: .resolved(result))
@@ -43,7 +37,6 @@ struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
         for (_, observer) in waiting.sorted(by: { $0.key < $1.key }) { observer.send(result: result) }
     }
 
-    @inlinable
     func subscribe(_ observer: StreamObserver<Output, Failure>) {
         let (key, resolved) = state.withLock { state -> (Int?, Result<Output, Failure>?) in
             switch state {
@@ -61,8 +54,7 @@ struct FutureCore<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    @inlinable
-    func remove(_ key: Int) {
+    private func remove(_ key: Int) {
         let removed = state.withLock { state -> StreamObserver<Output, Failure>? in
             guard case .pending(let nextKey, var waiting) = state else { return nil }
             let removed = waiting.removeValue(forKey: key)
