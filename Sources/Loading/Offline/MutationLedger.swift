@@ -1,0 +1,364 @@
+import Dispatch
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// What a ``MutationQueue`` knows, under its lock: the mutations in queue order, the attempt in flight, the wait for a
+/// retry, the clears under way and the calls sending within a budget.
+///
+/// Each method is one step of the queue, taken whole under the lock; it changes no more than what it names and hands
+/// out what must be cancelled, released or told after unlocking. It runs no user code and touches no storage.
+///
+/// Invariants:
+/// - An attempt is for the first mutation, and at most one runs (`sending`). Its serial tells its answer from a late
+///   answer of an attempt taken back (by a logout, a discard, a cancelled budget): only the attempt whose serial is
+///   in `sending` may settle, fail or record anything.
+/// - Nothing starts an attempt while a clear is under way, a retry is waited for, or (unless asked by it) a call
+///   sending within a budget runs.
+/// - A mutation numbered before a clear began is never shown after it: `clears` counts the clears begun.
+struct MutationLedger<Input: Sendable>: Sendable {
+    /// A mutation in the queue.
+    struct Entry: Sendable {
+        fileprivate(set) var record: StoredMutation<Input>
+        fileprivate(set) var status: PendingMutation<Input>.Status = .waiting
+        fileprivate(set) var lastError: (any Error)?
+        /// Whether its change is in the store (its save is over and no clear came first).
+        fileprivate(set) var isShown = false
+        /// The store's commit of the change, waiting for the server's answer.
+        fileprivate var commit: LoadCompletion<Void>?
+        /// Cancels the change in the store (it is then undone).
+        fileprivate(set) var undo: (any CancellationToken)?
+        let completion: (@Sendable (Result<Void, any Error>) -> Void)?
+    }
+
+    /// The attempt in flight.
+    struct Attempt: Sendable {
+        fileprivate let id: String
+        /// Tells this attempt's answer from a late answer of an earlier one.
+        let serial: Int
+        fileprivate(set) var token: (any CancellationToken)?
+        /// This process's right to send from a storage shared with others, released when the attempt ends.
+        fileprivate(set) var lease: MutationSendingLease?
+
+        /// Ends the attempt, after unlocking: its load is cancelled and its lease released.
+        func end() {
+            token?.cancel()
+            lease?.release()
+        }
+    }
+
+    /// What ``beginAttempt(byBudget:)`` decided.
+    enum Start {
+        /// Nothing to send now.
+        case none
+        /// Calls sending within a budget start the attempts now: they are told instead.
+        case heldForBudget
+        /// An attempt of `record` begins: its storage save is one of `saves`.
+        case attempt(StoredMutation<Input>, serial: Int, saves: DispatchGroup)
+    }
+
+    /// What a clear took out, for the queue to cancel, release and forget after unlocking.
+    struct ClearTaken {
+        let entries: [Entry]
+        let attempt: Attempt?
+        let retry: (any CancellationToken)?
+        /// The saves under way when the clear began: the files they write are removed once they have landed.
+        let saves: DispatchGroup
+    }
+
+    private var entries = QueuedMutations<Input>()
+    private var sending: Attempt?
+    private var serial = 0
+    /// While a transient failure waits for its retry, or another process sends: the timer.
+    private var retry: (any CancellationToken)?
+    private var isWaitingToRetry = false
+    private var nextSequence = 0
+    private var version = 0
+    /// How many clears of the store began: a mutation numbered before one is not shown after it.
+    private var clears = 0
+    /// Clears under way: nothing is sent meanwhile.
+    private var clearing = 0
+    /// The saves under way (enqueues writing their mutation, attempts being recorded): what a clear or a discard waits
+    /// for before it removes files, so that no save lands after the removal.
+    private var saves = DispatchGroup()
+    /// Shown mutations a clear took, told once the store is cleared.
+    private var cleared: [Entry] = []
+    /// Calls of ``MutationQueue/sendPending(within:clock:)`` running: while there are some, they start the attempts.
+    private var budgets = 0
+    private var watchers: [SendingWatcher<Input>] = []
+
+    // MARK: The list
+
+    /// The mutations not settled yet, oldest first.
+    var list: [PendingMutation<Input>] {
+        entries.inOrder.map {
+            PendingMutation(
+                id: $0.record.id, input: $0.record.input, createdAt: $0.record.createdAt, status: $0.status,
+                attempts: $0.record.attempts, lastError: $0.lastError)
+        }
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// The calls sending within a budget, to tell what happened.
+    var budgetWatchers: [SendingWatcher<Input>] { watchers }
+
+    /// The saves under way, for a discard to wait for.
+    var savesUnderWay: DispatchGroup { saves }
+
+    /// The next version of the list, once it changed.
+    mutating func nextVersion() -> Int {
+        version += 1
+        return version
+    }
+
+    // MARK: Adding and showing
+
+    /// Puts back the mutations a storage kept, in queue order; the next one is numbered after them.
+    mutating func restore(_ records: [StoredMutation<Input>]) {
+        nextSequence = (records.map(\.sequence).max() ?? -1) + 1
+        for record in records { entries.append(Entry(record: record, completion: nil)) }
+    }
+
+    /// Numbers a new mutation and puts it last, its save counted among the saves under way (the caller leaves
+    /// `saves` once it is written). Returns the clears begun so far, to show it only if no clear begins meanwhile.
+    mutating func add(
+        _ input: Input, id: String, createdAt: Date,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int) {
+        let record = StoredMutation(id: id, sequence: nextSequence, input: input, createdAt: createdAt, attempts: 0)
+        nextSequence += 1
+        entries.append(Entry(record: record, completion: completion))
+        saves.enter()
+        return (record, saves, clears)
+    }
+
+    /// Whether a clear began since `clears` were counted.
+    func clearBegan(since clears: Int) -> Bool {
+        self.clears != clears
+    }
+
+    /// Marks mutation `id` shown, with `undo` to take its change back; `false` when a clear began since `clears` or
+    /// the mutation left the queue meanwhile.
+    mutating func markShown(_ id: String, undo: any CancellationToken, numberedBefore clears: Int?) -> Bool {
+        guard clears.map({ $0 == self.clears }) ?? true, entries[id] != nil else { return false }
+        entries[id]?.undo = undo
+        entries[id]?.isShown = true
+        return true
+    }
+
+    /// Keeps the store's commit of mutation `id`, which the server's answer completes.
+    mutating func keepCommit(_ commit: @escaping LoadCompletion<Void>, of id: String) {
+        entries[id]?.commit = commit
+    }
+
+    /// The store no longer waits for mutation `id`'s commit: returns its attempt in flight, to end, and the commit, to
+    /// release after unlocking.
+    mutating func commitCancelled(_ id: String) -> (attempt: Attempt?, commit: LoadCompletion<Void>?) {
+        let commit = entries[id]?.commit.take()
+        guard sending?.id == id else { return (nil, commit) }
+        return (sending.take(), commit)
+    }
+
+    /// Takes mutation `id` out, with its attempt in flight and, when it was first, the wait for its retry.
+    mutating func remove(_ id: String) -> (entry: Entry?, attempt: Attempt?, retry: (any CancellationToken)?) {
+        let attempt = sending?.id == id ? sending.take() : nil
+        guard let (entry, wasFirst) = entries.remove(id) else { return (nil, attempt, nil) }
+        guard wasFirst else { return (entry, attempt, nil) }
+        isWaitingToRetry = false
+        return (entry, attempt, retry.take())
+    }
+
+    // MARK: Attempts
+
+    /// Begins an attempt of the first mutation when nothing is sent, no retry is waited for, no clear is under way,
+    /// and its commit is there. `byBudget`: asked by a call sending within a budget, which alone starts attempts while
+    /// it runs.
+    mutating func beginAttempt(byBudget: Bool) -> Start {
+        guard byBudget || budgets == 0 else { return .heldForBudget }
+        guard sending == nil, !isWaitingToRetry, clearing == 0, let id = entries.firstID(), let entry = entries[id],
+            entry.commit != nil
+        else { return .none }
+        serial += 1
+        sending = Attempt(id: id, serial: serial)
+        // Recording the attempt is a save a clear waits for.
+        saves.enter()
+        return .attempt(entry.record, serial: serial, saves: saves)
+    }
+
+    /// Records that attempt `serial` is under way with `attempts` counted and `lease` held; `false` when it was taken
+    /// back meanwhile.
+    mutating func recordAttempt(_ serial: Int, attempts: Int, lease: MutationSendingLease?) -> Bool {
+        guard let attempt = sending, attempt.serial == serial, entries[attempt.id] != nil else { return false }
+        entries[attempt.id]?.status = .sending
+        entries[attempt.id]?.record.attempts = attempts
+        sending?.lease = lease
+        return true
+    }
+
+    /// Keeps the token of attempt `serial`'s load; `false` when it was answered or taken back meanwhile.
+    mutating func keepToken(_ token: any CancellationToken, of serial: Int) -> Bool {
+        guard sending?.serial == serial else { return false }
+        sending?.token = token
+        return true
+    }
+
+    /// The server answered attempt `serial`: takes it out with the commit to complete.
+    mutating func answer(_ serial: Int) -> (Attempt, LoadCompletion<Void>?)? {
+        guard sending?.serial == serial, let attempt = sending.take() else { return nil }
+        return (attempt, entries[attempt.id]?.commit.take())
+    }
+
+    /// Attempt `serial` failed for now: its mutation stays first and waits for its retry. Returns the attempt and the
+    /// mutation's attempts, for the delay.
+    mutating func failForNow(_ serial: Int, with error: any Error) -> (Attempt, attempts: Int)? {
+        guard sending?.serial == serial, let attempt = sending.take(), var entry = entries[attempt.id] else {
+            return nil
+        }
+        entry.status = .waiting
+        entry.lastError = error
+        entries[attempt.id] = entry
+        isWaitingToRetry = true
+        return (attempt, entry.record.attempts)
+    }
+
+    /// Another process sends from the storage now: attempt `serial` did not begin, and the queue waits a moment.
+    mutating func yieldToAnotherProcess(_ serial: Int) -> Bool {
+        guard sending?.serial == serial else { return false }
+        sending = nil
+        isWaitingToRetry = true
+        return true
+    }
+
+    /// Another process sent the mutation of attempt `serial` already: takes it out.
+    mutating func sentElsewhere(_ serial: Int) -> Entry? {
+        guard let attempt = sending, attempt.serial == serial else { return nil }
+        sending = nil
+        return entries.remove(attempt.id)?.entry
+    }
+
+    /// Takes back the attempt in flight, its mutation first and waiting again.
+    mutating func takeBackAttempt() -> Attempt? {
+        guard let attempt = sending.take() else { return nil }
+        entries[attempt.id]?.status = .waiting
+        return attempt
+    }
+
+    // MARK: Retries
+
+    /// Keeps the timer of the retry waited for; `false` when the wait ended meanwhile (the network came back).
+    mutating func keepRetry(_ timer: any CancellationToken) -> Bool {
+        guard isWaitingToRetry else { return false }
+        retry = timer
+        return true
+    }
+
+    /// Ends the wait for a retry (it is due, or the network came back): returns its timer, to cancel.
+    mutating func endWaitToRetry() -> (any CancellationToken)? {
+        isWaitingToRetry = false
+        return retry.take()
+    }
+
+    // MARK: Sending within a budget
+
+    /// A call sending within a budget begins.
+    mutating func beginBudget(_ watcher: SendingWatcher<Input>) {
+        budgets += 1
+        watchers.append(watcher)
+    }
+
+    /// For a call sending within a budget: `nil` when no mutation is left, `true` when it starts the first (with the
+    /// retry timer it replaces, to cancel), `false` when an attempt runs already.
+    mutating func nextStepWithinBudget() -> (starts: Bool?, retry: (any CancellationToken)?) {
+        guard entries.firstID() != nil else { return (nil, nil) }
+        guard sending == nil else { return (false, nil) }
+        isWaitingToRetry = false
+        return (true, retry.take())
+    }
+
+    /// A call sending within a budget ends; the mutations left, and whether the queue now waits its first retry delay
+    /// before sending on its own (it does when the others stopped, online, with mutations left).
+    mutating func endBudget(
+        _ watcher: SendingWatcher<Input>, isOnline: Bool
+    ) -> (remaining: [PendingMutation<Input>], waits: Bool) {
+        budgets -= 1
+        watchers.removeAll { $0 === watcher }
+        let waits = isOnline && budgets == 0 && sending == nil && !isWaitingToRetry && !entries.isEmpty
+        if waits { isWaitingToRetry = true }
+        return (list, waits)
+    }
+
+    // MARK: Clears
+
+    /// A clear begins: nothing is sent until it ends, and every mutation is taken out.
+    mutating func beginClear() -> ClearTaken {
+        clears += 1
+        clearing += 1
+        isWaitingToRetry = false
+        let taken = ClearTaken(
+            entries: entries.removeAll(), attempt: sending.take(), retry: retry.take(),
+            saves: exchange(&saves, with: DispatchGroup()))
+        return taken
+    }
+
+    /// Keeps the shown mutations a clear took, to tell once it ends.
+    mutating func keepCleared(_ taken: [Entry]) {
+        cleared += taken.filter(\.isShown)
+    }
+
+    /// A clear ends: returns the shown mutations it took.
+    mutating func endClear() -> [Entry] {
+        clearing -= 1
+        return exchange(&cleared, with: [])
+    }
+}
+
+/// The mutations by id, in queue order: looking one up, adding one and taking the first out cost O(1).
+struct QueuedMutations<Input: Sendable>: Sendable {
+    typealias Entry = MutationLedger<Input>.Entry
+
+    private var byID: [String: Entry] = [:]
+    private var order: [String] = []
+    private var head = 0
+
+    var isEmpty: Bool { byID.isEmpty }
+
+    subscript(id: String) -> Entry? {
+        get { byID[id] }
+        set { byID[id] = newValue }
+    }
+
+    mutating func append(_ entry: Entry) {
+        byID[entry.record.id] = entry
+        order.append(entry.record.id)
+    }
+
+    /// The id of the oldest mutation left.
+    mutating func firstID() -> String? {
+        while head < order.count, byID[order[head]] == nil { head += 1 }
+        if head > 64, head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+        return head < order.count ? order[head] : nil
+    }
+
+    /// Takes mutation `id` out; says whether it was the first.
+    mutating func remove(_ id: String) -> (entry: Entry, wasFirst: Bool)? {
+        let wasFirst = firstID() == id
+        return byID.removeValue(forKey: id).map { ($0, wasFirst) }
+    }
+
+    /// Takes every mutation out, in order.
+    mutating func removeAll() -> [Entry] {
+        defer { self = QueuedMutations() }
+        return inOrder
+    }
+
+    var inOrder: [Entry] {
+        order[head...].compactMap { byID[$0] }
+    }
+}

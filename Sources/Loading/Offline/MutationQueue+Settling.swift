@@ -1,0 +1,121 @@
+import Dispatch
+
+// Showing a mutation as a change of its key, settling it with the store, and a logout.
+extension MutationQueue {
+    /// Shows the change of `record` (in the queue already) in the store, its commit waiting for the server; `false`,
+    /// showing nothing, when a clear began since the mutation was numbered (`numberedBefore` clears) or since
+    /// `storeClears` was read. The mutation is then out of the queue.
+    func show(_ record: StoredMutation<Input>, numberedBefore clears: Int?, storeClears: Int) -> Bool {
+        if let clears, ledger.withLock({ $0.clearBegan(since: clears) }) {
+            _ = drop(record.id)
+            return false
+        }
+        let input = record.input
+        let apply: @Sendable (Value?) -> Value? = { [change] value in change(input, value) }
+        let undo = store.mutate(
+            key(input), apply, commit: Commit(queue: self, id: record.id),
+            order: MutationOrder(queue: identity, sequence: record.sequence), unlessClearedSince: storeClears
+        ) { [self] result in
+            settled(record, result)
+        }
+        guard let undo else {
+            _ = drop(record.id)
+            return false
+        }
+        guard ledger.withLock({ $0.markShown(record.id, undo: undo, numberedBefore: clears) }) else {
+            // A clear began while it was being shown: it is undone, and the clear cancels it too.
+            undo.cancel()
+            _ = drop(record.id)
+            return false
+        }
+        publish()
+        return true
+    }
+
+    /// The store's commit of a mutation's change: it completes with the server's answer.
+    private struct Commit: Loader {
+        let queue: MutationQueue
+        let id: String
+
+        func load(completion: @escaping LoadCompletion<Void>) -> any CancellationToken {
+            queue.ledger.withLock { $0.keepCommit(completion, of: id) }
+            // Cancelled by the store (a logout; it then settles the change as cleared), or by a discard.
+            return AnyCancellationToken { [queue, id] in queue.commitCancelled(id) }
+        }
+    }
+
+    /// The store settled a mutation's change (accepted and saved, refused, or cleared): the storage forgets it.
+    private func settled(_ record: StoredMutation<Input>, _ result: Result<Void, any Error>) {
+        let entry = drop(record.id)
+        forget(record)
+        guard let entry else { return }  // a clear, a discard or another process took it already
+        entry.completion?(result)
+        let outcome: SettledMutation<Input>.Outcome =
+            switch result {
+            case .success: .accepted
+            case .failure(let error as StoreError) where error == .cleared: .cleared
+            case .failure(let error): .refused(error)
+            }
+        settledNow(SettledMutation(id: record.id, input: record.input, outcome: outcome))
+        pump()
+    }
+
+    /// Tells `onSettled`, and the calls sending within a budget, how a mutation ended.
+    func settledNow(_ mutation: SettledMutation<Input>) {
+        onSettled(mutation)
+        tell(.settled(mutation))
+    }
+
+    /// Tells the calls sending within a budget what happened.
+    func tell(_ event: SendingWatcher<Input>.Event) {
+        for watcher in ledger.withLock({ $0.budgetWatchers }) { watcher.tell(event) }
+    }
+
+    /// The store no longer waits for mutation `id`'s commit: an attempt in flight is cancelled, and nothing more is
+    /// sent for it (the store settles it, or a discard took it out).
+    private func commitCancelled(_ id: String) {
+        let (attempt, commit) = ledger.withLock { $0.commitCancelled(id) }
+        attempt?.end()
+        withExtendedLifetime(commit) {}  // released after unlocking
+    }
+
+    /// Takes mutation `id` out of the queue, cancelling its attempt in flight, and the wait for its retry when it
+    /// was first; `nil` when it was not there.
+    func drop(_ id: String) -> MutationLedger<Input>.Entry? {
+        let (entry, attempt, timer) = ledger.withLock { $0.remove(id) }
+        attempt?.end()
+        timer?.cancel()
+        if entry != nil { publish() }
+        return entry
+    }
+
+    /// The storage forgets `record`; a failure is told to `onStorageFailure`.
+    func forget(_ record: StoredMutation<Input>) {
+        do { try storage.remove(record) } catch { onStorageFailure(error) }
+    }
+}
+
+extension MutationQueue: StoreClearObserver {
+    /// A logout begins: nothing more is sent, the attempt in flight is cancelled, and every mutation is taken out of
+    /// the queue and the storage (once the saves under way have landed) before the store cancels anything.
+    func storeWillClear() {
+        let taken = ledger.withLock { $0.beginClear() }
+        taken.attempt?.token?.cancel()
+        taken.retry?.cancel()
+        taken.saves.wait()
+        for entry in taken.entries { forget(entry.record) }
+        taken.attempt?.lease?.release()
+        ledger.withLock { $0.keepCleared(taken.entries) }
+        if !taken.entries.isEmpty { publish() }
+    }
+
+    /// The logout is over: the mutations it took are told, and what is enqueued from now on is sent.
+    func storeDidClear() {
+        let cleared = ledger.withLock { $0.endClear() }
+        for entry in cleared {
+            entry.completion?(.failure(StoreError.cleared))
+            settledNow(SettledMutation(id: entry.record.id, input: entry.record.input, outcome: .cleared))
+        }
+        pump()
+    }
+}
