@@ -1,0 +1,46 @@
+/// The mutations by id, in queue order: looking one up, adding one and taking the first out cost O(1).
+struct QueuedMutations<Input: Sendable>: Sendable {
+    typealias Entry = MutationLedger<Input>.Entry
+
+    private var byID: [String: Entry] = [:]
+    private var order: [String] = []
+    private var head = 0
+
+    var isEmpty: Bool { byID.isEmpty }
+
+    subscript(id: String) -> Entry? {
+        get { byID[id] }
+        set { byID[id] = newValue }
+    }
+
+    mutating func append(_ entry: Entry) {
+        byID[entry.record.id] = entry
+        order.append(entry.record.id)
+    }
+
+    /// The id of the oldest mutation left.
+    mutating func firstID() -> String? {
+        while head < order.count, byID[order[head]] == nil { head += 1 }
+        if head > 64, head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+        return head < order.count ? order[head] : nil
+    }
+
+    /// Takes mutation `id` out; says whether it was the first.
+    mutating func remove(_ id: String) -> (entry: Entry, wasFirst: Bool)? {
+        let wasFirst = firstID() == id
+        return byID.removeValue(forKey: id).map { ($0, wasFirst) }
+    }
+
+    /// Takes every mutation out, in order.
+    mutating func removeAll() -> [Entry] {
+        defer { self = QueuedMutations() }
+        return inOrder
+    }
+
+    var inOrder: [Entry] {
+        order[head...].compactMap { byID[$0] }
+    }
+}
