@@ -144,21 +144,23 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// Marks mutation `id` shown, with `undo` to take its change back; `false` when a clear began since `clears` or
     /// the mutation left the queue meanwhile.
     mutating func markShown(_ id: String, undo: any CancellationToken, numberedBefore clears: Int?) -> Bool {
-        guard clears.map({ $0 == self.clears }) ?? true, entries[id] != nil else { return false }
-        entries[id]?.undo = undo
-        entries[id]?.isShown = true
-        return true
+        guard clears.map({ $0 == self.clears }) ?? true else { return false }
+        return entries.update(id) { entry in
+            entry.undo = undo
+            entry.isShown = true
+        }
     }
 
     /// Keeps the store's commit of mutation `id`, which the server's answer completes.
     mutating func keepCommit(_ commit: @escaping LoadCompletion<Void>, of id: String) {
-        entries[id]?.commit = commit
+        entries.update(id) { $0.commit = commit }
     }
 
     /// The store no longer waits for mutation `id`'s commit: returns its attempt in flight, to end, and the commit, to
     /// release after unlocking.
     mutating func commitCancelled(_ id: String) -> (attempt: Attempt?, commit: LoadCompletion<Void>?) {
-        let commit = entries[id]?.commit.take()
+        var commit: LoadCompletion<Void>?
+        entries.update(id) { commit = $0.commit.take() }
         guard sending?.id == id else { return (nil, commit) }
         return (sending.take(), commit)
     }
@@ -192,11 +194,13 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// Records that attempt `serial` is under way with `attempts` counted and `lease` held; `false` when it was taken
     /// back meanwhile.
     mutating func recordAttempt(_ serial: Int, attempts: Int, lease: MutationSendingLease?) -> Bool {
-        guard let attempt = sending, attempt.serial == serial, entries[attempt.id] != nil else { return false }
-        entries[attempt.id]?.status = .sending
-        entries[attempt.id]?.record.attempts = attempts
-        sending?.lease = lease
-        return true
+        guard let attempt = sending, attempt.serial == serial else { return false }
+        let isThere = entries.update(attempt.id) { entry in
+            entry.status = .sending
+            entry.record.attempts = attempts
+        }
+        if isThere { sending?.lease = lease }
+        return isThere
     }
 
     /// Keeps the token of attempt `serial`'s load; `false` when it was answered or taken back meanwhile.
@@ -209,20 +213,24 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// The server answered attempt `serial`: takes it out with the commit to complete.
     mutating func answer(_ serial: Int) -> (Attempt, LoadCompletion<Void>?)? {
         guard sending?.serial == serial, let attempt = sending.take() else { return nil }
-        return (attempt, entries[attempt.id]?.commit.take())
+        var commit: LoadCompletion<Void>?
+        entries.update(attempt.id) { commit = $0.commit.take() }
+        return (attempt, commit)
     }
 
     /// Attempt `serial` failed for now: its mutation stays first and waits for its retry. Returns the attempt and the
     /// mutation's attempts, for the delay.
     mutating func failForNow(_ serial: Int, with error: any Error) -> (Attempt, attempts: Int)? {
-        guard sending?.serial == serial, let attempt = sending.take(), var entry = entries[attempt.id] else {
-            return nil
+        guard sending?.serial == serial, let attempt = sending.take() else { return nil }
+        var attempts = 0
+        let isThere = entries.update(attempt.id) { entry in
+            entry.status = .waiting
+            entry.lastError = error
+            attempts = entry.record.attempts
         }
-        entry.status = .waiting
-        entry.lastError = error
-        entries[attempt.id] = entry
+        guard isThere else { return nil }
         isWaitingToRetry = true
-        return (attempt, entry.record.attempts)
+        return (attempt, attempts)
     }
 
     /// Another process sends from the storage now: attempt `serial` did not begin, and the queue waits a moment.
@@ -243,7 +251,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// Takes back the attempt in flight, its mutation first and waiting again.
     mutating func takeBackAttempt() -> Attempt? {
         guard let attempt = sending.take() else { return nil }
-        entries[attempt.id]?.status = .waiting
+        entries.update(attempt.id) { $0.status = .waiting }
         return attempt
     }
 

@@ -9,8 +9,15 @@ struct QueuedMutations<Input: Sendable>: Sendable {
     var isEmpty: Bool { byID.isEmpty }
 
     subscript(id: String) -> Entry? {
-        get { byID[id] }
-        set { byID[id] = newValue }
+        byID[id]
+    }
+
+    /// Changes mutation `id` in place; `false` when it is not there.
+    @discardableResult
+    mutating func update(_ id: String, _ change: (inout Entry) -> Void) -> Bool {
+        guard byID[id] != nil else { return false }
+        change(&byID[id]!)
+        return true
     }
 
     mutating func append(_ entry: Entry) {
