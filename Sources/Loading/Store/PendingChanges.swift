@@ -8,13 +8,13 @@ extension StoreMachine {
     /// confirmed value changes otherwise (a fetch, a write) or the list changes other than at its end or its head.
     struct PendingChanges: Sendable {
         /// The changes from `head` on; taken ones are `nil` until the list is compacted.
-        var slots: [Mutation?] = []
-        var head = 0
+        private var slots: [Mutation?] = []
+        private var head = 0
         /// Counts the changes of the list a shown prefix cannot follow (an insertion before the end, a removal
         /// other than the head's acceptance).
-        var epoch = 0
+        private(set) var epoch = 0
         /// What the key showed last, if it is still a prefix of the list.
-        var shown: ShownPrefix?
+        private var shown: ShownPrefix?
         init() {}
         var isEmpty: Bool { head == slots.count }
         var count: Int { slots.count - head }

@@ -65,54 +65,33 @@ extension StoreMachine {
             drop(key)
             return
         }
-        if entry.keptStamp == nil { keptCount += 1 }
-        let stamp = next()
-        entry.keptStamp = stamp
-        kept.append(KeptRecord(key: key, stamp: stamp))
-        while keptCount > keptValues, keptHead < kept.count {
-            let oldest = kept[keptHead]
-            keptHead += 1
-            guard let candidate = entries[oldest.key], candidate.keptStamp == oldest.stamp else { continue }
-            keptCount -= 1
-            candidate.keptStamp = nil
-            if candidate.isIdle { drop(oldest.key) }
-            if recordsEvictions {
-                evicted.append(oldest.key)
-                released.hasNotices = true  // told after unlocking (see ``takeEvictions()``)
-            }
-        }
-        // Records go stale as keys come back into use: compacted once they outnumber the live ones.
-        if kept.count - keptHead > 2 * keptCount + 64 {
-            kept = kept[keptHead...].filter { entries[$0.key]?.keptStamp == $0.stamp }
-            keptHead = 0
-        } else if keptHead > 64, keptHead * 2 > kept.count {
-            kept.removeFirst(keptHead)
-            keptHead = 0
-        }
+        kept.keep(entry, key: key, stamp: next())
+        evict(kept.letGo(beyond: keptValues, of: entries))
     }
 
     /// Lets go of every kept value (the system asks for memory): the keys no longer in use are dropped, and their
     /// levels hold their values; a kept key back in use keeps its value and only stops counting as kept.
     mutating func dropKeptValues() {
-        let records = exchange(&kept, with: [])
-        for record in records[keptHead...] {
-            guard let entry = entries[record.key], entry.keptStamp == record.stamp else { continue }
-            keptCount -= 1
-            entry.keptStamp = nil
-            if entry.isIdle { drop(record.key) }
+        evict(kept.letGoAll(of: entries))
+    }
+
+    /// Lets go of kept values taken out of the bound: an entry no longer in use is dropped; each key is told as
+    /// evicted when the store has events.
+    private mutating func evict(_ taken: [(key: Key, entry: Entry)]) {
+        for (key, entry) in taken {
+            if entry.isIdle { drop(key) }
             if recordsEvictions {
-                evicted.append(record.key)
+                evicted.append(key)
                 released.hasNotices = true  // told after unlocking (see ``takeEvictions()``)
             }
         }
-        keptHead = 0
     }
 
     mutating func drop(_ key: Key) {
         guard let entry = entries.removeValue(forKey: key) else { return }
         dropped.append(key)
         if recent?.key == key { recent = nil }
-        if entry.keptStamp != nil { keptCount -= 1 }
+        kept.forget(entry)
         released.add(entry)
     }
 }

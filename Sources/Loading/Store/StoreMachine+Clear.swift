@@ -80,15 +80,10 @@ extension StoreMachine {
             if shownBefore || entry.observers > 0 { effects.publish(publish(key)) }
             release(key)
         }
-        kept = []
-        keptHead = 0
-        keptCount = 0
+        kept.removeAll()
         // The levels are emptied: nothing they will hold was saved before the clear.
         effects.garbage.append(exchange(&invalidations, with: []))
-        dropped += refreshed.keys
-        effects.garbage.append(exchange(&refreshed, with: [:]))
-        refreshedOrder = []
-        refreshedHead = 0
+        dropped += refreshed.removeAll()
         staleBefore = nil
         var clearing = clearing ?? Clearing()
         clearing.completions.append(completion)

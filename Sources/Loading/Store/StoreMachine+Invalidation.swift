@@ -8,7 +8,7 @@ extension StoreMachine {
     /// What a reader needs to judge `key`'s level value for invalidations, or `nil` when nothing was invalidated.
     @usableFromInline func staleRules(for key: Key) -> StaleRules? {
         guard staleBefore != nil || !invalidations.isEmpty else { return nil }
-        return StaleRules(staleBefore: staleBefore, invalidations: invalidations, refreshedAt: refreshed[key])
+        return StaleRules(staleBefore: staleBefore, invalidations: invalidations, refreshedAt: refreshed.point(of: key))
     }
 
     /// Marks `key` stale at `date`; returns whether it is observed (the store then refetches it), and a record
@@ -74,20 +74,7 @@ extension StoreMachine {
     /// while invalidations are recorded (see ``refreshed``).
     mutating func noteRefreshed(_ key: Key, from point: Int) {
         guard staleBefore != nil || !invalidations.isEmpty else { return }
-        refreshed[key] = max(refreshed[key] ?? 0, point)
-        refreshedOrder.append(KeptRecord(key: key, stamp: point))
-        while refreshed.count > Self.refreshedLimit, refreshedHead < refreshedOrder.count {
-            let oldest = refreshedOrder[refreshedHead]
-            refreshedHead += 1
-            if refreshed[oldest.key] == oldest.stamp {
-                refreshed[oldest.key] = nil
-                dropped.append(oldest.key)
-            }
-        }
-        if refreshedHead > 64, refreshedHead * 2 > refreshedOrder.count {
-            refreshedOrder.removeFirst(refreshedHead)
-            refreshedHead = 0
-        }
+        dropped += refreshed.note(key, from: point)
     }
 
     /// The observed keys to revalidate: those with no value, an invalidated one, or one older than `maxAgeSeconds`

@@ -71,11 +71,8 @@
     let levelNames: [String]
     let debouncedLevels: Set<Int>
     let keptValues: Int
-    /// Keys that fell out of use with a value, oldest first; a record whose stamp is no longer its entry's is stale.
-    var kept: [KeptRecord] = []
-    var keptHead = 0
-    /// Entries with a `keptStamp`.
-    var keptCount = 0
+    /// Keys that fell out of use with a value, oldest first, within `keptValues`.
+    var kept = KeptValues()
     var counter = 0
     /// How many times the store was cleared: a change made for what was shown before a clear is refused after it.
     var clears = 0
@@ -92,15 +89,8 @@
     /// The latest date a level stamped a value of this store's with (a save landed) or was read with: invalidations
     /// are dated no earlier (see ``stamped(_:)``).
     var latestStamp: Date?
-    /// While invalidations are recorded: the keys the store confirmed a fresh value of since, each with the point in
-    /// the store's order it was fresh from (a fetch's sending, a write), so that an invalidation older than it does
-    /// not judge the level's copy stale, whatever its date. At most ``refreshedLimit``, the oldest forgotten first
-    /// (such a key is judged by its date again: more is refetched, never less).
-    var refreshed: [Key: Int] = [:]
-    var refreshedOrder: [KeptRecord] = []
-    var refreshedHead = 0
-    /// How many refreshed keys are remembered.
-    static var refreshedLimit: Int { 4_096 }
+    /// While invalidations are recorded: the keys the store confirmed a fresh value of since (see ``RefreshedKeys``).
+    var refreshed = RefreshedKeys()
     /// What the machine let go of: dropped entries and a replaced shared response. Releasing them can run a value's
     /// deinitializer (the caller's code), so the store takes them with ``takeReleased()`` and releases them after
     /// unlocking.
@@ -141,7 +131,7 @@
 
     /// Whether the machine holds `key`: an entry, or a refresh it remembers.
     @usableFromInline func uses(_ key: Key) -> Bool {
-        entries[key] != nil || refreshed[key] != nil
+        entries[key] != nil || refreshed.contains(key)
     }
 
     /// The number of entries: keys in use, and values kept.

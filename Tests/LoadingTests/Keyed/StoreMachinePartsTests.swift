@@ -1,0 +1,69 @@
+import XCTest
+
+@testable import Loading
+
+/// The store machine's parts on their own: the values kept for keys no longer in use, and the keys remembered as
+/// refreshed while invalidations are recorded.
+final class StoreMachinePartsTests: XCTestCase {
+    private typealias Entry = StoreMachine.Entry
+
+    private var entries = StoreMachine.EntryTable()
+    private var kept = StoreMachine.KeptValues()
+
+    @discardableResult
+    private func keep(_ key: Int, stamp: Int) -> Entry {
+        let entry = entries[key] ?? Entry(key: key, generation: 0)
+        entries[key] = entry
+        kept.keep(entry, key: key, stamp: stamp)
+        return entry
+    }
+
+    func test_keptValues_letGoOfTheOldestBeyondTheBound() {
+        for key in 0..<5 { keep(key, stamp: key + 1) }
+        XCTAssertEqual(kept.count, 5)
+        let taken = kept.letGo(beyond: 3, of: entries)
+        XCTAssertEqual(taken.map(\.key), [0, 1])
+        XCTAssertTrue(taken.allSatisfy { $0.entry.keptStamp == nil })
+        XCTAssertEqual(kept.count, 3)
+        XCTAssertEqual(kept.letGoAll(of: entries).map(\.key), [2, 3, 4])
+        XCTAssertEqual(kept.count, 0)
+    }
+
+    func test_aKeyKeptAgain_movesToTheNewest_andCountsOnce() {
+        for key in 0..<3 { keep(key, stamp: key + 1) }
+        keep(0, stamp: 10)  // back in use, then out of use again
+        XCTAssertEqual(kept.count, 3)
+        XCTAssertEqual(kept.letGo(beyond: 2, of: entries).map(\.key), [1], "0's first record is stale")
+        XCTAssertEqual(kept.letGoAll(of: entries).map(\.key), [2, 0])
+    }
+
+    func test_aDroppedEntry_noLongerCounts_andItsRecordIsSkipped() {
+        for key in 0..<3 { keep(key, stamp: key + 1) }
+        let dropped = entries.removeValue(forKey: 0)!
+        kept.forget(dropped)
+        XCTAssertEqual(kept.count, 2)
+        XCTAssertEqual(kept.letGo(beyond: 1, of: entries).map(\.key), [1])
+    }
+
+    func test_keysComingBackAgainAndAgain_keepTheirCount_andTheirLiveRecords() {
+        keep(1, stamp: 1)
+        keep(2, stamp: 2)
+        for stamp in 3..<100_000 { keep(1 + stamp % 2, stamp: stamp) }
+        XCTAssertEqual(kept.count, 2)
+        XCTAssertEqual(kept.letGoAll(of: entries).count, 2, "the live records survive the compactions")
+    }
+
+    func test_refreshedKeys_rememberTheNewestPoint_andForgetTheOldestBeyondTheLimit() {
+        var refreshed = StoreMachine.RefreshedKeys()
+        XCTAssertTrue(refreshed.note(7, from: 5).isEmpty)
+        XCTAssertTrue(refreshed.note(7, from: 3).isEmpty)
+        XCTAssertEqual(refreshed.point(of: 7), 5, "the newest point stays")
+        let limit = StoreMachine.RefreshedKeys.limit
+        var forgotten: [Int] = []
+        for key in 100..<(100 + limit) { forgotten += refreshed.note(key, from: key) }
+        XCTAssertEqual(forgotten, [7], "the oldest note goes first")
+        XCTAssertFalse(refreshed.contains(7))
+        XCTAssertEqual(refreshed.removeAll().count, limit)
+        XCTAssertNil(refreshed.point(of: 100))
+    }
+}
