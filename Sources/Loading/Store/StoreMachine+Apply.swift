@@ -100,7 +100,7 @@ extension StoreMachine {
         } else if let answer = fetch.levelAnswer {
             savedAt = Date(timeIntervalSinceReferenceDate: answer.savedAt)
             (origin, levels) = (.cache(levelNames[answer.level]), 0..<answer.level)
-            noteStamp(savedAt)
+            invalidations.noteStamp(savedAt)
         }
         let stored = value.map { StoredValue(value: $0, origin: origin, savedAt: savedAt) }
         // The callers are answered once the value is saved to the levels.
@@ -123,7 +123,7 @@ extension StoreMachine {
             // shows now is the answer, never the level's older value.
             return Effects(hitReplies: [HitReplyDelivery(reply: reply, snapshot: shownNow(key))], garbage: [cached])
         }
-        noteStamp(cached.savedAt)
+        invalidations.noteStamp(cached.savedAt)
         let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
         // Stale as the invalidations recorded before the read judged the level's value (`staleSince`), or as one
         // that matched the key while it was read: that one marked the entry, which the read holds.

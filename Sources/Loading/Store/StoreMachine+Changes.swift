@@ -99,11 +99,11 @@ extension StoreMachine {
     @usableFromInline mutating func saveLanded(
         _ key: Key, matching matches: (@Sendable (AnyKey) -> Bool)?, mark: SaveMark, failed: Bool, at date: Date
     ) -> Invalidation? {
-        if !failed { noteStamp(date) }
+        if !failed { invalidations.noteStamp(date) }
         var folded: Invalidation?
         // Stale since the invalidation it was saved under: a fetch sent after that one makes it fresh.
         if mark.stale, let matches {
-            folded = record(Invalidation(date: stamped(date), generation: mark.staleSince, matches: matches))
+            folded = invalidations.record(matches, at: date, as: mark.staleSince)
         }
         guard let entry = entry(key) else { return folded }
         entry.savesInFlight -= 1
@@ -193,7 +193,7 @@ extension StoreMachine {
         entry.isKnown = true
         entry.confirmedVersion += 1
         guard let hit else { return Effects() }
-        noteStamp(hit.savedAt)
+        invalidations.noteStamp(hit.savedAt)
         let origin = StoreOrigin.cache(levelNames[level])
         entry.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
         entry.staleMark = max(entry.staleMark, staleSince ?? 0)

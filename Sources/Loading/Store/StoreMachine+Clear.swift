@@ -82,9 +82,9 @@ extension StoreMachine {
         }
         kept.removeAll()
         // The levels are emptied: nothing they will hold was saved before the clear.
-        effects.garbage.append(exchange(&invalidations, with: []))
-        dropped += refreshed.removeAll()
-        staleBefore = nil
+        let (records, forgotten) = invalidations.removeAll()
+        effects.garbage.append(records)
+        dropped += forgotten
         var clearing = clearing ?? Clearing()
         clearing.completions.append(completion)
         if issuing == 0, !clearing.isAssigned {

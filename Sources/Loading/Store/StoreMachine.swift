@@ -82,15 +82,8 @@
     var issuing = 0
     /// Keys whose level operations wait for a clear's `removeAll` to be issued.
     var held: [Key] = []
-    /// Invalidations, oldest first, for judging what the levels hold (see ``StaleRules``).
-    var invalidations: [Invalidation] = []
-    /// Every value saved at or before this point is stale: an invalidation of every key, or old records folded.
-    var staleBefore: StaleBefore?
-    /// The latest date a level stamped a value of this store's with (a save landed) or was read with: invalidations
-    /// are dated no earlier (see ``stamped(_:)``).
-    var latestStamp: Date?
-    /// While invalidations are recorded: the keys the store confirmed a fresh value of since (see ``RefreshedKeys``).
-    var refreshed = RefreshedKeys()
+    /// What the store was told of invalidations, for judging what the levels hold (see ``StaleRules``).
+    var invalidations = InvalidationRecords()
     /// What the machine let go of: dropped entries and a replaced shared response. Releasing them can run a value's
     /// deinitializer (the caller's code), so the store takes them with ``takeReleased()`` and releases them after
     /// unlocking.
@@ -106,8 +99,6 @@
     /// Keys whose entries were dropped, or which are no longer remembered as refreshed, since the last
     /// ``takeDropped()``: their slots may be given back.
     var dropped: [Key] = []
-    /// How many invalidation records are kept before the oldest fold into `staleBefore`.
-    static var invalidationLimit: Int { 64 }
 
     init(levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int, recordsEvictions: Bool = false) {
         self.levelNames = levelNames
@@ -131,7 +122,7 @@
 
     /// Whether the machine holds `key`: an entry, or a refresh it remembers.
     @usableFromInline func uses(_ key: Key) -> Bool {
-        entries[key] != nil || refreshed.contains(key)
+        entries[key] != nil || invalidations.remembersRefresh(of: key)
     }
 
     /// The number of entries: keys in use, and values kept.

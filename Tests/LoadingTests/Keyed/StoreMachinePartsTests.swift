@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 
 @testable import Loading
@@ -65,5 +66,51 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertFalse(refreshed.contains(7))
         XCTAssertEqual(refreshed.removeAll().count, limit)
         XCTAssertNil(refreshed.point(of: 100))
+    }
+
+    private func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: seconds) }
+
+    func test_invalidationRecords_judgeByPredicateAndDate_andForgetNothingWhenFolding() {
+        var records = StoreMachine.InvalidationRecords()
+        XCTAssertNil(records.rules(for: 1), "nothing invalidated")
+        XCTAssertTrue(records.noteRefreshed(1, from: 1).isEmpty)
+        XCTAssertFalse(records.remembersRefresh(of: 1), "not remembered while nothing is invalidated")
+
+        XCTAssertNil(records.record({ ($0 as? String) == "a" }, at: date(100), as: 1))
+        let rules = records.rules(for: 1)!
+        XCTAssertTrue(rules.isStale("a", savedAt: date(90)))
+        XCTAssertFalse(rules.isStale("b", savedAt: date(90)), "another key")
+        XCTAssertFalse(rules.isStale("a", savedAt: date(110)), "saved after")
+
+        for mark in 2...StoreMachine.InvalidationRecords.limit {
+            XCTAssertNil(records.record({ _ in false }, at: date(200), as: mark))
+        }
+        let folded = records.record({ _ in false }, at: date(200), as: 100)
+        XCTAssertEqual(folded?.generation, 1, "the oldest folds")
+        XCTAssertTrue(records.rules(for: 1)!.isStale("b", savedAt: date(90)), "folded: stale for every key, never less")
+    }
+
+    func test_invalidationRecords_areDatedNoEarlierThanTheLatestStamp_evenAfterAClear() {
+        var records = StoreMachine.InvalidationRecords()
+        records.noteStamp(date(500))
+        _ = records.record({ _ in true }, at: date(100), as: 1)  // the clock was set back
+        XCTAssertTrue(records.rules(for: 1)!.isStale("a", savedAt: date(500)), "a value the level stamped at 500")
+
+        _ = records.removeAll()
+        XCTAssertNil(records.rules(for: 1))
+        _ = records.recordAll(at: date(100), as: 2)
+        XCTAssertTrue(records.rules(for: 1)!.isStale("a", savedAt: date(500)), "the stamp outlives the clear")
+    }
+
+    func test_aKeyRefreshedAfterAnInvalidation_isNotStaleByIt() {
+        var records = StoreMachine.InvalidationRecords()
+        _ = records.record({ _ in true }, at: date(100), as: 5)
+        XCTAssertTrue(records.noteRefreshed(1, from: 6).isEmpty)
+        XCTAssertTrue(records.remembersRefresh(of: 1))
+        XCTAssertFalse(records.rules(for: 1)!.isStale("a", savedAt: date(50)), "refreshed after the invalidation")
+        XCTAssertTrue(records.rules(for: 2)!.isStale("a", savedAt: date(50)))
+        let (removed, forgotten) = records.removeAll()
+        XCTAssertEqual(removed.count, 1)
+        XCTAssertEqual(forgotten, [1])
     }
 }
