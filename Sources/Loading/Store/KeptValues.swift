@@ -18,29 +18,19 @@ extension StoreMachine {
             records.append(KeptRecord(key: key, stamp: stamp))
         }
 
-        /// Takes the oldest kept entries out until at most `bound` are kept; `entries` finds them.
-        mutating func letGo(beyond bound: Int, of entries: EntryTable) -> [(key: Key, entry: Entry)] {
-            var taken: [(key: Key, entry: Entry)] = []
+        /// Takes the oldest kept entry out while more than `bound` are kept (`entries` finds it); `nil` once at most
+        /// `bound` are, the records then compacted. Call it until it returns `nil`.
+        mutating func takeOldest(beyond bound: Int, of entries: EntryTable) -> (key: Key, entry: Entry)? {
             while count > bound, head < records.count {
                 let oldest = records[head]
                 head += 1
                 guard let entry = current(oldest, in: entries) else { continue }
                 count -= 1
                 entry.keptStamp = nil
-                taken.append((oldest.key, entry))
+                return (oldest.key, entry)
             }
             compact(entries)
-            return taken
-        }
-
-        /// Takes every kept entry out, oldest first.
-        mutating func letGoAll(of entries: EntryTable) -> [(key: Key, entry: Entry)] {
-            defer { self = KeptValues() }
-            return records[head...].compactMap { record in
-                guard let entry = current(record, in: entries) else { return nil }
-                entry.keptStamp = nil
-                return (record.key, entry)
-            }
+            return nil
         }
 
         /// `entry` is dropped: it no longer counts.

@@ -66,19 +66,19 @@ extension StoreMachine {
             return
         }
         kept.keep(entry, key: key, stamp: next())
-        evict(kept.letGo(beyond: keptValues, of: entries))
+        letGoOfKeptValues(beyond: keptValues)
     }
 
     /// Lets go of every kept value (the system asks for memory): the keys no longer in use are dropped, and their
     /// levels hold their values; a kept key back in use keeps its value and only stops counting as kept.
     mutating func dropKeptValues() {
-        evict(kept.letGoAll(of: entries))
+        letGoOfKeptValues(beyond: 0)
     }
 
-    /// Lets go of kept values taken out of the bound: an entry no longer in use is dropped; each key is told as
-    /// evicted when the store has events.
-    private mutating func evict(_ taken: [(key: Key, entry: Entry)]) {
-        for (key, entry) in taken {
+    /// Lets go of the oldest kept values until at most `bound` are kept: an entry no longer in use is dropped; each
+    /// key is told as evicted when the store has events.
+    private mutating func letGoOfKeptValues(beyond bound: Int) {
+        while let (key, entry) = kept.takeOldest(beyond: bound, of: entries) {
             if entry.isIdle { drop(key) }
             if recordsEvictions {
                 evicted.append(key)

@@ -51,6 +51,7 @@ extension StoreMachine {
     /// `key`'s confirmed value is fresh from `point` in the store's order (a fetch sent then, a write): remembered
     /// while invalidations are recorded.
     mutating func noteRefreshed(_ key: Key, from point: Int) {
+        guard invalidations.isRecording else { return }
         dropped += invalidations.noteRefreshed(key, from: point)
     }
 
