@@ -85,35 +85,17 @@ extension StoreMachine {
         let (records, forgotten) = invalidations.removeAll()
         effects.garbage.append(records)
         dropped += forgotten
-        var clearing = clearing ?? Clearing()
-        clearing.completions.append(completion)
-        if issuing == 0, !clearing.isAssigned {
-            clearing.isAssigned = true
-            effects.removeAll = true
-        }
-        self.clearing = clearing
+        effects.removeAll = issuing.clear(completion: completion)
         return effects
     }
 
     /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, and
     /// the keys whose level operations were held (the caller issues them now, as it would its own).
     @usableFromInline mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
-        let completions = clearing?.completions ?? []
-        clearing = nil
-        let keys = exchange(&held, with: []).filter { entries[$0].map { !$0.levelOps.isEmpty } ?? false }
+        let (completions, held) = issuing.removeAllIssued()
+        let keys = held.filter { entries[$0].map { !$0.levelOps.isEmpty } ?? false }
         for key in keys { entry(key, heldBecause: "it has level operations").isIssuing = true }
-        issuing += keys.count
+        issuing.resume(keys.count)
         return (completions, keys)
-    }
-}
-
-extension StoreMachine {
-    /// A clear whose `removeAll` is not issued yet.
-    struct Clearing: Sendable {
-        init() {}
-
-        var completions: [@Sendable () -> Void] = []
-        /// Whether a caller was told to issue the `removeAll`.
-        var isAssigned = false
     }
 }

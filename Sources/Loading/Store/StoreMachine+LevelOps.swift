@@ -9,7 +9,7 @@ extension StoreMachine {
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
     @usableFromInline mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
         guard let entry = entry(key) else { return nil }
-        if clearing == nil, !entry.levelOps.isEmpty {
+        if !issuing.isClearing, !entry.levelOps.isEmpty {
             // One operation, the usual case, is moved out, and the entry keeps its storage for the next.
             let ops =
                 entry.levelOps.count == 1
@@ -19,12 +19,9 @@ extension StoreMachine {
             return (ops, false)
         }
         entry.isIssuing = false
-        issuing -= 1
-        if clearing != nil, !entry.levelOps.isEmpty { held.append(key) }
+        let issuesRemoveAll = issuing.stop(key, hasMore: !entry.levelOps.isEmpty)
         release(key)
-        guard clearing != nil, issuing == 0, !clearing!.isAssigned else { return nil }
-        clearing!.isAssigned = true
-        return (InlineFirstArray(), true)
+        return issuesRemoveAll ? (InlineFirstArray(), true) : nil
     }
 
     /// A debounced write's timer is running: keeps its token; returns it when the write was dropped meanwhile.
@@ -51,13 +48,8 @@ extension StoreMachine {
     /// the key's operations already, or a clear holds them until its `removeAll` is issued.
     mutating func startIssuing(_ key: Key) -> Bool {
         let entry = entry(key, heldBecause: "the caller just decided its level operations")
-        guard !entry.levelOps.isEmpty, !entry.isIssuing else { return false }
-        guard clearing == nil else {
-            if !held.contains(key) { held.append(key) }
-            return false
-        }
+        guard !entry.levelOps.isEmpty, !entry.isIssuing, issuing.start(key) else { return false }
         entry.isIssuing = true
-        issuing += 1
         return true
     }
 }

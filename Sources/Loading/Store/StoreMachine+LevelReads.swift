@@ -11,7 +11,7 @@ extension StoreMachine {
     /// confirmed: `inStep` is false, and the store takes it as a miss. A level in step is read like any other (a
     /// value too old for the store may be young enough there, written by another process).
     @usableFromInline mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
-        guard clearing == nil else { return .known(nil) }
+        guard !issuing.isClearing else { return .known(nil) }
         let entry = ensureEntry(key)
         guard !(entry.isKnown && (entry.isChanging || !entry.queue.isEmpty)) else {
             defer { release(key) }

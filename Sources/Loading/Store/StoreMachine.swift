@@ -76,12 +76,8 @@
     var counter = 0
     /// How many times the store was cleared: a change made for what was shown before a clear is refused after it.
     var clears = 0
-    /// The `removeAll` of a clear, waiting for the level operations being issued to be issued.
-    var clearing: Clearing?
-    /// Keys whose callers are issuing level operations now.
-    var issuing = 0
-    /// Keys whose level operations wait for a clear's `removeAll` to be issued.
-    var held: [Key] = []
+    /// Who issues level operations, and a clear's `removeAll` waiting for them (see ``LevelIssuing``).
+    var issuing = LevelIssuing()
     /// What the store was told of invalidations, for judging what the levels hold (see ``StaleRules``).
     var invalidations = InvalidationRecords()
     /// What the machine let go of: dropped entries and a replaced shared response. Releasing them can run a value's

@@ -120,4 +120,34 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertEqual(removed.count, 1)
         XCTAssertEqual(forgotten, [1])
     }
+
+    func test_levelIssuing_aClearWaitsForTheCallersIssuing_andOneOfThemIssuesItsRemoveAll() {
+        var issuing = StoreMachine.LevelIssuing()
+        XCTAssertTrue(issuing.start(1))
+        XCTAssertTrue(issuing.start(2))
+        XCTAssertFalse(issuing.clear {}, "callers are issuing")
+        XCTAssertFalse(issuing.clear {}, "a second clear joins the first")
+        XCTAssertTrue(issuing.isClearing)
+        XCTAssertFalse(issuing.start(3), "held until the removeAll is issued")
+        XCTAssertFalse(issuing.start(3))
+        XCTAssertFalse(issuing.stop(1, hasMore: false))
+        XCTAssertTrue(issuing.stop(2, hasMore: true), "the last caller to stop issues the removeAll")
+
+        let (completions, held) = issuing.removeAllIssued()
+        XCTAssertEqual(completions.count, 2)
+        XCTAssertEqual(held, [3, 2], "each held key once")
+        XCTAssertFalse(issuing.isClearing)
+        issuing.resume(held.count)
+        XCTAssertFalse(issuing.clear {}, "the held keys' callers are issuing")
+        XCTAssertFalse(issuing.stop(3, hasMore: false))
+        XCTAssertTrue(issuing.stop(2, hasMore: false))
+    }
+
+    func test_levelIssuing_aClearWithNoCallerIssuing_issuesItsRemoveAllAtOnce() {
+        var issuing = StoreMachine.LevelIssuing()
+        XCTAssertTrue(issuing.clear {})
+        XCTAssertFalse(issuing.clear {}, "assigned once")
+        XCTAssertEqual(issuing.removeAllIssued().completions.count, 2)
+        XCTAssertTrue(issuing.start(1), "issuing again once the levels are empty")
+    }
 }

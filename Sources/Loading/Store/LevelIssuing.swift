@@ -1,0 +1,72 @@
+extension StoreMachine {
+    /// Who issues the keys' level operations, and a clear waiting for them: a clear empties the levels (`removeAll`)
+    /// only once no caller is issuing operations decided before it, and the operations decided meanwhile wait (are
+    /// held) until that `removeAll` is issued, so that none lands on the levels before it.
+    ///
+    /// Invariants: while a clear waits, no caller starts issuing; exactly one caller is told to issue its
+    /// `removeAll` (the clear's, or the last to stop issuing); the held keys are handed back once, when it is issued.
+    struct LevelIssuing: Sendable {
+        /// The callers issuing level operations now (one per key at most: the entry's `isIssuing`).
+        private var issuing = 0
+        /// Keys whose level operations wait for a clear's `removeAll`, in the order they were held.
+        private var held: [Key] = []
+        /// The callers of the clears waiting for the levels to be empty.
+        private var completions: [@Sendable () -> Void] = []
+        /// Whether a clear waits for its `removeAll` to be issued.
+        private(set) var isClearing = false
+        /// Whether a caller was told to issue that `removeAll`.
+        private var isAssigned = false
+
+        /// A caller would issue `key`'s level operations: `true` when it may, `false` when a clear holds them.
+        mutating func start(_ key: Key) -> Bool {
+            guard !isClearing else {
+                hold(key)
+                return false
+            }
+            issuing += 1
+            return true
+        }
+
+        /// A caller stops issuing `key`'s level operations; `hasMore`: the key has operations it did not issue (a
+        /// clear holds them). Returns whether that caller issues the clear's `removeAll` now.
+        mutating func stop(_ key: Key, hasMore: Bool) -> Bool {
+            precondition(issuing > 0, "A caller stops issuing level operations it did not start issuing")
+            issuing -= 1
+            guard isClearing else { return false }
+            if hasMore { held.append(key) }
+            return assignRemoveAll()
+        }
+
+        /// A clear begins, or joins one waiting: `completion` is called once the levels are empty. Returns whether the
+        /// caller issues the `removeAll` now (no caller is issuing operations).
+        mutating func clear(completion: @escaping @Sendable () -> Void) -> Bool {
+            isClearing = true
+            completions.append(completion)
+            return assignRemoveAll()
+        }
+
+        /// The clear's `removeAll` was issued: returns the callers waiting for it and the keys held meanwhile. The
+        /// caller starts issuing those that still have operations (``resume(_:)``).
+        mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
+            precondition(isClearing, "A clear's removeAll is issued while no clear waits")
+            isClearing = false
+            isAssigned = false
+            return (exchange(&completions, with: []), exchange(&held, with: []))
+        }
+
+        /// Callers start issuing the operations of `count` keys held by a clear.
+        mutating func resume(_ count: Int) {
+            issuing += count
+        }
+
+        private mutating func hold(_ key: Key) {
+            if !held.contains(key) { held.append(key) }
+        }
+
+        private mutating func assignRemoveAll() -> Bool {
+            guard issuing == 0, !isAssigned else { return false }
+            isAssigned = true
+            return true
+        }
+    }
+}
