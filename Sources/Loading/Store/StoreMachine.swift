@@ -53,8 +53,13 @@
 /// One file per kind of event, each with the types it hands out: `+LevelReads` (a read's level steps and what it
 /// finds), `+Fetches` (fetches in flight and their callers), `+Changes` and `+Jobs` (a key's turn and what waits for
 /// it), `+Apply` (what a change confirms), `+LevelOps` (level writes and the tickets that wait for them), `+Clear`
-/// (removal and clear), `+Invalidation` (stale marks and records), `+Bookkeeping` (versions, kept values, dropping an
-/// entry), `+Entry` (a key's state and what it shows) and `+Effects` (what the store does after unlocking).
+/// (removal and clear), `+Invalidation` (stale marks), `+Bookkeeping` (versions, kept values, dropping an entry),
+/// `+Entry` (a key's state and what it shows) and `+Effects` (what the store does after unlocking).
+///
+/// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`): ``KeptValues``
+/// (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations judge the levels'
+/// values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear waiting for them) and
+/// ``PendingChanges`` (a key's optimistic changes and what it showed last).
 @usableFromInline struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreSlots``).
     @usableFromInline typealias Key = Int
