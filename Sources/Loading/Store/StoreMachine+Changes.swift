@@ -87,9 +87,9 @@ extension StoreMachine {
     func countSaves(in operation: LevelOp, of entry: Entry) {
         switch operation {
         case .save(_, _, let targets, let skipsDebounced, _, _):
-            entry.savesInFlight += skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
-        case .flush: entry.savesInFlight += 1
-        case .remove: entry.savesInFlight += levelNames.count
+            entry.saves.issue(skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count)
+        case .flush: entry.saves.issue(1)
+        case .remove: entry.saves.issue(levelNames.count)
         }
     }
 
@@ -106,14 +106,7 @@ extension StoreMachine {
             folded = invalidations.record(matches, at: date, as: mark.staleSince)
         }
         guard let entry = entry(key) else { return folded }
-        entry.savesInFlight -= 1
-        if entry.generation == mark.generation {
-            if failed {
-                entry.failedVersion = max(entry.failedVersion, mark.version)
-            } else {
-                entry.savedVersion = max(entry.savedVersion, mark.version)
-            }
-        }
+        entry.saves.land(version: mark.version, failed: failed, current: entry.generation == mark.generation)
         release(key)
         return folded
     }

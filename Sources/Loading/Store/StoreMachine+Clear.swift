@@ -72,7 +72,7 @@ extension StoreMachine {
             entry.staleMark = 0
             entry.owesRefetch = false
             entry.confirmedVersion += 1
-            (entry.failedVersion, entry.savedVersion) = (0, entry.confirmedVersion)
+            entry.saves.cleared(at: entry.confirmedVersion)
             entry.queue = kept
             entry.levelOps = []
             entry.debounced = [:]

@@ -70,14 +70,10 @@ extension StoreMachine {
         /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
         /// id), a write, an update or a confirmed optimistic change makes the value fresh.
         var staleMark = 0
-        /// Level saves issued and not landed yet: the entry is kept until they land (a save of a stale value is
-        /// recorded stale when it lands, as the level stamps it with its own time; a save that fails keeps the
-        /// value here).
-        var savesInFlight = 0
-        /// The newest confirmed version a level failed to save, and the newest one a level saved (or a removal or
-        /// a clear settled): while the first is newer, no level holds the value, and the store keeps it.
-        var failedVersion = 0
-        var savedVersion = 0
+        /// Level saves issued and not landed yet, and whether the levels hold the newest value the store tried to
+        /// save: the entry is kept until they land and one does (a save of a stale value is recorded stale when it
+        /// lands, as the level stamps it with its own time; a save that fails keeps the value here).
+        var saves = LevelSaves()
         /// The response a read answered at once last, and the `confirmedVersion` it was built from: the next such
         /// read of the same version shares it instead of building its own.
         var hitResponse: StoreResponse<Value>?
@@ -102,8 +98,7 @@ extension StoreMachine {
         /// Whether nothing needs the entry: its value, if any, lives in the levels.
         var isIdle: Bool {
             observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
-                && levelOps.isEmpty && !isIssuing && debounced.isEmpty && savesInFlight == 0
-                && failedVersion <= savedVersion
+                && levelOps.isEmpty && !isIssuing && debounced.isEmpty && saves.isSettled
         }
     }
 

@@ -58,8 +58,9 @@
 ///
 /// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`): ``KeptValues``
 /// (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations judge the levels'
-/// values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear waiting for them) and
-/// ``PendingChanges`` (a key's optimistic changes and what it showed last).
+/// values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear waiting for them),
+/// ``LevelSaves`` (a key's saves in flight and whether the levels hold its value) and ``PendingChanges`` (a key's
+/// optimistic changes and what it showed last).
 @usableFromInline struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreSlots``).
     @usableFromInline typealias Key = Int

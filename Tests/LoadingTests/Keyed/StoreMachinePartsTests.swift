@@ -150,4 +150,27 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertEqual(issuing.removeAllIssued().completions.count, 2)
         XCTAssertTrue(issuing.start(1), "issuing again once the levels are empty")
     }
+
+    func test_levelSaves_settleOnceEveryIssuedSaveLanded_andNoFailureIsNewerThanASuccess() {
+        var saves = StoreMachine.LevelSaves()
+        XCTAssertTrue(saves.isSettled)
+        saves.issue(2)
+        XCTAssertFalse(saves.isSettled, "in flight")
+        saves.land(version: 1, failed: true, current: true)
+        saves.land(version: 1, failed: false, current: true)
+        XCTAssertTrue(saves.isSettled, "one level saved version 1")
+
+        saves.issue(1)
+        saves.land(version: 2, failed: true, current: true)
+        XCTAssertTrue(saves.isBehind, "no level holds version 2")
+        XCTAssertFalse(saves.isSettled)
+        saves.issue(1)
+        saves.land(version: 1, failed: false, current: true)
+        XCTAssertTrue(saves.isBehind, "an older version saved does not make up for it")
+        saves.issue(1)
+        saves.land(version: 3, failed: false, current: false)
+        XCTAssertTrue(saves.isBehind, "a save from before a removal counts as landed only")
+        saves.cleared(at: 4)
+        XCTAssertTrue(saves.isSettled, "the levels were emptied")
+    }
 }
