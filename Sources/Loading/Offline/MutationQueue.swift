@@ -46,8 +46,8 @@ import Dispatch
 /// - ``pending`` and ``pendingMutations`` list the mutations with their status and attempts; ``isMutating`` says
 ///   whether any is left. Keep the queue for as long as the app runs: its pending mutations keep it alive.
 public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Input: Sendable>: Sendable {
-    // What the queue was made with: its parts, in the files beside this one (showing and settling, sending, sending
-    // within a budget), read them; none changes after `init`.
+    // Read by the queue's parts in the files beside this one (showing and settling, sending, sending within a
+    // budget); none is replaced after `init`, and what changes lives in the ledger.
     let store: Store<Key, Value>
     let storage: any MutationStorage<Input>
     /// The storage's claim of a mutation for an attempt, when other processes may send from it too.
