@@ -306,10 +306,9 @@ struct MutationLedger<Input: Sendable>: Sendable {
         clears += 1
         clearing += 1
         isWaitingToRetry = false
-        let taken = ClearTaken(
+        return ClearTaken(
             entries: entries.removeAll(), attempt: sending.take(), retry: retry.take(),
             saves: exchange(&saves, with: DispatchGroup()))
-        return taken
     }
 
     /// Keeps the shown mutations a clear took, to tell once it ends.

@@ -51,8 +51,8 @@ extension StoreMachine {
     /// `key`'s confirmed value is fresh from `point` in the store's order (a fetch sent then, a write): remembered
     /// while invalidations are recorded.
     mutating func noteRefreshed(_ key: Key, from point: Int) {
-        guard invalidations.isRecording else { return }
-        dropped += invalidations.noteRefreshed(key, from: point)
+        let forgotten = invalidations.noteRefreshed(key, from: point)
+        if !forgotten.isEmpty { dropped += forgotten }
     }
 
     /// The observed keys to revalidate: those with no value, an invalidated one, or one older than `maxAgeSeconds`
