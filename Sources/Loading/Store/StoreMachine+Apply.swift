@@ -71,7 +71,7 @@ extension StoreMachine {
         let rebased = entry.log.contains(where: fetch.appliesAgain)
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
         // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
-        let replays = max(entry.asking, entry.staleMark)
+        let replays = max(entry.asking, entry.staleness.mark)
         defer { trimLog(of: key) }
         guard fetch.generation == entry.generation else {
             let replies = fetch.callers.map {
@@ -92,7 +92,7 @@ extension StoreMachine {
         }
         entry.lastConfirmedFetch = id
         // Sent after the invalidation: fresh.
-        if let sent = fetch.sentMark, sent > entry.staleMark { makeFresh(key, from: sent) }
+        if let sent = fetch.sentMark, sent > entry.staleness.mark { makeFresh(key, from: sent) }
         // A value another process saved to a shared level keeps its date, and goes to the faster levels only.
         var (origin, savedAt, levels) = (StoreOrigin.network, now, levelNames.indices)
         if rebased {
@@ -127,8 +127,7 @@ extension StoreMachine {
         let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
         // Stale as the invalidations recorded before the read judged the level's value (`staleSince`), or as one
         // that matched the key while it was read: that one marked the entry, which the read holds.
-        entry.staleMark =
-            entry.staleMark != stamp.staleMark ? max(entry.staleMark, staleSince ?? 0) : staleSince ?? 0
+        entry.staleness.confirmLevelValue(staleSince: staleSince, markWhenRead: stamp.staleMark)
         var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true)
         effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
         return effects
@@ -193,7 +192,7 @@ extension StoreMachine {
         entry.confirmedVersion += 1
         if let change { log(change, for: key) }
         let mark = SaveMark(
-            generation: entry.generation, version: entry.confirmedVersion, staleSince: entry.staleMark)
+            generation: entry.generation, version: entry.confirmedVersion, staleSince: entry.staleness.mark)
         if let stored {
             if !targets.isEmpty {
                 entry.levelOps.append(

@@ -11,11 +11,11 @@ extension StoreMachine {
     /// after that (while the change waited for its turn).
     mutating func changeMakesFresh(_ key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        if entry.asking > entry.staleMark { makeFresh(key, from: entry.asking) }
+        if entry.asking > entry.staleness.mark { makeFresh(key, from: entry.asking) }
     }
 
     mutating func makeFresh(_ key: Key, from point: Int) {
-        entry(key, heldBecause: "a fresh value of the key was just confirmed").staleMark = 0
+        entry(key, heldBecause: "a fresh value of the key was just confirmed").staleness.makeFresh()
         noteRefreshed(key, from: point)
     }
 
@@ -47,7 +47,7 @@ extension StoreMachine {
         entry.version = next()
         guard answers || entry.observed != nil else { return nil }
         let snapshot = Snapshot(entry: entry, version: entry.version, error: error)
-        if entry.observed?.states != nil { entry.loadingShown = snapshot.isLoading }
+        if entry.observed?.states != nil { entry.shown.showLoading(snapshot.isLoading) }
         return snapshot
     }
 

@@ -189,7 +189,7 @@ extension StoreMachine {
         invalidations.noteStamp(hit.savedAt)
         let origin = StoreOrigin.cache(levelNames[level])
         entry.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
-        entry.staleMark = max(entry.staleMark, staleSince ?? 0)
+        entry.staleness.markStale(at: staleSince ?? 0)
         return Effects(publish: publish(key))
     }
 

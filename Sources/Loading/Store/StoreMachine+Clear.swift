@@ -17,8 +17,7 @@ extension StoreMachine {
         entry.generation = next()
         entry.isKnown = true
         entry.confirmed = nil
-        entry.staleMark = 0
-        entry.owesRefetch = false  // what made it stale is gone with the value
+        entry.staleness.reset()  // what made it stale is gone with the value
         entry.confirmedVersion += 1
         effects.cancels = entry.debounced.values.map { $0.timer }
         entry.debounced = [:]
@@ -69,8 +68,7 @@ extension StoreMachine {
             entry.generation = next()
             entry.isKnown = true
             entry.confirmed = nil
-            entry.staleMark = 0
-            entry.owesRefetch = false
+            entry.staleness.reset()
             entry.confirmedVersion += 1
             entry.saves.cleared(at: entry.confirmedVersion)
             entry.queue = kept

@@ -55,21 +55,10 @@ extension StoreMachine {
         /// When the key's observation last began or ended, in the store's order: the key observed most recently
         /// is refreshed first within a budget (``Store/revalidate(within:clock:)``).
         var observedAt = 0
-        /// The latest failure of a fetch of the key, for its state observers while the confirmed value is the one it
-        /// was noted at (`failureVersion`), and whether they were shown it.
-        var failure: (any Error)?
-        var failureVersion = -1
-        var failureShown = true
-        /// Whether the state observers were last shown the key loading (see ``StoreMachine/takeNotices()``).
-        var loadingShown = false
-        /// Whether a fetch is owed to the observers once the fetch in flight ends: the key was invalidated after
-        /// that fetch was sent.
-        var owesRefetch = false
-        /// The stale mark of the invalidation that made a refetch owed, while one is.
-        var owedSince = 0
-        /// Nonzero while the value is stale: the counter at its invalidation. A fetch started after it (a greater
-        /// id), a write, an update or a confirmed optimistic change makes the value fresh.
-        var staleMark = 0
+        /// What the key's state observers were shown last (loading, the latest failure).
+        var shown = ShownStates()
+        /// Whether the value is stale, and the refetch owed to the observers.
+        var staleness = Staleness()
         /// Level saves issued and not landed yet, and whether the levels hold the newest value the store tried to
         /// save: the entry is kept until they land and one does (a save of a stale value is recorded stale when it
         /// lands, as the level stamps it with its own time; a save that fails keeps the value here).
@@ -133,7 +122,7 @@ extension StoreMachine {
                 hasPendingChanges: false, error: error, version: version)
             pending = entry.pending.isEmpty ? nil : ShownChanges(entry: entry)
             observed = entry.observed
-            isStale = entry.staleMark != 0
+            isStale = entry.staleness.isStale
             isLoading = entry.observed?.states != nil && entry.isLoading
             self.isNotice = isNotice
         }

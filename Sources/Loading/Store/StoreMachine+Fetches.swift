@@ -18,7 +18,7 @@ extension StoreMachine {
         let entry = ensureEntry(key)
         if let stamp, entry.confirmed != nil,
             entry.generation != stamp.generation
-                || (entry.confirmedVersion != stamp.confirmedVersion && entry.staleMark == 0)
+                || (entry.confirmedVersion != stamp.confirmedVersion && !entry.staleness.isStale)
         {
             defer { release(key) }
             return .answered(shownNow(key))
@@ -44,7 +44,7 @@ extension StoreMachine {
         // for the changes it applies again, where it would have been sent had the store known of that answer at
         // once (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its
         // turn are applied again to what the refetch brings.
-        let position = max(asked.map { max($0, entry.staleMark) } ?? counter, entry.lastUnlogged)
+        let position = max(asked.map { max($0, entry.staleness.mark) } ?? counter, entry.lastUnlogged)
         let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
         let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()
@@ -119,15 +119,12 @@ extension StoreMachine {
     /// meanwhile: it begins when that fetch ends (``Effects/refetches``). `nil` when nothing begins now.
     mutating func beginRefetch(_ key: Key, completion: @escaping FetchCompletion) -> FetchStart? {
         let entry = ensureEntry(key)
-        let staleMark = entry.staleMark
+        let staleMark = entry.staleness.mark
         guard entry.fetches.contains(where: { !$0.isAbandoned }) else {
             return beginFetch(key, joining: false, completion: completion)
         }
         let freshOnItsWay = entry.fetches.contains { !$0.isAbandoned && ($0.sentMark.map { $0 > staleMark } ?? true) }
-        if !freshOnItsWay, !entry.owesRefetch {
-            entry.owesRefetch = true
-            entry.owedSince = staleMark
-        }
+        if !freshOnItsWay { entry.staleness.oweRefetch() }
         release(key)
         return nil
     }
@@ -136,16 +133,16 @@ extension StoreMachine {
     /// observes the key any more (its next cache-first read fetches, as it is stale), nor while another fetch is in
     /// flight (it stays owed when that one was sent before the key went stale).
     mutating func takeOwedRefetch(_ key: Key) -> Bool {
-        guard let entry = entry(key), entry.owesRefetch else { return false }
-        let staleMark = entry.staleMark
+        guard let entry = entry(key), entry.staleness.owesRefetch else { return false }
+        let staleMark = entry.staleness.mark
         let others = entry.fetches.filter { !$0.isAbandoned }
         guard entry.observers > 0, others.isEmpty else {
             // Still owed while every other fetch in flight was sent before the key went stale.
             let older = others.allSatisfy { $0.sentMark.map { $0 <= staleMark } ?? false }
-            entry.owesRefetch = entry.observers > 0 && older
+            if entry.observers == 0 || !older { entry.staleness.settleRefetch() }
             return false
         }
-        entry.owesRefetch = false
+        entry.staleness.settleRefetch()
         return true
     }
 
@@ -172,10 +169,8 @@ extension StoreMachine {
     /// nothing is fetched for it (a refetch owed before the fetch began stays owed).
     @usableFromInline mutating func fetchWaits(_ id: Int, of key: Key) {
         guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
-        if entry.owesRefetch, !entry.fetches[index].isAbandoned,
-            let began = entry.fetches[index].sentMark, entry.owedSince > began
-        {
-            entry.owesRefetch = false
+        if !entry.fetches[index].isAbandoned, let sent = entry.fetches[index].sentMark {
+            entry.staleness.fetchWaits(sentAt: sent)
         }
         entry.fetches[index].sentMark = nil
     }

@@ -42,7 +42,7 @@ extension StoreMachine {
         var observed: [Key] = []
         for key in keys {
             guard let entry = entry(key) else { continue }
-            entry.staleMark = max(entry.staleMark, mark)
+            entry.staleness.markStale(at: mark)
             if entry.observers > 0 { observed.append(key) }
         }
         return observed
@@ -79,7 +79,7 @@ extension StoreMachine {
     /// one), and no fetch in flight to bring a fresh one.
     private func needsRevalidation(_ entry: Entry, now: Date, maxAgeSeconds: Double?) -> Bool {
         guard entry.fetches.isEmpty else { return false }
-        guard let confirmed = entry.confirmed, entry.staleMark == 0, let maxAgeSeconds else { return true }
+        guard let confirmed = entry.confirmed, !entry.staleness.isStale, let maxAgeSeconds else { return true }
         return confirmed.savedAt > now || now.timeIntervalSince(confirmed.savedAt) >= maxAgeSeconds
     }
 }

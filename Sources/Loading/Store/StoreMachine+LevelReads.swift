@@ -23,7 +23,7 @@ extension StoreMachine {
             || entry.saves.isBehind
         entry.levelReads += 1
         let stamp = ReadStamp(
-            generation: entry.generation, confirmedVersion: entry.confirmedVersion, staleMark: entry.staleMark)
+            generation: entry.generation, confirmedVersion: entry.confirmedVersion, staleMark: entry.staleness.mark)
         return .read(stamp, inStep: !behind)
     }
 
@@ -68,7 +68,7 @@ extension StoreMachine {
         // What the store learned is the answer, unless an invalidation made it stale since: then the read fetches.
         guard let entry = entry(key),
             entry.generation == stamp.generation
-                && (entry.confirmedVersion == stamp.confirmedVersion || entry.staleMark != 0)
+                && (entry.confirmedVersion == stamp.confirmedVersion || entry.staleness.isStale)
         else { return .learned(endLevelRead(key, since: stamp)) }
         entry.levelReads -= 1
         return .fetch(beginFetch(key, joining: true, since: since, asked: asked, completion: completion))
@@ -80,7 +80,7 @@ extension StoreMachine {
         let entry = peek(key)
         return ReadStamp(
             generation: entry?.generation ?? 0, confirmedVersion: entry?.confirmedVersion ?? 0,
-            staleMark: entry?.staleMark ?? 0)
+            staleMark: entry?.staleness.mark ?? 0)
     }
 
     /// Where a read that begins now stands in the store's order: a change asked after it is applied again to what

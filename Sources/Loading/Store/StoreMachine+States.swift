@@ -26,7 +26,7 @@ extension StoreMachine {
         // A new version, so that a screen that read the state now (``stateNow(_:)``) before it subscribed takes it.
         entry.version = next()
         let now = Snapshot(entry: entry, version: entry.version, error: failure(of: entry), isNotice: true)
-        entry.loadingShown = now.isLoading
+        entry.shown.showLoading(now.isLoading)
         return (subject, now)
     }
 
@@ -64,19 +64,14 @@ extension StoreMachine {
     /// failure whenever the store is not fetching the key (told once the event is over).
     mutating func noteFailure(_ error: any Error, of key: Key) {
         guard let entry = peek(key), entry.observed?.states != nil else { return }
-        // A failure after another is not told again: the next notice shows the latest.
-        let told = failure(of: entry) != nil
-        entry.failure = error
-        entry.failureVersion = entry.confirmedVersion
-        guard !told else { return }
-        entry.failureShown = false
+        guard entry.shown.noteFailure(error, at: entry.confirmedVersion) else { return }
         loadingTouched.append(entry)
         released.hasNotices = true
     }
 
     /// The failure `entry`'s state observers are shown, when it is still the latest news of the key.
     func failure(of entry: Entry) -> (any Error)? {
-        entry.failureVersion == entry.confirmedVersion ? entry.failure : nil
+        entry.shown.failure(at: entry.confirmedVersion)
     }
 
     /// The notices for the state observers of the keys that began or stopped loading, or failed, since the last call
@@ -85,11 +80,10 @@ extension StoreMachine {
     mutating func takeNotices() -> [Snapshot] {
         var notices: [Snapshot] = []
         for entry in exchange(&loadingTouched, with: []) where entry.observed?.states != nil {
-            guard entry.isLoading != entry.loadingShown || !entry.failureShown else { continue }
+            guard entry.shown.isBehind(isLoading: entry.isLoading) else { continue }
             entry.version = next()
             let notice = Snapshot(entry: entry, version: entry.version, error: failure(of: entry), isNotice: true)
-            entry.loadingShown = notice.isLoading
-            entry.failureShown = true
+            entry.shown.showNotice(isLoading: notice.isLoading)
             notices.append(notice)
         }
         return notices

@@ -37,7 +37,7 @@
 ///   key are not issued yet may be read, but its hit is older than the confirmed value and counts as a miss.
 /// - **Last asked wins.** A fetch's value is confirmed only if no fetch started after it was confirmed first; changes
 ///   made while it was in flight are applied again to its value.
-/// - **Stale marks.** An invalidation marks the entries it matches with a counter value (`staleMark`): a fetch
+/// - **Stale marks.** An invalidation marks the entries it matches with a counter value (``Staleness``): a fetch
 ///   started after it (a greater id) or a write makes the value fresh again; an older fetch does not. Keys the store
 ///   does not hold are judged by the invalidation records (dates, and predicates evaluated outside the lock): a
 ///   level's value saved at or before a matching record is stale. Records beyond a limit fold into one date before
@@ -59,8 +59,9 @@
 /// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`): ``KeptValues``
 /// (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations judge the levels'
 /// values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear waiting for them),
-/// ``LevelSaves`` (a key's saves in flight and whether the levels hold its value) and ``PendingChanges`` (a key's
-/// optimistic changes and what it showed last).
+/// ``LevelSaves`` (a key's saves in flight and whether the levels hold its value), ``Staleness`` (a key's stale mark
+/// and the refetch it owes), ``ShownStates`` (what a key's state observers were shown) and ``PendingChanges`` (a
+/// key's optimistic changes and what it showed last).
 @usableFromInline struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreSlots``).
     @usableFromInline typealias Key = Int
@@ -230,7 +231,7 @@
             guard policy.maxAgeSeconds != nil else { return false }
         case .cacheFirst: break
         }
-        return entry.staleMark == 0 && policy.accepts(savedAt: confirmed.savedAt, now: now)
+        return !entry.staleness.isStale && policy.accepts(savedAt: confirmed.savedAt, now: now)
     }
 
     /// What `key` shows now, when it shows anything (a known value or pending changes).
@@ -249,7 +250,7 @@
         guard let entry = entry(key), entry.showsSomething else { return nil }
         entry.version = next()
         let snapshot = Snapshot(entry: entry, version: entry.version, error: error)
-        if entry.observed?.states != nil { entry.loadingShown = snapshot.isLoading }
+        if entry.observed?.states != nil { entry.shown.showLoading(snapshot.isLoading) }
         return snapshot
     }
 

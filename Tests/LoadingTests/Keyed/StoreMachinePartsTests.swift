@@ -3,8 +3,8 @@ import XCTest
 
 @testable import Loading
 
-/// The store machine's parts on their own: the values kept for keys no longer in use, and the keys remembered as
-/// refreshed while invalidations are recorded.
+/// The store machine's parts on their own, with no store, thread or level: kept values, refreshed keys, invalidation
+/// records, level issuing and saves, staleness and what state observers were shown.
 final class StoreMachinePartsTests: XCTestCase {
     private typealias Entry = StoreMachine.Entry
 
@@ -172,5 +172,73 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertTrue(saves.isBehind, "a save from before a removal counts as landed only")
         saves.cleared(at: 4)
         XCTAssertTrue(saves.isSettled, "the levels were emptied")
+    }
+
+    func test_staleness_theLatestMarkHolds_andAFreshValueOrARemovalClearsIt() {
+        var staleness = StoreMachine.Staleness()
+        XCTAssertFalse(staleness.isStale)
+        staleness.markStale(at: 0)
+        XCTAssertFalse(staleness.isStale, "a mark of zero changes nothing")
+        staleness.markStale(at: 7)
+        staleness.markStale(at: 5)
+        XCTAssertEqual(staleness.mark, 7, "an older invalidation does not move the mark back")
+        staleness.makeFresh()
+        XCTAssertFalse(staleness.isStale)
+
+        staleness.markStale(at: 9)
+        staleness.oweRefetch()
+        staleness.reset()
+        XCTAssertFalse(staleness.isStale)
+        XCTAssertFalse(staleness.owesRefetch, "what made it owed is gone with the value")
+    }
+
+    func test_staleness_aLevelValueIsJudgedByTheRecords_unlessAnInvalidationMatchedWhileItWasRead() {
+        var staleness = StoreMachine.Staleness()
+        staleness.markStale(at: 3)
+        staleness.confirmLevelValue(staleSince: nil, markWhenRead: 3)
+        XCTAssertFalse(staleness.isStale, "the records judge the level's value fresh")
+        staleness.confirmLevelValue(staleSince: 4, markWhenRead: 0)
+        XCTAssertEqual(staleness.mark, 4)
+        staleness.markStale(at: 6)
+        staleness.confirmLevelValue(staleSince: nil, markWhenRead: 4)
+        XCTAssertEqual(staleness.mark, 6, "marked while the level was read")
+    }
+
+    func test_staleness_oneRefetchIsOwed_andAFetchThatWaitsCountsAsNotSent() {
+        var staleness = StoreMachine.Staleness()
+        staleness.markStale(at: 10)
+        staleness.oweRefetch()
+        staleness.markStale(at: 12)
+        staleness.oweRefetch()
+        XCTAssertTrue(staleness.owesRefetch)
+        staleness.fetchWaits(sentAt: 11)
+        XCTAssertTrue(staleness.owesRefetch, "owed since 10, before the fetch was sent")
+        staleness.fetchWaits(sentAt: 9)
+        XCTAssertFalse(staleness.owesRefetch, "owed since after the waiting fetch was sent: what it brings is fresh")
+        staleness.oweRefetch()
+        staleness.settleRefetch()
+        XCTAssertFalse(staleness.owesRefetch)
+    }
+
+    private struct Failure: Error, Equatable { let name: String }
+
+    func test_shownStates_aFailureIsToldOnce_andIsNewsUntilAValueIsConfirmed() {
+        var shown = StoreMachine.ShownStates()
+        XCTAssertFalse(shown.isBehind(isLoading: false))
+        XCTAssertTrue(shown.isBehind(isLoading: true), "started loading")
+        shown.showLoading(true)
+        XCTAssertFalse(shown.isBehind(isLoading: true))
+
+        XCTAssertTrue(shown.noteFailure(Failure(name: "first"), at: 2))
+        XCTAssertFalse(shown.noteFailure(Failure(name: "second"), at: 2), "a failure after another is not told again")
+        XCTAssertEqual(shown.failure(at: 2) as? Failure, Failure(name: "second"), "the next notice shows the latest")
+        XCTAssertTrue(shown.isBehind(isLoading: true), "a failure not told")
+        shown.showLoading(true)
+        XCTAssertTrue(shown.isBehind(isLoading: true), "a snapshot of the value does not tell the failure")
+        shown.showNotice(isLoading: false)
+        XCTAssertFalse(shown.isBehind(isLoading: false))
+
+        XCTAssertNil(shown.failure(at: 3), "a value confirmed since makes it old")
+        XCTAssertTrue(shown.noteFailure(Failure(name: "third"), at: 3), "news again")
     }
 }
