@@ -54,7 +54,7 @@ extension StoreMachine {
         // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
         var change: Change?
         if entry.fetches.isEmpty {
-            entry.lastUnlogged = max(entry.lastUnlogged, entry.asking)
+            entry.lastUnlogged = max(entry.lastUnlogged, entry.turn.asking)
         } else {
             change = { _ in stored.value }
         }
@@ -71,7 +71,7 @@ extension StoreMachine {
         let rebased = entry.log.contains(where: fetch.appliesAgain)
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
         // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
-        let replays = max(entry.asking, entry.staleness.mark)
+        let replays = max(entry.turn.asking, entry.staleness.mark)
         defer { trimLog(of: key) }
         guard fetch.generation == entry.generation else {
             let replies = fetch.callers.map {
@@ -173,7 +173,7 @@ extension StoreMachine {
     /// some).
     func keysToFlush() -> [Key] {
         entries.compactMap { key, entry in
-            entry.debounced.isEmpty && entry.queue.isEmpty && !entry.isChanging ? nil : key
+            entry.debounced.isEmpty && entry.turn.isFree ? nil : key
         }
     }
 

@@ -11,7 +11,7 @@ extension StoreMachine {
     /// after that (while the change waited for its turn).
     mutating func changeMakesFresh(_ key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        if entry.asking > entry.staleness.mark { makeFresh(key, from: entry.asking) }
+        if entry.turn.asking > entry.staleness.mark { makeFresh(key, from: entry.turn.asking) }
     }
 
     mutating func makeFresh(_ key: Key, from point: Int) {
@@ -22,11 +22,11 @@ extension StoreMachine {
     mutating func log(_ change: @escaping Change, for key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         guard !entry.fetches.isEmpty else {
-            entry.lastUnlogged = max(entry.lastUnlogged, entry.asking)
+            entry.lastUnlogged = max(entry.lastUnlogged, entry.turn.asking)
             return
         }
         // Numbered by when it was asked: a fetch that began before applies it again, one that began after does not.
-        entry.log.append(LoggedChange(sequence: entry.asking, generation: entry.generation, change: change))
+        entry.log.append(LoggedChange(sequence: entry.turn.asking, generation: entry.generation, change: change))
     }
 
     /// Forgets the logged changes no fetch in flight needs any more.

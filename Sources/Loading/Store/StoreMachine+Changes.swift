@@ -17,14 +17,13 @@ extension StoreMachine {
             dropped.endsTurn = true  // and this caller never had the key's turn
             return .applied(dropped)
         }
-        guard !entry.isChanging else {
+        guard entry.turn.take() else {
             enqueue(job, on: entry)
             return .queued
         }
-        entry.isChanging = true
         // The key's turn is free: a change needing neither the levels' value nor a closure applies at once.
-        if entry.queue.isEmpty, entry.isKnown || !job.needsBase, job.changes(in: entry) == nil {
-            entry.asking = next()
+        if !entry.turn.hasQueued, entry.isKnown || !job.needsBase, job.changes(in: entry) == nil {
+            entry.turn.apply(askedAt: next())
             return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
         }
         enqueue(job, on: entry)
@@ -34,8 +33,7 @@ extension StoreMachine {
     /// Puts `job` last in its key's queue, with when it was asked: a fetch that begins later does not count it as a
     /// change made while it was in flight, however late it is applied.
     mutating func enqueue(_ job: Job, on entry: Entry) {
-        entry.queue.append(job)
-        entry.queueAsked.append(next())
+        entry.turn.enqueue(job, askedAt: next())
     }
 
     /// A write of `key` applied at once when its turn is free. When the caller issues the key's level operations
@@ -48,8 +46,8 @@ extension StoreMachine {
         -> Effects?
     {
         let entry = ensureEntry(key)
-        guard !entry.isChanging, entry.queue.isEmpty else { return nil }
-        entry.asking = next()
+        guard entry.turn.isFree else { return nil }
+        entry.turn.apply(askedAt: next())
         let effects = confirmWrite(stored, for: key)
         endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
         return effects
@@ -63,10 +61,10 @@ extension StoreMachine {
     @usableFromInline mutating func fetchedAtOnce(
         _ value: Value, fetch id: Int, for key: Key, now: Date, save: inout LevelOp?
     ) -> Effects? {
-        guard let entry = entry(key), !entry.isChanging, entry.queue.isEmpty, entry.log.isEmpty,
+        guard let entry = entry(key), entry.turn.isFree, entry.log.isEmpty,
             entry.fetches.contains(where: { $0.id == id })
         else { return nil }
-        entry.asking = next()
+        entry.turn.apply(askedAt: next())
         let effects = confirmFetch(id, for: key, value: value, now: now)
         endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
         return effects
@@ -115,8 +113,8 @@ extension StoreMachine {
     /// caller stops running it).
     @usableFromInline mutating func nextChange(of key: Key, now: Date) -> Step? {
         guard let entry = entry(key) else { return nil }
-        guard !entry.queue.isEmpty else {
-            entry.isChanging = false
+        guard entry.turn.hasQueued else {
+            entry.turn.end()
             release(key)
             return nil
         }
@@ -125,22 +123,21 @@ extension StoreMachine {
 
     mutating func nextStep(for key: Key, now: Date) -> Step {
         let entry = entry(key, heldBecause: "a change of the key is queued")
-        let job = entry.queue[0]
+        guard let job = entry.turn.head else { preconditionFailure("A key's next change is asked with none queued") }
         if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
         guard let changes = job.changes(in: entry) else {
-            entry.queue.removeFirst()
-            entry.asking = entry.queueAsked.removeFirst()
+            _ = entry.turn.takeHead()
             return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
         }
-        entry.headRuns = true
+        entry.turn.headStartsRunning()
         return .run(Work(generation: entry.generation, base: job.base(in: entry), changes: changes))
     }
 
     /// Gives up `key`'s turn when its queue is empty after a change, before the change's effects are performed:
     /// a read or change asked while they run (a reply's caller reading again) finds the key idle.
     mutating func endTurnIfDone(_ effects: consuming Effects, for key: Key) -> Effects {
-        guard let entry = entry(key), entry.queue.isEmpty else { return effects }
-        entry.isChanging = false
+        guard let entry = entry(key), !entry.turn.hasQueued else { return effects }
+        entry.turn.end()
         effects.endsTurn = true
         release(key)
         return effects
@@ -153,10 +150,8 @@ extension StoreMachine {
     }
 
     mutating func commitWork(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
-        guard let entry = entry(key), !entry.queue.isEmpty else { return Effects() }
-        entry.headRuns = false
-        let job = entry.queue.removeFirst()
-        entry.asking = entry.queueAsked.removeFirst()
+        guard let entry = entry(key), entry.turn.hasQueued else { return Effects() }
+        let job = entry.turn.takeHead()
         guard entry.generation == work.generation else {
             // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
             // again on what is confirmed now, a fetch or a hit is judged stale and answers its callers.
@@ -164,8 +159,7 @@ extension StoreMachine {
             case .update, .write, .load:
                 return Effects(fetchReplies: job.droppedReply.map { [$0] } ?? [], garbage: [job, result as Any])
             case .settle:
-                entry.queue.insert(job, at: 0)
-                entry.queueAsked.insert(entry.asking, at: 0)
+                entry.turn.putBack(job)
             case .flush, .barrier, .add: return apply(job, to: key, value: nil, now: now)
             case .fetched, .hit: return apply(job, to: key, value: result, now: now)
             }
@@ -209,7 +203,7 @@ extension StoreMachine {
         let id = next()
         var mutation = Mutation(id: id, change: change, order: order)
         mutation.commit = commit
-        guard !entry.isChanging else {
+        guard !entry.turn.isTaken else {
             // Shown in order: after the changes asked before it.
             enqueue(.add(mutation), on: entry)
             return (id, nil, !entry.isKnown)

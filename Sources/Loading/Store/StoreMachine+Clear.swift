@@ -10,10 +10,9 @@ extension StoreMachine {
     @usableFromInline mutating func remove(_ key: Key) -> Effects {
         let entry = ensureEntry(key)
         var effects = Effects()
-        let (dropped, kept) = dropQueuedByRemoval(of: entry)
+        let dropped = dropQueuedByRemoval(of: entry)
         effects.garbage = [entry.confirmed as Any, dropped]
         effects.fetchReplies = dropped.compactMap { $0.droppedReply }
-        entry.queue = kept
         entry.generation = next()
         entry.isKnown = true
         entry.confirmed = nil
@@ -31,23 +30,11 @@ extension StoreMachine {
         return effects
     }
 
-    /// The jobs of `entry`'s queue a removal or a clear drops, and those it keeps (with when they were asked). The
-    /// job running now stays at the head: its commit takes it off and judges it (see ``commitWork(_:result:for:now:)``).
-    /// A clear drops the optimistic changes waiting to be shown too.
-    func dropQueuedByRemoval(of entry: Entry, clearing: Bool = false) -> (dropped: [Job], kept: [Job]) {
-        var dropped: [Job] = []
-        var kept: [Job] = []
-        var keptAsked: [Int] = []
-        for (index, (job, asked)) in zip(entry.queue, entry.queueAsked).enumerated() {
-            if job.isDroppedByRemoval || (clearing && job.added != nil), index > 0 || !entry.headRuns {
-                dropped.append(job)
-            } else {
-                kept.append(job)
-                keptAsked.append(asked)
-            }
-        }
-        entry.queueAsked = keptAsked
-        return (dropped, kept)
+    /// Takes out of `entry`'s queue the jobs a removal or a clear drops (writes and updates; a clear, the optimistic
+    /// changes waiting to be shown too). The job running now stays at the head: its commit takes it off and judges it
+    /// (see ``commitWork(_:result:for:now:)``).
+    func dropQueuedByRemoval(of entry: Entry, clearing: Bool = false) -> [Job] {
+        entry.turn.drop { $0.isDroppedByRemoval || (clearing && $0.added != nil) }
     }
 
     /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
@@ -58,7 +45,7 @@ extension StoreMachine {
         var effects = Effects()
         for (key, entry) in entries {
             let shownBefore = entry.showsSomething
-            let (dropped, kept) = dropQueuedByRemoval(of: entry, clearing: true)
+            let dropped = dropQueuedByRemoval(of: entry, clearing: true)
             let pending = entry.pending.removeAll() + dropped.compactMap { $0.added }
             effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, pending]
             effects.fetchReplies += dropped.compactMap { $0.droppedReply }
@@ -71,7 +58,6 @@ extension StoreMachine {
             entry.staleness.reset()
             entry.confirmedVersion += 1
             entry.saves.cleared(at: entry.confirmedVersion)
-            entry.queue = kept
             entry.levelOps = []
             entry.debounced = [:]
             entry.keptStamp = nil

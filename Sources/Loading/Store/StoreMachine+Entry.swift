@@ -31,15 +31,8 @@ extension StoreMachine {
         /// When the newest change confirmed while no fetch was in flight was asked: it is not in `log`, so a fetch
         /// that begins later counts from after it (its value is newer than that change).
         var lastUnlogged = 0
-        /// When the change being applied now was asked, in the store's order (see ``StoreMachine/enqueue(_:on:)``).
-        var asking = 0
-        /// Changes waiting for the one running (`isChanging`), in the order they were asked.
-        var queue: [Job] = []
-        /// When each job of `queue` was asked, in the store's order.
-        var queueAsked: [Int] = []
-        var isChanging = false
-        /// Whether the head of `queue` runs now, outside the lock (a ``Work``): it stays at the head until committed.
-        var headRuns = false
+        /// The key's turn: the change applying now and the changes waiting for it.
+        var turn = KeyTurn()
         /// Level operations decided and not yet issued, and whether a caller is issuing them.
         var levelOps: [LevelOp] = []
         var isIssuing = false
@@ -86,7 +79,7 @@ extension StoreMachine {
 
         /// Whether nothing needs the entry: its value, if any, lives in the levels.
         var isIdle: Bool {
-            observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && queue.isEmpty && !isChanging
+            observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && turn.isFree
                 && levelOps.isEmpty && !isIssuing && debounced.isEmpty && saves.isSettled
         }
     }

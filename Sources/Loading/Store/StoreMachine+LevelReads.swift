@@ -13,7 +13,7 @@ extension StoreMachine {
     @usableFromInline mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
         guard !issuing.isClearing else { return .known(nil) }
         let entry = ensureEntry(key)
-        guard !(entry.isKnown && (entry.isChanging || !entry.queue.isEmpty)) else {
+        guard !(entry.isKnown && !entry.turn.isFree) else {
             defer { release(key) }
             return .known(entry.confirmed == nil ? nil : shownNow(key))
         }
@@ -31,7 +31,7 @@ extension StoreMachine {
     /// `reply` is called when its turn comes, and the read goes on then, seeing what they made. `false` when the key's
     /// turn is free (the read goes on at once).
     @usableFromInline mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
-        guard let entry = entry(key), entry.isChanging || !entry.queue.isEmpty else { return false }
+        guard let entry = entry(key), !entry.turn.isFree else { return false }
         enqueue(.barrier(reply: reply), on: entry)
         return true
     }

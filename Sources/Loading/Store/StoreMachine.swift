@@ -204,7 +204,7 @@
     @usableFromInline mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> FirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
-        guard entry.pending.isEmpty, !entry.isChanging, entry.queue.isEmpty, let confirmed = entry.confirmed,
+        guard entry.pending.isEmpty, entry.turn.isFree, let confirmed = entry.confirmed,
             isFresh(entry, under: policy, now: now)
         else { return .held }
         if let hit = entry.hitResponse, entry.hitConfirmedVersion == entry.confirmedVersion,

@@ -241,4 +241,47 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertNil(shown.failure(at: 3), "a value confirmed since makes it old")
         XCTAssertTrue(shown.noteFailure(Failure(name: "third"), at: 3), "news again")
     }
+
+    func test_keyTurn_oneCallerTakesIt_andChangesApplyInTheOrderAsked() {
+        var turn = StoreMachine.KeyTurn()
+        XCTAssertTrue(turn.isFree)
+        XCTAssertTrue(turn.take())
+        XCTAssertFalse(turn.take(), "another caller has it")
+        XCTAssertFalse(turn.isFree)
+        turn.enqueue(.barrier(reply: {}), askedAt: 4)
+        turn.enqueue(.load, askedAt: 6)
+        XCTAssertTrue(turn.hasQueued)
+
+        guard case .barrier = turn.takeHead() else { return XCTFail("the first asked applies first") }
+        XCTAssertEqual(turn.asking, 4)
+        turn.putBack(.barrier(reply: {}))
+        guard case .barrier = turn.head else { return XCTFail("put back at the head") }
+        _ = turn.takeHead()
+        XCTAssertEqual(turn.asking, 4, "asked when it was first")
+        guard case .load = turn.takeHead() else { return XCTFail("then the next") }
+        XCTAssertEqual(turn.asking, 6)
+        turn.end()
+        XCTAssertTrue(turn.isFree)
+        turn.apply(askedAt: 9)
+        XCTAssertEqual(turn.asking, 9, "a change applied at once")
+    }
+
+    func test_keyTurn_aRemovalDropsWhatItPicks_butNotTheHeadWhileItRuns() {
+        var turn = StoreMachine.KeyTurn()
+        _ = turn.take()
+        turn.enqueue(.load, askedAt: 1)
+        turn.enqueue(.load, askedAt: 2)
+        turn.enqueue(.barrier(reply: {}), askedAt: 3)
+        turn.headStartsRunning()
+        let dropped = turn.drop { if case .load = $0 { true } else { false } }
+        XCTAssertEqual(dropped.count, 1, "the running head stays")
+        guard case .load = turn.takeHead() else { return XCTFail("the head stays at the head") }
+        XCTAssertEqual(turn.asking, 1)
+        guard case .barrier = turn.takeHead() else { return XCTFail("what was not picked stays") }
+        XCTAssertEqual(turn.asking, 3, "with when it was asked")
+        XCTAssertFalse(turn.hasQueued)
+
+        turn.enqueue(.load, askedAt: 5)
+        XCTAssertEqual(turn.drop { _ in true }.count, 1, "a head that does not run is dropped")
+    }
 }

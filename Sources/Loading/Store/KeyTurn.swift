@@ -1,0 +1,88 @@
+extension StoreMachine {
+    /// A key's turn: the changes of its confirmed value apply one at a time, in the order they were asked. The caller
+    /// that finds the turn free takes it and runs the queue; others queue their change and leave. Each change keeps
+    /// when it was asked, in the store's order (`asking`, while it applies): a fetch applies again only the changes
+    /// asked while it was in flight, and a change asked after an invalidation makes the value fresh.
+    struct KeyTurn: Sendable {
+        /// Whether a caller has the turn (it runs the queue until it is empty).
+        private(set) var isTaken = false
+        /// When the change applying now was asked.
+        private(set) var asking = 0
+        private var queue: [Job] = []
+        /// When each job of `queue` was asked.
+        private var queueAsked: [Int] = []
+        /// Whether the head of `queue` runs now, outside the lock (a ``Work``): it stays at the head until committed.
+        private var headRuns = false
+
+        /// Whether no caller has the turn and no change waits for it: a change may apply at once.
+        var isFree: Bool { !isTaken && queue.isEmpty }
+
+        /// Whether changes wait in the queue.
+        var hasQueued: Bool { !queue.isEmpty }
+
+        /// The change at the head of the queue, next to apply.
+        var head: Job? { queue.first }
+
+        /// Takes the turn for the caller; `false` when another caller has it.
+        mutating func take() -> Bool {
+            guard !isTaken else { return false }
+            isTaken = true
+            return true
+        }
+
+        /// Gives the turn up, once the queue is empty.
+        mutating func end() {
+            precondition(queue.isEmpty, "A key's turn ends while changes wait for it")
+            isTaken = false
+        }
+
+        /// A change asked at `point` applies now, at once.
+        mutating func apply(askedAt point: Int) {
+            asking = point
+        }
+
+        /// Puts `job`, asked at `point`, last in the queue.
+        mutating func enqueue(_ job: Job, askedAt point: Int) {
+            queue.append(job)
+            queueAsked.append(point)
+        }
+
+        /// Takes the head of the queue off to apply it: `asking` is when it was asked.
+        mutating func takeHead() -> Job {
+            precondition(!queue.isEmpty, "A key's change is taken off an empty queue")
+            headRuns = false
+            asking = queueAsked.removeFirst()
+            return queue.removeFirst()
+        }
+
+        /// The head of the queue runs now, outside the lock: a removal or a clear leaves it at the head, where its
+        /// commit judges it.
+        mutating func headStartsRunning() {
+            headRuns = true
+        }
+
+        /// Puts `job`, taken off last, back at the head, asked when it was (a settle that runs again on what is
+        /// confirmed after a removal).
+        mutating func putBack(_ job: Job) {
+            queue.insert(job, at: 0)
+            queueAsked.insert(asking, at: 0)
+        }
+
+        /// Takes the queued jobs `drops` picks out of the queue, in order, except the head while it runs.
+        mutating func drop(where drops: (Job) -> Bool) -> [Job] {
+            var dropped: [Job] = []
+            var kept: [Job] = []
+            var keptAsked: [Int] = []
+            for (index, (job, asked)) in zip(queue, queueAsked).enumerated() {
+                if drops(job), index > 0 || !headRuns {
+                    dropped.append(job)
+                } else {
+                    kept.append(job)
+                    keptAsked.append(asked)
+                }
+            }
+            (queue, queueAsked) = (kept, keptAsked)
+            return dropped
+        }
+    }
+}
