@@ -6,7 +6,7 @@ extension StoreMachine {
     /// Invariants: while a clear waits, no caller starts issuing; exactly one caller is told to issue its
     /// `removeAll` (the clear's, or the last to stop issuing); the held keys are handed back once, when it is issued.
     struct LevelIssuing: Sendable {
-        /// The callers issuing level operations now (one per key at most: the entry's `isIssuing`).
+        /// The callers issuing level operations now (one per key at most: see ``LevelWrites/isIssuing``).
         private var issuing = 0
         /// Keys whose level operations wait for a clear's `removeAll`, in the order they were held.
         private var held: [Key] = []

@@ -158,13 +158,7 @@ extension StoreMachine {
     mutating func flushDebounced(of key: Key, ticket: SaveTicket) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects(released: [ticket])
-        for (level, write) in entry.debounced.sorted(by: { $0.key < $1.key }) {
-            ticket.hold()
-            entry.levelOps.append(
-                .flush(write.value, savedAt: write.savedAt, level: level, ticket: ticket, mark: write.mark))
-            effects.cancels.append(write.timer)
-        }
-        entry.debounced = [:]
+        effects.cancels = entry.writes.flushDebounced(holding: ticket)
         effects.issueLevels = startIssuing(key)
         return effects
     }
@@ -173,7 +167,7 @@ extension StoreMachine {
     /// some).
     func keysToFlush() -> [Key] {
         entries.compactMap { key, entry in
-            entry.debounced.isEmpty && entry.turn.isFree ? nil : key
+            !entry.writes.hasDebounced && entry.turn.isFree ? nil : key
         }
     }
 
@@ -195,7 +189,7 @@ extension StoreMachine {
             generation: entry.generation, version: entry.confirmedVersion, staleSince: entry.staleness.mark)
         if let stored {
             if !targets.isEmpty {
-                entry.levelOps.append(
+                entry.writes.append(
                     .save(
                         stored.value, savedAt: stored.savedAtSeconds, levels: targets, skipsDebounced: debounces,
                         ticket: ticket, mark: mark))
@@ -204,22 +198,17 @@ extension StoreMachine {
             }
             for level in targets where !debouncedLevels.isEmpty && debouncedLevels.contains(level) {
                 guard debounces else {
-                    if let dropped = entry.debounced.removeValue(forKey: level) {
-                        effects.cancels.append(dropped.timer)
-                    }
+                    if let dropped = entry.writes.dropDebounced(at: level) { effects.cancels.append(dropped) }
                     continue
                 }
                 let write = DebouncedWrite(
                     id: next(), value: stored.value, savedAt: stored.savedAtSeconds, mark: mark, timer: FinishedToken())
-                if let replaced = entry.debounced.updateValue(write, forKey: level) {
-                    effects.cancels.append(replaced.timer)
-                }
+                if let replaced = entry.writes.debounce(write, at: level) { effects.cancels.append(replaced) }
                 effects.debounce.append(DebounceStart(level: level, id: write.id, value: stored.value))
             }
         } else {
-            effects.cancels += entry.debounced.values.map { $0.timer }
-            entry.debounced = [:]
-            entry.levelOps.append(.remove(ticket: ticket, mark: mark))
+            effects.cancels += entry.writes.dropDebounced()
+            entry.writes.append(.remove(ticket: ticket, mark: mark))
         }
         effects.publish(publish(key, error: error, answers: answers))
         effects.issueLevels = startIssuing(key)

@@ -74,9 +74,9 @@ extension StoreMachine {
     /// save is the only one, the save is handed out in `save` (moved out, the key keeping its list's storage); then
     /// the key is let go if nothing else needs it.
     mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
-        if issuing, entry.levelOps.count == 1 {
-            save = entry.levelOps.removeLast()
-            countSaves(in: save!, of: entry)
+        if issuing, let only = entry.writes.takeOnlyOp() {
+            countSaves(in: only, of: entry)
+            save = only
         }
         release(key)
     }

@@ -18,9 +18,8 @@ extension StoreMachine {
         entry.confirmed = nil
         entry.staleness.reset()  // what made it stale is gone with the value
         entry.confirmedVersion += 1
-        effects.cancels = entry.debounced.values.map { $0.timer }
-        entry.debounced = [:]
-        entry.levelOps.append(
+        effects.cancels = entry.writes.dropDebounced()
+        entry.writes.append(
             .remove(
                 ticket: nil,
                 mark: SaveMark(generation: entry.generation, version: entry.confirmedVersion, staleSince: 0)
@@ -47,19 +46,18 @@ extension StoreMachine {
             let shownBefore = entry.showsSomething
             let dropped = dropQueuedByRemoval(of: entry, clearing: true)
             let pending = entry.pending.removeAll() + dropped.compactMap { $0.added }
-            effects.garbage += [entry.confirmed as Any, dropped, entry.levelOps, pending]
+            let (ops, timers) = entry.writes.removeAll()
+            effects.garbage += [entry.confirmed as Any, dropped, ops, pending]
             effects.fetchReplies += dropped.compactMap { $0.droppedReply }
-            effects.released += entry.levelOps.compactMap { $0.ticket }  // work waiting for dropped writes goes on
+            effects.released += ops.compactMap { $0.ticket }  // work waiting for dropped writes goes on
             effects.failedCommits += pending.compactMap { $0.commit }
-            effects.cancels += entry.debounced.values.map { $0.timer }
+            effects.cancels += timers
             entry.generation = next()
             entry.isKnown = true
             entry.confirmed = nil
             entry.staleness.reset()
             entry.confirmedVersion += 1
             entry.saves.cleared(at: entry.confirmedVersion)
-            entry.levelOps = []
-            entry.debounced = [:]
             entry.keptStamp = nil
             if shownBefore || entry.observers > 0 { effects.publish(publish(key)) }
             release(key)
@@ -77,8 +75,8 @@ extension StoreMachine {
     /// the keys whose level operations were held (the caller issues them now, as it would its own).
     @usableFromInline mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
         let (completions, held) = issuing.removeAllIssued()
-        let keys = held.filter { entries[$0].map { !$0.levelOps.isEmpty } ?? false }
-        for key in keys { entry(key, heldBecause: "it has level operations").isIssuing = true }
+        let keys = held.filter { entries[$0]?.writes.hasOps ?? false }
+        for key in keys { entry(key, heldBecause: "it has level operations").writes.startIssuing() }
         issuing.resume(keys.count)
         return (completions, keys)
     }

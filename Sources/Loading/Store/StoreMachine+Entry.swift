@@ -33,11 +33,8 @@ extension StoreMachine {
         var lastUnlogged = 0
         /// The key's turn: the change applying now and the changes waiting for it.
         var turn = KeyTurn()
-        /// Level operations decided and not yet issued, and whether a caller is issuing them.
-        var levelOps: [LevelOp] = []
-        var isIssuing = false
-        /// Debounced writes waiting for their timer, by level.
-        var debounced: [Int: DebouncedWrite] = [:]
+        /// Level writes decided and not issued yet, and debounced writes waiting for their timers.
+        var writes = LevelWrites()
         /// Set while the entry counts among the kept values.
         var keptStamp: Int?
         /// The subjects the key's observers subscribe to, while it has some (replaced, not changed: see
@@ -80,7 +77,7 @@ extension StoreMachine {
         /// Whether nothing needs the entry: its value, if any, lives in the levels.
         var isIdle: Bool {
             observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && turn.isFree
-                && levelOps.isEmpty && !isIssuing && debounced.isEmpty && saves.isSettled
+                && writes.isSettled && saves.isSettled
         }
     }
 

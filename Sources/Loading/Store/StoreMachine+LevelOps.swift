@@ -9,17 +9,14 @@ extension StoreMachine {
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
     @usableFromInline mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
         guard let entry = entry(key) else { return nil }
-        if !issuing.isClearing, !entry.levelOps.isEmpty {
-            // One operation, the usual case, is moved out, and the entry keeps its storage for the next.
-            let ops =
-                entry.levelOps.count == 1
-                ? InlineFirstArray(entry.levelOps.removeLast()) : InlineFirstArray(exchange(&entry.levelOps, with: []))
+        if !issuing.isClearing, entry.writes.hasOps {
+            let ops = entry.writes.takeOps()
             if let first = ops.head { countSaves(in: first, of: entry) }
             for operation in ops.tail { countSaves(in: operation, of: entry) }
             return (ops, false)
         }
-        entry.isIssuing = false
-        let issuesRemoveAll = issuing.stop(key, hasMore: !entry.levelOps.isEmpty)
+        entry.writes.stopIssuing()
+        let issuesRemoveAll = issuing.stop(key, hasMore: entry.writes.hasOps)
         release(key)
         return issuesRemoveAll ? (InlineFirstArray(), true) : nil
     }
@@ -28,17 +25,14 @@ extension StoreMachine {
     @usableFromInline mutating func keepTimer(
         _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
     ) -> (any CancellationToken)? {
-        guard let entry = entry(key), entry.debounced[level]?.id == id else { return timer }
-        entry.debounced[level]?.timer = timer
+        guard let entry = entry(key), entry.writes.keepTimer(timer, ofWrite: id, level: level) else { return timer }
         return nil
     }
 
     /// A debounced write's timer fired: the write is issued if it is still the level's latest.
     @usableFromInline mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
-        guard let entry = entry(key), let write = entry.debounced[level], write.id == id else { return Effects() }
-        entry.debounced[level] = nil
-        entry.levelOps.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: nil, mark: write.mark))
-        var effects = Effects(garbage: [write.timer])
+        guard let entry = entry(key), let timer = entry.writes.fire(id, level: level) else { return Effects() }
+        var effects = Effects(garbage: [timer])
         effects.issueLevels = startIssuing(key)
         release(key)
         return effects
@@ -48,8 +42,8 @@ extension StoreMachine {
     /// the key's operations already, or a clear holds them until its `removeAll` is issued.
     mutating func startIssuing(_ key: Key) -> Bool {
         let entry = entry(key, heldBecause: "the caller just decided its level operations")
-        guard !entry.levelOps.isEmpty, !entry.isIssuing, issuing.start(key) else { return false }
-        entry.isIssuing = true
+        guard entry.writes.hasOps, !entry.writes.isIssuing, issuing.start(key) else { return false }
+        entry.writes.startIssuing()
         return true
     }
 }

@@ -19,8 +19,7 @@ extension StoreMachine {
         }
         // Levels that could not save what the store confirmed (or remove it) are behind too, until a save lands.
         let behind =
-            entry.debounced[level] != nil || !entry.levelOps.isEmpty || entry.isIssuing
-            || entry.saves.isBehind
+            entry.writes.isBehind(at: level) || entry.saves.isBehind
         entry.levelReads += 1
         let stamp = ReadStamp(
             generation: entry.generation, confirmedVersion: entry.confirmedVersion, staleMark: entry.staleness.mark)

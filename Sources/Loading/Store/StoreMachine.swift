@@ -56,12 +56,12 @@
 /// (removal and clear), `+Invalidation` (stale marks), `+Bookkeeping` (versions, kept values, dropping an entry),
 /// `+Entry` (a key's state and what it shows) and `+Effects` (what the store does after unlocking).
 ///
-/// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`): ``KeptValues``
-/// (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations judge the levels'
-/// values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear waiting for them),
-/// ``LevelSaves`` (a key's saves in flight and whether the levels hold its value), ``Staleness`` (a key's stale mark
-/// and the refetch it owes), ``ShownStates`` (what a key's state observers were shown) and ``PendingChanges`` (a
-/// key's optimistic changes and what it showed last).
+/// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`). The store's:
+/// ``KeptValues`` (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations
+/// judge the levels' values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear
+/// waiting for them). A key's: ``KeyTurn`` (its changes, one at a time), ``LevelWrites`` (writes not issued yet),
+/// ``LevelSaves`` (saves in flight), ``Staleness`` (its stale mark and the refetch it owes), ``ShownStates`` (what its
+/// state observers were shown) and ``PendingChanges`` (its optimistic changes and what it showed last).
 @usableFromInline struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreSlots``).
     @usableFromInline typealias Key = Int

@@ -284,4 +284,57 @@ final class StoreMachinePartsTests: XCTestCase {
         turn.enqueue(.load, askedAt: 5)
         XCTAssertEqual(turn.drop { _ in true }.count, 1, "a head that does not run is dropped")
     }
+
+    private func debouncedWrite(_ id: Int, _ value: String) -> StoreMachine.DebouncedWrite {
+        StoreMachine.DebouncedWrite(
+            id: id, value: ValueBox(value), savedAt: 0,
+            mark: StoreMachine.SaveMark(generation: 1, version: 1, staleSince: 0),
+            timer: FinishedToken())
+    }
+
+    private func flushedLevels(_ ops: InlineFirstArray<StoreMachine.LevelOp>) -> [Int] {
+        ([ops.head].compactMap { $0 } + ops.tail).compactMap {
+            if case .flush(_, _, let level, _, _) = $0 { level } else { nil }
+        }
+    }
+
+    func test_levelWrites_aNewerDebouncedWriteReplacesTheOneWaiting_andOnlyTheLatestFires() {
+        var writes = StoreMachine.LevelWrites()
+        XCTAssertTrue(writes.isSettled)
+        XCTAssertNil(writes.debounce(debouncedWrite(1, "a"), at: 2))
+        XCTAssertNotNil(writes.debounce(debouncedWrite(2, "b"), at: 2), "the older write's timer is handed back")
+        XCTAssertTrue(writes.isBehind(at: 2))
+        XCTAssertFalse(writes.isBehind(at: 1), "nothing waits for level 1")
+        XCTAssertFalse(writes.keepTimer(FinishedToken(), ofWrite: 1, level: 2), "write 1 no longer waits")
+        XCTAssertTrue(writes.keepTimer(FinishedToken(), ofWrite: 2, level: 2))
+        XCTAssertNil(writes.fire(1, level: 2), "a replaced write's timer fires for nothing")
+        XCTAssertNotNil(writes.fire(2, level: 2))
+        XCTAssertFalse(writes.hasDebounced)
+        XCTAssertTrue(writes.hasOps, "the write became an operation")
+        XCTAssertEqual(flushedLevels(writes.takeOps()), [2])
+        XCTAssertTrue(writes.isSettled)
+    }
+
+    func test_levelWrites_aFlushIssuesEveryDebouncedWriteInLevelOrder_andAClearDropsEverything() {
+        var writes = StoreMachine.LevelWrites()
+        _ = writes.debounce(debouncedWrite(1, "a"), at: 3)
+        _ = writes.debounce(debouncedWrite(2, "b"), at: 1)
+        let ticket = StoreMachine.SaveTicket()
+        XCTAssertEqual(writes.flushDebounced(holding: ticket).count, 2)
+        XCTAssertEqual(flushedLevels(writes.takeOps()), [1, 3])
+
+        _ = writes.debounce(debouncedWrite(3, "c"), at: 1)
+        writes.append(.remove(ticket: ticket, mark: StoreMachine.SaveMark(generation: 1, version: 2, staleSince: 0)))
+        writes.startIssuing()
+        XCTAssertNotNil(writes.takeOnlyOp(), "one operation is taken alone")
+        XCTAssertFalse(writes.isSettled, "a caller is issuing")
+        writes.append(.remove(ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 3, staleSince: 0)))
+        writes.append(.remove(ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 4, staleSince: 0)))
+        XCTAssertNil(writes.takeOnlyOp(), "not when more wait")
+        let (ops, timers) = writes.removeAll()
+        XCTAssertEqual(ops.count, 2)
+        XCTAssertEqual(timers.count, 1)
+        writes.stopIssuing()
+        XCTAssertTrue(writes.isSettled)
+    }
 }

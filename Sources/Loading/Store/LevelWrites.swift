@@ -1,0 +1,101 @@
+extension StoreMachine {
+    /// A key's level writes not issued yet: the operations decided, in the order the changes that decided them were
+    /// made, whether a caller is issuing them (one at a time, see ``LevelIssuing``), and the debounced writes waiting
+    /// for their timers, one per level (a newer write replaces the one waiting). While any of these is there, a level
+    /// read of the key is behind what the store confirmed.
+    struct LevelWrites: Sendable {
+        private var ops: [LevelOp] = []
+        /// Whether a caller is issuing the key's operations.
+        private(set) var isIssuing = false
+        private var debounced: [Int: DebouncedWrite] = [:]
+
+        /// Whether nothing waits: no operation, no caller issuing, no debounced write.
+        var isSettled: Bool { ops.isEmpty && !isIssuing && debounced.isEmpty }
+
+        /// Whether operations wait to be issued.
+        var hasOps: Bool { !ops.isEmpty }
+
+        /// Whether debounced writes wait for their timers.
+        var hasDebounced: Bool { !debounced.isEmpty }
+
+        /// Whether `level` may not hold what the store confirmed yet: a write for it waits or is being issued.
+        func isBehind(at level: Int) -> Bool {
+            debounced[level] != nil || !ops.isEmpty || isIssuing
+        }
+
+        /// Decides one more operation, issued after those decided before.
+        mutating func append(_ operation: LevelOp) {
+            ops.append(operation)
+        }
+
+        /// Takes every operation waiting, in order, for the caller issuing them. One operation, the usual case, is
+        /// moved out, and the list keeps its storage for the next.
+        mutating func takeOps() -> InlineFirstArray<LevelOp> {
+            ops.count == 1 ? InlineFirstArray(ops.removeLast()) : InlineFirstArray(exchange(&ops, with: []))
+        }
+
+        /// Takes the operation waiting when it is the only one (a change applied at once, issued by its caller).
+        mutating func takeOnlyOp() -> LevelOp? {
+            ops.count == 1 ? ops.removeLast() : nil
+        }
+
+        /// A caller issues the key's operations now.
+        mutating func startIssuing() {
+            isIssuing = true
+        }
+
+        /// The caller issuing them found none left.
+        mutating func stopIssuing() {
+            isIssuing = false
+        }
+
+        /// Makes `write` wait for its timer at `level`; returns the timer of the write it replaces.
+        mutating func debounce(_ write: DebouncedWrite, at level: Int) -> (any CancellationToken)? {
+            debounced.updateValue(write, forKey: level)?.timer
+        }
+
+        /// Keeps the running `timer` of debounced write `id` at `level`; `false` when that write no longer waits.
+        mutating func keepTimer(_ timer: any CancellationToken, ofWrite id: Int, level: Int) -> Bool {
+            guard debounced[level]?.id == id else { return false }
+            debounced[level]?.timer = timer
+            return true
+        }
+
+        /// The timer of debounced write `id` at `level` fired: the write becomes an operation, when it still waits.
+        /// Returns its timer, to release after unlocking.
+        mutating func fire(_ id: Int, level: Int) -> (any CancellationToken)? {
+            guard let write = debounced[level], write.id == id else { return nil }
+            debounced[level] = nil
+            ops.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: nil, mark: write.mark))
+            return write.timer
+        }
+
+        /// Turns every debounced write into an operation now, in the order of their levels, each holding `ticket`
+        /// once; returns their timers, to cancel.
+        mutating func flushDebounced(holding ticket: SaveTicket) -> [any CancellationToken] {
+            var timers: [any CancellationToken] = []
+            for (level, write) in exchange(&debounced, with: [:]).sorted(by: { $0.key < $1.key }) {
+                ticket.hold()
+                ops.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: ticket, mark: write.mark))
+                timers.append(write.timer)
+            }
+            return timers
+        }
+
+        /// Drops the debounced write waiting at `level` (a newer value is saved there at once); returns its timer.
+        mutating func dropDebounced(at level: Int) -> (any CancellationToken)? {
+            debounced.removeValue(forKey: level)?.timer
+        }
+
+        /// Drops every debounced write (the value is removed); returns their timers, to cancel.
+        mutating func dropDebounced() -> [any CancellationToken] {
+            exchange(&debounced, with: [:]).values.map { $0.timer }
+        }
+
+        /// Drops everything waiting (a clear): returns the operations, whose tickets the caller releases, and the
+        /// debounced writes' timers, to cancel. A caller issuing goes on, and finds none.
+        mutating func removeAll() -> (ops: [LevelOp], timers: [any CancellationToken]) {
+            (exchange(&ops, with: []), dropDebounced())
+        }
+    }
+}
