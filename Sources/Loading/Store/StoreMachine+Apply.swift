@@ -54,7 +54,7 @@ extension StoreMachine {
         // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
         var change: Change?
         if entry.fetches.isEmpty {
-            entry.lastUnlogged = max(entry.lastUnlogged, entry.turn.asking)
+            entry.log.skip(askedAt: entry.turn.asking)
         } else {
             change = { _ in stored.value }
         }
@@ -68,7 +68,7 @@ extension StoreMachine {
         }
         let fetch = entry.fetches.remove(at: index)
         loadingMayChange(entry)
-        let rebased = entry.log.contains(where: fetch.appliesAgain)
+        let rebased = entry.log.hasChanges(for: fetch)
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
         // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
         let replays = max(entry.turn.asking, entry.staleness.mark)

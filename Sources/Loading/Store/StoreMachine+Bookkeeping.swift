@@ -22,21 +22,17 @@ extension StoreMachine {
     mutating func log(_ change: @escaping Change, for key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         guard !entry.fetches.isEmpty else {
-            entry.lastUnlogged = max(entry.lastUnlogged, entry.turn.asking)
+            entry.log.skip(askedAt: entry.turn.asking)
             return
         }
         // Numbered by when it was asked: a fetch that began before applies it again, one that began after does not.
-        entry.log.append(LoggedChange(sequence: entry.turn.asking, generation: entry.generation, change: change))
+        entry.log.append(change, askedAt: entry.turn.asking, generation: entry.generation)
     }
 
     /// Forgets the logged changes no fetch in flight needs any more.
     mutating func trimLog(of key: Key) {
         let entry = entry(key, heldBecause: "a fetch of the key just ended")
-        guard let oldest = entry.fetches.map({ $0.logStart }).min() else {
-            entry.log = []
-            return
-        }
-        entry.log.removeAll { $0.sequence <= oldest }
+        entry.log.trim(keepingAfter: entry.fetches.lazy.map { $0.logStart }.min())
     }
 
     /// A new version of what `key` shows: the snapshot its observers are sent, made only when it has observers or

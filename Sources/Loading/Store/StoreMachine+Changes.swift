@@ -236,18 +236,4 @@ extension StoreMachine {
             self.order = order
         }
     }
-
-    /// A change confirmed while fetches were in flight, numbered in order, with the generation of the key it was
-    /// confirmed in: a fetch applies again only the changes of its own generation.
-    struct LoggedChange: Sendable {
-        init(sequence: Int, generation: Int, change: @escaping Change) {
-            self.sequence = sequence
-            self.generation = generation
-            self.change = change
-        }
-
-        let sequence: Int
-        let generation: Int
-        let change: Change
-    }
 }

@@ -27,10 +27,7 @@ extension StoreMachine {
         /// The id of the newest fetch whose value was confirmed.
         var lastConfirmedFetch = 0
         /// Changes confirmed while fetches were in flight, to apply again to what they bring.
-        var log: [LoggedChange] = []
-        /// When the newest change confirmed while no fetch was in flight was asked: it is not in `log`, so a fetch
-        /// that begins later counts from after it (its value is newer than that change).
-        var lastUnlogged = 0
+        var log = ChangeLog()
         /// The key's turn: the change applying now and the changes waiting for it.
         var turn = KeyTurn()
         /// Level writes decided and not issued yet, and debounced writes waiting for their timers.

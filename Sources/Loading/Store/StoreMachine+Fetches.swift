@@ -44,7 +44,7 @@ extension StoreMachine {
         // for the changes it applies again, where it would have been sent had the store known of that answer at
         // once (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its
         // turn are applied again to what the refetch brings.
-        let position = max(asked.map { max($0, entry.staleness.mark) } ?? counter, entry.lastUnlogged)
+        let position = max(asked.map { max($0, entry.staleness.mark) } ?? counter, entry.log.lastUnlogged)
         let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
         let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()

@@ -60,7 +60,7 @@ extension StoreMachine {
                 return entry.pending.mutation(id).map { [$0.change] }
             case .fetched(_, let id):
                 guard let fetch = entry.fetches.first(where: { $0.id == id }) else { return nil }
-                let changes = entry.log.filter(fetch.appliesAgain).map { $0.change }
+                let changes = entry.log.changes(for: fetch)
                 return changes.isEmpty ? nil : changes
             case .write, .hit, .settle, .load, .flush, .barrier, .add:
                 return nil

@@ -337,4 +337,47 @@ final class StoreMachinePartsTests: XCTestCase {
         writes.stopIssuing()
         XCTAssertTrue(writes.isSettled)
     }
+
+    private func fetch(generation: Int, logStart: Int) -> StoreMachine.Fetch {
+        StoreMachine.Fetch(
+            id: 1, generation: generation, logStart: logStart, sentMark: logStart + 1, callers: InlineFirstArray())
+    }
+
+    private func applied(_ changes: [StoreMachine.Change]) -> String? {
+        let value = changes.reduce(ValueBox("") as StoreMachine.Value?) { value, change in change(value) }
+        return (value as? ValueBox<String>)?.value
+    }
+
+    private func appending(_ text: String) -> StoreMachine.Change {
+        { value in ValueBox(((value as? ValueBox<String>)?.value ?? "") + text) }
+    }
+
+    func test_changeLog_aFetchAppliesAgainTheChangesOfItsGenerationAskedAfterItBegan_inOrder() {
+        var log = StoreMachine.ChangeLog()
+        XCTAssertTrue(log.isEmpty)
+        log.append(appending("a"), askedAt: 3, generation: 1)
+        log.append(appending("b"), askedAt: 5, generation: 1)
+        log.append(appending("c"), askedAt: 6, generation: 2)
+        log.append(appending("d"), askedAt: 7, generation: 2)
+
+        XCTAssertEqual(applied(log.changes(for: fetch(generation: 1, logStart: 2))), "ab")
+        XCTAssertEqual(applied(log.changes(for: fetch(generation: 1, logStart: 3))), "b", "asked before it began")
+        XCTAssertEqual(applied(log.changes(for: fetch(generation: 2, logStart: 0))), "cd", "not across a removal")
+        XCTAssertFalse(log.hasChanges(for: fetch(generation: 2, logStart: 7)))
+        XCTAssertTrue(log.hasChanges(for: fetch(generation: 2, logStart: 6)))
+
+        log.trim(keepingAfter: 5)
+        XCTAssertEqual(applied(log.changes(for: fetch(generation: 2, logStart: 0))), "cd")
+        XCTAssertFalse(log.hasChanges(for: fetch(generation: 1, logStart: 0)), "no fetch in flight needs them")
+        log.trim(keepingAfter: nil)
+        XCTAssertTrue(log.isEmpty, "no fetch in flight")
+    }
+
+    func test_changeLog_remembersTheNewestChangeNotLogged() {
+        var log = StoreMachine.ChangeLog()
+        log.skip(askedAt: 8)
+        log.skip(askedAt: 4)
+        XCTAssertEqual(log.lastUnlogged, 8)
+        XCTAssertTrue(log.isEmpty)
+    }
 }
