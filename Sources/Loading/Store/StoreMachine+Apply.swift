@@ -63,10 +63,7 @@ extension StoreMachine {
 
     mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        guard let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
-            return Effects(garbage: [value as Any])
-        }
-        let fetch = entry.fetches.remove(at: index)
+        guard let fetch = entry.fetches.end(id) else { return Effects(garbage: [value as Any]) }
         loadingMayChange(entry)
         let rebased = entry.log.hasChanges(for: fetch)
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
@@ -81,7 +78,7 @@ extension StoreMachine {
             effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
             return effects
         }
-        guard id > entry.lastConfirmedFetch else {
+        guard entry.fetches.confirm(id) else {
             // A fetch started after this one was confirmed first: what it brought stays, and is the answer.
             let shown = shownNow(key)
             var effects = Effects(
@@ -90,7 +87,6 @@ extension StoreMachine {
             effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
             return effects
         }
-        entry.lastConfirmedFetch = id
         // Sent after the invalidation: fresh.
         if let sent = fetch.sentMark, sent > entry.staleness.mark { makeFresh(key, from: sent) }
         // A value another process saved to a shared level keeps its date, and goes to the faster levels only.

@@ -32,7 +32,7 @@ extension StoreMachine {
     /// Forgets the logged changes no fetch in flight needs any more.
     mutating func trimLog(of key: Key) {
         let entry = entry(key, heldBecause: "a fetch of the key just ended")
-        entry.log.trim(keepingAfter: entry.fetches.lazy.map { $0.logStart }.min())
+        entry.log.trim(keepingAfter: entry.fetches.oldestLogStart())
     }
 
     /// A new version of what `key` shows: the snapshot its observers are sent, made only when it has observers or

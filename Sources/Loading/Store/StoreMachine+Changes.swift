@@ -11,7 +11,7 @@ extension StoreMachine {
     @usableFromInline mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
         let entry = ensureEntry(key)
         if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
-        if case .fetched(_, let id) = job, !entry.fetches.contains(where: { $0.id == id }) {
+        if case .fetched(_, let id) = job, !entry.fetches.contains(id) {
             release(key)
             var dropped = Effects(garbage: [job])  // every caller left: nothing to confirm
             dropped.endsTurn = true  // and this caller never had the key's turn
@@ -62,7 +62,7 @@ extension StoreMachine {
         _ value: Value, fetch id: Int, for key: Key, now: Date, save: inout LevelOp?
     ) -> Effects? {
         guard let entry = entry(key), entry.turn.isFree, entry.log.isEmpty,
-            entry.fetches.contains(where: { $0.id == id })
+            entry.fetches.contains(id)
         else { return nil }
         entry.turn.apply(askedAt: next())
         let effects = confirmFetch(id, for: key, value: value, now: now)

@@ -22,10 +22,8 @@ extension StoreMachine {
         var confirmedVersion = 0
         var observers = 0
         var levelReads = 0
-        /// Fetches in flight, oldest first.
-        var fetches: [Fetch] = []
-        /// The id of the newest fetch whose value was confirmed.
-        var lastConfirmedFetch = 0
+        /// Fetches in flight, and the newest whose value was confirmed.
+        var fetches = FetchesInFlight()
         /// Changes confirmed while fetches were in flight, to apply again to what they bring.
         var log = ChangeLog()
         /// The key's turn: the change applying now and the changes waiting for it.
@@ -68,7 +66,7 @@ extension StoreMachine {
         /// Whether the store fetches the key now. A fetch from before a removal or a clear does not count: what it
         /// brings is dropped.
         var isLoading: Bool {
-            fetches.contains { $0.generation == generation }
+            fetches.isLoading(generation: generation)
         }
 
         /// Whether nothing needs the entry: its value, if any, lives in the levels.

@@ -25,11 +25,10 @@ extension StoreMachine {
         }
         let caller = next()
         // A fetch from before a removal or a clear brings nothing the caller may see: it is not joined.
-        if joining, let index = entry.fetches.indices.last, !entry.fetches[index].isAbandoned,
-            entry.fetches[index].generation == entry.generation
+        if joining,
+            let id = entry.fetches.join(FetchCaller(id: caller, completion: completion), generation: entry.generation)
         {
-            entry.fetches[index].callers.append(FetchCaller(id: caller, completion: completion))
-            return .joined(fetch: entry.fetches[index].id, caller: caller)
+            return .joined(fetch: id, caller: caller)
         }
         // The fetch stands in the store's order where its caller was asked (a read: when it began, after the changes
         // asked before it; now, otherwise), or after the newest change no fetch logged: what it brings is as fresh as
@@ -45,13 +44,12 @@ extension StoreMachine {
         // once (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its
         // turn are applied again to what the refetch brings.
         let position = max(asked.map { max($0, entry.staleness.mark) } ?? counter, entry.log.lastUnlogged)
-        let oldest = entry.fetches.lazy.filter { $0.generation == entry.generation }.map { $0.logStart }.min()
+        let oldest = entry.fetches.oldestLogStart(generation: entry.generation)
         let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()
-        entry.fetches.append(  // made in place: a fetch is copied through its value witnesses
-            Fetch(
-                id: id, generation: entry.generation, logStart: logStart, sentMark: position + 1,
-                callers: InlineFirstArray(FetchCaller(id: caller, completion: completion))))
+        entry.fetches.begin(
+            id: id, generation: entry.generation, logStart: logStart, sentMark: position + 1,
+            caller: FetchCaller(id: caller, completion: completion))
         loadingMayChange(entry)
         return .starts(fetch: id, caller: caller)
     }
@@ -61,14 +59,7 @@ extension StoreMachine {
     @usableFromInline mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (
         any CancellationToken
     )? {
-        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
-            return nil
-        }
-        guard entry.fetches[index].isAbandoned else {
-            entry.fetches[index].token = token
-            return nil
-        }
-        entry.fetches.remove(at: index)
+        guard let entry = entry(key), entry.fetches.keepToken(token, of: id) else { return nil }
         loadingMayChange(entry)
         trimLog(of: key)
         release(key)
@@ -80,16 +71,8 @@ extension StoreMachine {
     @usableFromInline mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (
         garbage: [Any], cancel: (any CancellationToken)?
     ) {
-        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }),
-            let callerIndex = entry.fetches[index].callers.firstIndex(where: { $0.id == caller })
-        else { return ([], nil) }
-        let left = entry.fetches[index].callers.remove(at: callerIndex)
-        guard entry.fetches[index].callers.isEmpty else { return ([left.completion], nil) }
-        guard let token = entry.fetches[index].token else {
-            entry.fetches[index].isAbandoned = true  // its token is cancelled when it is kept
-            return ([left.completion], nil)
-        }
-        let fetch = entry.fetches.remove(at: index)
+        guard let entry = entry(key), let (left, ended) = entry.fetches.leave(caller, of: id) else { return ([], nil) }
+        guard let fetch = ended, let token = fetch.token else { return ([left.completion], nil) }
         loadingMayChange(entry)
         trimLog(of: key)
         release(key)
@@ -100,10 +83,7 @@ extension StoreMachine {
     /// be gone): nothing happens.
     @usableFromInline mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
         var effects = Effects()
-        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else {
-            return effects
-        }
-        let fetch = entry.fetches.remove(at: index)
+        guard let entry = entry(key), let fetch = entry.fetches.end(id) else { return effects }
         effects.refetches = beginOwedRefetch(key, replayingFrom: counter)
         loadingMayChange(entry)
         noteFailure(error, of: key)
@@ -120,10 +100,10 @@ extension StoreMachine {
     mutating func beginRefetch(_ key: Key, completion: @escaping FetchCompletion) -> FetchStart? {
         let entry = ensureEntry(key)
         let staleMark = entry.staleness.mark
-        guard entry.fetches.contains(where: { !$0.isAbandoned }) else {
+        guard entry.fetches.hasCallers else {
             return beginFetch(key, joining: false, completion: completion)
         }
-        let freshOnItsWay = entry.fetches.contains { !$0.isAbandoned && ($0.sentMark.map { $0 > staleMark } ?? true) }
+        let freshOnItsWay = entry.fetches.withCallers.contains { $0.sentMark.map { $0 > staleMark } ?? true }
         if !freshOnItsWay { entry.staleness.oweRefetch() }
         release(key)
         return nil
@@ -135,7 +115,7 @@ extension StoreMachine {
     mutating func takeOwedRefetch(_ key: Key) -> Bool {
         guard let entry = entry(key), entry.staleness.owesRefetch else { return false }
         let staleMark = entry.staleness.mark
-        let others = entry.fetches.filter { !$0.isAbandoned }
+        let others = entry.fetches.withCallers
         guard entry.observers > 0, others.isEmpty else {
             // Still owed while every other fetch in flight was sent before the key went stale.
             let older = others.allSatisfy { $0.sentMark.map { $0 <= staleMark } ?? false }
@@ -159,8 +139,8 @@ extension StoreMachine {
 
     /// Adds `completion` to the callers of fetch `id` of `key`, when it is still in flight.
     mutating func addCaller(_ completion: @escaping FetchCompletion, toFetch id: Int, of key: Key) {
-        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
-        entry.fetches[index].callers.append(FetchCaller(id: next(), completion: completion))
+        guard let entry = entry(key), entry.fetches.contains(id) else { return }
+        _ = entry.fetches.add(FetchCaller(id: next(), completion: completion), to: id)
     }
 
     /// Fetch `id` of `key` found the network down: it waits for it before it sends its request, or (a store that
@@ -168,11 +148,8 @@ extension StoreMachine {
     /// invalidation made since then is not needed, since what the fetch brings will be fresh against it, or, offline,
     /// nothing is fetched for it (a refetch owed before the fetch began stays owed).
     @usableFromInline mutating func fetchWaits(_ id: Int, of key: Key) {
-        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
-        if !entry.fetches[index].isAbandoned, let sent = entry.fetches[index].sentMark {
-            entry.staleness.fetchWaits(sentAt: sent)
-        }
-        entry.fetches[index].sentMark = nil
+        guard let entry = entry(key), let sent = entry.fetches.wait(id) else { return }
+        entry.staleness.fetchWaits(sentAt: sent)
     }
 
     /// Fetch `id` of `key` sends its request now, a moment after it began: its upstream load looked at the
@@ -186,8 +163,8 @@ extension StoreMachine {
 
     /// Fetch `id` of `key` sends its request now.
     @usableFromInline mutating func fetchSent(_ id: Int, of key: Key) {
-        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
-        entry.fetches[index].sentMark = next()
+        guard let entry = entry(key), entry.fetches.contains(id) else { return }
+        entry.fetches.send(id, at: next())
     }
 }
 
@@ -229,8 +206,7 @@ extension StoreMachine {
     /// Fetch `id` of `key` is answered by the value another process saved to level `level` at `savedAt`: confirmed
     /// with that date, as a hit of that level (saved to the faster levels only).
     mutating func fetchAnsweredByLevel(_ id: Int, of key: Key, level: Int, savedAt: Date) {
-        guard let entry = entry(key), let index = entry.fetches.firstIndex(where: { $0.id == id }) else { return }
-        entry.fetches[index].levelAnswer = (level, savedAt.timeIntervalSinceReferenceDate)
+        entry(key)?.fetches.noteLevelAnswer(of: id, level: level, savedAt: savedAt.timeIntervalSinceReferenceDate)
     }
 
     /// A fetch in flight and the callers waiting for it.

@@ -59,7 +59,7 @@ extension StoreMachine {
             case .settle(let id, accepted: true, _):
                 return entry.pending.mutation(id).map { [$0.change] }
             case .fetched(_, let id):
-                guard let fetch = entry.fetches.first(where: { $0.id == id }) else { return nil }
+                guard let fetch = entry.fetches.fetch(id) else { return nil }
                 let changes = entry.log.changes(for: fetch)
                 return changes.isEmpty ? nil : changes
             case .write, .hit, .settle, .load, .flush, .barrier, .add:

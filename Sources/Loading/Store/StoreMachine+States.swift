@@ -5,6 +5,48 @@
 #endif
 
 extension StoreMachine {
+    /// Counts an observer of `key` and returns the subject it subscribes to (the key's, else `fresh`), with what
+    /// the key shows now, if anything, to publish. Returns `nil`, counting nothing, when the key has no subject and
+    /// `fresh` is `nil`: the caller makes one (outside the lock) and asks again.
+    @usableFromInline mutating func observe(_ key: Key, fresh: Subject?) -> (subject: Subject, shown: Snapshot?)? {
+        let entry = ensureEntry(key)
+        let subject: Subject
+        if let changes = entry.observed?.changes {
+            subject = changes
+        } else {
+            guard let fresh else {
+                release(key)
+                return nil
+            }
+            observe(entry, changes: fresh, states: entry.observed?.states)
+            subject = fresh
+        }
+        entry.observers += 1
+        return (subject, shown(key))
+    }
+
+    /// Forgets an observer of `key`; the last one of its values takes the key's subject away (returned, to release
+    /// unlocked).
+    @usableFromInline mutating func stopObserving(_ key: Key) -> Subject? {
+        guard let entry = entry(key) else { return nil }
+        entry.observers -= 1
+        entry.observedAt = next()
+        var subject: Subject?
+        if entry.observers == entry.stateObservers, let observed = entry.observed {
+            subject = observed.changes
+            observe(entry, changes: nil, states: observed.states)
+        }
+        release(key)
+        return subject
+    }
+
+    /// Replaces the subjects of `entry`'s observers; the ones before are released after unlocking.
+    mutating func observe(_ entry: Entry, changes: Subject?, states: StateSubject?) {
+        entry.observedAt = next()
+        let observed = changes == nil && states == nil ? nil : Observed(changes: changes, states: states)
+        if let before = exchange(&entry.observed, with: observed) { released.add(before) }
+    }
+
     /// Counts a state observer of `key` (``Store/states(for:)``) and returns the state subject it subscribes to (the
     /// key's, else `fresh`), with the key's state now to publish to it. Returns `nil`, counting nothing, when the key
     /// has no state subject and `fresh` is `nil`: the caller makes one (outside the lock) and asks again.

@@ -50,18 +50,19 @@
 ///   once those writes have completed (or were dropped by a clear): their ``SaveTicket``.
 ///
 /// ## Where the rules live
-/// One file per kind of event, each with the types it hands out: `+LevelReads` (a read's level steps and what it
-/// finds), `+Fetches` (fetches in flight and their callers), `+Changes` and `+Jobs` (a key's turn and what waits for
-/// it), `+Apply` (what a change confirms), `+LevelOps` (level writes and the tickets that wait for them), `+Clear`
-/// (removal and clear), `+Invalidation` (stale marks), `+Bookkeeping` (versions, kept values, dropping an entry),
-/// `+Entry` (a key's state and what it shows) and `+Effects` (what the store does after unlocking).
+/// One file per kind of event, with the types it hands out: `+LevelReads` (a read's level steps), `+Fetches` (fetches
+/// and their callers), `+Changes` and `+Jobs` (a key's turn and what waits for it), `+Apply` (what a change confirms),
+/// `+LevelOps` (level writes and the tickets that wait for them), `+Clear` (removal and clear), `+Invalidation`
+/// (stale marks), `+Bookkeeping` (versions, kept values, dropping an entry), `+Entry` (a key's state and what it
+/// shows), `+States` (its observers, of values and of states), `+Effects` (what the store does after unlocking).
 ///
 /// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`). The store's:
 /// ``KeptValues`` (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations
 /// judge the levels' values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear
-/// waiting for them). A key's: ``KeyTurn`` (its changes, one at a time), ``LevelWrites`` (writes not issued yet),
-/// ``LevelSaves`` (saves in flight), ``Staleness`` (its stale mark and the refetch it owes), ``ShownStates`` (what its
-/// state observers were shown) and ``PendingChanges`` (its optimistic changes and what it showed last).
+/// waiting for them). A key's: ``KeyTurn`` (its changes, one at a time), ``FetchesInFlight`` and ``ChangeLog`` (its
+/// fetches and the changes they apply again), ``LevelWrites`` (writes not issued yet), ``LevelSaves`` (saves in
+/// flight), ``Staleness`` (its stale mark and the refetch it owes), ``ShownStates`` (what its state observers were
+/// shown) and ``PendingChanges`` (its optimistic changes and what it showed last).
 @usableFromInline struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreSlots``).
     @usableFromInline typealias Key = Int
@@ -252,49 +253,5 @@
         let snapshot = Snapshot(entry: entry, version: entry.version, error: error)
         if entry.observed?.states != nil { entry.shown.showLoading(snapshot.isLoading) }
         return snapshot
-    }
-
-    // MARK: Observers
-
-    /// Counts an observer of `key` and returns the subject it subscribes to (the key's, else `fresh`), with what
-    /// the key shows now, if anything, to publish. Returns `nil`, counting nothing, when the key has no subject and
-    /// `fresh` is `nil`: the caller makes one (outside the lock) and asks again.
-    @usableFromInline mutating func observe(_ key: Key, fresh: Subject?) -> (subject: Subject, shown: Snapshot?)? {
-        let entry = ensureEntry(key)
-        let subject: Subject
-        if let changes = entry.observed?.changes {
-            subject = changes
-        } else {
-            guard let fresh else {
-                release(key)
-                return nil
-            }
-            observe(entry, changes: fresh, states: entry.observed?.states)
-            subject = fresh
-        }
-        entry.observers += 1
-        return (subject, shown(key))
-    }
-
-    /// Forgets an observer of `key`; the last one of its values takes the key's subject away (returned, to release
-    /// unlocked).
-    @usableFromInline mutating func stopObserving(_ key: Key) -> Subject? {
-        guard let entry = entry(key) else { return nil }
-        entry.observers -= 1
-        entry.observedAt = next()
-        var subject: Subject?
-        if entry.observers == entry.stateObservers, let observed = entry.observed {
-            subject = observed.changes
-            observe(entry, changes: nil, states: observed.states)
-        }
-        release(key)
-        return subject
-    }
-
-    /// Replaces the subjects of `entry`'s observers; the ones before are released after unlocking.
-    mutating func observe(_ entry: Entry, changes: Subject?, states: StateSubject?) {
-        entry.observedAt = next()
-        let observed = changes == nil && states == nil ? nil : Observed(changes: changes, states: states)
-        if let before = exchange(&entry.observed, with: observed) { released.add(before) }
     }
 }

@@ -380,4 +380,59 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertEqual(log.lastUnlogged, 8)
         XCTAssertTrue(log.isEmpty)
     }
+
+    private func caller(_ id: Int) -> StoreMachine.FetchCaller {
+        StoreMachine.FetchCaller(id: id, completion: { _ in })
+    }
+
+    func test_fetchesInFlight_aCallerJoinsTheNewestFetchOfItsGeneration_thatOthersHaveNotLeft() {
+        var fetches = StoreMachine.FetchesInFlight()
+        XCTAssertNil(fetches.join(caller(1), generation: 1), "none in flight")
+        fetches.begin(id: 10, generation: 1, logStart: 4, sentMark: 5, caller: caller(1))
+        fetches.begin(id: 11, generation: 2, logStart: 6, sentMark: 7, caller: caller(2))
+        XCTAssertNil(fetches.join(caller(3), generation: 1), "the newest is of another generation")
+        XCTAssertEqual(fetches.join(caller(3), generation: 2), 11)
+        XCTAssertTrue(fetches.isLoading(generation: 1))
+        XCTAssertEqual(fetches.oldestLogStart(), 4)
+        XCTAssertEqual(fetches.oldestLogStart(generation: 2), 6)
+
+        XCTAssertNil(fetches.leave(9, of: 11), "not a caller")
+        XCTAssertNil(fetches.leave(2, of: 11)?.ended, "a caller is left")
+        XCTAssertNil(fetches.leave(3, of: 11)?.ended, "no token kept yet: abandoned, not ended")
+        XCTAssertNil(fetches.join(caller(4), generation: 2), "every caller left it")
+        XCTAssertTrue(fetches.keepToken(FinishedToken(), of: 11), "its token comes: it ends, to cancel")
+        XCTAssertFalse(fetches.contains(11))
+        XCTAssertEqual(fetches.withCallers.map(\.id), [10])
+        XCTAssertEqual(fetches.end(10)?.id, 10)
+        XCTAssertNil(fetches.end(10), "ended once")
+        XCTAssertFalse(fetches.hasCallers)
+        XCTAssertFalse(fetches.isLoading(generation: 1))
+        XCTAssertFalse(fetches.add(caller(5), to: 10), "not in flight")
+    }
+
+    func test_fetchesInFlight_theLastCallerLeavingAFetchWithItsToken_endsIt_andAWaitingFetchCountsAsNotSent() {
+        var fetches = StoreMachine.FetchesInFlight()
+        fetches.begin(id: 20, generation: 1, logStart: 0, sentMark: 3, caller: caller(1))
+        XCTAssertFalse(fetches.keepToken(FinishedToken(), of: 20), "kept: a caller waits")
+        XCTAssertTrue(fetches.add(caller(2), to: 20))
+        XCTAssertEqual(fetches.wait(20), 3, "it had counted as sent at 3")
+        XCTAssertNil(fetches.wait(20), "not sent while it waits")
+        fetches.send(20, at: 8)
+        XCTAssertEqual(fetches.fetch(20)?.sentMark, 8)
+        fetches.noteLevelAnswer(of: 20, level: 1, savedAt: 42)
+        XCTAssertEqual(fetches.fetch(20)?.levelAnswer?.savedAt, 42)
+        XCTAssertNil(fetches.leave(1, of: 20)?.ended)
+        let last = fetches.leave(2, of: 20)
+        XCTAssertEqual(last?.left.id, 2)
+        XCTAssertNotNil(last?.ended?.token, "ended with its token, to cancel")
+        XCTAssertTrue(fetches.isEmpty)
+    }
+
+    func test_fetchesInFlight_lastAskedWins() {
+        var fetches = StoreMachine.FetchesInFlight()
+        XCTAssertTrue(fetches.confirm(12))
+        XCTAssertFalse(fetches.confirm(11), "a fetch started before the one confirmed")
+        XCTAssertFalse(fetches.confirm(12))
+        XCTAssertTrue(fetches.confirm(13))
+    }
 }
