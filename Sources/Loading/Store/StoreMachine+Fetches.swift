@@ -209,39 +209,6 @@ extension StoreMachine {
         entry(key)?.fetches.noteLevelAnswer(of: id, level: level, savedAt: savedAt.timeIntervalSinceReferenceDate)
     }
 
-    /// A fetch in flight and the callers waiting for it.
-    struct Fetch: Sendable {
-        init(id: Int, generation: Int, logStart: Int, sentMark: Int, callers: InlineFirstArray<FetchCaller>) {
-            self.id = id
-            self.generation = generation
-            self.logStart = logStart
-            self.callers = callers
-            self.sentMark = sentMark
-        }
-
-        let id: Int
-        let generation: Int
-        /// Logged changes with a greater sequence number were made after the fetch started.
-        let logStart: Int
-        var callers: InlineFirstArray<FetchCaller>
-        var token: (any CancellationToken)?
-        /// Every caller left before the token was kept: the token is cancelled when it is.
-        var isAbandoned = false
-        /// When its request went out, in the store's order: just after its caller was asked, or later for a fetch that
-        /// waited for the network (`nil` while it waits). What it brings is fresh against the invalidations made
-        /// before.
-        var sentMark: Int?
-        /// The level another process saved the answer to, and when (seconds since the reference date), when the
-        /// answer came from there (see ``StoreMachine/fetchAnsweredByLevel(_:of:level:savedAt:)``).
-        var levelAnswer: (level: Int, savedAt: Double)?
-
-        /// Whether `change` was made while this fetch was in flight, in its generation: what the fetch brings gets it
-        /// applied again.
-        func appliesAgain(_ change: LoggedChange) -> Bool {
-            change.sequence > logStart && change.generation == generation
-        }
-    }
-
     /// A caller waiting for a fetch.
     struct FetchCaller: Sendable {
         init(id: Int, completion: @escaping FetchCompletion) {
