@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class SubjectTests: XCTestCase {
     func test_passthrough_multicastsOnlyWhatIsSentAfterSubscribing() {
@@ -108,5 +109,52 @@ final class SubjectTests: XCTestCase {
 
         XCTAssertEqual(stable.values.count, 8_001)
         XCTAssertEqual(stable.overlappingDeliveries, 0)
+    }
+
+    func test_sendsFromInsideADelivery_reachEverySubscriberAfterItInOrder() {
+        let subject = StreamSubject<Int, TestError>()
+        let sender = subject.stream.sink(
+            receiveCompletion: { _ in },
+            receiveValue: { value in
+                guard value == 1 else { return }
+                subject.send(2)
+                subject.send(completion: .failure(TestError(id: 7)))
+                subject.send(3)
+            })
+        let recorder = StreamRecorder(subject.stream)
+
+        subject.send(1)
+
+        XCTAssertEqual(recorder.events, [.value(1), .value(2), .completion(.failure(TestError(id: 7)))])
+        withExtendedLifetime(sender) {}
+    }
+
+    func test_subscribingInsideADelivery_getsTheCurrentValueAfterItThenLaterOnes() {
+        let subject = CurrentValueStreamSubject<String, Never>("a")
+        let joined = Locked<StreamRecorder<String, Never>?>(nil)
+        let joiner = subject.stream.sink { value in
+            guard value == "b" else { return }
+            joined.withLock { $0 = StreamRecorder(subject.stream) }
+        }
+
+        subject.send("b")
+        subject.send("c")
+
+        XCTAssertEqual(joined.withLock { $0 }?.values, ["b", "c"])
+        XCTAssertEqual(subject.value, "c")
+        withExtendedLifetime(joiner) {}
+    }
+
+    func test_updatesFromManyThreads_eachApplyOnceAndArriveInOrder() {
+        let subject = CurrentValueStreamSubject<Int, Never>(0)
+        let recorder = StreamRecorder(subject.stream)
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<1_000 { subject.update { $0 + 1 } }
+        }
+
+        XCTAssertEqual(subject.value, 4_000)
+        XCTAssertEqual(recorder.values, Array(0...4_000), "every update is sent once, in the order applied")
+        XCTAssertNil(subject.update { _ in nil }, "an update that declines sends nothing")
+        XCTAssertEqual(recorder.values.count, 4_001)
     }
 }

@@ -8,12 +8,12 @@
 /// Safe to send to from any thread; see ``StreamSubject`` for the delivery rules.
 public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline
-    let core: SubjectCore<Output, Failure>
+    let core: SubjectCore
 
     /// Creates a subject holding `value`.
     @inlinable
     public init(_ value: Output) {
-        core = SubjectCore(current: value)
+        core = SubjectCore(current: SubjectBox(value))
     }
 
     /// The current value. Setting it sends the new value to every subscriber (ignored after completion).
@@ -21,7 +21,7 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     public var value: Output {
         get {
             // The core always holds a value: it is created with one and only ever replaces it.
-            core.current!
+            (core.current as! SubjectBox<Output>).boxed
         }
         set { send(newValue) }
     }
@@ -29,13 +29,13 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     /// The current value followed by every value sent after it.
     @inlinable
     public var stream: EventStream<Output, Failure> {
-        EventStream { [core] observer in core.subscribe(observer, replayCurrent: true) }
+        EventStream { [core] observer in core.subscribe(observer, replayingCurrent: true) }
     }
 
     /// Makes `value` current and sends it to every subscriber.
     @inlinable
     public func send(_ value: Output) {
-        core.send(.value(value))
+        core.send(StreamEvent<Output, Failure>.value(value))
     }
 
     /// Replaces the current value with `transform(current)` and sends it, atomically with respect to every other
@@ -43,12 +43,12 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     @discardableResult
     @inlinable
     func update(_ transform: (Output) -> Output?) -> Output? {
-        core.update(transform)
+        core.update(transform, failing: Failure.self)
     }
 
     /// Completes the subject: every subscriber, present and future, receives `completion`; later sends are ignored.
     @inlinable
     public func send(completion: StreamCompletion<Failure>) {
-        core.send(.completion(completion))
+        core.send(StreamEvent<Output, Failure>.completion(completion))
     }
 }

@@ -10,7 +10,7 @@
 /// receives only the completion.
 public final class StreamSubject<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline
-    let core = SubjectCore<Output, Failure>(current: nil)
+    let core = SubjectCore(current: nil)
 
     /// Creates a subject with no subscribers.
     @inlinable
@@ -19,18 +19,18 @@ public final class StreamSubject<Output: Sendable, Failure: Error>: Sendable {
     /// The stream of what is sent to this subject.
     @inlinable
     public var stream: EventStream<Output, Failure> {
-        EventStream { [core] observer in core.subscribe(observer, replayCurrent: false) }
+        EventStream { [core] observer in core.subscribe(observer, replayingCurrent: false) }
     }
 
     /// Sends `value` to every subscriber.
     @inlinable
     public func send(_ value: Output) {
-        core.send(.value(value))
+        core.send(StreamEvent<Output, Failure>.value(value))
     }
 
     /// Completes the subject: every subscriber, present and future, receives `completion`; later sends are ignored.
     @inlinable
     public func send(completion: StreamCompletion<Failure>) {
-        core.send(.completion(completion))
+        core.send(StreamEvent<Output, Failure>.completion(completion))
     }
 }

@@ -1,10 +1,46 @@
-/// The shared machinery of the subjects: the subscribers, and one delivery loop that sends each event to every
-/// subscriber that was there when the event was sent, one event at a time, whichever threads send.
+/// The state the two subjects share between threads: subscribers, the order of events, a queue for senders that
+/// find a delivery in progress, and the current value. Not generic, so it is compiled once in `Loading`: values,
+/// completions and observers are kept as objects of types it does not know, and the subjects' generic face
+/// (``SubjectCore/send(_:)``) gives them back their types where they are known.
 ///
 /// A sender that finds a delivery in progress queues its event and returns; the delivering thread drains the queue.
 /// Events therefore reach every subscriber in the same order, never overlapping, and never under the lock.
 @usableFromInline
-final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
+final class SubjectCore: Sendable {
+    /// A value, completion or observer, kept as an object of a type only the subject's face knows.
+    @usableFromInline
+    typealias Object = any AnyObject & Sendable
+
+    /// A delivery with the subscribers it may reach, given to the face for each event it delivers.
+    @usableFromInline
+    struct Broadcast: Sendable {
+        @usableFromInline
+        let delivery: Delivery
+        @usableFromInline
+        let subscribers: [Subscriber]
+
+        /// Calls `body` with the observer of each subscriber the delivery is meant for, in the order they came.
+        @inlinable
+        func forEachRecipient(_ body: (Object) -> Void) {
+            // Borrow the elements in place rather than copying each subscriber out (a retain and release each).
+            subscribers.withUnsafeBufferPointer { subscribers in
+                for index in subscribers.indices where delivery.isMeant(for: subscribers[index]) {
+                    body(subscribers[index].observer)
+                }
+            }
+        }
+    }
+
+    /// What ``subscribe(_:replayingCurrent:)`` did.
+    @usableFromInline
+    enum Subscription: Sendable {
+        /// The subject had completed: the subscriber gets this completion only, and is not kept.
+        case completed(Object)
+        /// The subscriber was added under `id`; `replay`, when the caller delivers it,
+        /// gives it the current value.
+        case added(id: Int, replay: Broadcast?)
+    }
+
     @usableFromInline
     struct Subscriber: Sendable {
         @usableFromInline
@@ -13,20 +49,18 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         @usableFromInline
         let firstSequence: UInt64
         @usableFromInline
-        let observer: StreamObserver<Output, Failure>
-
-        @inlinable
-        init(id: Int, firstSequence: UInt64, observer: StreamObserver<Output, Failure>) {
-            self.id = id
-            self.firstSequence = firstSequence
-            self.observer = observer
-        }
+        let observer: Object
     }
 
+    /// An event numbered in the order of sending.
     @usableFromInline
     struct Delivery: Sendable {
+        /// The value or completion queued or kept here, of the type ``isCompletion`` says; `nil` for the event of
+        /// the sender delivering it, which that sender holds with its type.
         @usableFromInline
-        let event: StreamEvent<Output, Failure>
+        let object: Object?
+        @usableFromInline
+        let isCompletion: Bool
         @usableFromInline
         let sequence: UInt64
         /// A delivery meant for one subscriber only (the current value replayed on subscription).
@@ -34,115 +68,110 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         let target: Int?
 
         @inlinable
-        init(event: StreamEvent<Output, Failure>, sequence: UInt64, target: Int?) {
-            self.event = event
-            self.sequence = sequence
-            self.target = target
+        func isMeant(for subscriber: Subscriber) -> Bool {
+            target.map { $0 == subscriber.id } ?? (subscriber.firstSequence <= sequence)
         }
     }
 
-    @usableFromInline
-    struct State: Sendable {
-        @usableFromInline
+    private struct State: Sendable {
         var subscribers: [Subscriber] = []
-        @usableFromInline
         var nextID = 0
-        @usableFromInline
         var sequence: UInt64 = 0
-        @usableFromInline
-        var completion: StreamCompletion<Failure>?
-        @usableFromInline
+        var completion: Object?
         var queue: [Delivery] = []
-        @usableFromInline
-        var current: Output?
-
-        @inlinable
-        init(current: Output?) {
-            self.current = current
-        }
+        var current: Object?
     }
 
-    @usableFromInline
-    let state: Locked<State>
-    @usableFromInline
-    let turn = DeliveryTurn()
+    private let state: Locked<State>
+    private let turn = DeliveryTurn()
 
-    @inlinable
-    init(current: Output?) {
-        state = Locked(State(current: current))
+    /// Creates a core holding `current` (a subject with a current value), or none.
+    @usableFromInline
+    init(current: Object?) {
+        var state = State()
+        state.current = current
+        self.state = Locked(state)
     }
 
-    @inlinable
-    var current: Output? {
+    /// The current value, for a subject created with one.
+    @usableFromInline
+    var current: Object? {
         state.withLock { $0.current }
     }
 
-    /// Broadcasts `event` to the current subscribers; ignored after the subject completed.
-    @inlinable
-    func send(_ event: StreamEvent<Output, Failure>) {
-        let (start, replaced) = state.withLock { state -> ((Delivery, [Subscriber])?, Output?) in
+    /// The current value and the sequence number it was sent with; `nil` after completion.
+    @usableFromInline
+    func currentWithSequence() -> (value: Object, sequence: UInt64)? {
+        state.withLock { state in
+            guard state.completion == nil, let current = state.current else { return nil }
+            return (current, state.sequence)
+        }
+    }
+
+    /// Sends a value: it becomes current when the subject keeps one. `boxed` is called, under the lock, only when
+    /// the value is kept or queued. When no other thread is delivering, the caller delivers it (and what others
+    /// queue meanwhile) through `send`; ignored after completion.
+    @usableFromInline
+    func sendValue(_ boxed: () -> Object, through send: (Broadcast) -> Void) {
+        let (first, replaced) = state.withLock { state -> (Broadcast?, Object?) in
             guard state.completion == nil else { return (nil, nil) }
-            var replaced: Output?
-            switch event {
-            case .value(let value):
-                if state.current != nil { replaced = exchange(&state.current, with: value) }
-            case .completion(let completion):
-                state.completion = completion
+            var kept: Object?
+            var replaced: Object?
+            if state.current != nil {
+                kept = boxed()
+                replaced = exchange(&state.current, with: kept)
             }
             state.sequence += 1
-            return (enqueue(Delivery(event: event, sequence: state.sequence, target: nil), in: &state), replaced)
+            return (takeTurn(queuing: { kept ?? boxed() }, isCompletion: false, in: &state), replaced)
         }
         withExtendedLifetime(replaced) {}  // the previous value is released after unlocking
-        if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
+        if let first { deliver(first, through: send) }
     }
 
-    /// Replaces the current value with `transform(current)` and broadcasts it, atomically with respect to every
-    /// other send (a compare-and-set: `transform` runs outside the lock and again if another send came first); does
-    /// nothing when `transform` returns `nil` or the subject completed. Returns the value sent.
-    @discardableResult
-    @inlinable
-    func update(_ transform: (Output) -> Output?) -> Output? {
-        while true {
-            let read = state.withLock { state in
-                state.completion == nil ? state.current.map { ($0, state.sequence) } : nil
-            }
-            guard let (current, sequence) = read, let next = transform(current) else { return nil }
-            let outcome = state.withLock { state -> (sent: Bool, (Delivery, [Subscriber])?, Output?) in
-                guard state.completion == nil, state.sequence == sequence else { return (false, nil, nil) }
-                let replaced = exchange(&state.current, with: next)
-                state.sequence += 1
-                let delivery = Delivery(event: .value(next), sequence: state.sequence, target: nil)
-                return (true, enqueue(delivery, in: &state), replaced)
-            }
-            withExtendedLifetime(outcome.2) {}  // the previous value is released after unlocking
-            guard outcome.sent else { continue }
-            if let (delivery, subscribers) = outcome.1 { deliver(delivery, to: subscribers) }
-            return next
+    /// Sends the completion: later sends are ignored, later subscribers get it only. Delivered as ``sendValue(_:through:)`` says.
+    @usableFromInline
+    func sendCompletion(_ completion: Object, through send: (Broadcast) -> Void) {
+        let first = state.withLock { state -> Broadcast? in
+            guard state.completion == nil else { return nil }
+            state.completion = completion
+            state.sequence += 1
+            return takeTurn(queuing: { completion }, isCompletion: true, in: &state)
         }
+        if let first { deliver(first, through: send) }
     }
 
-    /// Adds `observer`; replays the current value first when `replayCurrent`; after completion, sends only the
-    /// completion.
-    @inlinable
-    func subscribe(_ observer: StreamObserver<Output, Failure>, replayCurrent: Bool) {
-        let (id, completion, start) = state.withLock {
-            state -> (Int?, StreamCompletion<Failure>?, (Delivery, [Subscriber])?) in
-            if let completion = state.completion { return (nil, completion, nil) }
+    /// Replaces the current value with `value` if nothing was sent since `sequence` (a compare-and-set), and sends it
+    /// as ``sendValue(_:through:)`` says. Returns whether it was replaced.
+    @usableFromInline
+    func replace(at sequence: UInt64, with value: Object, through send: (Broadcast) -> Void) -> Bool {
+        let (replaced, first, previous) = state.withLock { state -> (Bool, Broadcast?, Object?) in
+            guard state.completion == nil, state.sequence == sequence else { return (false, nil, nil) }
+            let previous = state.current
+            state.current = value
+            state.sequence += 1
+            return (true, takeTurn(queuing: { value }, isCompletion: false, in: &state), previous)
+        }
+        withExtendedLifetime(previous) {}  // the previous value is released after unlocking
+        if let first { deliver(first, through: send) }
+        return replaced
+    }
+
+    /// Adds `observer`, and replays the current value to it first when `replayingCurrent`.
+    @usableFromInline
+    func subscribe(_ observer: Object, replayingCurrent: Bool) -> Subscription {
+        state.withLock { state -> Subscription in
+            if let completion = state.completion { return .completed(completion) }
             let id = state.nextID
             state.nextID += 1
             state.subscribers.append(Subscriber(id: id, firstSequence: state.sequence + 1, observer: observer))
-            guard replayCurrent, let current = state.current else { return (id, nil, nil) }
-            let replay = Delivery(event: .value(current), sequence: state.sequence, target: id)
-            return (id, nil, enqueue(replay, in: &state))
+            guard replayingCurrent, let current = state.current else { return .added(id: id, replay: nil) }
+            let replay = Delivery(object: current, isCompletion: false, sequence: state.sequence, target: id)
+            return .added(id: id, replay: takeTurn(replay, in: &state))
         }
-        if let completion { return observer.send(completion: completion) }
-        if let id {
-            observer.onTermination { [weak self] in self?.remove(id) }
-        }
-        if let (delivery, subscribers) = start { deliver(delivery, to: subscribers) }
     }
 
-    @inlinable
+    /// Forgets the subscriber `id`.
+    @usableFromInline
     func remove(_ id: Int) {
         let removed = state.withLock { state -> Subscriber? in
             guard let index = state.subscribers.firstIndex(where: { $0.id == id }) else { return nil }
@@ -152,35 +181,46 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         withExtendedLifetime(removed) {}
     }
 
-    /// Under the lock: queues `delivery` if another thread is delivering; otherwise makes the caller the deliverer
-    /// and returns the delivery with the subscribers to send it to.
-    @inlinable
-    func enqueue(_ delivery: Delivery, in state: inout State) -> (Delivery, [Subscriber])? {
+    /// Delivers `first`, then what other senders queued meanwhile, calling `send` with each, outside
+    /// the lock, until nothing is queued: for the replay ``subscribe(_:replayingCurrent:)`` gives.
+    @usableFromInline
+    func deliver(_ first: Broadcast, through send: (Broadcast) -> Void) {
+        // The first delivery goes out without building a batch: the common case (one sender) allocates nothing,
+        // and ends its turn without taking the lock again.
+        send(first)
+        var completed = first.delivery.isCompletion
+        while completed || !turn.end() {
+            let (batch, subscribers) = nextBatch(after: completed)
+            if batch.isEmpty { return }
+            for delivery in batch { send(Broadcast(delivery: delivery, subscribers: subscribers)) }
+            completed = batch.contains { $0.isCompletion }
+        }
+    }
+
+    /// Under the lock, for a sender whose event has the number `state.sequence`: makes the caller the deliverer
+    /// of its own event when nobody is delivering, or queues the event (made by `queued`) for the deliverer.
+    private func takeTurn(queuing queued: () -> Object, isCompletion: Bool, in state: inout State) -> Broadcast? {
+        guard turn.take() else {
+            let delivery = Delivery(object: queued(), isCompletion: isCompletion, sequence: state.sequence, target: nil)
+            state.queue.append(delivery)
+            return nil
+        }
+        let delivery = Delivery(object: nil, isCompletion: isCompletion, sequence: state.sequence, target: nil)
+        return Broadcast(delivery: delivery, subscribers: state.subscribers)
+    }
+
+    /// Under the lock: makes the caller the deliverer of `delivery` when nobody is delivering, or queues it.
+    private func takeTurn(_ delivery: Delivery, in state: inout State) -> Broadcast? {
         guard turn.take() else {
             state.queue.append(delivery)
             return nil
         }
-        return (delivery, state.subscribers)
-    }
-
-    @inlinable
-    func deliver(_ first: Delivery, to firstSubscribers: [Subscriber]) {
-        // The first delivery goes out without building a batch: the common case (one sender) allocates nothing,
-        // and ends its turn without taking the lock again.
-        Self.send(first, to: firstSubscribers)
-        var completed = first.event.isCompletion
-        while completed || !turn.end() {
-            let (batch, subscribers) = nextBatch(after: completed)
-            if batch.isEmpty { return }
-            for delivery in batch { Self.send(delivery, to: subscribers) }
-            completed = batch.contains { $0.event.isCompletion }
-        }
+        return Broadcast(delivery: delivery, subscribers: state.subscribers)
     }
 
     /// Takes what other senders queued meanwhile, or ends the delivery turn. After a completion, also lets go of
     /// the subscribers.
-    @inlinable
-    func nextBatch(after completed: Bool) -> ([Delivery], [Subscriber]) {
+    private func nextBatch(after completed: Bool) -> ([Delivery], [Subscriber]) {
         let (batch, subscribers, finished) = state.withLock { state -> ([Delivery], [Subscriber], [Subscriber]) in
             let finished = completed ? exchange(&state.subscribers, with: []) : []
             guard !state.queue.isEmpty else {
@@ -192,18 +232,5 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         }
         withExtendedLifetime(finished) {}  // subscribers of a completed subject are released after unlocking
         return (batch, subscribers)
-    }
-
-    @inlinable
-    static func send(_ delivery: Delivery, to subscribers: [Subscriber]) {
-        // Borrow the elements in place rather than copying each subscriber out (a retain and release each).
-        subscribers.withUnsafeBufferPointer { subscribers in
-            for index in subscribers.indices {
-                let isRecipient =
-                    delivery.target.map { $0 == subscribers[index].id }
-                    ?? (subscribers[index].firstSequence <= delivery.sequence)
-                if isRecipient { subscribers[index].observer.receive(delivery.event) }
-            }
-        }
     }
 }
