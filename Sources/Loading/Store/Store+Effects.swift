@@ -84,12 +84,7 @@ extension Store {
         if let (key, generation, prefix) = snapshot.shownPrefix(response) {
             locked { $0.remember(prefix, for: key, generation: generation) }
         }
-        if let subject = observed.changes, !snapshot.isNotice {
-            subject.update { current in
-                guard (current?.version ?? -1) < response.version else { return nil }
-                return response
-            }
-        }
+        if let subject = observed.changes, !snapshot.isNotice { subject.send(response) }
         if let states = observed.states { publish(response, isLoading: snapshot.isLoading, to: states) }
     }
 
@@ -119,7 +114,7 @@ extension Store {
         // A key observed already has its subject: one lock. Otherwise one is made outside the lock.
         let (subject, shown) =
             locked(key) { $0.observe($1, fresh: nil) }
-            ?? locked(key) { $0.observe($1, fresh: Machine.Subject(nil)) }!
+            ?? locked(key) { $0.observe($1, fresh: Machine.Subject()) }!
         if let shown { publish(shown) }
         return subject
     }

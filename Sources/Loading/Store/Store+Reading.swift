@@ -38,7 +38,7 @@ extension Store {
         EventStream { [self] observer in
             let subject = startObserving(key)
             observer.onTermination { [self] in stopObserving(key) }
-            subject.stream.compactMap { $0.map { StoreResponse<Value>($0) } }.subscribe(observer)
+            subject.stream.map { StoreResponse<Value>($0) }.subscribe(observer)
         }
     }
 

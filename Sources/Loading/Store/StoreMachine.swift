@@ -72,7 +72,7 @@
     @usableFromInline typealias Change = @Sendable (Value?) -> Value?
     @usableFromInline typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
     @usableFromInline typealias HitReply = @Sendable (Snapshot) -> Void
-    @usableFromInline typealias Subject = CurrentValueStreamSubject<StoreResponse<Value>?, Never>
+    @usableFromInline typealias Subject = ResponseSubject
     @usableFromInline typealias StateSubject = CurrentValueStreamSubject<StoreState<Value>?, Never>
 
     var entries = EntryTable()

@@ -1,4 +1,5 @@
 import Foundation
+import LoadingTestSupport
 import XCTest
 
 @testable import Loading
@@ -434,5 +435,25 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertFalse(fetches.confirm(11), "a fetch started before the one confirmed")
         XCTAssertFalse(fetches.confirm(12))
         XCTAssertTrue(fetches.confirm(13))
+    }
+
+    func test_responseSubject_replaysTheLatestResponse_andNeverSendsAnOlderOne() {
+        func response(_ version: Int) -> StoreResponse<any StoreValueBox> {
+            StoreResponse(
+                value: nil, origin: .network, savedAt: nil, hasPendingChanges: false, error: nil, version: version)
+        }
+        let subject = ResponseSubject()
+        let early = StreamRecorder(subject.stream.map(\.version))
+        XCTAssertEqual(early.values, [], "nothing to replay before the first response")
+
+        subject.send(response(2))
+        subject.send(response(1))
+        subject.send(response(2))
+        XCTAssertEqual(early.values, [2], "an older or equal version is not sent")
+
+        let late = StreamRecorder(subject.stream.map(\.version))
+        subject.send(response(5))
+        XCTAssertEqual(late.values, [2, 5], "the latest response first, then newer ones")
+        XCTAssertEqual(early.values, [2, 5])
     }
 }

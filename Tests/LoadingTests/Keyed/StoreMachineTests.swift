@@ -262,7 +262,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aKnownKeyWhoseLevelsAreInStep_isReadFromThem_butALevelBehindTheStoreIsNotTrusted() {
         var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 1)
-        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init())
         let write = machine.submit(.write(stored("1")), for: K.a, now: now)
         XCTAssertEqual(write.effects?.debounce.map(\.level), [1], "the database write waits for its timer")
         _ = finishChanges(&machine, K.a)
@@ -342,7 +342,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_anEntryIsDroppedOnceNothingNeedsIt() {
         var machine = makeMachine()
-        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init())
         _ = machine.submit(.write(stored("1")), for: K.a, now: now)
         _ = finishChanges(&machine, K.a)
         issueAndLand(&machine, K.a)
@@ -368,7 +368,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_invalidatingAnObservedKey_asksForItsRefetch_andAnUnobservedOneIsOnlyMarked() {
         var machine = makeMachine()
-        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init())
         _ = machine.submit(.write(stored("1")), for: K.a, now: now)
         _ = machine.submit(.write(stored("2")), for: K.b, now: now)
 
@@ -402,7 +402,7 @@ final class StoreMachineTests: XCTestCase {
     /// again.
     func test_aFetchForAReadAskedBeforeAnInvalidation_standsAfterIt() throws {
         var machine = makeMachine()
-        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init())
         _ = machine.submit(.write(stored("0")), for: K.a, now: now)
         let asked = machine.readStamp
         let before = try XCTUnwrap(machine.submit(update { ($0 ?? "") + "+before" }, for: K.a, now: now).work)
@@ -473,7 +473,7 @@ final class StoreMachineTests: XCTestCase {
     /// fetch sent before the invalidation still owes its observers a fresh value once it ends.
     func test_aRefetchOwedBeforeAFetchThatWaits_isStillOwed() throws {
         var machine = makeMachine()
-        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init())
         let old = machine.beginFetch(K.a, joining: false) { _ in }
         XCTAssertTrue(machine.invalidate(K.a, at: now).observed)
         XCTAssertNil(machine.beginRefetch(K.a) { _ in }, "owed: the fetch in flight was sent before")
@@ -494,7 +494,7 @@ final class StoreMachineTests: XCTestCase {
         guard case .notHeld = machine.firstLook(K.a, under: .cacheFirst, now: now) else {
             return XCTFail("a key never seen is not held")
         }
-        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init())
         guard case .held = machine.firstLook(K.a, under: .cacheFirst, now: now) else {
             return XCTFail("an observed key with no value is held, and its value does not answer")
         }
@@ -617,7 +617,7 @@ final class StoreMachineTests: XCTestCase {
     func test_revalidationTargets_areTheObservedKeysThatAreNotFresh_withoutAFetchInFlight() {
         var machine = makeMachine()
         for key in [K.fresh, K.old, K.stale, K.empty, K.fetching, K.unobserved] {
-            _ = machine.observe(key, fresh: .init(nil))
+            _ = machine.observe(key, fresh: .init())
         }
         _ = machine.submit(.write(stored("v")), for: K.fresh, now: now)
         let old = StoredValue(value: "v", origin: .local, savedAt: now.addingTimeInterval(-120))
@@ -652,7 +652,7 @@ final class StoreMachineTests: XCTestCase {
 
     func test_aWriteOfAKeyWhoseTurnIsFree_isAppliedAtOnce_withItsSaveTakenForTheWriter() throws {
         var machine = makeMachine()
-        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init())
 
         var save: Machine.LevelOp?
         let effects = try XCTUnwrap(machine.writeAtOnce(stored("1"), for: K.a, save: &save))
@@ -783,7 +783,7 @@ final class StoreMachineTests: XCTestCase {
     private func fetchInFlightWhenObservedKeyIsInvalidated(
         _ machine: inout Machine, file: StaticString = #filePath, line: UInt = #line
     ) -> Int {
-        _ = machine.observe(K.a, fresh: .init(nil))
+        _ = machine.observe(K.a, fresh: .init())
         let read = machine.beginFetch(K.a, joining: false) { _ in }
         XCTAssertTrue(machine.invalidate(K.a, at: now).observed, file: file, line: line)
         XCTAssertNil(machine.beginRefetch(K.a) { _ in }, "the read's fetch is in flight", file: file, line: line)

@@ -33,7 +33,7 @@ extension SubjectCore {
         failing: Failure.Type
     ) -> Output? {
         while true {
-            guard let (current, sequence) = currentWithSequence(),
+            guard let (current, sequence) = currentWithSequence(), let current,
                 let next = transform((current as! SubjectBox<Output>).boxed)
             else { return nil }
             let event = StreamEvent<Output, Failure>.value(next)

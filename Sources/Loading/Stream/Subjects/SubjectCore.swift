@@ -1,7 +1,8 @@
-/// The state the two subjects share between threads: subscribers, the order of events, a queue for senders that
-/// find a delivery in progress, and the current value. Not generic, so it is compiled once in `Loading`: values,
-/// completions and observers are kept as objects of types it does not know, and the subjects' generic face
-/// (``SubjectCore/send(_:)``) gives them back their types where they are known.
+/// The state a subject shares between threads: subscribers, the order of events, a queue for senders that find a
+/// delivery in progress, and the current value. Not generic, so it is compiled once in `Loading`: values,
+/// completions and observers are kept as objects of types it does not know, and each subject's face gives them back
+/// their types (the generic one of ``StreamSubject`` and ``CurrentValueStreamSubject``, ``SubjectCore/send(_:)``,
+/// inlined where the types are known; the store's ``ResponseSubject``).
 ///
 /// A sender that finds a delivery in progress queues its event and returns; the delivering thread drains the queue.
 /// Events therefore reach every subscriber in the same order, never overlapping, and never under the lock.
@@ -99,12 +100,13 @@ final class SubjectCore: Sendable {
         state.withLock { $0.current }
     }
 
-    /// The current value and the sequence number it was sent with; `nil` after completion.
+    /// The current value (`nil` before the first, for a subject created without one) and the sequence number it
+    /// was sent with; `nil` after completion.
     @usableFromInline
-    func currentWithSequence() -> (value: Object, sequence: UInt64)? {
+    func currentWithSequence() -> (value: Object?, sequence: UInt64)? {
         state.withLock { state in
-            guard state.completion == nil, let current = state.current else { return nil }
-            return (current, state.sequence)
+            guard state.completion == nil else { return nil }
+            return (state.current, state.sequence)
         }
     }
 
