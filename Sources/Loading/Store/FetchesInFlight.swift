@@ -10,11 +10,11 @@ extension StoreMachine {
         /// Whether no fetch is in flight.
         var isEmpty: Bool { fetches.isEmpty }
 
-        /// Whether a fetch in flight still has a caller (or has not been left by all of them before its token came).
+        /// Whether a fetch in flight is not abandoned (left by every caller before its token came).
         var hasCallers: Bool { fetches.contains { !$0.isAbandoned } }
 
-        /// The fetches that still have callers.
-        var withCallers: [Fetch] { fetches.filter { !$0.isAbandoned } }
+        /// The fetches in flight that are not abandoned, oldest first; read in place, not copied.
+        var withCallers: LazyFilterSequence<[Fetch]> { fetches.lazy.filter { !$0.isAbandoned } }
 
         /// Whether a fetch of `generation` is in flight: the key is loading.
         func isLoading(generation: Int) -> Bool {
