@@ -107,6 +107,18 @@ final class SQLiteFriendsStoreTests: XCTestCase {
         XCTAssertEqual(try sut.schemaVersion(), SQLiteFriendsStore.currentVersion)
     }
 
+    func test_aFriendAddedAtTheEnd_findsTheLastPlaceThroughAnIndex_notByReadingEveryRow() throws {
+        let sut = SQLiteFriendsStore(fileURL: url)
+        _ = awaitResult { sut.replaceAll(with: [makeFriend("1")], timestamp: fixedDate, completion: $0) }
+        let db = try SQLiteConnection(path: url.path)
+        var plan: [String] = []
+        try db.run("EXPLAIN QUERY PLAN SELECT COALESCE(MAX(position), -1) + 1 FROM friend", operation: "plan") { row in
+            plan.append(row.text(3) ?? "")
+        }
+
+        XCTAssertTrue(plan.contains { $0.contains("USING") && $0.contains("INDEX") }, "read through an index: \(plan)")
+    }
+
     func test_valuesAreBoundNeverSplicedIntoSQL() {
         let sut = SQLiteFriendsStore(fileURL: url)
         let tricky = makeFriend("1'); DROP TABLE friend; --", name: "Robert'); DROP TABLE friend;--")

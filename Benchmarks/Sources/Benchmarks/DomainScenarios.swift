@@ -162,6 +162,7 @@ final class RawSQLite: @unchecked Sendable {
                 status TEXT NOT NULL, avatar_url TEXT, updated_at REAL NOT NULL);
             CREATE TABLE IF NOT EXISTS cache_info (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), saved_at REAL NOT NULL);
             CREATE INDEX IF NOT EXISTS friend_updated_at ON friend (updated_at);
+            CREATE INDEX IF NOT EXISTS friend_position ON friend (position);
             """, nil, nil, nil)
     }
 
