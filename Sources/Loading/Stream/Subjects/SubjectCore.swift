@@ -130,7 +130,8 @@ final class SubjectCore: Sendable {
         if let first { deliver(first, through: send) }
     }
 
-    /// Sends the completion: later sends are ignored, later subscribers get it only. Delivered as ``sendValue(_:through:)`` says.
+    /// Sends the completion: later sends are ignored, later subscribers get it only. Delivered as
+    /// ``sendValue(_:through:)`` says.
     @usableFromInline
     func sendCompletion(_ completion: Object, through send: (Broadcast) -> Void) {
         let first = state.withLock { state -> Broadcast? in
