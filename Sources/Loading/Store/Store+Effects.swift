@@ -102,11 +102,9 @@ extension Store {
     /// (rarely any: only keys observed with ``states(for:)``), and tells `events` of the kept values let go of.
     @usableFromInline
     func publishNotices() {
-        let (notices, evicted) = lockedCore { core in
-            (core.machine.takeNotices(), exchange(&core.evicted, with: []))
-        }
+        let (notices, evicted) = lockedWithKeys { machine, keys in (machine.takeNotices(), keys.takeEvicted()) }
         for notice in notices { publish(notice) }
-        if let events { for key in evicted { events(.evicted(key)) } }
+        if let events { for key in evicted { events(.evicted(Self.key(key))) } }
     }
 
     @inlinable

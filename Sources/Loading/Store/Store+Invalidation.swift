@@ -38,16 +38,16 @@ extension Store {
     /// invalidation of every value saved before it (more is refetched, never less).
     public func invalidate(where isStale: @escaping @Sendable (Key) -> Bool) {
         let now = now()
-        let (mark, keys, folded) = lockedCore { core in
-            let (mark, slots, folded) = core.machine.beginInvalidation({ ($0 as? Key).map(isStale) ?? false }, at: now)
-            return (mark, slots.map { core.slots.key(of: $0) }, folded)
+        let (mark, keys, folded) = lockedWithKeys { machine, keys in
+            let (mark, slots, folded) = machine.beginInvalidation({ ($0 as? Key).map(isStale) ?? false }, at: now)
+            return (mark, slots.map { Self.key(keys.object(at: $0)) }, folded)
         }
         withExtendedLifetime(folded) {}
         let matching = keys.filter(isStale)
-        let observed = lockedCore { core in
+        let observed = lockedWithKeys { machine, keys in
             // A key dropped meanwhile has no slot: nothing of it to mark.
-            let slots = matching.compactMap { core.slots.slots[$0] }
-            return core.machine.markStale(slots, mark: mark).map { core.slots.key(of: $0) }
+            let slots = matching.compactMap { Self.slot(of: $0, in: keys) }
+            return machine.markStale(slots, mark: mark).map { Self.key(keys.object(at: $0)) }
         }
         for key in observed { refetch(key) }
     }
@@ -56,9 +56,9 @@ extension Store {
     /// ``invalidate(_:)``).
     public func invalidateAll() {
         let now = now()
-        let (observed, dropped) = lockedCore { core in
-            let (observed, dropped) = core.machine.invalidateAll(at: now)
-            return (observed.map { core.slots.key(of: $0) }, dropped)
+        let (observed, dropped) = lockedWithKeys { machine, keys in
+            let (observed, dropped) = machine.invalidateAll(at: now)
+            return (observed.map { Self.key(keys.object(at: $0)) }, dropped)
         }
         withExtendedLifetime(dropped) {}
         for key in observed { refetch(key) }

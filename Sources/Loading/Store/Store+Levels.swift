@@ -83,9 +83,9 @@ extension Store {
                 finish()
             }
         }
-        let (completions, held) = lockedCore { core in
-            let (completions, held) = core.machine.removeAllIssued()
-            return (completions, held.map { core.slots.key(of: $0) })
+        let (completions, held) = lockedWithKeys { machine, keys in
+            let (completions, held) = machine.removeAllIssued()
+            return (completions, held.map { Self.key(keys.object(at: $0)) })
         }
         progress.withLock { $0.completions = completions }
         finish()

@@ -95,7 +95,10 @@ extension Store {
         return AnyLoader(answeringFirst: { [self] in
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
             let held: Bool
-            switch locked(key, { $0.firstLook($1, under: policy, now: now) }) {
+            let look = engine.firstLook(
+                hash: key.hashValue, where: { ($0 as? StoreKey<Key>)?.key == key }, under: policy, now: now,
+                noticing: { publishNotices() })
+            switch look {
             case .answer(let response):
                 if let events { events(.heldValueRead(key)) }
                 return .answered(.success(StoreResponse(response)))

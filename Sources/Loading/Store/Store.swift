@@ -51,7 +51,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
     @usableFromInline let maxAgeSeconds: Double?
     @usableFromInline let network: NetworkMode
-    @usableFromInline let state: Locked<StoreCore<Key>>
+    /// The store's lock, its machine and its keys, compiled once.
+    @usableFromInline let engine: StoreEngine
     /// The mutation queues over the store, told of each clear.
     @usableFromInline let clearObservers = ClearObservers()
     /// Told what happens (see ``StoreEvent``), when the store was given it.
@@ -124,11 +125,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 256)
-        state = Locked(
-            StoreCore(
-                machine: Machine(
-                    levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
-                    recordsEvictions: events != nil)))
+        engine = StoreEngine(
+            machine: Machine(
+                levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
+                recordsEvictions: events != nil))
     }
 
     /// `change` as the machine runs it: on the value it keeps, which the store made from a `Value`.
@@ -137,63 +137,51 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         { box in change(box.map { ($0 as! ValueBox<Value>).value }).map { ValueBox($0) } }
     }
 
-    /// Runs `body` on the machine under the store's lock, and releases what the machine let go of (a dropped
-    /// entry, with its key and value) after unlocking: a key's or a value's deinitializer is the caller's code.
+    /// Runs `body` on the machine under the store's lock; what the machine let go of (a dropped entry, with its key
+    /// and value) is released after unlocking: a key's or a value's deinitializer is the caller's code.
     @inlinable
     func locked<Result>(_ body: (inout Machine) -> Result) -> Result {
-        let (result, released) = state.withLock { core in
-            let result = body(&core.machine)
-            core.settle()
-            return (result, core.machine.takeReleased())
-        }
-        if released != nil { release(consume released) }  // handed over, not copied
-        return result
+        engine.run(noticing: { publishNotices() }, body)
     }
 
     /// ``locked(_:)`` for an event of `key`, which `body` names by its slot.
     @inlinable
     func locked<Result>(_ key: Key, _ body: (inout Machine, Int) -> Result) -> Result {
-        let (result, released) = state.withLock { core in
-            let (slot, isNew) = core.slots.slot(for: key)
-            let result = body(&core.machine, slot)
-            if isNew, !core.machine.uses(slot) { core.slots.release(slot) }
-            core.settle()
-            return (result, core.machine.takeReleased())
-        }
-        if released != nil { release(consume released) }  // handed over, not copied
-        return result
+        engine.run(
+            hash: key.hashValue, where: { ($0 as? StoreKey<Key>)?.key == key }, making: { StoreKey(key) },
+            noticing: { publishNotices() }, body)
     }
 
-    /// ``locked(_:)`` with the slots of the keys too: for an event that answers with keys, named while their slots
-    /// are theirs.
+    /// ``locked(_:)`` with the slots of the keys too: for an event that names keys or answers with them, while their
+    /// slots are theirs.
     @inlinable
-    func lockedCore<Result>(_ body: (inout StoreCore<Key>) -> Result) -> Result {
-        let (result, released) = state.withLock { core in
-            let result = body(&core)
-            core.settle()
-            return (result, core.machine.takeReleased())
-        }
-        if released != nil { release(consume released) }
-        return result
+    func lockedWithKeys<Result>(_ body: (inout Machine, inout StoreKeys) -> Result) -> Result {
+        engine.runWithKeys(noticing: { publishNotices() }, body)
     }
 
     /// ``locked(_:)`` for an event that answers with keys, by their slots.
     @inlinable
     func lockedKeys(_ body: (inout Machine) -> [Int]) -> [Key] {
-        lockedCore { core in body(&core.machine).map { core.slots.key(of: $0) } }
+        lockedWithKeys { machine, keys in body(&machine).map { Self.key(keys.object(at: $0)) } }
+    }
+
+    /// The key the keys table keeps as `object`.
+    @inlinable
+    static func key(_ object: StoreKeys.Object) -> Key {
+        guard let stored = object as? StoreKey<Key> else { preconditionFailure("A store's key of another type") }
+        return stored.key
+    }
+
+    /// The slot of `key` in `keys`, if it has one.
+    @inlinable
+    static func slot(of key: Key, in keys: StoreKeys) -> Int? {
+        keys.slot(hash: key.hashValue, where: { ($0 as? StoreKey<Key>)?.key == key })
     }
 
     /// A predicate of invalidations that accepts `key` alone.
     @inlinable
     static func matching(_ key: Key) -> @Sendable (Machine.AnyKey) -> Bool {
         { ($0 as? Key) == key }
-    }
-
-    /// Releases what the machine let go of, after unlocking, and publishes the notices it has for state observers
-    /// (rarely anything: not inlined).
-    @inlinable @inline(never)
-    func release(_ released: consuming StoreReleased?) {
-        if released?.hasNotices == true { publishNotices() }
     }
 
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or

@@ -136,7 +136,7 @@ extension Array {
 /// replaced response's storage, as plain references. It is not nested in the generic machine, so that moving it
 /// costs no metadata look-up where the store runs unspecialized. One entry and one response need no allocation;
 /// more entries (a clear, evictions) go to an array.
-@usableFromInline struct StoreReleased: Sendable {
+struct StoreReleased: Sendable {
     var entry: (any AnyObject & Sendable)?
     var entries: [any AnyObject & Sendable] = []
     var response: (any AnyObject & Sendable)?
@@ -144,7 +144,7 @@ extension Array {
     init() {}
 
     /// Whether the machine has notices for state observers (``StoreMachine/takeNotices()``).
-    @usableFromInline var hasNotices = false
+    var hasNotices = false
 
     var isEmpty: Bool { entry == nil && response == nil && entries.isEmpty && !hasNotices }
 

@@ -9,7 +9,7 @@
 /// returns the actions the store performs after unlocking, in order (``Effects``). The store holds the machine
 /// behind one lock and does nothing else under it.
 ///
-/// The machine is not generic: it knows a key by the slot the store gave it (``StoreSlots``) and a value as a box
+/// The machine is not generic: it knows a key by the slot the store gave it (``StoreKeys``) and a value as a box
 /// (``StoreValueBox``), so it is compiled once, in this module, and runs as fast wherever the store is used; the
 /// store's generic face maps keys to slots and boxes and unboxes values.
 ///
@@ -64,7 +64,7 @@
 /// flight), ``Staleness`` (its stale mark and the refetch it owes), ``ShownStates`` (what its state observers were
 /// shown) and ``PendingChanges`` (its optimistic changes and what it showed last).
 @usableFromInline struct StoreMachine: Sendable {
-    /// A key, by the slot the store gave it (see ``StoreSlots``).
+    /// A key, by the slot the store gave it (see ``StoreKeys``).
     @usableFromInline typealias Key = Int
     /// A key as the store's user wrote it, for the predicates of invalidations (judged outside the lock).
     @usableFromInline typealias AnyKey = any Sendable
@@ -112,20 +112,20 @@
     }
 
     /// The keys whose kept values the bound let go of since the last call (recorded only for a store with events).
-    @usableFromInline mutating func takeEvictions() -> [Key] {
+    mutating func takeEvictions() -> [Key] {
         exchange(&evicted, with: [])
     }
 
     /// Whether keys were dropped or evicted since they were last taken.
-    @usableFromInline var hasDropped: Bool { !dropped.isEmpty || !evicted.isEmpty }
+    var hasDropped: Bool { !dropped.isEmpty || !evicted.isEmpty }
 
     /// The keys dropped since the last call.
-    @usableFromInline mutating func takeDropped() -> [Key] {
+    mutating func takeDropped() -> [Key] {
         exchange(&dropped, with: [])
     }
 
     /// Whether the machine holds `key`: an entry, or a refresh it remembers.
-    @usableFromInline func uses(_ key: Key) -> Bool {
+    func uses(_ key: Key) -> Bool {
         entries[key] != nil || invalidations.remembersRefresh(of: key)
     }
 
@@ -139,7 +139,7 @@
 
     /// What the machine let go of since the last call, for the caller to release after unlocking; `nil` when
     /// nothing (the common case costs one check).
-    @usableFromInline mutating func takeReleased() -> StoreReleased? {
+    mutating func takeReleased() -> StoreReleased? {
         guard !released.isEmpty else { return nil }
         defer { released = StoreReleased() }
         return released
@@ -202,7 +202,7 @@
     /// What a read finds first: the response for `key` when `policy` takes the store's value as it is, with no
     /// fetch, and no optimistic change is pending (then building it runs no closure, so it is built under the lock:
     /// one reference to hand out); otherwise whether the store holds the key at all.
-    @usableFromInline mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> FirstLook {
+    mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> FirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
         guard entry.pending.isEmpty, entry.turn.isFree, let confirmed = entry.confirmed,

@@ -1,0 +1,126 @@
+/// The keys of a store, each given a slot (an `Int`) while the store's machine uses it: the machine knows keys by
+/// their slots. Not generic: a key is kept as the object the store's face made of it (``StoreKey``), found by its hash
+/// value and recognized by the face's own comparison. A slot is given back once the machine no longer holds the key
+/// (no entry, and not among the keys it remembers as refreshed) and reused for another key.
+@usableFromInline
+struct StoreKeys: Sendable {
+    /// A key as this table keeps it: the object the face made of it.
+    @usableFromInline typealias Object = any AnyObject & Sendable
+
+    /// The first slot of each bucket (-1: none), a bucket being the low bits of a hash value (which Swift's hashing
+    /// spreads well): hashed once, by the key's type, not again by a dictionary. The slots of one bucket are chained
+    /// by `next`; there are at least twice as many buckets as keys.
+    private var buckets = [Int](repeating: -1, count: 8)
+    private var next: [Int] = []
+    private var hashes: [Int] = []
+    /// Each slot's key; `nil` for a free slot, or one given for an event and not kept yet.
+    private var objects: [Object?] = []
+    private var free: [Int] = []
+    /// Keys whose kept values the bound let go of, for the store's events.
+    private var evicted: [Object] = []
+
+    init() {}
+
+    /// The number of keys that have a slot.
+    private(set) var count = 0
+
+    /// The number of slots ever made, free ones included.
+    var capacity: Int { objects.count }
+
+    /// The slot of the key with `hash` that `isKey` recognizes, if it has one.
+    @usableFromInline
+    func slot(hash: Int, where isKey: (Object) -> Bool) -> Int? {
+        var slot = buckets[bucket(of: hash)]
+        while slot >= 0 {
+            if hashes[slot] == hash, let object = objects[slot], isKey(object) { return slot }
+            slot = next[slot]
+        }
+        return nil
+    }
+
+    private func bucket(of hash: Int) -> Int {
+        hash & (buckets.count - 1)
+    }
+
+    /// The key `slot` was given to.
+    @usableFromInline
+    func object(at slot: Int) -> Object {
+        guard let object = objects[slot] else { preconditionFailure("A slot the store's machine holds has no key") }
+        return object
+    }
+
+    /// A slot for a key that has none, for an event: kept with ``keep(_:_:hash:)`` when the event leaves the
+    /// machine using it, given back with ``giveBack(_:)`` otherwise.
+    mutating func takeSlot() -> Int {
+        if let slot = free.popLast() { return slot }
+        objects.append(nil)
+        next.append(-1)
+        hashes.append(0)
+        return objects.count - 1
+    }
+
+    /// Keeps `object`, whose hash value is `hash`, in `slot`, which ``takeSlot()`` gave.
+    mutating func keep(_ object: Object, _ slot: Int, hash: Int) {
+        if count + 1 > buckets.count / 2 { rehash(into: buckets.count * 2) }
+        objects[slot] = object
+        hashes[slot] = hash
+        let bucket = bucket(of: hash)
+        next[slot] = buckets[bucket]
+        buckets[bucket] = slot
+        count += 1
+    }
+
+    /// Places every key in `count` buckets.
+    private mutating func rehash(into count: Int) {
+        buckets = [Int](repeating: -1, count: count)
+        for slot in objects.indices where objects[slot] != nil {
+            let bucket = bucket(of: hashes[slot])
+            next[slot] = buckets[bucket]
+            buckets[bucket] = slot
+        }
+    }
+
+    /// Gives back a slot ``takeSlot()`` gave for an event that left nothing of its key.
+    mutating func giveBack(_ slot: Int) {
+        free.append(slot)
+    }
+
+    /// Forgets the key of `slot`, if it has one, and gives the slot back.
+    mutating func release(_ slot: Int) {
+        guard objects[slot] != nil else { return }
+        objects[slot] = nil
+        count -= 1
+        let bucket = bucket(of: hashes[slot])
+        if buckets[bucket] == slot {
+            buckets[bucket] = next[slot]
+        } else {
+            var previous = buckets[bucket]
+            while next[previous] != slot { previous = next[previous] }
+            next[previous] = next[slot]
+        }
+        next[slot] = -1
+        free.append(slot)
+    }
+
+    /// Notes that the bound let go of the kept value of `slot`'s key, for the store's events.
+    mutating func noteEvicted(_ slot: Int) {
+        evicted.append(object(at: slot))
+    }
+
+    /// The keys noted by ``noteEvicted(_:)`` since the last call.
+    @usableFromInline
+    mutating func takeEvicted() -> [Object] {
+        exchange(&evicted, with: [])
+    }
+}
+
+/// A key of a ``Store``, as the store's keys table keeps it: made once, when the store begins to hold the key.
+@usableFromInline
+final class StoreKey<Key: Hashable & Sendable>: Sendable {
+    @usableFromInline let key: Key
+
+    @usableFromInline
+    init(_ key: Key) {
+        self.key = key
+    }
+}
