@@ -14,11 +14,16 @@ final class StoreEngine: Sendable {
         var machine: StoreMachine
         var keys = StoreKeys()
 
-        /// Gives back the slots of the keys the machine let go of during the event, after noting the evicted ones.
-        mutating func settle() {
-            guard machine.hasDropped else { return }
+        /// Gives back the slots of the keys the machine let go of during the event, after noting the evicted ones;
+        /// returns those keys, for the caller to let go of after unlocking.
+        mutating func settle() -> [StoreKeys.Object] {
+            guard machine.hasDropped else { return [] }
             for slot in machine.takeEvictions() { keys.noteEvicted(slot) }
-            for slot in machine.takeDropped() where !machine.uses(slot) { keys.release(slot) }
+            var released: [StoreKeys.Object] = []
+            for slot in machine.takeDropped() where !machine.uses(slot) {
+                if let key = keys.release(slot) { released.append(key) }
+            }
+            return released
         }
     }
 
@@ -81,15 +86,17 @@ final class StoreEngine: Sendable {
     }
 
     /// Runs `body` under the lock and settles the event: the slots of the keys the machine let go of are given
-    /// back, and what it let go of is released after unlocking.
+    /// back, and what it let go of, those keys too, is released after unlocking.
     private func withState<Result>(noticing notices: () -> Void, _ body: (inout State) -> Result) -> Result {
         var released: StoreReleased?
+        var keys: [StoreKeys.Object] = []
         let result = state.withLock { state in
             let result = body(&state)
-            state.settle()
+            keys = state.settle()
             released = state.machine.takeReleased()
             return result
         }
+        _ = consume keys
         if let released { finish(released, noticing: notices) }
         return result
     }

@@ -85,9 +85,10 @@ struct StoreKeys: Sendable {
         free.append(slot)
     }
 
-    /// Forgets the key of `slot`, if it has one, and gives the slot back.
-    mutating func release(_ slot: Int) {
-        guard objects[slot] != nil else { return }
+    /// Forgets the key of `slot`, if it has one, and gives the slot back. Returns the key, for the caller to let go
+    /// of where no lock is held (it may be the last copy of a user's key, whose deinitializer is the user's code).
+    mutating func release(_ slot: Int) -> Object? {
+        guard let object = objects[slot] else { return nil }
         objects[slot] = nil
         count -= 1
         let bucket = bucket(of: hashes[slot])
@@ -100,6 +101,7 @@ struct StoreKeys: Sendable {
         }
         next[slot] = -1
         free.append(slot)
+        return object
     }
 
     /// Notes that the bound let go of the kept value of `slot`'s key, for the store's events.

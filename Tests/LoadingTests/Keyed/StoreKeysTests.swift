@@ -12,7 +12,7 @@ final class StoreKeysTests: XCTestCase {
         keys.keep(StoreKey("a"), a, hash: "a".hashValue)
         XCTAssertEqual(slot(of: "a", in: keys), a)
 
-        keys.release(a)
+        XCTAssertEqual((keys.release(a) as? StoreKey<String>)?.key, "a", "handed back, to be let go of unlocked")
         XCTAssertNil(slot(of: "a", in: keys))
         let b = keys.takeSlot()
         XCTAssertEqual(b, a, "reused")
@@ -30,12 +30,12 @@ final class StoreKeysTests: XCTestCase {
         }
         for number in 0..<5 { XCTAssertEqual(slot(of: number, in: keys, hash: 7), slots[number]) }
 
-        keys.release(slots[2])  // in the middle of the chain
-        keys.release(slots[4])  // its head
+        XCTAssertNotNil(keys.release(slots[2]))  // in the middle of the chain
+        XCTAssertNotNil(keys.release(slots[4]))  // its head
         XCTAssertEqual(keys.count, 3)
         for number in [0, 1, 3] { XCTAssertEqual(slot(of: number, in: keys, hash: 7), slots[number]) }
         for number in [2, 4] { XCTAssertNil(slot(of: number, in: keys, hash: 7)) }
-        keys.release(slots[2])  // a slot given back already: nothing changes
+        XCTAssertNil(keys.release(slots[2]))  // a slot given back already: nothing changes
         XCTAssertEqual(keys.count, 3)
     }
 
@@ -64,6 +64,64 @@ final class StoreKeysTests: XCTestCase {
 
         func hash(into hasher: inout Hasher) {
             hasher.combine(0)
+        }
+    }
+
+    func test_aKeyLetGoOf_isReleasedAfterTheStoreUnlocks() {
+        let store = Store<Witnessed, Int>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Int>() })
+        let answered = Answered()
+        do {
+            // The store keeps the only copy of this key's witness: its deinitializer (a user's code) runs when the
+            // store lets go of the key, and calls the store from another thread.
+            let witness = Witness {
+                let done = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async {
+                    _ = store.count
+                    done.signal()
+                }
+                answered.set(done.wait(timeout: .now() + 5) == .success)
+            }
+            store.write(1, for: Witnessed(id: 1, witness: witness))
+        }
+        XCTAssertNil(answered.value, "kept while the store holds the key")
+
+        store.remove(Witnessed(id: 1, witness: Witness {}))
+
+        XCTAssertEqual(answered.value, true, "the store was not locked while the key's deinitializer ran")
+        XCTAssertEqual(store.count, 0)
+    }
+
+    /// Runs its closure when it goes away.
+    private final class Witness: Sendable {
+        let onDeinit: @Sendable () -> Void
+
+        init(onDeinit: @escaping @Sendable () -> Void) {
+            self.onDeinit = onDeinit
+        }
+
+        deinit { onDeinit() }
+    }
+
+    /// A key equal to another by its `id` alone, holding a witness of its lifetime.
+    private struct Witnessed: Hashable, Sendable {
+        let id: Int
+        let witness: Witness
+
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(id)
+        }
+    }
+
+    /// Whether the witness's call was answered.
+    private final class Answered: Sendable {
+        private let state = Locked<Bool?>(nil)
+
+        var value: Bool? { state.withLock { $0 } }
+
+        func set(_ value: Bool) {
+            state.withLock { $0 = value }
         }
     }
 
