@@ -16,10 +16,10 @@ final class StoreEngine: Sendable {
 
         /// Gives back the slots of the keys the machine let go of during the event, after noting the evicted ones;
         /// returns those keys, for the caller to let go of after unlocking.
-        mutating func settle() -> [StoreKeys.Object] {
-            guard machine.hasDropped else { return [] }
+        mutating func settle() -> InlineFirstArray<StoreKeys.Object> {
+            guard machine.hasDropped else { return InlineFirstArray() }
             for slot in machine.takeEvictions() { keys.noteEvicted(slot) }
-            var released: [StoreKeys.Object] = []
+            var released = InlineFirstArray<StoreKeys.Object>()
             for slot in machine.takeDropped() where !machine.uses(slot) {
                 if let key = keys.release(slot) { released.append(key) }
             }
@@ -89,7 +89,7 @@ final class StoreEngine: Sendable {
     /// back, and what it let go of, those keys too, is released after unlocking.
     private func withState<Result>(noticing notices: () -> Void, _ body: (inout State) -> Result) -> Result {
         var released: StoreReleased?
-        var keys: [StoreKeys.Object] = []
+        var keys = InlineFirstArray<StoreKeys.Object>()
         let result = state.withLock { state in
             let result = body(&state)
             keys = state.settle()
