@@ -8,11 +8,9 @@ import CLoadingAtomics
 /// Senders change it only under the owner's lock, which also guards the queue; the deliverer ends its turn with a
 /// compare-and-swap from 1 to 0, which fails if a sender queued something, and then drains the queue under the lock.
 /// `@unchecked Sendable` because its one mutable word is only ever accessed atomically.
-@usableFromInline
 final class DeliveryTurn: @unchecked Sendable {
     private let word: UnsafeMutablePointer<Int>
 
-    @usableFromInline
     init() {
         word = .allocate(capacity: 1)
         word.initialize(to: 0)
@@ -24,7 +22,6 @@ final class DeliveryTurn: @unchecked Sendable {
 
     /// Under the owner's lock, for a sender: `true` when the caller takes the turn and delivers its event now;
     /// `false` when a turn is running and the caller must queue its event for the deliverer.
-    @usableFromInline
     func take() -> Bool {
         guard loading_atomic_fetch_add(word, 2) & 1 == 0 else { return false }
         // Nobody was delivering (the word was 0), and senders hold the lock: the turn is the caller's.
@@ -34,19 +31,16 @@ final class DeliveryTurn: @unchecked Sendable {
 
     /// Without the lock, for the deliverer after a delivery: `true` when nothing was queued meanwhile and the turn
     /// is over; `false` when the deliverer must take the queue (under the lock) and go on.
-    @usableFromInline
     func end() -> Bool {
         loading_atomic_compare_exchange(word, 1, 0)
     }
 
     /// Under the owner's lock, for the deliverer taking the queue: the turn goes on, with nothing queued.
-    @usableFromInline
     func keep() {
         loading_atomic_store_release(word, 1)
     }
 
     /// Under the owner's lock, for the deliverer that found nothing to take: the turn is over.
-    @usableFromInline
     func pass() {
         loading_atomic_store_release(word, 0)
     }

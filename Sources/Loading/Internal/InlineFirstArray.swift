@@ -33,7 +33,6 @@ struct InlineFirstArray<Element> {
     }
 
     /// The list of `transform` applied to each element, in order (a list of one allocates nothing).
-    @inlinable
     func mapInline<Mapped>(_ transform: (Element) throws -> Mapped) rethrows -> InlineFirstArray<Mapped> {
         var mapped = InlineFirstArray<Mapped>()
         mapped.head = try head.map(transform)

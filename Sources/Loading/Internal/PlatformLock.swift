@@ -27,7 +27,6 @@ extension UnsafeMutablePointer where Pointee == PlatformLock {
     }
 
     /// Destroys the mutex; the buffer's deinit calls it.
-    @inlinable
     func destroyLock() {
         #if !canImport(os)
             pthread_mutex_destroy(self)

@@ -54,7 +54,6 @@ final class SerialDelivery: Sendable {
     private let state = Locked(State())
     private let turn = DeliveryTurn()
 
-    @usableFromInline
     init() {}
 
     /// Accepts an event (a terminal one when `isTerminal`), queuing what `queuing` makes when another thread

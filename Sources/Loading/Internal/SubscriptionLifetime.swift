@@ -90,7 +90,6 @@ struct SubscriptionLifetime: @unchecked Sendable {
     }
 
     /// Forgets the action registered under `key`.
-    @usableFromInline
     func removeAction(_ key: Int) {
         let removed = withLock { header, _ -> (@Sendable () -> Void)? in
             if header.pointee.firstAction?.key == key {

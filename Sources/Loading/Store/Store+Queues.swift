@@ -1,11 +1,10 @@
 /// Where a queue's optimistic change goes among the others of its queue: the store shows a queue's changes in the
 /// order of their sequence numbers, whatever order their callers reached it in (the order the queue sends them).
-@usableFromInline
 struct MutationOrder: Sendable {
     /// The queue's identity.
-    @usableFromInline let queue: Int
+    let queue: Int
     /// The change's place in its queue.
-    @usableFromInline let sequence: Int
+    let sequence: Int
 
     @inlinable
     init(queue: Int, sequence: Int) {
@@ -24,7 +23,6 @@ protocol StoreClearObserver: AnyObject, Sendable {
 }
 
 /// The clear observers of a store, held weakly (a queue holds its store, not the other way round).
-@usableFromInline
 final class ClearObservers: Sendable {
     private struct Weak: Sendable {
         weak var observer: (any StoreClearObserver)?
@@ -32,7 +30,6 @@ final class ClearObservers: Sendable {
 
     private let observers = Locked<[Weak]>([])
 
-    @usableFromInline
     init() {}
 
     /// Adds `observer`.
@@ -44,7 +41,6 @@ final class ClearObservers: Sendable {
     }
 
     /// Tells every observer alive now that a clear begins; the notice tells them it ended.
-    @usableFromInline
     func clearBegins() -> ClearNotice {
         let observers = observers.withLock { $0.compactMap(\.observer) }  // released after unlocking
         for observer in observers { observer.storeWillClear() }
@@ -53,12 +49,10 @@ final class ClearObservers: Sendable {
 }
 
 /// The observers told that a clear began, to tell that it ended.
-@usableFromInline
 struct ClearNotice {
     fileprivate let observers: [any StoreClearObserver]
 
     /// Tells the observers that the clear ended.
-    @usableFromInline
     func clearEnded() {
         for observer in observers { observer.storeDidClear() }
     }

@@ -127,7 +127,6 @@ extension Store {
 
     /// `key`'s fresh value as a loader: each load does what ``refresh(_:completion:)`` does (to compose, as
     /// `store.freshValue(of: key).fallback(to: store.read(key, policy: .cacheOnly))`).
-    @inlinable
     public func freshValue(of key: Key) -> AnyLoader<StoreResponse<Value>> {
         AnyLoader { [self] completion in
             let pending = PendingLoad(completion)

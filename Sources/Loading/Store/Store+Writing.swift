@@ -23,7 +23,6 @@ extension Store {
     /// (`nil` removes it from them; a debounced level gets it with the rest of its burst) and shows it. When the key
     /// has no value and `transform` makes none, nothing changes, except that a fetch in flight gets `transform`
     /// applied to the value it brings (a live update that arrives while the first load runs is kept).
-    @inlinable
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
         submit(.update(Self.erase(transform), reply: nil), for: key)
     }
@@ -31,7 +30,6 @@ extension Store {
     /// ``update(_:_:)`` with what the network brought (a page appended to a list): written to every level at once;
     /// `completion` receives what the key shows once it is saved, or ``StoreError/discarded`` when a removal or a
     /// clear dropped the change.
-    @usableFromInline
     func updateFetched(
         _ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?,
         completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
@@ -41,7 +39,6 @@ extension Store {
 
     /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm
     /// nothing, and writes and updates not yet applied are dropped.
-    @inlinable
     public func remove(_ key: Key) {
         perform(locked(key) { $0.remove($1) }, for: key)
     }
@@ -76,7 +73,6 @@ extension Store {
     /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
     /// key as empty. Nothing fetched, read or changed before the clear reappears after it. `completion` runs once
     /// every level has been emptied (or failed to be: see `onWriteFailure`).
-    @inlinable
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
         // The queues over the store stop starting work, and forget their mutations, before anything is cancelled.
         let notice = clearObservers.clearBegins()
@@ -93,7 +89,6 @@ extension Store {
     /// returned token cancels the commit and undoes the change. Made while another change of the key runs, the change
     /// is shown after it.
     @discardableResult
-    @inlinable
     public func mutate<Commit: Loader>(
         _ key: Key,
         _ change: @escaping @Sendable (Value?) -> Value?,
@@ -106,7 +101,6 @@ extension Store {
 
     /// ``mutate(_:_:commit:completion:)`` for a queue's change: placed by `order` among its queue's changes, and
     /// refused (`nil`, nothing shown or started) when the store was cleared since ``clearCount`` was `clears`.
-    @inlinable
     func mutate<Commit: Loader>(
         _ key: Key,
         _ change: @escaping @Sendable (Value?) -> Value?,

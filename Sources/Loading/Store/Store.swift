@@ -54,7 +54,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The store's lock, its machine and its keys, compiled once.
     @usableFromInline let engine: StoreEngine
     /// The mutation queues over the store, told of each clear.
-    @usableFromInline let clearObservers = ClearObservers()
+    let clearObservers = ClearObservers()
     /// Told what happens (see ``StoreEvent``), when the store was given it.
     @usableFromInline let events: (@Sendable (StoreEvent<Key>) -> Void)?
     /// Where fetches start.
@@ -132,7 +132,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// `change` as the machine runs it: on the value it keeps, which the store made from a `Value`.
-    @inlinable
     static func erase(_ change: @escaping @Sendable (Value?) -> Value?) -> Machine.Change {
         { box in change(box.map { ($0 as! ValueBox<Value>).value }).map { ValueBox($0) } }
     }
@@ -160,7 +159,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// ``locked(_:)`` for an event that answers with keys, by their slots.
-    @inlinable
     func lockedKeys(_ body: (inout Machine) -> [Int]) -> [Key] {
         lockedWithKeys { machine, keys in body(&machine).map { Self.key(keys.object(at: $0)) } }
     }
@@ -186,7 +184,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or
     /// waiting for a level write) and the values it keeps (see `keptValues`).
-    @inlinable
     public var count: Int {
         locked { $0.count }
     }

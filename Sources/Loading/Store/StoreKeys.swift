@@ -110,7 +110,6 @@ struct StoreKeys: Sendable {
     }
 
     /// The keys noted by ``noteEvicted(_:)`` since the last call.
-    @usableFromInline
     mutating func takeEvicted() -> [Object] {
         exchange(&evicted, with: [])
     }

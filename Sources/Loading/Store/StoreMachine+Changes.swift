@@ -194,7 +194,7 @@ extension StoreMachine {
     /// has some), and whether the levels' value must be read first (submit ``Job/load``). A change with an `order`
     /// goes before the changes of its queue with a greater sequence (made earlier, shown later); others go last.
     /// `nil`, adding nothing, when the store was cleared since `clears` was read (`unlessClearedSince`).
-    @usableFromInline mutating func addMutation(
+    mutating func addMutation(
         _ change: @escaping Change, commit: PendingLoad<Void>? = nil, to key: Key, order: MutationOrder? = nil,
         unlessClearedSince clears: Int? = nil
     ) -> (id: Int, shown: Snapshot?, loads: Bool)? {

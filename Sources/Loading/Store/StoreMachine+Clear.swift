@@ -7,7 +7,7 @@
 extension StoreMachine {
     /// Removes `key`'s value at once: the writes and updates queued for it are dropped, fetches and level reads in
     /// flight confirm nothing, optimistic changes stay pending, and the levels lose the key.
-    @usableFromInline mutating func remove(_ key: Key) -> Effects {
+    mutating func remove(_ key: Key) -> Effects {
         let entry = ensureEntry(key)
         var effects = Effects()
         let dropped = dropQueuedByRemoval(of: entry)
@@ -39,7 +39,7 @@ extension StoreMachine {
     /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
     /// returned to fail), debounced writes are cancelled, and the levels are emptied once what was decided before is
     /// issued (`removeAll`, or the caller that issues the last of it).
-    @usableFromInline mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
+    mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
         clears += 1
         var effects = Effects()
         for (key, entry) in entries {

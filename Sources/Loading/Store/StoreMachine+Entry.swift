@@ -10,7 +10,7 @@ extension StoreMachine {
     /// reaches (that lock is what makes it safe to send). Its fields keep the run-time exclusivity checks of a class:
     /// about 5,000 instructions of a first read (Benchmarks, scenario 17), which the entry as a value in the slot
     /// table would make static.
-    @usableFromInline final class Entry: @unchecked Sendable {
+    final class Entry: @unchecked Sendable {
         /// The confirmed value, when `isKnown`.
         var confirmed: StoredValue<Value>?
         /// Whether `confirmed` is the truth; when not, the levels hold it.

@@ -1,6 +1,5 @@
 extension StoreMachine {
     /// The entries of the keys in use, by slot: an entry is found by indexing, not hashing.
-    @usableFromInline
     struct EntryTable: Sequence, Sendable {
         private var slots: [Entry?] = []
         /// The number of entries.
@@ -32,18 +31,15 @@ extension StoreMachine {
             slots.indices.filter { slots[$0] != nil }
         }
 
-        @usableFromInline
         func makeIterator() -> Iterator {
             Iterator(slots: slots)
         }
 
         /// The entries in the order of their slots.
-        @usableFromInline
         struct Iterator: IteratorProtocol {
             let slots: [Entry?]
             var index = 0
 
-            @usableFromInline
             mutating func next() -> (key: Int, value: Entry)? {
                 while index < slots.count {
                     defer { index += 1 }

@@ -105,7 +105,7 @@ extension StoreMachine {
     /// write issued for it holds it until the write completes; the work runs, once, when the last hold is released.
     /// A value whose copies share one locked state (one allocation).
     @usableFromInline struct SaveTicket: Sendable {
-        @usableFromInline enum Work: Sendable {
+        enum Work: Sendable {
             case replies(InlineFirstArray<FetchReply>)
             case run(@Sendable () -> Void)
         }
@@ -124,7 +124,7 @@ extension StoreMachine {
         let state: Locked<(holds: Int, work: Work?, report: Report?)>
 
         /// A ticket with one hold (its maker's, or the level operation's it is made for).
-        @usableFromInline init(_ work: Work? = nil) {
+        init(_ work: Work? = nil) {
             state = Locked((1, work, nil))
         }
 

@@ -130,7 +130,7 @@
     }
 
     /// The number of entries: keys in use, and values kept.
-    @usableFromInline var count: Int { entries.count }
+    var count: Int { entries.count }
 
     mutating func next() -> Int {
         counter += 1

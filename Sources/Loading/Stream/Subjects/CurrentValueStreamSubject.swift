@@ -41,7 +41,6 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     /// Replaces the current value with `transform(current)` and sends it, atomically with respect to every other
     /// send (a compare-and-set); nothing happens when `transform` returns `nil`. Returns the value sent.
     @discardableResult
-    @inlinable
     func update(_ transform: (Output) -> Output?) -> Output? {
         core.update(transform, failing: Failure.self)
     }

@@ -27,7 +27,6 @@ extension SubjectCore {
     /// Replaces the current value with `transform(current)` and broadcasts it, atomically with respect to every
     /// other send (a compare-and-set: `transform` runs outside the lock and again if another send came first); does
     /// nothing when `transform` returns `nil` or the subject completed. Returns the value sent.
-    @inlinable
     func update<Output: Sendable, Failure: Error>(
         _ transform: (Output) -> Output?,
         failing: Failure.Type

@@ -102,7 +102,6 @@ final class SubjectCore: Sendable {
 
     /// The current value (`nil` before the first, for a subject created without one) and the sequence number it
     /// was sent with; `nil` after completion.
-    @usableFromInline
     func currentWithSequence() -> (value: Object?, sequence: UInt64)? {
         state.withLock { state in
             guard state.completion == nil else { return nil }
@@ -145,7 +144,6 @@ final class SubjectCore: Sendable {
 
     /// Replaces the current value with `value` if nothing was sent since `sequence` (a compare-and-set), and sends it
     /// as ``sendValue(_:through:)`` says. Returns whether it was replaced.
-    @usableFromInline
     func replace(at sequence: UInt64, with value: Object, through send: (Broadcast) -> Void) -> Bool {
         let (replaced, first, previous) = state.withLock { state -> (Bool, Broadcast?, Object?) in
             guard state.completion == nil, state.sequence == sequence else { return (false, nil, nil) }
