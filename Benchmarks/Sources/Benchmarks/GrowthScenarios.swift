@@ -2,7 +2,8 @@ import Foundation
 import Loading
 
 /// 21. How the cost of one operation grows with the work around it: mutations enqueued while a screen observes their
-/// key, then replayed; pages appended (or prepended) one by one to an uncapped list. Each at 1,000, 10,000 and
+/// key, then replayed; pages appended (or prepended) one by one to an uncapped list; many callers joining and leaving
+/// one shared load, fetch, key's turn or subject. Each at 1,000, 10,000 and
 /// 100,000 operations, storage in memory (so that disk syncs do not hide the library's own cost), beside a
 /// hand-written equivalent. Times, not counts: 100,000 operations under callgrind would take minutes. The gate
 /// (`--growth-gate`) holds what matters and survives a noisy machine: the time per operation at 100,000 at most 3x
@@ -13,7 +14,7 @@ func growthReport(sizes: [Int], gates: Bool) -> (lines: [String], passed: Bool) 
         "  " + pad("workload", 58) + sizes.map { pad(Report.count($0), 14) }.joined() + "growth",
     ]
     var passed = true
-    for workload in growthWorkloads() {
+    for workload in growthWorkloads() + sharedWorkGrowthWorkloads() {
         var perOperation: [Double] = []
         for size in sizes {
             // The smallest size is noisy: the best of three runs.
@@ -129,6 +130,105 @@ private func growthWorkloads() -> [GrowthWorkload] {
             return seconds { for _ in 0..<size { store.loadPreviousPage(of: 0) { _ in } } }
         },
     ]
+}
+
+/// Many callers sharing one piece of work (a load, a fetch, a key's turn, a subject), each joining or leaving: the
+/// cost of one stays flat however many share it.
+private func sharedWorkGrowthWorkloads() -> [GrowthWorkload] {
+    [
+        GrowthWorkload(name: "coalesced family: callers of one load, then its answer", holdsGrowth: true) { size in
+            let upstream = HeldLoad<Int>()
+            let family = LoaderFamily { (_: Int) in upstream }.coalesced()
+            let answered = Locked(0)
+            return seconds {
+                for _ in 0..<size { _ = family[0].load { _ in answered.withLock { $0 += 1 } } }
+                upstream.answer(.success(1))
+                precondition(answered.withLock { $0 } == size, "every caller answered")
+            }
+        },
+        GrowthWorkload(name: "coalesced family: callers of one load, each leaving", holdsGrowth: true) { size in
+            let upstream = HeldLoad<Int>()
+            let family = LoaderFamily { (_: Int) in upstream }.coalesced()
+            return seconds {
+                let tokens = (0..<size).map { _ in family[0].load { _ in } }
+                for token in tokens { token.cancel() }
+                precondition(upstream.isCancelled, "the last caller out cancelled the load")
+            }
+        },
+        GrowthWorkload(name: "Store.read: readers of one fetch, each leaving", holdsGrowth: true) { size in
+            let upstream = HeldLoad<Int>()
+            let store = Store<Int, Int>(levels: [], fetch: LoaderFamily { _ in upstream })
+            return seconds {
+                let tokens = (0..<size).map { _ in store.read(0).load { _ in } }
+                for token in tokens { token.cancel() }
+                precondition(upstream.isCancelled, "the last reader out cancelled the fetch")
+            }
+        },
+        GrowthWorkload(name: "Store.update: changes waiting for a key's level read", holdsGrowth: true) { size in
+            let level = HeldLevel()
+            let store = Store<Int, Int>(
+                levels: [.cache(level, name: "held")],
+                fetch: LoaderFamily { _ in ImmediateLoader(result: .success(0)) })
+            return seconds {
+                for _ in 0..<size { store.update(0) { ($0 ?? 0) + 1 } }
+                level.answer()
+                precondition(store.state(for: 0).value == size, "every change applied")
+            }
+        },
+        GrowthWorkload(name: "StreamSubject: subscribers, each cancelling", holdsGrowth: true) { size in
+            let subject = StreamSubject<Int, Never>()
+            return seconds {
+                let subscriptions = (0..<size).map { _ in subject.stream.sink { _ in } }
+                for subscription in subscriptions { subscription.cancel() }
+            }
+        },
+    ]
+}
+
+/// A load that answers when told, and knows whether it was cancelled.
+private final class HeldLoad<Output: Sendable>: Loader {
+    private let state = Locked<(completion: LoadCompletion<Output>?, isCancelled: Bool)>((nil, false))
+
+    var isCancelled: Bool { state.withLock { $0.isCancelled } }
+
+    func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
+        state.withLock { $0.completion = completion }
+        return AnyCancellationToken { [state] in state.withLock { $0.isCancelled = true } }
+    }
+
+    func answer(_ result: Result<Output, any Error>) {
+        state.withLock { $0.completion }?(result)
+    }
+}
+
+/// A level holding nothing, whose reads answer when told.
+private final class HeldLevel: KeyedCache {
+    private let reads = Locked<[@Sendable (Result<CachedValue<Int>, any Error>) -> Void]>([])
+
+    func value(for key: Int, completion: @escaping @Sendable (Result<CachedValue<Int>, any Error>) -> Void) {
+        reads.withLock { $0.append(completion) }
+    }
+
+    func save(_ value: Int, for key: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+
+    func removeValue(for key: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+
+    /// Answers the reads asked so far: nothing held.
+    func answer() {
+        let waiting = reads.withLock { reads in
+            defer { reads = [] }
+            return reads
+        }
+        for read in waiting { read(.failure(CacheMiss.absent)) }
+    }
 }
 
 /// A queue over a store whose key a screen observes, offline until told, its server answering at once.

@@ -121,47 +121,20 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
         }
     }
 
-    /// A flight's callers in the order they joined; the first is kept inline, so that a load nobody else joins
-    /// allocates nothing for its callers.
+    /// A flight's callers in the order they joined (caller ids grow in that order): the first is kept inline, so
+    /// that a load nobody else joins allocates nothing for its callers, and each caller joins, leaves or is taken for
+    /// delivery in time that does not grow with their number.
+    @usableFromInline typealias Callers = OrderedQueue<Caller>
+
+    /// A caller's completion. In a struct, so that the queue keeps it as it is: a function stored as a generic
+    /// element would be wrapped in a thunk, one allocation per caller.
     @usableFromInline
-    struct Callers: Sendable {
-        @usableFromInline var first: (id: Int, completion: LoadCompletion<Output>)?
-        @usableFromInline var others: [(id: Int, completion: LoadCompletion<Output>)] = []
+    struct Caller: Sendable {
+        @usableFromInline let completion: LoadCompletion<Output>
 
         @inlinable
-        init() {}
-
-        @inlinable
-        var isEmpty: Bool { first == nil && others.isEmpty }
-
-        @inlinable
-        mutating func append(_ id: Int, _ completion: @escaping LoadCompletion<Output>) {
-            if first == nil && others.isEmpty {
-                first = (id, completion)
-            } else {
-                others.append((id, completion))  // ids only grow: the order stays the joining order
-            }
-        }
-
-        /// Removes caller `id` and returns its completion (to be released after unlocking).
-        @inlinable
-        mutating func remove(_ id: Int) -> LoadCompletion<Output>? {
-            if let caller = first, caller.id == id {
-                first = nil
-                return caller.completion
-            }
-            guard let index = others.firstIndex(where: { $0.id == id }) else { return nil }
-            return others.remove(at: index).completion
-        }
-
-        /// Takes the caller that joined first out, for delivery.
-        @inlinable
-        mutating func removeFirst() -> LoadCompletion<Output>? {
-            if let caller = first {
-                first = nil
-                return caller.completion
-            }
-            return others.isEmpty ? nil : others.removeFirst().completion
+        init(_ completion: @escaping LoadCompletion<Output>) {
+            self.completion = completion
         }
     }
 
@@ -216,12 +189,12 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             state.nextID += 1
             let callerID = state.nextID
             if state.flights[key] != nil {
-                state.flights[key]!.callers.append(callerID, completion)
+                state.flights[key]!.callers.append(Caller(completion), id: callerID)
                 return (state.flights[key]!.id, callerID, false)
             }
             state.nextID += 1
             var flight = Flight(id: state.nextID)
-            flight.callers.append(callerID, completion)
+            flight.callers.append(Caller(completion), id: callerID)
             state.flights[key] = flight
             return (flight.id, callerID, true)
         }
@@ -267,16 +240,16 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
         }
         withExtendedLifetime(token) {}  // the completed load's token, released after unlocking
         guard var callers = finished?.callers else { return }
-        if callers.others.isEmpty {
-            callers.first?.completion(result)  // one caller: no one else to cancel meanwhile
+        if callers.count == 1 {
+            callers.first?.element.completion(result)  // one caller: no one else to cancel meanwhile
             return
         }
         let flightID = finished!.id
-        let first = callers.removeFirst()
+        let first = callers.popFirst()?.element.completion
         state.withLock { $0.delivering[flightID] = callers }
         first?(result)
         while let next = state.withLock({ state -> LoadCompletion<Output>? in
-            let next = state.delivering[flightID]?.removeFirst()
+            let next = state.delivering[flightID]?.popFirst()?.element.completion
             if state.delivering[flightID]?.isEmpty ?? false { state.delivering[flightID] = nil }
             return next
         }) {
@@ -290,11 +263,11 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             state -> (LoadCompletion<Output>?, Flight?, (any CancellationToken)?) in
             guard state.flights[key]?.id == flightID else {
                 // Finished: a caller still waiting for its delivery leaves without being called.
-                let left = state.delivering[flightID]?.remove(callerID)
+                let left = state.delivering[flightID]?.remove(id: callerID)?.completion
                 if state.delivering[flightID]?.isEmpty ?? false { state.delivering[flightID] = nil }
                 return (left, nil, nil)
             }
-            let left = state.flights[key]!.callers.remove(callerID)
+            let left = state.flights[key]!.callers.remove(id: callerID)?.completion
             guard state.flights[key]!.callers.isEmpty else { return (left, nil, nil) }
             let (emptied, token) = state.removeFlight(key)
             return (left, emptied, token)

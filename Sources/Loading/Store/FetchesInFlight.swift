@@ -43,7 +43,7 @@ extension StoreMachine {
             guard let index = fetches.indices.last, !fetches[index].isAbandoned,
                 fetches[index].generation == generation
             else { return nil }
-            fetches[index].callers.append(caller)
+            fetches[index].callers.append(caller, id: caller.id)
             return fetches[index].id
         }
 
@@ -52,12 +52,12 @@ extension StoreMachine {
             fetches.append(
                 Fetch(
                     id: id, generation: generation, logStart: logStart, sentMark: sentMark,
-                    callers: InlineFirstArray(caller)))
+                    callers: OrderedQueue(caller, id: caller.id)))
         }
 
         /// Adds `caller` to fetch `id`; `false` when it is not in flight.
         mutating func add(_ caller: FetchCaller, to id: Int) -> Bool {
-            update(id) { $0.callers.append(caller) } != nil
+            update(id) { $0.callers.append(caller, id: caller.id) } != nil
         }
 
         /// Keeps the token of fetch `id`'s upstream load. Returns `true` when every caller left the fetch before:
@@ -77,8 +77,7 @@ extension StoreMachine {
         /// is cancelled when it is kept).
         mutating func leave(_ caller: Int, of id: Int) -> (left: FetchCaller, ended: Fetch?)? {
             let left = update(id) { fetch -> (FetchCaller, hasToken: Bool)? in
-                guard let index = fetch.callers.firstIndex(where: { $0.id == caller }) else { return nil }
-                let left = fetch.callers.remove(at: index)
+                guard let left = fetch.callers.remove(id: caller) else { return nil }
                 guard fetch.callers.isEmpty else { return (left, false) }
                 if fetch.token == nil { fetch.isAbandoned = true }
                 return (left, fetch.token != nil)
@@ -127,7 +126,7 @@ extension StoreMachine {
 
     /// A fetch in flight and the callers waiting for it; only ``FetchesInFlight`` changes it.
     struct Fetch: Sendable {
-        init(id: Int, generation: Int, logStart: Int, sentMark: Int, callers: InlineFirstArray<FetchCaller>) {
+        init(id: Int, generation: Int, logStart: Int, sentMark: Int, callers: OrderedQueue<FetchCaller>) {
             self.id = id
             self.generation = generation
             self.logStart = logStart
@@ -139,7 +138,8 @@ extension StoreMachine {
         let generation: Int
         /// Logged changes with a greater sequence number were made after the fetch started.
         let logStart: Int
-        fileprivate(set) var callers: InlineFirstArray<FetchCaller>
+        /// In the order they joined (their ids grow in that order).
+        fileprivate(set) var callers: OrderedQueue<FetchCaller>
         fileprivate(set) var token: (any CancellationToken)?
         /// Every caller left before the token was kept: the token is cancelled when it is.
         fileprivate(set) var isAbandoned = false

@@ -8,9 +8,8 @@ extension StoreMachine {
         private(set) var isTaken = false
         /// When the change applying now was asked.
         private(set) var asking = 0
-        private var queue: [Job] = []
-        /// When each job of `queue` was asked.
-        private var queueAsked: [Int] = []
+        /// The changes waiting, each with when it was asked (as its id).
+        private var queue = OrderedQueue<Job>()
         /// Whether the head of `queue` runs now, outside the lock (a ``Work``): it stays at the head until committed.
         private var headRuns = false
 
@@ -21,7 +20,7 @@ extension StoreMachine {
         var hasQueued: Bool { !queue.isEmpty }
 
         /// The change at the head of the queue, next to apply.
-        var head: Job? { queue.first }
+        var head: Job? { queue.first?.element }
 
         /// Takes the turn for the caller; `false` when another caller has it.
         mutating func take() -> Bool {
@@ -43,16 +42,17 @@ extension StoreMachine {
 
         /// Puts `job`, asked at `point`, last in the queue.
         mutating func enqueue(_ job: Job, askedAt point: Int) {
-            queue.append(job)
-            queueAsked.append(point)
+            queue.append(job, id: point)
         }
 
         /// Takes the head of the queue off to apply it: `asking` is when it was asked.
         mutating func takeHead() -> Job {
-            precondition(!queue.isEmpty, "A key's change is taken off an empty queue")
+            guard let (asked, job) = queue.popFirst() else {
+                preconditionFailure("A key's change is taken off an empty queue")
+            }
             headRuns = false
-            asking = queueAsked.removeFirst()
-            return queue.removeFirst()
+            asking = asked
+            return job
         }
 
         /// The head of the queue runs now, outside the lock: a removal or a clear leaves it at the head, where its
@@ -64,25 +64,17 @@ extension StoreMachine {
         /// Puts `job`, taken off last, back at the head, asked when it was (a settle that runs again on what is
         /// confirmed after a removal).
         mutating func putBack(_ job: Job) {
-            queue.insert(job, at: 0)
-            queueAsked.insert(asking, at: 0)
+            queue.prepend(job, id: asking)
         }
 
         /// Takes the queued jobs `drops` picks out of the queue, in order, except the head while it runs.
         mutating func drop(where drops: (Job) -> Bool) -> [Job] {
-            var dropped: [Job] = []
-            var kept: [Job] = []
-            var keptAsked: [Int] = []
-            for (index, (job, asked)) in zip(queue, queueAsked).enumerated() {
-                if drops(job), index > 0 || !headRuns {
-                    dropped.append(job)
-                } else {
-                    kept.append(job)
-                    keptAsked.append(asked)
-                }
+            let headRuns = headRuns
+            var isHead = true
+            return queue.removeAll { _, job in
+                defer { isHead = false }
+                return drops(job) && !(isHead && headRuns)
             }
-            (queue, queueAsked) = (kept, keptAsked)
-            return dropped
         }
     }
 }

@@ -341,7 +341,7 @@ final class StoreMachinePartsTests: XCTestCase {
 
     private func fetch(generation: Int, logStart: Int) -> StoreMachine.Fetch {
         StoreMachine.Fetch(
-            id: 1, generation: generation, logStart: logStart, sentMark: logStart + 1, callers: InlineFirstArray())
+            id: 1, generation: generation, logStart: logStart, sentMark: logStart + 1, callers: OrderedQueue())
     }
 
     private func applied(_ changes: [StoreMachine.Change]) -> String? {

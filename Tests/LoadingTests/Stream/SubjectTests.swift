@@ -20,6 +20,29 @@ final class SubjectTests: XCTestCase {
         XCTAssertEqual(second.events, [.value(2), .completion(.finished)])
     }
 
+    func test_subscribersCancelledAmongOthers_getNothingMore_whileTheRestAndNewcomersGetEverything() {
+        let subject = CurrentValueStreamSubject<Int, TestError>(0)
+        let recorders = (0..<100).map { _ in StreamRecorder(subject.stream) }
+        for (index, recorder) in recorders.enumerated() where !index.isMultiple(of: 2) { recorder.cancel() }
+        subject.send(1)
+        for (index, recorder) in recorders.enumerated() where index.isMultiple(of: 2) && index != 50 {
+            recorder.cancel()
+        }
+        let newcomer = StreamRecorder(subject.stream)
+        subject.send(2)
+        recorders[50].cancel()
+        subject.send(3)
+
+        for (index, recorder) in recorders.enumerated() {
+            let expected = index.isMultiple(of: 2) ? (index == 50 ? [0, 1, 2] : [0, 1]) : [0]
+            XCTAssertEqual(recorder.values, expected, "subscriber \(index)")
+        }
+        XCTAssertEqual(newcomer.values, [1, 2, 3], "the current value replayed to it, then the rest")
+        subject.send(completion: .finished)
+        XCTAssertEqual(newcomer.completion, .finished)
+        XCTAssertNil(recorders[50].completion, "cancelled before the completion")
+    }
+
     func test_subscriberAfterCompletion_getsOnlyTheCompletion() {
         let subject = StreamSubject<Int, TestError>()
         subject.send(1)

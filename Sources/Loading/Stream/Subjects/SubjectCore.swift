@@ -51,6 +51,10 @@ final class SubjectCore: Sendable {
         let firstSequence: UInt64
         @usableFromInline
         let observer: Object
+
+        /// Whether this is the place of a subscriber removed (no delivery is meant for it).
+        @inlinable
+        var isGap: Bool { firstSequence == .max }
     }
 
     /// An event numbered in the order of sending.
@@ -70,12 +74,14 @@ final class SubjectCore: Sendable {
 
         @inlinable
         func isMeant(for subscriber: Subscriber) -> Bool {
-            target.map { $0 == subscriber.id } ?? (subscriber.firstSequence <= sequence)
+            target.map { $0 == subscriber.id && !subscriber.isGap } ?? (subscriber.firstSequence <= sequence)
         }
     }
 
     private struct State: Sendable {
+        /// In the order of their ids. A subscriber removed leaves a gap (see ``remove(_:)``).
         var subscribers: [Subscriber] = []
+        var gaps = 0
         var nextID = 0
         var sequence: UInt64 = 0
         var completion: Object?
@@ -85,6 +91,11 @@ final class SubjectCore: Sendable {
 
     private let state: Locked<State>
     private let turn = DeliveryTurn()
+
+    /// What a gap left by a removed subscriber holds in place of an observer.
+    private static let gap: Object = Gap()
+
+    private final class Gap: Sendable {}
 
     /// Creates a core holding `current` (a subject with a current value), or none.
     @usableFromInline
@@ -171,12 +182,32 @@ final class SubjectCore: Sendable {
         }
     }
 
-    /// Forgets the subscriber `id`.
+    /// Forgets the subscriber `id`: found by halving (ids grow in the order subscribers came), it leaves a gap in its
+    /// place, and the gaps are closed up once they are half of the list, so that a removal costs the same however
+    /// many subscribers there are (the list is not shifted each time).
     @usableFromInline
     func remove(_ id: Int) {
         let removed = state.withLock { state -> Subscriber? in
-            guard let index = state.subscribers.firstIndex(where: { $0.id == id }) else { return nil }
-            return state.subscribers.remove(at: index)
+            var low = 0
+            var high = state.subscribers.count
+            while low < high {
+                let middle = low + (high - low) / 2
+                if state.subscribers[middle].id < id { low = middle + 1 } else { high = middle }
+            }
+            guard low < state.subscribers.count, state.subscribers[low].id == id, !state.subscribers[low].isGap else {
+                return nil
+            }
+            let removed = state.subscribers[low]
+            state.subscribers[low] = Subscriber(id: id, firstSequence: .max, observer: Self.gap)
+            state.gaps += 1
+            if state.gaps == state.subscribers.count {
+                state.subscribers = []
+                state.gaps = 0
+            } else if state.gaps > 16, state.gaps * 2 > state.subscribers.count {
+                state.subscribers.removeAll { $0.isGap }
+                state.gaps = 0
+            }
+            return removed
         }
         // Released after unlocking: dropping a subscriber may run its captures' deinits, which may send here.
         withExtendedLifetime(removed) {}
@@ -224,6 +255,7 @@ final class SubjectCore: Sendable {
     private func nextBatch(after completed: Bool) -> ([Delivery], [Subscriber]) {
         let (batch, subscribers, finished) = state.withLock { state -> ([Delivery], [Subscriber], [Subscriber]) in
             let finished = completed ? exchange(&state.subscribers, with: []) : []
+            if completed { state.gaps = 0 }
             guard !state.queue.isEmpty else {
                 turn.pass()
                 return ([], [], finished)

@@ -1,0 +1,162 @@
+/// Elements in the order they were added, each with an id: the first taken off, one put back in front, or one
+/// removed by its id (when ids grow in the order elements are added), each in time that does not grow with the count.
+///
+/// An element added to an empty queue is kept inline (a queue of one allocates nothing); the others sit in slots,
+/// where a removed element leaves a gap (its slot forgets it at once), closed up once the gaps outnumber the elements.
+/// A large storage is let go of when the slots empty, so that a spike does not stay.
+@usableFromInline
+struct OrderedQueue<Element> {
+    /// The first element, when it was added to an empty queue (or put back in front).
+    @usableFromInline var inline: (id: Int, element: Element)?
+    @usableFromInline var slots: [(id: Int, element: Element?)] = []
+    /// The slots before `start` are taken off; `slots[start]` holds an element whenever a slot does.
+    @usableFromInline var start = 0
+    /// The number of elements in slots.
+    @usableFromInline var slotted = 0
+
+    @inlinable
+    init() {}
+
+    /// A queue of `element` alone.
+    init(_ element: Element, id: Int) {
+        inline = (id, element)
+    }
+
+    /// The number of elements.
+    @inlinable
+    var count: Int { slotted + (inline == nil ? 0 : 1) }
+
+    /// Whether the queue holds no element.
+    @inlinable
+    var isEmpty: Bool { inline == nil && slotted == 0 }
+
+    /// The first element, with its id.
+    @inlinable
+    var first: (id: Int, element: Element)? {
+        if let inline { return inline }
+        guard slotted > 0, let element = slots[start].element else { return nil }
+        return (slots[start].id, element)
+    }
+
+    /// Adds `element` last.
+    @inlinable
+    mutating func append(_ element: Element, id: Int) {
+        if isEmpty {
+            inline = (id, element)
+        } else {
+            slots.append((id, element))
+            slotted += 1
+        }
+    }
+
+    /// Puts `element` first.
+    mutating func prepend(_ element: Element, id: Int) {
+        if let inline {
+            if start > 0 {
+                start -= 1
+                slots[start] = (inline.id, inline.element)
+            } else {
+                slots.insert((inline.id, inline.element), at: 0)
+            }
+            slotted += 1
+        }
+        inline = (id, element)
+    }
+
+    /// Takes the first element off.
+    @inlinable
+    mutating func popFirst() -> (id: Int, element: Element)? {
+        if let inline {
+            self.inline = nil
+            return inline
+        }
+        guard slotted > 0, let element = slots[start].element else { return nil }
+        let id = slots[start].id
+        slots[start].element = nil
+        slotted -= 1
+        settle()
+        return (id, element)
+    }
+
+    /// Removes the element with `id`, found by halving (ids grow in the order elements were added).
+    @inlinable
+    mutating func remove(id: Int) -> Element? {
+        if let inline, inline.id == id {
+            self.inline = nil
+            return inline.element
+        }
+        var low = start
+        var high = slots.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if slots[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        guard low < slots.count, slots[low].id == id, let element = slots[low].element else { return nil }
+        slots[low].element = nil
+        slotted -= 1
+        settle()
+        return element
+    }
+
+    /// Removes every element `removes` picks, in order, and returns them.
+    mutating func removeAll(where removes: (_ id: Int, _ element: Element) -> Bool) -> [Element] {
+        var removed: [Element] = []
+        if let inline, removes(inline.id, inline.element) {
+            self.inline = nil
+            removed.append(inline.element)
+        }
+        var removedFromSlots = 0
+        for index in start..<slots.count {
+            guard let element = slots[index].element, removes(slots[index].id, element) else { continue }
+            slots[index].element = nil
+            removed.append(element)
+            removedFromSlots += 1
+        }
+        slotted -= removedFromSlots
+        settle()
+        return removed
+    }
+
+    /// Calls `body` on each element, in order.
+    func forEachInOrder(_ body: (_ id: Int, _ element: Element) -> Void) {
+        if let inline { body(inline.id, inline.element) }
+        for index in start..<slots.count {
+            if let element = slots[index].element { body(slots[index].id, element) }
+        }
+    }
+
+    /// `transform` applied to each element, in order.
+    func map<Mapped>(_ transform: (Element) -> Mapped) -> [Mapped] {
+        var mapped: [Mapped] = []
+        mapped.reserveCapacity(count)
+        forEachInOrder { _, element in mapped.append(transform(element)) }
+        return mapped
+    }
+
+    /// ``map(_:)`` into a list that keeps its first element inline (a list of one allocates nothing).
+    func mapInline<Mapped>(_ transform: (Element) -> Mapped) -> InlineFirstArray<Mapped> {
+        var mapped = InlineFirstArray<Mapped>()
+        forEachInOrder { _, element in mapped.append(transform(element)) }
+        return mapped
+    }
+
+    /// Moves `start` to the first element in slots; lets a large storage go once no slot holds one, or closes the
+    /// gaps up once they outnumber the elements (each element moves once per as many gaps made since: constant
+    /// work per removal on average).
+    @inlinable
+    mutating func settle() {
+        guard slotted > 0 else {
+            if slots.capacity > 64 { slots = [] } else { slots.removeAll(keepingCapacity: true) }
+            start = 0
+            return
+        }
+        while slots[start].element == nil { start += 1 }
+        let gaps = slots.count - slotted
+        if gaps > 16, gaps > slotted {
+            slots = slots[start...].filter { $0.element != nil }
+            start = 0
+        }
+    }
+}
+
+extension OrderedQueue: Sendable where Element: Sendable {}
