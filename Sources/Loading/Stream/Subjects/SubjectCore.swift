@@ -82,6 +82,17 @@ final class SubjectCore: Sendable {
         /// In the order of their ids. A subscriber removed leaves a gap (see ``remove(_:)``).
         var subscribers: [Subscriber] = []
         var gaps = 0
+        /// Whether `subscribers` was handed to a delivery since it was last copied: then it is copied before a
+        /// subscriber in it is replaced, so that the write never lands in storage a delivery on another thread read.
+        /// Copy-on-write would order the two through the storage's reference count, which the thread sanitizer does
+        /// not see (the runtime is not instrumented); the copy is made once after a delivery, not once per removal.
+        var isHandedOut = false
+
+        /// The subscribers, for a delivery.
+        mutating func handOut() -> [Subscriber] {
+            isHandedOut = true
+            return subscribers
+        }
         var nextID = 0
         var sequence: UInt64 = 0
         var completion: Object?
@@ -198,6 +209,10 @@ final class SubjectCore: Sendable {
                 return nil
             }
             let removed = state.subscribers[low]
+            if state.isHandedOut {
+                state.subscribers = state.subscribers.map { $0 }
+                state.isHandedOut = false
+            }
             state.subscribers[low] = Subscriber(id: id, firstSequence: .max, observer: Self.gap)
             state.gaps += 1
             if state.gaps == state.subscribers.count {
@@ -238,7 +253,7 @@ final class SubjectCore: Sendable {
             return nil
         }
         let delivery = Delivery(object: nil, isCompletion: isCompletion, sequence: state.sequence, target: nil)
-        return Broadcast(delivery: delivery, subscribers: state.subscribers)
+        return Broadcast(delivery: delivery, subscribers: state.handOut())
     }
 
     /// Under the lock: makes the caller the deliverer of `delivery` when nobody is delivering, or queues it.
@@ -247,7 +262,7 @@ final class SubjectCore: Sendable {
             state.queue.append(delivery)
             return nil
         }
-        return Broadcast(delivery: delivery, subscribers: state.subscribers)
+        return Broadcast(delivery: delivery, subscribers: state.handOut())
     }
 
     /// Takes what other senders queued meanwhile, or ends the delivery turn. After a completion, also lets go of
@@ -261,7 +276,7 @@ final class SubjectCore: Sendable {
                 return ([], [], finished)
             }
             turn.keep()
-            return (exchange(&state.queue, with: []), state.subscribers, finished)
+            return (exchange(&state.queue, with: []), state.handOut(), finished)
         }
         withExtendedLifetime(finished) {}  // subscribers of a completed subject are released after unlocking
         return (batch, subscribers)
