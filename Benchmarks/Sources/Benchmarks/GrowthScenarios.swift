@@ -3,7 +3,7 @@ import Loading
 
 /// 21. How the cost of one operation grows with the work around it: mutations enqueued while a screen observes their
 /// key, then replayed; pages appended (or prepended) one by one to an uncapped list; many callers joining and leaving
-/// one shared load, fetch, key's turn or subject. Each at 1,000, 10,000 and
+/// one shared load, fetch, key's turn or subject; values waiting for their save in order. Each at 1,000, 10,000 and
 /// 100,000 operations, storage in memory (so that disk syncs do not hide the library's own cost), beside a
 /// hand-written equivalent. Times, not counts: 100,000 operations under callgrind would take minutes. The gate
 /// (`--growth-gate`) holds what matters and survives a noisy machine: the time per operation at 100,000 at most 3x
@@ -175,6 +175,22 @@ private func sharedWorkGrowthWorkloads() -> [GrowthWorkload] {
                 precondition(store.state(for: 0).value == size, "every change applied")
             }
         },
+        GrowthWorkload(name: "caching(.failLoad): values waiting behind a slow save", holdsGrowth: true) { size in
+            let cache = FirstSaveHeldCache()
+            let subject = StreamSubject<Int, any Error>()
+            let passed = Locked(0)
+            let saved = subject.stream.caching(to: cache, policy: .failLoad)
+            let subscription = saved.sink { _ in
+            } receiveValue: { _ in
+                passed.withLock { $0 += 1 }
+            }
+            defer { subscription.cancel() }
+            return seconds {
+                for value in 0..<size { subject.send(value) }
+                cache.completeFirstSave()
+                precondition(passed.withLock { $0 } == size, "every value passed once saved")
+            }
+        },
         GrowthWorkload(name: "StreamSubject: subscribers, each cancelling", holdsGrowth: true) { size in
             let subject = StreamSubject<Int, Never>()
             return seconds {
@@ -198,6 +214,25 @@ private final class HeldLoad<Output: Sendable>: Loader {
 
     func answer(_ result: Result<Output, any Error>) {
         state.withLock { $0.completion }?(result)
+    }
+}
+
+/// A cache whose first save completes when told, and every later save within its call.
+private final class FirstSaveHeldCache: Cache {
+    private let held = Locked<(@Sendable (Result<Void, any Error>) -> Void)?>(nil)
+    private let saves = Locked(0)
+
+    func save(_ value: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let isFirst = saves.withLock { saves in
+            saves += 1
+            return saves == 1
+        }
+        guard isFirst else { return completion(.success(())) }
+        held.withLock { $0 = completion }
+    }
+
+    func completeFirstSave() {
+        held.withLock { $0.take() }?(.success(()))
     }
 }
 

@@ -164,6 +164,22 @@ final class StreamBridgeTests: XCTestCase {
         XCTAssertEqual(cache.savedValues, [1])
     }
 
+    func test_cachingFailLoad_savesAManyValueBacklogWithoutNesting_whenEachSaveCompletesInItsCall() {
+        let cache = FirstSaveHeldCache()
+        let subject = StreamSubject<Int, any Error>()
+        let recorder = StreamRecorder(subject.stream.caching(to: cache, policy: .failLoad))
+        let count = 20_000
+        for value in 0..<count { subject.send(value) }
+        subject.send(completion: .finished)
+
+        cache.completeFirstSave()
+
+        XCTAssertEqual(recorder.values, Array(0..<count), "each value passes once saved, in order")
+        guard case .finished = recorder.completion else { return XCTFail("the finish passes after the last save") }
+        XCTAssertEqual(cache.savedCount, count)
+        XCTAssertEqual(cache.deepestNesting, 1, "a save completing in its call does not start the next inside it")
+    }
+
     func test_debouncedCachingFailLoad_failsTheStreamWhenTheSaveFails() {
         let cache = CacheSpy<Int>(completingWith: .failure(TestError(id: 4)))
         let scheduler = TestScheduler()
@@ -179,5 +195,38 @@ final class StreamBridgeTests: XCTestCase {
         XCTAssertEqual(cache.savedValues, [2])
         guard case .failure(let error) = recorder.completion else { return XCTFail("expected the save's failure") }
         XCTAssertEqual(error as? TestError, TestError(id: 4))
+    }
+}
+
+/// A cache whose first save waits to be completed, and whose later saves complete within their call; it records how
+/// deeply calls to `save` nest.
+private final class FirstSaveHeldCache: Cache {
+    private struct State {
+        var held: (@Sendable (Result<Void, any Error>) -> Void)?
+        var saved = 0
+        var nesting = 0
+        var deepest = 0
+    }
+
+    private let state = Locked(State())
+
+    var savedCount: Int { state.withLock { $0.saved } }
+    var deepestNesting: Int { state.withLock { $0.deepest } }
+
+    func save(_ value: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let isFirst = state.withLock { state in
+            state.saved += 1
+            state.nesting += 1
+            state.deepest = max(state.deepest, state.nesting)
+            guard state.saved == 1 else { return false }
+            state.held = completion
+            return true
+        }
+        if !isFirst { completion(.success(())) }
+        state.withLock { $0.nesting -= 1 }
+    }
+
+    func completeFirstSave() {
+        state.withLock { $0.held.take() }?(.success(()))
     }
 }

@@ -78,15 +78,36 @@ extension EventStream where Failure == any Error {
 }
 
 /// The saves of a ``CacheSavePolicy/failLoad`` stream: one at a time, in arrival order, each value passed on once
-/// its save succeeded.
+/// its save succeeded. A save that completes inside the cache's `save` call hands the next one back to the loop
+/// that made the call: however many values wait, the saves never nest.
 private final class OrderedSaves<C: Cache>: Sendable where C.Value: Sendable {
     typealias Output = C.Value
 
     private struct State: Sendable {
-        /// Values not yet passed on; the first is being saved while `isSaving`.
+        /// Values not yet passed on, from `head`; the first is being saved while `isSaving`.
         var waiting: [Output] = []
+        var head = 0
         var isSaving = false
         var upstreamFinished = false
+        /// Whether a call to the cache's `save` has not returned yet, and the value its loop saves next when the
+        /// save completed before it returned.
+        var inSaveCall = false
+        var nextInCall: Output?
+
+        var first: Output? { head < waiting.count ? waiting[head] : nil }
+
+        /// Forgets the value whose save succeeded; the list is compacted once half of it is passed on.
+        mutating func dropFirst() {
+            guard head < waiting.count else { return }
+            head += 1
+            if head == waiting.count {
+                waiting.removeAll(keepingCapacity: waiting.capacity <= 64)
+                head = 0
+            } else if head > 64, head * 2 > waiting.count {
+                waiting.removeFirst(head)
+                head = 0
+            }
+        }
     }
 
     private let state = Locked(State())
@@ -109,7 +130,7 @@ private final class OrderedSaves<C: Cache>: Sendable where C.Value: Sendable {
                 state.isSaving = true
                 return true
             }
-            if startsSave { save(value) }
+            if startsSave { save(from: value) }
         case .completion(.finished):
             upstream.end()
             let finishesNow = state.withLock { state -> Bool in
@@ -119,31 +140,55 @@ private final class OrderedSaves<C: Cache>: Sendable where C.Value: Sendable {
             if finishesNow { downstream.send(.completion(.finished)) }
         case .completion(.failure):
             upstream.end()
-            let dropped = state.withLock { exchange(&$0.waiting, with: []) }
+            let dropped = state.withLock { state in
+                state.head = 0
+                return exchange(&state.waiting, with: [])
+            }
             downstream.send(event)
             withExtendedLifetime(dropped) {}
         }
     }
 
-    private func save(_ value: Output) {
-        cache.save(value) { [self] saved in
-            if case .failure(let error) = saved {
-                upstream.end()
-                downstream.send(.completion(.failure(error)))
-                return
+    /// Saves `first`, then, while each save completes before its call returns, the next value waiting.
+    private func save(from first: Output) {
+        var value = first
+        while true {
+            state.withLock { $0.inSaveCall = true }
+            let saved = value
+            cache.save(saved) { [self] result in self.saved(saved, result) }
+            let next = state.withLock { state in
+                state.inSaveCall = false
+                return state.nextInCall.take()
             }
-            guard !downstream.downstream.isCancelled else { return }  // a cancel skips the saves not started yet
-            let (next, finishes) = state.withLock { state -> (Output?, Bool) in
-                if !state.waiting.isEmpty { state.waiting.removeFirst() }
-                guard let next = state.waiting.first else {
-                    state.isSaving = false
-                    return (nil, state.upstreamFinished)
-                }
-                return (next, false)
-            }
-            downstream.send(.value(value))
-            if let next { save(next) }
-            if finishes { downstream.send(.completion(.finished)) }
+            guard let next else { return }
+            value = next
         }
+    }
+
+    /// Passes `value` on once its save succeeded, and saves the next value waiting: here when the save completed
+    /// later, in the loop that called the cache when it completed during that call.
+    private func saved(_ value: Output, _ result: Result<Void, any Error>) {
+        if case .failure(let error) = result {
+            upstream.end()
+            downstream.send(.completion(.failure(error)))
+            return
+        }
+        guard !downstream.downstream.isCancelled else { return }  // a cancel skips the saves not started yet
+        // Passed on before the next save starts: the values arrive in order.
+        downstream.send(.value(value))
+        let (next, finishes) = state.withLock { state -> (Output?, Bool) in
+            state.dropFirst()
+            guard let next = state.first else {
+                state.isSaving = false
+                return (nil, state.upstreamFinished)
+            }
+            guard !state.inSaveCall else {
+                state.nextInCall = next
+                return (nil, false)
+            }
+            return (next, false)
+        }
+        if let next { save(from: next) }
+        if finishes { downstream.send(.completion(.finished)) }
     }
 }
