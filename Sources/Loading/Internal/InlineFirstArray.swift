@@ -3,12 +3,11 @@
 ///
 /// Kept in a value whose destruction is specialized (an array's element, say). A field of a generic class's instance
 /// is destroyed by the class's unspecialized deinitializer, which looks this type's metadata up each time.
-@usableFromInline
 struct InlineFirstArray<Element> {
     /// The first element; `nil` only when the list is empty.
-    @usableFromInline var head: Element?
+    var head: Element?
     /// The elements after the first.
-    @usableFromInline var tail: [Element] = []
+    var tail: [Element] = []
 
     @inlinable
     init() {}

@@ -68,7 +68,7 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
 extension Store {
     /// What level `level` answered the read that starts fetch `id`, which missed every level: under a coordination
     /// whose shared level it is, a value saved there later than that answer is the fetch's answer too (see
-    /// ``coordinatedLoad(_:of:under:completion:)``).
+    /// ``StoreFetchWrapping/coordinatedLoad(_:of:object:in:under:completion:)``).
     @usableFromInline
     func noteLevelAnswer(
         _ result: Result<CachedValue<Value>, any Error>, of level: Int, invalidated: Bool, beforeFetch id: Int
@@ -80,13 +80,16 @@ extension Store {
         case .failure: return  // a level that failed says nothing of what it holds
         }
     }
+}
 
+extension StoreFetchWrapping {
     /// Fetch `id`'s upstream load under `coordinator`: answered by a newer value of the shared level (saved since the
     /// fetch began, or since the value its read found too old) when one arrives while another process holds the
     /// key's lease, or when this process takes it (the holder may have given it back just now); fetched by this
     /// process otherwise. Such an answer keeps its date and its level.
     func coordinatedLoad(
-        _ id: Int, of key: Key, under coordinator: FetchCoordinator<Key>, completion: @escaping LoadCompletion<Value>
+        _ id: Int, of key: Key, object: StoreKeyRef, in engine: StoreEngine, under coordinator: FetchCoordinator<Key>,
+        completion: @escaping LoadCompletion<any StoreValueBox>
     ) -> any CancellationToken {
         let pending = PendingLoad(completion)
         let newer = NewerThan(began: now(), read: coordinator.takeRead(beforeFetch: id))
@@ -101,15 +104,17 @@ extension Store {
                     : await awaitSharedValue(of: key, in: shared, newerThan: newer, under: coordination)
                 if let answer {
                     if holds { Task { try? await coordination.release(key) } }
-                    locked(key) { $0.fetchAnsweredByLevel(id, of: $1, level: shared, savedAt: answer.savedAt) }
-                    return pending.complete(.success(answer.value))
+                    engine.run(object) {
+                        $0.fetchAnsweredByLevel(id, of: $1, level: shared, savedAt: answer.savedAt)
+                    }
+                    return pending.complete(.success(ValueBox(answer.value)))
                 }
                 guard !Task.isCancelled else {
                     if holds { Task { try? await coordination.release(key) } }
                     return
                 }
                 pending.startStep {
-                    sendUpstream(id, of: key) { result in
+                    engine.sendUpstream(id, of: object) { result in
                         if holds {
                             // Given back once the value reached the shared level: a process that takes the lease
                             // then finds it there. A failure has nothing to wait for.

@@ -89,7 +89,7 @@ extension StoreMachine {
 
 extension StoreMachine {
     /// An invalidation of the keys `matches` accepts, made at `date`, as the store's `generation` counted then.
-    @usableFromInline struct Invalidation: Sendable {
+    struct Invalidation: Sendable {
         init(date: Date, generation: Int, matches: @escaping @Sendable (AnyKey) -> Bool) {
             self.date = date
             self.generation = generation

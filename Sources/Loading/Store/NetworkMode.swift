@@ -9,8 +9,8 @@
 /// Cache-first reads answer from the cache in every mode; the modes differ in what a read that needs the network
 /// does. Neither of them fails in a loop: offline, nothing is requested.
 public struct NetworkMode: Sendable {
-    @usableFromInline let connectivity: (any ConnectivityMonitor)?
-    @usableFromInline let waits: Bool
+    let connectivity: (any ConnectivityMonitor)?
+    let waits: Bool
 
     /// Fetches start whatever the connectivity (the default).
     public static let always = NetworkMode(connectivity: nil, waits: false)

@@ -114,7 +114,7 @@ extension StoreMachine {
 
     /// The value the first `count` pending changes of a key gave, applied to its confirmed value at
     /// `confirmedVersion`, while its list was at `epoch`.
-    @usableFromInline struct ShownPrefix: Sendable {
+    struct ShownPrefix: Sendable {
         let confirmedVersion: Int
         let epoch: Int
         let count: Int

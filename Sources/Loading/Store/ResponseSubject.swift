@@ -27,7 +27,6 @@ final class ResponseSubject: Sendable {
 
     /// Sends `response` unless the latest response sent is as new (by version): publishes from several threads may
     /// arrive out of order.
-    @usableFromInline
     func send(_ response: StoreResponse<any StoreValueBox>) {
         let storage = response.storage
         while true {

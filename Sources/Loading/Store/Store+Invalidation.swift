@@ -40,14 +40,14 @@ extension Store {
         let now = now()
         let (mark, keys, folded) = lockedWithKeys { machine, keys in
             let (mark, slots, folded) = machine.beginInvalidation({ ($0 as? Key).map(isStale) ?? false }, at: now)
-            return (mark, slots.map { Self.key(keys.object(at: $0)) }, folded)
+            return (mark, slots.map { Self.key(at: $0, in: keys) }, folded)
         }
         withExtendedLifetime(folded) {}
         let matching = keys.filter(isStale)
         let observed = lockedWithKeys { machine, keys in
             // A key dropped meanwhile has no slot: nothing of it to mark.
             let slots = matching.compactMap { Self.slot(of: $0, in: keys) }
-            return machine.markStale(slots, mark: mark).map { Self.key(keys.object(at: $0)) }
+            return machine.markStale(slots, mark: mark).map { Self.key(at: $0, in: keys) }
         }
         for key in observed { refetch(key) }
     }
@@ -58,7 +58,7 @@ extension Store {
         let now = now()
         let (observed, dropped) = lockedWithKeys { machine, keys in
             let (observed, dropped) = machine.invalidateAll(at: now)
-            return (observed.map { Self.key(keys.object(at: $0)) }, dropped)
+            return (observed.map { Self.key(at: $0, in: keys) }, dropped)
         }
         withExtendedLifetime(dropped) {}
         for key in observed { refetch(key) }
@@ -127,29 +127,6 @@ extension Store {
     /// ```
     public func revalidate(on triggers: RevalidationTrigger...) -> StreamSubscription {
         EventStream.merge(triggers.map(\.events)).sink { [weak self] in self?.revalidate() }
-    }
-
-    /// Fetches `key` anew for its observers, unless a fetch in flight brings a fresh value, or one more is owed
-    /// already (see ``StoreMachine/beginRefetch(_:completion:)``); a failure is attached to the value shown (which
-    /// stays stale).
-    func refetch(_ key: Key) {
-        guard let begun = locked(key, { $0.beginRefetch($1, completion: refetched(key)) }) else { return }
-        _ = fetchBegun(begun, of: key)
-    }
-
-    /// Starts the upstream load of refetch `id` of `key`, which the machine began for the key's observers.
-    @usableFromInline
-    func startRefetch(_ id: Int, of key: Key) {
-        locked(key) { $0.addCaller(refetched(key), toFetch: id, of: $1) }
-        startUpstream(id, of: key)
-    }
-
-    /// What a refetch does with its answer: a failure is attached to the value shown.
-    private func refetched(_ key: Key) -> Machine.FetchCompletion {
-        { [self] result in
-            guard case .failure(let error) = result, !(error is StoreError) else { return }
-            if let snapshot = locked(key, { $0.attach(error, to: $1) }) { publish(snapshot) }
-        }
     }
 }
 

@@ -23,8 +23,7 @@ extension Store {
     /// One object carries the whole read, so that its steps need no closure state of their own. What another
     /// thread may touch (`completion`, `isCancelled`, `joinedFetch`, `since`) changes only under the store's lock, with
     /// the machine's work; the fields of the level read in flight are set before that read starts and read by its
-    /// completion, one level after another, and `startedFetch` is set before the upstream load it names starts. That
-    /// is what makes it safe to send.
+    /// completion, one level after another. That is what makes it safe to send.
     @usableFromInline
     final class PolicyRun: CancellationToken, @unchecked Sendable {
         /// What the levels are read for, and so what their answer means.
@@ -52,8 +51,6 @@ extension Store {
         @usableFromInline var isCancelled = false
         /// The fetch the read waits for (the fetch's id, the read's caller id), which a cancel leaves.
         @usableFromInline var joinedFetch: (id: Int, caller: Int)?
-        /// The fetch whose upstream load the read started (a read starts one at most): that load reports to it.
-        @usableFromInline var startedFetch = 0
         /// The stamp of the read's first level read: what the store knew when the read began.
         @usableFromInline var since: Machine.ReadStamp?
         // The level read in flight.
@@ -189,7 +186,7 @@ extension Store {
         @inlinable
         func reportOrFail(_ error: any Error) {
             guard let snapshot = store.locked(key, { $0.attach(error, to: $1) }) else { return fail(error) }
-            store.publish(snapshot)
+            store.engine.publish(snapshot)
             answer(StoreResponse(snapshot.response))
         }
     }

@@ -65,7 +65,8 @@ extension Store.PolicyRun {
         }
         // A miss of the last level begins the fetch under the same lock, keeping the key in use.
         let fetches = level + 1 == store.levels.count && fetchesOnMiss(purpose)
-        let (miss, cancelled) = store.locked(key) { machine, slot -> (StoreMachine.LastLevelMiss, Bool) in
+        let ((miss, cancelled), object) = store.lockedKeeping(key) {
+            machine, slot -> (StoreMachine.LastLevelMiss, Bool) in
             guard fetches, !isCancelled else {
                 return (.learned(machine.endLevelRead(slot, since: stamp)), isCancelled)
             }
@@ -81,7 +82,7 @@ extension Store.PolicyRun {
             if case .starts(let fetch, _) = begun, store.wrapsFetches {
                 store.noteLevelAnswer(result, of: level, invalidated: invalidated, beforeFetch: fetch)
             }
-            fetchBegun(begun)
+            fetchBegun(begun, object: object)
         case .learned(let learned):
             // What the store learned answers (no value too, after a removal), unless it is a value too old.
             if let learned, takes(learned, for: purpose) ?? true {
@@ -161,7 +162,7 @@ extension Store.PolicyRun {
     /// stamp of its first level read: a value the store learned since is the answer, and no fetch starts.
     @inlinable
     func startFetch() {
-        let begun = store.locked(key) { machine, slot -> StoreMachine.FetchStart? in
+        let (begun, object) = store.lockedKeeping(key) { machine, slot -> StoreMachine.FetchStart? in
             guard !isCancelled else { return nil }
             if asked == nil { asked = machine.readStamp }
             let begun = machine.beginFetch(slot, joining: true, since: since, asked: asked) { [self] in fetched($0)
@@ -169,24 +170,21 @@ extension Store.PolicyRun {
             joinedFetch = begun.joinedFetch
             return begun
         }
-        if let begun { fetchBegun(begun) }
+        if let begun { fetchBegun(begun, object: object) }
     }
 
-    /// The read joined a fetch, or began one, which it starts; or the store had the answer.
+    /// The read joined a fetch, or began one, which it starts; or the store had the answer. `object` is the key's,
+    /// from the event that began the fetch.
     @inlinable
-    func fetchBegun(_ begun: StoreMachine.FetchStart) {
+    func fetchBegun(_ begun: StoreMachine.FetchStart, object: StoreKeyRef?) {
         switch begun {
         case .answered(let snapshot): return fetched(.success(snapshot))
         case .joined(let id, _):
             if let events = store.events { events(.fetchJoined(key, fetch: id)) }
             return
-        case .starts(let fetch, _): startedFetch = fetch
+        case .starts(let fetch, _):
+            store.engine.startUpstream(fetch, of: object ?? StoreKeyRef(object: StoreKey(key), hash: key.hashValue))
         }
-        // The load's completion captures the read alone: no storage of its own.
-        let token = store.loadUpstream(startedFetch, of: key) { [self] result in
-            store.fetchEnded(startedFetch, of: key, with: result)
-        }
-        store.locked(key) { $0.keepToken(token, ofFetch: startedFetch, for: $1) }?.cancel()
     }
 
     /// The fetch answered: with its value, with the shown one when a removal or a clear dropped it, or with a

@@ -96,8 +96,7 @@ extension Store {
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
             let held: Bool
             let look = engine.firstLook(
-                hash: key.hashValue, where: { ($0 as? StoreKey<Key>)?.key == key }, under: policy, now: now,
-                noticing: { publishNotices() })
+                hash: key.hashValue, where: { StoreKey.isKey($0, key) }, under: policy, now: now)
             switch look {
             case .answer(let response):
                 if let events { events(.heldValueRead(key)) }
@@ -151,32 +150,5 @@ extension Store {
     func takes(_ savedAt: Date, stale: Bool, under policy: ReadPolicy?) -> Bool {
         guard let policy, policy.kind != .cacheOnly else { return true }
         return !stale && policy.accepts(savedAt: savedAt, now: now())
-    }
-
-    /// Reads the levels in order for the value of a key the store does not hold, for the change waiting for it.
-    @inlinable
-    func loadBase(of key: Key, generation: Int) {
-        // What the levels hold is as stale as the invalidations made before say (judged outside the lock: a
-        // predicate is the caller's code); one made while they are read marks the key's entry, which the change holds.
-        let rules = locked(key) { $0.staleRules(for: $1) }
-        readBase(of: key, from: 0) { [self] hit, level in
-            let staleSince = hit.flatMap { rules?.staleSince(key, savedAt: $0.savedAt) }
-            let effects = locked(key) {
-                $0.commitBase(hit?.boxed, level: level, generation: generation, staleSince: staleSince, for: $1)
-            }
-            perform(effects, for: key)
-            runChanges(of: key, from: nil)
-        }
-    }
-
-    @inlinable
-    func readBase(
-        of key: Key, from index: Int, done: @escaping @Sendable (CachedValue<Value>?, Int) -> Void
-    ) {
-        guard index < levels.count else { return done(nil, 0) }
-        _ = levels[index].read(key) { [self] result in
-            guard case .success(let cached) = result else { return readBase(of: key, from: index + 1, done: done) }
-            done(cached, index)
-        }
     }
 }

@@ -11,10 +11,9 @@ extension Store {
     public func write(_ value: Value, for key: Key) {
         let stored = StoredValue(value: value, origin: .local, savedAt: now())
         var save: Machine.LevelOp?
-        guard let effects = locked(key, { $0.writeAtOnce(stored.boxed, for: $1, save: &save) }) else {
-            return submit(.write(stored.boxed), for: key)
-        }
-        perform(effects, for: key, issuingFirst: save)
+        let (effects, object) = lockedKeeping(key) { $0.writeAtOnce(stored.boxed, for: $1, save: &save) }
+        guard let effects else { return submit(.write(stored.boxed), for: key) }
+        engine.perform(effects, for: object, issuingFirst: save)
     }
 
     /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), in order with
@@ -40,7 +39,8 @@ extension Store {
     /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm
     /// nothing, and writes and updates not yet applied are dropped.
     public func remove(_ key: Key) {
-        perform(locked(key) { $0.remove($1) }, for: key)
+        let (effects, object) = lockedKeeping(key) { $0.remove($1) }
+        engine.perform(effects, for: object)
     }
 
     /// Writes every debounced write waiting now, without waiting for its timer: what an app calls when it goes to
@@ -76,7 +76,7 @@ extension Store {
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
         // The queues over the store stop starting work, and forget their mutations, before anything is cancelled.
         let notice = clearObservers.clearBegins()
-        perform(locked { $0.clear(completion: completion) }, for: nil)
+        engine.perform(locked { $0.clear(completion: completion) }, for: nil)
         notice.clearEnded()
     }
 
@@ -119,7 +119,7 @@ extension Store {
                         Self.erase(change), commit: pending, to: $1, order: order, unlessClearedSince: clears)
                 })
         else { return nil }
-        if let shown { publish(shown) }
+        if let shown { engine.publish(shown) }
         if loads { submit(.load, for: key) }
         pending.startStep {
             commit.load { [self] result in

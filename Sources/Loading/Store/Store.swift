@@ -43,14 +43,9 @@
 ///   stale again.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let levels: [StoreLevel<Key, Value>]
-    @usableFromInline let fetcher: LoaderFamily<Key, Value>
     @usableFromInline let now: @Sendable () -> Date
-    /// Tells `onWriteFailure` of a failed level operation: made once, as each level write (and each ticket a write
-    /// holds) needs it.
-    @usableFromInline let reportFailure: Machine.SaveTicket.Report
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
     @usableFromInline let maxAgeSeconds: Double?
-    @usableFromInline let network: NetworkMode
     /// The store's lock, its machine and its keys, compiled once.
     @usableFromInline let engine: StoreEngine
     /// The mutation queues over the store, told of each clear.
@@ -62,10 +57,12 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// How fetches are coordinated with other processes, when they are.
     let coordinator: FetchCoordinator<Key>?
     /// Whether an upstream load is told to `events`, started in a `fetchContext` of the app's, or coordinated.
-    @usableFromInline let wrapsFetches: Bool
+    @usableFromInline var wrapsFetches: Bool { engine.wrapsFetches }
+    /// What fetches do while the network cannot be reached.
+    var network: NetworkMode { engine.network }
 
     @usableFromInline typealias Machine = StoreMachine
-    @usableFromInline typealias Snapshot = StoreMachine.Snapshot
+    typealias Snapshot = StoreMachine.Snapshot
 
     /// Creates a store.
     /// - Parameters:
@@ -86,7 +83,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
     ///   - events: told what happens, for logs, metrics and traces: hits and misses by level, level failures, fetches
     ///     started, joined and ended (see ``StoreEvent``).
-    public init(
+    @inlinable
+    public convenience init(
         levels: [StoreLevel<Key, Value>],
         fetch: LoaderFamily<Key, Value>,
         keptValues: Int? = nil,
@@ -97,6 +95,30 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         coordination: FetchCoordination<Key>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         events: (@Sendable (StoreEvent<Key>) -> Void)? = nil
+    ) {
+        // The upstream load as the store's core starts it, made here, where the key's and value's types are known.
+        self.init(
+            levels: levels,
+            upstream: { call in
+                fetch[StoreKey<Key>.key(of: call.keyObject)].load { call.ended($0.map { ValueBox($0) }) }
+            },
+            keptValues: keptValues, maxAge: maxAge, network: network, now: now, fetchContext: fetchContext,
+            coordination: coordination, onWriteFailure: onWriteFailure, events: events)
+    }
+
+    /// Creates a store whose core loads a key from upstream with `upstream` (see the public initializer).
+    @usableFromInline
+    init(
+        levels: [StoreLevel<Key, Value>],
+        upstream: @escaping StoreEngine.Upstream,
+        keptValues: Int?,
+        maxAge: Duration?,
+        network: NetworkMode,
+        now: @escaping @Sendable () -> Date,
+        fetchContext: FetchContext,
+        coordination: FetchCoordination<Key>?,
+        onWriteFailure: @escaping @Sendable (any Error) -> Void,
+        events: (@Sendable (StoreEvent<Key>) -> Void)?
     ) {
         var levels = events.map { events in levels.map { $0.reporting(to: events) } } ?? levels
         self.events = events
@@ -114,21 +136,26 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             coordinator = nil
         }
         self.levels = levels
-        wrapsFetches = events != nil || fetchContext.run != nil || coordination != nil
-        // The store looks at the connectivity itself, knowing when each request goes out (`loadUpstream`).
-        fetcher = fetch
         maxAgeSeconds = maxAge?.seconds
-        self.network = network
         self.now = now
-        reportFailure = Machine.SaveTicket.Report { result in
+        // Made once, as each level write (and each ticket a write holds) needs it.
+        let reportFailure = Machine.SaveTicket.Report { result in
             if case .failure(let error) = result { onWriteFailure(error) }
         }
+        let isWrapped = events != nil || fetchContext.run != nil || coordination != nil
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 256)
         engine = StoreEngine(
             machine: Machine(
                 levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
-                recordsEvictions: events != nil))
+                recordsEvictions: events != nil),
+            levels: levels.map { $0.boxed }, reportFailure: reportFailure, now: now,
+            fetching: StoreEngine.Fetching(
+                upstream: upstream, network: network, tellsEvents: events != nil, isWrapped: isWrapped),
+            face: isWrapped
+                ? StoreFetchWrapping(
+                    events: events, fetchContext: fetchContext, coordinator: coordinator, levels: levels, now: now)
+                : nil)
     }
 
     /// `change` as the machine runs it: on the value it keeps, which the store made from a `Value`.
@@ -140,44 +167,49 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// and value) is released after unlocking: a key's or a value's deinitializer is the caller's code.
     @inlinable
     func locked<Result>(_ body: (inout Machine) -> Result) -> Result {
-        engine.run(noticing: { publishNotices() }, body)
+        engine.run(body)
     }
 
     /// ``locked(_:)`` for an event of `key`, which `body` names by its slot.
     @inlinable
     func locked<Result>(_ key: Key, _ body: (inout Machine, Int) -> Result) -> Result {
-        engine.run(
-            hash: key.hashValue, where: { ($0 as? StoreKey<Key>)?.key == key }, making: { StoreKey(key) },
-            noticing: { publishNotices() }, body)
+        let hash = key.hashValue
+        return engine.run(
+            hash: hash, where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) }, body)
+    }
+
+    /// ``locked(_:_:)`` for an event whose effects the caller performs: with the key's object, which they name it by.
+    @inlinable
+    func lockedKeeping<Result>(_ key: Key, _ body: (inout Machine, Int) -> Result) -> (Result, StoreKeyRef?) {
+        var kept: StoreKeyRef?
+        let result = engine.run(
+            hash: key.hashValue, where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) }, keeping: &kept, body)
+        return (result, kept)
     }
 
     /// ``locked(_:)`` with the slots of the keys too: for an event that names keys or answers with them, while their
     /// slots are theirs.
     @inlinable
     func lockedWithKeys<Result>(_ body: (inout Machine, inout StoreKeys) -> Result) -> Result {
-        engine.runWithKeys(noticing: { publishNotices() }, body)
+        engine.runWithKeys(body)
     }
 
     /// ``locked(_:)`` for an event that answers with keys, by their slots.
     func lockedKeys(_ body: (inout Machine) -> [Int]) -> [Key] {
-        lockedWithKeys { machine, keys in body(&machine).map { Self.key(keys.object(at: $0)) } }
+        lockedWithKeys { machine, keys in body(&machine).map { Self.key(at: $0, in: keys) } }
     }
 
-    /// The key the keys table keeps as `object`.
-    @inlinable
-    static func key(_ object: StoreKeys.Object) -> Key {
-        guard let stored = object as? StoreKey<Key> else { preconditionFailure("A store's key of another type") }
-        return stored.key
+    /// The key given `slot` in `keys`.
+    static func key(at slot: Int, in keys: StoreKeys) -> Key {
+        StoreKey.key(of: keys.object(at: slot))
     }
 
     /// The slot of `key` in `keys`, if it has one.
-    @inlinable
     static func slot(of key: Key, in keys: StoreKeys) -> Int? {
-        keys.slot(hash: key.hashValue, where: { ($0 as? StoreKey<Key>)?.key == key })
+        keys.slot(hash: key.hashValue, where: { StoreKey.isKey($0, key) })
     }
 
     /// A predicate of invalidations that accepts `key` alone.
-    @inlinable
     static func matching(_ key: Key) -> @Sendable (Machine.AnyKey) -> Bool {
         { ($0 as? Key) == key }
     }

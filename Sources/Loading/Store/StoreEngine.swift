@@ -4,10 +4,13 @@
     import Foundation
 #endif
 
-/// What a store's lock guards, compiled once: its machine and its keys' slots. The store's generic face hashes a
-/// key, says how to recognize it and how to keep it, and runs the machine's events through here; what the machine
-/// lets go of is released after unlocking (a value's deinitializer is the caller's code), and the face is told when
-/// the machine has notices for state observers.
+/// The store's core, compiled once: its lock, its machine and its keys' slots, and the work that follows the
+/// machine's decisions (publishing, the levels' writes, a key's queued changes, fetches). The store's generic face
+/// hashes a key, says how to recognize it and how to keep it, and runs the machine's events through here; what the
+/// machine lets go of is released after unlocking (a value's deinitializer is the caller's code). The core knows
+/// values as boxes and keys as the objects the face made of them; closures made where the types are known unbox them
+/// (a level's ``BoxedLevel``, the upstream load), and so does the work the face made for events, fetch contexts and
+/// coordination (``StoreFace``).
 @usableFromInline
 final class StoreEngine: Sendable {
     private struct State: Sendable {
@@ -25,42 +28,113 @@ final class StoreEngine: Sendable {
             }
             return released
         }
+
+        /// Runs `body` for the key with `hash` that `isKey` recognizes, else for a new slot, kept for the key
+        /// (`make` makes what is kept) when the event leaves the machine using it; `slot` is set to the key's slot.
+        /// (A generic tuple is not returned: code that is not specialized would look up its type at run time.)
+        mutating func run<Result>(
+            hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object,
+            slot: inout Int, _ body: (inout StoreMachine, Int) -> Result
+        ) -> Result {
+            let found = keys.slot(hash: hash, where: isKey)
+            slot = found ?? keys.takeSlot()
+            let result = body(&machine, slot)
+            if found == nil {
+                if machine.uses(slot) {
+                    keys.keep(make(), slot, hash: hash)
+                } else {
+                    keys.giveBack(slot)
+                }
+            }
+            return result
+        }
     }
 
     private let state: Locked<State>
+    /// The levels, fastest first, as the core writes them.
+    let levels: [BoxedLevel]
+    /// Tells `onWriteFailure` of a failed level operation.
+    let reportFailure: StoreMachine.SaveTicket.Report
+    /// The store's clock.
+    let now: @Sendable () -> Date
+    /// How the core loads a key from upstream.
+    private let fetching: Fetching
+    /// The work that needs the store's types beyond a load (events, a fetch context, a coordination), when the
+    /// store has any.
+    let face: (any StoreFace)?
 
-    init(machine: StoreMachine) {
-        state = Locked(State(machine: machine))
+    /// Loads a call's key from upstream, answering the call with the value boxed: made by the store's face where
+    /// the key's and value's types are known.
+    @usableFromInline typealias Upstream = @Sendable (UpstreamCall) -> any CancellationToken
+
+    /// How the core loads a key from upstream.
+    struct Fetching: Sendable {
+        let upstream: Upstream
+        /// What fetches do while the network cannot be reached.
+        let network: NetworkMode
+        /// Whether the store tells its fetches to events.
+        let tellsEvents: Bool
+        /// Whether the upstream load goes through the face (events, a fetch context or a coordination).
+        let isWrapped: Bool
     }
+
+    init(
+        machine: StoreMachine, levels: [BoxedLevel], reportFailure: StoreMachine.SaveTicket.Report,
+        now: @escaping @Sendable () -> Date, fetching: Fetching, face: (any StoreFace)?
+    ) {
+        state = Locked(State(machine: machine))
+        self.levels = levels
+        self.reportFailure = reportFailure
+        self.now = now
+        self.fetching = fetching
+        self.face = face
+    }
+
+    var upstream: Upstream { fetching.upstream }
+    var network: NetworkMode { fetching.network }
+    var tellsFetches: Bool { fetching.tellsEvents }
+    var wrapsFetches: Bool { fetching.isWrapped }
 
     /// Runs `body` on the machine under the lock; then releases what it let go of and, when the machine has notices
-    /// for state observers, calls `notices`.
+    /// for state observers, publishes them.
     @usableFromInline
-    func run<Result>(noticing notices: () -> Void, _ body: (inout StoreMachine) -> Result) -> Result {
-        withState(noticing: notices) { body(&$0.machine) }
+    func run<Result>(_ body: (inout StoreMachine) -> Result) -> Result {
+        withState { body(&$0.machine) }
     }
 
-    /// ``run(noticing:_:)`` for an event of one key, which `body` names by its slot: the key with `hash` that
+    /// ``run(_:)`` for an event of one key, which `body` names by its slot: the key with `hash` that
     /// `isKey` recognizes, else a new slot, kept for the key (`make` makes what is kept) when the event leaves the
     /// machine using it.
     @usableFromInline
     func run<Result>(
         hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object,
-        noticing notices: () -> Void, _ body: (inout StoreMachine, Int) -> Result
+        _ body: (inout StoreMachine, Int) -> Result
     ) -> Result {
-        withState(noticing: notices) { state in
-            let found = state.keys.slot(hash: hash, where: isKey)
-            let slot = found ?? state.keys.takeSlot()
-            let result = body(&state.machine, slot)
-            if found == nil {
-                if state.machine.uses(slot) {
-                    state.keys.keep(make(), slot, hash: hash)
-                } else {
-                    state.keys.giveBack(slot)
-                }
-            }
+        withState { state in
+            var slot = 0
+            return state.run(hash: hash, where: isKey, making: make, slot: &slot, body)
+        }
+    }
+
+    /// ``run(hash:where:making:_:)``, setting `kept` to the key as the core holds it when the event leaves the
+    /// machine using the key: what the effects of the key's event name it by (``perform(_:for:issuingFirst:)``).
+    @usableFromInline
+    func run<Result>(
+        hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object,
+        keeping kept: inout StoreKeyRef?, _ body: (inout StoreMachine, Int) -> Result
+    ) -> Result {
+        withState { state in
+            var slot = 0
+            let result = state.run(hash: hash, where: isKey, making: make, slot: &slot, body)
+            if state.machine.uses(slot) { kept = StoreKeyRef(object: state.keys.object(at: slot), hash: hash) }
             return result
         }
+    }
+
+    /// ``run(hash:where:making:_:)`` for the key `key` stands for: the same object, or an equal key made since
+    /// (kept as `key` when the key has no slot).
+    func run<Result>(_ key: StoreKeyRef, _ body: (inout StoreMachine, Int) -> Result) -> Result {
+        run(hash: key.hash, where: { $0 === key.object || key.isSameKey(as: $0) }, making: { key.object }, body)
     }
 
     /// What a read of the key with `hash` that `isKey` recognizes finds first (see
@@ -68,26 +142,23 @@ final class StoreEngine: Sendable {
     /// no slot is not held.
     @usableFromInline
     func firstLook(
-        hash: Int, where isKey: (StoreKeys.Object) -> Bool, under policy: ReadPolicy, now: Date,
-        noticing notices: () -> Void
+        hash: Int, where isKey: (StoreKeys.Object) -> Bool, under policy: ReadPolicy, now: Date
     ) -> StoreMachine.FirstLook {
-        withState(noticing: notices) { state in
+        withState { state in
             guard let slot = state.keys.slot(hash: hash, where: isKey) else { return .notHeld }
             return state.machine.firstLook(slot, under: policy, now: now)
         }
     }
 
-    /// ``run(noticing:_:)`` with the keys' slots too: for an event that names keys or answers with them.
+    /// ``run(_:)`` with the keys' slots too: for an event that names keys or answers with them.
     @usableFromInline
-    func runWithKeys<Result>(
-        noticing notices: () -> Void, _ body: (inout StoreMachine, inout StoreKeys) -> Result
-    ) -> Result {
-        withState(noticing: notices) { body(&$0.machine, &$0.keys) }
+    func runWithKeys<Result>(_ body: (inout StoreMachine, inout StoreKeys) -> Result) -> Result {
+        withState { body(&$0.machine, &$0.keys) }
     }
 
     /// Runs `body` under the lock and settles the event: the slots of the keys the machine let go of are given
     /// back, and what it let go of, those keys too, is released after unlocking.
-    private func withState<Result>(noticing notices: () -> Void, _ body: (inout State) -> Result) -> Result {
+    private func withState<Result>(_ body: (inout State) -> Result) -> Result {
         var released: StoreReleased?
         var keys = InlineFirstArray<StoreKeys.Object>()
         let result = state.withLock { state in
@@ -97,19 +168,33 @@ final class StoreEngine: Sendable {
             return result
         }
         _ = consume keys
-        if let released { finish(released, noticing: notices) }
+        if let released { finish(released) }
         return result
     }
 
-    /// Releases what the machine let go of (here, unlocked) and tells of its notices.
-    private func finish(_ released: consuming StoreReleased, noticing notices: () -> Void) {
+    /// Releases what the machine let go of (here, unlocked) and publishes its notices.
+    private func finish(_ released: consuming StoreReleased) {
         let hasNotices = released.hasNotices
         _ = consume released
-        if hasNotices { notices() }
+        if hasNotices { publishNotices() }
     }
 
     /// The number of keys with a slot, and of slots ever made (for tests).
     var slotCounts: (keys: Int, slots: Int) {
         state.withLock { ($0.keys.count, $0.keys.capacity) }
     }
+}
+
+/// What the store's core asks of the work its face made with the store's types (``StoreFetchWrapping``), when the
+/// store tells events, has a fetch context or coordinates fetches. Held by the core: it holds neither.
+protocol StoreFace: AnyObject, Sendable {
+    /// Tells the store's events that a caller joined fetch `id` of `key`.
+    func tellJoined(_ id: Int, of key: StoreKeyRef)
+    /// Loads `key` from upstream for fetch `id` of `engine`, telling the store's events, in its fetch context, under
+    /// its coordination with other processes (see ``StoreEngine/sendUpstream(_:of:completion:)``).
+    func loadUpstreamWrapped(
+        _ id: Int, of key: StoreKeyRef, in engine: StoreEngine, completion: @escaping LoadCompletion<any StoreValueBox>
+    ) -> any CancellationToken
+    /// Tells the store's events of the kept values let go of.
+    func tellEvicted(_ keys: [StoreKeys.Object])
 }

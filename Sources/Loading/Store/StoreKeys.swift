@@ -42,8 +42,12 @@ struct StoreKeys: Sendable {
         hash & (buckets.count - 1)
     }
 
+    /// The key `slot` was given to, as the store's core holds it.
+    func ref(at slot: Int) -> StoreKeyRef {
+        StoreKeyRef(object: object(at: slot), hash: hashes[slot])
+    }
+
     /// The key `slot` was given to.
-    @usableFromInline
     func object(at slot: Int) -> Object {
         guard let object = objects[slot] else { preconditionFailure("A slot the store's machine holds has no key") }
         return object
@@ -115,13 +119,80 @@ struct StoreKeys: Sendable {
     }
 }
 
+/// A key as the store's core holds it between its lock rounds: the object the face made of it and its hash value, so
+/// that the core, which is not generic, finds the key's slot again.
+@usableFromInline
+struct StoreKeyRef: Sendable {
+    let object: StoreKeys.Object
+    let hash: Int
+
+    @usableFromInline
+    init(object: StoreKeys.Object, hash: Int) {
+        self.object = object
+        self.hash = hash
+    }
+
+    /// The key's own comparisons.
+    private var key: any StoreKeyObject {
+        guard let key = object as? any StoreKeyObject else { preconditionFailure("A store's key of no key type") }
+        return key
+    }
+
+    /// Whether `other` is the same key (compared when it is not the same object: the key was let go of and made
+    /// again meanwhile).
+    func isSameKey(as other: StoreKeys.Object) -> Bool {
+        key.isSameKey(as: other)
+    }
+
+    /// The key, as an invalidation's predicate is given it.
+    var anyKey: any Sendable { key.anyKey }
+
+    /// Whether `key` (a predicate's key, of the store's key type or not) is this key.
+    func matches(_ key: any Sendable) -> Bool {
+        self.key.matches(key)
+    }
+}
+
+/// What a store's key knows of its type, for the store's core.
+protocol StoreKeyObject: AnyObject, Sendable {
+    /// Whether `other` is the same key.
+    func isSameKey(as other: StoreKeys.Object) -> Bool
+    /// The key, as an invalidation's predicate is given it.
+    var anyKey: any Sendable { get }
+    /// Whether `key` is this key.
+    func matches(_ key: any Sendable) -> Bool
+}
+
 /// A key of a ``Store``, as the store's keys table keeps it: made once, when the store begins to hold the key.
 @usableFromInline
-final class StoreKey<Key: Hashable & Sendable>: Sendable {
+final class StoreKey<Key: Hashable & Sendable>: StoreKeyObject {
     @usableFromInline let key: Key
 
     @usableFromInline
     init(_ key: Key) {
         self.key = key
+    }
+
+    /// Whether `object` is `key`.
+    @inlinable
+    static func isKey(_ object: StoreKeys.Object, _ key: Key) -> Bool {
+        (object as? StoreKey<Key>)?.key == key
+    }
+
+    /// The key `object` is, known to be of this type.
+    @inlinable
+    static func key(of object: StoreKeys.Object) -> Key {
+        guard let stored = object as? StoreKey<Key> else { preconditionFailure("A store's key of another type") }
+        return stored.key
+    }
+
+    func isSameKey(as other: StoreKeys.Object) -> Bool {
+        Self.isKey(other, key)
+    }
+
+    var anyKey: any Sendable { key }
+
+    func matches(_ key: any Sendable) -> Bool {
+        (key as? Key) == self.key
     }
 }

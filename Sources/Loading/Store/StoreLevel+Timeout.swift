@@ -87,7 +87,9 @@ extension StoreLevel {
             })
     }
 
-    /// A level made of its operations, written at once unless `writeDebounce` says.
+    /// A level made of its operations, written at once unless `writeDebounce` says. Its writes as the store's core
+    /// issues them unbox their value and key here, in code that is not specialized: a level made by the library
+    /// around another (timed, reporting to events) pays a few run-time type look-ups per write.
     init(
         name: String,
         read: @escaping @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> (@Sendable () -> Void)?,
@@ -104,6 +106,13 @@ extension StoreLevel {
         self.removeAll = removeAll
         self.writeDebounce = writeDebounce
         self.scheduler = scheduler
+        boxed = BoxedLevel(
+            read: { key, completion in _ = read(StoreKey<Key>.key(of: key)) { completion($0.map { $0.boxed }) } },
+            save: { box, savedAt, key, completion in
+                save((box as! ValueBox<Value>).value, savedAt, StoreKey<Key>.key(of: key), completion)
+            },
+            removeValue: { key, completion in removeValue(StoreKey<Key>.key(of: key), completion) },
+            removeAll: removeAll, writeDebounce: writeDebounce, scheduler: scheduler)
     }
 }
 

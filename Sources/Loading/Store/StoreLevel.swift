@@ -21,12 +21,28 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let removeAll: @Sendable (@escaping Completion<Void>) -> Void
     @usableFromInline let writeDebounce: Duration?
     @usableFromInline let scheduler: any Scheduler
+    /// The operations as the store's core calls them, made here too.
+    @usableFromInline let boxed: BoxedLevel
 
     @inlinable
     init<Cache: KeyedCache<Key, Value>>(
         cache: Cache, name: String, writeDebounce: Duration?, scheduler: any Scheduler
     ) {
         self.name = name
+        boxed = BoxedLevel(
+            read: { key, completion in
+                cache.value(for: StoreKey<Key>.key(of: key)) { completion($0.map { $0.boxed }) }
+            },
+            save: { box, savedAt, key, completion in
+                cache.save(
+                    (box as! ValueBox<Value>).value, for: StoreKey<Key>.key(of: key),
+                    savedAt: Date(timeIntervalSinceReferenceDate: savedAt), completion: completion)
+            },
+            removeValue: { key, completion in
+                cache.removeValue(for: StoreKey<Key>.key(of: key), completion: completion)
+            },
+            removeAll: { completion in cache.removeAll(completion: completion) },
+            writeDebounce: writeDebounce, scheduler: scheduler)
         read = { key, completion in
             cache.value(for: key, completion: completion)
             return nil
@@ -61,5 +77,42 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         scheduler: some Scheduler
     ) -> StoreLevel {
         StoreLevel(cache: cache, name: name, writeDebounce: interval, scheduler: scheduler)
+    }
+}
+
+/// A level as the store's core reads and writes it (the core is not generic): the value in its box, the key as its
+/// object. The closures unbox and box them, made with the level, where its types are known.
+@usableFromInline
+struct BoxedLevel: Sendable {
+    @usableFromInline typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+
+    /// Reads a key, answering with its value boxed.
+    let read:
+        @Sendable (StoreKeys.Object, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void)
+            -> Void
+    /// Saves a boxed value dated by the store (seconds since the reference date).
+    let save: @Sendable (any StoreValueBox, Double, StoreKeys.Object, @escaping Completion) -> Void
+    let removeValue: @Sendable (StoreKeys.Object, @escaping Completion) -> Void
+    let removeAll: @Sendable (@escaping Completion) -> Void
+    let writeDebounce: Duration?
+    let scheduler: any Scheduler
+
+    @usableFromInline
+    init(
+        read:
+            @escaping @Sendable (
+                StoreKeys.Object, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void
+            ) -> Void,
+        save: @escaping @Sendable (any StoreValueBox, Double, StoreKeys.Object, @escaping Completion) -> Void,
+        removeValue: @escaping @Sendable (StoreKeys.Object, @escaping Completion) -> Void,
+        removeAll: @escaping @Sendable (@escaping Completion) -> Void,
+        writeDebounce: Duration?, scheduler: any Scheduler
+    ) {
+        self.read = read
+        self.save = save
+        self.removeValue = removeValue
+        self.removeAll = removeAll
+        self.writeDebounce = writeDebounce
+        self.scheduler = scheduler
     }
 }

@@ -8,7 +8,7 @@ extension StoreMachine {
     /// Submits a change of `key`'s confirmed value. The caller that finds the key's queue idle gets its first
     /// ``Step`` and runs the queue until ``nextChange(of:now:)`` returns `nil`, or a step's effects end its turn
     /// (``Effects/endsTurn``); others get ``Step/queued``.
-    @usableFromInline mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
+    mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
         let entry = ensureEntry(key)
         if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
         if case .fetched(_, let id) = job, !entry.fetches.contains(id) {
@@ -58,7 +58,7 @@ extension StoreMachine {
     /// and a step. The save is handed out in `save`, as ``writeAtOnce(_:for:save:)`` hands it out. `nil`, having
     /// changed nothing, otherwise (the fetch is over, the key's changes run, or some were logged): the value then
     /// takes its turn through ``submit(_:for:now:)``.
-    @usableFromInline mutating func fetchedAtOnce(
+    mutating func fetchedAtOnce(
         _ value: Value, fetch id: Int, for key: Key, now: Date, save: inout LevelOp?
     ) -> Effects? {
         guard let entry = entry(key), entry.turn.isFree, entry.log.isEmpty,
@@ -94,7 +94,7 @@ extension StoreMachine {
     /// A level save of `key` landed: a failure keeps the value in the store until a newer one is saved; a stale value
     /// saved is recorded stale as of `date` (after the level stamped it). Returns a record folded out of the limit,
     /// to release after unlocking.
-    @usableFromInline mutating func saveLanded(
+    mutating func saveLanded(
         _ key: Key, matching matches: (@Sendable (AnyKey) -> Bool)?, mark: SaveMark, failed: Bool, at date: Date
     ) -> Invalidation? {
         if !failed { invalidations.noteStamp(date) }
@@ -111,7 +111,7 @@ extension StoreMachine {
 
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the
     /// caller stops running it).
-    @usableFromInline mutating func nextChange(of key: Key, now: Date) -> Step? {
+    mutating func nextChange(of key: Key, now: Date) -> Step? {
         guard let entry = entry(key) else { return nil }
         guard entry.turn.hasQueued else {
             entry.turn.end()
@@ -145,7 +145,7 @@ extension StoreMachine {
 
     /// Commits the result of the ``Work`` that ran for the change at the head of `key`'s queue, and ends the turn
     /// when the queue is empty.
-    @usableFromInline mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
+    mutating func commit(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
         endTurnIfDone(commitWork(work, result: result, for: key, now: now), for: key)
     }
 
@@ -171,7 +171,7 @@ extension StoreMachine {
     /// Confirms what the levels hold for a key that was not known, read for the change at the head of its queue.
     /// The hit is stale since the invalidation `staleSince` when one made before the read matched it, or as an
     /// invalidation made during the read marked the entry (the change holds it).
-    @usableFromInline mutating func commitBase(
+    mutating func commitBase(
         _ hit: CachedValue<Value>?, level: Int, generation: Int, staleSince: Int?, for key: Key
     ) -> Effects {
         guard let entry = entry(key), entry.generation == generation, !entry.isKnown else {
@@ -214,7 +214,7 @@ extension StoreMachine {
 
     /// Remembers what `key` showed with its pending changes (see ``PendingChanges``), computed by a publisher
     /// outside the lock.
-    @usableFromInline mutating func remember(_ prefix: ShownPrefix, for key: Key, generation: Int) {
+    mutating func remember(_ prefix: ShownPrefix, for key: Key, generation: Int) {
         guard let entry = entry(key), entry.generation == generation, entry.confirmedVersion == prefix.confirmedVersion
         else { return }
         entry.pending.remember(prefix)

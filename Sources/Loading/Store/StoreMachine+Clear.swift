@@ -73,7 +73,7 @@ extension StoreMachine {
 
     /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, and
     /// the keys whose level operations were held (the caller issues them now, as it would its own).
-    @usableFromInline mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
+    mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
         let (completions, held) = issuing.removeAllIssued()
         let keys = held.filter { entries[$0]?.writes.hasOps ?? false }
         for key in keys { entry(key, heldBecause: "it has level operations").writes.startIssuing() }

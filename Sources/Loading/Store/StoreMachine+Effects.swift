@@ -24,33 +24,33 @@ extension StoreMachine {
 
         /// The first snapshot to publish, and the others after it, in order. Most effects publish one: it needs no
         /// array.
-        @usableFromInline var published: Snapshot?
-        @usableFromInline var publishedLater: [Snapshot] = []
+        var published: Snapshot?
+        var publishedLater: [Snapshot] = []
         /// The confirmed value a change replaced, released after unlocking.
         var replaced: StoredValue<Value>?
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
-        @usableFromInline var issueLevels = false
+        var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.
-        @usableFromInline var removeAll = false
+        var removeAll = false
         /// Whether the caller's turn of running the key's changes is over (its queue was empty): it performs these
         /// effects and stops, without asking for the next change.
-        @usableFromInline var endsTurn = false
+        var endsTurn = false
         /// The refetch of the key the machine began for its observers (owed by a fetch that ended), whose upstream
         /// load the caller starts; zero when none.
-        @usableFromInline var refetches = 0
+        var refetches = 0
         /// The effects a plain write has none of, kept apart so that effects stay small to copy and destroy.
-        @usableFromInline var more: More?
+        var more: More?
 
         /// The effects a plain write has none of.
-        @usableFromInline final class More {
-            @usableFromInline var fetchReplies: [FetchReply] = []
-            @usableFromInline var hitReplies: [HitReplyDelivery] = []
+        final class More {
+            var fetchReplies: [FetchReply] = []
+            var hitReplies: [HitReplyDelivery] = []
             var garbage: [Any] = []
-            @usableFromInline var cancels: [any CancellationToken] = []
-            @usableFromInline var failedCommits: [PendingLoad<Void>] = []
-            @usableFromInline var debounce: [DebounceStart] = []
+            var cancels: [any CancellationToken] = []
+            var failedCommits: [PendingLoad<Void>] = []
+            var debounce: [DebounceStart] = []
             /// Tickets to release last (work that waited for saves that were dropped or not needed).
-            @usableFromInline var released: [SaveTicket] = []
+            var released: [SaveTicket] = []
 
             init() {}
 

@@ -91,14 +91,14 @@ extension StoreMachine {
         /// The optimistic changes shown over it, when there are some.
         let pending: ShownChanges?
         /// The key's subjects when it has observers: where the snapshot is published.
-        @usableFromInline let observed: Observed?
+        let observed: Observed?
         /// Whether the confirmed value was invalidated and not fetched anew since.
         @usableFromInline let isStale: Bool
         /// Whether the store fetches the key (for the state observers).
-        @usableFromInline let isLoading: Bool
+        let isLoading: Bool
         /// Whether only the state observers are told: a fetch of the key began, ended or failed (its value did not
         /// change).
-        @usableFromInline let isNotice: Bool
+        let isNotice: Bool
 
         init(entry: Entry, version: Int, error: (any Error)? = nil, isNotice: Bool = false) {
             let value = entry.confirmed
@@ -128,7 +128,7 @@ extension StoreMachine {
 
         /// What the key shows with every pending change, as a prefix the key remembers (see
         /// ``StoreMachine/remember(_:for:)``); `nil` when nothing new was applied.
-        @usableFromInline func shownPrefix(_ response: StoreResponse<Value>) -> (
+        func shownPrefix(_ response: StoreResponse<Value>) -> (
             key: Key, generation: Int, prefix: ShownPrefix
         )? {
             guard let pending, !pending.rest.isEmpty else { return nil }
@@ -144,9 +144,9 @@ extension StoreMachine {
     /// The subjects of a key's observers: of its values (``Store/changes(for:)``) and of its states
     /// (``Store/states(for:)``), each while it has such observers. Immutable, so that a snapshot takes both as one
     /// reference: the machine replaces it when a subject comes or goes (``StoreMachine/observe(_:changes:states:)``).
-    @usableFromInline final class Observed: Sendable {
-        @usableFromInline let changes: Subject?
-        @usableFromInline let states: StateSubject?
+    final class Observed: Sendable {
+        let changes: Subject?
+        let states: StateSubject?
 
         init(changes: Subject?, states: StateSubject?) {
             self.changes = changes

@@ -56,7 +56,7 @@ extension StoreMachine {
 
     /// Keeps the token of fetch `id`'s upstream load; returns it when it must be cancelled (every caller left
     /// before it was kept).
-    @usableFromInline mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (
+    mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (
         any CancellationToken
     )? {
         guard let entry = entry(key), entry.fetches.keepToken(token, of: id) else { return nil }
@@ -81,7 +81,7 @@ extension StoreMachine {
 
     /// A fetch failed: it ends, and its callers get `error`. A fetch every caller left is over already (its key may
     /// be gone): nothing happens.
-    @usableFromInline mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
+    mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
         var effects = Effects()
         guard let entry = entry(key), let fetch = entry.fetches.end(id) else { return effects }
         effects.refetches = beginOwedRefetch(key, replayingFrom: counter)
@@ -147,7 +147,7 @@ extension StoreMachine {
     /// answers from its cache) fails without one. Until now it counted as sent when it began: a refetch owed by an
     /// invalidation made since then is not needed, since what the fetch brings will be fresh against it, or, offline,
     /// nothing is fetched for it (a refetch owed before the fetch began stays owed).
-    @usableFromInline mutating func fetchWaits(_ id: Int, of key: Key) {
+    mutating func fetchWaits(_ id: Int, of key: Key) {
         guard let entry = entry(key), let sent = entry.fetches.wait(id) else { return }
         entry.staleness.fetchWaits(sentAt: sent)
     }
@@ -156,13 +156,13 @@ extension StoreMachine {
     /// connectivity as it started, and the network may have come back since the fetch began. It counts as sent now,
     /// so a refetch owed by an invalidation made in between is not needed: what it brings is fresh against it (see
     /// ``fetchWaits(_:of:)``, which a fetch that finds the network down calls instead).
-    @usableFromInline mutating func fetchSendsNow(_ id: Int, of key: Key) {
+    mutating func fetchSendsNow(_ id: Int, of key: Key) {
         fetchWaits(id, of: key)
         fetchSent(id, of: key)
     }
 
     /// Fetch `id` of `key` sends its request now.
-    @usableFromInline mutating func fetchSent(_ id: Int, of key: Key) {
+    mutating func fetchSent(_ id: Int, of key: Key) {
         guard let entry = entry(key), entry.fetches.contains(id) else { return }
         entry.fetches.send(id, at: next())
     }
@@ -188,7 +188,7 @@ extension StoreMachine {
         }
 
         /// Whether the caller starts the fetch's upstream load.
-        @usableFromInline var starts: Bool {
+        var starts: Bool {
             if case .starts = self { true } else { false }
         }
     }

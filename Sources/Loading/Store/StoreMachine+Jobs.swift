@@ -91,19 +91,19 @@ extension StoreMachine {
     }
 
     /// Closures to run outside the lock, on `base`, for the change at the head of a key's queue.
-    @usableFromInline struct Work: Sendable {
+    struct Work: Sendable {
         let generation: Int
         let base: Value?
         let changes: [Change]
 
         /// The changes applied in order.
-        @usableFromInline func run() -> Value? {
+        func run() -> Value? {
             changes.reduce(base) { value, change in change(value) }
         }
     }
 
     /// What the caller that submitted a change (or finished one) does next.
-    @usableFromInline enum Step {
+    enum Step {
         /// The change was applied: perform the effects, then ask for the next step.
         case applied(Effects)
         /// Run the work outside the lock, then commit its result.

@@ -7,7 +7,7 @@
 extension StoreMachine {
     /// The next level operations of `key`, for the caller issuing them. `nil` when there are none: the caller
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
-    @usableFromInline mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
+    mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
         guard let entry = entry(key) else { return nil }
         if !issuing.isClearing, entry.writes.hasOps {
             let ops = entry.writes.takeOps()
@@ -22,7 +22,7 @@ extension StoreMachine {
     }
 
     /// A debounced write's timer is running: keeps its token; returns it when the write was dropped meanwhile.
-    @usableFromInline mutating func keepTimer(
+    mutating func keepTimer(
         _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
     ) -> (any CancellationToken)? {
         guard let entry = entry(key), entry.writes.keepTimer(timer, ofWrite: id, level: level) else { return timer }
@@ -30,7 +30,7 @@ extension StoreMachine {
     }
 
     /// A debounced write's timer fired: the write is issued if it is still the level's latest.
-    @usableFromInline mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
+    mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
         guard let entry = entry(key), let timer = entry.writes.fire(id, level: level) else { return Effects() }
         var effects = Effects(garbage: [timer])
         effects.issueLevels = startIssuing(key)
@@ -59,7 +59,7 @@ extension StoreMachine {
         /// Remove the key from every level; a removal no level could make is kept as a failed save is.
         case remove(ticket: SaveTicket?, mark: SaveMark)
 
-        @usableFromInline var ticket: SaveTicket? {
+        var ticket: SaveTicket? {
             switch self {
             case .save(_, _, _, _, let ticket, _), .flush(_, _, _, let ticket, _), .remove(let ticket, _): ticket
             }
@@ -81,7 +81,7 @@ extension StoreMachine {
         }
 
         /// Whether the value saved was stale.
-        @usableFromInline var stale: Bool { staleSince != 0 }
+        var stale: Bool { staleSince != 0 }
     }
 
     struct DebouncedWrite: Sendable {
@@ -94,10 +94,10 @@ extension StoreMachine {
     }
 
     /// A debounced write whose timer the store starts.
-    @usableFromInline struct DebounceStart {
-        @usableFromInline let level: Int
-        @usableFromInline let id: Int
-        @usableFromInline let value: Value
+    struct DebounceStart {
+        let level: Int
+        let id: Int
+        let value: Value
     }
 
     /// Work that waits for level writes to finish: the answers of a fetch, the completion of a confirmed optimistic
@@ -113,8 +113,8 @@ extension StoreMachine {
         /// What a level write reports its failure to (the store's `onWriteFailure`). In a struct, so that the locked state
         /// holding it is stored as it is: a bare closure in a generic box is converted to another calling form on
         /// each access, which allocates.
-        @usableFromInline struct Report: Sendable {
-            @usableFromInline let call: @Sendable (Result<Void, any Error>) -> Void
+        struct Report: Sendable {
+            let call: @Sendable (Result<Void, any Error>) -> Void
 
             init(_ call: @escaping @Sendable (Result<Void, any Error>) -> Void) {
                 self.call = call
@@ -141,7 +141,7 @@ extension StoreMachine {
         /// Holds the ticket for a level write, which calls ``landed(_:)`` when it completes; a failure is reported to
         /// `report` (the ticket keeps the first it is given, so that the write's completion needs to capture nothing
         /// else).
-        @usableFromInline func hold(reportingTo report: Report) {
+        func hold(reportingTo report: Report) {
             state.withLock { state in
                 state.holds += 1
                 if state.report == nil { state.report = report }
@@ -149,13 +149,13 @@ extension StoreMachine {
         }
 
         /// A level write holding the ticket completed: its failure is reported, then its hold released.
-        @usableFromInline func landed(_ result: Result<Void, any Error>) {
+        func landed(_ result: Result<Void, any Error>) {
             if case .failure = result, let report = state.withLock({ $0.report }) { report.call(result) }
             release()
         }
 
         /// Releases a hold; the last runs the work (here, after unlocking).
-        @usableFromInline func release() {
+        func release() {
             let work = state.withLock { state -> Work? in
                 state.holds -= 1
                 guard state.holds == 0 else { return nil }
@@ -172,13 +172,13 @@ extension StoreMachine {
     }
 
     /// What a fetch's caller receives.
-    @usableFromInline struct FetchReply: Sendable {
+    struct FetchReply: Sendable {
         init(completion: @escaping FetchCompletion, result: Result<Snapshot, any Error>) {
             self.completion = completion
             self.result = result
         }
 
-        @usableFromInline let completion: FetchCompletion
-        @usableFromInline let result: Result<Snapshot, any Error>
+        let completion: FetchCompletion
+        let result: Result<Snapshot, any Error>
     }
 }

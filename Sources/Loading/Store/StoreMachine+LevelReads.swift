@@ -122,13 +122,13 @@ extension StoreMachine {
     }
 
     /// What a level read's caller receives.
-    @usableFromInline struct HitReplyDelivery {
+    struct HitReplyDelivery {
         init(reply: @escaping HitReply, snapshot: Snapshot) {
             self.reply = reply
             self.snapshot = snapshot
         }
 
-        @usableFromInline let reply: HitReply
-        @usableFromInline let snapshot: Snapshot
+        let reply: HitReply
+        let snapshot: Snapshot
     }
 }

@@ -73,7 +73,7 @@
     @usableFromInline typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
     @usableFromInline typealias HitReply = @Sendable (Snapshot) -> Void
     @usableFromInline typealias Subject = ResponseSubject
-    @usableFromInline typealias StateSubject = CurrentValueStreamSubject<StoreState<Value>?, Never>
+    typealias StateSubject = CurrentValueStreamSubject<StoreState<Value>?, Never>
 
     var entries = EntryTable()
     let levelNames: [String]

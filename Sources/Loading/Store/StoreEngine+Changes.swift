@@ -1,0 +1,85 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreEngine {
+    /// Submits a change of the confirmed value of the key with `hash` that `isKey` recognizes (`make` makes its
+    /// object), and runs the key's queue when it was idle.
+    @usableFromInline
+    func submit(
+        _ job: StoreMachine.Job, hash: Int, where isKey: (StoreKeys.Object) -> Bool,
+        making make: () -> StoreKeys.Object
+    ) {
+        let now = now()
+        var object: StoreKeyRef?
+        let step = run(hash: hash, where: isKey, making: make, keeping: &object) { $0.submit(job, for: $1, now: now) }
+        runChanges(of: object ?? StoreKeyRef(object: make(), hash: hash), from: step)
+    }
+
+    /// Submits a change of `key`'s confirmed value, and runs the key's queue when it was idle.
+    func submit(_ job: StoreMachine.Job, of key: StoreKeyRef) {
+        let now = now()
+        runChanges(of: key, from: run(key) { $0.submit(job, for: $1, now: now) })
+    }
+
+    /// Runs `key`'s queued changes, starting with `first` (or the next one when `nil`), until the queue is empty
+    /// or waits for a level read. A change's closures run here, outside the lock.
+    func runChanges(of key: StoreKeyRef, from first: StoreMachine.Step?) {
+        var given = first
+        while true {
+            // Taken and consumed, not copied: a step's effects hold several arrays.
+            let step: StoreMachine.Step
+            if let taken = given.take() {
+                step = taken
+            } else {
+                let now = now()
+                guard let next = run(key, { $0.nextChange(of: $1, now: now) }) else { return }
+                step = next
+            }
+            switch consume step {
+            case .queued:
+                return
+            case .loadBase(let generation):
+                return loadBase(of: key, generation: generation)
+            case .applied(let effects):
+                perform(effects, for: key)
+                if effects.endsTurn { return }
+            case .run(let work):
+                let result = work.run()
+                let now = now()
+                let effects = run(key) { $0.commit(work, result: result, for: $1, now: now) }
+                perform(effects, for: key)
+                if effects.endsTurn { return }
+            }
+        }
+    }
+
+    /// Reads the levels in order for the value of a key the store does not hold, for the change waiting for it.
+    private func loadBase(of key: StoreKeyRef, generation: Int) {
+        // What the levels hold is as stale as the invalidations made before say (judged outside the lock: a
+        // predicate is the caller's code); one made while they are read marks the key's entry, which the change holds.
+        let rules = run(key) { $0.staleRules(for: $1) }
+        readBase(of: key, from: 0) { [self] hit, level in
+            let staleSince = hit.flatMap { rules?.staleSince(key.anyKey, savedAt: $0.savedAt) }
+            let effects = run(key) {
+                $0.commitBase(hit, level: level, generation: generation, staleSince: staleSince, for: $1)
+            }
+            perform(effects, for: key)
+            runChanges(of: key, from: nil)
+        }
+    }
+
+    /// Reads `key` from the level at `index` and the slower ones after it, until one holds it.
+    private func readBase(
+        of key: StoreKeyRef, from index: Int,
+        done: @escaping @Sendable (CachedValue<any StoreValueBox>?, Int) -> Void
+    ) {
+        guard index < levels.count else { return done(nil, 0) }
+        levels[index].read(key.object) { [self] result in
+            guard case .success(let cached) = result else { return readBase(of: key, from: index + 1, done: done) }
+            done(cached, index)
+        }
+    }
+}

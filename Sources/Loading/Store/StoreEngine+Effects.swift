@@ -1,0 +1,174 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+extension StoreEngine {
+    /// Performs what the machine decided, after unlocking, issuing `save` first when the machine handed one out
+    /// (see ``StoreMachine/writeAtOnce(_:for:save:)``); what it dropped is released when `effects` goes. `key` is the
+    /// key of the event, when it was one key's and the machine still uses it: the effects that name the key (level
+    /// operations, debounced writes, a refetch) come only with a key the machine uses.
+    @usableFromInline
+    func perform(
+        _ effects: StoreMachine.Effects, for key: StoreKeyRef?, issuingFirst save: StoreMachine.LevelOp? = nil
+    ) {
+        let more = effects.more
+        if let more {
+            for token in more.cancels { token.cancel() }
+            for commit in more.failedCommits { commit.completeCancellingStep(.failure(StoreError.cleared)) }
+        }
+        // Borrowed, not copied.
+        if effects.published != nil { publish(effects.published!) }
+        for index in effects.publishedLater.indices { publish(effects.publishedLater[index]) }
+        if let more, !more.debounce.isEmpty {
+            let key = Self.named(key, for: "a debounced write")
+            for write in more.debounce { debounce(key, level: write.level, id: write.id) }
+        }
+        if effects.removeAll { removeAllFromLevels() }
+        if effects.issueLevels { issueLevelOps(of: Self.named(key, for: "level operations"), first: save) }
+        if effects.refetches != 0 {
+            startRefetch(effects.refetches, of: Self.named(key, for: "a refetch"))
+        }
+        guard let more else { return }
+        for reply in more.fetchReplies { reply.completion(reply.result) }
+        for delivery in more.hitReplies { delivery.reply(delivery.snapshot) }
+        for ticket in more.released { ticket.release() }
+    }
+
+    /// The key of effects that name it: the machine decides them for a key it uses, so the caller has its object.
+    private static func named(_ key: StoreKeyRef?, for work: String) -> StoreKeyRef {
+        guard let key else { preconditionFailure("The machine decided \(work) for a key it does not use") }
+        return key
+    }
+
+    /// Sends `snapshot` to the key's observers unless a newer version was sent already (publishes from several
+    /// threads may arrive out of order). The shown value is computed here, outside the lock: it runs the pending
+    /// changes.
+    @usableFromInline
+    func publish(_ snapshot: borrowing StoreMachine.Snapshot) {
+        guard let observed = snapshot.observed else { return }
+        let response = snapshot.response
+        // What the pending changes gave is remembered: the next change shown applies only itself.
+        if let (key, generation, prefix) = snapshot.shownPrefix(response) {
+            run { $0.remember(prefix, for: key, generation: generation) }
+        }
+        if let subject = observed.changes, !snapshot.isNotice { subject.send(response) }
+        if let states = observed.states { publish(response, isLoading: snapshot.isLoading, to: states) }
+    }
+
+    /// Sends `response`, loading or not, to the key's state observers unless a newer state was sent already.
+    private func publish(
+        _ response: StoreResponse<StoreMachine.Value>, isLoading: Bool, to states: StoreMachine.StateSubject
+    ) {
+        let state = StoreState(response: response, isLoading: isLoading)
+        states.update { current in
+            guard (current?.version ?? -1) < state.version else { return nil }
+            return state
+        }
+    }
+
+    /// Publishes the notices for state observers of the keys that began or stopped loading during the events before
+    /// (rarely any: only keys observed with ``Store/states(for:)``), and tells the store's events of the kept values
+    /// let go of.
+    func publishNotices() {
+        let (notices, evicted) = runWithKeys { machine, keys in (machine.takeNotices(), keys.takeEvicted()) }
+        for notice in notices { publish(notice) }
+        if !evicted.isEmpty { face?.tellEvicted(evicted) }
+    }
+
+    // MARK: Levels
+
+    /// Issues `key`'s level operations in the order they were decided, while there are any, starting with `first`
+    /// (taken already, with the key's issuing); a clear's `removeAll` waiting for them is issued by the caller that
+    /// issues the last.
+    private func issueLevelOps(of key: StoreKeyRef, first: StoreMachine.LevelOp? = nil) {
+        if let first { issue(first, of: key) }
+        while let taken = run(key, { $0.takeLevelOps(of: $1) }) {
+            if taken.removeAll { return removeAllFromLevels() }
+            if let first = taken.ops.head { issue(first, of: key) }
+            for operation in taken.ops.tail { issue(operation, of: key) }
+        }
+    }
+
+    /// Sends one level operation to its levels.
+    private func issue(_ operation: consuming StoreMachine.LevelOp, of key: StoreKeyRef) {
+        let ticket = operation.ticket
+        // One closure per operation, capturing the ticket alone (which reports failures itself): it needs no storage
+        // of its own. A method reference or an optional chain here would make more.
+        let done: @Sendable (Result<Void, any Error>) -> Void =
+            if let ticket { { ticket.landed($0) } } else { reportFailure.call }
+        switch consume operation {  // its payload moved out, not copied
+        case .save(let value, let savedAt, let targets, let skipsDebounced, _, let mark):
+            let landed = saveLanded(of: key, mark: mark, then: done)
+            for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
+                ticket?.hold(reportingTo: reportFailure)
+                levels[index].save(value, savedAt, key.object, landed)
+            }
+        case .flush(let value, let savedAt, let index, _, let mark):
+            ticket?.hold(reportingTo: reportFailure)
+            levels[index].save(value, savedAt, key.object, saveLanded(of: key, mark: mark, then: done))
+        case .remove(_, let mark):
+            let landed = saveLanded(of: key, mark: mark, then: done)
+            for level in levels {
+                ticket?.hold(reportingTo: reportFailure)
+                level.removeValue(key.object, landed)
+            }
+        }
+        ticket?.release()  // the operation's own hold: it is issued
+    }
+
+    /// `done`, after telling the machine that a save of `key` landed (see ``StoreMachine/saveLanded(_:mark:failed:at:)``).
+    private func saveLanded(
+        of key: StoreKeyRef, mark: StoreMachine.SaveMark,
+        then done: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> @Sendable (Result<Void, any Error>) -> Void {
+        { [self] result in
+            let failed = if case .failure = result { true } else { false }
+            let now = now()
+            var matches: (@Sendable (StoreMachine.AnyKey) -> Bool)?
+            if mark.stale { matches = { key.matches($0) } }
+            let folded = run(key) { $0.saveLanded($1, matching: matches, mark: mark, failed: failed, at: now) }
+            withExtendedLifetime(folded) {}
+            done(result)
+        }
+    }
+
+    /// Empties every level, then issues the level operations held behind the clear; the clears' completions run
+    /// once every level is empty.
+    private func removeAllFromLevels() {
+        let progress = Locked<(remaining: Int, completions: [@Sendable () -> Void]?)>((levels.count, nil))
+        let finish: @Sendable () -> Void = {
+            let completions = progress.withLock { progress -> [@Sendable () -> Void] in
+                guard progress.remaining == 0, let completions = progress.completions else { return [] }
+                progress.completions = []
+                return completions
+            }
+            for completion in completions { completion() }
+        }
+        for level in levels {
+            level.removeAll { [reportFailure] result in
+                reportFailure.call(result)
+                progress.withLock { $0.remaining -= 1 }
+                finish()
+            }
+        }
+        let (completions, held) = runWithKeys { machine, keys in
+            let (completions, held) = machine.removeAllIssued()
+            return (completions, held.map { keys.ref(at: $0) })
+        }
+        progress.withLock { $0.completions = completions }
+        finish()
+        for key in held { issueLevelOps(of: key) }
+    }
+
+    /// Starts the timer of a debounced write. The timer keeps the core alive until it fires: a store released with
+    /// a write pending still writes it.
+    private func debounce(_ key: StoreKeyRef, level: Int, id: Int) {
+        guard let interval = levels[level].writeDebounce else { return }
+        let timer = levels[level].scheduler.schedule(after: interval) { [self] in
+            perform(run(key) { $0.debounceFired(id, level: level, for: $1) }, for: key)
+        }
+        run(key) { $0.keepTimer(timer, ofWrite: id, level: level, for: $1) }?.cancel()
+    }
+}
