@@ -65,13 +65,13 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     }
 }
 
-extension Store {
+extension StoreFetchWrapping {
     /// What level `level` answered the read that starts fetch `id`, which missed every level: under a coordination
     /// whose shared level it is, a value saved there later than that answer is the fetch's answer too (see
-    /// ``StoreFetchWrapping/coordinatedLoad(_:of:object:in:under:completion:)``).
-    @usableFromInline
+    /// ``coordinatedLoad(_:of:object:in:under:completion:)``).
     func noteLevelAnswer(
-        _ result: Result<CachedValue<Value>, any Error>, of level: Int, invalidated: Bool, beforeFetch id: Int
+        _ result: Result<CachedValue<any StoreValueBox>, any Error>, of level: Int, invalidated: Bool,
+        beforeFetch id: Int
     ) {
         guard let coordinator, level == coordinator.sharedLevel, !invalidated else { return }
         switch result {
@@ -80,9 +80,7 @@ extension Store {
         case .failure: return  // a level that failed says nothing of what it holds
         }
     }
-}
 
-extension StoreFetchWrapping {
     /// Fetch `id`'s upstream load under `coordinator`: answered by a newer value of the shared level (saved since the
     /// fetch began, or since the value its read found too old) when one arrives while another process holds the
     /// key's lease, or when this process takes it (the holder may have given it back just now); fetched by this

@@ -115,7 +115,7 @@ extension StoreMachine {
 
     /// The invalidations a reader judges one key's level value by, outside the lock (a predicate is the caller's
     /// code), with when the store itself last confirmed a fresh value of the key (`refreshedAt`, in its order).
-    @usableFromInline struct StaleRules: Sendable {
+    struct StaleRules: Sendable {
         let staleBefore: StaleBefore?
         let invalidations: [Invalidation]
         let refreshedAt: Int?
@@ -129,7 +129,7 @@ extension StoreMachine {
 
         /// The place in the store's order of the latest invalidation that judges `key`'s value saved at `savedAt`
         /// stale (a fetch sent after it makes the value fresh again); `nil` when none does.
-        @usableFromInline func staleSince(_ key: AnyKey, savedAt: Date) -> Int? {
+        func staleSince(_ key: AnyKey, savedAt: Date) -> Int? {
             var since: Int?
             if let staleBefore, !refreshed(since: staleBefore.generation), savedAt <= staleBefore.date {
                 since = staleBefore.generation

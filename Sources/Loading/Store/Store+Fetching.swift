@@ -48,6 +48,10 @@ final class StoreFetchWrapping<Key: Hashable & Sendable, Value: Sendable>: Store
         events?(.fetchJoined(StoreKey<Key>.key(of: key.object), fetch: id))
     }
 
+    func tellHeldValueRead(_ key: StoreKeyRef) {
+        events?(.heldValueRead(StoreKey<Key>.key(of: key.object)))
+    }
+
     func tellEvicted(_ keys: [StoreKeys.Object]) {
         guard let events else { return }
         for key in keys { events(.evicted(StoreKey<Key>.key(of: key))) }

@@ -18,10 +18,11 @@ extension Store {
             let changes = changes(for: key).setFailureType(to: (any Error).self)
             changes.subscribe(StreamObserver(lifetime: observer.lifetime) { serial.send($0) })
             guard observer.lifetime.isActive else { return }
-            let token = run(policy, for: key) { failure in
-                serial.send(.completion(.failure(failure)))
-            }
-            observer.onTermination { token.cancel() }
+            let read = StoreRead(
+                engine: engine, key: StoreKeyRef(object: StoreKey(key), hash: key.hashValue), policy: policy,
+                began: nil, held: true, onFailure: { failure in serial.send(.completion(.failure(failure))) })
+            read.start()
+            observer.onTermination { read.cancel() }
         }
     }
 
@@ -94,18 +95,18 @@ extension Store {
         // judges age.
         return AnyLoader(answeringFirst: { [self] in
             let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
-            let held: Bool
+            let hash = key.hashValue
+            var held: StoreKeys.Object?
             let look = engine.firstLook(
-                hash: key.hashValue, where: { StoreKey.isKey($0, key) }, under: policy, now: now)
-            switch look {
-            case .answer(let response):
+                hash: hash, where: { StoreKey.isKey($0, key) }, under: policy, now: now, held: &held)
+            if case .answer(let response) = look {
                 if let events { events(.heldValueRead(key)) }
                 return .answered(.success(StoreResponse(response)))
-            case .held: held = true
-            case .notHeld: held = false
             }
             // The read is made here, so that the closure that starts it captures it alone: no storage of its own.
-            let read = PolicyRun(store: self, key: key, policy: policy, began: now, held: held, onFailure: nil)
+            let read = LoadAnsweringRead<Value>(
+                engine: engine, key: StoreKeyRef(object: held ?? StoreKey(key), hash: hash), policy: policy,
+                began: now, held: held != nil)
             return .start { read.begin(HandedCompletion($0)) }
         })
     }
@@ -140,15 +141,5 @@ extension Store {
     @available(*, deprecated, renamed: "freshValue(of:)", message: "refresh(_:completion:) fetches at once")
     public func refresh(_ key: Key) -> AnyLoader<StoreResponse<Value>> {
         freshValue(of: key)
-    }
-
-    // MARK: Reading the levels
-
-    /// Whether a level read under `policy` takes a value saved at `savedAt`: any value without a policy or for a
-    /// cache-only read; otherwise a fresh one (not invalidated, young enough).
-    @inlinable
-    func takes(_ savedAt: Date, stale: Bool, under policy: ReadPolicy?) -> Bool {
-        guard let policy, policy.kind != .cacheOnly else { return true }
-        return !stale && policy.accepts(savedAt: savedAt, now: now())
     }
 }

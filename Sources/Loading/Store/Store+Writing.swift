@@ -139,11 +139,4 @@ extension Store {
             self?.submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)
         }
     }
-
-    /// What the key shows now (no value when it shows nothing).
-    @inlinable
-    func shownResponse(_ key: Key) -> StoreResponse<Value> {
-        locked(key) { $0.shown($1) }.map { StoreResponse($0.response) }
-            ?? StoreResponse(value: nil, origin: .local, savedAt: nil, hasPendingChanges: false, error: nil, version: 0)
-    }
 }

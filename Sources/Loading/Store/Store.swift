@@ -42,7 +42,7 @@
 ///   saw the invalidation and the fetch or write that followed it, not by the clock: a clock set back makes nothing
 ///   stale again.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    @usableFromInline let levels: [StoreLevel<Key, Value>]
+    let levels: [StoreLevel<Key, Value>]
     @usableFromInline let now: @Sendable () -> Date
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
     @usableFromInline let maxAgeSeconds: Double?
@@ -56,8 +56,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     let fetchContext: FetchContext
     /// How fetches are coordinated with other processes, when they are.
     let coordinator: FetchCoordinator<Key>?
-    /// Whether an upstream load is told to `events`, started in a `fetchContext` of the app's, or coordinated.
-    @usableFromInline var wrapsFetches: Bool { engine.wrapsFetches }
     /// What fetches do while the network cannot be reached.
     var network: NetworkMode { engine.network }
 
@@ -150,8 +148,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
                 recordsEvictions: events != nil),
             levels: levels.map { $0.boxed }, reportFailure: reportFailure, now: now,
-            fetching: StoreEngine.Fetching(
-                upstream: upstream, network: network, tellsEvents: events != nil, isWrapped: isWrapped),
+            fetching: StoreEngine.Fetching(upstream: upstream, network: network),
             face: isWrapped
                 ? StoreFetchWrapping(
                     events: events, fetchContext: fetchContext, coordinator: coordinator, levels: levels, now: now)

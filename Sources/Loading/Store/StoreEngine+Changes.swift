@@ -77,7 +77,7 @@ extension StoreEngine {
         done: @escaping @Sendable (CachedValue<any StoreValueBox>?, Int) -> Void
     ) {
         guard index < levels.count else { return done(nil, 0) }
-        levels[index].read(key.object) { [self] result in
+        _ = levels[index].read(key.object) { [self] result in
             guard case .success(let cached) = result else { return readBase(of: key, from: index + 1, done: done) }
             done(cached, index)
         }

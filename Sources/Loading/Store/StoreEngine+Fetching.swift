@@ -26,8 +26,8 @@ extension StoreEngine {
         guard let (id, caller) = begun.joinedFetch else { preconditionFailure("a fetch without a stamp answered") }
         if begun.starts {
             startUpstream(id, of: key)
-        } else if tellsFetches {
-            face?.tellJoined(id, of: key)
+        } else {
+            tellJoined(id, of: key)
         }
         return AnyCancellationToken { [weak self] in
             guard let self else { return }
@@ -60,12 +60,11 @@ extension StoreEngine {
     }
 
     /// Starts fetch `id`'s upstream load, on the caller's thread.
-    @usableFromInline
     func startUpstream(_ id: Int, of key: StoreKeyRef) {
         // One object carries the load's answer back: the load's completion captures it alone.
         let call = UpstreamCall(engine: self, id: id, key: key, forward: nil)
         let token =
-            if let face, wrapsFetches {
+            if let face {
                 face.loadUpstreamWrapped(id, of: key, in: self, completion: call.ended)
             } else {
                 sendUpstream(call)
@@ -103,6 +102,33 @@ extension StoreEngine {
             return upstream(UpstreamCall(engine: self, id: id, key: key, forward: completion))
         }
         .waitingForNetwork(connectivity).load(completion: call.ended)
+    }
+
+    /// Tells the store's events, when it has some, that a caller joined fetch `id` of `key`.
+    func tellJoined(_ id: Int, of key: StoreKeyRef) {
+        face?.tellJoined(id, of: key)
+    }
+
+    /// Tells the store's events, when it has some, that a read of `key` was answered by the value the store holds.
+    func tellHeldValueRead(_ key: StoreKeyRef) {
+        face?.tellHeldValueRead(key)
+    }
+
+    /// What level `level` answered the read that starts fetch `id`, which missed every level (`invalidated` when
+    /// its value was judged stale): a coordination whose shared level it is takes a value saved there later as the
+    /// fetch's answer too.
+    func noteLevelAnswer(
+        _ result: Result<CachedValue<any StoreValueBox>, any Error>, of level: Int, invalidated: Bool,
+        beforeFetch id: Int
+    ) {
+        face?.noteLevelAnswer(result, of: level, invalidated: invalidated, beforeFetch: id)
+    }
+
+    /// What `key` shows now (no value when it shows nothing).
+    func shownResponse(of key: StoreKeyRef) -> StoreResponse<any StoreValueBox> {
+        let nothing = StoreResponse<any StoreValueBox>(
+            box: nil, origin: .local, savedAtSeconds: nil, hasPendingChanges: false, error: nil, version: 0)
+        return run(key) { $0.shown($1) }?.response ?? nothing
     }
 
     /// Fetch `id` of `key` answered.

@@ -60,7 +60,7 @@ final class StoreEngine: Sendable {
     /// How the core loads a key from upstream.
     private let fetching: Fetching
     /// The work that needs the store's types beyond a load (events, a fetch context, a coordination), when the
-    /// store has any.
+    /// store has any: its upstream loads go through it.
     let face: (any StoreFace)?
 
     /// Loads a call's key from upstream, answering the call with the value boxed: made by the store's face where
@@ -72,10 +72,6 @@ final class StoreEngine: Sendable {
         let upstream: Upstream
         /// What fetches do while the network cannot be reached.
         let network: NetworkMode
-        /// Whether the store tells its fetches to events.
-        let tellsEvents: Bool
-        /// Whether the upstream load goes through the face (events, a fetch context or a coordination).
-        let isWrapped: Bool
     }
 
     init(
@@ -92,8 +88,6 @@ final class StoreEngine: Sendable {
 
     var upstream: Upstream { fetching.upstream }
     var network: NetworkMode { fetching.network }
-    var tellsFetches: Bool { fetching.tellsEvents }
-    var wrapsFetches: Bool { fetching.isWrapped }
 
     /// Runs `body` on the machine under the lock; then releases what it let go of and, when the machine has notices
     /// for state observers, publishes them.
@@ -137,16 +131,28 @@ final class StoreEngine: Sendable {
         run(hash: key.hash, where: { $0 === key.object || key.isSameKey(as: $0) }, making: { key.object }, body)
     }
 
+    /// ``run(_:_:)``, setting `kept` to the key as the core holds it when the event leaves the machine using it.
+    func run<Result>(
+        _ key: StoreKeyRef, keeping kept: inout StoreKeyRef?, _ body: (inout StoreMachine, Int) -> Result
+    ) -> Result {
+        run(
+            hash: key.hash, where: { $0 === key.object || key.isSameKey(as: $0) }, making: { key.object },
+            keeping: &kept, body)
+    }
+
     /// What a read of the key with `hash` that `isKey` recognizes finds first (see
     /// ``StoreMachine/firstLook(_:under:now:)``): the hit path, not generic, so compiled here once and whole. A key with
-    /// no slot is not held.
+    /// no slot is not held; `held` is set to the object of a key that is.
     @usableFromInline
     func firstLook(
-        hash: Int, where isKey: (StoreKeys.Object) -> Bool, under policy: ReadPolicy, now: Date
+        hash: Int, where isKey: (StoreKeys.Object) -> Bool, under policy: ReadPolicy, now: Date,
+        held: inout StoreKeys.Object?
     ) -> StoreMachine.FirstLook {
         withState { state in
             guard let slot = state.keys.slot(hash: hash, where: isKey) else { return .notHeld }
-            return state.machine.firstLook(slot, under: policy, now: now)
+            let look = state.machine.firstLook(slot, under: policy, now: now)
+            if case .held = look { held = state.keys.object(at: slot) }
+            return look
         }
     }
 
@@ -190,6 +196,13 @@ final class StoreEngine: Sendable {
 protocol StoreFace: AnyObject, Sendable {
     /// Tells the store's events that a caller joined fetch `id` of `key`.
     func tellJoined(_ id: Int, of key: StoreKeyRef)
+    /// Tells the store's events that a read of `key` was answered by the value the store holds.
+    func tellHeldValueRead(_ key: StoreKeyRef)
+    /// Notes what level `level` answered the read that starts fetch `id` (see
+    /// ``StoreEngine/noteLevelAnswer(_:of:invalidated:beforeFetch:)``).
+    func noteLevelAnswer(
+        _ result: Result<CachedValue<any StoreValueBox>, any Error>, of level: Int, invalidated: Bool,
+        beforeFetch id: Int)
     /// Loads `key` from upstream for fetch `id` of `engine`, telling the store's events, in its fetch context, under
     /// its coordination with other processes (see ``StoreEngine/sendUpstream(_:of:completion:)``).
     func loadUpstreamWrapped(

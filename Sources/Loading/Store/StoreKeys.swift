@@ -28,7 +28,6 @@ struct StoreKeys: Sendable {
     var capacity: Int { objects.count }
 
     /// The slot of the key with `hash` that `isKey` recognizes, if it has one.
-    @usableFromInline
     func slot(hash: Int, where isKey: (Object) -> Bool) -> Int? {
         var slot = buckets[bucket(of: hash)]
         while slot >= 0 {

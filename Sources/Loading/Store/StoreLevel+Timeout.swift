@@ -107,7 +107,7 @@ extension StoreLevel {
         self.writeDebounce = writeDebounce
         self.scheduler = scheduler
         boxed = BoxedLevel(
-            read: { key, completion in _ = read(StoreKey<Key>.key(of: key)) { completion($0.map { $0.boxed }) } },
+            read: { key, completion in read(StoreKey<Key>.key(of: key)) { completion($0.map { $0.boxed }) } },
             save: { box, savedAt, key, completion in
                 save((box as! ValueBox<Value>).value, savedAt, StoreKey<Key>.key(of: key), completion)
             },

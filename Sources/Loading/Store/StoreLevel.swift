@@ -32,6 +32,7 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         boxed = BoxedLevel(
             read: { key, completion in
                 cache.value(for: StoreKey<Key>.key(of: key)) { completion($0.map { $0.boxed }) }
+                return nil
             },
             save: { box, savedAt, key, completion in
                 cache.save(
@@ -86,10 +87,11 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 struct BoxedLevel: Sendable {
     @usableFromInline typealias Completion = @Sendable (Result<Void, any Error>) -> Void
 
-    /// Reads a key, answering with its value boxed.
+    /// Reads a key, answering with its value boxed; returns what asks the read to stop early (it still completes),
+    /// when it can.
     let read:
         @Sendable (StoreKeys.Object, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void)
-            -> Void
+            -> (@Sendable () -> Void)?
     /// Saves a boxed value dated by the store (seconds since the reference date).
     let save: @Sendable (any StoreValueBox, Double, StoreKeys.Object, @escaping Completion) -> Void
     let removeValue: @Sendable (StoreKeys.Object, @escaping Completion) -> Void
@@ -102,7 +104,7 @@ struct BoxedLevel: Sendable {
         read:
             @escaping @Sendable (
                 StoreKeys.Object, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void
-            ) -> Void,
+            ) -> (@Sendable () -> Void)?,
         save: @escaping @Sendable (any StoreValueBox, Double, StoreKeys.Object, @escaping Completion) -> Void,
         removeValue: @escaping @Sendable (StoreKeys.Object, @escaping Completion) -> Void,
         removeAll: @escaping @Sendable (@escaping Completion) -> Void,

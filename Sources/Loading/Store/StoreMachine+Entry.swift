@@ -87,13 +87,13 @@ extension StoreMachine {
     /// caller's closures and are applied outside the lock (``response``), with where it is published.
     @usableFromInline struct Snapshot: Sendable {
         /// The confirmed value at the snapshot's version (no value when none is confirmed), with the error attached.
-        @usableFromInline let confirmed: StoreResponse<Value>
+        let confirmed: StoreResponse<Value>
         /// The optimistic changes shown over it, when there are some.
         let pending: ShownChanges?
         /// The key's subjects when it has observers: where the snapshot is published.
         let observed: Observed?
         /// Whether the confirmed value was invalidated and not fetched anew since.
-        @usableFromInline let isStale: Bool
+        let isStale: Bool
         /// Whether the store fetches the key (for the state observers).
         let isLoading: Bool
         /// Whether only the state observers are told: a fetch of the key began, ended or failed (its value did not
@@ -117,7 +117,7 @@ extension StoreMachine {
 
         /// What observers and readers are shown: the confirmed value, with the pending changes applied in order
         /// (from the prefix the key showed last, when it still holds).
-        @usableFromInline var response: StoreResponse<Value> {
+        var response: StoreResponse<Value> {
             guard let pending else { return confirmed }
             let start = pending.prefix.map { $0.value } ?? confirmed.box
             return StoreResponse(

@@ -11,7 +11,7 @@ extension StoreMachine {
     /// A read that missed the levels passes `since`, the stamp of its first level read: when the store learned a
     /// value since (a fetch that answered while the levels were read), that value is the answer
     /// (``FetchStart/answered(_:)``), and no fetch starts.
-    @usableFromInline mutating func beginFetch(
+    mutating func beginFetch(
         _ key: Key, joining: Bool, since stamp: ReadStamp? = nil, asked: Int? = nil, replayingFrom replays: Int? = nil,
         completion: @escaping FetchCompletion
     ) -> FetchStart {
@@ -68,7 +68,7 @@ extension StoreMachine {
 
     /// Drops a caller of fetch `id`; when it was the last, the fetch is dropped and its token returned to cancel.
     /// What was dropped is returned too, to be released after unlocking.
-    @usableFromInline mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (
+    mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (
         garbage: [Any], cancel: (any CancellationToken)?
     ) {
         guard let entry = entry(key), let (left, ended) = entry.fetches.leave(caller, of: id) else { return ([], nil) }
@@ -171,7 +171,7 @@ extension StoreMachine {
 extension StoreMachine {
     /// How a caller's fetch begins (see ``StoreMachine/beginFetch(_:joining:since:completion:)``). Four words, as a
     /// snapshot is.
-    @usableFromInline enum FetchStart {
+    enum FetchStart {
         /// The caller begins fetch `fetch`, as its caller `caller`, and starts its upstream load.
         case starts(fetch: Int, caller: Int)
         /// The caller joined fetch `fetch` in flight, as its caller `caller`.
@@ -180,7 +180,7 @@ extension StoreMachine {
         case answered(Snapshot)
 
         /// The fetch the caller waits for, and its id there (what leaving it takes); `nil` when answered.
-        @usableFromInline var joinedFetch: (id: Int, caller: Int)? {
+        var joinedFetch: (id: Int, caller: Int)? {
             switch self {
             case .starts(let fetch, let caller), .joined(let fetch, let caller): (fetch, caller)
             case .answered: nil
@@ -195,7 +195,7 @@ extension StoreMachine {
 
     /// How a read of the last level that brought nothing ends (see
     /// ``StoreMachine/endLastLevelReadThenFetch(_:readAt:since:completion:)``).
-    @usableFromInline enum LastLevelMiss {
+    enum LastLevelMiss {
         /// The store learned something since the level read began: what it shows is the answer (`nil`: nothing
         /// changed after all), and no fetch begins.
         case learned(Snapshot?)

@@ -6,7 +6,7 @@
 
 extension StoreMachine {
     /// What a reader needs to judge `key`'s level value for invalidations, or `nil` when nothing was invalidated.
-    @usableFromInline func staleRules(for key: Key) -> StaleRules? {
+    func staleRules(for key: Key) -> StaleRules? {
         invalidations.rules(for: key)
     }
 

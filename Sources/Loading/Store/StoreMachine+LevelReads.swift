@@ -10,7 +10,7 @@ extension StoreMachine {
     /// not issued yet (a debounced write, operations waiting) may be read, but its hit is older than what the store
     /// confirmed: `inStep` is false, and the store takes it as a miss. A level in step is read like any other (a
     /// value too old for the store may be young enough there, written by another process).
-    @usableFromInline mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
+    mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
         guard !issuing.isClearing else { return .known(nil) }
         let entry = ensureEntry(key)
         guard !(entry.isKnown && !entry.turn.isFree) else {
@@ -29,7 +29,7 @@ extension StoreMachine {
     /// Queues a read of `key` behind the changes of the key that run or wait (asked before it), when there are some:
     /// `reply` is called when its turn comes, and the read goes on then, seeing what they made. `false` when the key's
     /// turn is free (the read goes on at once).
-    @usableFromInline mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
+    mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
         guard let entry = entry(key), !entry.turn.isFree else { return false }
         enqueue(.barrier(reply: reply), on: entry)
         return true
@@ -37,7 +37,7 @@ extension StoreMachine {
 
     /// Holds `key` in the store as a level read does, until ``endLevelRead(_:since:)``: a read that answered with a
     /// hit keeps the value it served shown until its fetch has begun.
-    @usableFromInline mutating func holdKey(_ key: Key) {
+    mutating func holdKey(_ key: Key) {
         ensureEntry(key).levelReads += 1
     }
 
@@ -45,7 +45,7 @@ extension StoreMachine {
     /// what the key shows when the store learned something since the read began (a fetch or a write confirmed a
     /// value, or a removal or a clear overtook it): that is the read's answer, rather than reading on or fetching.
     /// A change that confirmed no value (another change's read of the levels, which found nothing) teaches nothing.
-    @usableFromInline mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
+    mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
         guard let entry = entry(key) else { return nil }
         entry.levelReads -= 1
         defer { release(key) }
@@ -61,7 +61,7 @@ extension StoreMachine {
     /// stays in use from one to the other, so its entry is neither dropped nor made again. When the store learned
     /// something since this level read began, the read ends as ``endLevelRead(_:since:)`` ends it, and no fetch
     /// begins: what it learned is returned.
-    @usableFromInline mutating func endLastLevelReadThenFetch(
+    mutating func endLastLevelReadThenFetch(
         _ key: Key, readAt stamp: ReadStamp, since: ReadStamp?, asked: Int, completion: @escaping FetchCompletion
     ) -> LastLevelMiss {
         // What the store learned is the answer, unless an invalidation made it stale since: then the read fetches.
@@ -75,7 +75,7 @@ extension StoreMachine {
 
     /// What the store knows of `key` now, for a read that goes on to the levels: a value it confirms before the
     /// read's fetch begins is the read's answer (see ``beginFetch(_:joining:since:asked:completion:)``).
-    @usableFromInline func stamp(of key: Key) -> ReadStamp {
+    func stamp(of key: Key) -> ReadStamp {
         let entry = peek(key)
         return ReadStamp(
             generation: entry?.generation ?? 0, confirmedVersion: entry?.confirmedVersion ?? 0,
@@ -84,14 +84,14 @@ extension StoreMachine {
 
     /// Where a read that begins now stands in the store's order: a change asked after it is applied again to what
     /// its fetch brings.
-    @usableFromInline var readStamp: Int { counter }
+    var readStamp: Int { counter }
 }
 
 extension StoreMachine {
     /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss). Four words,
     /// as a snapshot is: the invalidations a hit is judged by are read from ``StoreMachine/staleRules(for:)`` under the same
     /// lock.
-    @usableFromInline enum LevelRead {
+    enum LevelRead {
         /// Read the level; a hit counts only when the level is `inStep` with the store.
         case read(ReadStamp, inStep: Bool)
         case known(Snapshot?)
@@ -109,12 +109,6 @@ extension StoreMachine {
 
     /// What a level read knew of its key when it started.
     @usableFromInline struct ReadStamp: Sendable {
-        @usableFromInline init(generation: Int, confirmedVersion: Int, staleMark: Int) {
-            self.generation = generation
-            self.confirmedVersion = confirmedVersion
-            self.staleMark = staleMark
-        }
-
         let generation: Int
         let confirmedVersion: Int
         /// The entry's stale mark: one that changed while the level was read is an invalidation that matched the key.

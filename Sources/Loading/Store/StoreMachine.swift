@@ -67,7 +67,7 @@
     /// A key, by the slot the store gave it (see ``StoreKeys``).
     @usableFromInline typealias Key = Int
     /// A key as the store's user wrote it, for the predicates of invalidations (judged outside the lock).
-    @usableFromInline typealias AnyKey = any Sendable
+    typealias AnyKey = any Sendable
     @usableFromInline typealias Value = any StoreValueBox
     @usableFromInline typealias Change = @Sendable (Value?) -> Value?
     @usableFromInline typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
@@ -185,7 +185,7 @@
     /// no fetch. `snapshot` is what the key shows when the read answers with it: a value the policy takes, or any
     /// known value for a cache-then-network read (which fetches when it is not fresh). `nil` when the store holds no
     /// value for the key.
-    @usableFromInline func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (
+    func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (
         snapshot: Snapshot?, fresh: Bool
     )? {
         guard let entry = peek(key), entry.confirmed != nil else { return nil }
@@ -195,7 +195,7 @@
     }
 
     /// Whether `policy` takes `key`'s known value as it is (see ``cached(_:under:now:)``).
-    @usableFromInline func isFresh(_ key: Key, under policy: ReadPolicy, now: Date) -> Bool {
+    func isFresh(_ key: Key, under policy: ReadPolicy, now: Date) -> Bool {
         peek(key).map { isFresh($0, under: policy, now: now) } ?? false
     }
 
@@ -236,18 +236,18 @@
     }
 
     /// What `key` shows now, when it shows anything (a known value or pending changes).
-    @usableFromInline func shown(_ key: Key) -> Snapshot? {
+    func shown(_ key: Key) -> Snapshot? {
         guard let entry = peek(key), entry.showsSomething else { return nil }
         return Snapshot(entry: entry, version: entry.version)
     }
 
     /// Whether `key` shows anything now (a known value or pending changes).
-    @usableFromInline func showsSomething(_ key: Key) -> Bool {
+    func showsSomething(_ key: Key) -> Bool {
         peek(key)?.showsSomething ?? false
     }
 
     /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).
-    @usableFromInline mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
+    mutating func attach(_ error: any Error, to key: Key) -> Snapshot? {
         guard let entry = entry(key), entry.showsSomething else { return nil }
         entry.version = next()
         let snapshot = Snapshot(entry: entry, version: entry.version, error: error)

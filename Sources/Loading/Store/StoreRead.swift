@@ -1,0 +1,302 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A policy's read of one key in progress, run by the store's core (compiled once, not generic): it reads the levels
+/// in order, fetches when they have nothing the policy takes, and answers with the first response (a level's hit,
+/// the fetched value, or the value shown with the fetch's error attached). It is also the read's cancellation token.
+///
+/// A stream's read is told of a failure only (`onFailure`), as the stream shows the key's changes; a load's read
+/// answers through ``deliver(_:)``, which ``LoadAnsweringRead`` overrides with the load's typed completion.
+///
+/// One object carries the whole read, so that its steps need no closure state of their own. What another thread may
+/// touch (`awaitsAnswer`, `isCancelled`, `joinedFetch`, `since`, `asked`, `stopLevelRead`) changes only under the
+/// store's lock, with the machine's work; the fields of the level read in flight are set before that read starts and
+/// read by its completion, one level after another. That is what makes it safe to send.
+@usableFromInline
+class StoreRead: CancellationToken, @unchecked Sendable {
+    typealias Response = StoreResponse<any StoreValueBox>
+
+    /// What the levels are read for, and so what their answer means.
+    enum Purpose {
+        /// A cache-first or cache-only read: the first hit young enough for the policy answers.
+        case cache
+        /// A cache-then-network read with nothing shown: any hit answers, then the fetch runs unless it is fresh.
+        case cacheThenNetwork
+        /// A fetch failed: a level's value is shown with `error` attached, else the store's, else the read fails.
+        case fallback(any Error)
+    }
+
+    let engine: StoreEngine
+    let key: StoreKeyRef
+    let policy: ReadPolicy
+    /// When the read began (only when the policy judges age).
+    let began: Date
+    /// Whether the store held the key when the read first looked at it (see ``begin()``).
+    private let held: Bool
+    /// A stream's read: told of a failure only.
+    private let onFailure: (@Sendable (any Error) -> Void)?
+    /// Whether a load waits for the read's answer: set before the read is shared, taken by its answer or its cancel.
+    private var awaitsAnswer = false
+    private var isCancelled = false
+    /// The fetch the read waits for (the fetch's id, the read's caller id), which a cancel leaves.
+    private var joinedFetch: (id: Int, caller: Int)?
+    /// The stamp of the read's first level read: what the store knew when the read began.
+    private var since: StoreMachine.ReadStamp?
+    // The level read in flight.
+    private var purpose = Purpose.cache
+    private var level = 0
+    private var stamp = StoreMachine.ReadStamp(generation: 0, confirmedVersion: 0, staleMark: 0)
+    private var inStep = false
+    private var rules: StoreMachine.StaleRules?
+    /// Whether the read holds its key in the store from a cache-then-network hit until its fetch has begun, so that
+    /// the value it served stays shown meanwhile.
+    private var holdsKey = false
+    /// Whether the read waited for the changes asked before it (see ``start()``).
+    private var hasWaited = false
+    /// What stops the level read in flight early, when its level can.
+    private var stopLevelRead: (@Sendable () -> Void)?
+    /// Where the read stands in the store's order, once it began (after the changes asked before it): a change asked
+    /// after it is applied again to what its fetch brings.
+    private var asked: Int?
+
+    init(
+        engine: StoreEngine, key: StoreKeyRef, policy: ReadPolicy, began: Date?, held: Bool,
+        onFailure: (@Sendable (any Error) -> Void)?
+    ) {
+        self.engine = engine
+        self.key = key
+        self.policy = policy
+        self.began = began ?? (policy.maxAgeSeconds == nil ? Date.distantPast : engine.now())
+        self.held = held
+        self.onFailure = onFailure
+    }
+
+    /// Whether the read answers a load (a stream's read is told of a failure only).
+    var answersLoad: Bool { onFailure == nil }
+
+    /// Hands the read's answer to the load waiting for it (called once, unlocked).
+    func deliver(_ result: Result<Response, any Error>) {}
+
+    /// Lets go of what waits for the answer, after a cancel (unlocked).
+    func dropAnswer() {}
+
+    /// Starts the read of a load, whose answer goes to ``deliver(_:)``. A key the store did not hold when the load
+    /// looked at it is read from the levels (or fetched) at once.
+    func begin() {
+        awaitsAnswer = true  // before the read is shared: no lock needed
+        if held { start() } else { startWithNothingHeld() }
+    }
+
+    /// Answers from the store's value when the policy takes it, else reads the levels or fetches; after the changes
+    /// of the key asked before it, when some run or wait (a read sees the writes made before it).
+    func start() {
+        let cached = engine.run(key) { machine, slot -> (snapshot: StoreMachine.Snapshot?, fresh: Bool)?? in
+            // The read's place in the store's order: before the changes asked after it, which its fetch applies
+            // again to what it brings.
+            if asked == nil { asked = machine.readStamp }
+            if !hasWaited, machine.awaitTurn(of: slot, then: { [self] in afterTurn() }) { return nil }
+            if since == nil, policy.kind == .cacheFirst || policy.kind == .cacheOnly {
+                since = machine.stamp(of: slot)
+            }
+            return machine.cached(slot, under: policy, now: began)
+        }
+        guard let cached else { return }  // its turn comes later
+        switch policy.kind {
+        case .cacheFirst, .cacheOnly:
+            guard let snapshot = cached?.snapshot, cached?.fresh == true else { return readLevel(0, for: .cache) }
+            engine.tellHeldValueRead(key)
+            answer(snapshot.response)
+        case .cacheThenNetwork:
+            guard let cached, let snapshot = cached.snapshot else { return readLevel(0, for: .cacheThenNetwork) }
+            engine.tellHeldValueRead(key)
+            answer(snapshot.response)
+            if !cached.fresh { startFetch() }
+        case .networkFirst, .networkOnly:
+            startFetch()
+        }
+    }
+
+    /// The read's turn came, after the changes asked before it: it goes on (once; changes asked after it do not
+    /// hold it again).
+    private func afterTurn() {
+        hasWaited = true
+        start()
+    }
+
+    /// ``start()`` for a key the store did not hold a moment ago, which it need not look at again: the levels are
+    /// read (or, for a network policy, the fetch begins), and what the store learned meanwhile is found there.
+    private func startWithNothingHeld() {
+        switch policy.kind {
+        case .cacheFirst, .cacheOnly:
+            // The store held nothing: a value it confirms before the read's fetch begins is the answer.
+            since = StoreMachine.ReadStamp(generation: 0, confirmedVersion: 0, staleMark: 0)
+            readLevel(0, for: .cache)
+        case .cacheThenNetwork: readLevel(0, for: .cacheThenNetwork)
+        case .networkFirst, .networkOnly: startFetch()
+        }
+    }
+
+    /// Cancels the read while it has not answered; once it has, what it still does (the fetch of a
+    /// cache-then-network read) goes on.
+    @usableFromInline
+    func cancel() {
+        typealias Left = (garbage: [Any], cancel: (any CancellationToken)?, stop: (@Sendable () -> Void)?)
+        let (dropped, left) = engine.run(key) { machine, slot -> (Bool, Left?) in
+            guard !isCancelled, onFailure != nil || awaitsAnswer else { return (false, nil) }
+            isCancelled = true
+            let left = joinedFetch.map { machine.leaveFetch($0.id, caller: $0.caller, of: slot) }
+            joinedFetch = nil
+            let dropped = awaitsAnswer
+            awaitsAnswer = false
+            return (dropped, (left?.garbage ?? [], left?.cancel, stopLevelRead.take()))
+        }
+        left?.cancel?.cancel()
+        left?.stop?()
+        if dropped { dropAnswer() }  // the caller's completion, released after unlocking
+        withExtendedLifetime(left?.garbage) {}
+    }
+
+    // MARK: Answering
+
+    /// Whether the read still owes its load an answer, which the caller then gives (taken under the lock).
+    private func takeAwaitedAnswer() -> Bool {
+        engine.run { _ in
+            defer { awaitsAnswer = false }
+            return awaitsAnswer
+        }
+    }
+
+    func answer(_ response: Response) {
+        guard answersLoad else { return }
+        if takeAwaitedAnswer() { deliver(.success(response)) }
+    }
+
+    func fail(_ error: any Error) {
+        if let onFailure {
+            if !engine.run({ _ in isCancelled }) { onFailure(error) }
+            return
+        }
+        if takeAwaitedAnswer() { deliver(.failure(error)) }
+    }
+
+    /// Attaches `error` to the key's shown value and answers with it, or fails when nothing is shown.
+    func reportOrFail(_ error: any Error) {
+        guard let snapshot = engine.run(key, { $0.attach(error, to: $1) }) else { return fail(error) }
+        engine.publish(snapshot)
+        answer(snapshot.response)
+    }
+
+    // MARK: Reading the levels
+
+    /// Reads level `index` on the caller's thread (each next one on the thread the previous one completed on),
+    /// unless the store knows better (see ``StoreMachine/beginLevelRead(_:level:)``).
+    func readLevel(_ index: Int, for purpose: Purpose) {
+        guard index < engine.levels.count else { return levelsDone(nil, for: purpose) }
+        let begun = engine.run(key) { machine, slot -> StoreMachine.LevelRead? in
+            guard !isCancelled else { return nil }
+            if asked == nil { asked = machine.readStamp }
+            let begun = machine.beginLevelRead(slot, level: index)
+            guard case .read(let stamp, let inStep) = begun else { return begun }
+            if index == 0, since == nil, case .cache = purpose { since = stamp }
+            (self.purpose, level, self.stamp, self.inStep) = (purpose, index, stamp, inStep)
+            rules = machine.staleRules(for: slot)  // what a hit is judged by, as of this read
+            return begun
+        }
+        switch begun {
+        case nil:
+            return
+        case .known(let snapshot):
+            let taken = snapshot.flatMap { takes($0, for: purpose) } == true
+            return levelsDone(taken ? snapshot?.response : nil, for: purpose)
+        case .read:
+            let stop = engine.levels[index].read(key.object) { [self] result in levelAnswered(result) }
+            // A level that can stop early (an async one) is told when the read is cancelled.
+            guard let stop else { return }
+            let cancelled = engine.run { _ -> Bool in
+                guard !isCancelled else { return true }
+                stopLevelRead = stop
+                return false
+            }
+            if cancelled { stop() }
+        }
+    }
+
+    /// A level answered: a hit the read takes is confirmed in order with the key's changes; otherwise the read goes
+    /// on, unless the store learned a value meanwhile (a fetch that answered), which is the answer.
+    private func levelAnswered(_ result: Result<CachedValue<any StoreValueBox>, any Error>) {
+        var invalidated = !inStep  // whether a value the read does not take may be stale for more than its age
+        // A hit from a level behind the store (its write not issued yet) is older than what the store holds.
+        if inStep, case .success(let cached) = result, !engine.run({ _ in isCancelled }) {
+            // The invalidations are judged here, outside the lock: a predicate is the caller's code.
+            let staleSince = rules?.staleSince(key.anyKey, savedAt: cached.savedAt)
+            invalidated = staleSince != nil
+            if takes(cached.savedAt, stale: staleSince != nil, for: purpose) {
+                if case .cacheThenNetwork = purpose {
+                    holdsKey = true
+                    engine.run(key) { $0.holdKey($1) }
+                }
+                let error: (any Error)? = if case .fallback(let error) = purpose { error } else { nil }
+                let hit = StoreMachine.Job.hit(
+                    cached, level: level, stamp: stamp, staleSince: staleSince, error: error,
+                    reply: { [self] snapshot in hitConfirmed(snapshot) })
+                return engine.submit(hit, of: key)
+            }
+        }
+        // A miss of the last level begins the fetch under the same lock, keeping the key in use.
+        let fetches = level + 1 == engine.levels.count && fetchesOnMiss(purpose)
+        var object: StoreKeyRef?
+        let (miss, cancelled) = engine.run(key, keeping: &object) {
+            machine, slot -> (StoreMachine.LastLevelMiss, Bool) in
+            guard fetches, !isCancelled else {
+                return (.learned(machine.endLevelRead(slot, since: stamp)), isCancelled)
+            }
+            let miss = machine.endLastLevelReadThenFetch(
+                slot, readAt: stamp, since: since, asked: asked ?? machine.readStamp
+            ) { [self] in fetched($0) }
+            if case .fetch(let begun) = miss { joinedFetch = begun.joinedFetch }
+            return (miss, false)
+        }
+        guard !cancelled else { return }
+        switch miss {
+        case .fetch(let begun):
+            if case .starts(let fetch, _) = begun {
+                engine.noteLevelAnswer(result, of: level, invalidated: invalidated, beforeFetch: fetch)
+            }
+            fetchBegun(begun, object: object)
+        case .learned(let learned):
+            // What the store learned answers (no value too, after a removal), unless it is a value too old.
+            if let learned, takes(learned, for: purpose) ?? true {
+                return levelsDone(learned.response, for: purpose)
+            }
+            readLevel(level + 1, for: purpose)
+        }
+    }
+
+    /// The store confirmed the level's hit the read took: it answers with what the key shows after it.
+    private func hitConfirmed(_ snapshot: StoreMachine.Snapshot) {
+        if !engine.run({ _ in isCancelled }) { levelsDone(snapshot.response, for: purpose) }
+        if holdsKey {
+            holdsKey = false
+            _ = engine.run(key) { $0.endLevelRead($1) }  // the fetch, if any, holds the key now
+        }
+    }
+
+    // MARK: Fetching
+
+    /// Joins the key's fetch in flight, or starts one on this thread. A read whose levels missed passes the stamp of
+    /// its first level read: a value the store learned since is the answer, and no fetch starts.
+    func startFetch() {
+        var object: StoreKeyRef?
+        let begun = engine.run(key, keeping: &object) { machine, slot -> StoreMachine.FetchStart? in
+            guard !isCancelled else { return nil }
+            if asked == nil { asked = machine.readStamp }
+            let begun = machine.beginFetch(slot, joining: true, since: since, asked: asked) { [self] in fetched($0) }
+            joinedFetch = begun.joinedFetch
+            return begun
+        }
+        if let begun { fetchBegun(begun, object: object) }
+    }
+}
