@@ -8,7 +8,6 @@ final class ResponseSubject: Sendable {
     private let core = SubjectCore(current: nil)
 
     /// Creates a subject with no response yet.
-    @usableFromInline
     init() {}
 
     /// The latest response, then every newer one.

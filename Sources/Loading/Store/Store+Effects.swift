@@ -6,19 +6,13 @@
 
 extension Store {
     /// Submits a change of `key`'s confirmed value, and runs the key's queue when it was idle.
-    @inlinable
     func submit(_ job: Machine.Job, for key: Key) {
         engine.submit(job, hash: key.hashValue, where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) })
     }
 
     @inlinable
     func startObserving(_ key: Key) -> Machine.Subject {
-        // A key observed already has its subject: one lock. Otherwise one is made outside the lock.
-        let (subject, shown) =
-            locked(key) { $0.observe($1, fresh: nil) }
-            ?? locked(key) { $0.observe($1, fresh: Machine.Subject()) }!
-        if let shown { engine.publish(shown) }
-        return subject
+        engine.startObserving(hash: key.hashValue, where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) })
     }
 
     /// Counts a state observer of `key`, and shows it the key's state now.
@@ -37,7 +31,6 @@ extension Store {
 
     @inlinable
     func stopObserving(_ key: Key) {
-        let subject = locked(key) { $0.stopObserving($1) }
-        withExtendedLifetime(subject) {}  // released after unlocking
+        engine.stopObserving(hash: key.hashValue, where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) })
     }
 }

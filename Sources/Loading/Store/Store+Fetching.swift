@@ -7,7 +7,6 @@
 extension Store {
     /// Fetches `key`, joining the newest fetch in flight when `joining`; the caller that starts the upstream load
     /// starts it on its own thread. The token drops this caller; the last caller out cancels the fetch.
-    @inlinable
     func fetch(_ key: Key, joining: Bool, completion: @escaping Machine.FetchCompletion) -> any CancellationToken {
         let hash = key.hashValue
         return engine.fetch(

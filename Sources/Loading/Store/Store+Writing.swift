@@ -9,11 +9,8 @@ extension Store {
     /// level gets it with the rest of its burst, when its timer fires or on ``flush(completion:)``.
     @inlinable
     public func write(_ value: Value, for key: Key) {
-        let stored = StoredValue(value: value, origin: .local, savedAt: now())
-        var save: Machine.LevelOp?
-        let (effects, object) = lockedKeeping(key) { $0.writeAtOnce(stored.boxed, for: $1, save: &save) }
-        guard let effects else { return submit(.write(stored.boxed), for: key) }
-        engine.perform(effects, for: object, issuingFirst: save)
+        engine.write(
+            ValueBox(value), hash: key.hashValue, where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) })
     }
 
     /// Replaces `key`'s confirmed value with `transform(value)` (a live update applied to a list, say), in order with

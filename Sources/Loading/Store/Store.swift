@@ -162,13 +162,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Runs `body` on the machine under the store's lock; what the machine let go of (a dropped entry, with its key
     /// and value) is released after unlocking: a key's or a value's deinitializer is the caller's code.
-    @inlinable
     func locked<Result>(_ body: (inout Machine) -> Result) -> Result {
         engine.run(body)
     }
 
     /// ``locked(_:)`` for an event of `key`, which `body` names by its slot.
-    @inlinable
     func locked<Result>(_ key: Key, _ body: (inout Machine, Int) -> Result) -> Result {
         let hash = key.hashValue
         return engine.run(
@@ -176,7 +174,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// ``locked(_:_:)`` for an event whose effects the caller performs: with the key's object, which they name it by.
-    @inlinable
     func lockedKeeping<Result>(_ key: Key, _ body: (inout Machine, Int) -> Result) -> (Result, StoreKeyRef?) {
         var kept: StoreKeyRef?
         let result = engine.run(
@@ -186,7 +183,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// ``locked(_:)`` with the slots of the keys too: for an event that names keys or answers with them, while their
     /// slots are theirs.
-    @inlinable
     func lockedWithKeys<Result>(_ body: (inout Machine, inout StoreKeys) -> Result) -> Result {
         engine.runWithKeys(body)
     }

@@ -7,7 +7,6 @@
 extension StoreEngine {
     /// Submits a change of the confirmed value of the key with `hash` that `isKey` recognizes (`make` makes its
     /// object), and runs the key's queue when it was idle.
-    @usableFromInline
     func submit(
         _ job: StoreMachine.Job, hash: Int, where isKey: (StoreKeys.Object) -> Bool,
         making make: () -> StoreKeys.Object
@@ -16,6 +15,23 @@ extension StoreEngine {
         var object: StoreKeyRef?
         let step = run(hash: hash, where: isKey, making: make, keeping: &object) { $0.submit(job, for: $1, now: now) }
         runChanges(of: object ?? StoreKeyRef(object: make(), hash: hash), from: step)
+    }
+
+    /// Confirms `value` for the key with `hash` that `isKey` recognizes (`make` makes its object), writes it to
+    /// every level and shows it (see ``Store/write(_:for:)``): at once when the key's turn is free, else in turn.
+    @usableFromInline
+    func write(
+        _ value: any StoreValueBox, hash: Int, where isKey: (StoreKeys.Object) -> Bool,
+        making make: () -> StoreKeys.Object
+    ) {
+        let stored = StoredValue(value: value, origin: .local, savedAt: now())
+        var save: StoreMachine.LevelOp?
+        var object: StoreKeyRef?
+        let effects = run(hash: hash, where: isKey, making: make, keeping: &object) {
+            $0.writeAtOnce(stored, for: $1, save: &save)
+        }
+        guard let effects else { return submit(.write(stored), hash: hash, where: isKey, making: make) }
+        perform(effects, for: object, issuingFirst: save)
     }
 
     /// Submits a change of `key`'s confirmed value, and runs the key's queue when it was idle.

@@ -9,7 +9,6 @@ extension StoreEngine {
     /// (see ``StoreMachine/writeAtOnce(_:for:save:)``); what it dropped is released when `effects` goes. `key` is the
     /// key of the event, when it was one key's and the machine still uses it: the effects that name the key (level
     /// operations, debounced writes, a refetch) come only with a key the machine uses.
-    @usableFromInline
     func perform(
         _ effects: StoreMachine.Effects, for key: StoreKeyRef?, issuingFirst save: StoreMachine.LevelOp? = nil
     ) {
@@ -42,10 +41,31 @@ extension StoreEngine {
         return key
     }
 
+    /// Counts an observer of the key with `hash` that `isKey` recognizes (`make` makes its object) and returns the
+    /// subject it subscribes to, after showing it the key's value now, if any. A key observed already has its subject
+    /// (one lock); otherwise one is made outside the lock.
+    @usableFromInline
+    func startObserving(
+        hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object
+    ) -> ResponseSubject {
+        let (subject, shown) =
+            run(hash: hash, where: isKey, making: make) { $0.observe($1, fresh: nil) }
+            ?? run(hash: hash, where: isKey, making: make) { $0.observe($1, fresh: ResponseSubject()) }!
+        if let shown { publish(shown) }
+        return subject
+    }
+
+    /// Forgets an observer of the key with `hash` that `isKey` recognizes; the last one takes the key's subject
+    /// away (released here, after unlocking).
+    @usableFromInline
+    func stopObserving(hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object) {
+        let subject = run(hash: hash, where: isKey, making: make) { $0.stopObserving($1) }
+        withExtendedLifetime(subject) {}
+    }
+
     /// Sends `snapshot` to the key's observers unless a newer version was sent already (publishes from several
     /// threads may arrive out of order). The shown value is computed here, outside the lock: it runs the pending
     /// changes.
-    @usableFromInline
     func publish(_ snapshot: borrowing StoreMachine.Snapshot) {
         guard let observed = snapshot.observed else { return }
         let response = snapshot.response

@@ -8,7 +8,6 @@ extension StoreEngine {
     /// Fetches the key with `hash` that `isKey` recognizes (`make` makes its object), joining the newest fetch in
     /// flight when `joining`; the caller that starts the upstream load starts it on its own thread. The token drops
     /// this caller; the last caller out cancels the fetch.
-    @usableFromInline
     func fetch(
         hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object, joining: Bool,
         completion: @escaping StoreMachine.FetchCompletion

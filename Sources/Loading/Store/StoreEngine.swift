@@ -91,7 +91,6 @@ final class StoreEngine: Sendable {
 
     /// Runs `body` on the machine under the lock; then releases what it let go of and, when the machine has notices
     /// for state observers, publishes them.
-    @usableFromInline
     func run<Result>(_ body: (inout StoreMachine) -> Result) -> Result {
         withState { body(&$0.machine) }
     }
@@ -99,7 +98,6 @@ final class StoreEngine: Sendable {
     /// ``run(_:)`` for an event of one key, which `body` names by its slot: the key with `hash` that
     /// `isKey` recognizes, else a new slot, kept for the key (`make` makes what is kept) when the event leaves the
     /// machine using it.
-    @usableFromInline
     func run<Result>(
         hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object,
         _ body: (inout StoreMachine, Int) -> Result
@@ -112,7 +110,6 @@ final class StoreEngine: Sendable {
 
     /// ``run(hash:where:making:_:)``, setting `kept` to the key as the core holds it when the event leaves the
     /// machine using the key: what the effects of the key's event name it by (``perform(_:for:issuingFirst:)``).
-    @usableFromInline
     func run<Result>(
         hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object,
         keeping kept: inout StoreKeyRef?, _ body: (inout StoreMachine, Int) -> Result
@@ -157,7 +154,6 @@ final class StoreEngine: Sendable {
     }
 
     /// ``run(_:)`` with the keys' slots too: for an event that names keys or answers with them.
-    @usableFromInline
     func runWithKeys<Result>(_ body: (inout StoreMachine, inout StoreKeys) -> Result) -> Result {
         withState { body(&$0.machine, &$0.keys) }
     }

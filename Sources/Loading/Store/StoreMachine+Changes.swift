@@ -42,7 +42,7 @@ extension StoreMachine {
     /// next write. `nil`, having changed nothing, while the key's changes run: the write then waits its turn through
     /// ``submit(_:for:now:)``. The same as submitting it, without building a job and a step. (The save is not
     /// returned beside the effects: an optional pair this large is destroyed through generic value witnesses.)
-    @usableFromInline mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key, save: inout LevelOp?)
+    mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key, save: inout LevelOp?)
         -> Effects?
     {
         let entry = ensureEntry(key)
@@ -223,7 +223,7 @@ extension StoreMachine {
 
 extension StoreMachine {
     /// An optimistic change waiting for its commit.
-    @usableFromInline struct Mutation: Sendable {
+    struct Mutation: Sendable {
         let id: Int
         let change: Change
         var commit: PendingLoad<Void>?

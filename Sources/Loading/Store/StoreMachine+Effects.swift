@@ -7,7 +7,7 @@
 extension StoreMachine {
     /// What the store performs after unlocking, in this order: release the garbage, cancel, fail the cleared
     /// commits, publish, schedule the debounced writes, issue the level operations, reply, release the tickets.
-    @usableFromInline struct Effects {
+    struct Effects {
         init(
             publish: Snapshot? = nil, fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
             garbage: [Any] = [], released: [SaveTicket] = []

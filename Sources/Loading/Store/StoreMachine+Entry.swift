@@ -85,7 +85,7 @@ extension StoreMachine {
     /// What a key shows at one version, captured under the lock: the confirmed value as a response (built there,
     /// which runs no code of the caller's: the value is retained, not copied), and the pending changes, which are the
     /// caller's closures and are applied outside the lock (``response``), with where it is published.
-    @usableFromInline struct Snapshot: Sendable {
+    struct Snapshot: Sendable {
         /// The confirmed value at the snapshot's version (no value when none is confirmed), with the error attached.
         let confirmed: StoreResponse<Value>
         /// The optimistic changes shown over it, when there are some.

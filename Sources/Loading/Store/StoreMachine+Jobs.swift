@@ -6,7 +6,7 @@
 
 extension StoreMachine {
     /// A change of a key's confirmed value, queued per key.
-    @usableFromInline enum Job: Sendable {
+    enum Job: Sendable {
         /// A value written (a live update, a local edit).
         case write(StoredValue<Value>)
         /// A transform of the confirmed value. With a `reply`, the transform adds what the network brought (a page

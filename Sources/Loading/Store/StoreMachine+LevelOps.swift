@@ -50,7 +50,7 @@ extension StoreMachine {
 
 extension StoreMachine {
     /// A write or removal for a key's levels, with the ticket it holds (work waiting for it to be saved).
-    @usableFromInline enum LevelOp: Sendable {
+    enum LevelOp: Sendable {
         /// Save to the levels of the range, dated `savedAt` (seconds since the reference date: when the store learned
         /// the value); when `skipsDebounced`, not to the debounced ones (they are written when their timers fire).
         case save(Value, savedAt: Double, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
@@ -69,7 +69,7 @@ extension StoreMachine {
     /// What a save reports when it lands: which value it was (the entry's generation and confirmed version), and when
     /// that value went stale (`staleSince`, the entry's stale mark; zero when fresh): it is recorded stale once
     /// saved, as a level may stamp it with its own time (a cache that does not keep the date the store gives).
-    @usableFromInline struct SaveMark: Sendable {
+    struct SaveMark: Sendable {
         let generation: Int
         let version: Int
         let staleSince: Int
@@ -104,7 +104,7 @@ extension StoreMachine {
     /// change or of a flush. A level operation that carries a ticket holds it until it is issued, and each level
     /// write issued for it holds it until the write completes; the work runs, once, when the last hold is released.
     /// A value whose copies share one locked state (one allocation).
-    @usableFromInline struct SaveTicket: Sendable {
+    struct SaveTicket: Sendable {
         enum Work: Sendable {
             case replies(InlineFirstArray<FetchReply>)
             case run(@Sendable () -> Void)

@@ -108,7 +108,7 @@ extension StoreMachine {
     }
 
     /// What a level read knew of its key when it started.
-    @usableFromInline struct ReadStamp: Sendable {
+    struct ReadStamp: Sendable {
         let generation: Int
         let confirmedVersion: Int
         /// The entry's stale mark: one that changed while the level was read is an invalidation that matched the key.

@@ -8,7 +8,7 @@ extension StoreMachine {
     /// Counts an observer of `key` and returns the subject it subscribes to (the key's, else `fresh`), with what
     /// the key shows now, if anything, to publish. Returns `nil`, counting nothing, when the key has no subject and
     /// `fresh` is `nil`: the caller makes one (outside the lock) and asks again.
-    @usableFromInline mutating func observe(_ key: Key, fresh: Subject?) -> (subject: Subject, shown: Snapshot?)? {
+    mutating func observe(_ key: Key, fresh: Subject?) -> (subject: Subject, shown: Snapshot?)? {
         let entry = ensureEntry(key)
         let subject: Subject
         if let changes = entry.observed?.changes {
@@ -27,7 +27,7 @@ extension StoreMachine {
 
     /// Forgets an observer of `key`; the last one of its values takes the key's subject away (returned, to release
     /// unlocked).
-    @usableFromInline mutating func stopObserving(_ key: Key) -> Subject? {
+    mutating func stopObserving(_ key: Key) -> Subject? {
         guard let entry = entry(key) else { return nil }
         entry.observers -= 1
         entry.observedAt = next()

@@ -65,13 +65,13 @@
 /// shown) and ``PendingChanges`` (its optimistic changes and what it showed last).
 @usableFromInline struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreKeys``).
-    @usableFromInline typealias Key = Int
+    typealias Key = Int
     /// A key as the store's user wrote it, for the predicates of invalidations (judged outside the lock).
     typealias AnyKey = any Sendable
     @usableFromInline typealias Value = any StoreValueBox
-    @usableFromInline typealias Change = @Sendable (Value?) -> Value?
-    @usableFromInline typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
-    @usableFromInline typealias HitReply = @Sendable (Snapshot) -> Void
+    typealias Change = @Sendable (Value?) -> Value?
+    typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
+    typealias HitReply = @Sendable (Snapshot) -> Void
     @usableFromInline typealias Subject = ResponseSubject
     typealias StateSubject = CurrentValueStreamSubject<StoreState<Value>?, Never>
 

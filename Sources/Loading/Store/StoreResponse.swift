@@ -146,25 +146,21 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
 }
 
 /// A confirmed value of a ``Store`` key, with where it came from and when it was saved.
-@usableFromInline
 struct StoredValue<Value: Sendable>: Sendable {
-    @usableFromInline let value: Value
-    @usableFromInline let origin: StoreOrigin
+    let value: Value
+    let origin: StoreOrigin
     // Seconds since the reference date rather than a `Date`, which (from a resilient module) would make copies
     // run generic code at run time.
-    @usableFromInline let savedAtSeconds: Double
+    let savedAtSeconds: Double
 
-    @inlinable
     var savedAt: Date { Date(timeIntervalSinceReferenceDate: savedAtSeconds) }
 
-    @inlinable
     init(value: Value, origin: StoreOrigin, savedAt: Date) {
         self.value = value
         self.origin = origin
         savedAtSeconds = savedAt.timeIntervalSinceReferenceDate
     }
 
-    @inlinable
     init(value: Value, origin: StoreOrigin, savedAtSeconds: Double) {
         self.value = value
         self.origin = origin
@@ -172,7 +168,6 @@ struct StoredValue<Value: Sendable>: Sendable {
     }
 
     /// The value as the store's core keeps it.
-    @inlinable
     var boxed: StoredValue<any StoreValueBox> {
         StoredValue<any StoreValueBox>(value: ValueBox(value), origin: origin, savedAtSeconds: savedAtSeconds)
     }
