@@ -85,22 +85,9 @@ extension StoreRead {
     /// have fallen out of use meanwhile, so the store alone cannot say.
     func answerAfterRemoval() {
         guard answersLoad else { return }
-        ReadAfterRemoval(answering: self).begin()
-    }
-}
-
-/// The read that answers a read overtaken by a removal or a clear (see ``StoreRead/answerAfterRemoval()``).
-private final class ReadAfterRemoval: StoreRead, @unchecked Sendable {
-    private let overtaken: StoreRead
-
-    init(answering overtaken: StoreRead) {
-        self.overtaken = overtaken
-        super.init(
-            engine: overtaken.engine, key: overtaken.key, policy: .cacheOnly, began: nil, held: true, onFailure: nil)
-    }
-
-    override func deliver(_ result: Result<Response, any Error>) {
-        overtaken.answer((try? result.get()) ?? engine.shownResponse(of: key))
+        let after = StoreRead(
+            engine: engine, key: key, policy: .cacheOnly, began: nil, held: true, onFailure: nil, answering: self)
+        after.begin()
     }
 }
 

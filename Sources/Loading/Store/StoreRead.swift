@@ -38,6 +38,8 @@ class StoreRead: CancellationToken, @unchecked Sendable {
     private let held: Bool
     /// A stream's read: told of a failure only.
     private let onFailure: (@Sendable (any Error) -> Void)?
+    /// The read this one answers, when it was made to (see ``answerAfterRemoval()``).
+    private let overtaken: StoreRead?
     /// Whether a load waits for the read's answer: set before the read is shared, taken by its answer or its cancel.
     private var awaitsAnswer = false
     private var isCancelled = false
@@ -64,7 +66,7 @@ class StoreRead: CancellationToken, @unchecked Sendable {
 
     init(
         engine: StoreEngine, key: StoreKeyRef, policy: ReadPolicy, began: Date?, held: Bool,
-        onFailure: (@Sendable (any Error) -> Void)?
+        onFailure: (@Sendable (any Error) -> Void)?, answering overtaken: StoreRead? = nil
     ) {
         self.engine = engine
         self.key = key
@@ -72,13 +74,17 @@ class StoreRead: CancellationToken, @unchecked Sendable {
         self.began = began ?? (policy.maxAgeSeconds == nil ? Date.distantPast : engine.now())
         self.held = held
         self.onFailure = onFailure
+        self.overtaken = overtaken
     }
 
     /// Whether the read answers a load (a stream's read is told of a failure only).
     var answersLoad: Bool { onFailure == nil }
 
-    /// Hands the read's answer to the load waiting for it (called once, unlocked).
-    func deliver(_ result: Result<Response, any Error>) {}
+    /// Hands the read's answer to the load waiting for it (called once, unlocked); a read made to answer another
+    /// answers it with what it found, else with what the key shows.
+    func deliver(_ result: Result<Response, any Error>) {
+        overtaken?.answer((try? result.get()) ?? engine.shownResponse(of: key))
+    }
 
     /// Lets go of what waits for the answer, after a cancel (unlocked).
     func dropAnswer() {}
