@@ -5,6 +5,16 @@
 #endif
 
 extension StoreRead {
+    /// What the levels are read for, and so what their answer means.
+    enum Purpose {
+        /// A cache-first or cache-only read: the first hit young enough for the policy answers.
+        case cache
+        /// A cache-then-network read with nothing shown: any hit answers, then the fetch runs unless it is fresh.
+        case cacheThenNetwork
+        /// A fetch failed: a level's value is shown with `error` attached, else the store's, else the read fails.
+        case fallback(any Error)
+    }
+
     /// Whether the read fetches when the levels miss.
     func fetchesOnMiss(_ purpose: Purpose) -> Bool {
         switch purpose {
