@@ -148,7 +148,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
                 recordsEvictions: events != nil),
             levels: levels.map { $0.boxed }, reportFailure: reportFailure, now: now,
-            fetching: StoreEngine.Fetching(upstream: upstream, network: network),
+            upstream: upstream, network: network,
             face: isWrapped
                 ? StoreFetchWrapping(
                     events: events, fetchContext: fetchContext, coordinator: coordinator, levels: levels, now: now)

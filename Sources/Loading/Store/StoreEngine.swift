@@ -58,7 +58,9 @@ final class StoreEngine: Sendable {
     /// The store's clock.
     let now: @Sendable () -> Date
     /// How the core loads a key from upstream.
-    private let fetching: Fetching
+    let upstream: Upstream
+    /// What fetches do while the network cannot be reached.
+    let network: NetworkMode
     /// The work that needs the store's types beyond a load (events, a fetch context, a coordination), when the
     /// store has any: its upstream loads go through it.
     let face: (any StoreFace)?
@@ -67,27 +69,19 @@ final class StoreEngine: Sendable {
     /// the key's and value's types are known.
     @usableFromInline typealias Upstream = @Sendable (UpstreamCall) -> any CancellationToken
 
-    /// How the core loads a key from upstream.
-    struct Fetching: Sendable {
-        let upstream: Upstream
-        /// What fetches do while the network cannot be reached.
-        let network: NetworkMode
-    }
-
     init(
         machine: StoreMachine, levels: [BoxedLevel], reportFailure: StoreMachine.SaveTicket.Report,
-        now: @escaping @Sendable () -> Date, fetching: Fetching, face: (any StoreFace)?
+        now: @escaping @Sendable () -> Date, upstream: @escaping Upstream, network: NetworkMode,
+        face: (any StoreFace)?
     ) {
         state = Locked(State(machine: machine))
         self.levels = levels
         self.reportFailure = reportFailure
         self.now = now
-        self.fetching = fetching
+        self.upstream = upstream
+        self.network = network
         self.face = face
     }
-
-    var upstream: Upstream { fetching.upstream }
-    var network: NetworkMode { fetching.network }
 
     /// Runs `body` on the machine under the lock; then releases what it let go of and, when the machine has notices
     /// for state observers, publishes them.
