@@ -42,7 +42,7 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
     @inlinable
     public func coalesced() -> LoaderFamily {
         let flights = Flights<Key, Output>(makeLoader: makeLoader)
-        return LoaderFamily { key in CoalescedLoader(flights: flights, key: key) }
+        return LoaderFamily { key in flights.loader(for: key) }
     }
 
     /// ``coalesced()``, telling `events` of each shared load as a ``Store`` tells of its fetches: when it started
@@ -69,7 +69,7 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
                     }
                 }
             })
-        return LoaderFamily { key in CoalescedLoader(flights: flights, key: key) }
+        return LoaderFamily { key in flights.loader(for: key) }
     }
 
     /// A family that transforms each key's values with `transform`.
@@ -81,198 +81,87 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
     }
 }
 
-/// One key's loader in a coalesced family.
-@usableFromInline
-struct CoalescedLoader<Key: Hashable & Sendable, Output: Sendable>: Loader {
-    @usableFromInline let flights: Flights<Key, Output>
-    @usableFromInline let key: Key
-
-    @inlinable
-    init(flights: Flights<Key, Output>, key: Key) {
-        self.flights = flights
-        self.key = key
-    }
-
-    @inlinable
-    func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
-        flights.join(key, completion)
-    }
-}
-
-/// The loads in flight of a coalesced family, by key: each with its callers and the token of its upstream load.
-///
-/// One lock guards the table; it is held only to look up, add or remove (never while a load starts, completes or is
-/// cancelled), so keys do not wait for each other's work.
+/// The typed face of a coalesced family's flights: it makes each caller's object, starts a flight's load and calls
+/// its callers with the result; the table (``FlightTable``, not generic) keeps what is in flight.
 @usableFromInline
 final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
-    /// A flight holds no token: an `any CancellationToken` would make every copy of it (each lookup of a flight's
-    /// id) go through run-time value witnesses. The tokens of the flights still running when their load returned
-    /// are kept apart, in `State.tokens`.
+    /// A caller as the table holds it: its key, by which its flight is recognized, and its completion, in the form
+    /// `AnyLoader` hands it over.
     @usableFromInline
-    struct Flight: Sendable {
-        @usableFromInline let id: Int
-        @usableFromInline var callers = Callers()
-        /// Whether `State.tokens` holds this flight's token.
-        @usableFromInline var hasToken = false
-
-        @inlinable
-        init(id: Int) {
-            self.id = id
-        }
-    }
-
-    /// A flight's callers in the order they joined (caller ids grow in that order): the first is kept inline, so
-    /// that a load nobody else joins allocates nothing for its callers, and each caller joins, leaves or is taken for
-    /// delivery in time that does not grow with their number.
-    @usableFromInline typealias Callers = OrderedQueue<Caller>
-
-    /// A caller's completion. In a struct, so that the queue keeps it as it is: a function stored as a generic
-    /// element would be wrapped in a thunk, one allocation per caller.
-    @usableFromInline
-    struct Caller: Sendable {
+    final class Caller: Sendable {
+        @usableFromInline let key: Key
         @usableFromInline let completion: LoadCompletion<Output>
 
         @inlinable
-        init(_ completion: @escaping LoadCompletion<Output>) {
+        init(_ key: Key, _ completion: @escaping LoadCompletion<Output>) {
+            self.key = key
             self.completion = completion
         }
     }
 
-    @usableFromInline
-    struct State: Sendable {
-        @usableFromInline var flights: [Key: Flight] = [:]
-        @usableFromInline var tokens: [Key: any CancellationToken] = [:]
-        /// The callers of finished flights not called yet, by flight id: each is taken out just before it is called,
-        /// so that one cancelled meanwhile (by an earlier caller's completion, say) is never called.
-        @usableFromInline var delivering: [Int: Callers] = [:]
-        @usableFromInline var nextID = 0
-
-        /// Removes the flight of `key` with its token, for the caller to release (or cancel) after unlocking.
-        @inlinable
-        mutating func removeFlight(_ key: Key) -> (Flight?, (any CancellationToken)?) {
-            guard let flight = flights.removeValue(forKey: key) else { return (nil, nil) }
-            return (flight, flight.hasToken ? tokens.removeValue(forKey: key) : nil)
-        }
-
-        @inlinable
-        init() {}
-    }
-
-    @usableFromInline let state = Locked(State())
+    @usableFromInline let table = FlightTable()
     @usableFromInline let makeLoader: @Sendable (Key) -> AnyLoader<Output>
     /// Told of each caller that joins a flight (the family's events), when there are any.
     @usableFromInline let onJoin: (@Sendable (Key, Int) -> Void)?
     /// Wraps each flight's load (to tell the family's events when it starts and ends), when there are events.
-    @usableFromInline let onStart: (@Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>)?
+    let onStart: (@Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>)?
 
-    @inlinable
-    init(makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>) {
-        self.makeLoader = makeLoader
-        onJoin = nil
-        onStart = nil
-    }
-
-    /// A table whose flights are told to the family's events.
+    @usableFromInline
     init(
         makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>,
-        onJoin: @escaping @Sendable (Key, Int) -> Void,
-        onStart: @escaping @Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>
+        onJoin: (@Sendable (Key, Int) -> Void)? = nil,
+        onStart: (@Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>)? = nil
     ) {
         self.makeLoader = makeLoader
         self.onJoin = onJoin
         self.onStart = onStart
     }
 
+    /// The load of `key` for a caller: the flight of `key` in flight, or a new one.
+    @inlinable
+    func loader(for key: Key) -> AnyLoader<Output> {
+        AnyLoader(.start { [self] completion in join(key, completion) })
+    }
+
+    /// Adds a caller to the flight of `key`, starting one when the key has none; returns the caller's token.
     @inlinable
     func join(_ key: Key, _ completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
-        let (flightID, callerID, startsFlight) = state.withLock { state -> (Int, Int, Bool) in
-            state.nextID += 1
-            let callerID = state.nextID
-            if state.flights[key] != nil {
-                state.flights[key]!.callers.append(Caller(completion), id: callerID)
-                return (state.flights[key]!.id, callerID, false)
-            }
-            state.nextID += 1
-            var flight = Flight(id: state.nextID)
-            flight.callers.append(Caller(completion), id: callerID)
-            state.flights[key] = flight
-            return (flight.id, callerID, true)
+        let hash = key.hashValue
+        let (flight, caller, startsFlight) = table.join(Caller(key, completion), hash: hash) { other in
+            (other as? Caller)?.key == key
         }
-        // A flight over by the time its load returned (a memory hit answers at once) has delivered to its caller:
-        // there is nothing to leave, and the token costs no allocation.
-        if startsFlight, !start(key, flightID) { return FinishedToken() }
-        if !startsFlight, let onJoin { onJoin(key, flightID) }
-        return AnyCancellationToken { [weak self] in self?.leave(key, flightID, callerID) }
+        if startsFlight {
+            let token = load(key, flight).load { [self] result in finish(flight, hash: hash, result) }
+            // Not kept: the load completed before it returned its token (a memory hit answers at once) and has
+            // delivered to its caller. It cannot be that every caller left, since the caller starting the flight gets
+            // its token only after this returns. There is nothing to leave, and the token costs no allocation.
+            guard table.keepToken(token, of: flight, hash: hash) else { return FinishedToken() }
+        } else if let onJoin {
+            onJoin(key, flight)
+        }
+        return table.ticket(for: caller, of: flight, hash: hash)
     }
 
-    /// Starts the flight's load; returns whether the flight is still going when the load returned.
+    /// The load of flight `flight` of `key`, told to the family's events when it has any.
     @inlinable
-    func start(_ key: Key, _ flightID: Int) -> Bool {
-        let token = loader(of: key, flightID).load { [self] result in finish(key, flightID, result) }
-        let isCurrent = state.withLock { state -> Bool in
-            guard state.flights[key]?.id == flightID else { return false }
-            state.flights[key]!.hasToken = true
-            state.tokens[key] = token
-            return true
-        }
-        // Not current: the load completed before it returned its token (a memory hit answers at once). It cannot
-        // be that every caller left, since the caller starting the flight gets its token only after this returns.
-        // A completed load has nothing to cancel, and cancelling it through its existential is not free.
-        return isCurrent
-    }
-
-    /// The load of flight `flightID` of `key`, told to the family's events when it has any.
-    @inlinable
-    func loader(of key: Key, _ flightID: Int) -> AnyLoader<Output> {
-        onJoin == nil ? makeLoader(key) : reportedLoader(of: key, flightID)
+    func load(_ key: Key, _ flight: Int) -> AnyLoader<Output> {
+        onJoin == nil ? makeLoader(key) : reportedLoad(key, flight)
     }
 
     @usableFromInline
-    func reportedLoader(of key: Key, _ flightID: Int) -> AnyLoader<Output> {
-        onStart.map { $0(key, flightID, makeLoader(key)) } ?? makeLoader(key)
+    func reportedLoad(_ key: Key, _ flight: Int) -> AnyLoader<Output> {
+        onStart.map { $0(key, flight, makeLoader(key)) } ?? makeLoader(key)
     }
 
+    /// Calls the callers of flight `flight` with its result, in the order they joined: each is taken out of the table
+    /// just before it is called (and released after), so that one that left meanwhile is not called.
     @inlinable
-    func finish(_ key: Key, _ flightID: Int, _ result: Result<Output, any Error>) {
-        let (finished, token) = state.withLock { state -> (Flight?, (any CancellationToken)?) in
-            guard state.flights[key]?.id == flightID else { return (nil, nil) }
-            return state.removeFlight(key)
+    func finish(_ flight: Int, hash: Int, _ result: Result<Output, any Error>) {
+        let (first, hasMore) = table.finish(flight, hash: hash)
+        var next = first
+        while let caller = next as? Caller {
+            caller.completion(result)
+            next = hasMore ? table.nextCaller(of: flight) : nil
         }
-        withExtendedLifetime(token) {}  // the completed load's token, released after unlocking
-        guard var callers = finished?.callers else { return }
-        if callers.count == 1 {
-            callers.first?.element.completion(result)  // one caller: no one else to cancel meanwhile
-            return
-        }
-        let flightID = finished!.id
-        let first = callers.popFirst()?.element.completion
-        state.withLock { $0.delivering[flightID] = callers }
-        first?(result)
-        while let next = state.withLock({ state -> LoadCompletion<Output>? in
-            let next = state.delivering[flightID]?.popFirst()?.element.completion
-            if state.delivering[flightID]?.isEmpty ?? false { state.delivering[flightID] = nil }
-            return next
-        }) {
-            next(result)
-        }
-    }
-
-    @inlinable
-    func leave(_ key: Key, _ flightID: Int, _ callerID: Int) {
-        let (left, emptied, token) = state.withLock {
-            state -> (LoadCompletion<Output>?, Flight?, (any CancellationToken)?) in
-            guard state.flights[key]?.id == flightID else {
-                // Finished: a caller still waiting for its delivery leaves without being called.
-                let left = state.delivering[flightID]?.remove(id: callerID)?.completion
-                if state.delivering[flightID]?.isEmpty ?? false { state.delivering[flightID] = nil }
-                return (left, nil, nil)
-            }
-            let left = state.flights[key]!.callers.remove(id: callerID)?.completion
-            guard state.flights[key]!.callers.isEmpty else { return (left, nil, nil) }
-            let (emptied, token) = state.removeFlight(key)
-            return (left, emptied, token)
-        }
-        token?.cancel()  // the last caller out cancels the upstream load
-        withExtendedLifetime((left, emptied)) {}  // released after unlocking
     }
 }

@@ -9,24 +9,20 @@ struct InlineFirstArray<Element> {
     /// The elements after the first.
     var tail: [Element] = []
 
-    @inlinable
     init() {}
 
     /// A list of `element` alone.
-    @inlinable
     init(_ element: Element) {
         head = element
     }
 
     /// A list of `elements`, in their order; the array's storage becomes the list's.
-    @inlinable
     init(_ elements: consuming [Element]) {
         guard !elements.isEmpty else { return }
         head = elements.removeFirst()
         tail = elements
     }
 
-    @inlinable
     mutating func append(_ element: Element) {
         if head == nil { head = element } else { tail.append(element) }
     }
@@ -40,7 +36,6 @@ struct InlineFirstArray<Element> {
     }
 
     /// Removes and returns the element at `index`; the element after it, if any, takes its place.
-    @inlinable
     @discardableResult
     mutating func remove(at index: Int) -> Element {
         guard index == 0 else { return tail.remove(at: index - 1) }
@@ -50,16 +45,12 @@ struct InlineFirstArray<Element> {
 }
 
 extension InlineFirstArray: RandomAccessCollection {
-    @inlinable
     var startIndex: Int { 0 }
 
-    @inlinable
     var endIndex: Int { head == nil ? 0 : tail.count + 1 }
 
-    @inlinable
     var isEmpty: Bool { head == nil }
 
-    @inlinable
     subscript(position: Int) -> Element {
         position == 0 ? head! : tail[position - 1]
     }

@@ -4,17 +4,15 @@
 /// An element added to an empty queue is kept inline (a queue of one allocates nothing); the others sit in slots,
 /// where a removed element leaves a gap (its slot forgets it at once), closed up once the gaps outnumber the elements.
 /// A large storage is let go of when the slots empty, so that a spike does not stay.
-@usableFromInline
 struct OrderedQueue<Element> {
     /// The first element, when it was added to an empty queue (or put back in front).
-    @usableFromInline var inline: (id: Int, element: Element)?
-    @usableFromInline var slots: [(id: Int, element: Element?)] = []
+    private var inline: (id: Int, element: Element)?
+    private var slots: [(id: Int, element: Element?)] = []
     /// The slots before `start` are taken off; `slots[start]` holds an element whenever a slot does.
-    @usableFromInline var start = 0
+    private var start = 0
     /// The number of elements in slots.
-    @usableFromInline var slotted = 0
+    private var slotted = 0
 
-    @inlinable
     init() {}
 
     /// A queue of `element` alone.
@@ -23,15 +21,12 @@ struct OrderedQueue<Element> {
     }
 
     /// The number of elements.
-    @inlinable
     var count: Int { slotted + (inline == nil ? 0 : 1) }
 
     /// Whether the queue holds no element.
-    @inlinable
     var isEmpty: Bool { inline == nil && slotted == 0 }
 
     /// The first element, with its id.
-    @inlinable
     var first: (id: Int, element: Element)? {
         if let inline { return inline }
         guard slotted > 0, let element = slots[start].element else { return nil }
@@ -39,7 +34,6 @@ struct OrderedQueue<Element> {
     }
 
     /// Adds `element` last.
-    @inlinable
     mutating func append(_ element: Element, id: Int) {
         if isEmpty {
             inline = (id, element)
@@ -64,7 +58,6 @@ struct OrderedQueue<Element> {
     }
 
     /// Takes the first element off.
-    @inlinable
     mutating func popFirst() -> (id: Int, element: Element)? {
         if let inline {
             self.inline = nil
@@ -79,7 +72,6 @@ struct OrderedQueue<Element> {
     }
 
     /// Removes the element with `id`, found by halving (ids grow in the order elements were added).
-    @inlinable
     mutating func remove(id: Int) -> Element? {
         if let inline, inline.id == id {
             self.inline = nil
@@ -143,8 +135,7 @@ struct OrderedQueue<Element> {
     /// Moves `start` to the first element in slots; lets a large storage go once no slot holds one, or closes the
     /// gaps up once they outnumber the elements (each element moves once per as many gaps made since: constant
     /// work per removal on average).
-    @inlinable
-    mutating func settle() {
+    private mutating func settle() {
         guard slotted > 0 else {
             if slots.capacity > 64 { slots = [] } else { slots.removeAll(keepingCapacity: true) }
             start = 0

@@ -132,6 +132,80 @@ final class LoaderFamilyTests: XCTestCase {
         XCTAssertEqual(upstreamCancels.withLock { $0 }, 0, "a completed load has nothing to cancel")
     }
 
+    func test_coalesced_keysSharingAHashValue_loadIndependently() {
+        let network = KeyedLoaderSpy<CollidingKey, String>()
+        let family = LoaderFamily { network[$0] }.coalesced()
+        let a = LoadRecorder<String>()
+        let b = LoadRecorder<String>()
+        let alsoA = LoadRecorder<String>()
+
+        a.load(family[CollidingKey(name: "a")])
+        b.load(family[CollidingKey(name: "b")])
+        alsoA.load(family[CollidingKey(name: "a")])
+        XCTAssertEqual(network.loadCount(for: CollidingKey(name: "a")), 1)
+        XCTAssertEqual(network.loadCount(for: CollidingKey(name: "b")), 1, "b does not join a's flight")
+
+        network.complete(CollidingKey(name: "b"), with: "B")
+        XCTAssertEqual(b.values, ["B"])
+        XCTAssertEqual(a.count + alsoA.count, 0, "a's flight goes on")
+        let leaving = family[CollidingKey(name: "b")].load { _ in XCTFail("cancelled") }
+        leaving.cancel()
+        XCTAssertEqual(network.cancelledCount(for: CollidingKey(name: "b")), 1)
+        XCTAssertEqual(network.cancelledCount(for: CollidingKey(name: "a")), 0, "leaving b's flight leaves a's alone")
+
+        network.complete(CollidingKey(name: "a"), with: "A")
+        XCTAssertEqual(a.values, ["A"])
+        XCTAssertEqual(alsoA.values, ["A"])
+    }
+
+    func test_coalesced_aCallerThatLeaves_releasesItsCompletionAtOnce_andTheOthersStillGetTheResult() {
+        let network = KeyedLoaderSpy<String, String>()
+        let family = LoaderFamily { network[$0] }.coalesced()
+        let released = Locked(0)
+        let staying = LoadRecorder<String>()
+
+        let leaving = family["a"].load { [probe = DeinitProbe { released.withLock { $0 += 1 } }] _ in probe.touch() }
+        staying.load(family["a"])
+        leaving.cancel()
+
+        XCTAssertEqual(released.withLock { $0 }, 1, "released by the cancel, not when the shared load ends")
+        network.complete("a", with: "A")
+        XCTAssertEqual(staying.values, ["A"])
+    }
+
+    func test_coalesced_aCallersCompletionIsReleasedOnceCalled_whileItsTokenIsKept() {
+        let network = KeyedLoaderSpy<String, String>()
+        let family = LoaderFamily { network[$0] }.coalesced()
+        let released = Locked(0)
+
+        let tokens = (0..<2).map { _ in
+            family["a"].load { [probe = DeinitProbe { released.withLock { $0 += 1 } }] _ in probe.touch() }
+        }
+        network.complete("a", with: "A")
+
+        XCTAssertEqual(released.withLock { $0 }, 2, "a kept token does not keep the completion")
+        withExtendedLifetime(tokens) {}
+    }
+
+    func test_coalesced_aCallerCancelledByAnEarlierCallersCompletion_isNotCalled() {
+        let network = KeyedLoaderSpy<String, String>()
+        let family = LoaderFamily { network[$0] }.coalesced()
+        let third = Locked<(any CancellationToken)?>(nil)
+        let calls = Locked<[String]>([])
+
+        _ = family["a"].load { _ in
+            calls.withLock { $0.append("first") }
+            third.withLock { $0 }?.cancel()
+        }
+        _ = family["a"].load { _ in calls.withLock { $0.append("second") } }
+        let token = family["a"].load { _ in calls.withLock { $0.append("third") } }
+        third.withLock { $0 = token }
+        network.complete("a", with: "A")
+
+        XCTAssertEqual(calls.withLock { $0 }, ["first", "second"])
+        XCTAssertEqual(network.cancelledCount(for: "a"), 0, "the load had completed")
+    }
+
     func test_coalesced_stress_manyThreadsManyKeysRandomCancels() {
         let keys = 100
         let loads = 10_000
@@ -203,5 +277,14 @@ private final class HeldSource: Sendable {
                 withExtendedLifetime(dropped) {}
             }
         }
+    }
+}
+
+/// A key whose every value has the same hash value: two of them in flight at once share a hash value, not a flight.
+private struct CollidingKey: Hashable, Sendable {
+    let name: String
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(0)
     }
 }
