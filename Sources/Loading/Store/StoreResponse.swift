@@ -29,21 +29,15 @@ public struct StoreResponse<Value: Sendable>: Sendable {
         return (box as! ValueBox<Value>).value  // the store boxed a `Value`
     }
     /// Where the confirmed value came from (``StoreOrigin/local`` while changes are pending).
-    @inlinable
     public var origin: StoreOrigin { storage.origin }
     /// When the confirmed value was saved (for a cache hit, when the level saved it).
-    @inlinable
     public var savedAt: Date? { storage.savedAtSeconds.map(Date.init(timeIntervalSinceReferenceDate:)) }
     /// Whether optimistic changes are still waiting for their commit.
-    @inlinable
     public var hasPendingChanges: Bool { storage.hasPendingChanges }
     /// The failure of the read that produced this response, when it fell back to the value already shown.
-    @inlinable
     public var error: (any Error)? { storage.error }
-    @inlinable
     var version: Int { storage.version }
 
-    @inlinable
     init(
         value: Value?, origin: StoreOrigin, savedAt: Date?, hasPendingChanges: Bool, error: (any Error)?, version: Int
     ) {
@@ -53,7 +47,6 @@ public struct StoreResponse<Value: Sendable>: Sendable {
     }
 
     /// A response whose saved date is given as seconds since the reference date (as the store keeps it).
-    @inlinable
     init(
         value: Value?, origin: StoreOrigin, savedAtSeconds: Double?, hasPendingChanges: Bool, error: (any Error)?,
         version: Int
@@ -64,7 +57,6 @@ public struct StoreResponse<Value: Sendable>: Sendable {
     }
 
     /// A response of the store's core, whose value is boxed already.
-    @inlinable
     init(
         box: (any StoreValueBox)?, origin: StoreOrigin, savedAtSeconds: Double?, hasPendingChanges: Bool,
         error: (any Error)?, version: Int
@@ -81,7 +73,6 @@ public struct StoreResponse<Value: Sendable>: Sendable {
     }
 
     /// The boxed value, as the store's core reads it.
-    @inlinable
     var box: (any StoreValueBox)? { storage.value }
 
     /// How old the confirmed value is at `date`.
@@ -94,13 +85,12 @@ public struct StoreResponse<Value: Sendable>: Sendable {
 @usableFromInline
 final class StoreResponseStorage: Sendable {
     @usableFromInline let value: (any StoreValueBox)?
-    @usableFromInline let origin: StoreOrigin
-    @usableFromInline let savedAtSeconds: Double?
-    @usableFromInline let hasPendingChanges: Bool
-    @usableFromInline let error: (any Error)?
-    @usableFromInline let version: Int
+    let origin: StoreOrigin
+    let savedAtSeconds: Double?
+    let hasPendingChanges: Bool
+    let error: (any Error)?
+    let version: Int
 
-    @inlinable
     init(
         value: (any StoreValueBox)?, origin: StoreOrigin, savedAtSeconds: Double?, hasPendingChanges: Bool,
         error: (any Error)?, version: Int
