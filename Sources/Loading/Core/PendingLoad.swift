@@ -113,7 +113,6 @@ public struct PendingLoad<Output: Sendable>: CancellationToken {
     }
 
     /// Cancels the step in flight and calls the completion with `result`, unless the load already finished.
-    @inlinable
     func completeCancellingStep(_ result: Result<Output, any Error>) {
         let (completion, step) = state.withLock { state in
             state.cancelsStep = true

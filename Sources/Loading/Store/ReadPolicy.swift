@@ -31,7 +31,6 @@ public struct ReadPolicy: Sendable, Equatable {
 
     /// Whether a value saved at `savedAt` is young enough for this policy at `now`: as `CacheExpiry.maxAge` judges,
     /// younger than the age and not stamped in the future.
-    @inlinable
     func accepts(savedAt: Date, now: Date) -> Bool {
         guard let maxAgeSeconds else { return true }
         return savedAt <= now && now.timeIntervalSince(savedAt) < maxAgeSeconds

@@ -6,7 +6,6 @@ struct MutationOrder: Sendable {
     /// The change's place in its queue.
     let sequence: Int
 
-    @inlinable
     init(queue: Int, sequence: Int) {
         self.queue = queue
         self.sequence = sequence

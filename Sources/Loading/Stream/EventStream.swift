@@ -108,7 +108,6 @@ public struct StreamObserver<Output: Sendable, Failure: Error>: Sendable {
     }
 
     /// Sends a result as a single-value stream does: the value then `.finished`, or the failure.
-    @inlinable
     func send(result: Result<Output, Failure>) {
         switch result {
         case .success(let value):

@@ -26,7 +26,6 @@ public struct CacheSavePolicy: Sendable {
 
     @usableFromInline let kind: Kind
 
-    @inlinable
     init(kind: Kind) {
         self.kind = kind
     }
