@@ -65,7 +65,7 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     }
 }
 
-extension StoreFetchWrapping {
+extension TypedStoreHooks {
     /// What level `level` answered the read that starts fetch `id`, which missed every level: under a coordination
     /// whose shared level it is, a value saved there later than that answer is the fetch's answer too (see
     /// ``coordinatedLoad(_:of:object:in:under:completion:)``).

@@ -25,7 +25,7 @@ extension Store {
 /// The work of a store's core that needs the store's key and value types and more than a load: telling fetches to
 /// the store's events, starting them in the store's fetch context, coordinating them with other processes. Made by
 /// the store when it has any of these; it holds neither the store nor its core (the core holds it).
-final class StoreFetchWrapping<Key: Hashable & Sendable, Value: Sendable>: StoreFace {
+final class TypedStoreHooks<Key: Hashable & Sendable, Value: Sendable>: StoreHooks {
     let events: (@Sendable (StoreEvent<Key>) -> Void)?
     let fetchContext: FetchContext
     let coordinator: FetchCoordinator<Key>?

@@ -140,7 +140,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let reportFailure = Machine.SaveTicket.Report { result in
             if case .failure(let error) = result { onWriteFailure(error) }
         }
-        let isWrapped = events != nil || fetchContext.run != nil || coordination != nil
+        let hasHooks = events != nil || fetchContext.run != nil || coordination != nil
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 256)
         engine = StoreEngine(
@@ -149,8 +149,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 recordsEvictions: events != nil),
             levels: levels.map { $0.boxed }, reportFailure: reportFailure, now: now,
             upstream: upstream, network: network,
-            face: isWrapped
-                ? StoreFetchWrapping(
+            hooks: hasHooks
+                ? TypedStoreHooks(
                     events: events, fetchContext: fetchContext, coordinator: coordinator, levels: levels, now: now)
                 : nil)
     }

@@ -94,7 +94,7 @@ extension StoreEngine {
     func publishNotices() {
         let (notices, evicted) = runWithKeys { machine, keys in (machine.takeNotices(), keys.takeEvicted()) }
         for notice in notices { publish(notice) }
-        if !evicted.isEmpty { face?.tellEvicted(evicted) }
+        if !evicted.isEmpty { hooks?.tellEvicted(evicted) }
     }
 
     // MARK: Levels

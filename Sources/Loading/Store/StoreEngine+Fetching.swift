@@ -63,8 +63,8 @@ extension StoreEngine {
         // One object carries the load's answer back: the load's completion captures it alone.
         let call = UpstreamCall(engine: self, id: id, key: key, forward: nil)
         let token =
-            if let face {
-                face.loadUpstreamWrapped(id, of: key, in: self, completion: call.ended)
+            if let hooks {
+                hooks.loadUpstreamWrapped(id, of: key, in: self, completion: call.ended)
             } else {
                 sendUpstream(call)
             }
@@ -105,12 +105,12 @@ extension StoreEngine {
 
     /// Tells the store's events, when it has some, that a caller joined fetch `id` of `key`.
     func tellJoined(_ id: Int, of key: StoreKeyRef) {
-        face?.tellJoined(id, of: key)
+        hooks?.tellJoined(id, of: key)
     }
 
     /// Tells the store's events, when it has some, that a read of `key` was answered by the value the store holds.
     func tellHeldValueRead(_ key: StoreKeyRef) {
-        face?.tellHeldValueRead(key)
+        hooks?.tellHeldValueRead(key)
     }
 
     /// What level `level` answered the read that starts fetch `id`, which missed every level (`invalidated` when
@@ -120,7 +120,7 @@ extension StoreEngine {
         _ result: Result<CachedValue<any StoreValueBox>, any Error>, of level: Int, invalidated: Bool,
         beforeFetch id: Int
     ) {
-        face?.noteLevelAnswer(result, of: level, invalidated: invalidated, beforeFetch: id)
+        hooks?.noteLevelAnswer(result, of: level, invalidated: invalidated, beforeFetch: id)
     }
 
     /// What `key` shows now (no value when it shows nothing).

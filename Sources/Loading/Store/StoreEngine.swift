@@ -10,7 +10,7 @@
 /// machine lets go of is released after unlocking (a value's deinitializer is the caller's code). The core knows
 /// values as boxes and keys as the objects the face made of them; closures made where the types are known unbox them
 /// (a level's ``BoxedLevel``, the upstream load), and so does the work the face made for events, fetch contexts and
-/// coordination (``StoreFace``).
+/// coordination (``StoreHooks``).
 @usableFromInline
 final class StoreEngine: Sendable {
     private struct State: Sendable {
@@ -63,7 +63,7 @@ final class StoreEngine: Sendable {
     let network: NetworkMode
     /// The work that needs the store's types beyond a load (events, a fetch context, a coordination), when the
     /// store has any: its upstream loads go through it.
-    let face: (any StoreFace)?
+    let hooks: (any StoreHooks)?
 
     /// Loads a call's key from upstream, answering the call with the value boxed: made by the store's face where
     /// the key's and value's types are known.
@@ -72,7 +72,7 @@ final class StoreEngine: Sendable {
     init(
         machine: StoreMachine, levels: [BoxedLevel], reportFailure: StoreMachine.SaveTicket.Report,
         now: @escaping @Sendable () -> Date, upstream: @escaping Upstream, network: NetworkMode,
-        face: (any StoreFace)?
+        hooks: (any StoreHooks)?
     ) {
         state = Locked(State(machine: machine))
         self.levels = levels
@@ -80,7 +80,7 @@ final class StoreEngine: Sendable {
         self.now = now
         self.upstream = upstream
         self.network = network
-        self.face = face
+        self.hooks = hooks
     }
 
     /// Runs `body` on the machine under the lock; then releases what it let go of and, when the machine has notices
@@ -181,9 +181,9 @@ final class StoreEngine: Sendable {
     }
 }
 
-/// What the store's core asks of the work its face made with the store's types (``StoreFetchWrapping``), when the
+/// What the store's core asks of the work its face made with the store's types (``TypedStoreHooks``), when the
 /// store tells events, has a fetch context or coordinates fetches. Held by the core: it holds neither.
-protocol StoreFace: AnyObject, Sendable {
+protocol StoreHooks: AnyObject, Sendable {
     /// Tells the store's events that a caller joined fetch `id` of `key`.
     func tellJoined(_ id: Int, of key: StoreKeyRef)
     /// Tells the store's events that a read of `key` was answered by the value the store holds.
