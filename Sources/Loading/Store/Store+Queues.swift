@@ -5,11 +5,6 @@ struct MutationOrder: Sendable {
     let queue: Int
     /// The change's place in its queue.
     let sequence: Int
-
-    init(queue: Int, sequence: Int) {
-        self.queue = queue
-        self.sequence = sequence
-    }
 }
 
 /// What a store tells the mutation queues over it when it is cleared (a logout): before anything is cancelled, so

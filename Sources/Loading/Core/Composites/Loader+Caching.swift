@@ -26,10 +26,6 @@ public struct CacheSavePolicy: Sendable {
 
     @usableFromInline let kind: Kind
 
-    init(kind: Kind) {
-        self.kind = kind
-    }
-
     /// Start the save and deliver the value at once; a failed save is ignored.
     public static let ignoreFailures = CacheSavePolicy(kind: .ignore)
 
