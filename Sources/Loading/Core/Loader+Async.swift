@@ -29,21 +29,12 @@ extension Loader {
 }
 
 /// Joins one load to its caller: its answer when it came before the load returned, else a continuation, whichever
-/// of completion and Task cancellation comes first.
+/// of completion and Task cancellation comes first. A face over a core that is not generic: only what touches the
+/// output's type (the answer and the continuation) is specialized where the load is awaited.
 @usableFromInline
-final class AsyncLoadBridge<Output: Sendable>: Sendable {
+struct AsyncLoadBridge<Output: Sendable>: Sendable {
     @usableFromInline
-    enum State: Sendable {
-        /// The load runs; its token, once it returned.
-        case loading((any CancellationToken)?)
-        /// It answered before anyone waits.
-        case answered(Result<Output, any Error>)
-        case waiting(UnsafeContinuation<Output, any Error>, (any CancellationToken)?)
-        case cancelled
-        case finished
-    }
-
-    @usableFromInline let state = Locked(State.loading(nil))
+    let core = AsyncLoadCore()
 
     @inlinable
     init() {}
@@ -51,6 +42,57 @@ final class AsyncLoadBridge<Output: Sendable>: Sendable {
     /// The load's completion.
     @inlinable
     func complete(with result: Result<Output, any Error>) {
+        guard let waiting = core.answer(result) else { return }
+        (waiting as! UnsafeContinuation<Output, any Error>).resume(with: result)  // kept by `wait(with:)`
+    }
+
+    /// Once the load returned: its answer when it came already; otherwise keeps its token and returns `nil`.
+    @inlinable
+    func answerIfDone(keeping token: any CancellationToken) -> Result<Output, any Error>? {
+        core.answerIfDone(keeping: token).map { $0 as! Result<Output, any Error> }  // kept by `complete(with:)`
+    }
+
+    /// Waits for the answer with `continuation` (at once when it came meanwhile).
+    @inlinable
+    func wait(with continuation: UnsafeContinuation<Output, any Error>) {
+        switch core.wait(with: continuation) {
+        case .waits: break
+        case .answered(let answer): continuation.resume(with: answer as! Result<Output, any Error>)
+        case .cancelled: continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The calling Task was cancelled: the load is cancelled, and the caller gets `CancellationError` at once.
+    @inlinable
+    func cancel() {
+        guard let waiting = core.cancel() else { return }
+        (waiting as! UnsafeContinuation<Output, any Error>).resume(throwing: CancellationError())
+    }
+}
+
+/// The state of an awaited load, its answer and continuation kept as values of types only ``AsyncLoadBridge``
+/// knows: compiled once for every output type.
+@usableFromInline
+struct AsyncLoadCore: Sendable {
+    private enum State: Sendable {
+        /// The load runs; its token, once it returned.
+        case loading((any CancellationToken)?)
+        /// It answered before anyone waits (a `Result` of the face's output).
+        case answered(any Sendable)
+        /// A continuation of the face's output waits.
+        case waiting(any Sendable, (any CancellationToken)?)
+        case cancelled
+        case finished
+    }
+
+    private let state = Locked(State.loading(nil))
+
+    @usableFromInline
+    init() {}
+
+    /// Keeps `result` for the caller not waiting yet, or returns the continuation to resume with it.
+    @usableFromInline
+    func answer(_ result: any Sendable) -> (any Sendable)? {
         let waiting = state.withLock { state -> State? in
             switch state {
             case .loading:
@@ -63,14 +105,14 @@ final class AsyncLoadBridge<Output: Sendable>: Sendable {
             }
         }
         // The load's token is released here, after unlocking, with the rest of the waiting state.
-        guard case .waiting(let continuation, _) = waiting else { return }
-        continuation.resume(with: result)
+        guard case .waiting(let continuation, _) = waiting else { return nil }
+        return continuation
     }
 
     /// Once the load returned: its answer when it came already; otherwise keeps its token and returns `nil`.
-    @inlinable
-    func answerIfDone(keeping token: any CancellationToken) -> Result<Output, any Error>? {
-        let answer = state.withLock { state -> Result<Output, any Error>? in
+    @usableFromInline
+    func answerIfDone(keeping token: any CancellationToken) -> (any Sendable)? {
+        state.withLock { state -> (any Sendable)? in
             switch state {
             case .answered(let result):
                 state = .finished
@@ -82,47 +124,55 @@ final class AsyncLoadBridge<Output: Sendable>: Sendable {
                 return nil
             }
         }
-        return answer
     }
 
-    /// Waits for the answer with `continuation` (at once when it came meanwhile).
-    @inlinable
-    func wait(with continuation: UnsafeContinuation<Output, any Error>) {
-        let resumeWith = state.withLock { state -> Result<Output, any Error>? in
+    /// What a caller that comes to wait does.
+    @usableFromInline
+    enum Wait {
+        /// Its continuation is kept until the answer comes.
+        case waits
+        /// The answer came meanwhile: the caller resumes with it at once.
+        case answered(any Sendable)
+        /// The caller was cancelled meanwhile.
+        case cancelled
+    }
+
+    /// Keeps `continuation` until the answer comes, unless the answer or a cancel came first.
+    @usableFromInline
+    func wait(with continuation: any Sendable) -> Wait {
+        state.withLock { state -> Wait in
             switch state {
             case .loading(let token):
                 state = .waiting(continuation, token)
-                return nil
+                return .waits
             case .answered(let result):
                 state = .finished
-                return result
+                return .answered(result)
             case .cancelled, .waiting, .finished:
-                return .failure(CancellationError())
+                return .cancelled
             }
         }
-        if let resumeWith { continuation.resume(with: resumeWith) }
     }
 
-    /// The calling Task was cancelled: the load is cancelled, and the caller gets `CancellationError` at once.
-    @inlinable
-    func cancel() {
-        let (continuation, token) = state.withLock {
-            state -> (UnsafeContinuation<Output, any Error>?, (any CancellationToken)?) in
+    /// Cancels the load; returns the continuation waiting, to resume with `CancellationError`.
+    @usableFromInline
+    func cancel() -> (any Sendable)? {
+        // What the state held (an answer, a token) is released after unlocking.
+        let previous = state.withLock { state -> State in
             switch state {
-            case .loading(let token):
-                state = .cancelled
-                return (nil, token)
-            case .answered:
-                state = .cancelled
-                return (nil, nil)
-            case .waiting(let continuation, let token):
-                state = .cancelled
-                return (continuation, token)
-            case .cancelled, .finished:
-                return (nil, nil)
+            case .loading, .answered, .waiting: exchange(&state, with: .cancelled)
+            case .cancelled, .finished: .finished
             }
         }
-        token?.cancel()
-        continuation?.resume(throwing: CancellationError())
+        switch previous {
+        case .loading(let token):
+            token?.cancel()
+            return nil
+        case .waiting(let continuation, let token):
+            token?.cancel()
+            return continuation
+        case .answered, .cancelled, .finished:
+            return nil
+        }
     }
 }
