@@ -277,7 +277,8 @@ public struct MutationStorageError: Error, CustomStringConvertible {
 }
 
 extension POSIXError {
-    fileprivate init(_ code: Int32) {
+    /// The error of a failed system call's `errno` (an input/output error when the code is unknown).
+    init(_ code: Int32) {
         self.init(POSIXError.Code(rawValue: code) ?? .EIO)
     }
 }

@@ -1,0 +1,229 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A file of the changes that processes sharing a store's levels made to them, one record per change, for each
+/// process to learn what the others changed: the part of sharing a level across processes that works the same on
+/// every platform (a poll of the file's size tells a reader that something was appended).
+///
+/// - Each record is appended whole, in one `write`, between line breaks, with a checksum: a record torn by a process
+///   killed mid-write is skipped by readers and never hides the next one.
+/// - A reader starts at the end of the file (what was changed before is already in the levels) and learns the
+///   changes of every other journal over the file, in the order they were appended.
+/// - The file stays bounded: once it outgrows its limit, the next writer starts a new one (the old file is kept
+///   beside it, as `<name>.previous`, until the next rotation). Appends and the rotation are ordered by a lock file
+///   beside the journal, so a reader that sees the rotation has seen every record of the old file. A reader that
+///   falls behind by more than a whole file learns ``Change/missed`` instead of the changes it lost.
+final class ChangeJournal: Sendable {
+    /// A change recorded in the journal.
+    enum Change: Equatable, Sendable {
+        /// A key's value was saved; the key as the store encodes it.
+        case saved(Data)
+        /// A key's value was removed.
+        case removed(Data)
+        /// Every value was removed.
+        case cleared
+        /// Never appended: a reader's note that it fell behind by more than a whole file and lost changes (anything
+        /// may have changed since it last read).
+        case missed
+    }
+
+    private struct Reader {
+        var descriptor: Int32
+        var inode: UInt64
+        var offset: Int
+        /// The bytes read after the last complete record.
+        var partial: [UInt8] = []
+    }
+
+    private struct Writer {
+        var descriptor: Int32
+        var inode: UInt64
+        var sequence: UInt64 = 0
+    }
+
+    let file: URL
+    private let maxBytes: Int
+    /// Tells this journal's records from the other processes' (and from other journals over the file).
+    private let writerID: UInt64
+    private let lockDescriptor: Int32
+    private let reader: Locked<Reader>
+    private let writer: Locked<Writer>
+
+    /// Opens (or creates) the journal at `file`; its reader starts at the file's end.
+    init(file: URL, maxBytes: Int = 1 << 20) throws {
+        self.file = file
+        self.maxBytes = max(maxBytes, 4096)
+        writerID = UInt64.random(in: 1...UInt64.max)
+        lockDescriptor = try Self.openFile(file.path + ".lock", O_RDWR | O_CREAT)
+        let (descriptor, inode) = try Self.openForAppending(file.path)
+        writer = Locked(Writer(descriptor: descriptor, inode: inode))
+        let read = try Self.openFile(file.path, O_RDONLY)
+        let status = try Self.status(of: read)
+        reader = Locked(Reader(descriptor: read, inode: UInt64(status.st_ino), offset: Int(status.st_size)))
+    }
+
+    deinit {
+        close(lockDescriptor)
+        _ = writer.withLock { close($0.descriptor) }
+        _ = reader.withLock { close($0.descriptor) }
+    }
+
+    /// Appends `change`, whole, for the other processes to read.
+    func append(_ change: Change) throws {
+        precondition(change != .missed, "A journal records changes, not a reader's note")
+        try withFileLock(LOCK_SH) {
+            try writer.withLock { writer in
+                // A writer of another process may have started a new file since this one last wrote.
+                if let current = try? Self.status(atPath: file.path), UInt64(current.st_ino) != writer.inode {
+                    let (descriptor, inode) = try Self.openForAppending(file.path)
+                    close(writer.descriptor)
+                    (writer.descriptor, writer.inode) = (descriptor, inode)
+                }
+                writer.sequence += 1
+                let bytes = Self.record(change, writer: writerID, sequence: writer.sequence)
+                let written = bytes.withUnsafeBytes { write(writer.descriptor, $0.baseAddress, $0.count) }
+                guard written == bytes.count else { throw POSIXError(written < 0 ? errno : EIO) }
+            }
+        }
+        try rotateIfNeeded()
+    }
+
+    /// The changes the other journals appended since the last call, in the order they were appended.
+    func readChanges() -> [Change] {
+        reader.withLock { reader in
+            var changes = drain(&reader)
+            // A rotation: the old file is read to its end above, then the new one from its start. The new one
+            // follows the old directly when the old is the one kept as the previous file; otherwise a file came and
+            // went between two reads, unread.
+            while let current = try? Self.status(atPath: file.path), UInt64(current.st_ino) != reader.inode,
+                let descriptor = try? Self.openFile(file.path, O_RDONLY)
+            {
+                let previous = try? Self.status(atPath: file.path + ".previous")
+                if previous.map({ UInt64($0.st_ino) }) != reader.inode { changes.append(.missed) }
+                close(reader.descriptor)
+                let inode = (try? Self.status(of: descriptor)).map { UInt64($0.st_ino) } ?? 0
+                reader = Reader(descriptor: descriptor, inode: inode, offset: 0)
+                changes += drain(&reader)
+            }
+            return changes
+        }
+    }
+
+    /// Reads what was appended to the reader's file since its offset, and decodes the complete records.
+    private func drain(_ reader: inout Reader) -> [Change] {
+        var changes: [Change] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes {
+                pread(reader.descriptor, $0.baseAddress, $0.count, off_t(reader.offset))
+            }
+            guard count > 0 else { break }
+            reader.offset += count
+            reader.partial += buffer[..<count]
+            guard let end = reader.partial.lastIndex(of: UInt8(ascii: "\n")) else { continue }
+            for line in reader.partial[..<end].split(separator: UInt8(ascii: "\n")) {
+                if let (writer, change) = Self.decode(line), writer != writerID { changes.append(change) }
+            }
+            reader.partial.removeSubrange(...end)
+        }
+        return changes
+    }
+
+    /// Starts a new file once this one outgrew the limit.
+    private func rotateIfNeeded() throws {
+        let size = writer.withLock { (try? Self.status(of: $0.descriptor)).map { Int($0.st_size) } ?? 0 }
+        guard size > maxBytes else { return }
+        try withFileLock(LOCK_EX) {
+            // Another writer may have rotated it meanwhile.
+            guard let current = try? Self.status(atPath: file.path), Int(current.st_size) > maxBytes else { return }
+            guard rename(file.path, file.path + ".previous") == 0 else { throw POSIXError(errno) }
+            // The new file is made at once, so that the journal's file always exists and readers move on to it.
+            let (descriptor, inode) = try Self.openForAppending(file.path)
+            let replaced = writer.withLock { writer in
+                defer { (writer.descriptor, writer.inode) = (descriptor, inode) }
+                return writer.descriptor
+            }
+            close(replaced)
+        }
+    }
+
+    private func withFileLock<R>(_ operation: Int32, _ body: () throws -> R) throws -> R {
+        while flock(lockDescriptor, operation) != 0 {
+            guard errno == EINTR else { throw POSIXError(errno) }
+        }
+        defer { flock(lockDescriptor, LOCK_UN) }
+        return try body()
+    }
+
+    // MARK: Records
+
+    /// `C1 <writer> <sequence> <kind> <key> <checksum>` between line breaks: the kind `s` (saved), `r` (removed) or
+    /// `c` (cleared, `-` for the key), the key in base 64, the checksum an FNV-1a hash of what precedes it.
+    static func record(_ change: Change, writer: UInt64, sequence: UInt64) -> [UInt8] {
+        let (kind, key): (String, String) =
+            switch change {
+            case .saved(let key): ("s", key.base64EncodedString())
+            case .removed(let key): ("r", key.base64EncodedString())
+            case .cleared: ("c", "-")
+            case .missed: preconditionFailure("A journal records changes, not a reader's note")
+            }
+        let body = "C1 \(String(writer, radix: 16)) \(sequence) \(kind) \(key)"
+        return Array("\n\(body) \(String(checksum(of: Array(body.utf8)), radix: 16))\n".utf8)
+    }
+
+    /// The writer and change of one record's line; `nil` for a line that is not a whole record.
+    static func decode(_ line: ArraySlice<UInt8>) -> (UInt64, Change)? {
+        guard let last = line.lastIndex(of: UInt8(ascii: " ")),
+            let stored = UInt64(String(decoding: line[(last + 1)...], as: UTF8.self), radix: 16),
+            stored == checksum(of: Array(line[..<last]))
+        else { return nil }
+        let fields = String(decoding: line[..<last], as: UTF8.self).split(separator: " ")
+        guard fields.count == 5, fields[0] == "C1", let writer = UInt64(fields[1], radix: 16) else { return nil }
+        switch (fields[3], Data(base64Encoded: String(fields[4]))) {
+        case ("s", .some(let key)): return (writer, .saved(key))
+        case ("r", .some(let key)): return (writer, .removed(key))
+        case ("c", _): return (writer, .cleared)
+        default: return nil
+        }
+    }
+
+    private static func checksum(of bytes: [UInt8]) -> UInt64 {
+        bytes.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01b3 }
+    }
+
+    // MARK: Files
+
+    private static func openFile(_ path: String, _ flags: Int32) throws -> Int32 {
+        let descriptor = open(path, flags | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw POSIXError(errno) }
+        return descriptor
+    }
+
+    private static func openForAppending(_ path: String) throws -> (Int32, UInt64) {
+        let descriptor = try openFile(path, O_WRONLY | O_APPEND | O_CREAT)
+        return (descriptor, UInt64(try status(of: descriptor).st_ino))
+    }
+
+    private static func status(of descriptor: Int32) throws -> stat {
+        var result = stat()
+        guard fstat(descriptor, &result) == 0 else { throw POSIXError(errno) }
+        return result
+    }
+
+    private static func status(atPath path: String) throws -> stat {
+        var result = stat()
+        guard stat(path, &result) == 0 else { throw POSIXError(errno) }
+        return result
+    }
+}

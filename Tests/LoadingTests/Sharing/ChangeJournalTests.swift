@@ -1,0 +1,138 @@
+import Dispatch
+import Foundation
+import XCTest
+
+@testable import Loading
+
+final class ChangeJournalTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private var file: URL { directory.appendingPathComponent("changes.journal") }
+
+    private func key(_ text: String) -> Data { Data(text.utf8) }
+
+    func test_aReader_learnsTheOtherJournalsChanges_inOrder_andNotItsOwn() throws {
+        let app = try ChangeJournal(file: file)
+        let widget = try ChangeJournal(file: file)
+
+        try app.append(.saved(key("u1")))
+        try widget.append(.saved(key("u9")))
+        try app.append(.removed(key("u2")))
+        try app.append(.cleared)
+
+        XCTAssertEqual(widget.readChanges(), [.saved(key("u1")), .removed(key("u2")), .cleared])
+        XCTAssertEqual(app.readChanges(), [.saved(key("u9"))])
+        XCTAssertEqual(widget.readChanges(), [], "each change is learnt once")
+    }
+
+    func test_aJournalOpenedLater_startsAtTheEnd() throws {
+        let app = try ChangeJournal(file: file)
+        try app.append(.saved(key("before")))
+        let widget = try ChangeJournal(file: file)
+        try app.append(.saved(key("after")))
+
+        XCTAssertEqual(widget.readChanges(), [.saved(key("after"))])
+    }
+
+    func test_aRecordTornByAKilledWriter_isSkipped_andHidesNothingAfterIt() throws {
+        let reader = try ChangeJournal(file: file)
+        let record = ChangeJournal.record(.saved(key("torn")), writer: 7, sequence: 1)
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(record.prefix(record.count / 2)))  // the writer died here
+        try handle.close()
+        let writer = try ChangeJournal(file: file)
+        try writer.append(.saved(key("next")))
+
+        XCTAssertEqual(reader.readChanges(), [.saved(key("next"))])
+    }
+
+    func test_aDamagedRecord_failsItsChecksum() {
+        var record = ChangeJournal.record(.removed(key("u1")), writer: 7, sequence: 1)
+        XCTAssertNotNil(ChangeJournal.decode(record[1..<(record.count - 1)]))
+        record[20] ^= 1
+        XCTAssertNil(ChangeJournal.decode(record[1..<(record.count - 1)]))
+    }
+
+    func test_theFileStaysBounded_andAReaderLosesNothingAcrossRotations() throws {
+        let app = try ChangeJournal(file: file, maxBytes: 4096)
+        let widget = try ChangeJournal(file: file, maxBytes: 4096)
+        var learnt: [ChangeJournal.Change] = []
+        for index in 0..<1_000 {
+            try app.append(.saved(key("k\(index)")))
+            if index % 40 == 0 { learnt += widget.readChanges() }
+        }
+        learnt += widget.readChanges()
+
+        XCTAssertEqual(learnt, (0..<1_000).map { .saved(key("k\($0)")) })
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int)
+        XCTAssertLessThanOrEqual(size, 4096 + 200)
+    }
+
+    func test_aReaderTwoFilesBehind_learnsThatItMissedChanges() throws {
+        let app = try ChangeJournal(file: file, maxBytes: 4096)
+        let widget = try ChangeJournal(file: file, maxBytes: 4096)
+        for index in 0..<300 { try app.append(.saved(key("k\(index)"))) }  // about three files' worth
+
+        let learnt = widget.readChanges()
+        XCTAssertTrue(learnt.contains(.missed))
+        XCTAssertEqual(learnt.last, .saved(key("k299")))
+        XCTAssertEqual(widget.readChanges(), [])
+    }
+
+    /// A second process appends while this one reads, and is killed mid-stream: this process learns every record it
+    /// appended, in order, across the rotations both made, and nothing torn.
+    func test_anotherProcess_killedWhileAppending_leavesEveryWholeRecordInOrder() throws {
+        let parent = try ChangeJournal(file: file, maxBytes: 65536)
+        let learnt = Locked<[ChangeJournal.Change]>([])
+        let stop = Locked(false)
+        let polling = DispatchGroup()
+        DispatchQueue.global().async(group: polling) {
+            while !stop.withLock({ $0 }) {
+                let changes = parent.readChanges()
+                learnt.withLock { $0 += changes }
+                usleep(500)
+            }
+        }
+        for index in 0..<300 { try parent.append(.saved(key("p\(index)"))) }  // rotations of the parent's own
+
+        let said = try runChildUntilKilled(
+            "ChangeJournalTests/test_appendsUntilKilled_whenStartedByTheJournalTests",
+            environment: [Self.variable: file.path])
+        stop.withLock { $0 = true }
+        polling.wait()
+        learnt.withLock { $0 += parent.readChanges() }
+
+        let appended = try XCTUnwrap(said.flatMap { Int($0) }, "the child said how many it appended")
+        let keys = learnt.withLock { $0 }.map { change -> String in
+            guard case .saved(let key) = change else { return "not a save" }
+            return String(decoding: key, as: UTF8.self)
+        }
+        XCTAssertGreaterThanOrEqual(keys.count, appended)
+        XCTAssertEqual(keys, (0..<keys.count).map { "c\($0)" }, "every whole record, in order, nothing torn")
+    }
+
+    private static let variable = "LOADING_JOURNAL_CHILD"
+
+    func test_appendsUntilKilled_whenStartedByTheJournalTests() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.variable] else {
+            throw XCTSkip("the child process of ChangeJournalTests: it runs only when that test starts it")
+        }
+        let journal = try ChangeJournal(file: URL(fileURLWithPath: path), maxBytes: 65536)
+        var index = 0
+        while true {
+            try journal.append(.saved(key("c\(index)")))
+            index += 1
+            if index == 3_000 { sayKillNow("\(index)") }
+        }
+    }
+}
