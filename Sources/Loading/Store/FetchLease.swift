@@ -217,27 +217,29 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
 extension StoreLevel {
     /// This level, telling `coordinator` as its saves and removals end.
     func runningAfterSaves(_ coordinator: FetchCoordinator<Key>) -> StoreLevel {
-        let (name, read, save, removeValue, removeAll) = (name, self.read, self.save, self.removeValue, self.removeAll)
+        let level = boxed
         return StoreLevel(
-            name: name, read: read,
-            save: { value, savedAt, key, completion in
-                save(value, savedAt, key) { result in
-                    completion(result)
-                    coordinator.saved(key)
-                }
-            },
-            removeValue: { key, completion in
-                removeValue(key) { result in
-                    completion(result)
-                    coordinator.saved(key)
-                }
-            },
-            removeAll: { completion in
-                removeAll { result in
-                    completion(result)
-                    coordinator.removedAll()
-                }
-            },
-            writeDebounce: writeDebounce, scheduler: scheduler)
+            name: name,
+            boxed: BoxedLevel(
+                read: level.read,
+                save: { value, savedAt, key, completion in
+                    level.save(value, savedAt, key) { result in
+                        completion(result)
+                        coordinator.saved(StoreKey<Key>.key(of: key))
+                    }
+                },
+                removeValue: { key, completion in
+                    level.removeValue(key) { result in
+                        completion(result)
+                        coordinator.saved(StoreKey<Key>.key(of: key))
+                    }
+                },
+                removeAll: { completion in
+                    level.removeAll { result in
+                        completion(result)
+                        coordinator.removedAll()
+                    }
+                },
+                writeDebounce: level.writeDebounce, scheduler: level.scheduler))
     }
 }

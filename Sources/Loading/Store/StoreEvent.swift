@@ -54,40 +54,43 @@ public enum LevelReadOutcome: Sendable {
 extension StoreLevel {
     /// This level, telling `events` what each of its operations found, with the key and the level's name.
     func reporting(to events: @escaping @Sendable (StoreEvent<Key>) -> Void) -> StoreLevel {
-        let (name, read, save, removeValue, removeAll) = (name, self.read, self.save, self.removeValue, self.removeAll)
+        let (name, level) = (name, boxed)
         return StoreLevel(
             name: name,
-            read: { key, completion in
-                read(key) { result in
-                    let outcome: LevelReadOutcome =
-                        switch result {
-                        case .success(let cached): .hit(savedAt: cached.savedAt)
-                        case .failure(is CacheMiss): .miss
-                        case .failure(let error): .failed(error)
-                        }
-                    events(.levelRead(key, level: name, outcome: outcome))
-                    completion(result)
-                }
-            },
-            save: { value, savedAt, key, completion in
-                save(value, savedAt, key) { result in
-                    events(.levelWritten(key, level: name, operation: .save, error: result.failure))
-                    completion(result)
-                }
-            },
-            removeValue: { key, completion in
-                removeValue(key) { result in
-                    events(.levelWritten(key, level: name, operation: .removal, error: result.failure))
-                    completion(result)
-                }
-            },
-            removeAll: { completion in
-                removeAll { result in
-                    events(.levelWritten(nil, level: name, operation: .removalOfEveryValue, error: result.failure))
-                    completion(result)
-                }
-            },
-            writeDebounce: writeDebounce, scheduler: scheduler)
+            boxed: BoxedLevel(
+                read: { key, completion in
+                    level.read(key) { result in
+                        let outcome: LevelReadOutcome =
+                            switch result {
+                            case .success(let cached): .hit(savedAt: cached.savedAt)
+                            case .failure(is CacheMiss): .miss
+                            case .failure(let error): .failed(error)
+                            }
+                        events(.levelRead(StoreKey<Key>.key(of: key), level: name, outcome: outcome))
+                        completion(result)
+                    }
+                },
+                save: { value, savedAt, key, completion in
+                    level.save(value, savedAt, key) { result in
+                        let key = StoreKey<Key>.key(of: key)
+                        events(.levelWritten(key, level: name, operation: .save, error: result.failure))
+                        completion(result)
+                    }
+                },
+                removeValue: { key, completion in
+                    level.removeValue(key) { result in
+                        let key = StoreKey<Key>.key(of: key)
+                        events(.levelWritten(key, level: name, operation: .removal, error: result.failure))
+                        completion(result)
+                    }
+                },
+                removeAll: { completion in
+                    level.removeAll { result in
+                        events(.levelWritten(nil, level: name, operation: .removalOfEveryValue, error: result.failure))
+                        completion(result)
+                    }
+                },
+                writeDebounce: level.writeDebounce, scheduler: level.scheduler))
     }
 }
 

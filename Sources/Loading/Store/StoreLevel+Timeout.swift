@@ -100,12 +100,6 @@ extension StoreLevel {
         scheduler: any Scheduler = ImmediateScheduler()
     ) {
         self.name = name
-        self.read = read
-        self.save = save
-        self.removeValue = removeValue
-        self.removeAll = removeAll
-        self.writeDebounce = writeDebounce
-        self.scheduler = scheduler
         boxed = BoxedLevel(
             read: { key, completion in read(StoreKey<Key>.key(of: key)) { completion($0.map { $0.boxed }) } },
             save: { box, savedAt, key, completion in

@@ -7,21 +7,13 @@
 /// A cache level of a ``Store``: a keyed cache with a name (reported as the origin of what it serves), written at
 /// once or debounced.
 public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    @usableFromInline typealias Completion<Output> = @Sendable (Result<Output, any Error>) -> Void
+    typealias Completion<Output> = @Sendable (Result<Output, any Error>) -> Void
 
     /// The level's name, as ``StoreOrigin/cache(_:)`` reports it.
     public let name: String
-    // The cache's operations as closures made where the level is made (the initializer is inlinable): they run the
-    // cache's code specialized for its types, where a call through `any KeyedCache` would run it generic.
-    /// Reads a key; returns what asks the read to stop early (it still completes), when it can.
-    @usableFromInline let read: @Sendable (Key, @escaping Completion<CachedValue<Value>>) -> (@Sendable () -> Void)?
-    /// Saves a value dated by the store (seconds since the reference date).
-    @usableFromInline let save: @Sendable (Value, Double, Key, @escaping Completion<Void>) -> Void
-    @usableFromInline let removeValue: @Sendable (Key, @escaping Completion<Void>) -> Void
-    @usableFromInline let removeAll: @Sendable (@escaping Completion<Void>) -> Void
-    @usableFromInline let writeDebounce: Duration?
-    @usableFromInline let scheduler: any Scheduler
-    /// The operations as the store's core calls them, made here too.
+    /// The cache's operations as the store's core calls them: closures made where the level is made (the
+    /// initializer is inlinable), so that they run the cache's code specialized for its types, where a call through
+    /// `any KeyedCache` would run it generic.
     @usableFromInline let boxed: BoxedLevel
 
     @inlinable
@@ -44,18 +36,25 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             },
             removeAll: { completion in cache.removeAll(completion: completion) },
             writeDebounce: writeDebounce, scheduler: scheduler)
-        read = { key, completion in
-            cache.value(for: key, completion: completion)
-            return nil
+    }
+
+    /// A level of these operations, named `name`.
+    init(name: String, boxed: BoxedLevel) {
+        self.name = name
+        self.boxed = boxed
+    }
+
+    /// How long the level's writes of changes are debounced, when they are.
+    var writeDebounce: Duration? { boxed.writeDebounce }
+
+    /// Reads `key`, answering with its value typed (through the boxed operations, in code that is not specialized).
+    func read(
+        _ key: Key, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void
+    ) -> (@Sendable () -> Void)? {
+        boxed.read(StoreKey(key)) { result in
+            completion(
+                result.map { CachedValue(($0.value as! ValueBox<Value>).value, savedAtSeconds: $0.savedAtSeconds) })
         }
-        save = { value, savedAt, key, completion in
-            cache.save(
-                value, for: key, savedAt: Date(timeIntervalSinceReferenceDate: savedAt), completion: completion)
-        }
-        removeValue = { key, completion in cache.removeValue(for: key, completion: completion) }
-        removeAll = { completion in cache.removeAll(completion: completion) }
-        self.writeDebounce = writeDebounce
-        self.scheduler = scheduler
     }
 
     /// A level written at once.
