@@ -65,12 +65,22 @@ final class ChangeJournal: Sendable {
         self.file = file
         self.maxBytes = max(maxBytes, 4096)
         writerID = UInt64.random(in: 1...UInt64.max)
-        lockDescriptor = try Self.openFile(file.path + ".lock", O_RDWR | O_CREAT)
-        let (descriptor, inode) = try Self.openForAppending(file.path)
-        writer = Locked(Writer(descriptor: descriptor, inode: inode))
-        let read = try Self.openFile(file.path, O_RDONLY)
-        let status = try Self.status(of: read)
-        reader = Locked(Reader(descriptor: read, inode: UInt64(status.st_ino), offset: Int(status.st_size)))
+        var opened: [Int32] = []
+        do {
+            let lock = try Self.openFile(file.path + ".lock", O_RDWR | O_CREAT)
+            opened.append(lock)
+            let (descriptor, inode) = try Self.openForAppending(file.path)
+            opened.append(descriptor)
+            let read = try Self.openFile(file.path, O_RDONLY)
+            opened.append(read)
+            let status = try Self.status(of: read)
+            lockDescriptor = lock
+            writer = Locked(Writer(descriptor: descriptor, inode: inode))
+            reader = Locked(Reader(descriptor: read, inode: UInt64(status.st_ino), offset: Int(status.st_size)))
+        } catch {
+            for descriptor in opened { close(descriptor) }
+            throw error
+        }
     }
 
     deinit {
@@ -123,6 +133,8 @@ final class ChangeJournal: Sendable {
     /// Reads what was appended to the reader's file since its offset, and decodes the complete records.
     private func drain(_ reader: inout Reader) -> [Change] {
         var changes: [Change] = []
+        // Most polls find nothing new: the buffer is made only when the file grew.
+        guard let size = try? Self.status(of: reader.descriptor).st_size, Int(size) > reader.offset else { return [] }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = buffer.withUnsafeMutableBytes {
