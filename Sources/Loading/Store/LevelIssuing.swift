@@ -16,6 +16,9 @@ extension StoreMachine {
         private(set) var isClearing = false
         /// Whether a caller was told to issue that `removeAll`.
         private var isAssigned = false
+        /// How many levels, fastest first, the clears waiting empty: every level, unless each of them is what
+        /// another process made of a level they share (it is emptied already; the faster ones are).
+        private(set) var levelsToEmpty = 0
 
         /// A caller would issue `key`'s level operations: `true` when it may, `false` when a clear holds them.
         mutating func start(_ key: Key) -> Bool {
@@ -37,21 +40,22 @@ extension StoreMachine {
             return assignRemoveAll()
         }
 
-        /// A clear begins, or joins one waiting: `completion` is called once the levels are empty. Returns whether the
-        /// caller issues the `removeAll` now (no caller is issuing operations).
-        mutating func clear(completion: @escaping @Sendable () -> Void) -> Bool {
+        /// A clear of the first `levels` levels begins, or joins one waiting: `completion` is called once they are
+        /// empty. Returns whether the caller issues the `removeAll` now (no caller is issuing operations).
+        mutating func clear(levels: Int = .max, completion: @escaping @Sendable () -> Void) -> Bool {
             isClearing = true
+            levelsToEmpty = max(levelsToEmpty, levels)
             completions.append(completion)
             return assignRemoveAll()
         }
 
         /// The clear's `removeAll` was issued: returns the callers waiting for it and the keys held meanwhile. The
         /// caller starts issuing those that still have operations (``resume(_:)``).
-        mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
+        mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key], levels: Int) {
             precondition(isClearing, "A clear's removeAll is issued while no clear waits")
             isClearing = false
             isAssigned = false
-            return (exchange(&completions, with: []), exchange(&held, with: []))
+            return (exchange(&completions, with: []), exchange(&held, with: []), exchange(&levelsToEmpty, with: 0))
         }
 
         /// Callers start issuing the operations of `count` keys held by a clear.

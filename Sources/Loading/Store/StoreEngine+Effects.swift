@@ -128,11 +128,11 @@ extension StoreEngine {
         case .flush(let value, let savedAt, let index, _, let mark):
             ticket?.hold(reportingTo: reportFailure)
             levels[index].save(value, savedAt, key.object, saveLanded(of: key, mark: mark, then: done))
-        case .remove(_, let mark):
+        case .remove(let targets, _, let mark):
             let landed = saveLanded(of: key, mark: mark, then: done)
-            for level in levels {
+            for index in targets {
                 ticket?.hold(reportingTo: reportFailure)
-                level.removeValue(key.object, landed)
+                levels[index].removeValue(key.object, landed)
             }
         }
         ticket?.release()  // the operation's own hold: it is issued
@@ -154,8 +154,9 @@ extension StoreEngine {
         }
     }
 
-    /// Empties every level, then issues the level operations held behind the clear; the clears' completions run
-    /// once every level is empty.
+    /// Empties the levels the clears waiting empty (every level, or those faster than a level another process
+    /// emptied), then issues the level operations held behind them; the clears' completions run once those levels
+    /// are empty.
     private func removeAllFromLevels() {
         let progress = Locked<(remaining: Int, completions: [@Sendable () -> Void]?)>((levels.count, nil))
         let finish: @Sendable () -> Void = {
@@ -166,18 +167,24 @@ extension StoreEngine {
             }
             for completion in completions { completion() }
         }
-        for level in levels {
-            level.removeAll { [reportFailure] result in
-                reportFailure.call(result)
-                progress.withLock { $0.remaining -= 1 }
-                finish()
-            }
+        let emptied: @Sendable (Result<Void, any Error>) -> Void = { [reportFailure] result in
+            reportFailure.call(result)
+            progress.withLock { $0.remaining -= 1 }
+            finish()
         }
-        let (completions, held) = runWithKeys { machine, keys in
-            let (completions, held) = machine.removeAllIssued()
-            return (completions, held.map { keys.ref(at: $0) })
+        let first = min(run { $0.levelsToEmpty }, levels.count)
+        for level in levels[..<first] { level.removeAll(emptied) }
+        let (completions, held, count) = runWithKeys { machine, keys in
+            let (completions, held, count) = machine.removeAllIssued()
+            return (completions, held.map { keys.ref(at: $0) }, count)
         }
-        progress.withLock { $0.completions = completions }
+        // A clear of more levels that joined while the first were emptied: the rest, before the held operations.
+        let last = max(first, min(count, levels.count))
+        for level in levels[first..<last] { level.removeAll(emptied) }
+        progress.withLock {
+            $0.remaining -= levels.count - last
+            $0.completions = completions
+        }
         finish()
         for key in held { issueLevelOps(of: key) }
     }

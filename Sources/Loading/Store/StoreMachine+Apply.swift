@@ -33,6 +33,8 @@ extension StoreMachine {
         case .hit(let cached, let level, let stamp, let staleSince, let error, let reply):
             return confirmHit(
                 cached, level: level, stamp: stamp, staleSince: staleSince, error: error, reply: reply, for: key)
+        case .external(let cached, let level, let stamp):
+            return confirmExternal(cached, level: level, stamp: stamp, for: key)
         case .settle(let id, let accepted, let ticket):
             return settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
         case .load:
@@ -129,6 +131,24 @@ extension StoreMachine {
         return effects
     }
 
+    /// Confirms what a shared level holds after another process changed the key there (`nil`: it removed it), for
+    /// the faster levels only: the shared level is not written back. Unless the store learned something of the key
+    /// while the level was read (a write, a fetch, a removal, a clear): that is newer, and its own save will tell
+    /// the other processes.
+    mutating func confirmExternal(
+        _ cached: CachedValue<Value>?, level: Int, stamp: ReadStamp, for key: Key
+    ) -> Effects {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        guard entry.generation == stamp.generation, entry.confirmedVersion == stamp.confirmedVersion else {
+            return Effects(garbage: [cached as Any])
+        }
+        guard let cached else { return confirm(nil, for: key, logging: nil, levels: 0..<level) }
+        invalidations.noteStamp(cached.savedAt)
+        entry.staleness.confirmLevelValue(staleSince: nil, markWhenRead: stamp.staleMark)
+        let stored = StoredValue(value: cached.value, origin: .cache(levelNames[level]), savedAt: cached.savedAt)
+        return confirm(stored, for: key, logging: nil, levels: 0..<level)
+    }
+
     mutating func settle(
         _ id: Int, accepted: Bool, ticket: SaveTicket?, for key: Key, value: Value?, now: Date
     ) -> Effects {
@@ -204,7 +224,7 @@ extension StoreMachine {
             }
         } else {
             effects.cancels += entry.writes.dropDebounced()
-            entry.writes.append(.remove(ticket: ticket, mark: mark))
+            entry.writes.append(.remove(levels: targets, ticket: ticket, mark: mark))
         }
         effects.publish(publish(key, error: error, answers: answers))
         effects.issueLevels = startIssuing(key)

@@ -10,7 +10,7 @@ extension StoreMachine {
     /// (``Effects/endsTurn``); others get ``Step/queued``.
     mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
         let entry = ensureEntry(key)
-        if case .hit = job { entry.levelReads -= 1 }  // the read is over; its hit is judged in order
+        if job.endsLevelRead { entry.levelReads -= 1 }  // the read is over; what it found is judged in order
         if case .fetched(_, let id) = job, !entry.fetches.contains(id) {
             release(key)
             var dropped = Effects(garbage: [job])  // every caller left: nothing to confirm
@@ -87,7 +87,7 @@ extension StoreMachine {
         case .save(_, _, let targets, let skipsDebounced, _, _):
             entry.saves.issue(skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count)
         case .flush: entry.saves.issue(1)
-        case .remove: entry.saves.issue(levelNames.count)
+        case .remove(let targets, _, _): entry.saves.issue(targets.count)
         }
     }
 
@@ -161,7 +161,7 @@ extension StoreMachine {
             case .settle:
                 entry.turn.putBack(job)
             case .flush, .barrier, .add: return apply(job, to: key, value: nil, now: now)
-            case .fetched, .hit: return apply(job, to: key, value: result, now: now)
+            case .fetched, .hit, .external: return apply(job, to: key, value: result, now: now)
             }
             return Effects(garbage: [result as Any])
         }

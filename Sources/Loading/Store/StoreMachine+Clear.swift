@@ -21,7 +21,7 @@ extension StoreMachine {
         effects.cancels = entry.writes.dropDebounced()
         entry.writes.append(
             .remove(
-                ticket: nil,
+                levels: levelNames.indices, ticket: nil,
                 mark: SaveMark(generation: entry.generation, version: entry.confirmedVersion, staleSince: 0)
             ))
         effects.publish(publish(key))
@@ -38,8 +38,9 @@ extension StoreMachine {
 
     /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
     /// returned to fail), debounced writes are cancelled, and the levels are emptied once what was decided before is
-    /// issued (`removeAll`, or the caller that issues the last of it).
-    mutating func clear(completion: @escaping @Sendable () -> Void) -> Effects {
+    /// issued (`removeAll`, or the caller that issues the last of it): every level, or the first `levels` (those
+    /// faster than a level another process emptied).
+    mutating func clear(levels: Int? = nil, completion: @escaping @Sendable () -> Void) -> Effects {
         clears += 1
         var effects = Effects()
         for (key, entry) in entries {
@@ -67,17 +68,21 @@ extension StoreMachine {
         let (records, forgotten) = invalidations.removeAll()
         effects.garbage.append(records)
         dropped += forgotten
-        effects.removeAll = issuing.clear(completion: completion)
+        effects.removeAll = issuing.clear(levels: levels ?? levelNames.count, completion: completion)
         return effects
     }
 
-    /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, and
-    /// the keys whose level operations were held (the caller issues them now, as it would its own).
-    mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key]) {
-        let (completions, held) = issuing.removeAllIssued()
+    /// How many levels the clears waiting empty (see ``clear(levels:completion:)``).
+    var levelsToEmpty: Int { issuing.levelsToEmpty }
+
+    /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, the
+    /// keys whose level operations were held (the caller issues them now, as it would its own), and how many levels
+    /// those clears empty.
+    mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key], levels: Int) {
+        let (completions, held, levels) = issuing.removeAllIssued()
         let keys = held.filter { entries[$0]?.writes.hasOps ?? false }
         for key in keys { entry(key, heldBecause: "it has level operations").writes.startIssuing() }
         issuing.resume(keys.count)
-        return (completions, keys)
+        return (completions, keys, levels)
     }
 }

@@ -19,6 +19,9 @@ extension StoreMachine {
         /// `error` attached (the failure of the fetch it stands in for); `reply` receives the answer of the read.
         case hit(
             CachedValue<Value>, level: Int, stamp: ReadStamp, staleSince: Int?, error: (any Error)?, reply: HitReply)
+        /// What shared level `level` holds (`nil`: nothing), read under `stamp` on learning that another process
+        /// changed the key there.
+        case external(CachedValue<Value>?, level: Int, stamp: ReadStamp)
         /// An optimistic change's commit finished (or was cancelled); `ticket` is released once the change is
         /// saved to the levels (at once when it is not confirmed).
         case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?)
@@ -37,7 +40,15 @@ extension StoreMachine {
         var needsBase: Bool {
             switch self {
             case .update, .load, .settle(_, accepted: true, _): true
-            case .write, .fetched, .hit, .settle, .flush, .barrier, .add: false
+            case .write, .fetched, .hit, .external, .settle, .flush, .barrier, .add: false
+            }
+        }
+
+        /// Whether the job ends a level read (counted in ``Entry/levelReads`` while it ran).
+        var endsLevelRead: Bool {
+            switch self {
+            case .hit, .external: true
+            case .write, .update, .fetched, .settle, .load, .flush, .barrier, .add: false
             }
         }
 
@@ -47,6 +58,7 @@ extension StoreMachine {
             case .write(let stored): stored.value
             case .fetched(let value, _): value
             case .hit(let cached, _, _, _, _, _): cached.value
+            case .external(let cached, _, _): cached?.value
             case .update, .settle, .load, .flush, .barrier, .add: entry.confirmed?.value
             }
         }
@@ -62,7 +74,7 @@ extension StoreMachine {
                 guard let fetch = entry.fetches.fetch(id) else { return nil }
                 let changes = entry.log.changes(for: fetch)
                 return changes.isEmpty ? nil : changes
-            case .write, .hit, .settle, .load, .flush, .barrier, .add:
+            case .write, .hit, .external, .settle, .load, .flush, .barrier, .add:
                 return nil
             }
         }
@@ -79,7 +91,7 @@ extension StoreMachine {
         var isDroppedByRemoval: Bool {
             switch self {
             case .write, .update, .load: true
-            case .fetched, .hit, .settle, .flush, .barrier, .add: false
+            case .fetched, .hit, .external, .settle, .flush, .barrier, .add: false
             }
         }
 

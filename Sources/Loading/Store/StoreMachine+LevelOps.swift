@@ -56,12 +56,14 @@ extension StoreMachine {
         case save(Value, savedAt: Double, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
         /// A debounced level's write, once its timer fired or a flush asked for it.
         case flush(Value, savedAt: Double, level: Int, ticket: SaveTicket?, mark: SaveMark)
-        /// Remove the key from every level; a removal no level could make is kept as a failed save is.
-        case remove(ticket: SaveTicket?, mark: SaveMark)
+        /// Remove the key from the levels of the range (every level, unless the removal is what another process
+        /// made in a level they share: then the faster ones); a removal no level could make is kept as a failed save
+        /// is.
+        case remove(levels: Range<Int>, ticket: SaveTicket?, mark: SaveMark)
 
         var ticket: SaveTicket? {
             switch self {
-            case .save(_, _, _, _, let ticket, _), .flush(_, _, _, let ticket, _), .remove(let ticket, _): ticket
+            case .save(_, _, _, _, let ticket, _), .flush(_, _, _, let ticket, _), .remove(_, let ticket, _): ticket
             }
         }
     }

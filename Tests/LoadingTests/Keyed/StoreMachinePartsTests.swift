@@ -134,7 +134,7 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertFalse(issuing.stop(1, hasMore: false))
         XCTAssertTrue(issuing.stop(2, hasMore: true), "the last caller to stop issues the removeAll")
 
-        let (completions, held) = issuing.removeAllIssued()
+        let (completions, held, _) = issuing.removeAllIssued()
         XCTAssertEqual(completions.count, 2)
         XCTAssertEqual(held, [3, 2], "each held key once")
         XCTAssertFalse(issuing.isClearing)
@@ -325,12 +325,15 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertEqual(flushedLevels(writes.takeOps()), [1, 3])
 
         _ = writes.debounce(debouncedWrite(3, "c"), at: 1)
-        writes.append(.remove(ticket: ticket, mark: StoreMachine.SaveMark(generation: 1, version: 2, staleSince: 0)))
+        let mark = StoreMachine.SaveMark(generation: 1, version: 2, staleSince: 0)
+        writes.append(.remove(levels: 0..<2, ticket: ticket, mark: mark))
         writes.startIssuing()
         XCTAssertNotNil(writes.takeOnlyOp(), "one operation is taken alone")
         XCTAssertFalse(writes.isSettled, "a caller is issuing")
-        writes.append(.remove(ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 3, staleSince: 0)))
-        writes.append(.remove(ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 4, staleSince: 0)))
+        writes.append(
+            .remove(levels: 0..<2, ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 3, staleSince: 0)))
+        writes.append(
+            .remove(levels: 0..<2, ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 4, staleSince: 0)))
         XCTAssertNil(writes.takeOnlyOp(), "not when more wait")
         let (ops, timers) = writes.removeAll()
         XCTAssertEqual(ops.count, 2)

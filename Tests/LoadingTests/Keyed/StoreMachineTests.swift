@@ -45,6 +45,64 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertTrue(effects.allPublished.isEmpty, "nothing newer to show")
     }
 
+    // MARK: What another process changed in a shared level
+
+    func test_aValueAnotherProcessSaved_isShown_andSavedToTheFasterLevelsOnly() throws {
+        var machine = makeMachine()
+        _ = machine.observe(K.a, fresh: .init())
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
+
+        let effects = try XCTUnwrap(machine.submit(external("theirs", stamp), for: K.a, now: now).effects)
+
+        XCTAssertEqual(effects.allPublished.map { $0.confirmed.text }, ["theirs"])
+        guard case .save(_, _, let levels, _, _, _)? = machine.takeLevelOps(of: K.a)?.ops.head else {
+            return XCTFail("expected a save")
+        }
+        XCTAssertEqual(levels, 0..<1, "the shared level is not written back")
+    }
+
+    func test_aValueAnotherProcessRemoved_isRemovedFromTheFasterLevelsOnly() throws {
+        var machine = makeMachine()
+        _ = machine.observe(K.a, fresh: .init())
+        _ = machine.submit(.write(stored("ours")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        issueAndLand(&machine, K.a)
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
+
+        let effects = try XCTUnwrap(machine.submit(external(nil, stamp), for: K.a, now: now).effects)
+
+        XCTAssertEqual(effects.allPublished.map { $0.confirmed.text }, [nil])
+        guard case .remove(let levels, _, _)? = machine.takeLevelOps(of: K.a)?.ops.head else {
+            return XCTFail("expected a removal")
+        }
+        XCTAssertEqual(levels, 0..<1)
+    }
+
+    func test_whatAnotherProcessChanged_losesToWhatThisStoreLearnedWhileTheLevelWasRead() throws {
+        var machine = makeMachine()
+        _ = machine.observe(K.a, fresh: .init())
+        let stamp = try XCTUnwrap(machine.beginLevelRead(K.a, level: 1).stamp)
+        _ = machine.submit(.write(stored("ours, later")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+
+        let effects = try XCTUnwrap(machine.submit(external("theirs", stamp), for: K.a, now: now).effects)
+
+        XCTAssertTrue(effects.allPublished.isEmpty)
+        XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "ours, later")
+    }
+
+    func test_aClearAnotherProcessMade_emptiesTheFasterLevels_unlessAClearOfEveryLevelJoinsIt() {
+        var machine = makeMachine()
+        XCTAssertTrue(machine.clear(levels: 1) {}.removeAll)
+        XCTAssertEqual(machine.levelsToEmpty, 1)
+        XCTAssertEqual(machine.removeAllIssued().levels, 1, "the shared level is left to its process")
+
+        var joined = makeMachine()
+        _ = joined.clear(levels: 1) {}
+        _ = joined.clear {}
+        XCTAssertEqual(joined.removeAllIssued().levels, 2, "a clear of this store empties every level")
+    }
+
     func test_aFetchThatEndsAfterAClear_isDiscarded() throws {
         var machine = makeMachine()
         let fetch = machine.beginFetch(K.a, joining: true) { _ in }
@@ -772,6 +830,10 @@ final class StoreMachineTests: XCTestCase {
         .update({ change(($0 as? ValueBox<String>)?.value).map { ValueBox($0) } }, reply: nil)
     }
 
+    private func external(_ value: String?, _ stamp: Machine.ReadStamp) -> Machine.Job {
+        .external(value.map { CachedValue($0, savedAt: now).boxed }, level: 1, stamp: stamp)
+    }
+
     private func hit(_ value: String, _ stamp: Machine.ReadStamp) -> Machine.Job {
         .hit(
             CachedValue(value, savedAt: now).boxed, level: 1, stamp: stamp, staleSince: nil, error: nil, reply: { _ in }
@@ -804,7 +866,8 @@ final class StoreMachineTests: XCTestCase {
         case .save(_, _, let levels, _, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
         case .flush(_, _, _, _, let mark): _ = machine.saveLanded(key, mark: mark, failed: false, at: now)
-        case .remove(_, let mark): for _ in 0..<2 { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
+        case .remove(let levels, _, let mark):
+            for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
         case nil: break
         }
     }

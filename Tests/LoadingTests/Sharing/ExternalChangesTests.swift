@@ -1,0 +1,190 @@
+import Foundation
+import LoadingTestSupport
+import XCTest
+
+@testable import Loading
+
+/// Two stores standing for two processes (an app and its widget) over one disk folder, each with its own memory level
+/// and its own journal over one file: what one saves, removes or clears reaches the other's observers, and neither
+/// writes back what it learns.
+final class ExternalChangesTests: XCTestCase {
+    private var directory: URL!
+    private var following: [any CancellationToken] = []
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("external-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        for token in following { token.cancel() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A process's side: its store, its memory level, its journal, and the shared level as it sees it.
+    private struct Process {
+        let store: Store<String, String>
+        let memory: MemoryCache<String, String>
+        let journal: ChangeJournal
+        let shared: DiskCache<String, String>
+    }
+
+    private func makeProcess(in directory: URL? = nil) throws -> Process {
+        let directory = directory ?? self.directory!
+        let memory = MemoryCache<String, String>()
+        let shared = DiskCache<String, String>(directory: directory.appendingPathComponent("shared"))
+        let journal = try ChangeJournal(file: directory.appendingPathComponent("changes.journal"))
+        let store = Store(
+            levels: [
+                .cache(memory, name: "memory"),
+                StoreLevel.cache(shared, name: "shared").journaling(
+                    to: journal, encodeKey: { Data($0.utf8) }, onFailure: { XCTFail("append failed: \($0)") }),
+            ],
+            fetch: LoaderFamily { (id: String) in
+                AnyLoader<String> { completion in
+                    completion(.failure(URLError(.notConnectedToInternet)))
+                    return AnyCancellationToken()
+                }
+            })
+        following.append(
+            store.followChanges(
+                in: journal, sharedLevel: 1, decodeKey: { String(data: $0, encoding: .utf8) },
+                polling: .milliseconds(20)))
+        return Process(store: store, memory: memory, journal: journal, shared: shared)
+    }
+
+    /// What `store` shows for `key`, as an observer sees it.
+    private func observe(_ key: String, in store: Store<String, String>) -> Locked<[String?]> {
+        let shown = Locked<[String?]>([])
+        let subscription = store.changes(for: key).sink { response in shown.withLock { $0.append(response.value) } }
+        following.append(AnyCancellationToken { subscription.cancel() })
+        return shown
+    }
+
+    /// What `store` shows for `key`, with when the observer saw it (seconds since 1970, the clock both processes
+    /// read).
+    private func observeTimed(_ key: String, in store: Store<String, String>) -> Locked<[(String?, Double)]> {
+        let shown = Locked<[(String?, Double)]>([])
+        let subscription = store.changes(for: key).sink { response in
+            let now = Date().timeIntervalSince1970
+            shown.withLock { $0.append((response.value, now)) }
+        }
+        following.append(AnyCancellationToken { subscription.cancel() })
+        return shown
+    }
+
+    private func flush(_ store: Store<String, String>) {
+        let flushed = expectation(description: "flushed")
+        store.flush { flushed.fulfill() }
+        wait(for: [flushed], timeout: 5)
+    }
+
+    func test_aWriteInOneProcess_reachesTheOthersObserver_withinHalfASecond_andIsNotWrittenBack() throws {
+        let app = try makeProcess()
+        let widget = try makeProcess()
+        let shown = observe("u1", in: widget.store)
+
+        let started = ContinuousClock.now
+        app.store.write("Ada", for: "u1")
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { shown.withLock { $0.last } == "Ada" })
+        let elapsed = ContinuousClock.now - started
+        print("A write reached the other store's observer in \(elapsed)")
+        XCTAssertLessThan(elapsed, .milliseconds(500))
+
+        XCTAssertEqual(widget.memory.cachedValue(for: "u1").map(\.value), .success("Ada"), "kept in its faster level")
+        flush(widget.store)
+        XCTAssertEqual(app.journal.readChanges(), [], "what the widget learnt is not recorded again")
+    }
+
+    func test_aRemovalInOneProcess_leavesTheOtherShowingNothing() throws {
+        let app = try makeProcess()
+        let widget = try makeProcess()
+        app.store.write("Ada", for: "u1")
+        flush(app.store)
+        let shown = observe("u1", in: widget.store)
+        widget.store.read("u1").load { _ in }
+        XCTAssertTrue(eventually { shown.withLock { $0.last } == "Ada" })
+
+        app.store.remove("u1")
+
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { shown.withLock { $0.last } == .some(nil) })
+        XCTAssertTrue(eventually { widget.memory.count == 0 }, "gone from its faster level too")
+    }
+
+    func test_aClearInOneProcess_leavesTheOtherShowingNothing_andNeitherUndoesWhatCameAfter() throws {
+        let app = try makeProcess()
+        let widget = try makeProcess()
+        app.store.write("Ada", for: "u1")
+        app.store.write("Grace", for: "u2")
+        flush(app.store)
+        let first = observe("u1", in: widget.store)
+        let second = observe("u2", in: widget.store)
+        let third = observe("u3", in: widget.store)
+        widget.store.read("u1").load { _ in }
+        widget.store.read("u2").load { _ in }
+        XCTAssertTrue(eventually { first.withLock { $0.last } == "Ada" && second.withLock { $0.last } == "Grace" })
+
+        let cleared = expectation(description: "cleared")
+        app.store.clear { cleared.fulfill() }
+        wait(for: [cleared], timeout: 5)
+        app.store.write("Bea", for: "u3")  // the next user
+        flush(app.store)
+
+        XCTAssertTrue(
+            eventually(timeout: .seconds(2)) {
+                first.withLock { $0.last } == .some(nil) && second.withLock { $0.last } == .some(nil)
+                    && third.withLock { $0.last } == "Bea"
+            })
+        let kept = expectation(description: "read from the shared level")
+        app.shared.value(for: "u3") { result in
+            XCTAssertEqual(try? result.get().value, "Bea", "the widget's clear did not empty the shared level")
+            kept.fulfill()
+        }
+        wait(for: [kept], timeout: 5)
+    }
+
+    // MARK: Two real processes
+
+    private static let variable = "LOADING_SHARING_CHILD"
+
+    /// The child process (standing for a widget's app) writes a key and then clears its store; this process's
+    /// observer sees both, each within half a second of the child's change.
+    func test_aWriteAndAClearInAnotherProcess_reachThisProcesssObserver() throws {
+        let app = try makeProcess()
+        let shown = observeTimed("u1", in: app.store)
+
+        let said = try runChildUntilKilled(
+            "ExternalChangesTests/test_writesThenClears_whenStartedByTheSharingTests",
+            environment: [Self.variable: directory.path])
+        let times = try XCTUnwrap(said?.split(separator: " ").compactMap { Double($0) }, "the child said when")
+        XCTAssertEqual(times.count, 2)
+
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { shown.withLock { $0.last?.0 } == .some(nil) })
+        let seen = shown.withLock { $0 }
+        let written = try XCTUnwrap(seen.first { $0.0 == "from the child" }, "the write was shown")
+        let cleared = try XCTUnwrap(seen.last { $0.0 == nil && $0.1 >= written.1 }, "the clear was shown")
+        print(
+            "Between two processes: a write seen after \(Int((written.1 - times[0]) * 1000)) ms, a clear after "
+                + "\(Int((cleared.1 - times[1]) * 1000)) ms")
+        XCTAssertLessThan(written.1 - times[0], 0.5)
+        XCTAssertLessThan(cleared.1 - times[1], 0.5)
+    }
+
+    func test_writesThenClears_whenStartedByTheSharingTests() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.variable] else {
+            throw XCTSkip("the child process of ExternalChangesTests: it runs only when that test starts it")
+        }
+        let child = try makeProcess(in: URL(fileURLWithPath: path))
+        child.store.write("from the child", for: "u1")
+        flush(child.store)
+        let written = Date().timeIntervalSince1970
+        Thread.sleep(forTimeInterval: 0.6)
+        let cleared = expectation(description: "cleared")
+        child.store.clear { cleared.fulfill() }
+        wait(for: [cleared], timeout: 5)
+        let clearedAt = Date().timeIntervalSince1970
+        Thread.sleep(forTimeInterval: 0.6)
+        sayKillNow("\(written) \(clearedAt)")
+        Thread.sleep(forTimeInterval: 30)
+    }
+}
