@@ -38,6 +38,8 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
             DiskCacheError<String>(
                 operation: .removeAll, key: nil, file: URL(fileURLWithPath: "/tmp/cache"),
                 underlyingError: POSIXError(.EACCES)),
+            ProcessSharingError(
+                file: URL(fileURLWithPath: "/tmp/group/friends.journal"), underlyingError: POSIXError(.EACCES)),
             LocalFriendsLoader.Error.empty,
             ServerSentEventsFriendsUpdates.StreamEnded(),
             ServerSentEventsFriendsUpdates.UnexpectedStatus(statusCode: 503),

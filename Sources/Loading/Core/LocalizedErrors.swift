@@ -49,6 +49,11 @@ extension MutationQueueError: LocalizedError {
     public var errorDescription: String? { description }
 }
 
+extension ProcessSharingError: LocalizedError {
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}
+
 extension DiskCacheError: LocalizedError {
     /// The same text as ``description``.
     public var errorDescription: String? { description }

@@ -78,6 +78,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///     ``FetchContext``).
     ///   - coordination: how fetches are coordinated with other processes sharing a level, so that each key is
     ///     fetched once across them (see ``FetchCoordination``); by default they are not.
+    ///   - sharing: how the store keeps in step with other processes over a level they share, so that what one
+    ///     saves, removes or clears there reaches the other's observers (see ``ProcessSharing``); by default it
+    ///     does not.
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
     ///   - events: told what happens, for logs, metrics and traces: hits and misses by level, level failures, fetches
     ///     started, joined and ended (see ``StoreEvent``).
@@ -91,6 +94,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         now: @escaping @Sendable () -> Date = { Date() },
         fetchContext: FetchContext = .caller,
         coordination: FetchCoordination<Key>? = nil,
+        sharing: ProcessSharing<Key>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         events: (@Sendable (StoreEvent<Key>) -> Void)? = nil
     ) {
@@ -101,7 +105,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 fetch[StoreKey<Key>.key(of: call.keyObject)].load { call.ended($0.map { ValueBox($0) }) }
             },
             keptValues: keptValues, maxAge: maxAge, network: network, now: now, fetchContext: fetchContext,
-            coordination: coordination, onWriteFailure: onWriteFailure, events: events)
+            coordination: coordination, sharing: sharing, onWriteFailure: onWriteFailure, events: events)
     }
 
     /// Creates a store whose core loads a key from upstream with `upstream` (see the public initializer).
@@ -115,6 +119,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         now: @escaping @Sendable () -> Date,
         fetchContext: FetchContext,
         coordination: FetchCoordination<Key>?,
+        sharing: ProcessSharing<Key>?,
         onWriteFailure: @escaping @Sendable (any Error) -> Void,
         events: (@Sendable (StoreEvent<Key>) -> Void)?
     ) {
@@ -132,6 +137,16 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             self.coordinator = coordinator
         } else {
             coordinator = nil
+        }
+        var shared: Int?
+        if let sharing {
+            let name = sharing.sharedLevel
+            guard let index = levels.firstIndex(where: { $0.name == name }) else {
+                preconditionFailure("The store shares its level “\(name)” with other processes; it has no such level")
+            }
+            levels[index] = levels[index].journaling(
+                to: sharing.journal, encodeKey: sharing.encodeKey, onFailure: onWriteFailure)
+            shared = index
         }
         self.levels = levels
         maxAgeSeconds = maxAge?.seconds
@@ -153,6 +168,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 ? TypedStoreHooks(
                     events: events, fetchContext: fetchContext, coordinator: coordinator, levels: levels, now: now)
                 : nil)
+        if let sharing, let shared {
+            // Polls until the store is released.
+            _ = followChanges(
+                in: sharing.journal, sharedLevel: shared, decodeKey: sharing.decodeKey, polling: sharing.polling)
+        }
     }
 
     /// `change` as the machine runs it: on the value it keeps, which the store made from a `Value`.

@@ -1,0 +1,91 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// How a ``Store`` keeps in step with the other processes over a level they share (an app and its widget or
+/// extension over one database or one disk folder in their app group): what one saves, removes or clears there
+/// reaches the other's observers.
+///
+/// ```swift
+/// let store = Store(
+///     levels: [.cache(MemoryCache(), name: "memory"), .cache(sharedDisk, name: "shared")],
+///     fetch: LoaderFamily { (id: String) in api.friend(id) },
+///     sharing: try .journal(at: groupFolder.appendingPathComponent("friends.journal"), sharedLevel: "shared"))
+/// ```
+///
+/// Each process's store records every change it makes to the shared level once the level holds it (a write, a
+/// fetched value, a confirmed change, a removal, a clear) in a journal file beside the level, and reads the others'
+/// records every `polling`:
+/// - a key another process saved or removed is read from the shared level and shown, saved to this store's faster
+///   levels only (nothing is written back, so nothing echoes), unless this store changed the key since: its own
+///   change is newer, and reaches the other process the same way;
+/// - a clear (a logout) in another process makes this store forget what it shows and empty its faster levels, as its
+///   own clear would, but the shared level is left alone (what another process saved there since stays); this
+///   process's mutation queues are not cleared by it.
+///
+/// A record is appended whole, with a checksum, so a process killed mid-write leaves the old or the new record,
+/// never a mix; the journal stays bounded (it starts a new file past about a megabyte). Plain files and `flock`:
+/// the same on Linux and Apple platforms.
+public struct ProcessSharing<Key: Hashable & Sendable>: Sendable {
+    let journal: ChangeJournal
+    let sharedLevel: String
+    let encodeKey: @Sendable (Key) -> Data?
+    let decodeKey: @Sendable (Data) -> Key?
+    let polling: Duration
+
+    /// Sharing through the journal file at `file` (created when missing; every process names the same one), for the
+    /// store's level named `sharedLevel` (a store without a level of that name stops at its creation: a programming
+    /// error). `encodeKey` and `decodeKey` turn a key into bytes every process reads the same way and back; a key
+    /// either cannot handle is not shared. Throws ``ProcessSharingError`` when the journal cannot be opened.
+    public static func journal(
+        at file: URL, sharedLevel: String, encodeKey: @escaping @Sendable (Key) -> Data?,
+        decodeKey: @escaping @Sendable (Data) -> Key?, polling: Duration = .milliseconds(100)
+    ) throws -> ProcessSharing {
+        do {
+            return ProcessSharing(
+                journal: try ChangeJournal(file: file), sharedLevel: sharedLevel, encodeKey: encodeKey,
+                decodeKey: decodeKey, polling: polling)
+        } catch {
+            throw ProcessSharingError(file: file, underlyingError: error)
+        }
+    }
+}
+
+extension ProcessSharing where Key: Codable {
+    /// Sharing through the journal file at `file`, keys encoded as JSON (see
+    /// ``journal(at:sharedLevel:encodeKey:decodeKey:polling:)``).
+    public static func journal(
+        at file: URL, sharedLevel: String, polling: Duration = .milliseconds(100)
+    ) throws -> ProcessSharing {
+        try journal(
+            at: file, sharedLevel: sharedLevel,
+            encodeKey: { key in
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                return try? encoder.encode([key])
+            },
+            decodeKey: { data in (try? JSONDecoder().decode([Key].self, from: data))?.first },
+            polling: polling)
+    }
+}
+
+/// Why a ``ProcessSharing`` journal could not be opened: the file and what the file system said.
+public struct ProcessSharingError: Error, CustomStringConvertible {
+    /// The journal file.
+    public let file: URL
+    /// What the file system reported.
+    public let underlyingError: any Error
+
+    /// Creates the error.
+    public init(file: URL, underlyingError: any Error) {
+        self.file = file
+        self.underlyingError = underlyingError
+    }
+
+    public var description: String {
+        "The change journal \(file.path) could not be opened, so the store cannot share its changes with other "
+            + "processes: \(reason(of: underlyingError))."
+    }
+}
