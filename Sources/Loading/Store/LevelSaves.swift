@@ -1,35 +1,63 @@
 extension StoreMachine {
-    /// A key's level saves: how many were issued and have not landed, and the newest confirmed versions a level failed
-    /// to save and saved (a removal or a clear counts as saved). While a save is in flight, or a failure is newer than
-    /// every success, a level may not hold the confirmed value: the store keeps the key's entry, and a level read of
-    /// the key is behind it.
+    /// A key's level saves: how many were issued and have not landed (by the confirmed version they save), the newest
+    /// confirmed versions a level failed to save and saved (a removal or a clear counts as saved), and the flushes
+    /// waiting for the saves in flight when they came. While a save is in flight, or a failure is newer than every
+    /// success, a level may not hold the confirmed value: the store keeps the key's entry, and a level read of the key
+    /// is behind it.
     struct LevelSaves: Sendable {
-        private var inFlight = 0
+        private var inFlight: [Int: Int] = [:]
         private var failedVersion = 0
         private var savedVersion = 0
+        /// Flushes waiting, each until no save of a version up to `upTo` is in flight.
+        private var flushes: [(ticket: SaveTicket, upTo: Int)] = []
 
         /// Whether no save is in flight and no level failed to save a value newer than one saved since.
-        var isSettled: Bool { inFlight == 0 && !isBehind }
+        var isSettled: Bool { inFlight.isEmpty && !isBehind }
+
+        /// Whether saves were issued that have not landed.
+        var hasInFlight: Bool { !inFlight.isEmpty }
 
         /// Whether a level failed to save a value newer than any saved since.
         var isBehind: Bool { failedVersion > savedVersion }
 
-        /// `count` level saves (or removals) were issued.
-        mutating func issue(_ count: Int) {
-            inFlight += count
+        /// `count` level saves (or removals) of confirmed version `version` were issued.
+        mutating func issue(_ count: Int, version: Int) {
+            guard count > 0 else { return }
+            inFlight[version, default: 0] += count
         }
 
         /// A save of confirmed version `version` landed; `current`: issued under the entry's generation (one from
-        /// before a removal or a clear only counts as landed).
-        mutating func land(version: Int, failed: Bool, current: Bool) {
-            precondition(inFlight > 0, "A level save lands that was not issued")
-            inFlight -= 1
-            guard current else { return }
-            if failed {
-                failedVersion = max(failedVersion, version)
-            } else {
-                savedVersion = max(savedVersion, version)
+        /// before a removal or a clear only counts as landed). Returns the flushes it was the last to wait for, to
+        /// release after unlocking.
+        mutating func land(version: Int, failed: Bool, current: Bool) -> [SaveTicket] {
+            guard let count = inFlight[version], count > 0 else {
+                preconditionFailure("A level save lands that was not issued")
             }
+            inFlight[version] = count == 1 ? nil : count - 1
+            if current {
+                if failed {
+                    failedVersion = max(failedVersion, version)
+                } else {
+                    savedVersion = max(savedVersion, version)
+                }
+            }
+            guard !flushes.isEmpty else { return [] }
+            let oldest = inFlight.keys.min() ?? .max
+            var done: [SaveTicket] = []
+            flushes.removeAll { flush in
+                guard flush.upTo < oldest else { return false }
+                done.append(flush.ticket)
+                return true
+            }
+            return done
+        }
+
+        /// Makes a flush's `ticket` wait for the saves in flight now (not for those issued later); `false` when none
+        /// is in flight (the caller releases it).
+        mutating func whenLanded(_ ticket: SaveTicket) -> Bool {
+            guard let newest = inFlight.keys.max() else { return false }
+            flushes.append((ticket, newest))
+            return true
         }
 
         /// The levels are emptied with the confirmed value at `confirmedVersion` (a clear): nothing is behind.

@@ -148,9 +148,12 @@ extension StoreEngine {
             let now = now()
             var matches: (@Sendable (StoreMachine.AnyKey) -> Bool)?
             if mark.stale { matches = { key.matches($0) } }
-            let folded = run(key) { $0.saveLanded($1, matching: matches, mark: mark, failed: failed, at: now) }
+            let (folded, flushed) = run(key) {
+                $0.saveLanded($1, matching: matches, mark: mark, failed: failed, at: now)
+            }
             withExtendedLifetime(folded) {}
             done(result)
+            for flush in flushed { flush.release() }  // a flush that waited for this save, after unlocking
         }
     }
 

@@ -170,20 +170,22 @@ extension StoreMachine {
     }
 
     /// Turns `key`'s debounced writes into level operations now (a flush), cancelling their timers; `ticket` (held
-    /// once for the flush of this key) is held by each.
+    /// once for the flush of this key) is held by each, and by the key's saves in flight now (writes issued before
+    /// the flush, still on their way to a level) until they land.
     mutating func flushDebounced(of key: Key, ticket: SaveTicket) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        var effects = Effects(released: [ticket])
+        var effects = Effects()
+        if !entry.saves.whenLanded(ticket) { effects.released = [ticket] }
         effects.cancels = entry.writes.flushDebounced(holding: ticket)
         effects.issueLevels = startIssuing(key)
         return effects
     }
 
-    /// The keys a flush asks: those with debounced writes waiting, or changes queued or running (which may make
-    /// some).
+    /// The keys a flush asks: those with debounced writes waiting, changes queued or running (which may make some),
+    /// or saves on their way to a level.
     func keysToFlush() -> [Key] {
         entries.compactMap { key, entry in
-            !entry.writes.hasDebounced && entry.turn.isFree ? nil : key
+            !entry.writes.hasDebounced && entry.turn.isFree && !entry.saves.hasInFlight ? nil : key
         }
     }
 

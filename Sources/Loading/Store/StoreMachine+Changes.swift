@@ -84,29 +84,32 @@ extension StoreMachine {
     /// Counts the level saves `operation` issues into its entry's saves in flight (the entry is kept until they land).
     func countSaves(in operation: LevelOp, of entry: Entry) {
         switch operation {
-        case .save(_, _, let targets, let skipsDebounced, _, _):
-            entry.saves.issue(skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count)
-        case .flush: entry.saves.issue(1)
-        case .remove(let targets, _, _): entry.saves.issue(targets.count)
+        case .save(_, _, let targets, let skipsDebounced, _, let mark):
+            let count = skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
+            entry.saves.issue(count, version: mark.version)
+        case .flush(_, _, _, _, let mark): entry.saves.issue(1, version: mark.version)
+        case .remove(let targets, _, let mark): entry.saves.issue(targets.count, version: mark.version)
         }
     }
 
     /// A level save of `key` landed: a failure keeps the value in the store until a newer one is saved; a stale value
     /// saved is recorded stale as of `date` (after the level stamped it). Returns a record folded out of the limit,
-    /// to release after unlocking.
+    /// to release after unlocking, and the flushes that waited for it last (see ``flushDebounced(of:ticket:)``), to
+    /// release after unlocking too.
     mutating func saveLanded(
         _ key: Key, matching matches: (@Sendable (AnyKey) -> Bool)?, mark: SaveMark, failed: Bool, at date: Date
-    ) -> Invalidation? {
+    ) -> (folded: Invalidation?, flushed: [SaveTicket]) {
         if !failed { invalidations.noteStamp(date) }
         var folded: Invalidation?
         // Stale since the invalidation it was saved under: a fetch sent after that one makes it fresh.
         if mark.stale, let matches {
             folded = invalidations.record(matches, at: date, as: mark.staleSince)
         }
-        guard let entry = entry(key) else { return folded }
-        entry.saves.land(version: mark.version, failed: failed, current: entry.generation == mark.generation)
+        guard let entry = entry(key) else { return (folded, []) }
+        let flushed = entry.saves.land(
+            version: mark.version, failed: failed, current: entry.generation == mark.generation)
         release(key)
-        return folded
+        return (folded, flushed)
     }
 
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the

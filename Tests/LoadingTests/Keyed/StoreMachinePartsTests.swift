@@ -155,24 +155,38 @@ final class StoreMachinePartsTests: XCTestCase {
     func test_levelSaves_settleOnceEveryIssuedSaveLanded_andNoFailureIsNewerThanASuccess() {
         var saves = StoreMachine.LevelSaves()
         XCTAssertTrue(saves.isSettled)
-        saves.issue(2)
+        saves.issue(2, version: 1)
         XCTAssertFalse(saves.isSettled, "in flight")
-        saves.land(version: 1, failed: true, current: true)
-        saves.land(version: 1, failed: false, current: true)
+        _ = saves.land(version: 1, failed: true, current: true)
+        _ = saves.land(version: 1, failed: false, current: true)
         XCTAssertTrue(saves.isSettled, "one level saved version 1")
 
-        saves.issue(1)
-        saves.land(version: 2, failed: true, current: true)
+        saves.issue(1, version: 2)
+        _ = saves.land(version: 2, failed: true, current: true)
         XCTAssertTrue(saves.isBehind, "no level holds version 2")
         XCTAssertFalse(saves.isSettled)
-        saves.issue(1)
-        saves.land(version: 1, failed: false, current: true)
+        saves.issue(1, version: 1)
+        _ = saves.land(version: 1, failed: false, current: true)
         XCTAssertTrue(saves.isBehind, "an older version saved does not make up for it")
-        saves.issue(1)
-        saves.land(version: 3, failed: false, current: false)
+        saves.issue(1, version: 3)
+        _ = saves.land(version: 3, failed: false, current: false)
         XCTAssertTrue(saves.isBehind, "a save from before a removal counts as landed only")
         saves.cleared(at: 4)
         XCTAssertTrue(saves.isSettled, "the levels were emptied")
+    }
+
+    func test_levelSaves_releaseAFlush_onceTheSavesInFlightWhenItCameHaveLanded_notLaterOnes() {
+        var saves = StoreMachine.LevelSaves()
+        let ticket = StoreMachine.SaveTicket()
+        XCTAssertFalse(saves.whenLanded(ticket), "nothing in flight: the caller releases it at once")
+        saves.issue(2, version: 1)
+        XCTAssertTrue(saves.whenLanded(ticket))
+        saves.issue(1, version: 2)  // a write after the flush
+        XCTAssertTrue(saves.land(version: 1, failed: false, current: true).isEmpty, "one level still saves it")
+        XCTAssertEqual(
+            saves.land(version: 1, failed: true, current: true).count, 1,
+            "landed (a failure too), without waiting for version 2")
+        XCTAssertTrue(saves.land(version: 2, failed: false, current: true).isEmpty, "released once")
     }
 
     func test_staleness_theLatestMarkHolds_andAFreshValueOrARemovalClearsIt() {

@@ -360,7 +360,11 @@ final class StoreMachineTests: XCTestCase {
         var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 0)
         _ = machine.submit(.write(stored("1")), for: K.a, now: now)
         _ = finishChanges(&machine, K.a)
-        while machine.takeLevelOps(of: K.a) != nil {}
+        guard case .save(_, _, _, _, _, let mark)? = machine.takeLevelOps(of: K.a)?.ops.head else {
+            return XCTFail("expected the memory level's save")
+        }
+        _ = machine.saveLanded(K.a, mark: mark, failed: false, at: now)  // the memory level saved it
+        XCTAssertNil(machine.takeLevelOps(of: K.a))
         let flushed = Locked(false)
         let ticket = Machine.SaveTicket(.run { flushed.withLock { $0 = true } })
 
@@ -376,6 +380,25 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertFalse(flushed.withLock { $0 }, "the write is not done yet")
         held.release()
         XCTAssertTrue(flushed.withLock { $0 })
+    }
+
+    func test_aFlush_waitsForTheSavesOnTheirWayWhenItCame() throws {
+        var machine = makeMachine()
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        let issued = try XCTUnwrap(machine.takeLevelOps(of: K.a)?.ops.head)  // issued, not landed yet
+        XCTAssertEqual(machine.keysToFlush(), [K.a], "a key with saves on their way is flushed")
+        let ticket = Machine.SaveTicket(.run {})
+
+        let effects = try XCTUnwrap(machine.submit(.flush(ticket), for: K.a, now: now).effects)
+
+        XCTAssertTrue(effects.released.isEmpty, "the flush waits")
+        guard case .save(_, _, let levels, _, _, let mark) = issued else { return XCTFail("expected a save") }
+        XCTAssertEqual(levels, 0..<2)
+        let first = machine.saveLanded(K.a, matching: nil, mark: mark, failed: false, at: now)
+        XCTAssertTrue(first.flushed.isEmpty, "one level still saves it")
+        let second = machine.saveLanded(K.a, matching: nil, mark: mark, failed: false, at: now)
+        XCTAssertEqual(second.flushed.count, 1, "done once both levels saved it")
     }
 
     func test_aClearThatDropsAFetchsWrites_stillAnswersItsCallers() throws {
@@ -952,7 +975,7 @@ extension StoreMachine {
 
     /// A save of `key` landed, as the store tells it.
     fileprivate mutating func saveLanded(_ key: Int, mark: SaveMark, failed: Bool, at date: Date) -> Invalidation? {
-        saveLanded(key, matching: { ($0 as? Int) == key }, mark: mark, failed: failed, at: date)
+        saveLanded(key, matching: { ($0 as? Int) == key }, mark: mark, failed: failed, at: date).folded
     }
 }
 
