@@ -97,6 +97,32 @@ final class ExternalChangesTests: XCTestCase {
             records.readChanges(), [.saved(Data(#"["u1"]"#.utf8))], "what the widget learnt is not recorded again")
     }
 
+    func test_aChangeConfirmedInOneProcess_reachesTheOthersObserver_andARefusedOneNever() throws {
+        let app = try makeProcess()
+        let widget = try makeProcess()
+        let shown = observe("u1", in: widget.store)
+        let refused = expectation(description: "refused")
+        app.store.mutate(
+            "u1", { _ in "refused" },
+            commit: AnyLoader<Void> { completion in
+                completion(.failure(URLError(.badServerResponse)))
+                return AnyCancellationToken()
+            }, completion: { _ in refused.fulfill() })
+        wait(for: [refused], timeout: 5)
+
+        let accepted = expectation(description: "accepted")
+        app.store.mutate(
+            "u1", { _ in "Ada, renamed" },
+            commit: AnyLoader<Void> { completion in
+                completion(.success(()))
+                return AnyCancellationToken()
+            }, completion: { _ in accepted.fulfill() })
+        wait(for: [accepted], timeout: 5)
+
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { shown.withLock { $0.last } == "Ada, renamed" })
+        XCTAssertFalse(shown.withLock { $0.contains("refused") }, "a change never confirmed is not shared")
+    }
+
     func test_aRemovalInOneProcess_leavesTheOtherShowingNothing() throws {
         let app = try makeProcess()
         let widget = try makeProcess()
@@ -187,5 +213,119 @@ final class ExternalChangesTests: XCTestCase {
         Thread.sleep(forTimeInterval: 0.6)
         sayKillNow("\(written) \(clearedAt)")
         Thread.sleep(forTimeInterval: 30)
+    }
+
+    /// What the shared level holds for `key`, read now.
+    private func levelValue(_ key: String, in shared: DiskCache<String, String>) -> String? {
+        let read = Locked<String??>(nil)
+        let done = DispatchSemaphore(value: 0)
+        shared.value(for: key) { result in
+            read.withLock { $0 = .some(try? result.get().value) }
+            done.signal()
+        }
+        done.wait()
+        return read.withLock { $0 } ?? nil
+    }
+
+    /// Waits until `shown` ends with what the shared level holds and stays so for a moment; returns that value.
+    private func settledValue(
+        _ key: String, shown: Locked<[String?]>, shared: DiskCache<String, String>
+    ) -> String?? {
+        var agreedSince: ContinuousClock.Instant?
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let level = levelValue(key, in: shared)
+            if shown.withLock({ $0.last }) == .some(level) {
+                if let since = agreedSince, ContinuousClock.now - since > .milliseconds(300) { return .some(level) }
+                agreedSince = agreedSince ?? ContinuousClock.now
+            } else {
+                agreedSince = nil
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
+    }
+
+    /// This process and a child write one key 500 times each, at the same time: both end showing the value the
+    /// shared level holds, the same one.
+    func test_writesFromTwoProcessesAtOnce_endWithBothShowingWhatTheLevelHolds() throws {
+        let app = try makeProcess()
+        let shown = observe("k", in: app.store)
+        let writes = DispatchGroup()
+        DispatchQueue.global().async(group: writes) { [directory] in
+            for index in 0..<500 { app.store.write("p\(index)", for: "k") }
+            let flushed = DispatchSemaphore(value: 0)
+            app.store.flush { flushed.signal() }
+            flushed.wait()
+            _ = FileManager.default.createFile(
+                atPath: directory!.appendingPathComponent("parent-done").path, contents: nil)
+        }
+
+        let childShows = try runChildUntilKilled(
+            "ExternalChangesTests/test_writesAtOnceWithItsParent_whenStartedByTheSharingTests",
+            environment: [Self.variable: directory.path])
+        writes.wait()
+
+        let settled = try XCTUnwrap(settledValue("k", shown: shown, shared: app.shared), "this process settled")
+        XCTAssertNotNil(settled)
+        XCTAssertEqual(settled, childShows, "both show the value the level holds")
+    }
+
+    func test_writesAtOnceWithItsParent_whenStartedByTheSharingTests() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.variable] else {
+            throw XCTSkip("the child process of ExternalChangesTests: it runs only when that test starts it")
+        }
+        let folder = URL(fileURLWithPath: path)
+        let child = try makeProcess(in: folder)
+        let shown = observe("k", in: child.store)
+        for index in 0..<500 { child.store.write("c\(index)", for: "k") }
+        flush(child.store)
+        let parentDone = folder.appendingPathComponent("parent-done").path
+        XCTAssertTrue(eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: parentDone) })
+        let settled = try XCTUnwrap(settledValue("k", shown: shown, shared: child.shared), "the child settled")
+        sayKillNow(settled ?? "nothing")
+        Thread.sleep(forTimeInterval: 30)
+    }
+
+    /// A child writing one key over and over is killed: the shared level holds one whole value it wrote, which this
+    /// process's store shows, and the journal reads on.
+    func test_aProcessKilledWhileWriting_leavesAWholeValue() throws {
+        let said = try runChildUntilKilled(
+            "ExternalChangesTests/test_writesUntilKilled_whenStartedByTheSharingTests",
+            environment: [Self.variable: directory.path])
+        let written = try XCTUnwrap(said.flatMap { Int($0) })
+
+        let app = try makeProcess()
+        let read = expectation(description: "read")
+        let value = Locked<String?>(nil)
+        app.store.read("k", policy: .cacheOnly).load { result in
+            value.withLock { $0 = try? result.get().value }
+            read.fulfill()
+        }
+        wait(for: [read], timeout: 5)
+        let shown = try XCTUnwrap(value.withLock { $0 }, "a value survived")
+        let index = try XCTUnwrap(Int(shown.prefix { $0 != ":" }), "a value the child wrote: \(shown.prefix(40))")
+        XCTAssertGreaterThanOrEqual(index, written - 1)
+        XCTAssertEqual(shown, Self.bulky(index), "whole, not a mix of two writes")
+        XCTAssertNotNil(try ChangeJournal(file: directory.appendingPathComponent("changes.journal")).readChanges())
+    }
+
+    /// A value of about 64 KB made from `index`, so that a mix of two is seen.
+    private static func bulky(_ index: Int) -> String {
+        "\(index):" + String(repeating: String(index % 10), count: 64 * 1024)
+    }
+
+    func test_writesUntilKilled_whenStartedByTheSharingTests() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.variable] else {
+            throw XCTSkip("the child process of ExternalChangesTests: it runs only when that test starts it")
+        }
+        let child = try makeProcess(in: URL(fileURLWithPath: path))
+        var index = 0
+        while true {
+            child.store.write(Self.bulky(index), for: "k")
+            flush(child.store)
+            index += 1
+            if index == 20 { sayKillNow("\(index)") }
+        }
     }
 }
