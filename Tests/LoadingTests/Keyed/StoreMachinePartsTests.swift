@@ -187,6 +187,13 @@ final class StoreMachinePartsTests: XCTestCase {
             saves.land(version: 1, failed: true, current: true).count, 1,
             "landed (a failure too), without waiting for version 2")
         XCTAssertTrue(saves.land(version: 2, failed: false, current: true).isEmpty, "released once")
+
+        saves.issue(1, version: 5)
+        saves.issue(1, version: 3)  // a debounced write of an older value, flushed after a newer one was saved
+        XCTAssertTrue(saves.whenLanded(ticket))
+        XCTAssertTrue(saves.land(version: 3, failed: false, current: true).isEmpty)
+        XCTAssertEqual(saves.land(version: 5, failed: false, current: true).count, 1)
+        XCTAssertTrue(saves.isSettled)
     }
 
     func test_staleness_theLatestMarkHolds_andAFreshValueOrARemovalClearsIt() {
