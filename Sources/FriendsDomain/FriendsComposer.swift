@@ -16,6 +16,8 @@ import Loading
 ///    the background), and a logout cancels it. A deleted friend stays deleted everywhere, and the caches always
 ///    hold what is shown.
 /// 4. Cached data older than `maxAge` counts as missing.
+/// 5. With a `changeJournalURL`, processes over one database (an app and its widget) show each other's changes: a
+///    delete confirmed or a logout in one reaches the other's ``friendsStream()`` in about a tenth of a second.
 ///
 /// ```swift
 /// let composer = FriendsComposer(configuration: .init(
@@ -56,6 +58,10 @@ public struct FriendsComposer: Sendable {
         public var pendingDeletesDirectory: URL
         /// How many friends a page of ``FriendsComposer/friendPages`` holds.
         public var pageSize: Int
+        /// Where the processes over `databaseURL` (an app and its widget, in their app group) record what each
+        /// saves, deletes or wipes there, so that each shows what the others changed (see `ProcessSharing`);
+        /// `nil` (the default) when this process is the only one using the database.
+        public var changeJournalURL: URL?
 
         /// Creates a configuration; the defaults suit a phone app.
         public init(
@@ -69,8 +75,10 @@ public struct FriendsComposer: Sendable {
             connectivity: (any ConnectivityMonitor)? = nil,
             lifecycle: (any AppLifecycle)? = nil,
             pendingDeletesDirectory: URL? = nil,
-            pageSize: Int = 20
+            pageSize: Int = 20,
+            changeJournalURL: URL? = nil
         ) {
+            self.changeJournalURL = changeJournalURL
             self.connectivity = connectivity
             self.lifecycle = lifecycle
             self.pendingDeletesDirectory =
@@ -187,6 +195,14 @@ public struct FriendsComposer: Sendable {
                     .retry(retry.onlyForTransientErrors, scheduler: scheduler)
             },
             pendingDeletes: FileMutationStorage(directory: configuration.pendingDeletesDirectory),
+            sharing: configuration.changeJournalURL.flatMap { journal in
+                do {
+                    return try .journal(at: journal, sharedLevel: Source.database.rawValue)
+                } catch {
+                    onEvent(.failed(.database, error))  // the composition works alone: told, not stopped
+                    return nil
+                }
+            },
             connectivity: configuration.connectivity,
             lifecycle: configuration.lifecycle,
             maxAge: configuration.maxAge,
@@ -198,7 +214,8 @@ public struct FriendsComposer: Sendable {
 
     /// Builds the composition from its parts: how tests and other transports plug in. Without `remoteFriend`,
     /// ``friend(id:)`` finds friends in the list only; without `pages` there are no ``friendPages``; without
-    /// `pendingDeletes` (or a `deleter`), deletes are not kept across launches.
+    /// `pendingDeletes` (or a `deleter`), deletes are not kept across launches; with `sharing` (its shared level
+    /// named `"database"`), the store keeps in step with the other processes over the database.
     public init(
         memoryStore: any FriendsStore,
         databaseStore: any FriendsStore,
@@ -208,6 +225,7 @@ public struct FriendsComposer: Sendable {
         deleter: RemoteFriendsDeleter? = nil,
         pages: LoaderFamily<Int, Page<Friend, Int>>? = nil,
         pendingDeletes: (any MutationStorage<Friend.ID>)? = nil,
+        sharing: ProcessSharing<FriendsKey>? = nil,
         connectivity: (any ConnectivityMonitor)? = nil,
         lifecycle: (any AppLifecycle)? = nil,
         maxAge: Duration? = nil,
@@ -254,7 +272,8 @@ public struct FriendsComposer: Sendable {
             keptValues: 1,  // one key, the list: it stays in the store between reads
             maxAge: maxAge,
             network: connectivity.map { .answersFromCache($0) } ?? .always,
-            now: currentDate)
+            now: currentDate,
+            sharing: sharing)
         var triggers: [RevalidationTrigger] = []
         if let lifecycle { triggers.append(.foreground(lifecycle)) }
         if let connectivity { triggers.append(.reconnect(connectivity)) }

@@ -58,6 +58,41 @@ final class SharedDatabaseTests: XCTestCase {
         stream.cancel()
     }
 
+    func test_withAChangeJournal_theOtherSideShowsAConfirmedDeleteThenALogout_withoutFetching() throws {
+        let url = try makeDatabaseURL()
+        let journal = url.deletingLastPathComponent().appendingPathComponent("friends.journal")
+        let app = try makeLoadedSide(url, journal: journal)
+        let widget = try makeLoadedSide(url, journal: journal)
+        let shown = Locked<[[Friend]]>([])
+        let stream = widget.composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            shown.withLock { $0.append(list) }
+        }
+        let friends = friends
+        waitUntil { shown.withLock { $0.last } == friends }
+        let widgetRequests = widget.network.requestCount
+
+        app.network.answer(with: Array(friends.dropFirst()))  // what the server has after the delete
+        let deleted = expectation(description: "deleted")
+        app.repository.remove(id: "u0", optimistic: false) { _ in deleted.fulfill() }
+        app.deleter.complete(id: "u0", with: .success(()))
+        wait(for: [deleted], timeout: 5)
+        let deleteShown = waitUntil { shown.withLock { $0.last } == Array(friends.dropFirst()) }
+
+        let wiped = expectation(description: "wiped")
+        app.repository.wipe { wiped.fulfill() }
+        wait(for: [wiped], timeout: 5)
+        let logoutShown = waitUntil { shown.withLock { $0.last } == [] }
+
+        print("the widget showed the app's delete \(deleteShown) and its logout \(logoutShown) after they ended")
+        XCTAssertLessThan(deleteShown, .milliseconds(500))
+        XCTAssertLessThan(logoutShown, .milliseconds(500))
+        XCTAssertEqual(widget.network.requestCount, widgetRequests, "the widget learns from the database, not the API")
+        RunLoop.current.run(until: Date().addingTimeInterval(0.3))
+        XCTAssertEqual(shown.withLock { $0.last }, [], "nothing of the old user comes back")
+        stream.cancel()
+    }
+
     func test_changes_nameOnlyWhatChanged() {
         let (ada, grace, linus) = (makeFriend("a"), makeFriend("g"), makeFriend("l"))
 
@@ -87,13 +122,15 @@ final class SharedDatabaseTests: XCTestCase {
         let updates: UpdatesDouble
     }
 
-    private func makeLoadedSide(_ url: URL) throws -> Side {
+    private func makeLoadedSide(_ url: URL, journal: URL? = nil) throws -> Side {
         let network = ControllableNetwork()
         let deleter = DeleterSpy()
         let updates = UpdatesDouble()
         let composer = FriendsComposer(
             memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore(fileURL: url),
-            remote: network.eraseToAnyLoader(), updates: updates, scheduler: TestScheduler())
+            remote: network.eraseToAnyLoader(), updates: updates,
+            sharing: try journal.map { try .journal(at: $0, sharedLevel: "database", polling: .milliseconds(20)) },
+            scheduler: TestScheduler())
         let repository = FriendsRepository(store: composer.store, deleter: deleter, scheduler: ImmediateScheduler())
         let loaded = expectation(description: "loaded")
         let result = Locked<[Friend]?>(nil)
@@ -104,6 +141,16 @@ final class SharedDatabaseTests: XCTestCase {
         wait(for: [loaded], timeout: 5)
         XCTAssertEqual(result.withLock { $0 }, friends, "read from the file")
         return Side(composer: composer, repository: repository, network: network, deleter: deleter, updates: updates)
+    }
+
+    /// Runs the main queue until `condition` holds (the stream delivers there); how long that took.
+    @discardableResult
+    private func waitUntil(_ condition: @escaping @Sendable () -> Bool) -> Duration {
+        let start = ContinuousClock.now
+        let deadline = Date().addingTimeInterval(5)
+        while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.002)) }
+        XCTAssertTrue(condition(), "timed out")
+        return ContinuousClock.now - start
     }
 
     private func makeDatabaseURL() throws -> URL {

@@ -22,6 +22,10 @@ struct FriendsDemo {
             // The child process of the story's kill step: load, say so, and wait to be killed.
             await KillStep.runChild(baseURL: baseURL, databaseURL: database)
         }
+        if let database = options.widgetDatabase, let baseURL = options.baseURL {
+            // The child process of the story's widget step: show the list and its changes until killed.
+            await WidgetStep.runChild(baseURL: baseURL, databaseURL: database)
+        }
         do {
             let story = try Story(options: options)
             let passed = await story.run()
@@ -39,6 +43,8 @@ struct Options {
     var quiet = false
     /// Set in the child process the kill step starts (`--child-load PATH`).
     var childLoadDatabase: URL?
+    /// Set in the child process the widget step starts (`--widget PATH`).
+    var widgetDatabase: URL?
 
     static let usage = "usage: friends-demo [--base-url URL] [--database PATH] [--quiet]"
 
@@ -67,6 +73,11 @@ struct Options {
                     throw InvalidArgument(description: "--child-load needs a path")
                 }
                 childLoadDatabase = URL(fileURLWithPath: value)
+            case "--widget":
+                guard let value = arguments.popFirst() else {
+                    throw InvalidArgument(description: "--widget needs a path")
+                }
+                widgetDatabase = URL(fileURLWithPath: value)
             case "--help", "-h":
                 print(Options.usage)
                 exit(0)

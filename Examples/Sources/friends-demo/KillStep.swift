@@ -19,19 +19,11 @@ enum KillStep {
 
     /// Runs the child, kills it once it has shown the list, and returns how many friends it showed.
     static func loadInChildThenKill(baseURL: URL, databaseURL: URL) async throws -> Int {
-        let child = Process()
-        #if os(Linux)
-            child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        #else
-            child.executableURL = Bundle.main.executableURL
-        #endif
-        child.arguments = ["--base-url", baseURL.absoluteString, "--child-load", databaseURL.path]
-        let output = Pipe()
-        child.standardOutput = output
-        try child.run()
-        let line = await readLine(output, startingWith: marker)
-        kill(child.processIdentifier, SIGKILL)  // at once: what is not on disk now is lost
-        child.waitUntilExit()
+        let child = try ChildProcess(arguments: [
+            "--base-url", baseURL.absoluteString, "--child-load", databaseURL.path,
+        ])
+        let line = await child.line(timeout: .seconds(30)) { $0.hasPrefix(marker) }?.line
+        child.kill()  // at once: what is not on disk now is lost
         guard let line, let count = Int(line.dropFirst(marker.count)) else {
             throw ChildFailed(description: "the child ended without showing the list")
         }
@@ -45,23 +37,5 @@ enum KillStep {
         FileHandle.standardOutput.write(Data("\(marker)\(friends.count)\n".utf8))
         try? await Task.sleep(for: .seconds(30))
         exit(1)
-    }
-
-    /// The first line of `pipe` that starts with `prefix`; `nil` when the pipe ends first. Read off the
-    /// cooperative pool: the reads block.
-    private static func readLine(_ pipe: Pipe, startingWith prefix: String) async -> String? {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var text = ""
-                while true {
-                    let data = pipe.fileHandleForReading.availableData
-                    if data.isEmpty { return continuation.resume(returning: nil) }
-                    text += String(decoding: data, as: UTF8.self)
-                    if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) {
-                        return continuation.resume(returning: String(line))
-                    }
-                }
-            }
-        }
     }
 }

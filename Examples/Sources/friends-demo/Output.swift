@@ -81,6 +81,11 @@ struct Output: Sendable {
         text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
     }
 
+    /// `duration` as the story prints it ("12 ms"), or "never" for `nil`.
+    static func describe(_ duration: Duration?) -> String {
+        duration.map(format) ?? "never"
+    }
+
     private static func format(_ duration: Duration) -> String {
         let milliseconds = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
         return milliseconds < 1 ? String(format: "%.2f ms", milliseconds) : String(format: "%.0f ms", milliseconds)

@@ -90,6 +90,11 @@ final class Story: Sendable {
         }
         // What the network brought is in the database before it is shown: a restart finds it.
         record("Killed right after a load", await killedAfterLoad())
+        if let server {
+            record("A widget follows the app", await widgetFollowsTheApp(server: server))
+        } else {
+            output.skip("A widget follows the app", because: "needs the embedded server")
+        }
         // The app going to the background saves what live changes wait for the debounce (the friend merged above).
         await withCheckedContinuation { continuation in first.flush { continuation.resume() } }
         if let server {
@@ -147,7 +152,8 @@ final class Story: Sendable {
     // MARK: - Steps
 
     private func makeComposer(
-        databaseURL: URL? = nil, connectivity: (any ConnectivityMonitor)? = nil, pageSize: Int = 20
+        databaseURL: URL? = nil, connectivity: (any ConnectivityMonitor)? = nil, pageSize: Int = 20,
+        changeJournalURL: URL? = nil
     ) -> FriendsComposer {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 10
@@ -156,7 +162,7 @@ final class Story: Sendable {
                 baseURL: baseURL, databaseURL: databaseURL ?? self.databaseURL, maxAge: maxAge,
                 retry: .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
                 timeout: .seconds(5), saveDebounce: .milliseconds(250), connectivity: connectivity,
-                pageSize: pageSize),
+                pageSize: pageSize, changeJournalURL: changeJournalURL),
             session: URLSession(configuration: configuration),
             currentDate: { [clock] in clock.now },
             onEvent: log.record)
@@ -334,6 +340,37 @@ final class Story: Sendable {
         let passed = await step("Relaunch after the kill", expect: [.memory: .miss, .database: .hit]) {
             try await relaunched.friendsLoader.load()
         }
+        return passed
+    }
+
+    /// The app and a widget (a child process) over one database and its change journal: the widget shows the
+    /// app's list, then the list without the friend the app deleted, then nothing once the app logged out, each
+    /// within half a second, without asking the API. The server's list is put back afterwards.
+    private func widgetFollowsTheApp(server: FriendsAPIServer) async -> Bool {
+        let title = "A widget follows the app"
+        let start = ContinuousClock.now
+        let folder = databaseURL.deletingLastPathComponent().appendingPathComponent("widget-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let database = folder.appendingPathComponent("friends.sqlite")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let app = makeComposer(databaseURL: database, changeJournalURL: WidgetStep.journal(beside: database))
+        let serverFriends = server.friends
+        defer { server.setFriends(serverFriends) }
+        guard let list = try? await app.friendsLoader.load(), let victim = list.first?.id else {
+            output.failure(title, "the app did not load the list")
+            return false
+        }
+        let outcome = await WidgetStep.run(
+            app: app, list: list, victim: victim, baseURL: baseURL, databaseURL: database)
+        if let problem = outcome.problem { output.detail(problem) }
+        let halfASecond = Duration.milliseconds(500)
+        let passed =
+            outcome.problem == nil && outcome.delete.map { $0 < halfASecond } == true
+            && outcome.logout.map { $0 < halfASecond } == true
+        output.row(
+            title, source: "database", count: list.count - 1, elapsed: ContinuousClock.now - start, passed: passed,
+            note: "a child process showed the app's list, its delete of \(victim) \(Output.describe(outcome.delete)) "
+                + "and its logout \(Output.describe(outcome.logout)) after they ended")
         return passed
     }
 

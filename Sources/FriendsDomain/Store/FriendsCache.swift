@@ -3,7 +3,7 @@ import Loading
 
 /// The keys of the friends ``Store``: the user's friends list. A friend by id is read from that list (see
 /// ``FriendsComposer/friend(id:)``), so that one value holds every friend and nothing can disagree with it.
-public enum FriendsKey: Hashable, Sendable {
+public enum FriendsKey: Hashable, Sendable, Codable {
     /// The whole friends list.
     case all
 }
