@@ -33,7 +33,7 @@ final class ExternalChangesTests: XCTestCase {
         try ChangeJournal(file: directory.appendingPathComponent("changes.journal"))
     }
 
-    private func makeProcess(in directory: URL? = nil) throws -> Process {
+    private func makeProcess(in directory: URL? = nil, polling: Duration = .milliseconds(20)) throws -> Process {
         let directory = directory ?? self.directory!
         let memory = MemoryCache<String, String>()
         let shared = DiskCache<String, String>(directory: directory.appendingPathComponent("shared"))
@@ -46,8 +46,7 @@ final class ExternalChangesTests: XCTestCase {
                 }
             },
             sharing: try .journal(
-                at: directory.appendingPathComponent("changes.journal"), sharedLevel: "shared",
-                polling: .milliseconds(20)),
+                at: directory.appendingPathComponent("changes.journal"), sharedLevel: "shared", polling: polling),
             onWriteFailure: { XCTFail("a level write failed: \($0)") })
         return Process(store: store, memory: memory, shared: shared)
     }
@@ -174,30 +173,33 @@ final class ExternalChangesTests: XCTestCase {
 
     private static let variable = "LOADING_SHARING_CHILD"
 
-    /// The child process (standing for a widget's app) writes a key and then clears its store; this process's
-    /// observer sees both, each within half a second of the child's change.
-    func test_aWriteAndAClearInAnotherProcess_reachThisProcesssObserver() throws {
+    /// The child process (standing for a widget's app) writes a key, has a change of it confirmed, and then clears
+    /// its store; this process's observer sees all three, each within half a second of the child's change.
+    func test_aWriteAConfirmedChangeAndAClearInAnotherProcess_reachThisProcesssObserver() throws {
         let app = try makeProcess()
         let shown = observeTimed("u1", in: app.store)
 
         let said = try runChildUntilKilled(
-            "ExternalChangesTests/test_writesThenClears_whenStartedByTheSharingTests",
+            "ExternalChangesTests/test_writesConfirmsThenClears_whenStartedByTheSharingTests",
             environment: [Self.variable: directory.path])
         let times = try XCTUnwrap(said?.split(separator: " ").compactMap { Double($0) }, "the child said when")
-        XCTAssertEqual(times.count, 2)
+        XCTAssertEqual(times.count, 3)
 
         XCTAssertTrue(eventually(timeout: .seconds(2)) { shown.withLock { $0.last?.0 } == .some(nil) })
         let seen = shown.withLock { $0 }
         let written = try XCTUnwrap(seen.first { $0.0 == "from the child" }, "the write was shown")
-        let cleared = try XCTUnwrap(seen.last { $0.0 == nil && $0.1 >= written.1 }, "the clear was shown")
+        let confirmed = try XCTUnwrap(seen.first { $0.0 == "confirmed in the child" }, "the change was shown")
+        let cleared = try XCTUnwrap(seen.last { $0.0 == nil && $0.1 >= confirmed.1 }, "the clear was shown")
+        let delays = [written.1 - times[0], confirmed.1 - times[1], cleared.1 - times[2]]
         print(
-            "Between two processes: a write seen after \(Int((written.1 - times[0]) * 1000)) ms, a clear after "
-                + "\(Int((cleared.1 - times[1]) * 1000)) ms")
-        XCTAssertLessThan(written.1 - times[0], 0.5)
-        XCTAssertLessThan(cleared.1 - times[1], 0.5)
+            "Between two processes: a write seen after \(Int(delays[0] * 1000)) ms, a confirmed change after "
+                + "\(Int(delays[1] * 1000)) ms, a clear after \(Int(delays[2] * 1000)) ms")
+        for delay in delays { XCTAssertLessThan(delay, 0.5) }
+        // The server held the change for 300 ms: it was shown in the child then, not shared.
+        XCTAssertGreaterThan(confirmed.1, times[1] - 0.2, "a change is shared once confirmed, not while pending")
     }
 
-    func test_writesThenClears_whenStartedByTheSharingTests() throws {
+    func test_writesConfirmsThenClears_whenStartedByTheSharingTests() throws {
         guard let path = ProcessInfo.processInfo.environment[Self.variable] else {
             throw XCTSkip("the child process of ExternalChangesTests: it runs only when that test starts it")
         }
@@ -206,12 +208,24 @@ final class ExternalChangesTests: XCTestCase {
         flush(child.store)
         let written = Date().timeIntervalSince1970
         Thread.sleep(forTimeInterval: 0.6)
+        // Shown here at once, held for 300 ms by the server, then confirmed.
+        let server = DispatchQueue(label: "server")
+        let accepted = expectation(description: "accepted")
+        child.store.mutate(
+            "u1", { _ in "confirmed in the child" },
+            commit: AnyLoader<Void> { completion in
+                server.asyncAfter(deadline: .now() + 0.3) { completion(.success(())) }
+                return AnyCancellationToken()
+            }, completion: { _ in accepted.fulfill() })
+        wait(for: [accepted], timeout: 5)
+        let confirmed = Date().timeIntervalSince1970
+        Thread.sleep(forTimeInterval: 0.6)
         let cleared = expectation(description: "cleared")
         child.store.clear { cleared.fulfill() }
         wait(for: [cleared], timeout: 5)
         let clearedAt = Date().timeIntervalSince1970
         Thread.sleep(forTimeInterval: 0.6)
-        sayKillNow("\(written) \(clearedAt)")
+        sayKillNow("\(written) \(confirmed) \(clearedAt)")
         Thread.sleep(forTimeInterval: 30)
     }
 
@@ -284,6 +298,78 @@ final class ExternalChangesTests: XCTestCase {
         XCTAssertTrue(eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: parentDone) })
         let settled = try XCTUnwrap(settledValue("k", shown: shown, shared: child.shared), "the child settled")
         sayKillNow(settled ?? "nothing")
+        Thread.sleep(forTimeInterval: 30)
+    }
+
+    /// Waits, polling, until `condition` holds (off the main thread as well as on it); whether it did.
+    private static func holds(within seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() > deadline { return false }
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        return true
+    }
+
+    /// This process and a child take turns writing one key, 1,000 writes in all, each written once the writer shows
+    /// the other's last one: every write reaches the other process, and both end showing the last one (the child's),
+    /// which the shared level holds.
+    func test_writesTakingTurnsBetweenTwoProcesses_endWithBothShowingTheLast() throws {
+        let app = try makeProcess(polling: .milliseconds(5))
+        let shown = observe("k", in: app.store)
+        let turns = Locked<(taken: Int, missed: String?)>((0, nil))
+        let writes = DispatchGroup()
+        DispatchQueue.global().async(group: writes) { [directory] in
+            let ready = directory!.appendingPathComponent("child-ready").path
+            guard Self.holds(within: 30, { FileManager.default.fileExists(atPath: ready) }) else {
+                return turns.withLock { $0.missed = "the child never started" }
+            }
+            for turn in 0..<Self.turns {
+                if turn > 0, !Self.holds(within: 10, { shown.withLock { $0.last } == "c\(turn - 1)" }) {
+                    return turns.withLock { $0.missed = "this process never showed c\(turn - 1)" }
+                }
+                app.store.write("p\(turn)", for: "k")
+                turns.withLock { $0.taken = turn + 1 }
+            }
+        }
+
+        let start = ContinuousClock.now
+        let childShows = try runChildUntilKilled(
+            "ExternalChangesTests/test_writesTakingTurnsWithItsParent_whenStartedByTheSharingTests",
+            environment: [Self.variable: directory.path])
+        writes.wait()
+        let elapsed = ContinuousClock.now - start
+
+        XCTAssertNil(turns.withLock { $0.missed })
+        XCTAssertEqual(turns.withLock { $0.taken }, Self.turns)
+        let last = "c\(Self.turns - 1)"
+        XCTAssertEqual(childShows, last, "the child shows its last write")
+        XCTAssertTrue(Self.holds(within: 5) { shown.withLock { $0.last } == last }, "this process shows it too")
+        XCTAssertEqual(levelValue("k", in: app.shared), last, "and the shared level holds it")
+        print("\(Self.turns * 2) writes taking turns between two processes in \(elapsed)")
+    }
+
+    private static let turns = 500
+
+    func test_writesTakingTurnsWithItsParent_whenStartedByTheSharingTests() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.variable] else {
+            throw XCTSkip("the child process of ExternalChangesTests: it runs only when that test starts it")
+        }
+        let folder = URL(fileURLWithPath: path)
+        let child = try makeProcess(in: folder, polling: .milliseconds(5))
+        let shown = observe("k", in: child.store)
+        XCTAssertTrue(Self.holds(within: 5) { !shown.withLock { $0.isEmpty } }, "the first read ended")
+        _ = FileManager.default.createFile(atPath: folder.appendingPathComponent("child-ready").path, contents: nil)
+        for turn in 0..<Self.turns {
+            guard Self.holds(within: 10, { shown.withLock { $0.last } == "p\(turn)" }) else {
+                sayKillNow("never showed p\(turn)")
+                Thread.sleep(forTimeInterval: 30)
+                return
+            }
+            child.store.write("c\(turn)", for: "k")
+        }
+        flush(child.store)
+        sayKillNow(shown.withLock { $0.last ?? nil } ?? "nothing")
         Thread.sleep(forTimeInterval: 30)
     }
 
