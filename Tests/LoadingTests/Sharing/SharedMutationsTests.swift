@@ -1,0 +1,146 @@
+import Foundation
+import LoadingTestSupport
+import XCTest
+
+@testable import Loading
+
+/// An app and its extension over one shared disk folder, one change journal and one mutation folder, each with its
+/// own store and queue: a change queued in either reaches the server once, and both screens show how it ended.
+final class SharedMutationsTests: XCTestCase {
+    private var directory: URL!
+    private var subscriptions: [any CancellationToken] = []
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mutations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        for subscription in subscriptions { subscription.cancel() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The server both processes send to: it counts every request and refuses the items named "refused".
+    private final class Server: Sendable {
+        private let received = Locked<[String]>([])
+        var requests: [String] { received.withLock { $0 } }
+
+        func send(_ item: String) -> AnyLoader<Void> {
+            AnyLoader { [received] completion in
+                received.withLock { $0.append(item) }
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) {
+                    completion(item == "refused" ? .failure(URLError(.badServerResponse)) : .success(()))
+                }
+                return AnyCancellationToken()
+            }
+        }
+    }
+
+    private struct Process {
+        let store: Store<String, [String]>
+        let queue: MutationQueue<String, [String], String>
+        let shown: Locked<[[String]?]>
+    }
+
+    private func makeProcess(server: Server, connectivity: ManualConnectivity) throws -> Process {
+        let store = Store<String, [String]>(
+            levels: [
+                .cache(MemoryCache(), name: "memory"),
+                .cache(DiskCache(directory: directory.appendingPathComponent("shared")), name: "shared"),
+            ],
+            fetch: LoaderFamily { _ in
+                AnyLoader { completion in
+                    completion(.failure(URLError(.notConnectedToInternet)))
+                    return AnyCancellationToken()
+                }
+            },
+            sharing: try .journal(
+                at: directory.appendingPathComponent("changes.journal"), sharedLevel: "shared",
+                polling: .milliseconds(20)))
+        let queue = try MutationQueue(
+            store: store, storage: FileMutationStorage<String>(directory: directory.appendingPathComponent("queued")),
+            connectivity: connectivity, retryDelays: .constant(.milliseconds(20)), key: { _ in "list" },
+            change: { item, list in (list ?? []) + [item] },
+            send: { item, _ in server.send(item) },
+            isRefused: { _ in true })
+        let shown = Locked<[[String]?]>([])
+        let subscription = store.changes(for: "list").sink { response in shown.withLock { $0.append(response.value) } }
+        subscriptions.append(AnyCancellationToken { subscription.cancel() })
+        return Process(store: store, queue: queue, shown: shown)
+    }
+
+    private func enqueue(_ item: String, in process: Process) -> Locked<Result<Void, any Error>?> {
+        let outcome = Locked<Result<Void, any Error>?>(nil)
+        XCTAssertNoThrow(try process.queue.enqueue(item) { result in outcome.withLock { $0 = result } })
+        return outcome
+    }
+
+    func test_aChangeQueuedInOneProcess_isSentOnce_andBothScreensShowHowItEnded() throws {
+        let server = Server()
+        let online = ManualConnectivity(isOnline: true)
+        let app = try makeProcess(server: server, connectivity: online)
+        let widget = try makeProcess(server: server, connectivity: online)
+
+        let accepted = enqueue("accepted", in: widget)
+        XCTAssertTrue(eventually(timeout: .seconds(5)) { accepted.withLock { $0 } != nil })
+        XCTAssertNoThrow(try accepted.withLock { $0 }?.get())
+        let start = ContinuousClock.now
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { app.shown.withLock { $0.last } == ["accepted"] })
+        print("the app showed the extension's confirmed change \(ContinuousClock.now - start) after it ended")
+
+        let refused = enqueue("refused", in: widget)
+        XCTAssertTrue(eventually(timeout: .seconds(5)) { refused.withLock { $0 } != nil })
+        XCTAssertThrowsError(try refused.withLock { $0 }?.get(), "the server refused it")
+        XCTAssertEqual(widget.shown.withLock { $0.last }, ["accepted"], "undone where it was made")
+        RunLoop.current.run(until: Date().addingTimeInterval(0.2))
+        XCTAssertFalse(app.shown.withLock { $0.contains { $0?.contains("refused") == true } }, "never shown elsewhere")
+        XCTAssertEqual(server.requests, ["accepted", "refused"], "each sent once, by the process that queued it")
+    }
+
+    /// The extension holds a change of its own, offline, when the app's confirmed change of the same key comes: the
+    /// extension shows the app's change with its own on top, and both once its own is sent.
+    func test_aChangeConfirmedElsewhere_isShownUnderTheChangesStillQueuedHere() throws {
+        let server = Server()
+        let offline = ManualConnectivity(isOnline: false)
+        let widget = try makeProcess(server: server, connectivity: offline)
+        _ = enqueue("w", in: widget)
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last } == ["w"] })
+
+        let app = try makeProcess(server: server, connectivity: ManualConnectivity(isOnline: true))
+        // The app's queue sends the extension's change first (it found it in the folder), then its own.
+        let appChange = enqueue("a", in: app)
+        XCTAssertTrue(eventually(timeout: .seconds(5)) { appChange.withLock { $0 } != nil })
+        XCTAssertEqual(app.shown.withLock { $0.last }, ["w", "a"])
+        XCTAssertTrue(
+            eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last }??.contains("a") == true },
+            "the extension shows the app's change: \(widget.shown.withLock { $0 })")
+        offline.setOnline(true)
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last } == ["w", "a"] })
+        XCTAssertEqual(server.requests, ["w", "a"])
+    }
+
+    /// The extension queues a change offline and is not heard of again; the app, started next, sends it. The
+    /// extension's queue, back online, finds it sent and undoes its own copy: both show it once.
+    func test_aChangeQueuedByAnotherProcess_isSentOnceByTheOther_andBothScreensShowIt() throws {
+        let server = Server()
+        let offline = ManualConnectivity(isOnline: false)
+        let widget = try makeProcess(server: server, connectivity: offline)
+        let queued = enqueue("from the extension", in: widget)
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last } == ["from the extension"] })
+
+        let app = try makeProcess(server: server, connectivity: ManualConnectivity(isOnline: true))
+        XCTAssertTrue(eventually(timeout: .seconds(5)) { !app.queue.isMutating }, "the app sent what it found")
+        XCTAssertEqual(app.shown.withLock { $0.last }, ["from the extension"])
+
+        offline.setOnline(true)
+        XCTAssertTrue(eventually(timeout: .seconds(5)) { queued.withLock { $0 } != nil })
+        XCTAssertThrowsError(try queued.withLock { $0 }?.get()) { error in
+            XCTAssertEqual(error as? MutationQueueError, .sentByAnotherProcess)
+        }
+        XCTAssertTrue(eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last } == ["from the extension"] })
+        RunLoop.current.run(until: Date().addingTimeInterval(0.2))
+        XCTAssertEqual(widget.shown.withLock { $0.last }, ["from the extension"], "once, not twice")
+        XCTAssertEqual(app.shown.withLock { $0.last }, ["from the extension"])
+        XCTAssertEqual(server.requests, ["from the extension"], "sent once")
+    }
+}
