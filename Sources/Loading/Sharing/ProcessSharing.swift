@@ -28,6 +28,11 @@
 /// A record is appended whole, with a checksum, so a process killed mid-write leaves the old or the new record,
 /// never a mix; the journal stays bounded (it starts a new file past about a megabyte). Plain files and `flock`:
 /// the same on Linux and Apple platforms.
+///
+/// The shared level must answer a read with what the saves issued before it left there (``DiskCache`` does: its
+/// operations run in order on one queue; so does a database read on the connection that wrote). A level that could
+/// answer with an older value may show another process's change over this store's newer one until the next change
+/// of the key.
 public struct ProcessSharing<Key: Hashable & Sendable>: Sendable {
     let journal: ChangeJournal
     let sharedLevel: String
