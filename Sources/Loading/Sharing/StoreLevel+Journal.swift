@@ -13,35 +13,18 @@ extension StoreLevel {
         to journal: ChangeJournal, encodeKey: @escaping @Sendable (Key) -> Data?,
         onFailure: @escaping @Sendable (any Error) -> Void
     ) -> StoreLevel {
-        let level = boxed
-        @Sendable func record(_ change: ChangeJournal.Change?) {
-            guard let change else { return }
-            do { try journal.append(change) } catch { onFailure(error) }
+        let recorded: @Sendable (LevelChange) -> ChangeJournal.Change? = { change in
+            switch change {
+            case .save(let key): encodeKey(StoreKey<Key>.key(of: key)).map { .saved($0) }
+            case .removal(let key): encodeKey(StoreKey<Key>.key(of: key)).map { .removed($0) }
+            case .removalOfAll: .cleared
+            }
         }
         return StoreLevel(
             name: name,
-            boxed: BoxedLevel(
-                read: level.read,
-                save: { value, savedAt, key, completion in
-                    level.save(value, savedAt, key) { result in
-                        if case .success = result { record(encodeKey(StoreKey<Key>.key(of: key)).map { .saved($0) }) }
-                        completion(result)
-                    }
-                },
-                removeValue: { key, completion in
-                    level.removeValue(key) { result in
-                        if case .success = result {
-                            record(encodeKey(StoreKey<Key>.key(of: key)).map { .removed($0) })
-                        }
-                        completion(result)
-                    }
-                },
-                removeAll: { completion in
-                    level.removeAll { result in
-                        if case .success = result { record(.cleared) }
-                        completion(result)
-                    }
-                },
-                writeDebounce: level.writeDebounce, scheduler: level.scheduler))
+            boxed: boxed.telling { change, result in
+                guard case .success = result, let record = recorded(change) else { return }
+                do { try journal.append(record) } catch { onFailure(error) }
+            })
     }
 }

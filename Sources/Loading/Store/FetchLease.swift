@@ -217,29 +217,14 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
 extension StoreLevel {
     /// This level, telling `coordinator` as its saves and removals end.
     func runningAfterSaves(_ coordinator: FetchCoordinator<Key>) -> StoreLevel {
-        let level = boxed
-        return StoreLevel(
+        StoreLevel(
             name: name,
-            boxed: BoxedLevel(
-                read: level.read,
-                save: { value, savedAt, key, completion in
-                    level.save(value, savedAt, key) { result in
-                        completion(result)
-                        coordinator.saved(StoreKey<Key>.key(of: key))
+            boxed: boxed.telling(
+                { change, _ in
+                    switch change {
+                    case .save(let key), .removal(let key): coordinator.saved(StoreKey<Key>.key(of: key))
+                    case .removalOfAll: coordinator.removedAll()
                     }
-                },
-                removeValue: { key, completion in
-                    level.removeValue(key) { result in
-                        completion(result)
-                        coordinator.saved(StoreKey<Key>.key(of: key))
-                    }
-                },
-                removeAll: { completion in
-                    level.removeAll { result in
-                        completion(result)
-                        coordinator.removedAll()
-                    }
-                },
-                writeDebounce: level.writeDebounce, scheduler: level.scheduler))
+                }, afterCompletion: true))
     }
 }

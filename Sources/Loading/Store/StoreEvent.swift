@@ -54,7 +54,16 @@ public enum LevelReadOutcome: Sendable {
 extension StoreLevel {
     /// This level, telling `events` what each of its operations found, with the key and the level's name.
     func reporting(to events: @escaping @Sendable (StoreEvent<Key>) -> Void) -> StoreLevel {
-        let (name, level) = (name, boxed)
+        let name = name
+        let level = boxed.telling { change, result in
+            let (key, operation): (Key?, LevelOperation) =
+                switch change {
+                case .save(let key): (StoreKey<Key>.key(of: key), .save)
+                case .removal(let key): (StoreKey<Key>.key(of: key), .removal)
+                case .removalOfAll: (nil, .removalOfEveryValue)
+                }
+            events(.levelWritten(key, level: name, operation: operation, error: result.failure))
+        }
         return StoreLevel(
             name: name,
             boxed: BoxedLevel(
@@ -70,26 +79,7 @@ extension StoreLevel {
                         completion(result)
                     }
                 },
-                save: { value, savedAt, key, completion in
-                    level.save(value, savedAt, key) { result in
-                        let key = StoreKey<Key>.key(of: key)
-                        events(.levelWritten(key, level: name, operation: .save, error: result.failure))
-                        completion(result)
-                    }
-                },
-                removeValue: { key, completion in
-                    level.removeValue(key) { result in
-                        let key = StoreKey<Key>.key(of: key)
-                        events(.levelWritten(key, level: name, operation: .removal, error: result.failure))
-                        completion(result)
-                    }
-                },
-                removeAll: { completion in
-                    level.removeAll { result in
-                        events(.levelWritten(nil, level: name, operation: .removalOfEveryValue, error: result.failure))
-                        completion(result)
-                    }
-                },
+                save: level.save, removeValue: level.removeValue, removeAll: level.removeAll,
                 writeDebounce: level.writeDebounce, scheduler: level.scheduler))
     }
 }

@@ -117,3 +117,42 @@ struct BoxedLevel: Sendable {
         self.scheduler = scheduler
     }
 }
+
+/// A change a level was asked to make, as a wrapper of it hears of it (see ``BoxedLevel/telling(_:afterCompletion:)``).
+enum LevelChange {
+    /// A value saved for the key.
+    case save(StoreKeys.Object)
+    /// The key's value removed.
+    case removal(StoreKeys.Object)
+    /// Every value removed.
+    case removalOfAll
+}
+
+extension BoxedLevel {
+    /// This level, telling `told` how each save, removal and emptying ended: before its caller's completion runs, or
+    /// after it when `afterCompletion`. Reads go through unchanged.
+    func telling(
+        _ told: @escaping @Sendable (LevelChange, Result<Void, any Error>) -> Void, afterCompletion: Bool = false
+    ) -> BoxedLevel {
+        let level = self
+        @Sendable func ending(_ change: LevelChange, _ completion: @escaping Completion) -> Completion {
+            { result in
+                if afterCompletion {
+                    completion(result)
+                    told(change, result)
+                } else {
+                    told(change, result)
+                    completion(result)
+                }
+            }
+        }
+        return BoxedLevel(
+            read: level.read,
+            save: { value, savedAt, key, completion in
+                level.save(value, savedAt, key, ending(.save(key), completion))
+            },
+            removeValue: { key, completion in level.removeValue(key, ending(.removal(key), completion)) },
+            removeAll: { completion in level.removeAll(ending(.removalOfAll, completion)) },
+            writeDebounce: level.writeDebounce, scheduler: level.scheduler)
+    }
+}
