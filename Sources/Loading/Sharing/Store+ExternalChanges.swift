@@ -33,6 +33,7 @@ extension Store {
                     of: StoreKeyRef(object: StoreKey(key), hash: key.hashValue), level: sharedLevel)
             case .cleared:
                 engine.perform(locked { $0.clear(levels: sharedLevel, completion: {}) }, for: nil)
+                engine.confirmations?.cleared()
             case .missed:
                 // Anything may have changed: the faster levels let go of what they hold, and every key the store
                 // holds is read again.

@@ -59,7 +59,7 @@ extension Store {
     }
 
     /// Lets go of the values the store keeps for keys no longer in use (see `keptValues` in
-    /// ``init(levels:fetch:keptValues:maxAge:network:now:fetchContext:coordination:sharing:onWriteFailure:events:)``): call it
+    /// ``init(levels:fetch:keptValues:maxAge:network:now:fetchContext:coordination:sharing:entities:onWriteFailure:events:)``): call it
     /// when the system asks for memory, beside emptying your memory levels (``MemoryCache/clear()``). Keys in use
     /// keep their values; a key let go of is read from its levels when it is asked for again.
     public func trimMemory() {
@@ -74,6 +74,7 @@ extension Store {
         // The queues over the store stop starting work, and forget their mutations, before anything is cancelled.
         let notice = clearObservers.clearBegins()
         engine.perform(locked { $0.clear(completion: completion) }, for: nil)
+        engine.confirmations?.cleared()
         notice.clearEnded()
     }
 

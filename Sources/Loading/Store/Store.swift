@@ -81,6 +81,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///   - sharing: how the store keeps in step with other processes over a level they share, so that what one
     ///     saves, removes or clears there reaches the other's observers (see ``ProcessSharing``); by default it
     ///     does not.
+    ///   - entities: the entities the values hold, shared with other keys and stores (see ``SharedEntities``): a
+    ///     newer copy learned anywhere reaches every key holding the entity; by default none are.
     ///   - onWriteFailure: told of every failed level write or removal (the store's value stays as shown).
     ///   - events: told what happens, for logs, metrics and traces: hits and misses by level, level failures, fetches
     ///     started, joined and ended (see ``StoreEvent``).
@@ -95,6 +97,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         fetchContext: FetchContext = .caller,
         coordination: FetchCoordination<Key>? = nil,
         sharing: ProcessSharing<Key>? = nil,
+        entities: EntitySharing<Value>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         events: (@Sendable (StoreEvent<Key>) -> Void)? = nil
     ) {
@@ -105,7 +108,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 fetch[StoreKey<Key>.key(of: call.keyObject)].load { call.ended($0.map { ValueBox($0) }) }
             },
             keptValues: keptValues, maxAge: maxAge, network: network, now: now, fetchContext: fetchContext,
-            coordination: coordination, sharing: sharing, onWriteFailure: onWriteFailure, events: events)
+            coordination: coordination, sharing: sharing, entities: entities, onWriteFailure: onWriteFailure,
+            events: events)
     }
 
     /// Creates a store whose core loads a key from upstream with `upstream` (see the public initializer).
@@ -120,6 +124,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         fetchContext: FetchContext,
         coordination: FetchCoordination<Key>?,
         sharing: ProcessSharing<Key>?,
+        entities: EntitySharing<Value>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void,
         events: (@Sendable (StoreEvent<Key>) -> Void)?
     ) {
@@ -158,16 +163,19 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let hasHooks = events != nil || fetchContext.run != nil || coordination != nil
         let debounced = Set(levels.indices.filter { levels[$0].writeDebounce != nil })
         let kept = keptValues ?? (levels.isEmpty ? .max : 256)
+        let entityObserver = entities?.registration.observer(for: Key.self)
         engine = StoreEngine(
             machine: Machine(
                 levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
-                recordsEvictions: events != nil),
+                recordsEvictions: events != nil, reportsConfirmations: entityObserver != nil),
             levels: levels.map { $0.boxed }, reportFailure: reportFailure, now: now,
             upstream: upstream, network: network,
             hooks: hasHooks
                 ? TypedStoreHooks(
                     events: events, fetchContext: fetchContext, coordinator: coordinator, levels: levels, now: now)
-                : nil)
+                : nil,
+            confirmations: entityObserver)
+        entityObserver?.attach(self)
         if let sharing, let shared {
             // Polls until the store is released.
             _ = followChanges(

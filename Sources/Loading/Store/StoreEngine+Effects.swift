@@ -33,6 +33,12 @@ extension StoreEngine {
         for reply in more.fetchReplies { reply.completion(reply.result) }
         for delivery in more.hitReplies { delivery.reply(delivery.snapshot) }
         for ticket in more.released { ticket.release() }
+        // A key the machine no longer uses (a store that keeps no value and has no level) has nothing to follow.
+        if let confirmation = more.confirmation, let observer = confirmations, let key {
+            observer.confirmed(
+                key.object, previous: confirmation.previous, value: confirmation.value,
+                readBack: confirmation.readBack)
+        }
     }
 
     /// The key of effects that name it: the machine decides them for a key it uses, so the caller has its object.

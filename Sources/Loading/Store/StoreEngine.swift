@@ -64,6 +64,8 @@ final class StoreEngine: Sendable {
     /// The work that needs the store's types beyond a load (events, a fetch context, a coordination), when the
     /// store has any: its upstream loads go through it.
     let hooks: (any StoreHooks)?
+    /// Told each change of a key's confirmed value and each clear, after unlocking, when the store shares entities.
+    let confirmations: (any ConfirmationObserver)?
 
     /// Loads a call's key from upstream, answering the call with the value boxed: made by the store's face where
     /// the key's and value's types are known.
@@ -72,7 +74,7 @@ final class StoreEngine: Sendable {
     init(
         machine: StoreMachine, levels: [BoxedLevel], reportFailure: StoreMachine.SaveTicket.Report,
         now: @escaping @Sendable () -> Date, upstream: @escaping Upstream, network: NetworkMode,
-        hooks: (any StoreHooks)?
+        hooks: (any StoreHooks)?, confirmations: (any ConfirmationObserver)? = nil
     ) {
         state = Locked(State(machine: machine))
         self.levels = levels
@@ -81,6 +83,7 @@ final class StoreEngine: Sendable {
         self.upstream = upstream
         self.network = network
         self.hooks = hooks
+        self.confirmations = confirmations
     }
 
     /// Runs `body` on the machine under the lock; then releases what it let go of and, when the machine has notices
@@ -200,4 +203,15 @@ protocol StoreHooks: AnyObject, Sendable {
     ) -> any CancellationToken
     /// Tells the store's events of the kept values let go of.
     func tellEvicted(_ keys: [StoreKeys.Object])
+}
+
+/// What follows a store's confirmed values from outside its core (the entities it shares with other keys): told after
+/// unlocking, in the order of the key's changes.
+protocol ConfirmationObserver: AnyObject, Sendable {
+    /// The confirmed value of `key` changed from `previous` to `value` (`nil`: none, as after a removal);
+    /// `readBack` when it was read back from a level rather than learned.
+    func confirmed(
+        _ key: StoreKeys.Object, previous: (any StoreValueBox)?, value: (any StoreValueBox)?, readBack: Bool)
+    /// The store was cleared.
+    func cleared()
 }

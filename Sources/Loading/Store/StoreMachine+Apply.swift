@@ -126,7 +126,8 @@ extension StoreMachine {
         // Stale as the invalidations recorded before the read judged the level's value (`staleSince`), or as one
         // that matched the key while it was read: that one marked the entry, which the read holds.
         entry.staleness.confirmLevelValue(staleSince: staleSince, markWhenRead: stamp.staleMark)
-        var effects = confirm(stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true)
+        var effects = confirm(
+            stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true, readBack: true)
         effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
         return effects
     }
@@ -195,11 +196,16 @@ extension StoreMachine {
     /// is dropped: this one is newer). The writes hold `ticket`, released at once when there are none.
     mutating func confirm(
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
-        error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil, answers: Bool = false
+        error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil, answers: Bool = false,
+        readBack: Bool = false
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects()
         effects.replaced = exchange(&entry.confirmed, with: stored)  // moved out, released after unlocking
+        if reportsConfirmations {
+            effects.confirmation = Confirmation(
+                previous: effects.replaced?.value, value: stored?.value, readBack: readBack)
+        }
         entry.isKnown = true
         entry.confirmedVersion += 1
         if let change { log(change, for: key) }

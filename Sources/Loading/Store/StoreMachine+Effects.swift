@@ -51,6 +51,8 @@ extension StoreMachine {
             var debounce: [DebounceStart] = []
             /// Tickets to release last (work that waited for saves that were dropped or not needed).
             var released: [SaveTicket] = []
+            /// The key's confirmed value as it changed, for a store that reports it (its entities).
+            var confirmation: Confirmation?
 
             init() {}
 
@@ -63,6 +65,7 @@ extension StoreMachine {
                 copy.failedCommits = failedCommits
                 copy.debounce = debounce
                 copy.released = released
+                copy.confirmation = confirmation
                 return copy
             }
         }
@@ -117,6 +120,18 @@ extension StoreMachine {
             get { more?.released ?? [] }
             _modify { yield &uniqueMore().released }
         }
+        var confirmation: Confirmation? {
+            get { more?.confirmation }
+            _modify { yield &uniqueMore().confirmation }
+        }
+    }
+
+    /// A change of a key's confirmed value: the value before and after (`nil`: none), and whether the new one was
+    /// read back from a level rather than learned (fetched, written, changed, or saved there by another process).
+    struct Confirmation {
+        let previous: Value?
+        let value: Value?
+        let readBack: Bool
     }
 }
 

@@ -104,11 +104,19 @@
     /// ``takeDropped()``: their slots may be given back.
     var dropped: [Key] = []
 
-    init(levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int, recordsEvictions: Bool = false) {
+    /// Whether each confirmed value, removal and clear is handed out with the effects, for the store's entities
+    /// (``Effects/confirmation``).
+    let reportsConfirmations: Bool
+
+    init(
+        levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int, recordsEvictions: Bool = false,
+        reportsConfirmations: Bool = false
+    ) {
         self.levelNames = levelNames
         self.debouncedLevels = debouncedLevels
         self.keptValues = max(0, keptValues)
         self.recordsEvictions = recordsEvictions
+        self.reportsConfirmations = reportsConfirmations
     }
 
     /// The keys whose kept values the bound let go of since the last call (recorded only for a store with events).

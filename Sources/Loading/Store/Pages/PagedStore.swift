@@ -69,6 +69,7 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
     ///   - maxAge: how long a list stays fresh for cache-first reads (see ``Store``).
     ///   - network: what loads do while the network cannot be reached.
     ///   - now: the clock lists are stamped with.
+    ///   - entities: the entities the items are, shared with other keys and stores (see ``SharedEntities``).
     ///   - onWriteFailure: told of every failed level write.
     ///   - page: the page of a key's list that a cursor points to (`nil`: the first page).
     public init<PageLoader: Loader>(
@@ -77,11 +78,13 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         maxAge: Duration? = nil,
         network: NetworkMode = .always,
         now: @escaping @Sendable () -> Date = { Date() },
+        entities: EntitySharing<PagedList<Item, Cursor>>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         page: @escaping @Sendable (Key, Cursor?) -> PageLoader
     ) where PageLoader.Output == Page<Item, Cursor> {
         (store, nextPages, previousPages) = Self.make(
-            levels: levels, maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure, page: page,
+            levels: levels, maxAge: maxAge, network: network, now: now, entities: entities,
+            onWriteFailure: onWriteFailure, page: page,
             add: { list, page, cursor, before in
                 before
                     ? list.prepending(page, loadedWith: cursor, maxPages: maxPages)
@@ -92,7 +95,8 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
     /// Makes the store of the lists and the loaders of their next and previous pages, added with `add`.
     private static func make<PageLoader: Loader>(
         levels: [StoreLevel<Key, PagedList<Item, Cursor>>], maxAge: Duration?, network: NetworkMode,
-        now: @escaping @Sendable () -> Date, onWriteFailure: @escaping @Sendable (any Error) -> Void,
+        now: @escaping @Sendable () -> Date, entities: EntitySharing<PagedList<Item, Cursor>>?,
+        onWriteFailure: @escaping @Sendable (any Error) -> Void,
         page: @escaping @Sendable (Key, Cursor?) -> PageLoader, add: @escaping AddingPage<Key, Item, Cursor>.Add
     ) -> Made where PageLoader.Output == Page<Item, Cursor> {
         let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>> = { key, cursor in
@@ -103,7 +107,7 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         let store = Store(
             levels: levels,
             fetch: LoaderFamily { key in PageRefresh(key: key, link: link, page: page) },
-            maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure)
+            maxAge: maxAge, network: network, now: now, entities: entities, onWriteFailure: onWriteFailure)
         link.set(store)
         let next = AddingPage(link: link, page: page, before: false, add: add)
         let previous = AddingPage(link: link, page: page, before: true, add: add)
@@ -174,6 +178,7 @@ extension PagedStore where Item: Identifiable, Item.ID: Sendable {
     ///   - maxAge: how long a list stays fresh for cache-first reads (see ``Store``).
     ///   - network: what loads do while the network cannot be reached.
     ///   - now: the clock lists are stamped with.
+    ///   - entities: the entities the items are, shared with other keys and stores (see ``SharedEntities``).
     ///   - onWriteFailure: told of every failed level write.
     ///   - page: the page of a key's list that a cursor points to (`nil`: the first page).
     public convenience init<PageLoader: Loader>(
@@ -182,13 +187,14 @@ extension PagedStore where Item: Identifiable, Item.ID: Sendable {
         maxAge: Duration? = nil,
         network: NetworkMode = .always,
         now: @escaping @Sendable () -> Date = { Date() },
+        entities: EntitySharing<PagedList<Item, Cursor>>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         page: @escaping @Sendable (Key, Cursor?) -> PageLoader
     ) where PageLoader.Output == Page<Item, Cursor> {
         self.init(
             made: Self.make(
-                levels: levels, maxAge: maxAge, network: network, now: now, onWriteFailure: onWriteFailure,
-                page: page,
+                levels: levels, maxAge: maxAge, network: network, now: now, entities: entities,
+                onWriteFailure: onWriteFailure, page: page,
                 add: { list, page, cursor, before in
                     before
                         ? list.prepending(page, loadedWith: cursor, maxPages: maxPages)

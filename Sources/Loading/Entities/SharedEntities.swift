@@ -1,0 +1,218 @@
+/// Entities (identified parts of values: a friend in a list, in a page, on its detail screen) shared by the keys of one
+/// or more stores: a newer copy of an entity, wherever it comes from, reaches every key that holds it.
+///
+/// ```swift
+/// let friends = SharedEntities<Friend>()
+/// let lists = Store(
+///     levels: [.cache(MemoryCache(), name: "memory")],
+///     fetch: LoaderFamily { (query: String) in api.search(query) },
+///     entities: friends.held(in: .elements))
+/// let details = Store(
+///     levels: [.cache(MemoryCache(), name: "memory")],
+///     fetch: LoaderFamily { (id: String) in api.friend(id) },
+///     entities: friends.held(in: .whole))
+/// ```
+///
+/// Then a live update of one friend reaches every screen showing it:
+///
+/// ```swift
+/// friends.update(Friend(id: "u1", name: "Ada L."))  // every list holding u1 and its detail show it, once each
+/// ```
+///
+/// - A copy a store **learns** (fetched, written, updated, confirmed by a change's commit, saved by another process)
+///   is taken as the entity's copy and written to every other key holding the entity (an update of each, so each
+///   observer sees one change). A copy **read back** from a level, or one a key still holds unchanged while another
+///   key learned a newer one, is replaced by the newer one.
+/// - Which copy wins when two disagree: the one learned last, by the order the stores confirmed them (a fetch that
+///   answers after another brings the copy everywhere). Give `isNewer` (comparing a version or a modification date
+///   the server sends) to let the copies decide instead: an older copy then never replaces a newer one.
+/// - ``mutate(_:_:commit:completion:)`` changes an entity optimistically in every key holding it, with one commit:
+///   refused, it is undone in all of them, and the other changes pending there stay.
+/// - The entities no key holds are forgotten; the keys followed are bounded by `keptKeys` (the least recently
+///   confirmed are let go of; a key let go of is followed again once the store confirms it anew). A store's clear
+///   forgets its keys.
+public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: Sendable where Entity.ID: Sendable {
+    private let state: Locked<EntityTable<Entity>>
+    private let stores = Locked<[Int: StoreAccess]>([:])
+    /// The keys each ``mutate(_:_:commit:completion:)`` in flight changes, by entity and by mutation: each confirms
+    /// the change itself, so what one confirms is not brought to the others.
+    private let changing = Locked<[Entity.ID: [Int: Set<HeldKey>]]>([:])
+    private let mutations = Locked(0)
+    private let isNewer: (@Sendable (Entity, Entity) -> Bool)?
+
+    /// How the entities reach one store's keys.
+    struct StoreAccess: Sendable {
+        /// Updates a key with the newer copies `newer` gives.
+        let update: @Sendable (_ key: any Hashable & Sendable, _ newer: @escaping @Sendable (Entity) -> Entity?) -> Void
+        /// Changes a key optimistically with `newer`, sent with `commit`.
+        let mutate:
+            @Sendable (
+                _ key: any Hashable & Sendable, _ newer: @escaping @Sendable (Entity) -> Entity?,
+                _ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+            ) -> any CancellationToken
+    }
+
+    /// Entities shared by the stores given ``held(in:)``, following at most `keptKeys` keys; `isNewer(a, b)`, when
+    /// given, tells whether copy `a` is newer than copy `b`.
+    public init(keptKeys: Int = 10_000, isNewer: (@Sendable (Entity, Entity) -> Bool)? = nil) {
+        state = Locked(EntityTable(keptKeys: keptKeys))
+        self.isNewer = isNewer
+    }
+
+    /// What a ``Store`` whose values hold these entities at `path` is given (`Store(…, entities:)`).
+    public func held<Value>(in path: EntityPath<Value, Entity>) -> EntitySharing<Value> {
+        EntitySharing(registration: EntityRegistration(entities: self, path: path))
+    }
+
+    /// The copy of entity `id` the keys show, when one holds it.
+    public func entity(_ id: Entity.ID) -> Entity? {
+        state.withLock { $0.copy(of: id) }?.entity
+    }
+
+    /// Shows `entity` in every key holding an entity with its id (a live update of one entity); nothing when none
+    /// does, or when `isNewer` says the copy shown is newer.
+    public func update(_ entity: Entity) {
+        while true {
+            guard let known = state.withLock({ $0.copy(of: entity.id) }), known.entity != entity,
+                isNewer?(known.entity, entity) != true
+            else { return }
+            let (taken, released) = state.withLock { $0.take(entity, ifStill: known.version) }
+            withExtendedLifetime(released) {}
+            if taken { break }  // else another copy came meanwhile: judged against it
+        }
+        for key in state.withLock({ $0.holders(of: entity.id) }) { bringNewerCopies(to: key) }
+    }
+
+    /// Changes entity `id` with `change` in every key holding it, at once, and sends the change with `commit` (one
+    /// load, whatever the number of keys). Accepted, the changed copy is confirmed everywhere; refused, the change is
+    /// undone everywhere, and the other changes pending there stay. `completion` receives the commit's outcome once
+    /// every key has settled it. Cancelling the returned token cancels the commit and undoes the change.
+    @discardableResult
+    public func mutate(
+        _ id: Entity.ID, _ change: @escaping @Sendable (Entity) -> Entity, commit: some Loader<Void>,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
+    ) -> any CancellationToken {
+        let keys = state.withLock { $0.holders(of: id) }
+        let shared = SharedCommit(commit.eraseToAnyLoader())
+        let accesses = stores.withLock { stores in keys.compactMap { key in stores[key.store].map { (key, $0) } } }
+        guard !accesses.isEmpty else { return shared.load(completion) }
+        let number = mutations.withLock { number in
+            number += 1
+            return number
+        }
+        changing.withLock { $0[id, default: [:]][number] = Set(accesses.map(\.0)) }
+        let settled = Locked(accesses.count)
+        let tokens = accesses.map { key, access in
+            access.mutate(key.key, { $0.id == id ? change($0) : nil }, shared.loader) { [weak self] result in
+                let last = settled.withLock { count -> Bool in
+                    count -= 1
+                    return count == 0
+                }
+                guard last else { return }
+                let done = self?.changing.withLock { changing -> Set<HeldKey>? in
+                    defer { if changing[id]?.isEmpty == true { changing[id] = nil } }
+                    return changing[id]?.removeValue(forKey: number)
+                }
+                withExtendedLifetime(done) {}
+                // The commit's outcome; a key's own when the commit never answered (a clear came first).
+                completion(shared.outcome ?? result)
+            }
+        }
+        return AnyCancellationToken { for token in tokens { token.cancel() } }
+    }
+
+    /// The number of keys followed (for tests of the bound).
+    var keyCount: Int { state.withLock { $0.keyCount } }
+
+    // MARK: What the stores tell
+
+    /// A number for a new store sharing the entities.
+    func addStore() -> Int {
+        state.withLock { $0.addStore() }
+    }
+
+    /// Lets the entities reach the keys of store `store` through `access`.
+    func setAccess(_ access: StoreAccess, of store: Int) {
+        stores.withLock { $0[store] = access }
+    }
+
+    /// Store `store` was cleared: its keys are no longer followed.
+    func forget(store: Int) {
+        let released = state.withLock { $0.forget(store: store) }
+        withExtendedLifetime(released) {}
+    }
+
+    /// Store `store` is gone.
+    func removeStore(_ store: Int) {
+        forget(store: store)
+        let access = stores.withLock { $0.removeValue(forKey: store) }
+        withExtendedLifetime(access) {}
+    }
+
+    /// `key`'s confirmed value changed from one holding `previous` to one holding `value`; `readBack` when it was read
+    /// back from a level. Takes the copies the key learned, brings them to the other keys, and brings newer copies to
+    /// this key when it holds older ones.
+    func confirmed(_ key: HeldKey, previous: [Entity], value: [Entity], readBack: Bool) {
+        var before: [Entity.ID: Entity] = [:]
+        for entity in previous { before[entity.id] = entity }
+        let ids = value.map(\.id)
+        let (known, released) = state.withLock { table in
+            (ids.map { table.copy(of: $0) }, table.note(key, holds: ids))
+        }
+        withExtendedLifetime(released) {}
+        var olderHere = false
+        var spread: [Entity.ID] = []
+        for (entity, copy) in zip(value, known) {
+            if let copy, copy.entity == entity { continue }
+            let learned = !readBack && before[entity.id] != entity  // new in this key, or changed in it
+            guard copy == nil || isNewer(entity, than: copy!.entity, learned: learned) else {
+                olderHere = true
+                continue
+            }
+            let (taken, replaced) = state.withLock { $0.take(entity, ifStill: copy?.version) }
+            withExtendedLifetime(replaced) {}
+            if !taken {
+                olderHere = true  // another copy came meanwhile: this key gets it
+            } else if copy != nil {
+                spread.append(entity.id)
+            }
+        }
+        var others = Set<HeldKey>()
+        if !spread.isEmpty {
+            state.withLock { table in for id in spread { others.formUnion(table.holders(of: id)) } }
+            others.remove(key)
+            // The keys changing the entity with this one confirm the change themselves.
+            changing.withLock { changing in
+                for id in spread {
+                    for keys in (changing[id] ?? [:]).values where keys.contains(key) { others.subtract(keys) }
+                }
+            }
+        }
+        if olderHere { bringNewerCopies(to: key) }
+        for other in others { bringNewerCopies(to: other) }
+    }
+
+    /// Whether `entity` replaces `copy`: as `isNewer` says when it tells them apart, else when the key learned it.
+    private func isNewer(_ entity: Entity, than copy: Entity, learned: Bool) -> Bool {
+        guard let isNewer else { return learned }
+        if isNewer(entity, copy) { return true }
+        if isNewer(copy, entity) { return false }
+        return learned
+    }
+
+    /// Updates `key` with the copies known for the entities it holds, where they differ.
+    private func bringNewerCopies(to key: HeldKey) {
+        guard let access = stores.withLock({ $0[key.store] }) else { return }
+        access.update(key.key) { [weak self] entity in
+            guard let copy = self?.state.withLock({ $0.copy(of: entity.id) })?.entity, copy != entity else {
+                return nil
+            }
+            return copy
+        }
+    }
+}
+
+/// What a ``Store`` sharing entities is given: made by ``SharedEntities/held(in:)``.
+public struct EntitySharing<Value: Sendable>: Sendable {
+    let registration: any EntityRegistering<Value>
+}

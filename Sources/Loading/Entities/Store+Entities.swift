@@ -1,0 +1,166 @@
+/// How a store sharing entities registers with its ``SharedEntities``, made where the entity's type is known.
+protocol EntityRegistering<Value>: Sendable {
+    associatedtype Value: Sendable
+    /// The observer of a new store's confirmed values.
+    func observer<Key: Hashable & Sendable>(for keys: Key.Type) -> EntityObserver<Key, Value>
+}
+
+struct EntityRegistration<Value: Sendable, Entity: Identifiable & Equatable & Sendable>: EntityRegistering
+where Entity.ID: Sendable {
+    let entities: SharedEntities<Entity>
+    let path: EntityPath<Value, Entity>
+
+    func observer<Key: Hashable & Sendable>(for keys: Key.Type) -> EntityObserver<Key, Value> {
+        let (entities, path) = (entities, path)
+        let store = entities.addStore()
+        return EntityObserver(
+            confirmed: { key, previous, value, readBack in
+                entities.confirmed(
+                    HeldKey(store: store, key: key), previous: previous.map(path.entities) ?? [],
+                    value: value.map(path.entities) ?? [], readBack: readBack)
+            },
+            forget: { entities.forget(store: store) },
+            release: { entities.removeStore(store) },
+            attach: { (target: Store<Key, Value>) in
+                entities.setAccess(Self.access(to: target, path: path), of: store)
+            })
+    }
+
+    /// How the entities reach `store`'s keys: updates and optimistic changes of the entities at `path`, holding the
+    /// store weakly.
+    private static func access<Key: Hashable & Sendable>(
+        to store: Store<Key, Value>, path: EntityPath<Value, Entity>
+    ) -> SharedEntities<Entity>.StoreAccess {
+        @Sendable func replacing(_ newer: @escaping @Sendable (Entity) -> Entity?) -> @Sendable (Value?) -> Value? {
+            { value in value.map { path.replacing($0, newer) ?? $0 } }
+        }
+        return SharedEntities<Entity>.StoreAccess(
+            update: { [weak store] key, newer in
+                guard let store, let key = key as? Key else { return }
+                store.update(key, replacing(newer))
+            },
+            mutate: { [weak store] key, newer, commit, completion in
+                guard let store, let key = key as? Key else {
+                    completion(.failure(StoreError.cleared))
+                    return AnyCancellationToken()
+                }
+                return store.mutate(key, replacing(newer), commit: commit, completion: completion)
+            })
+    }
+}
+
+/// Tells a store's ``SharedEntities`` of each change of its confirmed values and of its clears; forgets the store's
+/// keys there when the store goes.
+final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: ConfirmationObserver {
+    private let confirmedValues: @Sendable (Key, Value?, Value?, Bool) -> Void
+    private let forget: @Sendable () -> Void
+    private let release: @Sendable () -> Void
+    private let attaching: @Sendable (Store<Key, Value>) -> Void
+
+    init(
+        confirmed: @escaping @Sendable (Key, Value?, Value?, Bool) -> Void, forget: @escaping @Sendable () -> Void,
+        release: @escaping @Sendable () -> Void, attach: @escaping @Sendable (Store<Key, Value>) -> Void
+    ) {
+        confirmedValues = confirmed
+        self.forget = forget
+        self.release = release
+        attaching = attach
+    }
+
+    deinit {
+        release()
+    }
+
+    /// Lets the entities reach `store`'s keys (once the store is made).
+    func attach(_ store: Store<Key, Value>) {
+        attaching(store)
+    }
+
+    func confirmed(
+        _ key: StoreKeys.Object, previous: (any StoreValueBox)?, value: (any StoreValueBox)?, readBack: Bool
+    ) {
+        confirmedValues(
+            StoreKey<Key>.key(of: key), previous.map { ($0 as! ValueBox<Value>).value },
+            value.map { ($0 as! ValueBox<Value>).value }, readBack)
+    }
+
+    func cleared() {
+        forget()
+    }
+}
+
+/// One commit shared by the optimistic changes of several keys: started by the first of them to ask, answering each
+/// with its outcome; cancelled when every key let go of it before it answered.
+final class SharedCommit: Sendable {
+    private struct State: Sendable {
+        var started = false
+        var outcome: Result<Void, any Error>?
+        var waiting: [Int: LoadCompletion<Void>] = [:]
+        var next = 0
+        var token: (any CancellationToken)?
+    }
+
+    private let commit: AnyLoader<Void>
+    private let state = Locked(State())
+
+    init(_ commit: AnyLoader<Void>) {
+        self.commit = commit
+    }
+
+    /// The commit as each key's change sends it.
+    var loader: AnyLoader<Void> {
+        AnyLoader { [self] completion in load(completion) }
+    }
+
+    /// How the commit ended; `nil` until it has.
+    var outcome: Result<Void, any Error>? {
+        state.withLock { $0.outcome }
+    }
+
+    /// Joins the commit (starting it when it has not started), answering `completion` with its outcome.
+    func load(_ completion: @escaping LoadCompletion<Void>) -> any CancellationToken {
+        let (answer, id, starts) = state.withLock { state -> (Result<Void, any Error>?, Int, Bool) in
+            if let outcome = state.outcome { return (outcome, 0, false) }
+            state.next += 1
+            state.waiting[state.next] = completion
+            defer { state.started = true }
+            return (nil, state.next, !state.started)
+        }
+        if let answer {
+            completion(answer)
+            return AnyCancellationToken()
+        }
+        if starts {
+            let token = commit.load { [self] result in finish(result) }
+            let abandoned = state.withLock { state -> Bool in
+                guard state.outcome == nil else { return false }
+                guard !state.waiting.isEmpty else { return true }
+                state.token = token
+                return false
+            }
+            if abandoned { token.cancel() }
+        }
+        return AnyCancellationToken { [self] in leave(id) }
+    }
+
+    private func finish(_ result: Result<Void, any Error>) {
+        let waiting = state.withLock { state -> [LoadCompletion<Void>] in
+            guard state.outcome == nil else { return [] }
+            state.outcome = result
+            state.token = nil
+            return Array(exchange(&state.waiting, with: [:]).values)
+        }
+        for completion in waiting { completion(result) }
+    }
+
+    /// A key let go of the commit (its change was cancelled): the last to go cancels it.
+    private func leave(_ id: Int) {
+        let (left, token) = state.withLock { state -> (LoadCompletion<Void>?, (any CancellationToken)?) in
+            guard let left = state.waiting.removeValue(forKey: id) else { return (nil, nil) }
+            guard state.waiting.isEmpty, state.outcome == nil else { return (left, nil) }
+            return (left, exchange(&state.token, with: nil))
+        }
+        token?.cancel()
+        withExtendedLifetime(left) {}
+    }
+}

@@ -1,0 +1,260 @@
+import Foundation
+import LoadingTestSupport
+import XCTest
+
+@testable import Loading
+
+/// Entities shared by the keys of two stores (lists of people, and one person's detail): an edit made anywhere
+/// reaches every key holding the entity, once; a refused change is undone everywhere; which copy wins is stated.
+final class SharedEntitiesTests: XCTestCase {
+    private struct Person: Identifiable, Equatable, Sendable {
+        let id: String
+        var name: String
+        var version = 1
+    }
+
+    private let ada = Person(id: "ada", name: "Ada")
+    private let grace = Person(id: "grace", name: "Grace")
+    private var subscriptions: [any CancellationToken] = []
+
+    override func tearDown() {
+        for subscription in subscriptions { subscription.cancel() }
+        subscriptions = []
+    }
+
+    /// A store of lists keyed by number; each list's fetch answers with what `lists` gives.
+    private func makeListStore(
+        _ entities: SharedEntities<Person>, level: MemoryCache<Int, [Person]> = MemoryCache(),
+        lists: @escaping @Sendable (Int) -> AnyLoader<[Person]>
+    ) -> Store<Int, [Person]> {
+        Store(
+            levels: [.cache(level, name: "memory")], fetch: LoaderFamily { lists($0) },
+            entities: entities.held(in: .elements))
+    }
+
+    private func makeDetailStore(
+        _ entities: SharedEntities<Person>, detail: @escaping @Sendable (String) -> AnyLoader<Person>
+    ) -> Store<String, Person> {
+        Store(
+            levels: [.cache(MemoryCache(), name: "memory")], fetch: LoaderFamily { detail($0) },
+            entities: entities.held(in: .whole))
+    }
+
+    private static func answering<Value: Sendable>(_ value: Value) -> AnyLoader<Value> {
+        AnyLoader { completion in
+            completion(.success(value))
+            return AnyCancellationToken()
+        }
+    }
+
+    /// Every value `store` shows for `key` from now on.
+    private func observe<Key: Hashable & Sendable, Value: Sendable>(
+        _ key: Key, in store: Store<Key, Value>
+    ) -> Locked<[Value?]> {
+        let shown = Locked<[Value?]>([])
+        let subscription = store.changes(for: key).sink { response in shown.withLock { $0.append(response.value) } }
+        subscriptions.append(AnyCancellationToken { subscription.cancel() })
+        return shown
+    }
+
+    /// What a screen of `key` shows: the value read, then every change.
+    private func show<Key: Hashable & Sendable, Value: Sendable>(
+        _ key: Key, in store: Store<Key, Value>
+    ) -> Locked<[Value?]> {
+        let shown = Locked<[Value?]>([])
+        let subscription = store.stream(for: key).sink { _ in
+        } receiveValue: { response in
+            shown.withLock { $0.append(response.value) }
+        }
+        subscriptions.append(AnyCancellationToken { subscription.cancel() })
+        return shown
+    }
+
+    private func read<Key: Hashable & Sendable, Value: Sendable>(_ key: Key, in store: Store<Key, Value>) -> Value? {
+        let done = expectation(description: "read")
+        let value = Locked<Value?>(nil)
+        store.read(key).load { result in
+            value.withLock { $0 = try? result.get().value }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+        return value.withLock { $0 }
+    }
+
+    func test_anEditOfAnEntity_reachesEveryKeyAndStoreHoldingIt_withOnePublicationEach() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { number in
+            Self.answering(number.isMultiple(of: 2) ? [ada, grace] : [grace])
+        }
+        let details = makeDetailStore(people) { _ in Self.answering(ada) }
+        let keys = 0..<1_000
+        let shown = keys.map { show($0, in: lists) }
+        let detailShown = show("ada", in: details)
+        XCTAssertTrue(eventually { shown.allSatisfy { $0.withLock { !$0.isEmpty } } }, "each observer saw its value")
+        let before = shown.map { $0.withLock { $0.count } }
+
+        let renamed = Person(id: "ada", name: "Ada Lovelace", version: 2)
+        people.update(renamed)
+
+        for key in keys {
+            let published = shown[key].withLock { Array($0.dropFirst(before[key])) }
+            if key.isMultiple(of: 2) {
+                XCTAssertEqual(published, [[renamed, grace]], "list \(key): one publication with the new copy")
+            } else {
+                XCTAssertEqual(published, [], "list \(key) does not hold Ada")
+            }
+        }
+        XCTAssertEqual(detailShown.withLock { $0.last }, renamed)
+        XCTAssertEqual(people.entity("ada"), renamed)
+    }
+
+    func test_aCopyFetchedInOneKey_reachesTheOthers_andAnEntityEditedInAListReachesTheDetail() {
+        let people = SharedEntities<Person>()
+        let answers = Locked<[Person]>([ada])
+        let lists = makeListStore(people) { _ in Self.answering(answers.withLock { $0 }) }
+        let details = makeDetailStore(people) { _ in Self.answering(Person(id: "ada", name: "Ada L.", version: 2)) }
+        XCTAssertEqual(read(1, in: lists), [ada])
+        let listShown = observe(1, in: lists)
+
+        // A fresh fetch of the detail brings a newer copy: the list shows it.
+        XCTAssertEqual(read("ada", in: details)?.name, "Ada L.")
+        XCTAssertEqual(listShown.withLock { $0.last }, [Person(id: "ada", name: "Ada L.", version: 2)])
+
+        // A live update of the list's copy reaches the detail.
+        let detailShown = observe("ada", in: details)
+        lists.update(1) { list in list?.map { Person(id: $0.id, name: "Countess", version: 3) } }
+        XCTAssertEqual(detailShown.withLock { $0.last }, Person(id: "ada", name: "Countess", version: 3))
+    }
+
+    func test_aRefusedChange_isUndoneEverywhere_whileALaterAcceptedOneStays() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
+        let details = makeDetailStore(people) { _ in Self.answering(ada) }
+        for key in 0..<3 { XCTAssertNotNil(read(key, in: lists)) }
+        XCTAssertNotNil(read("ada", in: details))
+        let shown = (0..<3).map { observe($0, in: lists) }
+        let detailShown = observe("ada", in: details)
+
+        let refusedCommit = LoaderSpy<Void>()
+        let acceptedCommit = LoaderSpy<Void>()
+        let refused = Locked<Result<Void, any Error>?>(nil)
+        let accepted = Locked<Result<Void, any Error>?>(nil)
+        let rename: @Sendable (Person) -> Person = { person in
+            Person(id: person.id, name: person.name + " (renamed)", version: person.version)
+        }
+        let bump: @Sendable (Person) -> Person = { Person(id: $0.id, name: $0.name, version: $0.version + 10) }
+        people.mutate("ada", rename, commit: refusedCommit, completion: { result in refused.withLock { $0 = result } })
+        people.mutate("ada", bump, commit: acceptedCommit, completion: { result in accepted.withLock { $0 = result } })
+        let both = Person(id: "ada", name: "Ada (renamed)", version: 11)
+        for list in shown { XCTAssertEqual(list.withLock { $0.last }, [both, grace], "shown at once everywhere") }
+        XCTAssertEqual(detailShown.withLock { $0.last }, both)
+        XCTAssertEqual(refusedCommit.loadCount, 1, "one commit for every key holding the entity")
+
+        refusedCommit.fail(with: URLError(.badServerResponse))
+        acceptedCommit.complete(with: ())
+        XCTAssertTrue(eventually { refused.withLock { $0 } != nil && accepted.withLock { $0 } != nil })
+        XCTAssertThrowsError(try refused.withLock { $0 }?.get())
+        XCTAssertNoThrow(try accepted.withLock { $0 }?.get())
+
+        let kept = Person(id: "ada", name: "Ada", version: 11)
+        for list in shown { XCTAssertEqual(list.withLock { $0.last }, [kept, grace], "undone, the other stays") }
+        XCTAssertEqual(detailShown.withLock { $0.last }, kept)
+        XCTAssertEqual(people.entity("ada"), kept)
+    }
+
+    func test_aLogoutWhileAChangeIsSent_cancelsItsCommit_andShowsNothingOfIt() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
+        let details = makeDetailStore(people) { _ in Self.answering(ada) }
+        XCTAssertNotNil(read(1, in: lists))
+        XCTAssertNotNil(read("ada", in: details))
+        let listShown = observe(1, in: lists)
+        let commit = LoaderSpy<Void>()
+        let outcome = Locked<Result<Void, any Error>?>(nil)
+        let rename: @Sendable (Person) -> Person = { Person(id: $0.id, name: "Renamed", version: 2) }
+        people.mutate("ada", rename, commit: commit, completion: { result in outcome.withLock { $0 = result } })
+        XCTAssertEqual(listShown.withLock { $0.last }, [Person(id: "ada", name: "Renamed", version: 2), grace])
+
+        for clear in [lists.clear, details.clear] {
+            let cleared = expectation(description: "cleared")
+            clear { cleared.fulfill() }
+            wait(for: [cleared], timeout: 5)
+        }
+
+        XCTAssertTrue(eventually { outcome.withLock { $0 } != nil })
+        XCTAssertThrowsError(try outcome.withLock { $0 }?.get()) { XCTAssertEqual($0 as? StoreError, .cleared) }
+        XCTAssertEqual(commit.cancelledRequests, [0], "no key waits for the commit any more")
+        XCTAssertEqual(listShown.withLock { $0.last }, .some(nil))
+        XCTAssertNil(people.entity("ada"))
+        commit.complete(with: ())  // a late answer changes nothing
+        XCTAssertEqual(listShown.withLock { $0.last }, .some(nil))
+    }
+
+    /// Two lists fetched at once, the first answering with `first`, then the second with `second`; what each shows.
+    private func racingFetches(
+        over people: SharedEntities<Person>, answering first: [Person], then second: [Person]
+    ) -> (Locked<[[Person]?]>, Locked<[[Person]?]>) {
+        let fetches = [LoaderSpy<[Person]>(), LoaderSpy<[Person]>()]
+        let lists = makeListStore(people) { fetches[$0 - 1].eraseToAnyLoader() }
+        let shown = (observe(1, in: lists), observe(2, in: lists))
+        lists.read(1).load { _ in }
+        lists.read(2).load { _ in }
+        fetches[0].complete(with: first)
+        fetches[1].complete(with: second)
+        return shown
+    }
+
+    func test_twoFetchesRacing_bringTheNewerCopyEverywhere_whenTheEntitiesSayWhichIsNewer() {
+        let people = SharedEntities<Person>(isNewer: { $0.version > $1.version })
+        let newer = Person(id: "ada", name: "Ada, newer", version: 5)
+        let older = Person(id: "ada", name: "Ada, older", version: 4)
+        let (one, two) = racingFetches(over: people, answering: [newer], then: [older])  // the older copy answers last
+
+        XCTAssertTrue(eventually { one.withLock { $0.last } == [newer] && two.withLock { $0.last } == [newer] })
+        XCTAssertEqual(people.entity("ada"), newer)
+    }
+
+    func test_withoutAVersion_theCopyLearnedLastWins_everywhere() {
+        let people = SharedEntities<Person>()
+        let early = Person(id: "ada", name: "Ada, answered first")
+        let late = Person(id: "ada", name: "Ada, answered last")
+        let (one, two) = racingFetches(over: people, answering: [early], then: [late])
+
+        XCTAssertTrue(eventually { one.withLock { $0.last } == [late] && two.withLock { $0.last } == [late] })
+    }
+
+    func test_aCopyReadBackFromALevel_isReplacedByTheNewerOneKnown() {
+        let people = SharedEntities<Person>()
+        let disk = MemoryCache<Int, [Person]>()
+        let stale = Person(id: "ada", name: "Ada, as saved last week")
+        disk.save([stale], for: 7) { _ in }
+        let fresh = Person(id: "ada", name: "Ada, fetched now")
+        let lists = makeListStore(people, level: disk) { _ in Self.answering([fresh]) }
+        XCTAssertEqual(read(1, in: lists), [fresh])
+
+        let shown = observe(7, in: lists)
+        _ = read(7, in: lists)  // a hit: the level's old copy
+        XCTAssertTrue(eventually { shown.withLock { $0.last } == [fresh] }, "\(shown.withLock { $0 })")
+        XCTAssertEqual(people.entity("ada"), fresh, "the old copy did not win")
+    }
+
+    func test_aClear_forgetsTheStoresEntities_andTheKeysFollowedAreBounded() {
+        let people = SharedEntities<Person>(keptKeys: 100)
+        let lists = makeListStore(people) { number in
+            Self.answering([Person(id: "p\(number)", name: "Person \(number)")])
+        }
+        for key in 0..<1_000 { XCTAssertNotNil(read(key, in: lists)) }
+        XCTAssertEqual(people.keyCount, 100, "the least recently confirmed keys are let go of")
+        XCTAssertNil(people.entity("p0"), "with the entities no other key holds")
+        XCTAssertNotNil(people.entity("p999"))
+
+        let cleared = expectation(description: "cleared")
+        lists.clear { cleared.fulfill() }
+        wait(for: [cleared], timeout: 5)
+        XCTAssertEqual(people.keyCount, 0)
+        XCTAssertNil(people.entity("p999"), "nothing of the user before the logout is kept")
+    }
+}
