@@ -48,6 +48,13 @@ func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
                 queueSizeScenario(label: "b", queued: 100_000, operations: quick ? 100 : 1_000),
             ]
         },
+        {
+            [
+                entityEditScenario(label: "a", holders: 1, edits: quick ? 100 : 10_000),
+                entityEditScenario(label: "b", holders: 100, edits: quick ? 100 : 1_000, countedEdits: 50),
+                entityEditScenario(label: "c", holders: 1_000, edits: quick ? 20 : 100, countedEdits: 5),
+            ]
+        },
     ]
 }
 

@@ -65,16 +65,28 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
     /// unlocking: a key's or an entity's deinitializer is the caller's code.
     mutating func note(_ key: HeldKey, holds ids: [Entity.ID]) -> [Any] {
         var released: [Any] = []
-        if let before = held.removeValue(forKey: key) {
+        if let before = held[key], before.ids == ids {
+            // The same entities as before (an edit of one of them): only the order of use changes.
             released.append(recency.remove(id: before.use) as Any)
-            released += drop(key, from: before.ids)
+            uses += 1
+            held[key]!.use = uses
+            recency.append(key, id: uses)
+            return released
+        }
+        let before = held.removeValue(forKey: key)
+        if let before { released.append(recency.remove(id: before.use) as Any) }
+        if !ids.isEmpty {
+            uses += 1
+            held[key] = (ids, uses)
+            recency.append(key, id: uses)
+            for id in ids { holders[id, default: []].insert(key) }
+        }
+        if let before {
+            // Only the entities the key no longer holds lose it (a copy it still holds stays known).
+            let kept = Set(ids)
+            released += drop(key, from: before.ids.filter { !kept.contains($0) })
             released.append(before.ids)
         }
-        guard !ids.isEmpty else { return released }
-        uses += 1
-        held[key] = (ids, uses)
-        recency.append(key, id: uses)
-        for id in ids { holders[id, default: []].insert(key) }
         while held.count > keptKeys, let oldest = recency.popFirst() {
             released.append(oldest.element)
             if let forgotten = held.removeValue(forKey: oldest.element) {

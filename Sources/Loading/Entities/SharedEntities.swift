@@ -155,7 +155,7 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
     func confirmed(_ key: HeldKey, previous: [Entity], value: [Entity], readBack: Bool) {
         var before: [Entity.ID: Entity] = [:]
         for entity in previous { before[entity.id] = entity }
-        let ids = value.map(\.id)
+        let ids = value.map { $0.id }
         let (known, released) = state.withLock { table in
             (ids.map { table.copy(of: $0) }, table.note(key, holds: ids))
         }

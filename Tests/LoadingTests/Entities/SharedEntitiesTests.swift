@@ -109,6 +109,19 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertEqual(people.entity("ada"), renamed)
     }
 
+    func test_successiveEdits_eachReachTheKeys_andTheCopyStaysKnown() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
+        let shown = show(1, in: lists)
+        XCTAssertTrue(eventually { shown.withLock { $0.count } == 1 })
+
+        for version in 2...5 { people.update(Person(id: "ada", name: "Ada", version: version)) }
+
+        XCTAssertEqual(shown.withLock { $0.compactMap { $0?.first?.version } }, [1, 2, 3, 4, 5])
+        XCTAssertEqual(people.entity("ada")?.version, 5)
+    }
+
     func test_aCopyFetchedInOneKey_reachesTheOthers_andAnEntityEditedInAListReachesTheDetail() {
         let people = SharedEntities<Person>()
         let answers = Locked<[Person]>([ada])
