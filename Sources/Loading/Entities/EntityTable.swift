@@ -29,7 +29,7 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
 
     private var copies: [Entity.ID: Copy] = [:]
     private var holders: [Entity.ID: Set<HeldKey>] = [:]
-    private var held: [HeldKey: (ids: [Entity.ID], use: Int)] = [:]
+    private var held: [HeldKey: (ids: Set<Entity.ID>, use: Int)] = [:]
     private var recency = OrderedQueue<HeldKey>()
     private var uses = 0
     private var versions = 0
@@ -60,11 +60,37 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
         holders[id] ?? []
     }
 
+    /// Whether the entities `key` holds are followed.
+    func follows(_ key: HeldKey) -> Bool {
+        held[key] != nil
+    }
+
+    /// Notes that a followed `key` now holds the entities `adding` and no longer those of `removing` (ids that are in
+    /// both stay), as the most recently confirmed key; `nil` when `key` is not followed (note all it holds instead).
+    /// Returns what was let go of, as ``note(_:holds:)`` does.
+    mutating func note(_ key: HeldKey, adding: [Entity.ID], removing: [Entity.ID]) -> [Any]? {
+        guard var entry = held.removeValue(forKey: key) else { return nil }
+        var released: [Any] = [recency.remove(id: entry.use) as Any]
+        let added = Set(adding)
+        for id in removing where !added.contains(id) {
+            if let gone = entry.ids.remove(id) { released.append(gone) }
+            released += drop(key, from: [id])
+        }
+        for id in added where entry.ids.insert(id).inserted { holders[id, default: []].insert(key) }
+        guard !entry.ids.isEmpty else { return released }
+        uses += 1
+        entry.use = uses
+        held[key] = entry
+        recency.append(key, id: uses)
+        return released
+    }
+
     /// Notes that `key` holds the entities `ids` now (none: it is forgotten), as the most recently confirmed key;
     /// returns what was let go of (keys past the bound, copies no key holds), for the caller to release after
     /// unlocking: a key's or an entity's deinitializer is the caller's code.
-    mutating func note(_ key: HeldKey, holds ids: [Entity.ID]) -> [Any] {
+    mutating func note(_ key: HeldKey, holds list: [Entity.ID]) -> [Any] {
         var released: [Any] = []
+        let ids = Set(list)
         if let before = held[key], before.ids == ids {
             // The same entities as before (an edit of one of them): only the order of use changes.
             released.append(recency.remove(id: before.use) as Any)
@@ -83,8 +109,7 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
         }
         if let before {
             // Only the entities the key no longer holds lose it (a copy it still holds stays known).
-            let kept = Set(ids)
-            released += drop(key, from: before.ids.filter { !kept.contains($0) })
+            released += drop(key, from: before.ids.subtracting(ids))
             released.append(before.ids)
         }
         while held.count > keptKeys, let oldest = recency.popFirst() {
@@ -120,7 +145,7 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
     }
 
     /// Takes `key` off the holders of `ids`, forgetting the copies no key holds any more.
-    private mutating func drop(_ key: HeldKey, from ids: [Entity.ID]) -> [Any] {
+    private mutating func drop(_ key: HeldKey, from ids: some Sequence<Entity.ID>) -> [Any] {
         var released: [Any] = []
         for id in ids {
             guard var keys = holders[id] else { continue }

@@ -28,6 +28,9 @@
 ///   the server sends) to let the copies decide instead: an older copy then never replaces a newer one.
 /// - ``mutate(_:_:commit:completion:)`` changes an entity optimistically in every key holding it, with one commit:
 ///   refused, it is undone in all of them, and the other changes pending there stay.
+/// - Each change of a key costs what changed in its value (the entities between the beginning and the end the old and
+///   new values share), plus the keys the new copies reach; a value read back is judged whole. An entity appears once
+///   in a value.
 /// - The entities no key holds are forgotten; the keys followed are bounded by `keptKeys` (the least recently
 ///   confirmed are let go of; a key let go of is followed again once the store confirms it anew). A store's clear
 ///   forgets its keys.
@@ -151,18 +154,42 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
 
     /// `key`'s confirmed value changed from one holding `previous` to one holding `value`; `readBack` when it was read
     /// back from a level. Takes the copies the key learned, brings them to the other keys, and brings newer copies to
-    /// this key when it holds older ones.
-    func confirmed(_ key: HeldKey, previous: [Entity], value: [Entity], readBack: Bool) {
+    /// this key when it holds older ones; `judgingWhole` judges every entity of the value, even for a key followed.
+    func confirmed(_ key: HeldKey, previous: [Entity], value: [Entity], readBack: Bool, judgingWhole: Bool = false) {
+        // A key followed that learned a value looks only at what changed in it: the entities between the beginning
+        // and the end the two values share (an edit of one friend in a long list costs the comparison, not an index
+        // of the list). The others were judged when the key last confirmed, and a newer copy taken since is on its
+        // way to the key. A value read back, or a key not followed, is judged whole.
+        var (start, end, previousEnd) = (0, value.count, previous.count)
+        if !readBack && !judgingWhole {
+            while start < end, start < previousEnd, previous[start] == value[start] { start += 1 }
+            while end > start, previousEnd > start, previous[previousEnd - 1] == value[end - 1] {
+                end -= 1
+                previousEnd -= 1
+            }
+        }
+        let changed = value[start..<end]
+        let replaced = previous[start..<previousEnd]
+        let (adding, removing) = (changed.map { $0.id }, replaced.map { $0.id })
+        let windowed = !readBack && !judgingWhole && state.withLock { $0.follows(key) }
+        let candidates = windowed ? changed : value[...]
         var before: [Entity.ID: Entity] = [:]
-        for entity in previous { before[entity.id] = entity }
-        let ids = value.map { $0.id }
-        let (known, released) = state.withLock { table in
-            (ids.map { table.copy(of: $0) }, table.note(key, holds: ids))
+        for entity in windowed ? replaced : previous[...] { before[entity.id] = entity }
+        let all = windowed ? [] : value.map { $0.id }
+        let noted = state.withLock { table -> (known: [EntityTable<Entity>.Copy?], released: [Any])? in
+            let released = windowed ? table.note(key, adding: adding, removing: removing) : table.note(key, holds: all)
+            guard let released else { return nil }
+            return (candidates.map { table.copy(of: $0.id) }, released)
+        }
+        // Let go of since it was asked whether it is followed (the bound): judged whole, once.
+        guard let (known, released) = noted else {
+            return confirmed(key, previous: previous, value: value, readBack: readBack, judgingWhole: true)
         }
         withExtendedLifetime(released) {}
         var olderHere = false
         var spread: [Entity.ID] = []
-        for (entity, copy) in zip(value, known) {
+        for (index, entity) in candidates.enumerated() {
+            let copy = known[index]
             if let copy, copy.entity == entity { continue }
             let learned = !readBack && before[entity.id] != entity  // new in this key, or changed in it
             guard copy == nil || isNewer(entity, than: copy!.entity, learned: learned) else {

@@ -122,6 +122,28 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertEqual(people.entity("ada")?.version, 5)
     }
 
+    func test_aKeyFollowsTheEntitiesAddedToIt_andNoLongerThoseRemovedFromIt() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada]) }
+        let details = makeDetailStore(people) { _ in Self.answering(grace) }
+        let list = show(1, in: lists)
+        XCTAssertEqual(read("grace", in: details), grace)
+        XCTAssertTrue(eventually { list.withLock { $0.last } == [ada] })
+
+        lists.update(1) { $0.map { $0 + [grace] } }  // Grace joins the list
+        let renamed = Person(id: "grace", name: "Grace Hopper", version: 2)
+        people.update(renamed)
+        XCTAssertEqual(list.withLock { $0.last }, [ada, renamed], "an entity added to the key is followed there")
+
+        lists.update(1) { $0.map { Array($0.dropFirst()) } }  // Ada leaves it
+        let published = list.withLock { $0.count }
+        people.update(Person(id: "ada", name: "Ada, elsewhere", version: 2))
+        XCTAssertEqual(list.withLock { $0.count }, published, "an entity removed from the key no longer reaches it")
+        XCTAssertNil(people.entity("ada"), "no key holds Ada any more")
+        XCTAssertEqual(people.entity("grace"), renamed)
+    }
+
     func test_aCopyFetchedInOneKey_reachesTheOthers_andAnEntityEditedInAListReachesTheDetail() {
         let people = SharedEntities<Person>()
         let answers = Locked<[Person]>([ada])
