@@ -150,6 +150,9 @@ public struct FriendsComposer: Sendable {
     /// The friends list a page at a time (`GET /friends?page=N`), for an endless list: `nil` when the composition has
     /// no page source.
     public let friendPages: PagedStore<FriendsKey, Friend, Int>?
+    /// Every friend the composition shows, one copy each: a friend changed in the list (a live update, a refresh)
+    /// shows in the page that holds it too, and the other way round; the copy with the later `updatedAt` wins.
+    public let friends: SharedEntities<Friend>
     /// How the friends list is read: cache first, counting only a list younger than the configured maximum age.
     /// ``FriendsRepository/init(composer:scheduler:)`` and ``FriendsScreenModel`` read with it, as
     /// ``friendsLoader`` does.
@@ -261,6 +264,8 @@ public struct FriendsComposer: Sendable {
             onStart: { onEvent(.started(.network)) },
             onValue: { onEvent(.loaded(.network, count: $0.count)) },
             onFailure: { onEvent(.failed(.network, $0)) })
+        let friends = SharedEntities<Friend>(isNewer: { $0.updatedAt > $1.updatedAt })
+        self.friends = friends
         let store = Store(
             levels: [
                 .cache(memoryLevel, name: Source.memory.rawValue),
@@ -273,7 +278,8 @@ public struct FriendsComposer: Sendable {
             maxAge: maxAge,
             network: connectivity.map { .answersFromCache($0) } ?? .always,
             now: currentDate,
-            sharing: sharing)
+            sharing: sharing,
+            entities: friends.held(in: .elements))
         var triggers: [RevalidationTrigger] = []
         if let lifecycle { triggers.append(.foreground(lifecycle)) }
         if let connectivity { triggers.append(.reconnect(connectivity)) }
@@ -282,7 +288,8 @@ public struct FriendsComposer: Sendable {
         friendPages = pages.map { pages in
             PagedStore(
                 levels: [.cache(MemoryCache<FriendsKey, PagedList<Friend, Int>>(), name: Source.memory.rawValue)],
-                maxAge: maxAge, network: connectivity.map { .answersFromCache($0) } ?? .always, now: currentDate
+                maxAge: maxAge, network: connectivity.map { .answersFromCache($0) } ?? .always, now: currentDate,
+                entities: friends.held(in: .items())
             ) { (_: FriendsKey, page: Int?) in pages[page ?? 1] }
         }
         self.pendingDeletes = Self.pendingDeletes(

@@ -123,6 +123,23 @@ final class FriendsOfflineTests: XCTestCase {
             URLProtocolStub.requests.map { $0.url?.query }, ["page=1&per_page=20", "page=2&per_page=20"])
     }
 
+    func test_aFriendChangedInTheList_showsInThePageThatHoldsIt() throws {
+        let database = try seededDatabase()
+        let friends = (1...3).map { makeFriend("u\($0)") }
+        URLProtocolStub.stub(.response(status: 200, body: try listBody(Array(friends.prefix(2)), nextPage: 2)))
+        let composer = makeComposer(database, connectivity: nil)
+        let pages = try XCTUnwrap(composer.friendPages)
+        XCTAssertNotNil(try awaitResult { pages.nextPage(of: .all).load(completion: $0) }?.get().value)
+        XCTAssertEqual(try awaitResult { composer.store.read(.all).load(completion: $0) }?.get().value?.count, 3)
+
+        let renamed = makeFriend("u2", name: "Grace, renamed", updatedAt: 1_700_000_060)
+        composer.store.update(.all) { list in list?.applying(.upsert(renamed)) }  // as a live update does
+
+        let page = try awaitResult { pages.store.read(.all, policy: .cacheOnly).load(completion: $0) }?.get().value
+        XCTAssertEqual(page?.items.map(\.name), [friends[0].name, "Grace, renamed"])
+        XCTAssertEqual(composer.friends.entity("u2"), renamed)
+    }
+
     // MARK: Helpers
 
     private func makeComposer(
