@@ -136,10 +136,11 @@ final class Story: Sendable {
             record("Optimistic delete refused", await refusedDelete(server: server, composer: afterExpiry))
             record("Offline deletes, restart", await offlineDeletes(server: server))
             record("Pages of the list", await pages(server: server))
+            record("Renamed once, shown everywhere", await renamedEverywhere(server: server))
         } else {
             for title in [
                 "Server fails twice, recovers", "Burst of live updates", "Optimistic delete refused",
-                "Offline deletes, restart", "Pages of the list",
+                "Offline deletes, restart", "Pages of the list", "Renamed once, shown everywhere",
             ] {
                 output.skip(title, because: "needs the embedded server")
             }
@@ -317,6 +318,51 @@ final class Story: Sendable {
         output.row(
             "Pages of the list", source: "network", count: list?.items.count, elapsed: ContinuousClock.now - start,
             passed: passed, note: "pages of \(sizes.map(String.init).joined(separator: ", ")), then the end")
+        return passed
+    }
+
+    /// A friend renamed on the server (a live update) shows renamed in the list, in the page of the list that holds
+    /// it, and on its own (`friend(id:)`): one copy of the friend for all of them.
+    private func renamedEverywhere(server: FriendsAPIServer) async -> Bool {
+        let title = "Renamed once, shown everywhere"
+        let start = ContinuousClock.now
+        let composer = makeComposer(pageSize: 10)
+        guard let pages = composer.friendPages, let page = try? await pages.nextPage(of: .all).load().value,
+            let friend = page.items.last
+        else {
+            output.failure(title, "the first page did not load")
+            return false
+        }
+        let lists = Locked<[[Friend]]>([])
+        let subscription = composer.friendsStream().sink { _ in
+        } receiveValue: { list in
+            lists.withLock { $0.append(list) }
+        }
+        defer { subscription.cancel() }
+        guard await eventually({ lists.withLock { $0.count } >= 1 }) else {
+            output.failure(title, "the list did not load")
+            return false
+        }
+        var edited = friend
+        edited.name = friend.name + " (renamed)"
+        edited.updatedAt = friend.updatedAt.addingTimeInterval(3_600)
+        let renamed = edited
+        // Sent again until it arrives: the composition's event stream opens after its list shows.
+        var inList = false
+        for _ in 0..<50 where !inList {
+            server.push(.upsert(renamed))
+            inList = await eventually(timeout: .milliseconds(200)) {
+                lists.withLock { $0.last }?.contains(renamed) == true
+            }
+        }
+        let shownPage = try? await pages.store.read(.all, policy: .cacheOnly).load().value
+        let inPage = shownPage?.items.contains(renamed) == true
+        let alone = (try? await composer.friend(id: friend.id).load()) == renamed
+        let passed = inList && inPage && alone
+        output.row(
+            title, source: "events", count: 1, elapsed: ContinuousClock.now - start, passed: passed,
+            note: "\(friend.id) renamed by a live update: in the list \(inList ? "yes" : "no"), in its page "
+                + "\(inPage ? "yes" : "no"), on its own \(alone ? "yes" : "no")")
         return passed
     }
 
