@@ -23,7 +23,7 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
             StoreError.discarded, StoreError.cleared,
             ResourceRepository<String>.WipedError(),
             OfflineError(),
-            MutationQueueError.sentByAnotherProcess,
+            MutationQueueError.sentByAnotherProcess, MutationQueueError.creationRefused(temporaryID: "local-1"),
             MutationStorageError(operation: .save, id: "m1", file: file, underlyingError: POSIXError(.ENOSPC)),
             MutationStorageError(operation: .remove, id: "m1", file: file, underlyingError: POSIXError(.EACCES)),
             MutationStorageError(

@@ -6,6 +6,12 @@ import Dispatch
     import Foundation
 #endif
 
+/// A mutation's change in the store: its id there, and the key it was shown under.
+struct ShownChange: Sendable {
+    let id: Int
+    let key: any Hashable & Sendable
+}
+
 /// What a ``MutationQueue`` knows, under its lock: the mutations in queue order, the attempt in flight, the wait for a
 /// retry, the clears under way and the calls sending within a budget.
 ///
@@ -31,6 +37,10 @@ struct MutationLedger<Input: Sendable>: Sendable {
         fileprivate var commit: LoadCompletion<Void>?
         /// Cancels the change in the store (it is then undone).
         fileprivate(set) var undo: (any CancellationToken)?
+        /// Its change in the store, to show again when its input is rewritten (an id the server gave).
+        fileprivate(set) var shown: ShownChange?
+        /// How often its input was rewritten: a save that began before a rewrite is made again after it.
+        fileprivate(set) var rewrites = 0
         let completion: (@Sendable (Result<Void, any Error>) -> Void)?
     }
 
@@ -89,6 +99,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// Calls of ``MutationQueue/sendPending(within:clock:)`` running: while there are some, they start the attempts.
     private var budgets = 0
     private var watchers: [SendingWatcher<Input>] = []
+    /// The ids the server gave the items created offline, by temporary id.
+    private var serverIDs = ServerIDs()
 
     // MARK: The list
 
@@ -117,10 +129,32 @@ struct MutationLedger<Input: Sendable>: Sendable {
 
     // MARK: Adding and showing
 
-    /// Puts back the mutations a storage kept, in queue order; the next one is numbered after them.
-    mutating func restore(_ records: [StoredMutation<Input>]) {
+    /// Puts back the mutations a storage kept, in queue order, and the server ids their creations were given; the
+    /// next one is numbered after them.
+    mutating func restore(_ records: [StoredMutation<Input>], serverIDs assigned: [(String, String)] = []) {
         nextSequence = (records.map(\.sequence).max() ?? -1) + 1
         for record in records { entries.append(Entry(record: record, completion: nil)) }
+        for (temporary, server) in assigned { serverIDs.assign(server, to: temporary) }
+    }
+
+    /// The server ids given so far, by temporary id, with their version (for an enqueue).
+    var knownServerIDs: (ids: [String: String], version: Int) {
+        (serverIDs.byTemporaryID, serverIDs.version)
+    }
+
+    /// The server id given to temporary id `temporary`, if it is known still.
+    func serverID(for temporary: String) -> String? {
+        serverIDs.byTemporaryID[temporary]
+    }
+
+    /// ``add(_:id:createdAt:completion:)`` unless a server id was given since version `serverIDs` of them was read:
+    /// `nil` then, adding nothing (the input is rewritten again first).
+    mutating func add(
+        _ input: Input, id: String, createdAt: Date, serverIDs version: Int,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int)? {
+        guard version == serverIDs.version else { return nil }
+        return add(input, id: id, createdAt: createdAt, completion: completion)
     }
 
     /// Numbers a new mutation and puts it last, its save counted among the saves under way (the caller leaves
@@ -141,13 +175,69 @@ struct MutationLedger<Input: Sendable>: Sendable {
         self.clears != clears
     }
 
-    /// Marks mutation `id` shown, with `undo` to take its change back; `false` when a clear began since `clears` or
-    /// the mutation left the queue meanwhile.
-    mutating func markShown(_ id: String, undo: any CancellationToken, numberedBefore clears: Int?) -> Bool {
+    /// Marks mutation `id` shown as `change`, with `undo` to take it back; `false`
+    /// when a clear began since `clears` or the mutation left the queue meanwhile.
+    mutating func markShown(
+        _ id: String, undo: any CancellationToken, as change: ShownChange? = nil, numberedBefore clears: Int?
+    ) -> Bool {
         guard clears.map({ $0 == self.clears }) ?? true else { return false }
         return entries.update(id) { entry in
             entry.undo = undo
+            entry.shown = change
             entry.isShown = true
+        }
+    }
+
+    /// How often mutation `id`'s input was rewritten; `nil` when it left the queue.
+    func rewrites(of id: String) -> Int? {
+        entries[id]?.rewrites
+    }
+
+    /// The mutation `id` as it stands now, if it is in the queue.
+    func record(_ id: String) -> StoredMutation<Input>? {
+        entries[id]?.record
+    }
+
+    /// The mutations in queue order, as they stand now.
+    var records: [StoredMutation<Input>] {
+        entries.inOrder.map(\.record)
+    }
+
+    // MARK: Server ids
+
+    /// The server answered attempt `serial`, the creation of temporary id `temporary`, with `server`: the id is
+    /// recorded with the creation and known from now on (an input added later is rewritten first). Returns the
+    /// creation and the mutations after it, to rewrite, and `saves` entered once, for the caller's saves; `nil` when
+    /// the attempt was taken back meanwhile.
+    mutating func beginAssigning(
+        _ server: String, to temporary: String, serial: Int
+    ) -> (creation: Entry, later: [StoredMutation<Input>], saves: DispatchGroup)? {
+        guard let attempt = sending, attempt.serial == serial else { return nil }
+        var creation: Entry?
+        entries.update(attempt.id) { entry in
+            entry.record.serverID = server
+            creation = entry
+        }
+        guard let creation else { return nil }
+        serverIDs.assign(server, to: temporary)
+        saves.enter()
+        let later = entries.inOrder.lazy.filter { $0.record.id != attempt.id }.map(\.record)
+        return (creation, Array(later), saves)
+    }
+
+    /// Rewrites the inputs of the mutations `rewritten` names (those still in the queue); returns them as they stand
+    /// now, with their changes in the store.
+    mutating func rewrite(
+        _ rewritten: [(id: String, input: Input)]
+    ) -> [(record: StoredMutation<Input>, shown: ShownChange?)] {
+        rewritten.compactMap { id, input in
+            var result: (StoredMutation<Input>, ShownChange?)?
+            entries.update(id) { entry in
+                entry.record.input = input
+                entry.rewrites += 1
+                result = (entry.record, entry.shown)
+            }
+            return result
         }
     }
 

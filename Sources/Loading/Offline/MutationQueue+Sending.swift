@@ -45,33 +45,93 @@ extension MutationQueue {
             return false
         }
         publish()
-        let token = send(record.input, record.id).load { [self] result in answered(record, serial, result) }
+        let token = attempt(of: record).load { [self] result in answered(record, serial, result) }
         // Not kept when it was answered already, or cancelled meanwhile.
         if !ledger.withLock({ $0.keepToken(token, of: serial) }) { token.cancel() }
         return true
     }
 
+    /// An attempt of `record`: a creation's (its success is the item's server id), or any other mutation's. A
+    /// creation the server answered before a kill is not sent again: its answer is the id it kept.
+    private func attempt(of record: StoredMutation<Input>) -> AnyLoader<String?> {
+        guard let creation, creation.temporaryID(record.input) != nil else {
+            return send(record.input, record.id).map { nil }.eraseToAnyLoader()
+        }
+        guard let serverID = record.serverID else {
+            return creation.send(record.input, record.id).map { $0 }.eraseToAnyLoader()
+        }
+        return AnyLoader { completion in
+            completion(.success(serverID))
+            return FinishedToken()
+        }
+    }
+
     /// The server answered attempt `serial` of `record`; an answer of an attempt that was cancelled (a logout, a
     /// discard) changes nothing.
-    private func answered(_ record: StoredMutation<Input>, _ serial: Int, _ result: Result<Void, any Error>) {
+    private func answered(_ record: StoredMutation<Input>, _ serial: Int, _ result: Result<String?, any Error>) {
+        let temporary = creation?.temporaryID(record.input)
         switch result {
-        case .success:
+        case .success(let serverID):
+            if let temporary, let serverID, !assign(serverID, to: temporary, created: record, serial) { break }
             settle(record, serial, with: .success(()))
         case .failure(let error) where isRefused(error):
-            settle(record, serial, with: .failure(error))
+            guard settle(record, serial, with: .failure(error)), let temporary else { break }
+            takeOutNaming(temporary, because: MutationQueueError.creationRefused(temporaryID: temporary))
         case .failure(let error):
             waitToRetry(record, serial, after: error)
         }
         pump()
     }
 
+    /// The server created the item of `created` (attempt `serial`) as `serverID`: the id is saved with the creation
+    /// first (a kill from then on does not send it again), then written into every mutation after it that names
+    /// the item, in the storage and in the store, and into the creation as the store confirms it. `false` when the
+    /// attempt was taken back meanwhile (a logout, a discard).
+    private func assign(
+        _ serverID: String, to temporary: String, created: StoredMutation<Input>, _ serial: Int
+    ) -> Bool {
+        guard let creation,
+            let (entry, later, saves) = ledger.withLock({ $0.beginAssigning(serverID, to: temporary, serial: serial) })
+        else { return false }
+        defer { saves.leave() }  // a clear or a discard removes files only once these saves landed
+        if created.serverID == nil {
+            do { try storage.save(entry.record) } catch { onStorageFailure(error) }
+        }
+        let inputs = later.compactMap { record in
+            creation.replacing(temporary, with: serverID, in: record.input).map { (id: record.id, input: $0) }
+        }
+        let rewritten = ledger.withLock { $0.rewrite(inputs) }
+        for (record, _) in rewritten {
+            do { try storage.save(record) } catch { onStorageFailure(error) }
+        }
+        var shownAgain = rewritten.compactMap { record, shown in shown.map { ($0, record.input) } }
+        if let shown = entry.shown, let confirmed = creation.replacing(temporary, with: serverID, in: created.input) {
+            shownAgain.append((shown, confirmed))
+        }
+        showAgain(shownAgain)
+        return true
+    }
+
+    /// Shows mutations' changes again with their inputs rewritten, each key's at once.
+    func showAgain(_ changes: [(shown: ShownChange, input: Input)]) {
+        var byKey: [Key: [(id: Int, change: @Sendable (Value?) -> Value?)]] = [:]
+        for (shown, input) in changes {
+            guard let key = shown.key as? Key else { preconditionFailure("A queue's change is shown under its key") }
+            byKey[key, default: []].append((shown.id, { [change] value in change(input, value) }))
+        }
+        for (key, changes) in byKey { store.replaceChanges(changes, of: key) }
+    }
+
     /// Completes the store's commit of `record` with the server's answer (the store then settles it). The storage
-    /// forgets it at once, before the attempt's lease is released: another process never sends it again.
-    private func settle(_ record: StoredMutation<Input>, _ serial: Int, with answer: Result<Void, any Error>) {
-        guard let (attempt, commit) = ledger.withLock({ $0.answer(serial) }) else { return }
+    /// forgets it at once, before the attempt's lease is released: another process never sends it again. `false`
+    /// when the attempt was taken back meanwhile.
+    @discardableResult
+    private func settle(_ record: StoredMutation<Input>, _ serial: Int, with answer: Result<Void, any Error>) -> Bool {
+        guard let (attempt, commit) = ledger.withLock({ $0.answer(serial) }) else { return false }
         forget(record)
         attempt.lease?.release()
         commit?(answer)
+        return true
     }
 
     /// Keeps `record` first after a transient failure, and sends it again later.

@@ -12,22 +12,32 @@ extension MutationQueue {
         }
         let input = record.input
         let apply: @Sendable (Value?) -> Value? = { [change] value in change(input, value) }
-        let undo = store.mutate(
-            key(input), apply, commit: Commit(queue: self, id: record.id),
+        let key = key(input)
+        let shown = store.mutate(
+            key, apply, commit: Commit(queue: self, id: record.id),
             order: MutationOrder(queue: identity, sequence: record.sequence), unlessClearedSince: storeClears
         ) { [self] result in
             settled(record, result)
         }
-        guard let undo else {
+        guard let (changeID, undo) = shown else {
             _ = drop(record.id)
             return false
         }
-        guard ledger.withLock({ $0.markShown(record.id, undo: undo, numberedBefore: clears) }) else {
+        let change = ShownChange(id: changeID, key: key)
+        // Rewritten before it was marked shown (an id the server gave meanwhile): shown again as it stands now.
+        let (isShown, rewritten) = ledger.withLock { ledger in
+            guard ledger.markShown(record.id, undo: undo, as: change, numberedBefore: clears) else {
+                return (false, nil as StoredMutation<Input>?)
+            }
+            return (true, ledger.rewrites(of: record.id) == 0 ? nil : ledger.record(record.id))
+        }
+        guard isShown else {
             // A clear began while it was being shown: it is undone, and the clear cancels it too.
             undo.cancel()
             _ = drop(record.id)
             return false
         }
+        if let rewritten { showAgain([(change, rewritten.input)]) }
         publish()
         return true
     }
@@ -56,8 +66,36 @@ extension MutationQueue {
             case .failure(let error as StoreError) where error == .cleared: .cleared
             case .failure(let error): .refused(error)
             }
-        settledNow(SettledMutation(id: record.id, input: record.input, outcome: outcome))
+        let settled = entry.record
+        settledNow(SettledMutation(id: settled.id, input: settled.input, outcome: outcome, serverID: settled.serverID))
         pump()
+    }
+
+    /// Takes mutation `id` out of the queue and the storage, undoing its change; `nil` when it was not there.
+    func takeOut(_ id: String) -> MutationLedger<Input>.Entry? {
+        guard let entry = drop(id) else { return nil }
+        entry.undo?.cancel()
+        // A save of its attempt under way lands before it is forgotten.
+        ledger.withLock { $0.savesUnderWay }.wait()
+        forget(entry.record)
+        return entry
+    }
+
+    /// Takes out the mutations naming the item created under `temporary`, whose creation left the queue unaccepted
+    /// (and, in turn, those naming the items they create): refused with `refusal`, or discarded when it is `nil`.
+    func takeOutNaming(_ temporary: String, because refusal: (any Error)?) {
+        guard let creation else { return }
+        var gone: Set<String> = [temporary]
+        for record in ledger.withLock({ $0.records }) where creation.names(anyOf: gone, record.input) {
+            if let created = creation.temporaryID(record.input) { gone.insert(created) }
+            guard let entry = takeOut(record.id) else { continue }
+            guard let refusal else {
+                settledNow(SettledMutation(id: record.id, input: entry.record.input, outcome: .discarded))
+                continue
+            }
+            entry.completion?(.failure(refusal))
+            settledNow(SettledMutation(id: record.id, input: entry.record.input, outcome: .refused(refusal)))
+        }
     }
 
     /// Tells `onSettled`, and the calls sending within a budget, how a mutation ended.

@@ -59,6 +59,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     let change: @Sendable (Input, Value?) -> Value?
     let send: @Sendable (Input, _ idempotencyKey: String) -> AnyLoader<Void>
     let isRefused: @Sendable (any Error) -> Bool
+    /// How the mutations that create items offline are sent, and their ids followed.
+    let creation: OfflineCreation<Input>?
     let onStorageFailure: @Sendable (any Error) -> Void
     let onSettled: @Sendable (SettledMutation<Input>) -> Void
     /// The queue's identity in the store's order of pending changes.
@@ -83,6 +85,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     ///     acceptance.
     ///   - isRefused: whether a failure of `send` is the server refusing the mutation (it is then undone and
     ///     dropped); any other failure is transient.
+    ///   - creation: how mutations that create items offline, under temporary ids, are sent, and the ids the server
+    ///     gives them followed (see ``OfflineCreation``); `nil`: every mutation is sent with `send`.
     ///   - onStorageFailure: told when the storage could not record an attempt or forget a settled mutation, and of
     ///     each kept mutation it could not read (moved aside by ``FileMutationStorage``).
     ///   - onSettled: told how each mutation ended (accepted, refused, discarded, cleared by a logout, or sent by
@@ -98,6 +102,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         change: @escaping @Sendable (Input, Value?) -> Value?,
         send: @escaping @Sendable (Input, _ idempotencyKey: String) -> Sender,
         isRefused: @escaping @Sendable (any Error) -> Bool,
+        creation: OfflineCreation<Input>? = nil,
         onStorageFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         onSettled: @escaping @Sendable (SettledMutation<Input>) -> Void = { _ in }
     ) throws where Storage.Input == Input {
@@ -116,6 +121,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         self.change = change
         self.send = { input, idempotencyKey in AnyLoader(send(input, idempotencyKey)) }
         self.isRefused = isRefused
+        self.creation = creation
         self.onStorageFailure = onStorageFailure
         self.onSettled = onSettled
         let loaded = try shared?.loadAll(reportingUnreadable: onStorageFailure) ?? storage.loadAll()
@@ -124,7 +130,11 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         let kept = loaded.sorted { $0.sequence < $1.sequence }.filter { seen.insert($0.id).inserted }
         store.addClearObserver(self)
         let clears = store.clearCount
-        ledger.withLock { $0.restore(kept) }
+        // The creations answered before a kill: their ids are known, and rewritten into what is enqueued now.
+        let assigned = kept.compactMap { record in
+            record.serverID.flatMap { server in creation?.temporaryID(record.input).map { ($0, server) } }
+        }
+        ledger.withLock { $0.restore(kept, serverIDs: assigned) }
         for record in kept where !show(record, numberedBefore: nil, storeClears: clears) {
             forget(record)
         }
@@ -140,6 +150,12 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     /// The mutations not settled yet, oldest first.
     public var pending: [PendingMutation<Input>] {
         ledger.withLock { $0.list }
+    }
+
+    /// The id the server gave the item created offline under `temporaryID` (see ``OfflineCreation``), once its
+    /// creation was accepted; the queue knows the most recent ones.
+    public func serverID(for temporaryID: String) -> String? {
+        ledger.withLock { $0.serverID(for: temporaryID) }
     }
 
     /// Whether any mutation is not settled yet (a "sending…" badge).
@@ -172,9 +188,21 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         // Numbered and placed in the queue together, so that concurrent callers keep one order in memory, on disk
         // and in the store; not sent before it is shown (its commit is not there yet).
         let (id, now) = (UUID().uuidString, Date())
-        let (record, saves, clears) = ledger.withLock { $0.add(input, id: id, createdAt: now, completion: completion) }
+        // Named by a temporary id whose item the server created already: sent under the server's id.
+        var input = input
+        var added: (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int)?
+        while added == nil {
+            let known = ledger.withLock { $0.knownServerIDs }
+            if let creation, !known.ids.isEmpty, let rewritten = creation.replacingIDs(input, { known.ids[$0] }) {
+                input = rewritten
+            }
+            added = ledger.withLock {
+                $0.add(input, id: id, createdAt: now, serverIDs: known.version, completion: completion)
+            }
+        }
+        guard let (record, saves, clears) = added else { preconditionFailure("An enqueue ends its loop with none") }
         do {
-            try storage.save(record)
+            try saveAdded(record)
         } catch {
             saves.leave()
             _ = drop(record.id)
@@ -191,14 +219,26 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
 
     /// Gives up mutation `id`: it is undone in the store, forgotten by the storage, and never sent again (an attempt
     /// in flight is cancelled). Its completion is not called; `onSettled` is told it was discarded.
+    /// A discarded creation takes the mutations naming its item with it.
     public func discard(_ id: String) {
-        guard let entry = drop(id) else { return }
-        entry.undo?.cancel()
-        // A save of its attempt under way lands before it is forgotten.
-        ledger.withLock { $0.savesUnderWay }.wait()
-        forget(entry.record)
+        guard let entry = takeOut(id) else { return }
         settledNow(SettledMutation(id: id, input: entry.record.input, outcome: .discarded))
+        if let temporary = creation?.temporaryID(entry.record.input) {
+            takeOutNaming(temporary, because: nil)
+        }
         pump()
+    }
+
+    /// Saves `record`, just added, and again when its input was rewritten while it was saved (an id the server
+    /// gave): the storage ends with the rewritten one.
+    private func saveAdded(_ record: StoredMutation<Input>) throws {
+        var (saving, rewrites) = (record, 0)
+        while true {
+            try storage.save(saving)
+            let (now, current) = ledger.withLock { ($0.rewrites(of: record.id), $0.record(record.id)) }
+            guard let now, now != rewrites, let current else { return }
+            (saving, rewrites) = (current, now)
+        }
     }
 }
 

@@ -35,20 +35,25 @@ public struct StoredMutation<Input: Sendable>: Sendable {
     public let id: String
     /// Its place in the queue: mutations are sent in increasing order.
     public let sequence: Int
-    /// What the mutation does.
-    public let input: Input
+    /// What the mutation does (rewritten when an item it names was given its server id).
+    public internal(set) var input: Input
     /// When it was made.
     public let createdAt: Date
     /// How many times it was sent.
     public var attempts: Int
+    /// For a creation (see ``OfflineCreation``): the id the server gave the item, once it answered.
+    public var serverID: String?
 
     /// Creates a stored mutation.
-    public init(id: String, sequence: Int, input: Input, createdAt: Date, attempts: Int) {
+    public init(
+        id: String, sequence: Int, input: Input, createdAt: Date, attempts: Int, serverID: String? = nil
+    ) {
         self.id = id
         self.sequence = sequence
         self.input = input
         self.createdAt = createdAt
         self.attempts = attempts
+        self.serverID = serverID
     }
 }
 
@@ -88,6 +93,15 @@ public struct SettledMutation<Input: Sendable>: Sendable {
     public let input: Input
     /// How it ended.
     public let outcome: Outcome
+    /// For an accepted creation (see ``OfflineCreation``): the id the server gave the item.
+    public let serverID: String?
+
+    init(id: String, input: Input, outcome: Outcome, serverID: String? = nil) {
+        self.id = id
+        self.input = input
+        self.outcome = outcome
+        self.serverID = serverID
+    }
 }
 
 /// Why a ``MutationQueue`` settled a mutation without an answer of its own from the server.
@@ -95,11 +109,16 @@ public enum MutationQueueError: Error, Equatable, CustomStringConvertible {
     /// Another process sending from the same storage (an app and its extension) sent the mutation; how the server
     /// answered is that process's to tell.
     case sentByAnotherProcess
+    /// The mutation names an item created offline whose creation the server refused: it was undone with the
+    /// creation, unsent.
+    case creationRefused(temporaryID: String)
 
     public var description: String {
         switch self {
         case .sentByAnotherProcess:
             "The change was sent by another process using the same storage; that process received the server's answer."
+        case .creationRefused(let temporaryID):
+            "The change was not sent: the server refused to create the item \(temporaryID) it names."
         }
     }
 }

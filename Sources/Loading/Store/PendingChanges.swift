@@ -42,6 +42,19 @@ extension StoreMachine {
             slots[head...].first { $0!.id == id } ?? nil
         }
 
+        /// Makes change `id` do `change` instead, in its place with its commit; what is shown starts over. Returns the
+        /// change replaced, `nil` when `id` is not pending.
+        mutating func replace(_ id: Int, with change: @escaping Change) -> Mutation? {
+            guard let index = slots[head...].firstIndex(where: { $0!.id == id }), let old = slots[index] else {
+                return nil
+            }
+            var mutation = Mutation(id: id, change: change, order: old.order)
+            mutation.commit = old.commit
+            slots[index] = mutation
+            epoch += 1
+            return old
+        }
+
         /// Takes change `id` out. When it was the head and is `accepted` (the confirmed value takes it in, as version
         /// `confirmedVersion + 1`), what is shown stays a valid prefix; any other removal starts it over.
         mutating func remove(_ id: Int, accepted: Bool, confirmedVersion: Int) -> Mutation? {

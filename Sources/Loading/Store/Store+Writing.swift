@@ -94,11 +94,12 @@ extension Store {
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) -> any CancellationToken {
         // Made with no condition, the change is always added.
-        mutate(key, change, commit: commit, order: nil, unlessClearedSince: nil, completion: completion)!
+        mutate(key, change, commit: commit, order: nil, unlessClearedSince: nil, completion: completion)!.undo
     }
 
     /// ``mutate(_:_:commit:completion:)`` for a queue's change: placed by `order` among its queue's changes, and
     /// refused (`nil`, nothing shown or started) when the store was cleared since ``clearCount`` was `clears`.
+    /// Returns the change's id (for ``replaceChanges(_:of:)``) with the token that undoes it.
     func mutate<Commit: Loader>(
         _ key: Key,
         _ change: @escaping @Sendable (Value?) -> Value?,
@@ -106,7 +107,7 @@ extension Store {
         order: MutationOrder?,
         unlessClearedSince clears: Int?,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void
-    ) -> (any CancellationToken)? {
+    ) -> (id: Int, undo: any CancellationToken)? {
         // Kept with the change before its commit starts: a clear fails it wherever it stands.
         let pending = PendingLoad<Void> { result in completion(result) }
         guard
@@ -132,9 +133,17 @@ extension Store {
                 submit(.settle(mutation: id, accepted: true, ticket: saved), for: key)
             }
         }
-        return AnyCancellationToken { [weak self] in
+        let undo = AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }
             self?.submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)
         }
+        return (id, undo)
+    }
+
+    /// Makes each pending change of `key` named in `changes` do the change given instead (queued changes rewritten
+    /// with an id the server gave): each keeps its place and its commit, and the key shows its changes applied
+    /// again, in one publication. A change settled already is left out.
+    func replaceChanges(_ changes: [(id: Int, change: @Sendable (Value?) -> Value?)], of key: Key) {
+        submit(.replace(changes.map { ($0.id, Self.erase($0.change)) }), for: key)
     }
 }

@@ -46,6 +46,11 @@ extension StoreMachine {
         case .add(let mutation):
             entry.pending.insert(mutation)
             return Effects(publish: publish(key))
+        case .replace(let changes):
+            // Those settled meanwhile are not shown again.
+            let replaced = changes.compactMap { entry.pending.replace($0.mutation, with: $0.change) }
+            guard !replaced.isEmpty else { return Effects(garbage: [changes]) }
+            return Effects(publish: publish(key), garbage: [replaced, changes])
         }
     }
 

@@ -163,7 +163,7 @@ extension StoreMachine {
                 return Effects(fetchReplies: job.droppedReply.map { [$0] } ?? [], garbage: [job, result as Any])
             case .settle:
                 entry.turn.putBack(job)
-            case .flush, .barrier, .add: return apply(job, to: key, value: nil, now: now)
+            case .flush, .barrier, .add, .replace: return apply(job, to: key, value: nil, now: now)
             case .fetched, .hit, .external: return apply(job, to: key, value: result, now: now)
             }
             return Effects(garbage: [result as Any])

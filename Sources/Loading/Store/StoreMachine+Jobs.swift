@@ -34,13 +34,16 @@ extension StoreMachine {
         case barrier(reply: @Sendable () -> Void)
         /// An optimistic change asked while the key's changes run or wait: shown when its turn comes, after them.
         case add(Mutation)
+        /// Each pending change named now does the change given (queued changes whose inputs were rewritten: an id
+        /// the server gave); each keeps its place and its commit, and the key shows its changes applied again, once.
+        case replace([(mutation: Int, change: Change)])
 
         /// Whether the job applies a change to the confirmed value, which must be read from the levels first
         /// when the key is not known.
         var needsBase: Bool {
             switch self {
             case .update, .load, .settle(_, accepted: true, _): true
-            case .write, .fetched, .hit, .external, .settle, .flush, .barrier, .add: false
+            case .write, .fetched, .hit, .external, .settle, .flush, .barrier, .add, .replace: false
             }
         }
 
@@ -48,7 +51,7 @@ extension StoreMachine {
         var endsLevelRead: Bool {
             switch self {
             case .hit, .external: true
-            case .write, .update, .fetched, .settle, .load, .flush, .barrier, .add: false
+            case .write, .update, .fetched, .settle, .load, .flush, .barrier, .add, .replace: false
             }
         }
 
@@ -59,7 +62,7 @@ extension StoreMachine {
             case .fetched(let value, _): value
             case .hit(let cached, _, _, _, _, _): cached.value
             case .external(let cached, _, _): cached?.value
-            case .update, .settle, .load, .flush, .barrier, .add: entry.confirmed?.value
+            case .update, .settle, .load, .flush, .barrier, .add, .replace: entry.confirmed?.value
             }
         }
 
@@ -74,7 +77,7 @@ extension StoreMachine {
                 guard let fetch = entry.fetches.fetch(id) else { return nil }
                 let changes = entry.log.changes(for: fetch)
                 return changes.isEmpty ? nil : changes
-            case .write, .hit, .external, .settle, .load, .flush, .barrier, .add:
+            case .write, .hit, .external, .settle, .load, .flush, .barrier, .add, .replace:
                 return nil
             }
         }
@@ -91,7 +94,7 @@ extension StoreMachine {
         var isDroppedByRemoval: Bool {
             switch self {
             case .write, .update, .load: true
-            case .fetched, .hit, .external, .settle, .flush, .barrier, .add: false
+            case .fetched, .hit, .external, .settle, .flush, .barrier, .add, .replace: false
             }
         }
 

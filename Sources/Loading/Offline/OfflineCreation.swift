@@ -1,0 +1,83 @@
+/// How a ``MutationQueue`` sends the mutations that create an item while offline, and follows the id the server
+/// gives it.
+///
+/// An item created offline has no server id yet: the app gives it a temporary one (any string the server never
+/// uses), shows it and edits it under that id. When the server accepts the creation, its answer is the item's
+/// server id, and the queue replaces the temporary id with it everywhere it stands: in the store's value, in every
+/// later queued mutation (in memory and in the storage), and in mutations enqueued later still under the old id.
+///
+/// ```swift
+/// let creation = OfflineCreation<ItemChange>(
+///     temporaryID: { change in change.createdID },  // .add(id:name:) -> its temporary id
+///     replacingIDs: { change, serverID in change.replacingIDs(serverID) },
+///     send: { change, idempotencyKey in api.create(change, idempotencyKey: idempotencyKey) })
+/// ```
+///
+/// - **A kill loses nothing**: the server's id is saved with the creation before any mutation is rewritten, and the
+///   creation leaves the storage only after them; a launch finishes the rewrite without sending the creation again.
+///   Killed before that save, the creation is sent again with the same idempotency key: a server that honours it
+///   answers the same id.
+/// - **A refused creation is undone alone**, with the queued mutations that name its item (their completions get
+///   ``MutationQueueError/creationRefused(temporaryID:)``); the other mutations stay and are sent.
+/// - The store key of a mutation is read once, when it is shown: key mutations by something an id rewrite keeps
+///   (the list they change), not by the item's temporary id.
+public struct OfflineCreation<Input: Sendable>: Sendable {
+    let temporaryID: @Sendable (Input) -> String?
+    let replacingIDs: @Sendable (Input, (String) -> String?) -> Input?
+    let send: @Sendable (Input, String) -> AnyLoader<String>
+
+    /// Describes the creations of a queue's mutations.
+    /// - Parameters:
+    ///   - temporaryID: the temporary id of the item a mutation creates; `nil` for a mutation that creates nothing
+    ///     (it is sent with the queue's `send`).
+    ///   - replacingIDs: the mutation with each id that `serverID` knows replaced by the id it returns; `nil` when
+    ///     the mutation names none of them (it is then left as it is).
+    ///   - send: sends a creation to the server with its idempotency key; the load's success is the server's id of
+    ///     the created item, any failure is judged by the queue's `isRefused`.
+    public init<Creator: Loader<String>>(
+        temporaryID: @escaping @Sendable (Input) -> String?,
+        replacingIDs: @escaping @Sendable (Input, _ serverID: (String) -> String?) -> Input?,
+        send: @escaping @Sendable (Input, _ idempotencyKey: String) -> Creator
+    ) {
+        self.temporaryID = temporaryID
+        self.replacingIDs = replacingIDs
+        self.send = { input, idempotencyKey in AnyLoader(send(input, idempotencyKey)) }
+    }
+
+    /// `input` with temporary id `temporary` replaced by `server`; `nil` when it does not name it.
+    func replacing(_ temporary: String, with server: String, in input: Input) -> Input? {
+        replacingIDs(input) { $0 == temporary ? server : nil }
+    }
+
+    /// Whether `input` names one of the temporary ids `ids`.
+    func names(anyOf ids: Set<String>, _ input: Input) -> Bool {
+        replacingIDs(input) { ids.contains($0) ? $0 : nil } != nil
+    }
+}
+
+/// The ids the server gave items created offline, by temporary id: the most recent ones, for the mutations still
+/// made under a temporary id after its creation was accepted.
+struct ServerIDs: Sendable {
+    /// How many are kept: the oldest is forgotten past it.
+    static let limit = 1_000
+
+    private(set) var byTemporaryID: [String: String] = [:]
+    /// The temporary ids in the order they were given a server id, from `head` on.
+    private var order: [String] = []
+    private var head = 0
+    /// Counts the ids given, for an enqueue to tell whether it rewrote its input with the latest ones.
+    private(set) var version = 0
+
+    mutating func assign(_ server: String, to temporary: String) {
+        version += 1
+        guard byTemporaryID.updateValue(server, forKey: temporary) == nil else { return }
+        order.append(temporary)
+        guard byTemporaryID.count > Self.limit else { return }
+        byTemporaryID[order[head]] = nil
+        head += 1
+        if head >= Self.limit {
+            order.removeFirst(head)
+            head = 0
+        }
+    }
+}

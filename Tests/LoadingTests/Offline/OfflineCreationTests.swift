@@ -1,0 +1,390 @@
+import Dispatch
+import Foundation
+import Loading
+import LoadingTestSupport
+import XCTest
+
+/// Items created offline: a creation queued under a temporary id, edited under it, and followed by the id the server
+/// gives it, in the store, in the queue and in the storage; a refused creation undone alone with what names it.
+final class OfflineCreationTests: XCTestCase {
+    func test_theServersID_replacesTheTemporaryOne_inTheStore_theQueue_andTheStorage() throws {
+        let environment = try Environment(directory: makeDirectory())
+        let settled = Locked<[SettledMutation<ItemChange>]>([])
+        let queue = try environment.makeQueue { mutation in settled.withLock { $0.append(mutation) } }
+
+        try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+        try queue.enqueue(.rename(id: "tmp-1", name: "Anna"))
+        XCTAssertEqual(environment.shown(), [TestItem(id: "tmp-1", name: "Anna")], "shown at once, offline")
+        let history = Locked<[[TestItem]]>([])
+        let subscription = environment.store.changes(for: "list").sink { value in
+            history.withLock { $0.append(value.value ?? []) }
+        }
+        defer { withExtendedLifetime(subscription) {} }
+
+        environment.connectivity.setOnline(true)
+        XCTAssertEqual(environment.creations.requests, [.add(id: "tmp-1", name: "Ann")])
+        environment.creations.answer(0, with: "s-1")
+
+        XCTAssertEqual(environment.shown(), [TestItem(id: "s-1", name: "Anna")], "one item, under the server's id")
+        XCTAssertEqual(queue.pending.map(\.input), [.rename(id: "s-1", name: "Anna")])
+        XCTAssertEqual(try environment.storage.loadAll().map(\.input), [.rename(id: "s-1", name: "Anna")])
+        XCTAssertEqual(environment.edits.requests, [.rename(id: "s-1", name: "Anna")], "the edit names the new id")
+        XCTAssertEqual(queue.serverID(for: "tmp-1"), "s-1")
+
+        environment.edits.answer(0)
+        XCTAssertEqual(environment.confirmed(), [TestItem(id: "s-1", name: "Anna")])
+        XCTAssertEqual(try environment.storage.loadAll().count, 0)
+        XCTAssertEqual(settled.withLock { $0.map(\.serverID) }, ["s-1", nil])
+        for shown in history.withLock({ $0 }) {
+            XCTAssertLessThanOrEqual(shown.count, 1, "never the item twice: \(shown)")
+            XCTAssertNotEqual(shown.first?.name, "Ann", "never the edit lost: \(shown)")
+        }
+    }
+
+    func test_aMutationMadeUnderTheTemporaryID_afterTheCreationWasAccepted_isSentUnderTheServersID() throws {
+        let environment = try Environment(directory: makeDirectory())
+        let queue = try environment.makeQueue()
+        environment.connectivity.setOnline(true)
+        try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+        environment.creations.answer(0, with: "s-1")
+
+        // A screen still holding the temporary id edits the item.
+        try queue.enqueue(.rename(id: "tmp-1", name: "Anna"))
+
+        XCTAssertEqual(environment.edits.requests, [.rename(id: "s-1", name: "Anna")])
+        environment.edits.answer(0)
+        XCTAssertEqual(environment.confirmed(), [TestItem(id: "s-1", name: "Anna")])
+    }
+
+    func test_aRefusedCreation_isUndoneWithTheMutationsNamingItsItem_andTheOthersAreSent() throws {
+        let environment = try Environment(directory: makeDirectory())
+        let settled = Locked<[SettledMutation<ItemChange>]>([])
+        let queue = try environment.makeQueue { mutation in settled.withLock { $0.append(mutation) } }
+        let refusal = LoadRecorder<Void>()
+        try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+        try queue.enqueue(.add(id: "tmp-2", name: "Bob"))
+        try queue.enqueue(.rename(id: "tmp-1", name: "Anna")) { refusal.record($0) }
+        try queue.enqueue(.rename(id: "tmp-2", name: "Bobby"))
+
+        environment.connectivity.setOnline(true)
+        environment.creations.refuse(0)
+
+        XCTAssertEqual(environment.shown(), [TestItem(id: "tmp-2", name: "Bobby")], "the refused item is gone")
+        XCTAssertEqual(
+            refusal.errors.first as? MutationQueueError, .creationRefused(temporaryID: "tmp-1"),
+            "the edit of the refused item fails, unsent")
+        XCTAssertEqual(
+            try environment.storage.loadAll().map(\.input),
+            [.add(id: "tmp-2", name: "Bob"), .rename(id: "tmp-2", name: "Bobby")])
+        XCTAssertEqual(environment.creations.requests.count, 2, "the other creation is sent next")
+
+        environment.creations.answer(1, with: "s-2")
+        environment.edits.answer(0)
+
+        XCTAssertEqual(environment.edits.requests, [.rename(id: "s-2", name: "Bobby")])
+        XCTAssertEqual(environment.confirmed(), [TestItem(id: "s-2", name: "Bobby")])
+        XCTAssertEqual(settled.withLock { $0.map(\.outcome.description) }.count, 4)
+        XCTAssertFalse(queue.isMutating)
+    }
+
+    func test_aDiscardedCreation_takesTheMutationsNamingItsItemWithIt() throws {
+        let environment = try Environment(directory: makeDirectory())
+        let queue = try environment.makeQueue()
+        let created = try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+        try queue.enqueue(.rename(id: "tmp-1", name: "Anna"))
+        try queue.enqueue(.add(id: "tmp-2", name: "Bob"))
+
+        queue.discard(created)
+
+        XCTAssertEqual(queue.pending.map(\.input), [.add(id: "tmp-2", name: "Bob")])
+        XCTAssertEqual(environment.shown(), [TestItem(id: "tmp-2", name: "Bob")])
+        XCTAssertEqual(try environment.storage.loadAll().map(\.input), [.add(id: "tmp-2", name: "Bob")])
+    }
+
+    func test_aLogoutRacingTheServersAnswer_leavesNothingShownKeptOrSent() throws {
+        for _ in 0..<50 {
+            let environment = try Environment(directory: makeDirectory())
+            let queue = try environment.makeQueue()
+            try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+            try queue.enqueue(.rename(id: "tmp-1", name: "Anna"))
+            environment.connectivity.setOnline(true)
+
+            let cleared = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                environment.store.clear { cleared.signal() }
+            }
+            environment.creations.answer(0, with: "s-1")
+            cleared.wait()
+
+            XCTAssertEqual(try environment.storage.loadAll().map(\.input), [], "nothing kept for the next user")
+            XCTAssertFalse(queue.isMutating)
+            XCTAssertEqual(environment.edits.requests, [], "the edit never goes out after the logout")
+            XCTAssertNil(environment.shown() ?? nil, "nothing of the item shown")
+        }
+    }
+
+    func test_anEditRacingTheServersAnswer_isSentAndShownUnderTheServersID() throws {
+        for _ in 0..<50 {
+            let environment = try Environment(directory: makeDirectory())
+            let queue = try environment.makeQueue()
+            try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+            environment.connectivity.setOnline(true)
+
+            let enqueued = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = try? queue.enqueue(.rename(id: "tmp-1", name: "Anna"))
+                enqueued.signal()
+            }
+            environment.creations.answer(0, with: "s-1")
+            enqueued.wait()
+
+            XCTAssertEqual(environment.shown(), [TestItem(id: "s-1", name: "Anna")])
+            XCTAssertEqual(try environment.storage.loadAll().map(\.input), [.rename(id: "s-1", name: "Anna")])
+            XCTAssertEqual(environment.edits.requests, [.rename(id: "s-1", name: "Anna")])
+        }
+    }
+
+    func test_anEditSavedWhileTheServersIDArrives_isKeptUnderTheServersID() throws {
+        let environment = try Environment(directory: makeDirectory())
+        let gate = SaveGate(environment.storage)
+        let queue = try environment.makeQueue(storage: gate)
+        try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+        try queue.enqueue(.add(id: "tmp-2", name: "Bob"))  // the edit waits behind it, unsent
+        environment.connectivity.setOnline(true)
+
+        // The edit's save under its temporary id is slow: the server's id arrives meanwhile.
+        gate.holdSaves(of: .rename(id: "tmp-1", name: "Anna"))
+        let enqueued = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? queue.enqueue(.rename(id: "tmp-1", name: "Anna"))
+            enqueued.signal()
+        }
+        gate.waitUntilHeld()
+        environment.creations.answer(0, with: "s-1")
+        gate.release()
+        enqueued.wait()
+
+        XCTAssertEqual(
+            try environment.storage.loadAll().map(\.input),
+            [.add(id: "tmp-2", name: "Bob"), .rename(id: "s-1", name: "Anna")],
+            "the slow save under the temporary id does not outlast the rewrite")
+        XCTAssertEqual(environment.shown(), [TestItem(id: "s-1", name: "Anna"), TestItem(id: "tmp-2", name: "Bob")])
+    }
+
+    func test_samples() throws {
+        let api = ItemAPI()
+        let support = makeDirectory()
+        let items = Store<String, [TestItem]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[TestItem]>() })
+        items.write([], for: "all")
+        let connectivity = ManualConnectivity(isOnline: false)
+        typealias APIError = ItemAPIError
+        // Sample: begin
+        let creation = OfflineCreation<ItemChange>(
+            temporaryID: { change in change.createdID },  // .add(id:name:) -> its temporary id
+            replacingIDs: { change, serverID in change.replacingIDs(serverID) },
+            send: { change, idempotencyKey in api.create(change, idempotencyKey: idempotencyKey) })
+        // Sample: end
+        withExtendedLifetime(creation) {}
+        // Sample: begin
+        let changes = try MutationQueue(
+            store: items,
+            storage: FileMutationStorage<ItemChange>(directory: support.appendingPathComponent("changes")),
+            connectivity: connectivity,
+            key: { _ in "all" },
+            change: { change, list in change.applied(to: list) },
+            send: { change, idempotencyKey in api.send(change, idempotencyKey: idempotencyKey) },
+            isRefused: { error in (error as? APIError)?.isRefusal == true },
+            creation: OfflineCreation(
+                temporaryID: { change in change.createdID },
+                replacingIDs: { change, serverID in change.replacingIDs(serverID) },
+                send: { change, idempotencyKey in api.create(change, idempotencyKey: idempotencyKey) }))
+        let temporaryID = "local-\(UUID().uuidString)"
+        try changes.enqueue(.add(id: temporaryID, name: "Grace"))  // shown at once, under its temporary id
+        try changes.enqueue(.rename(id: temporaryID, name: "Grace H."))  // sent as a rename of the server's id
+        // Sample: end
+        connectivity.setOnline(true)
+        XCTAssertEqual(
+            api.sent.withLock { $0 }, [.add(id: temporaryID, name: "Grace"), .rename(id: "s-1", name: "Grace H.")])
+        XCTAssertEqual(changes.serverID(for: temporaryID), "s-1")
+    }
+
+    private func makeDirectory() -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("created-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        return directory
+    }
+}
+
+/// A queue of item changes over a store of a list, with servers whose answers the test gives one by one.
+private struct Environment {
+    let store = Store<String, [TestItem]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[TestItem]>() })
+    let storage: FileMutationStorage<ItemChange>
+    let connectivity = ManualConnectivity(isOnline: false)
+    let creations = RequestSpy<String>()
+    let edits = RequestSpy<Void>()
+
+    init(directory: URL) throws {
+        storage = FileMutationStorage(directory: directory)
+        store.write([], for: "list")
+    }
+
+    func makeQueue(
+        onSettled: @escaping @Sendable (SettledMutation<ItemChange>) -> Void = { _ in }
+    ) throws -> MutationQueue<String, [TestItem], ItemChange> {
+        try makeQueue(storage: storage, onSettled: onSettled)
+    }
+
+    func makeQueue(
+        storage: some MutationStorage<ItemChange>,
+        onSettled: @escaping @Sendable (SettledMutation<ItemChange>) -> Void = { _ in }
+    ) throws -> MutationQueue<String, [TestItem], ItemChange> {
+        try MutationQueue(
+            store: store, storage: storage, connectivity: connectivity, key: { _ in "list" },
+            change: ItemChange.apply, send: { [edits] change, _ in edits.send(change) },
+            isRefused: { $0 is Refused },
+            creation: OfflineCreation(
+                temporaryID: \.createdID, replacingIDs: { $0.replacingIDs($1) },
+                send: { [creations] change, _ in creations.send(change) }),
+            onSettled: onSettled)
+    }
+
+    func shown() -> [TestItem]? {
+        let recorder = LoadRecorder<StoreResponse<[TestItem]>>()
+        _ = recorder.load(store.read("list", policy: .cacheOnly))
+        return recorder.values.first?.value
+    }
+
+    func confirmed() -> [TestItem]? {
+        let recorder = LoadRecorder<StoreResponse<[TestItem]>>()
+        _ = recorder.load(store.read("list", policy: .cacheOnly))
+        return recorder.values.first.flatMap { $0.hasPendingChanges ? nil : $0.value }
+    }
+}
+
+/// A storage whose saves of one mutation wait until the test releases them.
+private final class SaveGate: MutationStorage {
+    private let storage: FileMutationStorage<ItemChange>
+    private let held = Locked<ItemChange?>(nil)
+    private let arrived = DispatchSemaphore(value: 0)
+    private let released = DispatchSemaphore(value: 0)
+
+    init(_ storage: FileMutationStorage<ItemChange>) {
+        self.storage = storage
+    }
+
+    func holdSaves(of input: ItemChange) { held.withLock { $0 = input } }
+    func waitUntilHeld() { arrived.wait() }
+    func release() { released.signal() }
+
+    func loadAll() throws -> [StoredMutation<ItemChange>] { try storage.loadAll() }
+    func remove(_ mutation: StoredMutation<ItemChange>) throws { try storage.remove(mutation) }
+
+    func save(_ mutation: StoredMutation<ItemChange>) throws {
+        let holds = held.withLock { held in
+            guard held == mutation.input else { return false }
+            held = nil
+            return true
+        }
+        guard holds else { return try storage.save(mutation) }
+        arrived.signal()
+        released.wait()
+        try storage.save(mutation)
+    }
+}
+
+/// Requests answered by the test one by one.
+private final class RequestSpy<Answer: Sendable>: Sendable {
+    private let spy = LoaderSpy<Answer>()
+    private let log = Locked<[ItemChange]>([])
+
+    var requests: [ItemChange] { log.withLock { $0 } }
+
+    func send(_ change: ItemChange) -> AnyLoader<Answer> {
+        AnyLoader { [spy, log] completion in
+            log.withLock { $0.append(change) }
+            return spy.load(completion: completion)
+        }
+    }
+
+    func answer(_ index: Int, with answer: Answer) { spy.complete(with: answer, at: index) }
+    func refuse(_ index: Int) { spy.fail(with: Refused(), at: index) }
+}
+
+extension RequestSpy where Answer == Void {
+    func answer(_ index: Int) { answer(index, with: ()) }
+}
+
+/// An item of a list.
+struct TestItem: Codable, Equatable, Sendable {
+    var id: String
+    var name: String
+}
+
+/// A change of a list of items, an item created offline named by its temporary id until the server gives its own.
+enum ItemChange: Codable, Equatable, Sendable {
+    case add(id: String, name: String)
+    case rename(id: String, name: String)
+    case delete(id: String)
+
+    /// The id of the item the change creates.
+    var createdID: String? {
+        if case .add(let id, _) = self { id } else { nil }
+    }
+
+    // Sample: begin
+    /// The change with its item's id replaced, when `serverID` knows it; `nil` when it does not.
+    func replacingIDs(_ serverID: (String) -> String?) -> ItemChange? {
+        switch self {
+        case .add(let id, let name): serverID(id).map { .add(id: $0, name: name) }
+        case .rename(let id, let name): serverID(id).map { .rename(id: $0, name: name) }
+        case .delete(let id): serverID(id).map { .delete(id: $0) }
+        }
+    }
+    // Sample: end
+
+    /// The list with the change made.
+    func applied(to list: [TestItem]?) -> [TestItem]? {
+        Self.apply(self, to: list)
+    }
+
+    @Sendable static func apply(_ change: ItemChange, to list: [TestItem]?) -> [TestItem]? {
+        var list = list ?? []
+        switch change {
+        case .add(let id, let name):
+            list.append(TestItem(id: id, name: name))
+        case .rename(let id, let name):
+            if let index = list.firstIndex(where: { $0.id == id }) { list[index].name = name }
+        case .delete(let id):
+            list.removeAll { $0.id == id }
+        }
+        return list
+    }
+}
+
+private struct ItemAPIError: Error {
+    var isRefusal: Bool { true }
+}
+
+/// A server for the samples: it answers at once, creating items as `s-1`, `s-2`…
+private final class ItemAPI: Sendable {
+    let sent = Locked<[ItemChange]>([])
+
+    func create(_ change: ItemChange, idempotencyKey: String) -> AnyLoader<String> {
+        AnyLoader { [sent] completion in
+            let count = sent.withLock {
+                $0.append(change)
+                return $0.count { $0.createdID != nil }
+            }
+            completion(.success("s-\(count)"))
+            return AnyCancellationToken {}
+        }
+    }
+
+    func send(_ change: ItemChange, idempotencyKey: String) -> AnyLoader<Void> {
+        AnyLoader { [sent] completion in
+            sent.withLock { $0.append(change) }
+            completion(.success(()))
+            return AnyCancellationToken {}
+        }
+    }
+}
