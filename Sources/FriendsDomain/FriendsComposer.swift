@@ -56,6 +56,9 @@ public struct FriendsComposer: Sendable {
         /// Where deletes wait for the server, across launches (one file each). By default a folder beside the
         /// database, named after it with `-pending-deletes`.
         public var pendingDeletesDirectory: URL
+        /// Where friends added on this device wait for the server, across launches (one file each). By default a
+        /// folder beside the database, named after it with `-pending-additions`.
+        public var pendingAdditionsDirectory: URL
         /// How many friends a page of ``FriendsComposer/friendPages`` holds.
         public var pageSize: Int
         /// Where the processes over `databaseURL` (an app and its widget, in their app group) record what each
@@ -76,9 +79,14 @@ public struct FriendsComposer: Sendable {
             lifecycle: (any AppLifecycle)? = nil,
             pendingDeletesDirectory: URL? = nil,
             pageSize: Int = 20,
-            changeJournalURL: URL? = nil
+            changeJournalURL: URL? = nil,
+            pendingAdditionsDirectory: URL? = nil
         ) {
             self.changeJournalURL = changeJournalURL
+            self.pendingAdditionsDirectory =
+                pendingAdditionsDirectory
+                ?? databaseURL.deletingLastPathComponent().appendingPathComponent(
+                    databaseURL.deletingPathExtension().lastPathComponent + "-pending-additions")
             self.connectivity = connectivity
             self.lifecycle = lifecycle
             self.pendingDeletesDirectory =
@@ -147,6 +155,10 @@ public struct FriendsComposer: Sendable {
     /// Deletes waiting for the server, kept on disk across launches and sent in order when the network allows
     /// (``deleteFriend(id:completion:)`` adds them); `nil` when the composition has no deleter or no storage for them.
     public let pendingDeletes: MutationQueue<FriendsKey, [Friend], Friend.ID>?
+    /// Friends added on this device and their removals, waiting for the server, kept on disk across launches
+    /// (``addFriend(named:completion:)`` adds them): each added friend shows at once under a temporary id, which the
+    /// server's id replaces once it accepts it. `nil` when the composition has no creator or no storage for them.
+    public let pendingAdditions: MutationQueue<FriendsKey, [Friend], NewFriendChange>?
     /// The friends list a page at a time (`GET /friends?page=N`), for an endless list: `nil` when the composition has
     /// no page source.
     public let friendPages: PagedStore<FriendsKey, Friend, Int>?
@@ -192,12 +204,14 @@ public struct FriendsComposer: Sendable {
             updates: ServerSentEventsFriendsUpdates(
                 baseURL: configuration.baseURL, configuration: session.configuration, scheduler: scheduler),
             deleter: RemoteFriendsDeleter(baseURL: configuration.baseURL, client: client),
+            creator: RemoteFriendsCreator(baseURL: configuration.baseURL, client: client),
             pages: LoaderFamily { page in
                 RemoteFriendsPageLoader(page: page, perPage: pageSize, baseURL: baseURL, client: client)
                     .timeout(after: timeout, scheduler: scheduler)
                     .retry(retry.onlyForTransientErrors, scheduler: scheduler)
             },
             pendingDeletes: FileMutationStorage(directory: configuration.pendingDeletesDirectory),
+            pendingAdditions: FileMutationStorage(directory: configuration.pendingAdditionsDirectory),
             sharing: configuration.changeJournalURL.flatMap { journal in
                 do {
                     return try .journal(at: journal, sharedLevel: Source.database.rawValue)
@@ -217,8 +231,9 @@ public struct FriendsComposer: Sendable {
 
     /// Builds the composition from its parts: how tests and other transports plug in. Without `remoteFriend`,
     /// ``friend(id:)`` finds friends in the list only; without `pages` there are no ``friendPages``; without
-    /// `pendingDeletes` (or a `deleter`), deletes are not kept across launches; with `sharing` (its shared level
-    /// named `"database"`), the store keeps in step with the other processes over the database.
+    /// `pendingDeletes` (or a `deleter`), deletes are not kept across launches; without `pendingAdditions` (or a
+    /// `creator`), friends cannot be added; with `sharing` (its shared level named `"database"`), the store keeps in
+    /// step with the other processes over the database.
     public init(
         memoryStore: any FriendsStore,
         databaseStore: any FriendsStore,
@@ -226,8 +241,10 @@ public struct FriendsComposer: Sendable {
         remoteFriend: LoaderFamily<Friend.ID, Friend>? = nil,
         updates: (any FriendsUpdatesSource)? = nil,
         deleter: RemoteFriendsDeleter? = nil,
+        creator: RemoteFriendsCreator? = nil,
         pages: LoaderFamily<Int, Page<Friend, Int>>? = nil,
         pendingDeletes: (any MutationStorage<Friend.ID>)? = nil,
+        pendingAdditions: (any MutationStorage<NewFriendChange>)? = nil,
         sharing: ProcessSharing<FriendsKey>? = nil,
         connectivity: (any ConnectivityMonitor)? = nil,
         lifecycle: (any AppLifecycle)? = nil,
@@ -295,6 +312,9 @@ public struct FriendsComposer: Sendable {
         self.pendingDeletes = Self.pendingDeletes(
             of: store, storage: pendingDeletes, deleter: deleter, connectivity: connectivity, scheduler: scheduler,
             onEvent: onEvent)
+        self.pendingAdditions = Self.pendingAdditions(
+            of: store, storage: pendingAdditions, creator: creator, deleter: deleter, connectivity: connectivity,
+            scheduler: scheduler, onEvent: onEvent)
         let listPolicy: ReadPolicy = maxAge.map { .cacheFirst(maxAge: $0) } ?? .cacheFirst
         self.store = store
         self.listPolicy = listPolicy
@@ -368,6 +388,15 @@ public struct FriendsComposer: Sendable {
         id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) {
         let removing: @Sendable ([Friend]?) -> [Friend]? = { list in list?.filter { $0.id != id } }
+        if NewFriendChange.isTemporary(id), let pendingAdditions {
+            // Added on this device: removed after its creation, under the server's id once it has one.
+            do {
+                try pendingAdditions.enqueue(.delete(id), completion: completion)
+            } catch {
+                completion(.failure(error))
+            }
+            return
+        }
         if let pendingDeletes {
             do { try pendingDeletes.enqueue(id, completion: completion) } catch { completion(.failure(error)) }
             return
@@ -381,6 +410,82 @@ public struct FriendsComposer: Sendable {
             return deleter.delete(id: id, completion: completion)
         }
         store.mutate(.all, removing, commit: commit, completion: completion)
+    }
+
+    /// Adds a friend named `name`: shown at once in the list under a temporary id (returned), kept on disk, and
+    /// created on the server when the network allows, across launches; the server's id then replaces the temporary
+    /// one in the list, in the database and in the changes still waiting (a removal made meanwhile). `completion`
+    /// receives a success once the server created the friend and the database holds it; the server's refusal (the
+    /// friend disappears); or ``StoreError/cleared`` when a logout came first.
+    /// - Throws: ``FriendsComposer/AdditionUnavailable`` without ``pendingAdditions``; the storage's error when the
+    ///   addition could not be saved (nothing is shown).
+    @discardableResult
+    public func addFriend(
+        named name: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
+    ) throws -> Friend.ID {
+        guard let pendingAdditions else { throw AdditionUnavailable() }
+        let id = NewFriendChange.temporaryIDPrefix + UUID().uuidString
+        let friend = Friend(id: id, name: name, status: .offline, updatedAt: Date())
+        try pendingAdditions.enqueue(.add(friend), completion: completion)
+        return id
+    }
+
+    /// Why ``addFriend(named:completion:)`` could not add a friend: the composition has no creator or no storage for
+    /// additions.
+    public struct AdditionUnavailable: Error, Equatable, CustomStringConvertible, LocalizedError {
+        /// Creates the error.
+        public init() {}
+
+        public var description: String {
+            "Friends cannot be added: this composition has no way to create them on the server."
+        }
+
+        public var errorDescription: String? { description }
+    }
+
+    /// The queue of additions over `store`, kept in `storage`: `nil` without a creator, a deleter or a storage, or
+    /// when the storage cannot be read (reported as a failed database read).
+    private static func pendingAdditions(
+        of store: Store<FriendsKey, [Friend]>, storage: (any MutationStorage<NewFriendChange>)?,
+        creator: RemoteFriendsCreator?, deleter: RemoteFriendsDeleter?, connectivity: (any ConnectivityMonitor)?,
+        scheduler: some Scheduler, onEvent: @escaping @Sendable (Event) -> Void
+    ) -> MutationQueue<FriendsKey, [Friend], NewFriendChange>? {
+        guard let storage, let creator, let deleter else { return nil }
+        do {
+            return try MutationQueue(
+                store: store, storage: storage, connectivity: connectivity, scheduler: scheduler,
+                key: { _ in .all },
+                change: { change, list in change.applied(to: list) },
+                send: { change, idempotencyKey in
+                    AnyLoader<Void> { completion in
+                        deleter.delete(id: change.friendID, idempotencyKey: idempotencyKey) { result in
+                            // Gone already (a delete whose answer was lost, sent again): what was asked holds.
+                            if case .failure(FriendsAPIError.notFound) = result { return completion(.success(())) }
+                            completion(result)
+                        }
+                    }
+                },
+                isRefused: { !FriendsAPIError.isTransient($0) },
+                creation: OfflineCreation(
+                    temporaryID: { change in
+                        if case .add(let friend) = change { friend.id } else { nil }
+                    },
+                    replacingIDs: { change, serverID in change.replacingIDs(serverID) },
+                    send: { change, idempotencyKey in
+                        AnyLoader<String> { completion in
+                            guard case .add(let friend) = change else {
+                                preconditionFailure("Only an addition is sent as a creation")
+                            }
+                            return creator.create(named: friend.name, idempotencyKey: idempotencyKey) { result in
+                                completion(result.map(\.id))
+                            }
+                        }
+                    }),
+                onStorageFailure: { onEvent(.saveFailed(.database, $0)) })
+        } catch {
+            onEvent(.failed(.database, error))
+            return nil
+        }
     }
 
     /// The queue of deletes over `store`, kept in `storage`: `nil` without a deleter or a storage, or when the

@@ -68,6 +68,10 @@ final class FriendsDocCommentSamplesTests: XCTestCase {
         let second = RemoteFriendsPageLoader(page: 2, baseURL: api, client: URLSessionHTTPClient(session: .shared))
         // Sample: end
         _ = second
+        // Sample: begin
+        let creator = RemoteFriendsCreator(baseURL: api, client: URLSessionHTTPClient(session: .shared))
+        // Sample: end
+        _ = creator
         do {
             // Sample: begin
             let database = FriendsCache(store: SQLiteFriendsStore(fileURL: url), expiry: .maxAge(.seconds(86_400)))

@@ -140,6 +140,70 @@ final class FriendsOfflineTests: XCTestCase {
         XCTAssertEqual(composer.friends.entity("u2"), renamed)
     }
 
+    func test_aFriendAddedOffline_showsAtOnce_survivesARestart_andTakesTheServersIDOnReconnect() throws {
+        let database = try seededDatabase()
+        let created = makeFriend("n7", name: "Grace")
+        URLProtocolStub.stub(.response(status: 201, body: try Friend.makeEncoder().encode(created)), forMethod: "POST")
+        let temporary: Friend.ID
+        do {
+            let composer = makeComposer(database, connectivity: ManualConnectivity(isOnline: false))
+            XCTAssertEqual(shown(composer)?.count, 3)
+            temporary = try composer.addFriend(named: "Grace")
+            XCTAssertTrue(NewFriendChange.isTemporary(temporary))
+            XCTAssertEqual(shown(composer)?.map(\.name).last, "Grace", "shown at once, under its temporary id")
+            XCTAssertEqual(shown(composer)?.last?.id, temporary)
+        }
+        XCTAssertEqual(URLProtocolStub.requests.count, 0, "offline: nothing was sent")
+
+        let connectivity = ManualConnectivity(isOnline: false)
+        let relaunched = makeComposer(database, connectivity: connectivity)
+        XCTAssertEqual(shown(relaunched)?.last?.id, temporary, "the next launch shows it again")
+        connectivity.setOnline(true)
+
+        XCTAssertTrue(eventually { relaunched.pendingAdditions?.isMutating == false })
+        let posts = URLProtocolStub.requests.filter { $0.httpMethod == "POST" }
+        XCTAssertEqual(posts.count, 1)
+        XCTAssertNotNil(posts.first?.value(forHTTPHeaderField: "Idempotency-Key"))
+        XCTAssertEqual(shown(relaunched)?.map(\.id), ["u1", "u2", "u3", "n7"], "one friend, under the server's id")
+        XCTAssertEqual(relaunched.pendingAdditions?.serverID(for: temporary), "n7")
+        let saved = try awaitResult { SQLiteFriendsStore(fileURL: database).retrieve(completion: $0) }?.get()
+        XCTAssertEqual(saved?.friends.map(\.id), ["u1", "u2", "u3", "n7"], "and the database holds it")
+    }
+
+    func test_aFriendAddedAndRemovedOffline_isCreatedThenDeletedUnderTheServersID() throws {
+        let database = try seededDatabase()
+        let created = makeFriend("n7", name: "Grace")
+        URLProtocolStub.stub(.response(status: 201, body: try Friend.makeEncoder().encode(created)), forMethod: "POST")
+        URLProtocolStub.stub(.response(status: 204, body: Data()), forMethod: "DELETE")
+        let connectivity = ManualConnectivity(isOnline: false)
+        let composer = makeComposer(database, connectivity: connectivity)
+        XCTAssertEqual(shown(composer)?.count, 3)
+        let temporary = try composer.addFriend(named: "Grace")
+        composer.deleteFriend(id: temporary)
+        XCTAssertEqual(shown(composer)?.map(\.id), ["u1", "u2", "u3"])
+
+        connectivity.setOnline(true)
+
+        XCTAssertTrue(eventually { composer.pendingAdditions?.isMutating == false })
+        XCTAssertEqual(
+            URLProtocolStub.requests.map { "\($0.httpMethod ?? "") \($0.url?.lastPathComponent ?? "")" },
+            ["POST friends", "DELETE n7"])
+        XCTAssertEqual(shown(composer)?.map(\.id), ["u1", "u2", "u3"])
+    }
+
+    func test_addingAFriend_withoutAWayToCreateIt_throwsASentence() {
+        let composer = FriendsComposer(
+            memoryStore: InMemoryFriendsStore(), databaseStore: InMemoryFriendsStore(),
+            remote: AnyLoader { completion in
+                completion(.success([]))
+                return AnyCancellationToken()
+            })
+        XCTAssertThrowsError(try composer.addFriend(named: "Grace")) { error in
+            XCTAssertTrue(error is FriendsComposer.AdditionUnavailable)
+            XCTAssertFalse(error.localizedDescription.contains("error 1"), error.localizedDescription)
+        }
+    }
+
     // MARK: Helpers
 
     private func makeComposer(

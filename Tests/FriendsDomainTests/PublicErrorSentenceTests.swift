@@ -22,7 +22,7 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
             CacheMiss.absent, CacheMiss.expired(savedAt: Date(timeIntervalSince1970: 0)),
             StoreError.discarded, StoreError.cleared,
             ResourceRepository<String>.WipedError(),
-            OfflineError(),
+            OfflineError(), FriendsComposer.AdditionUnavailable(),
             MutationQueueError.sentByAnotherProcess, MutationQueueError.creationRefused(temporaryID: "local-1"),
             MutationStorageError(operation: .save, id: "m1", file: file, underlyingError: POSIXError(.ENOSPC)),
             MutationStorageError(operation: .remove, id: "m1", file: file, underlyingError: POSIXError(.EACCES)),

@@ -19,6 +19,8 @@ final class URLProtocolStub: URLProtocol {
 
     private struct State: Sendable {
         var stub: Stub = .hang
+        /// Stubs for one HTTP method, before ``stub``.
+        var byMethod: [String: Stub] = [:]
         var requests: [URLRequest] = []
         var stoppedRequests = 0
     }
@@ -27,6 +29,11 @@ final class URLProtocolStub: URLProtocol {
 
     static func stub(_ stub: Stub) {
         state.withLock { $0.stub = stub }
+    }
+
+    /// Answers requests with `method` (`POST`, `DELETE`…) with `stub`, the others as before.
+    static func stub(_ stub: Stub, forMethod method: String) {
+        state.withLock { $0.byMethod[method] = stub }
     }
 
     static func reset() {
@@ -52,7 +59,7 @@ final class URLProtocolStub: URLProtocol {
     override func startLoading() {
         let stub = Self.state.withLock { state -> Stub in
             state.requests.append(request)
-            return state.stub
+            return request.httpMethod.flatMap { state.byMethod[$0] } ?? state.stub
         }
         switch stub {
         case .response(let status, let body, let headers):

@@ -3,7 +3,8 @@ import FriendsDomain
 import Loading
 
 /// An embedded friends API on a loopback port, speaking the format FriendsDomain defines (`GET /friends`, optionally
-/// `?page=N&per_page=M`, `GET /friends/{id}`, `DELETE /friends/{id}` honouring `Idempotency-Key`, `GET /friends/events`
+/// `?page=N&per_page=M`, `GET /friends/{id}`, `POST /friends` and `DELETE /friends/{id}` honouring `Idempotency-Key`,
+/// `GET /friends/events`
 /// as server-sent events), with knobs to make it misbehave the way real servers do: latency, failures, malformed bodies, dropped connections, slowness, refusals.
 public final class FriendsAPIServer: Sendable {
     /// How `GET /friends` answers.
@@ -38,6 +39,10 @@ public final class FriendsAPIServer: Sendable {
         var deletes: [(id: String, key: String?)] = []
         /// The answer given to each idempotency key: a delete sent again with one gets it, and changes nothing.
         var answeredKeys: [String: Int] = [:]
+        /// The friend created for each idempotency key: a creation sent again with one gets it, and changes nothing.
+        var createdForKeys: [String: Friend] = [:]
+        var createRequests = 0
+        var nextID = 1
     }
 
     private let state: Locked<State>
@@ -85,6 +90,8 @@ public final class FriendsAPIServer: Sendable {
     public var deletedIDs: [String] { state.withLock { $0.deletes.map(\.id) } }
     /// The idempotency keys of the deletes applied, in order (`nil` for a delete sent without one).
     public var deleteKeys: [String?] { state.withLock { $0.deletes.map(\.key) } }
+    /// How many `POST /friends` requests arrived.
+    public var createRequestCount: Int { state.withLock { $0.createRequests } }
     /// How many `GET /friends/{id}` requests arrived.
     public var friendRequestCount: Int { state.withLock { $0.friendRequests } }
     /// How many event-stream connections were opened.
@@ -138,6 +145,7 @@ public final class FriendsAPIServer: Sendable {
         case ("GET", ["friends"]): list(connection)
         case ("GET", ["friends", "events"]): events(connection)
         case ("GET", let parts) where parts.count == 2 && parts[0] == "friends": friend(parts[1], connection)
+        case ("POST", ["friends"]): create(request.body, key: request.headers["idempotency-key"], connection)
         case ("DELETE", let parts) where parts.count == 2 && parts[0] == "friends":
             delete(parts[1], key: request.headers["idempotency-key"], connection)
         default: connection.respond(status: 404)
@@ -209,6 +217,29 @@ public final class FriendsAPIServer: Sendable {
         }
         state.withLock { $0.slowHandlerAnswered = true }
         connection.respond(status: 200, headers: json, body: Self.body(for: friends))
+    }
+
+    /// `POST /friends` with `{"name": …}`: 201 with the friend created (its id `n1`, `n2`…), or 400 for a body
+    /// without a name; a request with an `Idempotency-Key` already answered gets the same friend and changes nothing.
+    private func create(_ body: Data, key: String?, _ connection: LoopbackHTTPServer.Connection) {
+        struct Creation: Decodable { let name: String }
+        let name = (try? JSONDecoder().decode(Creation.self, from: body))?.name
+        let (latency, created) = state.withLock { state -> (Duration, Friend?) in
+            state.createRequests += 1
+            if let key, let created = state.createdForKeys[key] { return (state.latency, created) }
+            guard let name, !name.isEmpty else { return (state.latency, nil) }
+            let friend = Friend(id: "n\(state.nextID)", name: name, status: .offline, updatedAt: Date())
+            state.nextID += 1
+            state.friends.append(friend)
+            if let key { state.createdForKeys[key] = friend }
+            return (state.latency, friend)
+        }
+        sleep(latency)
+        guard let created, let body = try? Friend.makeEncoder().encode(created) else {
+            let error = Data(#"{"error": "a friend needs a name"}"#.utf8)
+            return connection.respond(status: 400, headers: json, body: error)
+        }
+        connection.respond(status: 201, headers: json, body: body)
     }
 
     /// `DELETE /friends/{id}`: 204, or 404 for an unknown id; a request with an `Idempotency-Key` already answered

@@ -21,6 +21,8 @@ public final class LoopbackHTTPServer: Sendable {
         public let headers: [String: String]
         /// The query's parameters, percent-decoded.
         public var query: [String: String] = [:]
+        /// The body (as long as its `Content-Length` says; empty without one).
+        public var body = Data()
         /// The path's segments, each percent-decoded on its own (so an encoded `/` stays inside its segment).
         public var segments: [String] = []
     }
@@ -172,7 +174,18 @@ public final class LoopbackHTTPServer: Sendable {
                 guard count > 0 else { return nil }
                 buffer.append(contentsOf: chunk[0..<count])
                 if let end = buffer.firstRange(of: terminator) {
-                    return Self.parse(String(decoding: buffer[..<end.lowerBound], as: UTF8.self))
+                    guard var request = Self.parse(String(decoding: buffer[..<end.lowerBound], as: UTF8.self))
+                    else { return nil }
+                    let length = min(Int(request.headers["content-length"] ?? "") ?? 0, 1024 * 1024)
+                    var body = Array(buffer[end.upperBound...])
+                    while body.count < length {
+                        let count = recv(fd, &chunk, chunk.count, 0)
+                        if count < 0, errno == EINTR { continue }
+                        guard count > 0 else { return nil }
+                        body.append(contentsOf: chunk[0..<count])
+                    }
+                    request.body = Data(body.prefix(length))
+                    return request
                 }
             }
             return nil
@@ -206,6 +219,7 @@ public final class LoopbackHTTPServer: Sendable {
         private static func reason(_ status: Int) -> String {
             switch status {
             case 200: "OK"
+            case 201: "Created"
             case 204: "No Content"
             case 404: "Not Found"
             case 500: "Internal Server Error"

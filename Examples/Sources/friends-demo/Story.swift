@@ -135,12 +135,14 @@ final class Story: Sendable {
             record("Burst of live updates", await burst(server: server, composer: afterExpiry))
             record("Optimistic delete refused", await refusedDelete(server: server, composer: afterExpiry))
             record("Offline deletes, restart", await offlineDeletes(server: server))
+            record("Added offline, restart", await offlineAddition(server: server))
             record("Pages of the list", await pages(server: server))
             record("Renamed once, shown everywhere", await renamedEverywhere(server: server))
         } else {
             for title in [
                 "Server fails twice, recovers", "Burst of live updates", "Optimistic delete refused",
-                "Offline deletes, restart", "Pages of the list", "Renamed once, shown everywhere",
+                "Offline deletes, restart", "Added offline, restart", "Pages of the list",
+                "Renamed once, shown everywhere",
             ] {
                 output.skip(title, because: "needs the embedded server")
             }
@@ -299,6 +301,43 @@ final class Story: Sendable {
         output.row(
             title, source: "network", count: try? await restarted.friendsLoader.load().count,
             elapsed: ContinuousClock.now - start, passed: passed, note: "deleted in order after the restart")
+        return passed
+    }
+
+    /// A friend added offline shows at once under a temporary id, again after a restart, and takes the server's id
+    /// once the network is back: one friend on the server, one in the list.
+    private func offlineAddition(server: FriendsAPIServer) async -> Bool {
+        let title = "Added offline, restart"
+        let start = ContinuousClock.now
+        let name = "Grace (added offline)"
+        let before = makeComposer(connectivity: ManualConnectivity(isOnline: false))
+        guard (try? await before.friendsLoader.load()) != nil, let temporary = try? before.addFriend(named: name) else {
+            output.failure(title, "the friend could not be added")
+            return false
+        }
+        let shownAtOnce = (try? await before.friendsLoader.load())?.contains { $0.id == temporary } == true
+        let creationsBefore = server.createRequestCount
+        output.detail("offline: added \(temporary), shown at once: \(shownAtOnce ? "yes" : "no")")
+
+        let connectivity = ManualConnectivity(isOnline: false)
+        let restarted = makeComposer(connectivity: connectivity)
+        let shownAfterRestart = (try? await restarted.friendsLoader.load())?.contains { $0.id == temporary } == true
+        let nothingSentOffline = server.createRequestCount == creationsBefore
+        connectivity.setOnline(true)
+        let sent = await eventually { restarted.pendingAdditions?.isMutating == false }
+        let serverID = restarted.pendingAdditions?.serverID(for: temporary)
+        let onServer = server.friends.filter { $0.name == name }.map(\.id)
+        let list = (try? await restarted.friendsLoader.load()) ?? []
+        let inList = list.filter { $0.name == name }.map(\.id)
+        output.detail(
+            "online: the server created \(onServer.joined(separator: ", ")); the list shows "
+                + inList.joined(separator: ", "))
+        let passed =
+            shownAtOnce && shownAfterRestart && nothingSentOffline && sent && serverID != nil
+            && onServer == [serverID] && inList == [serverID]
+        output.row(
+            title, source: "network", count: list.count, elapsed: ContinuousClock.now - start, passed: passed,
+            note: "one friend, under the server's id")
         return passed
     }
 

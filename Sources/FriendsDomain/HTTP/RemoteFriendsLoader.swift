@@ -97,6 +97,50 @@ public struct RemoteFriendsDeleter: Sendable {
     }
 }
 
+/// Creates friends through the API: `POST {baseURL}/friends` with `{"name": …}`, answered `201` with the friend the
+/// server made (its id is the server's).
+///
+/// ```swift
+/// let creator = RemoteFriendsCreator(baseURL: api, client: URLSessionHTTPClient(session: .shared))
+/// ```
+public struct RemoteFriendsCreator: Sendable {
+    private let url: URL
+    private let client: any HTTPClient
+
+    /// Creates a creator for the API at `baseURL`.
+    public init(baseURL: URL, client: any HTTPClient) {
+        url = baseURL.appendingPathComponent("friends")
+        self.client = client
+    }
+
+    /// Creates a friend named `name`, sending `idempotencyKey` in the `Idempotency-Key` header: a server that
+    /// honours it creates one friend for a creation sent twice, and answers the second as the first. Success on 201
+    /// with the friend; a 201 whose body is not a friend is ``FriendsAPIError/invalidData``; any other status
+    /// ``FriendsAPIError/unexpectedStatus(_:)``; a transport failure ``FriendsAPIError/connectivity(underlying:)``.
+    @discardableResult
+    public func create(
+        named name: String, idempotencyKey: String?,
+        completion: @escaping @Sendable (Result<Friend, any Error>) -> Void
+    ) -> any CancellationToken {
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
+        request.httpBody = try? JSONEncoder().encode(["name": name])
+        return client.perform(request) { result in
+            completion(
+                result.mapError(FriendsAPIError.transport).flatMap { data, response in
+                    guard response.statusCode == 201 else { return .failure(FriendsAPIError.status(of: response)) }
+                    guard let friend = try? Friend.makeDecoder().decode(Friend.self, from: data) else {
+                        return .failure(FriendsAPIError.invalidData)
+                    }
+                    return .success(friend)
+                })
+        }
+    }
+}
+
 /// Loads one page of the friends list: `GET {baseURL}/friends?page=N&per_page=M` (pages from 1), whose body is the
 /// list's format with `next_page` when more follow.
 ///
