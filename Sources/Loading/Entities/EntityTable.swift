@@ -42,8 +42,6 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
 
     /// The number of keys followed.
     var keyCount: Int { held.count }
-    /// The number of entities known.
-    var entityCount: Int { copies.count }
 
     /// A number for a new store sharing the entities.
     mutating func addStore() -> Int {

@@ -37,10 +37,9 @@
 public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: Sendable where Entity.ID: Sendable {
     private let state: Locked<EntityTable<Entity>>
     private let stores = Locked<[Int: StoreAccess]>([:])
-    /// The keys each ``mutate(_:_:commit:completion:)`` in flight changes, by entity and by mutation: each confirms
-    /// the change itself, so what one confirms is not brought to the others.
-    private let changing = Locked<[Entity.ID: [Int: Set<HeldKey>]]>([:])
-    private let mutations = Locked(0)
+    /// The keys each ``mutate(_:_:commit:completion:)`` in flight changes, by entity and by the mutation's number:
+    /// each confirms the change itself, so what one confirms is not brought to the others.
+    private let changing = Locked<(keys: [Entity.ID: [Int: Set<HeldKey>]], numbered: Int)>(([:], 0))
     private let isNewer: (@Sendable (Entity, Entity) -> Bool)?
 
     /// How the entities reach one store's keys.
@@ -99,11 +98,11 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         let shared = SharedCommit(commit.eraseToAnyLoader())
         let accesses = stores.withLock { stores in keys.compactMap { key in stores[key.store].map { (key, $0) } } }
         guard !accesses.isEmpty else { return shared.load(completion) }
-        let number = mutations.withLock { number in
-            number += 1
-            return number
+        let number = changing.withLock { changing in
+            changing.numbered += 1
+            changing.keys[id, default: [:]][changing.numbered] = Set(accesses.map(\.0))
+            return changing.numbered
         }
-        changing.withLock { $0[id, default: [:]][number] = Set(accesses.map(\.0)) }
         let settled = Locked(accesses.count)
         let tokens = accesses.map { key, access in
             access.mutate(key.key, { $0.id == id ? change($0) : nil }, shared.loader) { [weak self] result in
@@ -113,8 +112,8 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
                 }
                 guard last else { return }
                 let done = self?.changing.withLock { changing -> Set<HeldKey>? in
-                    defer { if changing[id]?.isEmpty == true { changing[id] = nil } }
-                    return changing[id]?.removeValue(forKey: number)
+                    defer { if changing.keys[id]?.isEmpty == true { changing.keys[id] = nil } }
+                    return changing.keys[id]?.removeValue(forKey: number)
                 }
                 withExtendedLifetime(done) {}
                 // The commit's outcome; a key's own when the commit never answered (a clear came first).
@@ -211,7 +210,7 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             // The keys changing the entity with this one confirm the change themselves.
             changing.withLock { changing in
                 for id in spread {
-                    for keys in (changing[id] ?? [:]).values where keys.contains(key) { others.subtract(keys) }
+                    for keys in (changing.keys[id] ?? [:]).values where keys.contains(key) { others.subtract(keys) }
                 }
             }
         }
