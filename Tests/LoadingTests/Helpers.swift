@@ -91,3 +91,13 @@ func holdsSoon(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
     }
     return condition()
 }
+
+extension XCTestCase {
+    /// A new empty folder in the temporary directory, named `prefix` and a UUID, removed when the test ends.
+    func makeTemporaryFolder(_ prefix: String) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        return folder
+    }
+}

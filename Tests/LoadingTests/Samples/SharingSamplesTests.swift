@@ -21,12 +21,7 @@ final class SharingSamplesTests: XCTestCase {
     private var groupFolder: URL!
 
     override func setUpWithError() throws {
-        groupFolder = FileManager.default.temporaryDirectory.appendingPathComponent("group-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: groupFolder, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: groupFolder)
+        groupFolder = try makeTemporaryFolder("group")
     }
 
     private func makeStore() throws -> Store<String, Friend> {

@@ -8,12 +8,7 @@ final class ChangeJournalTests: XCTestCase {
     private var directory: URL!
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: directory)
+        directory = try makeTemporaryFolder("journal")
     }
 
     private var file: URL { directory.appendingPathComponent("changes.journal") }

@@ -9,12 +9,7 @@ final class JournalingLevelTests: XCTestCase {
     private var directory: URL!
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("journaling-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: directory)
+        directory = try makeTemporaryFolder("journaling")
     }
 
     private var file: URL { directory.appendingPathComponent("changes.journal") }
