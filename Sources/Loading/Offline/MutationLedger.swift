@@ -41,6 +41,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
         fileprivate(set) var shown: ShownChange?
         /// How often its input was rewritten: a save that began before a rewrite is made again after it.
         fileprivate(set) var rewrites = 0
+        /// The ids of the items its input names (see ``OfflineCreation``).
+        fileprivate(set) var names: [String] = []
         let completion: (@Sendable (Result<Void, any Error>) -> Void)?
     }
 
@@ -101,6 +103,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
     private var watchers: [SendingWatcher<Input>] = []
     /// The ids the server gave the items created offline, by temporary id.
     private var serverIDs = ServerIDs()
+    /// The mutations naming each item, by the item's id: those a creation's answer rewrites, or its refusal takes out.
+    private var naming: [String: Set<String>] = [:]
 
     // MARK: The list
 
@@ -131,10 +135,33 @@ struct MutationLedger<Input: Sendable>: Sendable {
 
     /// Puts back the mutations a storage kept, in queue order, and the server ids their creations were given; the
     /// next one is numbered after them.
-    mutating func restore(_ records: [StoredMutation<Input>], serverIDs assigned: [(String, String)] = []) {
+    /// `names`: the ids each record names, when the queue has creations.
+    mutating func restore(
+        _ records: [StoredMutation<Input>], names: [[String]] = [], serverIDs assigned: [(String, String)] = []
+    ) {
         nextSequence = (records.map(\.sequence).max() ?? -1) + 1
-        for record in records { entries.append(Entry(record: record, completion: nil)) }
+        for (index, record) in records.enumerated() {
+            append(Entry(record: record, completion: nil), naming: index < names.count ? names[index] : [])
+        }
         for (temporary, server) in assigned { serverIDs.assign(server, to: temporary) }
+    }
+
+    /// Puts `entry` last, naming the items `names`.
+    private mutating func append(_ entry: Entry, naming names: [String]) {
+        var entry = entry
+        entry.names = names
+        for name in names { naming[name, default: []].insert(entry.record.id) }
+        entries.append(entry)
+    }
+
+    /// Takes mutation `id` out of the queue and of the items it names.
+    private mutating func takeOut(_ id: String) -> (entry: Entry, wasFirst: Bool)? {
+        guard let taken = entries.remove(id) else { return nil }
+        for name in taken.entry.names {
+            naming[name]?.remove(id)
+            if naming[name]?.isEmpty == true { naming[name] = nil }
+        }
+        return taken
     }
 
     /// The server ids given so far, by temporary id, with their version (for an enqueue).
@@ -150,22 +177,22 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// ``add(_:id:createdAt:completion:)`` unless a server id was given since version `serverIDs` of them was read:
     /// `nil` then, adding nothing (the input is rewritten again first).
     mutating func add(
-        _ input: Input, id: String, createdAt: Date, serverIDs version: Int,
+        _ input: Input, id: String, createdAt: Date, naming names: [String], serverIDs version: Int,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int)? {
         guard version == serverIDs.version else { return nil }
-        return add(input, id: id, createdAt: createdAt, completion: completion)
+        return add(input, id: id, createdAt: createdAt, naming: names, completion: completion)
     }
 
     /// Numbers a new mutation and puts it last, its save counted among the saves under way (the caller leaves
     /// `saves` once it is written). Returns the clears begun so far, to show it only if no clear begins meanwhile.
     mutating func add(
-        _ input: Input, id: String, createdAt: Date,
+        _ input: Input, id: String, createdAt: Date, naming names: [String] = [],
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int) {
         let record = StoredMutation(id: id, sequence: nextSequence, input: input, createdAt: createdAt, attempts: 0)
         nextSequence += 1
-        entries.append(Entry(record: record, completion: completion))
+        append(Entry(record: record, completion: completion), naming: names)
         saves.enter()
         return (record, saves, clears)
     }
@@ -198,9 +225,9 @@ struct MutationLedger<Input: Sendable>: Sendable {
         entries[id]?.record
     }
 
-    /// The mutations in queue order, as they stand now.
-    var records: [StoredMutation<Input>] {
-        entries.inOrder.map(\.record)
+    /// The mutations naming the item `id`, in queue order, as they stand now.
+    func records(naming id: String) -> [StoredMutation<Input>] {
+        (naming[id] ?? []).compactMap { entries[$0]?.record }.sorted { $0.sequence < $1.sequence }
     }
 
     // MARK: Server ids
@@ -221,22 +248,27 @@ struct MutationLedger<Input: Sendable>: Sendable {
         guard let creation else { return nil }
         serverIDs.assign(server, to: temporary)
         saves.enter()
-        let later = entries.inOrder.lazy.filter { $0.record.id != attempt.id }.map(\.record)
-        return (creation, Array(later), saves)
+        let later = records(naming: temporary).filter { $0.id != attempt.id }
+        return (creation, later, saves)
     }
 
-    /// Rewrites the inputs of the mutations `rewritten` names (those still in the queue); returns them as they stand
-    /// now, with their changes in the store.
+    /// Rewrites the inputs of the mutations `rewritten` names (those still in the queue), which name `server` from
+    /// now on instead of `temporary`; returns them as they stand now, with their changes in the store.
     mutating func rewrite(
-        _ rewritten: [(id: String, input: Input)]
+        _ rewritten: [(id: String, input: Input)], replacing temporary: String, with server: String
     ) -> [(record: StoredMutation<Input>, shown: ShownChange?)] {
         rewritten.compactMap { id, input in
             var result: (StoredMutation<Input>, ShownChange?)?
             entries.update(id) { entry in
                 entry.record.input = input
                 entry.rewrites += 1
+                entry.names = entry.names.map { $0 == temporary ? server : $0 }
                 result = (entry.record, entry.shown)
             }
+            guard result != nil else { return nil }
+            naming[temporary]?.remove(id)
+            if naming[temporary]?.isEmpty == true { naming[temporary] = nil }
+            naming[server, default: []].insert(id)
             return result
         }
     }
@@ -258,7 +290,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// Takes mutation `id` out, with its attempt in flight and, when it was first, the wait for its retry.
     mutating func remove(_ id: String) -> (entry: Entry?, attempt: Attempt?, retry: (any CancellationToken)?) {
         let attempt = sending?.id == id ? sending.take() : nil
-        guard let (entry, wasFirst) = entries.remove(id) else { return (nil, attempt, nil) }
+        guard let (entry, wasFirst) = takeOut(id) else { return (nil, attempt, nil) }
         guard wasFirst else { return (entry, attempt, nil) }
         isWaitingToRetry = false
         return (entry, attempt, retry.take())
@@ -335,7 +367,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     mutating func sentElsewhere(_ serial: Int) -> Entry? {
         guard let attempt = sending, attempt.serial == serial else { return nil }
         sending = nil
-        return entries.remove(attempt.id)?.entry
+        return takeOut(attempt.id)?.entry
     }
 
     /// Takes back the attempt in flight, its mutation first and waiting again.
@@ -396,6 +428,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
         clears += 1
         clearing += 1
         isWaitingToRetry = false
+        naming = [:]
         return ClearTaken(
             entries: entries.removeAll(), attempt: sending.take(), retry: retry.take(),
             saves: exchange(&saves, with: DispatchGroup()))

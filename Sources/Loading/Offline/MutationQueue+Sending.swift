@@ -100,7 +100,7 @@ extension MutationQueue {
         let inputs = later.compactMap { record in
             creation.replacing(temporary, with: serverID, in: record.input).map { (id: record.id, input: $0) }
         }
-        let rewritten = ledger.withLock { $0.rewrite(inputs) }
+        let rewritten = ledger.withLock { $0.rewrite(inputs, replacing: temporary, with: serverID) }
         for (record, _) in rewritten {
             do { try storage.save(record) } catch { onStorageFailure(error) }
         }

@@ -85,17 +85,22 @@ extension MutationQueue {
     /// (and, in turn, those naming the items they create): refused with `refusal`, or discarded when it is `nil`.
     func takeOutNaming(_ temporary: String, because refusal: (any Error)?) {
         guard let creation else { return }
-        var gone: Set<String> = [temporary]
-        for record in ledger.withLock({ $0.records }) where creation.names(anyOf: gone, record.input) {
-            if let created = creation.temporaryID(record.input) { gone.insert(created) }
-            guard let entry = takeOut(record.id) else { continue }
-            guard let refusal else {
-                settledNow(SettledMutation(id: record.id, input: entry.record.input, outcome: .discarded))
-                continue
+        var gone = [temporary]
+        while let item = gone.popLast() {
+            for record in ledger.withLock({ $0.records(naming: item) }) {
+                guard let entry = takeOut(record.id) else { continue }
+                if let created = creation.temporaryID(record.input), created != item { gone.append(created) }
+                settleTakenOut(entry, because: refusal)
             }
-            entry.completion?(.failure(refusal))
-            settledNow(SettledMutation(id: record.id, input: entry.record.input, outcome: .refused(refusal)))
         }
+    }
+
+    /// Tells how a mutation taken out with the creation of an item it names ended.
+    private func settleTakenOut(_ entry: MutationLedger<Input>.Entry, because refusal: (any Error)?) {
+        let record = entry.record
+        if let refusal { entry.completion?(.failure(refusal)) }
+        let outcome: SettledMutation<Input>.Outcome = refusal.map { .refused($0) } ?? .discarded
+        settledNow(SettledMutation(id: record.id, input: record.input, outcome: outcome))
     }
 
     /// Tells `onSettled`, and the calls sending within a budget, how a mutation ended.

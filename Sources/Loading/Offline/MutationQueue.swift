@@ -134,7 +134,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         let assigned = kept.compactMap { record in
             record.serverID.flatMap { server in creation?.temporaryID(record.input).map { ($0, server) } }
         }
-        ledger.withLock { $0.restore(kept, serverIDs: assigned) }
+        let names = creation.map { creation in kept.map { creation.rewriting($0.input, with: [:]).names } } ?? []
+        ledger.withLock { $0.restore(kept, names: names, serverIDs: assigned) }
         for record in kept where !show(record, numberedBefore: nil, storeClears: clears) {
             forget(record)
         }
@@ -193,11 +194,14 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         var added: (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int)?
         while added == nil {
             let known = ledger.withLock { $0.knownServerIDs }
-            if let creation, !known.ids.isEmpty, let rewritten = creation.replacingIDs(input, { known.ids[$0] }) {
-                input = rewritten
+            var names: [String] = []
+            if let creation {
+                let rewritten: Input?
+                (rewritten, names) = creation.rewriting(input, with: known.ids)
+                input = rewritten ?? input
             }
             added = ledger.withLock {
-                $0.add(input, id: id, createdAt: now, serverIDs: known.version, completion: completion)
+                $0.add(input, id: id, createdAt: now, naming: names, serverIDs: known.version, completion: completion)
             }
         }
         guard let (record, saves, clears) = added else { preconditionFailure("An enqueue ends its loop with none") }

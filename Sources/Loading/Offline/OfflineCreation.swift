@@ -21,6 +21,9 @@
 ///   ``MutationQueueError/creationRefused(temporaryID:)``); the other mutations stay and are sent.
 /// - The store key of a mutation is read once, when it is shown: key mutations by something an id rewrite keeps
 ///   (the list they change), not by the item's temporary id.
+/// - A creation's answer shows the changes pending on its key again, the creation's own changed: it costs what
+///   applying them costs, as the changes after a refused one do. Rewriting the mutations costs only those naming the
+///   item.
 public struct OfflineCreation<Input: Sendable>: Sendable {
     let temporaryID: @Sendable (Input) -> String?
     let replacingIDs: @Sendable (Input, (String) -> String?) -> Input?
@@ -31,7 +34,8 @@ public struct OfflineCreation<Input: Sendable>: Sendable {
     ///   - temporaryID: the temporary id of the item a mutation creates; `nil` for a mutation that creates nothing
     ///     (it is sent with the queue's `send`).
     ///   - replacingIDs: the mutation with each id that `serverID` knows replaced by the id it returns; `nil` when
-    ///     the mutation names none of them (it is then left as it is).
+    ///     it knows none of them (the mutation is then left as it is). It asks `serverID` about every id the
+    ///     mutation names: the queue learns from it which mutations name an item.
     ///   - send: sends a creation to the server with its idempotency key; the load's success is the server's id of
     ///     the created item, any failure is judged by the queue's `isRefused`.
     public init<Creator: Loader<String>>(
@@ -49,9 +53,15 @@ public struct OfflineCreation<Input: Sendable>: Sendable {
         replacingIDs(input) { $0 == temporary ? server : nil }
     }
 
-    /// Whether `input` names one of the temporary ids `ids`.
-    func names(anyOf ids: Set<String>, _ input: Input) -> Bool {
-        replacingIDs(input) { ids.contains($0) ? $0 : nil } != nil
+    /// `input` with the ids `known` holds replaced (`nil` when it names none of them), and the ids it names then.
+    func rewriting(_ input: Input, with known: [String: String]) -> (input: Input?, names: [String]) {
+        var names: [String] = []
+        let rewritten = replacingIDs(input) { id in
+            let server = known[id]
+            names.append(server ?? id)
+            return server
+        }
+        return (rewritten, names)
     }
 }
 
