@@ -101,10 +101,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// Calls of ``MutationQueue/sendPending(within:clock:)`` running: while there are some, they start the attempts.
     private var budgets = 0
     private var watchers: [SendingWatcher<Input>] = []
-    /// The ids the server gave the items created offline, by temporary id.
-    private var serverIDs = ServerIDs()
-    /// The mutations naming each item, by the item's id: those a creation's answer rewrites, or its refusal takes out.
-    private var naming: [String: Set<String>] = [:]
+    /// The mutations naming each item, and the ids the server gave the items created offline.
+    private var items = NamedItems()
 
     // MARK: The list
 
@@ -133,9 +131,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
 
     // MARK: Adding and showing
 
-    /// Puts back the mutations a storage kept, in queue order, and the server ids their creations were given; the
-    /// next one is numbered after them.
-    /// `names`: the ids each record names, when the queue has creations.
+    /// Puts back the mutations a storage kept, in queue order, with the ids each names (`names`, when the queue has
+    /// creations) and the server ids their creations were given; the next one is numbered after them.
     mutating func restore(
         _ records: [StoredMutation<Input>], names: [[String]] = [], serverIDs assigned: [(String, String)] = []
     ) {
@@ -143,35 +140,32 @@ struct MutationLedger<Input: Sendable>: Sendable {
         for (index, record) in records.enumerated() {
             append(Entry(record: record, completion: nil), naming: index < names.count ? names[index] : [])
         }
-        for (temporary, server) in assigned { serverIDs.assign(server, to: temporary) }
+        for (temporary, server) in assigned { items.assign(server, to: temporary) }
     }
 
     /// Puts `entry` last, naming the items `names`.
     private mutating func append(_ entry: Entry, naming names: [String]) {
         var entry = entry
         entry.names = names
-        for name in names { naming[name, default: []].insert(entry.record.id) }
+        items.add(entry.record.id, naming: names)
         entries.append(entry)
     }
 
     /// Takes mutation `id` out of the queue and of the items it names.
     private mutating func takeOut(_ id: String) -> (entry: Entry, wasFirst: Bool)? {
         guard let taken = entries.remove(id) else { return nil }
-        for name in taken.entry.names {
-            naming[name]?.remove(id)
-            if naming[name]?.isEmpty == true { naming[name] = nil }
-        }
+        items.remove(id, naming: taken.entry.names)
         return taken
     }
 
     /// The server ids given so far, by temporary id, with their version (for an enqueue).
     var knownServerIDs: (ids: [String: String], version: Int) {
-        (serverIDs.byTemporaryID, serverIDs.version)
+        (items.known, items.version)
     }
 
     /// The server id given to temporary id `temporary`, if it is known still.
     func serverID(for temporary: String) -> String? {
-        serverIDs.byTemporaryID[temporary]
+        items.serverID(for: temporary)
     }
 
     /// ``add(_:id:createdAt:completion:)`` unless a server id was given since version `serverIDs` of them was read:
@@ -180,7 +174,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
         _ input: Input, id: String, createdAt: Date, naming names: [String], serverIDs version: Int,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int)? {
-        guard version == serverIDs.version else { return nil }
+        guard version == items.version else { return nil }
         return add(input, id: id, createdAt: createdAt, naming: names, completion: completion)
     }
 
@@ -202,8 +196,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
         self.clears != clears
     }
 
-    /// Marks mutation `id` shown as `change`, with `undo` to take it back; `false`
-    /// when a clear began since `clears` or the mutation left the queue meanwhile.
+    /// Marks mutation `id` shown as `change`, with `undo` to take it back; `false` when a clear began since `clears`
+    /// or the mutation left the queue meanwhile.
     mutating func markShown(
         _ id: String, undo: any CancellationToken, as change: ShownChange? = nil, numberedBefore clears: Int?
     ) -> Bool {
@@ -227,7 +221,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
 
     /// The mutations naming the item `id`, in queue order, as they stand now.
     func records(naming id: String) -> [StoredMutation<Input>] {
-        (naming[id] ?? []).compactMap { entries[$0]?.record }.sorted { $0.sequence < $1.sequence }
+        items.mutations(naming: id).compactMap { entries[$0]?.record }.sorted { $0.sequence < $1.sequence }
     }
 
     // MARK: Server ids
@@ -246,7 +240,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
             creation = entry
         }
         guard let creation else { return nil }
-        serverIDs.assign(server, to: temporary)
+        items.assign(server, to: temporary)
         saves.enter()
         let later = records(naming: temporary).filter { $0.id != attempt.id }
         return (creation, later, saves)
@@ -266,9 +260,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
                 result = (entry.record, entry.shown)
             }
             guard result != nil else { return nil }
-            naming[temporary]?.remove(id)
-            if naming[temporary]?.isEmpty == true { naming[temporary] = nil }
-            naming[server, default: []].insert(id)
+            items.rename(id, from: temporary, to: server)
             return result
         }
     }
@@ -428,7 +420,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
         clears += 1
         clearing += 1
         isWaitingToRetry = false
-        naming = [:]
+        items.removeAll()
         return ClearTaken(
             entries: entries.removeAll(), attempt: sending.take(), retry: retry.take(),
             saves: exchange(&saves, with: DispatchGroup()))

@@ -64,30 +64,3 @@ public struct OfflineCreation<Input: Sendable>: Sendable {
         return (rewritten, names)
     }
 }
-
-/// The ids the server gave items created offline, by temporary id: the most recent ones, for the mutations still
-/// made under a temporary id after its creation was accepted.
-struct ServerIDs: Sendable {
-    /// How many are kept: the oldest is forgotten past it.
-    static let limit = 1_000
-
-    private(set) var byTemporaryID: [String: String] = [:]
-    /// The temporary ids in the order they were given a server id, from `head` on.
-    private var order: [String] = []
-    private var head = 0
-    /// Counts the ids given, for an enqueue to tell whether it rewrote its input with the latest ones.
-    private(set) var version = 0
-
-    mutating func assign(_ server: String, to temporary: String) {
-        version += 1
-        guard byTemporaryID.updateValue(server, forKey: temporary) == nil else { return }
-        order.append(temporary)
-        guard byTemporaryID.count > Self.limit else { return }
-        byTemporaryID[order[head]] = nil
-        head += 1
-        if head >= Self.limit {
-            order.removeFirst(head)
-            head = 0
-        }
-    }
-}
