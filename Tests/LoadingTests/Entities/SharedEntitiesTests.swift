@@ -88,11 +88,26 @@ final class SharedEntitiesTests: XCTestCase {
             Self.answering(number.isMultiple(of: 2) ? [ada, grace] : [grace])
         }
         let details = makeDetailStore(people) { _ in Self.answering(ada) }
-        let keys = 0..<1_000
+        // Feeds a page at a time: Grace on the first page, Ada on the second.
+        let feeds = PagedStore(
+            levels: [.cache(MemoryCache<Int, PagedList<Person, Int>>(), name: "memory")],
+            entities: people.held(in: .items())
+        ) { (_: Int, cursor: Int?) in
+            Self.answering(cursor == nil ? Page(items: [grace], nextCursor: 2) : Page(items: [ada], nextCursor: nil))
+        }
+        let keys = 0..<2_000  // 1,000 lists hold Ada
+        let feedKeys = 0..<100
+        for feed in feedKeys {
+            feeds.loadNextPage(of: feed) { _ in }
+            feeds.loadNextPage(of: feed) { _ in }
+        }
         let shown = keys.map { show($0, in: lists) }
+        let feedsShown = feedKeys.map { show($0, in: feeds.store) }
         let detailShown = show("ada", in: details)
         XCTAssertTrue(eventually { shown.allSatisfy { $0.withLock { !$0.isEmpty } } }, "each observer saw its value")
+        XCTAssertTrue(eventually { feedsShown.allSatisfy { $0.withLock { $0.last??.items == [grace, ada] } } })
         let before = shown.map { $0.withLock { $0.count } }
+        let feedsBefore = feedsShown.map { $0.withLock { $0.count } }
 
         let renamed = Person(id: "ada", name: "Ada Lovelace", version: 2)
         people.update(renamed)
@@ -104,6 +119,10 @@ final class SharedEntitiesTests: XCTestCase {
             } else {
                 XCTAssertEqual(published, [], "list \(key) does not hold Ada")
             }
+        }
+        for feed in feedKeys {
+            let published = feedsShown[feed].withLock { Array($0.dropFirst(feedsBefore[feed])) }
+            XCTAssertEqual(published.map { $0?.items }, [[grace, renamed]], "feed \(feed): one publication, its page")
         }
         XCTAssertEqual(detailShown.withLock { $0.last }, renamed)
         XCTAssertEqual(people.entity("ada"), renamed)
