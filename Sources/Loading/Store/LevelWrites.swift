@@ -3,11 +3,19 @@ extension StoreMachine {
     /// made, whether a caller is issuing them (one at a time, see ``LevelIssuing``), and the debounced writes waiting
     /// for their timers, one per level (a newer write replaces the one waiting). While any of these is there, a level
     /// read of the key is behind what the store confirmed.
+    ///
+    /// A debounced level gets one save of the key at a time: a write whose timer ends while the level still saves an
+    /// earlier one waits for it to land (replaced meanwhile by any newer write), so that a slow level saves the latest
+    /// value next instead of every value in between.
     struct LevelWrites: Sendable {
         private var ops: [LevelOp] = []
         /// Whether a caller is issuing the key's operations.
         private(set) var isIssuing = false
         private var debounced: [Int: DebouncedWrite] = [:]
+        /// The debounced levels' saves of the key on their way, by level.
+        private var saving: [Int: Int] = [:]
+        /// The debounced levels whose write's timer ended while a save was on its way: it is issued when that lands.
+        private var due: Set<Int> = []
 
         /// Whether nothing waits: no operation, no caller issuing, no debounced write.
         var isSettled: Bool { ops.isEmpty && !isIssuing && debounced.isEmpty }
@@ -63,20 +71,42 @@ extension StoreMachine {
 
         /// The timer of debounced write `id` at `level` fired: the write becomes an operation, when it still waits.
         /// Returns its timer, to release after unlocking.
+        /// While the level saves an earlier write, the write waits for it to land instead (`nil`).
         mutating func fire(_ id: Int, level: Int) -> (any CancellationToken)? {
             guard let write = debounced[level], write.id == id else { return nil }
+            guard saving[level, default: 0] == 0 else {
+                due.insert(level)
+                return nil
+            }
             debounced[level] = nil
-            ops.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: nil, mark: write.mark))
+            appendFlush(of: write, at: level, ticket: nil)
             return write.timer
+        }
+
+        /// A save of the debounced write at `level` landed: the write that waited for it, if any, becomes an
+        /// operation (`issues`, for the caller to issue). Returns that write's timer, to release after unlocking.
+        mutating func flushLanded(at level: Int) -> (issues: Bool, timer: (any CancellationToken)?) {
+            saving[level, default: 1] -= 1
+            if saving[level] == 0 { saving[level] = nil }
+            guard saving[level] == nil, due.remove(level) != nil, let write = debounced.removeValue(forKey: level)
+            else { return (false, nil) }
+            appendFlush(of: write, at: level, ticket: nil)
+            return (true, write.timer)
+        }
+
+        private mutating func appendFlush(of write: DebouncedWrite, at level: Int, ticket: SaveTicket?) {
+            saving[level, default: 0] += 1
+            ops.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: ticket, mark: write.mark))
         }
 
         /// Turns every debounced write into an operation now, in the order of their levels, each holding `ticket`
         /// once; returns their timers, to cancel.
         mutating func flushDebounced(holding ticket: SaveTicket) -> [any CancellationToken] {
             var timers: [any CancellationToken] = []
+            due = []
             for (level, write) in exchange(&debounced, with: [:]).sorted(by: { $0.key < $1.key }) {
                 ticket.hold()
-                ops.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: ticket, mark: write.mark))
+                appendFlush(of: write, at: level, ticket: ticket)
                 timers.append(write.timer)
             }
             return timers
@@ -84,12 +114,14 @@ extension StoreMachine {
 
         /// Drops the debounced write waiting at `level` (a newer value is saved there at once); returns its timer.
         mutating func dropDebounced(at level: Int) -> (any CancellationToken)? {
-            debounced.removeValue(forKey: level)?.timer
+            due.remove(level)
+            return debounced.removeValue(forKey: level)?.timer
         }
 
         /// Drops every debounced write (the value is removed); returns their timers, to cancel.
         mutating func dropDebounced() -> [any CancellationToken] {
-            exchange(&debounced, with: [:]).values.map { $0.timer }
+            due = []
+            return exchange(&debounced, with: [:]).values.map { $0.timer }
         }
 
         /// Drops everything waiting (a clear): returns the operations, whose tickets the caller releases, and the

@@ -133,7 +133,8 @@ extension StoreEngine {
             }
         case .flush(let value, let savedAt, let index, _, let mark):
             ticket?.hold(reportingTo: reportFailure)
-            levels[index].save(value, savedAt, key.object, saveLanded(of: key, mark: mark, then: done))
+            let landed = saveLanded(of: key, mark: mark, flushedLevel: index, then: done)
+            levels[index].save(value, savedAt, key.object, landed)
         case .remove(let targets, _, let mark):
             let landed = saveLanded(of: key, mark: mark, then: done)
             for index in targets {
@@ -146,7 +147,7 @@ extension StoreEngine {
 
     /// `done`, after telling the machine that a save of `key` landed (see ``StoreMachine/saveLanded(_:mark:failed:at:)``).
     private func saveLanded(
-        of key: StoreKeyRef, mark: StoreMachine.SaveMark,
+        of key: StoreKeyRef, mark: StoreMachine.SaveMark, flushedLevel: Int? = nil,
         then done: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> @Sendable (Result<Void, any Error>) -> Void {
         { [self] result in
@@ -154,10 +155,11 @@ extension StoreEngine {
             let now = now()
             var matches: (@Sendable (StoreMachine.AnyKey) -> Bool)?
             if mark.stale { matches = { key.matches($0) } }
-            let (folded, flushed) = run(key) {
-                $0.saveLanded($1, matching: matches, mark: mark, failed: failed, at: now)
+            let (folded, flushed, issues, released) = run(key) {
+                $0.saveLanded($1, matching: matches, mark: mark, failed: failed, at: now, flushedLevel: flushedLevel)
             }
-            withExtendedLifetime(folded) {}
+            withExtendedLifetime((folded, released)) {}
+            if issues { issueLevelOps(of: key) }  // the debounced write that waited for this save
             done(result)
             for flush in flushed { flush.release() }  // a flush that waited for this save, after unlocking
         }

@@ -67,8 +67,10 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// ``Store/update(_:_:)`` calls for a key is written once no newer one came for `interval` on `scheduler` (a
     /// database under a stream of live updates), or at once on ``Store/flush(completion:)``. What the store learns
     /// elsewhere (a fetched value, a confirmed optimistic change, a faster level's hit) is written at once and
-    /// replaces the write waiting. A write waiting keeps the store alive until it lands, so releasing the store
-    /// loses none; a removal or a clear cancels it.
+    /// replaces the write waiting. The level saves one debounced write of a key at a time: a write whose interval
+    /// ends while the level still saves an earlier one waits for it to land, so a slow level saves the latest value
+    /// next, never a backlog of the values in between. A write waiting keeps the store alive until it lands, so
+    /// releasing the store loses none; a removal or a clear cancels it.
     @inlinable
     public static func cache(
         _ cache: some KeyedCache<Key, Value>,

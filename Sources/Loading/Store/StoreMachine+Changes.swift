@@ -95,21 +95,30 @@ extension StoreMachine {
     /// A level save of `key` landed: a failure keeps the value in the store until a newer one is saved; a stale value
     /// saved is recorded stale as of `date` (after the level stamped it). Returns a record folded out of the limit,
     /// to release after unlocking, and the flushes that waited for it last (see ``flushDebounced(of:ticket:)``), to
-    /// release after unlocking too.
+    /// release after unlocking too. A debounced write's save (`flushedLevel`) landing lets the write that waited for
+    /// it go: `issues` then says the caller issues the key's level operations, and `released` is to release after
+    /// unlocking.
     mutating func saveLanded(
-        _ key: Key, matching matches: (@Sendable (AnyKey) -> Bool)?, mark: SaveMark, failed: Bool, at date: Date
-    ) -> (folded: Invalidation?, flushed: [SaveTicket]) {
+        _ key: Key, matching matches: (@Sendable (AnyKey) -> Bool)?, mark: SaveMark, failed: Bool, at date: Date,
+        flushedLevel: Int? = nil
+    ) -> (folded: Invalidation?, flushed: [SaveTicket], issues: Bool, released: (any CancellationToken)?) {
         if !failed { invalidations.noteStamp(date) }
         var folded: Invalidation?
         // Stale since the invalidation it was saved under: a fetch sent after that one makes it fresh.
         if mark.stale, let matches {
             folded = invalidations.record(matches, at: date, as: mark.staleSince)
         }
-        guard let entry = entry(key) else { return (folded, []) }
+        guard let entry = entry(key) else { return (folded, [], false, nil) }
         let flushed = entry.saves.land(
             version: mark.version, failed: failed, current: entry.generation == mark.generation)
+        var (issues, released): (Bool, (any CancellationToken)?) = (false, nil)
+        if let level = flushedLevel {
+            let next = entry.writes.flushLanded(at: level)
+            released = next.timer
+            if next.issues { issues = startIssuing(key) }
+        }
         release(key)
-        return (folded, flushed)
+        return (folded, flushed, issues, released)
     }
 
     /// The next step of `key`'s queue, after a step's effects were performed; `nil` when the queue is empty (the

@@ -54,6 +54,9 @@ final class SpyCache: KeyedCache {
     }
     private let heldSaves = Locked<(isHolding: Bool, saves: [@Sendable () -> Void])>((false, []))
 
+    /// The saves held now.
+    var heldSaveCount: Int { heldSaves.withLock { $0.saves.count } }
+
     func releaseSaves() {
         let saves = heldSaves.withLock { held in
             held.isHolding = false

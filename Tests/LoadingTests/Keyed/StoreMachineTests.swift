@@ -888,7 +888,8 @@ final class StoreMachineTests: XCTestCase {
         switch operation {
         case .save(_, _, let levels, _, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
-        case .flush(_, _, _, _, let mark): _ = machine.saveLanded(key, mark: mark, failed: false, at: now)
+        case .flush(_, _, let level, _, let mark):
+            _ = machine.saveLanded(key, matching: nil, mark: mark, failed: false, at: now, flushedLevel: level)
         case .remove(let levels, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
         case nil: break

@@ -162,6 +162,21 @@ final class StoreSavingTests: XCTestCase {
         token.cancel()
     }
 
+    func test_writesSpacedPastTheDebounce_toALevelStillSaving_doNotPileUp_theLatestIsSavedOnceItLands() {
+        let sut = makeSUT()
+        sut.disk.holdSaves = true  // a slow database
+        for version in 1...10 {
+            sut.store.write("v\(version)", for: "a")
+            sut.scheduler.advance(by: .milliseconds(500))  // each debounce ends while the first save is on its way
+        }
+        XCTAssertEqual(sut.disk.heldSaveCount, 1, "one save on its way; the later values wait, the latest kept")
+
+        sut.disk.releaseSaves()
+
+        XCTAssertEqual(sut.disk.saves, 2, "the first, then the latest: none of the values in between")
+        XCTAssertEqual(sut.disk.values["a"], "v10")
+    }
+
     // MARK: - Helpers
 
     private struct SUT {
