@@ -113,21 +113,45 @@ final class ChangeJournal: Sendable {
     func readChanges() -> [Change] {
         reader.withLock { reader in
             var changes = drain(&reader)
-            // A rotation: the old file is read to its end above, then the new one from its start. The new one
-            // follows the old directly when the old is the one kept as the previous file; otherwise a file came and
-            // went between two reads, unread.
-            while let current = try? Self.status(atPath: file.path), UInt64(current.st_ino) != reader.inode,
-                let descriptor = try? Self.openFile(file.path, O_RDONLY)
-            {
-                let previous = try? Self.status(atPath: file.path + ".previous")
-                if previous.map({ UInt64($0.st_ino) }) != reader.inode { changes.append(.missed) }
+            // Rotations: the reader's file is read to its end above, then each file after it from its start.
+            while let next = fileAfter(reader.inode) {
+                if next.missed { changes.append(.missed) }
                 close(reader.descriptor)
-                let inode = (try? Self.status(of: descriptor)).map { UInt64($0.st_ino) } ?? 0
-                reader = Reader(descriptor: descriptor, inode: inode, offset: 0)
+                reader = Reader(descriptor: next.descriptor, inode: next.inode, offset: 0)
                 changes += drain(&reader)
             }
             return changes
         }
+    }
+
+    /// The file to read after the reader's (`inode`) once rotations moved the journal past it, opened: the journal's
+    /// file when the reader's is the one kept as the previous file (it follows directly); otherwise the previous file
+    /// (later than the reader's, or the last one when a writer was killed between renaming it and starting the
+    /// next), with what came between them unread (`missed`). `nil` when the reader's file is the journal's, or none
+    /// follows it yet.
+    private func fileAfter(_ inode: UInt64) -> (descriptor: Int32, inode: UInt64, missed: Bool)? {
+        let previousPath = file.path + ".previous"
+        let current = try? Self.status(atPath: file.path)
+        guard current.map({ UInt64($0.st_ino) }) != inode else { return nil }
+        let previous = try? Self.status(atPath: previousPath)
+        let followsDirectly = previous.map { UInt64($0.st_ino) } == inode
+        let path: String
+        if followsDirectly {
+            guard current != nil else { return nil }
+            path = file.path
+        } else {
+            guard previous != nil || current != nil else { return nil }
+            path = previous != nil ? previousPath : file.path
+        }
+        guard let descriptor = try? Self.openFile(path, O_RDONLY) else { return nil }
+        let opened = (try? Self.status(of: descriptor)).map { UInt64($0.st_ino) } ?? 0
+        guard opened != inode else {
+            close(descriptor)
+            return nil
+        }
+        // Checked after opening: a rotation in between leaves the file that followed the reader's as the previous.
+        let previousNow = (try? Self.status(atPath: previousPath)).map { UInt64($0.st_ino) }
+        return (descriptor, opened, !(followsDirectly && previousNow == inode))
     }
 
     /// Reads what was appended to the reader's file since its offset, and decodes the complete records.

@@ -73,6 +73,26 @@ final class ChangeJournalTests: XCTestCase {
         XCTAssertLessThanOrEqual(size, 4096 + 200)
     }
 
+    func test_aWriterKilledBetweenRenamingTheFileAndStartingTheNext_losesTheReaderNothing() throws {
+        let app = try ChangeJournal(file: file, maxBytes: 4096)
+        let widget = try ChangeJournal(file: file, maxBytes: 4096)
+        var count = 0
+        // Past one rotation: the widget's file is the previous one now, unread since.
+        while !FileManager.default.fileExists(atPath: file.path + ".previous") {
+            try app.append(.saved(key("k\(count)")))
+            count += 1
+        }
+        try app.append(.saved(key("k\(count)")))
+        count += 1
+        // The next rotation's rename, and no new file: the app was killed between the two.
+        XCTAssertEqual(rename(file.path, file.path + ".previous"), 0)
+
+        let learnt = widget.readChanges().filter { $0 != .missed }
+
+        XCTAssertEqual(learnt.last, .saved(key("k\(count - 1)")), "the records of the file renamed last are read")
+        XCTAssertEqual(widget.readChanges(), [])
+    }
+
     func test_aReaderTwoFilesBehind_learnsThatItMissedChanges() throws {
         let app = try ChangeJournal(file: file, maxBytes: 4096)
         let widget = try ChangeJournal(file: file, maxBytes: 4096)
