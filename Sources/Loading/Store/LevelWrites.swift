@@ -86,8 +86,7 @@ extension StoreMachine {
         /// A save of the debounced write at `level` landed: the write that waited for it, if any, becomes an
         /// operation (`issues`, for the caller to issue). Returns that write's timer, to release after unlocking.
         mutating func flushLanded(at level: Int) -> (issues: Bool, timer: (any CancellationToken)?) {
-            saving[level, default: 1] -= 1
-            if saving[level] == 0 { saving[level] = nil }
+            endSave(at: level)
             guard saving[level] == nil, due.remove(level) != nil, let write = debounced.removeValue(forKey: level)
             else { return (false, nil) }
             appendFlush(of: write, at: level, ticket: nil)
@@ -97,6 +96,12 @@ extension StoreMachine {
         private mutating func appendFlush(of write: DebouncedWrite, at level: Int, ticket: SaveTicket?) {
             saving[level, default: 0] += 1
             ops.append(.flush(write.value, savedAt: write.savedAt, level: level, ticket: ticket, mark: write.mark))
+        }
+
+        /// A debounced write's save at `level` landed, or will never be issued.
+        private mutating func endSave(at level: Int) {
+            saving[level, default: 1] -= 1
+            if saving[level] == 0 { saving[level] = nil }
         }
 
         /// Turns every debounced write into an operation now, in the order of their levels, each holding `ticket`
@@ -127,7 +132,10 @@ extension StoreMachine {
         /// Drops everything waiting (a clear): returns the operations, whose tickets the caller releases, and the
         /// debounced writes' timers, to cancel. A caller issuing goes on, and finds none.
         mutating func removeAll() -> (ops: [LevelOp], timers: [any CancellationToken]) {
-            (exchange(&ops, with: []), dropDebounced())
+            let dropped = exchange(&ops, with: [])
+            // Never issued: their levels are not saving them.
+            for case .flush(_, _, let level, _, _) in dropped { endSave(at: level) }
+            return (dropped, dropDebounced())
         }
     }
 }

@@ -337,6 +337,29 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertTrue(writes.isSettled)
     }
 
+    func test_levelWrites_aDebouncedLevelSavesOneWriteAtATime_andAClearForgetsTheSavesNeverIssued() {
+        var writes = StoreMachine.LevelWrites()
+        _ = writes.debounce(debouncedWrite(1, "a"), at: 1)
+        XCTAssertNotNil(writes.fire(1, level: 1))
+        XCTAssertEqual(flushedLevels(writes.takeOps()), [1], "on its way to level 1")
+        _ = writes.debounce(debouncedWrite(2, "b"), at: 1)
+        XCTAssertNil(writes.fire(2, level: 1), "waits for the save on its way")
+        _ = writes.debounce(debouncedWrite(3, "c"), at: 1)
+        XCTAssertNil(writes.fire(3, level: 1), "the newer write replaced it, and waits too")
+        XCTAssertFalse(writes.hasOps)
+
+        XCTAssertTrue(writes.flushLanded(at: 1).issues, "the save landed: the latest goes")
+        XCTAssertEqual(flushedLevels(writes.takeOps()), [1])
+        XCTAssertFalse(writes.flushLanded(at: 1).issues, "nothing more waited")
+
+        _ = writes.debounce(debouncedWrite(4, "d"), at: 2)
+        XCTAssertNotNil(writes.fire(4, level: 2))
+        _ = writes.removeAll()  // a clear, before the save was issued
+        _ = writes.debounce(debouncedWrite(5, "e"), at: 2)
+        XCTAssertNotNil(writes.fire(5, level: 2), "a save the clear dropped is not on its way")
+        XCTAssertTrue(writes.hasOps)
+    }
+
     func test_levelWrites_aFlushIssuesEveryDebouncedWriteInLevelOrder_andAClearDropsEverything() {
         var writes = StoreMachine.LevelWrites()
         _ = writes.debounce(debouncedWrite(1, "a"), at: 3)
