@@ -45,25 +45,28 @@ extension MutationQueue {
             return false
         }
         publish()
-        let token = attempt(of: record).load { [self] result in answered(record, serial, result) }
+        let token: any CancellationToken
+        if let creation, creation.temporaryID(record.input) != nil {
+            token = sendCreation(record, with: creation) { [self] result in answered(record, serial, result) }
+        } else {
+            token = send(record.input, record.id).load { [self] result in answered(record, serial, result.map { nil }) }
+        }
         // Not kept when it was answered already, or cancelled meanwhile.
         if !ledger.withLock({ $0.keepToken(token, of: serial) }) { token.cancel() }
         return true
     }
 
-    /// An attempt of `record`: a creation's (its success is the item's server id), or any other mutation's. A
-    /// creation the server answered before a kill is not sent again: its answer is the id it kept.
-    private func attempt(of record: StoredMutation<Input>) -> AnyLoader<String?> {
-        guard let creation, creation.temporaryID(record.input) != nil else {
-            return send(record.input, record.id).map { nil }.eraseToAnyLoader()
-        }
+    /// Sends creation `record`, whose success is the item's server id. A creation the server answered before a kill
+    /// is not sent again: its answer is the id it kept.
+    private func sendCreation(
+        _ record: StoredMutation<Input>, with creation: OfflineCreation<Input>,
+        answer: @escaping @Sendable (Result<String?, any Error>) -> Void
+    ) -> any CancellationToken {
         guard let serverID = record.serverID else {
-            return creation.send(record.input, record.id).map { $0 }.eraseToAnyLoader()
+            return creation.send(record.input, record.id).load { result in answer(result.map { $0 }) }
         }
-        return AnyLoader { completion in
-            completion(.success(serverID))
-            return FinishedToken()
-        }
+        answer(.success(serverID))
+        return FinishedToken()
     }
 
     /// The server answered attempt `serial` of `record`; an answer of an attempt that was cancelled (a logout, a
