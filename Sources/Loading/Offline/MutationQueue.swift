@@ -189,22 +189,12 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         // Numbered and placed in the queue together, so that concurrent callers keep one order in memory, on disk
         // and in the store; not sent before it is shown (its commit is not there yet).
         let (id, now) = (UUID().uuidString, Date())
-        // Named by a temporary id whose item the server created already: sent under the server's id.
-        var input = input
-        var added: (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int)?
-        while added == nil {
-            let known = ledger.withLock { $0.knownServerIDs }
-            var names: [String] = []
+        let (record, saves, clears) =
             if let creation {
-                let rewritten: Input?
-                (rewritten, names) = creation.rewriting(input, with: known.ids)
-                input = rewritten ?? input
+                add(input, id: id, createdAt: now, rewritingWith: creation, completion: completion)
+            } else {
+                ledger.withLock { $0.add(input, id: id, createdAt: now, completion: completion) }
             }
-            added = ledger.withLock {
-                $0.add(input, id: id, createdAt: now, naming: names, serverIDs: known.version, completion: completion)
-            }
-        }
-        guard let (record, saves, clears) = added else { preconditionFailure("An enqueue ends its loop with none") }
         do {
             try saveAdded(record)
         } catch {
@@ -233,15 +223,37 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         pump()
     }
 
-    /// Saves `record`, just added, and again when its input was rewritten while it was saved (an id the server
-    /// gave): the storage ends with the rewritten one.
-    private func saveAdded(_ record: StoredMutation<Input>) throws {
-        var (saving, rewrites) = (record, 0)
+    /// Adds `input` for a queue that creates items offline: named by a temporary id whose item the server created
+    /// already, it is rewritten to the server's id first (again if another id comes meanwhile).
+    private func add(
+        _ input: Input, id: String, createdAt: Date, rewritingWith creation: OfflineCreation<Input>,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int) {
+        var input = input
         while true {
-            try storage.save(saving)
-            let (now, current) = ledger.withLock { ($0.rewrites(of: record.id), $0.record(record.id)) }
-            guard let now, now != rewrites, let current else { return }
-            (saving, rewrites) = (current, now)
+            let known = ledger.withLock { $0.knownServerIDs }
+            let (rewritten, names) = creation.rewriting(input, with: known.ids)
+            input = rewritten ?? input
+            let added = ledger.withLock {
+                $0.add(
+                    input, id: id, createdAt: createdAt, naming: names, serverIDs: known.version,
+                    completion: completion)
+            }
+            if let added { return added }
+        }
+    }
+
+    /// Saves `record`, just added, and again when its input was rewritten while it was saved (an id the server
+    /// gave): the storage ends with the rewritten one. Without creations nothing is rewritten.
+    private func saveAdded(_ record: StoredMutation<Input>) throws {
+        try storage.save(record)
+        guard creation != nil else { return }
+        var rewrites = 0
+        while let now = ledger.withLock({ $0.rewrites(of: record.id) }), now != rewrites,
+            let current = ledger.withLock({ $0.record(record.id) })
+        {
+            try storage.save(current)
+            rewrites = now
         }
     }
 }
