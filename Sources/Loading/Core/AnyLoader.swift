@@ -11,15 +11,11 @@
 /// ``Loader/eraseToAnyLoader()``) where it is built: its loads run the code compiled for the chain's types. Held as
 /// `any Loader<Output>` instead, each composite runs in its generic form, about three times the instructions.
 public struct AnyLoader<Output: Sendable>: Loader {
-    /// Starts a load with its completion.
-    @usableFromInline
-    typealias Start = @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken
-
     /// What a load runs.
     @usableFromInline
     enum Body: Sendable {
-        /// Starts the work.
-        case start(Start)
+        /// Starts the work, given the load's completion.
+        case start(@Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken)
         /// Answers at once when it can, else says how to start (a store's read of a value it holds). A completion
         /// passed through a stored closure is converted to a general form, which allocates; an answer given at once
         /// needs no conversion, and an awaited one no continuation.
@@ -30,7 +26,7 @@ public struct AnyLoader<Output: Sendable>: Loader {
     @usableFromInline
     enum Attempt {
         case answered(Result<Output, any Error>)
-        case start(Start)
+        case start(@Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken)
     }
 
     @usableFromInline

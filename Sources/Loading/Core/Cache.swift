@@ -13,17 +13,14 @@ public protocol Cache<Value>: Sendable {
 
 /// A type-erased cache: wraps any ``Cache`` or a closure.
 public struct AnyCache<Value: Sendable>: Cache {
-    @usableFromInline
-    let body: @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void
+    private let body: @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void
 
     /// Wraps `cache`, hiding its concrete type.
-    @inlinable
     public init<Wrapped: Cache>(_ cache: Wrapped) where Wrapped.Value == Value {
         body = { cache.save($0, completion: $1) }
     }
 
     /// Creates a cache from a closure that saves a value and reports the outcome.
-    @inlinable
     public init(_ save: @escaping @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void) {
         body = save
     }
@@ -53,7 +50,6 @@ public struct AnyCache<Value: Sendable>: Cache {
         }
     }
 
-    @inlinable
     public func save(_ value: Value, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         body(value, completion)
     }

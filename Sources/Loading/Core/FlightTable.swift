@@ -5,7 +5,6 @@
 ///
 /// One lock guards the table. It is held only to look up, add or remove: never while a load starts, completes or is
 /// cancelled, and nothing is released under it, so keys do not wait for each other's work.
-@usableFromInline
 final class FlightTable: Sendable {
     /// A caller as the table holds it: the object its family made of it.
     typealias Caller = any AnyObject & Sendable
@@ -68,7 +67,6 @@ final class FlightTable: Sendable {
     /// Adds `caller` to the flight of its key, whose hash value is `hash`, found by `isKey` (given the flight's first
     /// caller), or to a new flight when the key has none. Returns the flight's id, the caller's id and whether the
     /// caller starts the flight.
-    @usableFromInline
     func join(
         _ caller: any AnyObject & Sendable, hash: Int, where isKey: (any AnyObject & Sendable) -> Bool
     ) -> (flight: Int, caller: Int, startsFlight: Bool) {
@@ -99,14 +97,12 @@ final class FlightTable: Sendable {
     }
 
     /// The token of caller `caller` of flight `flight`: cancelling it leaves the flight.
-    @usableFromInline
     func ticket(for caller: Int, of flight: Int, hash: Int) -> any CancellationToken {
         FlightTicket(table: self, hash: hash, flight: flight, caller: caller)
     }
 
     /// Keeps `token` as the upstream load of flight `flight`, if the flight is still going: returns `false` when the
     /// load completed before it returned its token (a memory hit answers at once).
-    @usableFromInline
     func keepToken(_ token: any CancellationToken, of flight: Int, hash: Int) -> Bool {
         state.withLock { state in
             state.updateFlight(flight, hash: hash) { $0.token = token } != nil
@@ -115,7 +111,6 @@ final class FlightTable: Sendable {
 
     /// Ends flight `flight`: returns its first caller, to be called first, and whether others wait for
     /// ``nextCaller(of:)``. A flight already over (every caller left) has none.
-    @usableFromInline
     func finish(_ flight: Int, hash: Int) -> (first: (any AnyObject & Sendable)?, hasMore: Bool) {
         let (first, hasMore, token) = state.withLock { state -> (Caller?, Bool, (any CancellationToken)?) in
             guard var finished = state.removeFlight(flight, hash: hash) else { return (nil, false, nil) }
@@ -129,7 +124,6 @@ final class FlightTable: Sendable {
     }
 
     /// Takes the next caller of finished flight `flight` to call, if one is left.
-    @usableFromInline
     func nextCaller(of flight: Int) -> (any AnyObject & Sendable)? {
         state.withLock { $0.takeDelivery(of: flight) }
     }

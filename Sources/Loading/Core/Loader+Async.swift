@@ -12,8 +12,9 @@ extension Loader {
         try await awaitLoad()
     }
 
-    /// ``load()``'s bridge, for loaders that have their own ``load()``.
-    @inlinable
+    /// ``load()``'s bridge, for loaders that have their own ``load()``: compiled once, not specialized (a load
+    /// that answers at once through ``AnyLoader`` never comes here).
+    @usableFromInline
     func awaitLoad() async throws -> Output {
         if Task.isCancelled { throw CancellationError() }
         let bridge = AsyncLoadBridge<Output>()
@@ -30,30 +31,25 @@ extension Loader {
 
 /// Joins one load to its caller: its answer when it came before the load returned, else a continuation, whichever
 /// of completion and Task cancellation comes first. A face over a core that is not generic: only what touches the
-/// output's type (the answer and the continuation) is specialized where the load is awaited.
-@usableFromInline
+/// output's type (the answer and the continuation) is generic, and both are compiled once, here (an awaited load that
+/// did not answer at once has suspended its task, which costs far more than their run-time generic code).
 struct AsyncLoadBridge<Output: Sendable>: Sendable {
-    @usableFromInline
     let core = AsyncLoadCore()
 
-    @inlinable
     init() {}
 
     /// The load's completion.
-    @inlinable
     func complete(with result: Result<Output, any Error>) {
         guard let waiting = core.answer(result) else { return }
         (waiting as! UnsafeContinuation<Output, any Error>).resume(with: result)  // kept by `wait(with:)`
     }
 
     /// Once the load returned: its answer when it came already; otherwise keeps its token and returns `nil`.
-    @inlinable
     func answerIfDone(keeping token: any CancellationToken) -> Result<Output, any Error>? {
         core.answerIfDone(keeping: token).map { $0 as! Result<Output, any Error> }  // kept by `complete(with:)`
     }
 
     /// Waits for the answer with `continuation` (at once when it came meanwhile).
-    @inlinable
     func wait(with continuation: UnsafeContinuation<Output, any Error>) {
         switch core.wait(with: continuation) {
         case .waits: break
@@ -63,7 +59,6 @@ struct AsyncLoadBridge<Output: Sendable>: Sendable {
     }
 
     /// The calling Task was cancelled: the load is cancelled, and the caller gets `CancellationError` at once.
-    @inlinable
     func cancel() {
         guard let waiting = core.cancel() else { return }
         (waiting as! UnsafeContinuation<Output, any Error>).resume(throwing: CancellationError())
@@ -72,7 +67,6 @@ struct AsyncLoadBridge<Output: Sendable>: Sendable {
 
 /// The state of an awaited load, its answer and continuation kept as values of types only ``AsyncLoadBridge``
 /// knows: compiled once for every output type.
-@usableFromInline
 struct AsyncLoadCore: Sendable {
     private enum State: Sendable {
         /// The load runs; its token, once it returned.
@@ -87,11 +81,9 @@ struct AsyncLoadCore: Sendable {
 
     private let state = Locked(State.loading(nil))
 
-    @usableFromInline
     init() {}
 
     /// Keeps `result` for the caller not waiting yet, or returns the continuation to resume with it.
-    @usableFromInline
     func answer(_ result: any Sendable) -> (any Sendable)? {
         let waiting = state.withLock { state -> State? in
             switch state {
@@ -110,7 +102,6 @@ struct AsyncLoadCore: Sendable {
     }
 
     /// Once the load returned: its answer when it came already; otherwise keeps its token and returns `nil`.
-    @usableFromInline
     func answerIfDone(keeping token: any CancellationToken) -> (any Sendable)? {
         state.withLock { state -> (any Sendable)? in
             switch state {
@@ -127,7 +118,6 @@ struct AsyncLoadCore: Sendable {
     }
 
     /// What a caller that comes to wait does.
-    @usableFromInline
     enum Wait {
         /// Its continuation is kept until the answer comes.
         case waits
@@ -138,7 +128,6 @@ struct AsyncLoadCore: Sendable {
     }
 
     /// Keeps `continuation` until the answer comes, unless the answer or a cancel came first.
-    @usableFromInline
     func wait(with continuation: any Sendable) -> Wait {
         state.withLock { state -> Wait in
             switch state {
@@ -155,7 +144,6 @@ struct AsyncLoadCore: Sendable {
     }
 
     /// Cancels the load; returns the continuation waiting, to resume with `CancellationError`.
-    @usableFromInline
     func cancel() -> (any Sendable)? {
         // What the state held (an answer, a token) is released after unlocking.
         let previous = state.withLock { state -> State in

@@ -39,7 +39,6 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
     /// interest, and the last caller to leave cancels the upstream load. Keys never wait for each other, and a load
     /// that starts after the shared one completed starts a new one. Every caller receives the shared result on the
     /// thread it arrives on. Keep the returned family (for example in a property): the sharing is per family value.
-    @inlinable
     public func coalesced() -> LoaderFamily {
         let flights = Flights<Key, Output>(makeLoader: makeLoader)
         return LoaderFamily { key in flights.loader(for: key) }
@@ -83,30 +82,26 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
 
 /// The typed face of a coalesced family's flights: it makes each caller's object, starts a flight's load and calls
 /// its callers with the result; the table (``FlightTable``, not generic) keeps what is in flight.
-@usableFromInline
 final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
     /// A caller as the table holds it: its key, by which its flight is recognized, and its completion, in the form
     /// `AnyLoader` hands it over.
-    @usableFromInline
     final class Caller: Sendable {
-        @usableFromInline let key: Key
-        @usableFromInline let completion: LoadCompletion<Output>
+        let key: Key
+        let completion: LoadCompletion<Output>
 
-        @inlinable
         init(_ key: Key, _ completion: @escaping LoadCompletion<Output>) {
             self.key = key
             self.completion = completion
         }
     }
 
-    @usableFromInline let table = FlightTable()
-    @usableFromInline let makeLoader: @Sendable (Key) -> AnyLoader<Output>
+    private let table = FlightTable()
+    private let makeLoader: @Sendable (Key) -> AnyLoader<Output>
     /// Told of each caller that joins a flight (the family's events), when there are any.
-    @usableFromInline let onJoin: (@Sendable (Key, Int) -> Void)?
+    private let onJoin: (@Sendable (Key, Int) -> Void)?
     /// Wraps each flight's load (to tell the family's events when it starts and ends), when there are events.
-    let onStart: (@Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>)?
+    private let onStart: (@Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>)?
 
-    @usableFromInline
     init(
         makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>,
         onJoin: (@Sendable (Key, Int) -> Void)? = nil,
@@ -118,14 +113,12 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
     }
 
     /// The load of `key` for a caller: the flight of `key` in flight, or a new one.
-    @inlinable
     func loader(for key: Key) -> AnyLoader<Output> {
         AnyLoader(.start { [self] completion in join(key, completion) })
     }
 
     /// Adds a caller to the flight of `key`, starting one when the key has none; returns the caller's token.
-    @inlinable
-    func join(_ key: Key, _ completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
+    private func join(_ key: Key, _ completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
         let hash = key.hashValue
         let (flight, caller, startsFlight) = table.join(Caller(key, completion), hash: hash) { other in
             (other as? Caller)?.key == key
@@ -143,20 +136,17 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
     }
 
     /// The load of flight `flight` of `key`, told to the family's events when it has any.
-    @inlinable
-    func load(_ key: Key, _ flight: Int) -> AnyLoader<Output> {
+    private func load(_ key: Key, _ flight: Int) -> AnyLoader<Output> {
         onJoin == nil ? makeLoader(key) : reportedLoad(key, flight)
     }
 
-    @usableFromInline
-    func reportedLoad(_ key: Key, _ flight: Int) -> AnyLoader<Output> {
+    private func reportedLoad(_ key: Key, _ flight: Int) -> AnyLoader<Output> {
         onStart.map { $0(key, flight, makeLoader(key)) } ?? makeLoader(key)
     }
 
     /// Calls the callers of flight `flight` with its result, in the order they joined: each is taken out of the table
     /// just before it is called (and released after), so that one that left meanwhile is not called.
-    @inlinable
-    func finish(_ flight: Int, hash: Int, _ result: Result<Output, any Error>) {
+    private func finish(_ flight: Int, hash: Int, _ result: Result<Output, any Error>) {
         let (first, hasMore) = table.finish(flight, hash: hash)
         var next = first
         while let caller = next as? Caller {

@@ -20,14 +20,9 @@ struct SerializedObserver<Output: Sendable, Failure: Error>: Sendable {
     func send(_ event: StreamEvent<Output, Failure>) -> Bool {
         // The queued delivery is made only when another thread is delivering.
         let downstream = downstream
-        switch delivery.accept(isTerminal: event.isCompletion, queuing: { { downstream.receive(event) } }) {
-        case .dropped: return false
-        case .queued: return true
-        case .deliverNow:
-            downstream.receive(event)
-            delivery.endTurn()
-            return true
-        }
+        return delivery.deliver(
+            isTerminal: event.isCompletion, now: { downstream.receive(event) },
+            queuing: { { downstream.receive(event) } })
     }
 }
 
@@ -40,40 +35,35 @@ final class SerialDelivery: Sendable {
         var isTerminated = false
     }
 
-    /// What ``accept(isTerminal:queuing:)`` decided.
-    @usableFromInline
-    enum Acceptance {
-        /// A terminal event came first: the event is dropped.
-        case dropped
-        /// Another thread is delivering: the event was queued for it.
-        case queued
-        /// The caller delivers the event now, then calls ``endTurn()``.
-        case deliverNow
-    }
-
     private let state = Locked(State())
     private let turn = DeliveryTurn()
 
     init() {}
 
-    /// Accepts an event (a terminal one when `isTerminal`), queuing what `queuing` makes when another thread
-    /// delivers.
+    /// Delivers an event (a terminal one when `isTerminal`) with `now` when no other thread is delivering, then
+    /// what other threads queued meanwhile, until nothing is left; otherwise queues what `queuing` makes for the
+    /// thread delivering. Returns `false` when the event was dropped because a terminal event came first.
     @usableFromInline
-    func accept(isTerminal: Bool, queuing: () -> @Sendable () -> Void) -> Acceptance {
-        state.withLock { state in
-            guard !state.isTerminated else { return .dropped }
+    func deliver(isTerminal: Bool, now: () -> Void, queuing: () -> @Sendable () -> Void) -> Bool {
+        let delivers = state.withLock { state -> Bool? in
+            guard !state.isTerminated else { return nil }
             if isTerminal { state.isTerminated = true }
             guard turn.take() else {
                 state.queue.append(queuing())
-                return .queued
+                return false
             }
-            return .deliverNow
+            return true
         }
+        guard let delivers else { return false }
+        if delivers {
+            now()
+            endTurn()
+        }
+        return true
     }
 
     /// After the caller's delivery: delivers what other threads queued meanwhile, until nothing is left.
-    @usableFromInline
-    func endTurn() {
+    private func endTurn() {
         // Nothing queued meanwhile (the common case): the turn ends without the lock.
         while !turn.end() {
             let batch = state.withLock { state -> [@Sendable () -> Void] in

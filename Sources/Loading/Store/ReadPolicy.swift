@@ -10,16 +10,14 @@
 /// the store has a maximum age, was saved less than that long ago. Cache-first reads serve only fresh values;
 /// cache-then-network reads answer with any cached value and fetch unless it is fresh.
 public struct ReadPolicy: Sendable, Equatable {
-    @usableFromInline
     enum Kind: Sendable, Equatable {
         case cacheFirst, cacheThenNetwork, networkFirst, cacheOnly, networkOnly
     }
 
-    @usableFromInline let kind: Kind
+    let kind: Kind
     /// How old, in seconds, a value may be to be fresh (`nil`: any age).
-    @usableFromInline let maxAgeSeconds: Double?
+    let maxAgeSeconds: Double?
 
-    @usableFromInline
     init(kind: Kind, maxAgeSeconds: Double?) {
         self.kind = kind
         self.maxAgeSeconds = maxAgeSeconds
@@ -38,7 +36,6 @@ public struct ReadPolicy: Sendable, Equatable {
 
     /// This policy with `maxAgeSeconds` as its maximum age when it has none and judges age (cache first, cache then
     /// network): how a store's own maximum age applies to its reads.
-    @inlinable
     func defaulting(maxAgeSeconds defaultAge: Double?) -> ReadPolicy {
         guard let defaultAge, maxAgeSeconds == nil, kind == .cacheFirst || kind == .cacheThenNetwork else {
             return self

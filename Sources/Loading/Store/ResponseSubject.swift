@@ -36,7 +36,7 @@ final class ResponseSubject: Sendable {
     }
 
     private static func deliver(_ broadcast: SubjectCore.Broadcast, own: StoreResponseStorage?) {
-        guard let storage = broadcast.delivery.object.map({ $0 as! StoreResponseStorage }) ?? own else {
+        guard let storage = broadcast.object.map({ $0 as! StoreResponseStorage }) ?? own else {
             preconditionFailure("A store's subject delivered the response of a caller that sent none")
         }
         let event = StreamEvent<StoreResponse<any StoreValueBox>, Never>.value(StoreResponse(storage: storage))

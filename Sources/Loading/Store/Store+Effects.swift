@@ -11,7 +11,7 @@ extension Store {
     }
 
     @inlinable
-    func startObserving(_ key: Key) -> Machine.Subject {
+    func startObserving(_ key: Key) -> ResponseSubject {
         engine.startObserving(hash: key.hashValue, where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) })
     }
 

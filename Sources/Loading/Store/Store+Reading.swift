@@ -89,24 +89,20 @@ extension Store {
     /// clear answers with what the store shows after it (no value), never with what it read before.
     @inlinable
     public func read(_ key: Key, policy: ReadPolicy = .cacheFirst) -> AnyLoader<StoreResponse<Value>> {
-        let policy = policy.defaulting(maxAgeSeconds: maxAgeSeconds)
         // A value the policy takes as it is, needing no fetch, answers at once. A key with optimistic changes pending
-        // takes the policy's path, which applies them outside the lock. The clock is read only when the policy
-        // judges age.
-        return AnyLoader(answeringFirst: { [self] in
-            let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
+        // takes the policy's path, which applies them outside the lock. The store's maximum age and the clock apply
+        // in its core: the clock is read only when the policy judges age.
+        AnyLoader(answeringFirst: { [self] in
             let hash = key.hashValue
-            var held: StoreKeys.Object?
+            var began = Date.distantPast
+            var held: AnyStoreKey?
             let look = engine.firstLook(
-                hash: hash, where: { StoreKey.isKey($0, key) }, under: policy, now: now, held: &held)
-            if case .answer(let response) = look {
-                if let events { events(.heldValueRead(key)) }
-                return .answered(.success(StoreResponse(response)))
-            }
+                hash: hash, where: { StoreKey.isKey($0, key) }, under: policy, began: &began, held: &held)
+            if case .answer(let response) = look { return .answered(.success(StoreResponse(response))) }
             // The read is made here, so that the closure that starts it captures it alone: no storage of its own.
             let read = LoadAnsweringRead<Value>(
-                engine: engine, key: StoreKeyRef(object: held ?? StoreKey(key), hash: hash), policy: policy,
-                began: now, held: held != nil)
+                engine: engine, key: held ?? StoreKey(key), hash: hash, policy: policy, began: began,
+                held: held != nil)
             return .start { read.begin(HandedCompletion($0)) }
         })
     }

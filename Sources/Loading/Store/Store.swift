@@ -43,15 +43,15 @@
 ///   stale again.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     let levels: [StoreLevel<Key, Value>]
-    @usableFromInline let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
-    @usableFromInline let maxAgeSeconds: Double?
+    let maxAgeSeconds: Double?
     /// The store's lock, its machine and its keys, compiled once.
     @usableFromInline let engine: StoreEngine
     /// The mutation queues over the store, told of each clear.
     let clearObservers = ClearObservers()
     /// Told what happens (see ``StoreEvent``), when the store was given it.
-    @usableFromInline let events: (@Sendable (StoreEvent<Key>) -> Void)?
+    let events: (@Sendable (StoreEvent<Key>) -> Void)?
     /// Where fetches start.
     let fetchContext: FetchContext
     /// How fetches are coordinated with other processes, when they are.
@@ -59,7 +59,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What fetches do while the network cannot be reached.
     var network: NetworkMode { engine.network }
 
-    @usableFromInline typealias Machine = StoreMachine
+    typealias Machine = StoreMachine
     typealias Snapshot = StoreMachine.Snapshot
 
     /// Creates a store.
@@ -116,7 +116,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline
     init(
         levels: [StoreLevel<Key, Value>],
-        upstream: @escaping StoreEngine.Upstream,
+        upstream: @escaping @Sendable (UpstreamCall) -> any CancellationToken,
         keptValues: Int?,
         maxAge: Duration?,
         network: NetworkMode,
@@ -168,7 +168,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             machine: Machine(
                 levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
                 recordsEvictions: events != nil, reportsConfirmations: entityObserver != nil),
-            levels: levels.map { $0.boxed }, reportFailure: reportFailure, now: now,
+            levels: levels.map { $0.boxed }, reportFailure: reportFailure, maxAgeSeconds: maxAgeSeconds, now: now,
             upstream: upstream, network: network,
             hooks: hasHooks
                 ? TypedStoreHooks(

@@ -8,8 +8,8 @@ extension StoreEngine {
     /// Submits a change of the confirmed value of the key with `hash` that `isKey` recognizes (`make` makes its
     /// object), and runs the key's queue when it was idle.
     func submit(
-        _ job: StoreMachine.Job, hash: Int, where isKey: (StoreKeys.Object) -> Bool,
-        making make: () -> StoreKeys.Object
+        _ job: StoreMachine.Job, hash: Int, where isKey: (AnyStoreKey) -> Bool,
+        making make: () -> AnyStoreKey
     ) {
         let now = now()
         var object: StoreKeyRef?
@@ -21,8 +21,8 @@ extension StoreEngine {
     /// every level and shows it (see ``Store/write(_:for:)``): at once when the key's turn is free, else in turn.
     @usableFromInline
     func write(
-        _ value: any StoreValueBox, hash: Int, where isKey: (StoreKeys.Object) -> Bool,
-        making make: () -> StoreKeys.Object
+        _ value: any StoreValueBox, hash: Int, where isKey: (AnyStoreKey) -> Bool,
+        making make: () -> AnyStoreKey
     ) {
         let stored = StoredValue(value: value, origin: .local, savedAt: now())
         var save: StoreMachine.LevelOp?

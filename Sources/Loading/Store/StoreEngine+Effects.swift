@@ -52,7 +52,7 @@ extension StoreEngine {
     /// (one lock); otherwise one is made outside the lock.
     @usableFromInline
     func startObserving(
-        hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object
+        hash: Int, where isKey: (AnyStoreKey) -> Bool, making make: () -> AnyStoreKey
     ) -> ResponseSubject {
         let (subject, shown) =
             run(hash: hash, where: isKey, making: make) { $0.observe($1, fresh: nil) }
@@ -64,7 +64,7 @@ extension StoreEngine {
     /// Forgets an observer of the key with `hash` that `isKey` recognizes; the last one takes the key's subject
     /// away (released here, after unlocking).
     @usableFromInline
-    func stopObserving(hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object) {
+    func stopObserving(hash: Int, where isKey: (AnyStoreKey) -> Bool, making make: () -> AnyStoreKey) {
         let subject = run(hash: hash, where: isKey, making: make) { $0.stopObserving($1) }
         withExtendedLifetime(subject) {}
     }

@@ -9,7 +9,7 @@ extension StoreEngine {
     /// flight when `joining`; the caller that starts the upstream load starts it on its own thread. The token drops
     /// this caller; the last caller out cancels the fetch.
     func fetch(
-        hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object, joining: Bool,
+        hash: Int, where isKey: (AnyStoreKey) -> Bool, making make: () -> AnyStoreKey, joining: Bool,
         completion: @escaping StoreMachine.FetchCompletion
     ) -> any CancellationToken {
         var object: StoreKeyRef?
@@ -162,7 +162,7 @@ final class UpstreamCall: Sendable {
     }
 
     /// The key to load, as the store's face made it.
-    @usableFromInline var keyObject: StoreKeys.Object { key.object }
+    @usableFromInline var keyObject: AnyStoreKey { key.object }
 
     /// The load answered.
     @usableFromInline

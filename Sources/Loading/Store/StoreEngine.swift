@@ -19,10 +19,10 @@ final class StoreEngine: Sendable {
 
         /// Gives back the slots of the keys the machine let go of during the event, after noting the evicted ones;
         /// returns those keys, for the caller to let go of after unlocking.
-        mutating func settle() -> InlineFirstArray<StoreKeys.Object> {
+        mutating func settle() -> InlineFirstArray<AnyStoreKey> {
             guard machine.hasDropped else { return InlineFirstArray() }
             for slot in machine.takeEvictions() { keys.noteEvicted(slot) }
-            var released = InlineFirstArray<StoreKeys.Object>()
+            var released = InlineFirstArray<AnyStoreKey>()
             for slot in machine.takeDropped() where !machine.uses(slot) {
                 if let key = keys.release(slot) { released.append(key) }
             }
@@ -33,7 +33,7 @@ final class StoreEngine: Sendable {
         /// (`make` makes what is kept) when the event leaves the machine using it; `slot` is set to the key's slot.
         /// (A generic tuple is not returned: code that is not specialized would look up its type at run time.)
         mutating func run<Result>(
-            hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object,
+            hash: Int, where isKey: (AnyStoreKey) -> Bool, making make: () -> AnyStoreKey,
             slot: inout Int, _ body: (inout StoreMachine, Int) -> Result
         ) -> Result {
             let found = keys.slot(hash: hash, where: isKey)
@@ -57,6 +57,8 @@ final class StoreEngine: Sendable {
     let reportFailure: StoreMachine.SaveTicket.Report
     /// The store's clock.
     let now: @Sendable () -> Date
+    /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
+    private let maxAgeSeconds: Double?
     /// How the core loads a key from upstream.
     let upstream: Upstream
     /// What fetches do while the network cannot be reached.
@@ -69,16 +71,17 @@ final class StoreEngine: Sendable {
 
     /// Loads a call's key from upstream, answering the call with the value boxed: made by the store's face where
     /// the key's and value's types are known.
-    @usableFromInline typealias Upstream = @Sendable (UpstreamCall) -> any CancellationToken
+    typealias Upstream = @Sendable (UpstreamCall) -> any CancellationToken
 
     init(
         machine: StoreMachine, levels: [BoxedLevel], reportFailure: StoreMachine.SaveTicket.Report,
-        now: @escaping @Sendable () -> Date, upstream: @escaping Upstream, network: NetworkMode,
-        hooks: (any StoreHooks)?, confirmations: (any ConfirmationObserver)? = nil
+        maxAgeSeconds: Double? = nil, now: @escaping @Sendable () -> Date, upstream: @escaping Upstream,
+        network: NetworkMode, hooks: (any StoreHooks)?, confirmations: (any ConfirmationObserver)? = nil
     ) {
         state = Locked(State(machine: machine))
         self.levels = levels
         self.reportFailure = reportFailure
+        self.maxAgeSeconds = maxAgeSeconds
         self.now = now
         self.upstream = upstream
         self.network = network
@@ -96,7 +99,7 @@ final class StoreEngine: Sendable {
     /// `isKey` recognizes, else a new slot, kept for the key (`make` makes what is kept) when the event leaves the
     /// machine using it.
     func run<Result>(
-        hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object,
+        hash: Int, where isKey: (AnyStoreKey) -> Bool, making make: () -> AnyStoreKey,
         _ body: (inout StoreMachine, Int) -> Result
     ) -> Result {
         withState { state in
@@ -108,7 +111,7 @@ final class StoreEngine: Sendable {
     /// ``run(hash:where:making:_:)``, setting `kept` to the key as the core holds it when the event leaves the
     /// machine using the key: what the effects of the key's event name it by (``perform(_:for:issuingFirst:)``).
     func run<Result>(
-        hash: Int, where isKey: (StoreKeys.Object) -> Bool, making make: () -> StoreKeys.Object,
+        hash: Int, where isKey: (AnyStoreKey) -> Bool, making make: () -> AnyStoreKey,
         keeping kept: inout StoreKeyRef?, _ body: (inout StoreMachine, Int) -> Result
     ) -> Result {
         withState { state in
@@ -135,19 +138,36 @@ final class StoreEngine: Sendable {
     }
 
     /// What a read of the key with `hash` that `isKey` recognizes finds first (see
-    /// ``StoreMachine/firstLook(_:under:now:)``): the hit path, not generic, so compiled here once and whole. A key with
-    /// no slot is not held; `held` is set to the object of a key that is.
+    /// ``StoreMachine/firstLook(_:under:now:)``): the hit path, not generic, so compiled here once and whole. `policy`
+    /// is the read's, before the store's maximum age applies to it; the clock is read only when the policy judges
+    /// age, into `began` (else `distantPast`). A key with no slot is not held; `held` is set to the object of a key
+    /// that is. A value that answers is told to the store's events (in the caller's task).
     @usableFromInline
     func firstLook(
-        hash: Int, where isKey: (StoreKeys.Object) -> Bool, under policy: ReadPolicy, now: Date,
-        held: inout StoreKeys.Object?
-    ) -> StoreMachine.FirstLook {
-        withState { state in
+        hash: Int, where isKey: (AnyStoreKey) -> Bool, under policy: ReadPolicy, began: inout Date,
+        held: inout AnyStoreKey?
+    ) -> StoreFirstLook {
+        let policy = defaulted(policy)
+        let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
+        began = now
+        var answered: AnyStoreKey?
+        let look = withState { state -> StoreFirstLook in
             guard let slot = state.keys.slot(hash: hash, where: isKey) else { return .notHeld }
             let look = state.machine.firstLook(slot, under: policy, now: now)
-            if case .held = look { held = state.keys.object(at: slot) }
+            switch look {
+            case .held: held = state.keys.object(at: slot)
+            case .answer where hooks != nil: answered = state.keys.object(at: slot)
+            case .answer, .notHeld: break
+            }
             return look
         }
+        if let answered, let hooks { hooks.tellHeldValueRead(StoreKeyRef(object: answered, hash: hash)) }
+        return look
+    }
+
+    /// `policy` with the store's maximum age when it has none and judges age.
+    func defaulted(_ policy: ReadPolicy) -> ReadPolicy {
+        policy.defaulting(maxAgeSeconds: maxAgeSeconds)
     }
 
     /// ``run(_:)`` with the keys' slots too: for an event that names keys or answers with them.
@@ -159,7 +179,7 @@ final class StoreEngine: Sendable {
     /// back, and what it let go of, those keys too, is released after unlocking.
     private func withState<Result>(_ body: (inout State) -> Result) -> Result {
         var released: StoreReleased?
-        var keys = InlineFirstArray<StoreKeys.Object>()
+        var keys = InlineFirstArray<AnyStoreKey>()
         let result = state.withLock { state in
             let result = body(&state)
             keys = state.settle()
@@ -202,7 +222,7 @@ protocol StoreHooks: AnyObject, Sendable {
         _ id: Int, of key: StoreKeyRef, in engine: StoreEngine, completion: @escaping LoadCompletion<any StoreValueBox>
     ) -> any CancellationToken
     /// Tells the store's events of the kept values let go of.
-    func tellEvicted(_ keys: [StoreKeys.Object])
+    func tellEvicted(_ keys: [AnyStoreKey])
 }
 
 /// What follows a store's confirmed values from outside its core (the entities it shares with other keys): told after
@@ -211,7 +231,7 @@ protocol ConfirmationObserver: AnyObject, Sendable {
     /// The confirmed value of `key` changed from `previous` to `value` (`nil`: none, as after a removal);
     /// `readBack` when it was read back from a level rather than learned.
     func confirmed(
-        _ key: StoreKeys.Object, previous: (any StoreValueBox)?, value: (any StoreValueBox)?, readBack: Bool)
+        _ key: AnyStoreKey, previous: (any StoreValueBox)?, value: (any StoreValueBox)?, readBack: Bool)
     /// The store was cleared.
     func cleared()
 }

@@ -2,10 +2,9 @@
 /// their slots. Not generic: a key is kept as the object the store's face made of it (``StoreKey``), found by its hash
 /// value and recognized by the face's own comparison. A slot is given back once the machine no longer holds the key
 /// (no entry, and not among the keys it remembers as refreshed) and reused for another key.
-@usableFromInline
 struct StoreKeys: Sendable {
     /// A key as this table keeps it: the object the face made of it.
-    @usableFromInline typealias Object = any AnyObject & Sendable
+    typealias Object = AnyStoreKey
 
     /// The first slot of each bucket (-1: none), a bucket being the low bits of a hash value (which Swift's hashing
     /// spreads well): hashed once, by the key's type, not again by a dictionary. The slots of one bucket are chained
@@ -118,14 +117,17 @@ struct StoreKeys: Sendable {
     }
 }
 
+/// A key as a core that is not generic keeps it (a store's, a memory cache's): the object the face made of it (a
+/// ``StoreKey``), of a type the core does not know.
+@usableFromInline
+typealias AnyStoreKey = any AnyObject & Sendable
+
 /// A key as the store's core holds it between its lock rounds: the object the face made of it and its hash value, so
 /// that the core, which is not generic, finds the key's slot again.
-@usableFromInline
 struct StoreKeyRef: Sendable {
     let object: StoreKeys.Object
     let hash: Int
 
-    @usableFromInline
     init(object: StoreKeys.Object, hash: Int) {
         self.object = object
         self.hash = hash
@@ -162,7 +164,8 @@ protocol StoreKeyObject: AnyObject, Sendable {
     func matches(_ key: any Sendable) -> Bool
 }
 
-/// A key of a ``Store``, as the store's keys table keeps it: made once, when the store begins to hold the key.
+/// A key as the table of a ``Store`` or of a ``MemoryCache`` keeps it: made once, when the table begins to hold the
+/// key.
 @usableFromInline
 final class StoreKey<Key: Hashable & Sendable>: StoreKeyObject {
     @usableFromInline let key: Key
@@ -174,13 +177,13 @@ final class StoreKey<Key: Hashable & Sendable>: StoreKeyObject {
 
     /// Whether `object` is `key`.
     @inlinable
-    static func isKey(_ object: StoreKeys.Object, _ key: Key) -> Bool {
+    static func isKey(_ object: AnyStoreKey, _ key: Key) -> Bool {
         (object as? StoreKey<Key>)?.key == key
     }
 
     /// The key `object` is, known to be of this type.
     @inlinable
-    static func key(of object: StoreKeys.Object) -> Key {
+    static func key(of object: AnyStoreKey) -> Key {
         guard let stored = object as? StoreKey<Key> else { preconditionFailure("A store's key of another type") }
         return stored.key
     }

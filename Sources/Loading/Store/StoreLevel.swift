@@ -91,11 +91,11 @@ struct BoxedLevel: Sendable {
     /// Reads a key, answering with its value boxed; returns what asks the read to stop early (it still completes),
     /// when it can.
     let read:
-        @Sendable (StoreKeys.Object, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void)
+        @Sendable (AnyStoreKey, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void)
             -> (@Sendable () -> Void)?
     /// Saves a boxed value dated by the store (seconds since the reference date).
-    let save: @Sendable (any StoreValueBox, Double, StoreKeys.Object, @escaping Completion) -> Void
-    let removeValue: @Sendable (StoreKeys.Object, @escaping Completion) -> Void
+    let save: @Sendable (any StoreValueBox, Double, AnyStoreKey, @escaping Completion) -> Void
+    let removeValue: @Sendable (AnyStoreKey, @escaping Completion) -> Void
     let removeAll: @Sendable (@escaping Completion) -> Void
     let writeDebounce: Duration?
     let scheduler: any Scheduler
@@ -104,10 +104,10 @@ struct BoxedLevel: Sendable {
     init(
         read:
             @escaping @Sendable (
-                StoreKeys.Object, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void
+                AnyStoreKey, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void
             ) -> (@Sendable () -> Void)?,
-        save: @escaping @Sendable (any StoreValueBox, Double, StoreKeys.Object, @escaping Completion) -> Void,
-        removeValue: @escaping @Sendable (StoreKeys.Object, @escaping Completion) -> Void,
+        save: @escaping @Sendable (any StoreValueBox, Double, AnyStoreKey, @escaping Completion) -> Void,
+        removeValue: @escaping @Sendable (AnyStoreKey, @escaping Completion) -> Void,
         removeAll: @escaping @Sendable (@escaping Completion) -> Void,
         writeDebounce: Duration?, scheduler: any Scheduler
     ) {
@@ -123,9 +123,9 @@ struct BoxedLevel: Sendable {
 /// A change a level was asked to make, as a wrapper of it hears of it (see ``BoxedLevel/telling(_:afterCompletion:)``).
 enum LevelChange {
     /// A value saved for the key.
-    case save(StoreKeys.Object)
+    case save(AnyStoreKey)
     /// The key's value removed.
-    case removal(StoreKeys.Object)
+    case removal(AnyStoreKey)
     /// Every value removed.
     case removalOfAll
 }

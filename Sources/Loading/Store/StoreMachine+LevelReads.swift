@@ -97,16 +97,6 @@ extension StoreMachine {
         case known(Snapshot?)
     }
 
-    /// What a read finds when it first looks at its key (see ``StoreMachine/firstLook(_:under:now:)``).
-    @usableFromInline enum FirstLook {
-        /// The store's value answers as it is.
-        case answer(StoreResponse<Value>)
-        /// The store holds the key, but its value does not answer by itself.
-        case held
-        /// The store does not hold the key.
-        case notHeld
-    }
-
     /// What a level read knew of its key when it started.
     struct ReadStamp: Sendable {
         let generation: Int

@@ -63,16 +63,16 @@
 /// fetches and the changes they apply again), ``LevelWrites`` (writes not issued yet), ``LevelSaves`` (saves in
 /// flight), ``Staleness`` (its stale mark and the refetch it owes), ``ShownStates`` (what its state observers were
 /// shown) and ``PendingChanges`` (its optimistic changes and what it showed last).
-@usableFromInline struct StoreMachine: Sendable {
+struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreKeys``).
     typealias Key = Int
     /// A key as the store's user wrote it, for the predicates of invalidations (judged outside the lock).
     typealias AnyKey = any Sendable
-    @usableFromInline typealias Value = any StoreValueBox
+    typealias Value = any StoreValueBox
     typealias Change = @Sendable (Value?) -> Value?
     typealias FetchCompletion = @Sendable (Result<Snapshot, any Error>) -> Void
     typealias HitReply = @Sendable (Snapshot) -> Void
-    @usableFromInline typealias Subject = ResponseSubject
+    typealias Subject = ResponseSubject
     typealias StateSubject = CurrentValueStreamSubject<StoreState<Value>?, Never>
 
     var entries = EntryTable()
@@ -210,7 +210,7 @@
     /// What a read finds first: the response for `key` when `policy` takes the store's value as it is, with no
     /// fetch, and no optimistic change is pending (then building it runs no closure, so it is built under the lock:
     /// one reference to hand out); otherwise whether the store holds the key at all.
-    mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> FirstLook {
+    mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> StoreFirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
         guard entry.pending.isEmpty, entry.turn.isFree, let confirmed = entry.confirmed,
@@ -262,4 +262,15 @@
         if entry.observed?.states != nil { entry.shown.showLoading(snapshot.isLoading) }
         return snapshot
     }
+}
+
+/// What a read finds when it first looks at its key (see ``StoreMachine/firstLook(_:under:now:)``).
+@usableFromInline
+enum StoreFirstLook {
+    /// The store's value answers as it is.
+    case answer(StoreResponse<any StoreValueBox>)
+    /// The store holds the key, but its value does not answer by itself.
+    case held
+    /// The store does not hold the key.
+    case notHeld
 }

@@ -109,8 +109,10 @@ final class LoadAnsweringRead<Value: Sendable>: StoreRead, @unchecked Sendable {
     private var completion: HandedCompletion<StoreResponse<Value>>?
 
     @usableFromInline
-    init(engine: StoreEngine, key: StoreKeyRef, policy: ReadPolicy, began: Date, held: Bool) {
-        super.init(engine: engine, key: key, policy: policy, began: began, held: held, onFailure: nil)
+    init(engine: StoreEngine, key: AnyStoreKey, hash: Int, policy: ReadPolicy, began: Date, held: Bool) {
+        super.init(
+            engine: engine, key: StoreKeyRef(object: key, hash: hash), policy: engine.defaulted(policy), began: began,
+            held: held, onFailure: nil)
     }
 
     /// Starts the read for the load whose completion is `completion`; the read is the load's token.

@@ -90,6 +90,31 @@ final class MemoryCacheTests: XCTestCase {
         XCTAssertEqual(cache.count, model.count)
     }
 
+    func test_keysSharingAHashValue_keepTheirOwnValues_throughReadsRemovalsAndEvictions() {
+        var generator = SystemRandomNumberGenerator()
+        let cache = MemoryCache<CollidingKey, Int>(countLimit: 6)
+        var model: [(key: CollidingKey, value: Int)] = []  // most recent last
+        for step in 0..<5_000 {
+            let key = CollidingKey(id: Int.random(in: 0..<12, using: &generator))
+            switch Int.random(in: 0..<3, using: &generator) {
+            case 0:
+                cache.insert(step, for: key)
+                model.removeAll { $0.key == key }
+                model.append((key, step))
+                if model.count > 6 { model.removeFirst() }
+            case 1:
+                cache.remove(key)
+                model.removeAll { $0.key == key }
+            default:
+                let read = try? cache.cachedValue(for: key).get().value
+                let expected = model.first { $0.key == key }?.value
+                XCTAssertEqual(read, expected, "step \(step)")
+                if let index = model.firstIndex(where: { $0.key == key }) { model.append(model.remove(at: index)) }
+            }
+        }
+        XCTAssertEqual(cache.count, model.count)
+    }
+
     func test_entry_isALoaderAndACache() {
         let cache = MemoryCache<String, Int>()
         let recorder = LoadRecorder<Int>()
@@ -289,4 +314,13 @@ private final class CallingBack: Sendable {
     }
 
     deinit { onDeinit() }
+}
+
+/// Keys of which a third share one hash value: the cache tells them apart by their own comparison.
+private struct CollidingKey: Hashable, Sendable {
+    let id: Int
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(id % 3)
+    }
 }

@@ -162,7 +162,6 @@ public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
 /// let disk = DiskCache<String, Friend>(directory: folder, expiry: .validate { friend, savedAt, now in friend.isPinned })
 /// ```
 public struct CacheExpiry<Value: Sendable>: Sendable {
-    @usableFromInline
     let isFresh: (@Sendable (Value, _ savedAt: Date, _ now: Date) -> Bool)?
 
     /// Values never expire.
@@ -182,7 +181,6 @@ public struct CacheExpiry<Value: Sendable>: Sendable {
     }
 
     /// Whether `value`, saved at `savedAt`, is still fresh at `now`.
-    @inlinable
     public func isFresh(_ value: Value, savedAt: Date, now: Date) -> Bool {
         guard let isFresh else { return true }
         guard savedAt <= now else { return false }  // stamped in the future: the clock was ahead

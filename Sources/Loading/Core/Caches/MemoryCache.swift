@@ -16,12 +16,9 @@
 ///
 /// - Complexity: O(1) per read, write and removal, eviction included.
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: KeyedCache {
-    @usableFromInline let state: Locked<LRUTable<Key, Value>>
-    @usableFromInline let countLimit: Int
-    @usableFromInline let costLimit: Int
+    /// The table, compiled once: the face only hashes, compares and boxes where `Key` and `Value` are known.
+    @usableFromInline let core: MemoryCacheCore
     @usableFromInline let cost: @Sendable (Value) -> Int
-    @usableFromInline let expiry: CacheExpiry<Value>
-    @usableFromInline let now: @Sendable () -> Date
 
     /// Creates an empty cache.
     /// - Parameters:
@@ -38,81 +35,54 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
         expiry: CacheExpiry<Value> = .never,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.countLimit = max(countLimit, 0)
-        self.costLimit = max(costLimit, 0)
         self.cost = cost
-        self.expiry = expiry
-        self.now = now
-        state = Locked(LRUTable())
+        var isFresh: (@Sendable (any StoreValueBox, Date, Date) -> Bool)?
+        if expiry.isFresh != nil {
+            isFresh = { box, savedAt, now in
+                expiry.isFresh((box as! ValueBox<Value>).value, savedAt: savedAt, now: now)
+            }
+        }
+        core = MemoryCacheCore(countLimit: countLimit, costLimit: costLimit, now: now, isFresh: isFresh)
     }
 
     /// The number of values held (expired ones included until they are read).
-    public var count: Int {
-        state.withLock { $0.count }
-    }
+    public var count: Int { core.count }
 
     /// The total cost of the values held.
-    public var totalCost: Int {
-        state.withLock { $0.totalCost }
-    }
+    public var totalCost: Int { core.totalCost }
 
-    /// The value stored for `key` and when it was saved, or why there is none; a hit counts as a use. Inlinable:
-    /// a hit is specialized where it is read.
+    /// The value stored for `key` and when it was saved, or why there is none; a hit counts as a use. Inlinable: a
+    /// hit hashes and compares the key, and opens the value, where their types are known.
     @inlinable
     public func cachedValue(for key: Key) -> Result<CachedValue<Value>, CacheMiss> {
-        let now = self.now()
-        guard let stored = state.withLock({ $0.touch(key) }) else { return .failure(.absent) }
-        guard expiry.isFresh(stored.value, savedAt: stored.savedAt, now: now) else {
-            return .failure(removeExpired(key, savedAt: stored.savedAt))
+        core.read(hash: key.hashValue, where: { StoreKey.isKey($0, key) }).map { found in
+            CachedValue((found.value as! ValueBox<Value>).value, savedAtSeconds: found.savedAtSeconds)
         }
-        return .success(stored)
-    }
-
-    /// Removes `key`'s expired entry, if it is still the same one (a save may have replaced it meanwhile).
-    @usableFromInline
-    func removeExpired(_ key: Key, savedAt: Date) -> CacheMiss {
-        let removed = state.withLock { $0.remove(key, ifSavedAt: savedAt) }
-        withExtendedLifetime(removed) {}
-        return .expired(savedAt: savedAt)
     }
 
     /// Stores `value` for `key`, stamped now, and evicts the least recently used values beyond the limits.
-    /// Inlinable, like a hit: a store writes its memory level on every change.
     @inlinable
     public func insert(_ value: Value, for key: Key) {
-        insert(value, for: key, savedAt: now())
+        insert(value, for: key, savedAt: nil)
     }
 
-    /// Stores `value` for `key` as saved at `savedAt`, evicting as ``insert(_:for:)`` does.
+    /// Stores `value` for `key` as saved at `savedAt` (now when `nil`), evicting as ``insert(_:for:)`` does.
+    /// Inlinable, like a hit: a store writes its memory level on every change.
     @inlinable
-    func insert(_ value: Value, for key: Key, savedAt: Date) {
-        let valueCost = max(cost(value), 0)
-        let stored = CachedValue(value, savedAt: savedAt)
-        // The value replaced needs no array, nor does the first value evicted (a full cache evicts one per insert):
-        // one is made only when the limits evict more.
-        typealias Dropped = (replaced: CachedValue<Value>?, evicted: CachedValue<Value>?, more: [CachedValue<Value>])
-        let dropped = state.withLock { table -> Dropped in
-            guard valueCost <= costLimit, countLimit > 0 else { return (table.remove(key), nil, []) }
-            var dropped: Dropped = (table.insertFirst(key, stored, cost: valueCost), nil, [])
-            while table.count > countLimit || table.totalCost > costLimit, let oldest = table.removeLast() {
-                if dropped.evicted == nil { dropped.evicted = oldest } else { dropped.more.append(oldest) }
-            }
-            return dropped
-        }
-        withExtendedLifetime(dropped) {}  // released after unlocking
+    func insert(_ value: Value, for key: Key, savedAt: Date?) {
+        core.insert(
+            ValueBox(value), cost: max(cost(value), 0), savedAt: savedAt, hash: key.hashValue,
+            where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) })
     }
 
     /// Removes the value for `key`.
-    @inlinable
     public func remove(_ key: Key) {
-        let removed = state.withLock { $0.remove(key) }
-        withExtendedLifetime(removed) {}
+        core.remove(hash: key.hashValue, where: { StoreKey.isKey($0, key) })
     }
 
     /// Removes every value.
     public func clear() {
-        let removed = state.withLock { exchange(&$0, with: LRUTable()) }
-        withExtendedLifetime(removed) {}
+        core.removeAll()
     }
 
     @inlinable
@@ -124,9 +94,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
         }
     }
 
+    // A save completes at once: inlinable, so that its completion is called where it is made, not stored.
     @inlinable
     public func save(_ value: Value, for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        insert(value, for: key)
+        insert(value, for: key, savedAt: nil)
         completion(.success(()))
     }
 
@@ -140,7 +111,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
         completion(.success(()))
     }
 
-    @inlinable
     public func removeValue(for key: Key, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         remove(key)
         completion(.success(()))
@@ -149,120 +119,5 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     public func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         clear()
         completion(.success(()))
-    }
-}
-
-/// A hash table whose entries are also linked in order of use, most recent first, in arrays of slots (no node
-/// allocations): O(1) lookup, move-to-front, insert and removal of the least recently used.
-@usableFromInline
-struct LRUTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    @usableFromInline
-    struct Slot: Sendable {
-        @usableFromInline var key: Key
-        @usableFromInline var stored: CachedValue<Value>?
-        @usableFromInline var cost: Int
-        @usableFromInline var newer: Int
-        @usableFromInline var older: Int
-
-        @inlinable
-        init(key: Key, stored: CachedValue<Value>?, cost: Int, newer: Int, older: Int) {
-            self.key = key
-            self.stored = stored
-            self.cost = cost
-            self.newer = newer
-            self.older = older
-        }
-    }
-
-    @usableFromInline var slots: [Slot] = []
-    @usableFromInline var index: [Key: Int] = [:]
-    @usableFromInline var free: [Int] = []
-    @usableFromInline var newest = -1
-    @usableFromInline var oldest = -1
-    @usableFromInline var totalCost = 0
-
-    @inlinable
-    var count: Int { index.count }
-
-    /// The entry for `key`, marked as the most recently used.
-    @inlinable
-    mutating func touch(_ key: Key) -> CachedValue<Value>? {
-        guard let slot = index[key] else { return nil }
-        unlink(slot)
-        linkFirst(slot)
-        return slots[slot].stored
-    }
-
-    /// Stores `stored` for `key` as the most recently used entry, in the key's slot when it has one; returns the
-    /// value it replaced.
-    @inlinable
-    mutating func insertFirst(_ key: Key, _ stored: CachedValue<Value>, cost: Int) -> CachedValue<Value>? {
-        // The key is looked up and, when new, given the next slot in one pass over the table (one hash, not two).
-        let known = index.count
-        let slot = Self.value(of: &index[key, default: free.last ?? slots.count])
-        guard index.count > known else {
-            unlink(slot)
-            totalCost += cost - slots[slot].cost
-            slots[slot].cost = cost
-            linkFirst(slot)
-            return exchange(&slots[slot].stored, with: stored)
-        }
-        let entry = Slot(key: key, stored: stored, cost: cost, newer: -1, older: -1)
-        if free.popLast() != nil { slots[slot] = entry } else { slots.append(entry) }
-        totalCost += cost
-        linkFirst(slot)
-        return nil
-    }
-
-    /// The value `slot` refers to: reading a dictionary's entry through this (an `inout` access) inserts the
-    /// subscript's default in the same lookup when the key is absent.
-    @inlinable
-    static func value(of slot: inout Int) -> Int { slot }
-
-    /// Removes `key`'s entry and returns it.
-    @inlinable
-    mutating func remove(_ key: Key) -> CachedValue<Value>? {
-        guard let slot = index.removeValue(forKey: key) else { return nil }
-        return release(slot)
-    }
-
-    /// Removes `key`'s entry only if it was saved at `savedAt`.
-    mutating func remove(_ key: Key, ifSavedAt savedAt: Date) -> CachedValue<Value>? {
-        guard let slot = index[key], slots[slot].stored?.savedAt == savedAt else { return nil }
-        return remove(key)
-    }
-
-    /// Removes the least recently used entry and returns it.
-    @inlinable
-    mutating func removeLast() -> CachedValue<Value>? {
-        guard oldest >= 0 else { return nil }
-        index[slots[oldest].key] = nil
-        return release(oldest)
-    }
-
-    @inlinable
-    mutating func release(_ slot: Int) -> CachedValue<Value>? {
-        unlink(slot)
-        totalCost -= slots[slot].cost
-        free.append(slot)
-        return exchange(&slots[slot].stored, with: nil)
-    }
-
-    @inlinable
-    mutating func linkFirst(_ slot: Int) {
-        slots[slot].older = newest
-        slots[slot].newer = -1
-        if newest >= 0 { slots[newest].newer = slot }
-        newest = slot
-        if oldest < 0 { oldest = slot }
-    }
-
-    @inlinable
-    mutating func unlink(_ slot: Int) {
-        let (newer, older) = (slots[slot].newer, slots[slot].older)
-        if newer >= 0 { slots[newer].older = older } else { newest = older }
-        if older >= 0 { slots[older].newer = newer } else { oldest = newer }
-        slots[slot].newer = -1
-        slots[slot].older = -1
     }
 }

@@ -9,7 +9,6 @@ extension Loader {
     /// ```
     /// Each closure runs before the completion sees the event, on the thread of the event (`onStart` and
     /// `onCancel` on the caller's thread). `onCancel` runs only for a load cancelled while still pending.
-    @inlinable
     public func handleEvents(
         onStart: (@Sendable () -> Void)? = nil,
         onValue: (@Sendable (Output) -> Void)? = nil,
@@ -26,45 +25,31 @@ extension Loader {
     /// ```swift
     /// let remote = api.logErrors { logger.error("friends: \($0)") }
     /// ```
-    @inlinable
     public func logErrors(to log: @escaping @Sendable (any Error) -> Void) -> HandleEventsLoader<Self> {
         handleEvents(onFailure: log)
     }
 }
 
 /// The closures a ``HandleEventsLoader`` calls.
-@usableFromInline
 struct LoadEvents<Output>: Sendable {
-    @usableFromInline var onStart: (@Sendable () -> Void)?
-    @usableFromInline var onValue: (@Sendable (Output) -> Void)?
-    @usableFromInline var onFailure: (@Sendable (any Error) -> Void)?
-    @usableFromInline var onCancel: (@Sendable () -> Void)?
-
-    @inlinable
-    init(
-        onStart: (@Sendable () -> Void)?, onValue: (@Sendable (Output) -> Void)?,
-        onFailure: (@Sendable (any Error) -> Void)?, onCancel: (@Sendable () -> Void)?
-    ) {
-        self.onStart = onStart
-        self.onValue = onValue
-        self.onFailure = onFailure
-        self.onCancel = onCancel
-    }
+    var onStart: (@Sendable () -> Void)?
+    var onValue: (@Sendable (Output) -> Void)?
+    var onFailure: (@Sendable (any Error) -> Void)?
+    var onCancel: (@Sendable () -> Void)?
 }
 
 /// A loader that reports its upstream's events to closures. See
 /// ``Loader/handleEvents(onStart:onValue:onFailure:onCancel:)``.
 public final class HandleEventsLoader<Upstream: Loader>: Loader {
-    @usableFromInline let upstream: Upstream
-    @usableFromInline let events: LoadEvents<Upstream.Output>
+    private let upstream: Upstream
+    private let events: LoadEvents<Upstream.Output>
 
-    @inlinable
     init(upstream: Upstream, events: LoadEvents<Upstream.Output>) {
         self.upstream = upstream
         self.events = events
     }
 
-    @inlinable @discardableResult
+    @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
         events.onStart?()
         guard let onCancel = events.onCancel else {
@@ -87,8 +72,7 @@ public final class HandleEventsLoader<Upstream: Loader>: Loader {
         }
     }
 
-    @inlinable
-    static func report(_ result: Result<Upstream.Output, any Error>, to events: LoadEvents<Upstream.Output>) {
+    private static func report(_ result: Result<Upstream.Output, any Error>, to events: LoadEvents<Upstream.Output>) {
         switch result {
         case .success(let value): events.onValue?(value)
         case .failure(let error): events.onFailure?(error)

@@ -17,7 +17,6 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     }
 
     /// The current value. Setting it sends the new value to every subscriber (ignored after completion).
-    @inlinable
     public var value: Output {
         get {
             // The core always holds a value: it is created with one and only ever replaces it.
@@ -27,7 +26,6 @@ public final class CurrentValueStreamSubject<Output: Sendable, Failure: Error>: 
     }
 
     /// The current value followed by every value sent after it.
-    @inlinable
     public var stream: EventStream<Output, Failure> {
         EventStream { [core] observer in core.subscribe(observer, replayingCurrent: true) }
     }

@@ -17,7 +17,6 @@ public final class StreamSubject<Output: Sendable, Failure: Error>: Sendable {
     public init() {}
 
     /// The stream of what is sent to this subject.
-    @inlinable
     public var stream: EventStream<Output, Failure> {
         EventStream { [core] observer in core.subscribe(observer, replayingCurrent: false) }
     }

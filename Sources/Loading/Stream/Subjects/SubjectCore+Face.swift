@@ -10,17 +10,18 @@ final class SubjectBox<Boxed: Sendable>: Sendable {
     }
 }
 
-// The subjects' generic face over their core: inlined where `Output` and `Failure` are known, so that what the core
-// keeps as objects is opened with a class cast, without a run-time look-up of a generic type.
+// The subjects' generic face over their core: what runs for each event is inlined where `Output` and `Failure` are
+// known, so that what the core keeps as objects is opened with a class cast, without a run-time look-up of a generic
+// type. Subscribing, once per subscriber, is compiled once.
 extension SubjectCore {
     /// Broadcasts `event` to the current subscribers; ignored after the subject completed.
     @inlinable
     func send<Output: Sendable, Failure: Error>(_ event: StreamEvent<Output, Failure>) {
         switch event {
         case .value(let value):
-            sendValue({ SubjectBox(value) }, through: { Self.deliver($0, own: event) })
+            send({ SubjectBox(value) }, isCompletion: false, through: { Self.deliver($0, own: event) })
         case .completion(let completion):
-            sendCompletion(SubjectBox(completion), through: { Self.deliver($0, own: event) })
+            send({ SubjectBox(completion) }, isCompletion: true, through: { Self.deliver($0, own: event) })
         }
     }
 
@@ -44,7 +45,6 @@ extension SubjectCore {
 
     /// Adds `observer`; replays the current value first when `replayingCurrent`; after completion, sends only the
     /// completion.
-    @inlinable
     func subscribe<Output: Sendable, Failure: Error>(
         _ observer: StreamObserver<Output, Failure>,
         replayingCurrent: Bool
@@ -63,9 +63,9 @@ extension SubjectCore {
     @inlinable
     static func deliver<Output: Sendable, Failure: Error>(_ broadcast: Broadcast, own: StreamEvent<Output, Failure>?) {
         let event: StreamEvent<Output, Failure>
-        if let object = broadcast.delivery.object {
+        if let object = broadcast.object {
             event =
-                broadcast.delivery.isCompletion
+                broadcast.isCompletion
                 ? .completion((object as! SubjectBox<StreamCompletion<Failure>>).boxed)
                 : .value((object as! SubjectBox<Output>).boxed)
         } else if let own {

@@ -15,13 +15,20 @@ final class SubjectCore: Sendable {
     /// A delivery with the subscribers it may reach, given to the face for each event it delivers.
     @usableFromInline
     struct Broadcast: Sendable {
+        fileprivate let delivery: Delivery
+        fileprivate let subscribers: [Subscriber]
+
+        /// The value or completion delivered, when it was queued or kept (`nil`: the event of the sender
+        /// delivering it, which that sender holds with its type).
         @usableFromInline
-        let delivery: Delivery
+        var object: Object? { delivery.object }
+
+        /// Whether the event is the completion.
         @usableFromInline
-        let subscribers: [Subscriber]
+        var isCompletion: Bool { delivery.isCompletion }
 
         /// Calls `body` with the observer of each subscriber the delivery is meant for, in the order they came.
-        @inlinable
+        @usableFromInline
         func forEachRecipient(_ body: (Object) -> Void) {
             // Borrow the elements in place rather than copying each subscriber out (a retain and release each).
             subscribers.withUnsafeBufferPointer { subscribers in
@@ -33,7 +40,6 @@ final class SubjectCore: Sendable {
     }
 
     /// What ``subscribe(_:replayingCurrent:)`` did.
-    @usableFromInline
     enum Subscription: Sendable {
         /// The subject had completed: the subscriber gets this completion only, and is not kept.
         case completed(Object)
@@ -42,37 +48,26 @@ final class SubjectCore: Sendable {
         case added(id: Int, replay: Broadcast?)
     }
 
-    @usableFromInline
-    struct Subscriber: Sendable {
-        @usableFromInline
+    fileprivate struct Subscriber: Sendable {
         let id: Int
         /// The sequence number of the first broadcast this subscriber should receive.
-        @usableFromInline
         let firstSequence: UInt64
-        @usableFromInline
         let observer: Object
 
         /// Whether this is the place of a subscriber removed (no delivery is meant for it).
-        @inlinable
         var isGap: Bool { firstSequence == .max }
     }
 
     /// An event numbered in the order of sending.
-    @usableFromInline
-    struct Delivery: Sendable {
+    fileprivate struct Delivery: Sendable {
         /// The value or completion queued or kept here, of the type ``isCompletion`` says; `nil` for the event of
         /// the sender delivering it, which that sender holds with its type.
-        @usableFromInline
         let object: Object?
-        @usableFromInline
         let isCompletion: Bool
-        @usableFromInline
         let sequence: UInt64
         /// A delivery meant for one subscriber only (the current value replayed on subscription).
-        @usableFromInline
         let target: Int?
 
-        @inlinable
         func isMeant(for subscriber: Subscriber) -> Bool {
             target.map { $0 == subscriber.id && !subscriber.isGap } ?? (subscriber.firstSequence <= sequence)
         }
@@ -117,7 +112,6 @@ final class SubjectCore: Sendable {
     }
 
     /// The current value, for a subject created with one.
-    @usableFromInline
     var current: Object? {
         state.withLock { $0.current }
     }
@@ -131,41 +125,34 @@ final class SubjectCore: Sendable {
         }
     }
 
-    /// Sends a value: it becomes current when the subject keeps one. `boxed` is called, under the lock, only when
-    /// the value is kept or queued. When no other thread is delivering, the caller delivers it (and what others
-    /// queue meanwhile) through `send`; ignored after completion.
+    /// Sends the event `boxed` makes: a value, which becomes current when the subject keeps one (`boxed` is then
+    /// called, under the lock, only when the value is kept or queued), or, when `isCompletion`, the completion (later
+    /// sends are ignored, later subscribers get it only). When no other thread is delivering, the caller delivers it
+    /// (and what others queue meanwhile) through `send`; ignored after completion.
     @usableFromInline
-    func sendValue(_ boxed: () -> Object, through send: (Broadcast) -> Void) {
+    func send(_ boxed: () -> Object, isCompletion: Bool, through send: (Broadcast) -> Void) {
         let (first, replaced) = state.withLock { state -> (Broadcast?, Object?) in
             guard state.completion == nil else { return (nil, nil) }
+            state.sequence += 1
+            if isCompletion {
+                let completion = boxed()
+                state.completion = completion
+                return (takeTurn(queuing: { completion }, isCompletion: true, in: &state), nil)
+            }
             var kept: Object?
             var replaced: Object?
             if state.current != nil {
                 kept = boxed()
                 replaced = exchange(&state.current, with: kept)
             }
-            state.sequence += 1
             return (takeTurn(queuing: { kept ?? boxed() }, isCompletion: false, in: &state), replaced)
         }
         withExtendedLifetime(replaced) {}  // the previous value is released after unlocking
         if let first { deliver(first, through: send) }
     }
 
-    /// Sends the completion: later sends are ignored, later subscribers get it only. Delivered as
-    /// ``sendValue(_:through:)`` says.
-    @usableFromInline
-    func sendCompletion(_ completion: Object, through send: (Broadcast) -> Void) {
-        let first = state.withLock { state -> Broadcast? in
-            guard state.completion == nil else { return nil }
-            state.completion = completion
-            state.sequence += 1
-            return takeTurn(queuing: { completion }, isCompletion: true, in: &state)
-        }
-        if let first { deliver(first, through: send) }
-    }
-
     /// Replaces the current value with `value` if nothing was sent since `sequence` (a compare-and-set), and sends it
-    /// as ``sendValue(_:through:)`` says. Returns whether it was replaced.
+    /// as ``send(_:isCompletion:through:)`` says. Returns whether it was replaced.
     func replace(at sequence: UInt64, with value: Object, through send: (Broadcast) -> Void) -> Bool {
         let (replaced, first, previous) = state.withLock { state -> (Bool, Broadcast?, Object?) in
             guard state.completion == nil, state.sequence == sequence else { return (false, nil, nil) }
@@ -180,7 +167,6 @@ final class SubjectCore: Sendable {
     }
 
     /// Adds `observer`, and replays the current value to it first when `replayingCurrent`.
-    @usableFromInline
     func subscribe(_ observer: Object, replayingCurrent: Bool) -> Subscription {
         state.withLock { state -> Subscription in
             if let completion = state.completion { return .completed(completion) }
@@ -196,7 +182,6 @@ final class SubjectCore: Sendable {
     /// Forgets the subscriber `id`: found by halving (ids grow in the order subscribers came), it leaves a gap in its
     /// place, and the gaps are closed up once they are half of the list, so that a removal costs the same however
     /// many subscribers there are (the list is not shifted each time).
-    @usableFromInline
     func remove(_ id: Int) {
         let removed = state.withLock { state -> Subscriber? in
             var low = 0
@@ -230,7 +215,6 @@ final class SubjectCore: Sendable {
 
     /// Delivers `first`, then what other senders queued meanwhile, calling `send` with each, outside
     /// the lock, until nothing is queued: for the replay ``subscribe(_:replayingCurrent:)`` gives.
-    @usableFromInline
     func deliver(_ first: Broadcast, through send: (Broadcast) -> Void) {
         // The first delivery goes out without building a batch: the common case (one sender) allocates nothing,
         // and ends its turn without taking the lock again.
