@@ -350,7 +350,7 @@ private final class CreatingQueue: Sendable {
         }
         let created = Locked(0)
         queue = try! MutationQueue(
-            store: store, storage: MemoryMutationStorage<Change>(), connectivity: connectivity, key: { _ in 0 },
+            store: store, storage: MemoryStorage<Change>(), connectivity: connectivity, key: { _ in 0 },
             change: { change, list in
                 if case .add = change { [(list?.first ?? 0) + 1] } else { list }
             },
@@ -369,6 +369,23 @@ private final class CreatingQueue: Sendable {
                         return NoToken()
                     }
                 }))
+    }
+}
+
+/// Mutations of any input kept in memory: the queue's own cost, without a disk.
+private final class MemoryStorage<Input: Sendable>: MutationStorage {
+    private let kept = Locked<[Int: StoredMutation<Input>]>([:])
+
+    func loadAll() throws -> [StoredMutation<Input>] {
+        kept.withLock { $0.values.sorted { $0.sequence < $1.sequence } }
+    }
+
+    func save(_ mutation: StoredMutation<Input>) throws {
+        kept.withLock { $0[mutation.sequence] = mutation }
+    }
+
+    func remove(_ mutation: StoredMutation<Input>) throws {
+        kept.withLock { _ = $0.removeValue(forKey: mutation.sequence) }
     }
 }
 

@@ -143,35 +143,28 @@ func makeReplayQueue(
 }
 
 /// Mutations kept in memory: the queue's own cost, without a disk.
-final class MemoryMutationStorage<Input: Sendable>: MutationStorage {
-    private let kept = Locked<[Int: StoredMutation<Input>]>([:])
+final class MemoryMutationStorage: MutationStorage {
+    private let kept: Locked<[Int: StoredMutation<Int>]>
 
-    init() {}
+    init(count: Int) {
+        kept = Locked(
+            Dictionary(
+                uniqueKeysWithValues: (0..<count).map {
+                    ($0, StoredMutation(id: "m\($0)", sequence: $0, input: $0, createdAt: Date(), attempts: 0))
+                }))
+    }
 
     var isEmpty: Bool { kept.withLock { $0.isEmpty } }
 
-    func loadAll() throws -> [StoredMutation<Input>] {
+    func loadAll() throws -> [StoredMutation<Int>] {
         kept.withLock { $0.values.sorted { $0.sequence < $1.sequence } }
     }
 
-    func save(_ mutation: StoredMutation<Input>) throws {
+    func save(_ mutation: StoredMutation<Int>) throws {
         kept.withLock { $0[mutation.sequence] = mutation }
     }
 
-    func remove(_ mutation: StoredMutation<Input>) throws {
+    func remove(_ mutation: StoredMutation<Int>) throws {
         kept.withLock { _ = $0.removeValue(forKey: mutation.sequence) }
-    }
-}
-
-extension MemoryMutationStorage where Input == Int {
-    /// Holding `count` mutations already, numbered from 0, each adding its number.
-    convenience init(count: Int) {
-        self.init()
-        kept.withLock { kept in
-            for number in 0..<count {
-                kept[number] = StoredMutation(
-                    id: "m\(number)", sequence: number, input: number, createdAt: Date(), attempts: 0)
-            }
-        }
     }
 }
