@@ -12,8 +12,8 @@ extension Loader {
         try await awaitLoad()
     }
 
-    /// ``load()``'s bridge, for loaders that have their own ``load()``: compiled once, not specialized (a load
-    /// that answers at once through ``AnyLoader`` never comes here).
+    /// ``load()``'s bridge, for loaders that have their own ``load()``: compiled once, not specialized. An
+    /// ``AnyLoader`` that answers at once (a store's read of a value it holds) returns without it.
     @usableFromInline
     func awaitLoad() async throws -> Output {
         if Task.isCancelled { throw CancellationError() }

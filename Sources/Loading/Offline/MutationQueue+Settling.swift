@@ -27,14 +27,11 @@ extension MutationQueue {
         // Rewritten before it was marked shown (an id the server gave meanwhile): shown again as it stands now.
         // Without creations nothing is rewritten.
         var rewritten: StoredMutation<Input>?
-        let isShown =
-            creation == nil
-            ? ledger.withLock { $0.markShown(record.id, undo: undo, as: change, numberedBefore: clears) }
-            : ledger.withLock { ledger in
-                guard ledger.markShown(record.id, undo: undo, as: change, numberedBefore: clears) else { return false }
-                rewritten = ledger.rewrites(of: record.id) == 0 ? nil : ledger.record(record.id)
-                return true
-            }
+        let isShown = ledger.withLock { ledger in
+            guard ledger.markShown(record.id, undo: undo, as: change, numberedBefore: clears) else { return false }
+            if creation != nil, ledger.rewrites(of: record.id) != 0 { rewritten = ledger.record(record.id) }
+            return true
+        }
         guard isShown else {
             // A clear began while it was being shown: it is undone, and the clear cancels it too.
             undo.cancel()

@@ -74,7 +74,7 @@ extension Store {
     public func revalidate() {
         guard !network.isOffline else { return }
         let now = now()
-        for key in lockedKeys({ $0.revalidationTargets(now: now, maxAgeSeconds: maxAgeSeconds) }) {
+        for key in lockedKeys({ $0.revalidationTargets(now: now, maxAgeSeconds: engine.maxAgeSeconds) }) {
             refetch(key)
         }
     }
@@ -103,7 +103,7 @@ extension Store {
     public func revalidate<C: Clock>(within budget: C.Duration, clock: C) async -> RevalidationReport<Key> {
         let deadline = clock.now.advanced(by: budget)
         let now = now()
-        var targets = lockedKeys { $0.budgetTargets(now: now, maxAgeSeconds: maxAgeSeconds) }[...]
+        var targets = lockedKeys { $0.budgetTargets(now: now, maxAgeSeconds: engine.maxAgeSeconds) }[...]
         var report = RevalidationReport<Key>()
         while let key = targets.first, !Task.isCancelled, clock.now < deadline, !network.isOffline {
             targets.removeFirst()

@@ -11,7 +11,7 @@ extension Store {
     /// nothing cached); a failure after a value was shown is attached to the next response as
     /// ``StoreResponse/error``, and the stream goes on.
     public func stream(for key: Key, policy: ReadPolicy = .cacheFirst) -> EventStream<StoreResponse<Value>, any Error> {
-        let policy = policy.defaulting(maxAgeSeconds: maxAgeSeconds)
+        let policy = engine.defaulted(policy)
         return EventStream { [self] observer in
             // Changes and the policy's failure come from different threads: serialized, they never overlap.
             let serial = SerializedObserver(observer)

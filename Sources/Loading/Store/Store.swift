@@ -44,8 +44,6 @@
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     let levels: [StoreLevel<Key, Value>]
     let now: @Sendable () -> Date
-    /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
-    let maxAgeSeconds: Double?
     /// The store's lock, its machine and its keys, compiled once.
     @usableFromInline let engine: StoreEngine
     /// The mutation queues over the store, told of each clear.
@@ -154,7 +152,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             shared = index
         }
         self.levels = levels
-        maxAgeSeconds = maxAge?.seconds
         self.now = now
         // Made once, as each level write (and each ticket a write holds) needs it.
         let reportFailure = Machine.SaveTicket.Report { result in
@@ -168,7 +165,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             machine: Machine(
                 levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
                 recordsEvictions: events != nil, reportsConfirmations: entityObserver != nil),
-            levels: levels.map { $0.boxed }, reportFailure: reportFailure, maxAgeSeconds: maxAgeSeconds, now: now,
+            levels: levels.map { $0.boxed }, reportFailure: reportFailure, maxAgeSeconds: maxAge?.seconds, now: now,
             upstream: upstream, network: network,
             hooks: hasHooks
                 ? TypedStoreHooks(

@@ -58,7 +58,7 @@ final class StoreEngine: Sendable {
     /// The store's clock.
     let now: @Sendable () -> Date
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
-    private let maxAgeSeconds: Double?
+    let maxAgeSeconds: Double?
     /// How the core loads a key from upstream.
     let upstream: Upstream
     /// What fetches do while the network cannot be reached.
@@ -75,7 +75,7 @@ final class StoreEngine: Sendable {
 
     init(
         machine: StoreMachine, levels: [BoxedLevel], reportFailure: StoreMachine.SaveTicket.Report,
-        maxAgeSeconds: Double? = nil, now: @escaping @Sendable () -> Date, upstream: @escaping Upstream,
+        maxAgeSeconds: Double?, now: @escaping @Sendable () -> Date, upstream: @escaping Upstream,
         network: NetworkMode, hooks: (any StoreHooks)?, confirmations: (any ConfirmationObserver)? = nil
     ) {
         state = Locked(State(machine: machine))

@@ -25,8 +25,8 @@ final class MemoryCacheCore: Sendable {
         var nextSameHash = -1
     }
 
-    /// What the table dropped, to release after unlocking.
-    private typealias Dropped = [(key: AnyStoreKey?, value: (any StoreValueBox)?)]
+    /// An entry the table dropped, to release after unlocking.
+    private typealias Dropped = (key: AnyStoreKey?, value: (any StoreValueBox)?)
 
     private struct Table {
         private var slots: [Slot] = []
@@ -88,22 +88,22 @@ final class MemoryCacheCore: Sendable {
         /// Removes the key's entry, only if it was saved at `savedAtSeconds` when that is given.
         mutating func remove(
             hash: Int, where isKey: (AnyStoreKey) -> Bool, ifSavedAt savedAtSeconds: Double? = nil
-        ) -> Dropped {
-            guard let slot = find(hash: hash, where: isKey) else { return [] }
-            if let savedAtSeconds, slots[slot].savedAtSeconds != savedAtSeconds { return [] }
-            return [release(slot)]
+        ) -> Dropped? {
+            guard let slot = find(hash: hash, where: isKey) else { return nil }
+            if let savedAtSeconds, slots[slot].savedAtSeconds != savedAtSeconds { return nil }
+            return release(slot)
         }
 
         /// Removes the least recently used entries while the table holds more than the limits allow.
-        mutating func evict(countLimit: Int, costLimit: Int) -> Dropped {
-            var dropped: Dropped = []
+        mutating func evict(countLimit: Int, costLimit: Int) -> [Dropped] {
+            var dropped: [Dropped] = []
             while count > countLimit || totalCost > costLimit, oldest >= 0 {
                 dropped.append(release(oldest))
             }
             return dropped
         }
 
-        private mutating func release(_ slot: Int) -> (key: AnyStoreKey?, value: (any StoreValueBox)?) {
+        private mutating func release(_ slot: Int) -> Dropped {
             unlink(slot)
             let hash = slots[slot].hash
             if firstByHash[hash] == slot {
@@ -180,13 +180,13 @@ final class MemoryCacheCore: Sendable {
         where isKey: (AnyStoreKey) -> Bool, making make: () -> AnyStoreKey
     ) {
         let savedAtSeconds = (savedAt ?? now()).timeIntervalSinceReferenceDate
-        let (replaced, evicted) = table.withLock { table -> ((any StoreValueBox)?, Dropped) in
-            guard cost <= costLimit, countLimit > 0 else { return (nil, table.remove(hash: hash, where: isKey)) }
+        let (replaced, removed, evicted) = table.withLock { table -> ((any StoreValueBox)?, Dropped?, [Dropped]) in
+            guard cost <= costLimit, countLimit > 0 else { return (nil, table.remove(hash: hash, where: isKey), []) }
             let replaced = table.insert(
                 value, savedAtSeconds: savedAtSeconds, cost: cost, hash: hash, where: isKey, making: make)
-            return (replaced, table.evict(countLimit: countLimit, costLimit: costLimit))
+            return (replaced, nil, table.evict(countLimit: countLimit, costLimit: costLimit))
         }
-        withExtendedLifetime((replaced, evicted)) {}
+        withExtendedLifetime((replaced, removed, evicted)) {}
     }
 
     /// Removes the entry of the key with `hash` that `isKey` recognizes.
