@@ -1,4 +1,5 @@
 #if canImport(Observation)
+    import Dispatch
     import Observation
 
     /// A loading resource for a screen: an `@Observable` model on the main actor that SwiftUI views and UIKit
@@ -29,7 +30,9 @@
     /// store's states of the key (``Store/states(for:)``): every change of the key, whoever made it (a load, a live
     /// update written to the store, an optimistic edit, a logout), and loading whenever the store fetches it,
     /// whoever asked. ``value``, ``isLoading`` and ``error`` read it. Reading them in a SwiftUI `body` or in
-    /// `withObservationTracking` registers the dependency; the model changes them on the main actor only.
+    /// `withObservationTracking` registers the dependency; the model changes them on the main actor only. A change
+    /// made on the main thread shows before the call that made it returns, even behind other work queued on the
+    /// main queue (unless another thread is delivering the key's states at that moment: it then follows them).
     ///
     /// Renders are not wasted: for an `Equatable` value, a state equal to the one shown is not set again (a refresh
     /// that brings the same value changes nothing), and ``select(_:)`` gives a part of the value that changes only
@@ -173,10 +176,22 @@
             return selection
         }
 
+        /// States made on the main thread show at once, even behind other work queued on the main queue (the
+        /// versions keep an older state from replacing a newer one); states from other threads hop to it. A state
+        /// of a source the model no longer shows is dropped.
         private func subscribe() {
-            subscription = source.states.sink(on: .main) { [weak self] versioned in
-                self?.show(versioned)
+            let id = source.id
+            subscription = source.states.sink { [weak self] versioned in
+                guard MainQueueScheduler.isOnMainQueue else {
+                    return DispatchQueue.main.async { self?.show(versioned, of: id) }
+                }
+                MainActor.assumeIsolated { self?.show(versioned, of: id) }
             }
+        }
+
+        private func show(_ versioned: (version: Int, state: LoadingState<Value>), of id: SourceIdentity) {
+            guard id === source.id else { return }
+            show(versioned)
         }
 
         private func show(_ versioned: (version: Int, state: LoadingState<Value>)) {

@@ -103,6 +103,20 @@
             XCTAssertNil(model.value, "the old key's value is not shown beside the new key's failure")
             XCTAssertEqual(model.error as? TestError, TestError(id: 3))
         }
+
+        func test_show_dropsTheOldKeysStateStillOnItsWayToTheMainQueue() async {
+            let accounts = Store<String, Account>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Account>() })
+            let guests = Store<String, Account>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Account>() })
+            for visits in 1...5 { accounts.write(Account(name: "Ada", visits: visits), for: "u1") }
+            guests.write(Account(name: "Grace", visits: 1), for: "g1")
+            let model = ResourceModel(store: accounts, key: "u1")
+
+            DispatchQueue.global().sync { accounts.write(Account(name: "Ada", visits: 6), for: "u1") }  // queued
+            model.show("g1", of: guests)
+            await withCheckedContinuation { done in DispatchQueue.main.async { done.resume() } }  // after it
+
+            XCTAssertEqual(model.value?.name, "Grace", "the old key's queued state is not shown")
+        }
     }
 
     struct Account: Equatable, Sendable {

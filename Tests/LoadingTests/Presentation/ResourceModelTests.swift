@@ -77,6 +77,21 @@
             XCTAssertEqual(model.value, ["Ada", "Grace"], "and is undone when refused")
         }
 
+        func test_aChangeMadeOnTheMainThread_showsAtOnce_evenBehindOtherWorkQueuedOnTheMainQueue() {
+            let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
+            store.write(["Ada", "Grace"], for: "friends")
+            let model = ResourceModel(store: store, key: "friends")
+            let otherScreenRendered = Locked(false)
+            DispatchQueue.global().sync {  // another screen's delivery, queued on the main queue ahead
+                MainQueueScheduler.main.schedule { otherScreenRendered.withLock { $0 = true } }
+            }
+
+            store.update("friends") { $0?.filter { $0 != "Ada" } }
+
+            XCTAssertFalse(otherScreenRendered.withLock { $0 }, "still queued")
+            XCTAssertEqual(model.value, ["Grace"], "shown before the update returns")
+        }
+
         func test_asyncRefresh_returnsOnceTheFreshValueIsShown() async {
             let network = KeyedLoaderSpy<String, [String]>()
             let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { network[$0] })
