@@ -12,18 +12,15 @@ struct ShownChange: Sendable {
     let key: any Hashable & Sendable
 }
 
-/// What a ``MutationQueue`` knows, under its lock: the mutations in queue order, the attempt in flight, the wait for a
-/// retry, the clears under way and the calls sending within a budget.
+/// What a ``MutationQueue`` knows, under its lock: the mutations in queue order, the items they name, the saves and
+/// clears under way, and when it may send (``MutationSending``).
 ///
 /// Each method is one step of the queue, taken whole under the lock; it changes no more than what it names and hands
 /// out what must be cancelled, released or told after unlocking. It runs no user code and touches no storage.
 ///
 /// Invariants:
-/// - An attempt is for the first mutation, and at most one runs (`sending`). Its serial tells its answer from a late
-///   answer of an attempt taken back (by a logout, a discard, a cancelled budget): only the attempt whose serial is
-///   in `sending` may settle, fail or record anything.
-/// - Nothing starts an attempt while a clear is under way, a retry is waited for, or (unless asked by it) a call
-///   sending within a budget runs.
+/// - An attempt is for the first mutation, and at most one runs (``MutationSending``): only the attempt running may
+///   settle, fail or record anything.
 /// - A mutation numbered before a clear began is never shown after it: `clears` counts the clears begun.
 struct MutationLedger<Input: Sendable>: Sendable {
     /// A mutation in the queue.
@@ -47,20 +44,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     }
 
     /// The attempt in flight.
-    struct Attempt: Sendable {
-        fileprivate let id: String
-        /// Tells this attempt's answer from a late answer of an earlier one.
-        let serial: Int
-        fileprivate(set) var token: (any CancellationToken)?
-        /// This process's right to send from a storage shared with others, released when the attempt ends.
-        fileprivate(set) var lease: MutationSendingLease?
-
-        /// Ends the attempt, after unlocking: its load is cancelled and its lease released.
-        func end() {
-            token?.cancel()
-            lease?.release()
-        }
-    }
+    typealias Attempt = MutationSending<Input>.Attempt
 
     /// What ``beginAttempt(byBudget:)`` decided.
     enum Start {
@@ -82,25 +66,16 @@ struct MutationLedger<Input: Sendable>: Sendable {
     }
 
     private var entries = QueuedMutations<Input>()
-    private var sending: Attempt?
-    private var serial = 0
-    /// While a transient failure waits for its retry, or another process sends: the timer.
-    private var retry: (any CancellationToken)?
-    private var isWaitingToRetry = false
+    private var sending = MutationSending<Input>()
     private var nextSequence = 0
     private var version = 0
     /// How many clears of the store began: a mutation numbered before one is not shown after it.
     private var clears = 0
-    /// Clears under way: nothing is sent meanwhile.
-    private var clearing = 0
     /// The saves under way (enqueues writing their mutation, attempts being recorded): what a clear or a discard waits
     /// for before it removes files, so that no save lands after the removal.
     private var saves = DispatchGroup()
     /// Shown mutations a clear took, told once the store is cleared.
     private var cleared: [Entry] = []
-    /// Calls of ``MutationQueue/sendPending(within:clock:)`` running: while there are some, they start the attempts.
-    private var budgets = 0
-    private var watchers: [SendingWatcher<Input>] = []
     /// The mutations naming each item, and the ids the server gave the items created offline.
     private var items = NamedItems()
 
@@ -118,7 +93,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     var isEmpty: Bool { entries.isEmpty }
 
     /// The calls sending within a budget, to tell what happened.
-    var budgetWatchers: [SendingWatcher<Input>] { watchers }
+    var budgetWatchers: [SendingWatcher<Input>] { sending.watchers }
 
     /// The saves under way, for a discard to wait for.
     var savesUnderWay: DispatchGroup { saves }
@@ -233,16 +208,16 @@ struct MutationLedger<Input: Sendable>: Sendable {
     mutating func beginAssigning(
         _ server: String, to temporary: String, serial: Int
     ) -> (creation: Entry, later: [StoredMutation<Input>], saves: DispatchGroup)? {
-        guard let attempt = sending, attempt.serial == serial else { return nil }
+        guard let id = sending.id(of: serial) else { return nil }
         var creation: Entry?
-        entries.update(attempt.id) { entry in
+        entries.update(id) { entry in
             entry.record.serverID = server
             creation = entry
         }
         guard let creation else { return nil }
         items.assign(server, to: temporary)
         saves.enter()
-        let later = records(naming: temporary).filter { $0.id != attempt.id }
+        let later = records(naming: temporary).filter { $0.id != id }
         return (creation, later, saves)
     }
 
@@ -275,17 +250,15 @@ struct MutationLedger<Input: Sendable>: Sendable {
     mutating func commitCancelled(_ id: String) -> (attempt: Attempt?, commit: LoadCompletion<Void>?) {
         var commit: LoadCompletion<Void>?
         entries.update(id) { commit = $0.commit.take() }
-        guard sending?.id == id else { return (nil, commit) }
-        return (sending.take(), commit)
+        return (sending.take(sending: id), commit)
     }
 
     /// Takes mutation `id` out, with its attempt in flight and, when it was first, the wait for its retry.
     mutating func remove(_ id: String) -> (entry: Entry?, attempt: Attempt?, retry: (any CancellationToken)?) {
-        let attempt = sending?.id == id ? sending.take() : nil
+        let attempt = sending.take(sending: id)
         guard let (entry, wasFirst) = takeOut(id) else { return (nil, attempt, nil) }
         guard wasFirst else { return (entry, attempt, nil) }
-        isWaitingToRetry = false
-        return (entry, attempt, retry.take())
+        return (entry, attempt, sending.endWaitToRetry())
     }
 
     // MARK: Attempts
@@ -294,12 +267,13 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// and its commit is there. `byBudget`: asked by a call sending within a budget, which alone starts attempts while
     /// it runs.
     mutating func beginAttempt(byBudget: Bool) -> Start {
-        guard byBudget || budgets == 0 else { return .heldForBudget }
-        guard sending == nil, !isWaitingToRetry, clearing == 0, let id = entries.firstID(), let entry = entries[id],
-            entry.commit != nil
-        else { return .none }
-        serial += 1
-        sending = Attempt(id: id, serial: serial)
+        switch sending.gate(byBudget: byBudget) {
+        case .heldForBudget: return .heldForBudget
+        case .closed: return .none
+        case .open: break
+        }
+        guard let id = entries.firstID(), let entry = entries[id], entry.commit != nil else { return .none }
+        let serial = sending.begin(id)
         // Recording the attempt is a save a clear waits for.
         saves.enter()
         return .attempt(entry.record, serial: serial, saves: saves)
@@ -308,25 +282,23 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// Records that attempt `serial` is under way with `attempts` counted and `lease` held; `false` when it was taken
     /// back meanwhile.
     mutating func recordAttempt(_ serial: Int, attempts: Int, lease: MutationSendingLease?) -> Bool {
-        guard let attempt = sending, attempt.serial == serial else { return false }
-        let isThere = entries.update(attempt.id) { entry in
+        guard let id = sending.id(of: serial) else { return false }
+        let isThere = entries.update(id) { entry in
             entry.status = .sending
             entry.record.attempts = attempts
         }
-        if isThere { sending?.lease = lease }
+        if isThere { sending.keepLease(lease, of: serial) }
         return isThere
     }
 
     /// Keeps the token of attempt `serial`'s load; `false` when it was answered or taken back meanwhile.
     mutating func keepToken(_ token: any CancellationToken, of serial: Int) -> Bool {
-        guard sending?.serial == serial else { return false }
-        sending?.token = token
-        return true
+        sending.keepToken(token, of: serial)
     }
 
     /// The server answered attempt `serial`: takes it out with the commit to complete.
     mutating func answer(_ serial: Int) -> (Attempt, LoadCompletion<Void>?)? {
-        guard sending?.serial == serial, let attempt = sending.take() else { return nil }
+        guard let attempt = sending.take(serial) else { return nil }
         var commit: LoadCompletion<Void>?
         entries.update(attempt.id) { commit = $0.commit.take() }
         return (attempt, commit)
@@ -335,7 +307,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// Attempt `serial` failed for now: its mutation stays first and waits for its retry. Returns the attempt and the
     /// mutation's attempts, for the delay.
     mutating func failForNow(_ serial: Int, with error: any Error) -> (Attempt, attempts: Int)? {
-        guard sending?.serial == serial, let attempt = sending.take() else { return nil }
+        guard let attempt = sending.take(serial) else { return nil }
         var attempts = 0
         let isThere = entries.update(attempt.id) { entry in
             entry.status = .waiting
@@ -343,28 +315,26 @@ struct MutationLedger<Input: Sendable>: Sendable {
             attempts = entry.record.attempts
         }
         guard isThere else { return nil }
-        isWaitingToRetry = true
+        sending.waitToRetry()
         return (attempt, attempts)
     }
 
     /// Another process sends from the storage now: attempt `serial` did not begin, and the queue waits a moment.
     mutating func yieldToAnotherProcess(_ serial: Int) -> Bool {
-        guard sending?.serial == serial else { return false }
-        sending = nil
-        isWaitingToRetry = true
+        guard sending.take(serial) != nil else { return false }
+        sending.waitToRetry()
         return true
     }
 
     /// Another process sent the mutation of attempt `serial` already: takes it out.
     mutating func sentElsewhere(_ serial: Int) -> Entry? {
-        guard let attempt = sending, attempt.serial == serial else { return nil }
-        sending = nil
+        guard let attempt = sending.take(serial) else { return nil }
         return takeOut(attempt.id)?.entry
     }
 
     /// Takes back the attempt in flight, its mutation first and waiting again.
     mutating func takeBackAttempt() -> Attempt? {
-        guard let attempt = sending.take() else { return nil }
+        guard let attempt = sending.takeAttempt() else { return nil }
         entries.update(attempt.id) { $0.status = .waiting }
         return attempt
     }
@@ -373,32 +343,27 @@ struct MutationLedger<Input: Sendable>: Sendable {
 
     /// Keeps the timer of the retry waited for; `false` when the wait ended meanwhile (the network came back).
     mutating func keepRetry(_ timer: any CancellationToken) -> Bool {
-        guard isWaitingToRetry else { return false }
-        retry = timer
-        return true
+        sending.keepRetry(timer)
     }
 
     /// Ends the wait for a retry (it is due, or the network came back): returns its timer, to cancel.
     mutating func endWaitToRetry() -> (any CancellationToken)? {
-        isWaitingToRetry = false
-        return retry.take()
+        sending.endWaitToRetry()
     }
 
     // MARK: Sending within a budget
 
     /// A call sending within a budget begins.
     mutating func beginBudget(_ watcher: SendingWatcher<Input>) {
-        budgets += 1
-        watchers.append(watcher)
+        sending.beginBudget(watcher)
     }
 
     /// For a call sending within a budget: `nil` when no mutation is left, `true` when it starts the first (with the
     /// retry timer it replaces, to cancel), `false` when an attempt runs already.
     mutating func nextStepWithinBudget() -> (starts: Bool?, retry: (any CancellationToken)?) {
         guard entries.firstID() != nil else { return (nil, nil) }
-        guard sending == nil else { return (false, nil) }
-        isWaitingToRetry = false
-        return (true, retry.take())
+        let step = sending.nextStepWithinBudget()
+        return (step.starts, step.retry)
     }
 
     /// A call sending within a budget ends; the mutations left, and whether the queue now waits its first retry delay
@@ -406,10 +371,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     mutating func endBudget(
         _ watcher: SendingWatcher<Input>, isOnline: Bool
     ) -> (remaining: [PendingMutation<Input>], waits: Bool) {
-        budgets -= 1
-        watchers.removeAll { $0 === watcher }
-        let waits = isOnline && budgets == 0 && sending == nil && !isWaitingToRetry && !entries.isEmpty
-        if waits { isWaitingToRetry = true }
+        let waits = sending.endBudget(watcher, isOnline: isOnline, hasMutations: !entries.isEmpty)
         return (list, waits)
     }
 
@@ -418,11 +380,10 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// A clear begins: nothing is sent until it ends, and every mutation is taken out.
     mutating func beginClear() -> ClearTaken {
         clears += 1
-        clearing += 1
-        isWaitingToRetry = false
+        let (attempt, retry) = sending.beginClear()
         items.removeAll()
         return ClearTaken(
-            entries: entries.removeAll(), attempt: sending.take(), retry: retry.take(),
+            entries: entries.removeAll(), attempt: attempt, retry: retry,
             saves: exchange(&saves, with: DispatchGroup()))
     }
 
@@ -433,7 +394,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
 
     /// A clear ends: returns the shown mutations it took.
     mutating func endClear() -> [Entry] {
-        clearing -= 1
+        sending.endClear()
         return exchange(&cleared, with: [])
     }
 }
