@@ -26,6 +26,8 @@
 /// - Which copy wins when two disagree: the one learned last, by the order the stores confirmed them (a fetch that
 ///   answers after another brings the copy everywhere). Give `isNewer` (comparing a version or a modification date
 ///   the server sends) to let the copies decide instead: an older copy then never replaces a newer one.
+/// - A caller hears of a value (a read's answer, a page appended) only once the entities know the key holds it: an
+///   edit of an entity made from then on reaches that key.
 /// - ``mutate(_:_:commit:completion:)`` changes an entity optimistically in every key holding it, with one commit:
 ///   refused, it is undone in all of them, and the other changes pending there stay.
 /// - Each change of a key costs what changed in its value (the entities between the beginning and the end the old and

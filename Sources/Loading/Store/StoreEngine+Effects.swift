@@ -20,6 +20,15 @@ extension StoreEngine {
         // Borrowed, not copied.
         if effects.published != nil { publish(effects.published!) }
         for index in effects.publishedLater.indices { publish(effects.publishedLater[index]) }
+        // The entities shared with other stores learn the change before its callers hear of it (some hear once the
+        // levels saved it): what a caller does next (a change of an entity elsewhere) finds this key among those
+        // holding it. A key the machine no longer uses (a store that keeps no value and has no level) has nothing to
+        // follow.
+        if let confirmation = more?.confirmation, let observer = confirmations, let key {
+            observer.confirmed(
+                key.object, previous: confirmation.previous, value: confirmation.value,
+                readBack: confirmation.readBack)
+        }
         if let more, !more.debounce.isEmpty {
             let key = Self.named(key, for: "a debounced write")
             for write in more.debounce { debounce(key, level: write.level, id: write.id) }
@@ -33,12 +42,6 @@ extension StoreEngine {
         for reply in more.fetchReplies { reply.completion(reply.result) }
         for delivery in more.hitReplies { delivery.reply(delivery.snapshot) }
         for ticket in more.released { ticket.release() }
-        // A key the machine no longer uses (a store that keeps no value and has no level) has nothing to follow.
-        if let confirmation = more.confirmation, let observer = confirmations, let key {
-            observer.confirmed(
-                key.object, previous: confirmation.previous, value: confirmation.value,
-                readBack: confirmation.readBack)
-        }
     }
 
     /// The key of effects that name it: the machine decides them for a key it uses, so the caller has its object.

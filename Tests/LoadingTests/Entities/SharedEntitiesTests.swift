@@ -181,6 +181,35 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertEqual(detailShown.withLock { $0.last }, Person(id: "ada", name: "Countess", version: 3))
     }
 
+    func test_aCallerHearsOfAValueOnlyOnceTheEntitiesKnowItsKey_soAnEditRightAfterReachesIt() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let renamed = Person(id: "ada", name: "Ada L.", version: 2)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
+        let feeds = PagedStore(
+            levels: [.cache(MemoryCache<Int, PagedList<Person, Int>>(), name: "memory")],
+            entities: people.held(in: .items())
+        ) { (_: Int, _: Int?) in Self.answering(Page(items: [ada], nextCursor: nil)) }
+
+        // Each caller edits Ada the moment it hears of its value (a live update arriving then).
+        let read = expectation(description: "the list read")
+        lists.read(1).load { _ in
+            people.update(renamed)
+            read.fulfill()
+        }
+        wait(for: [read], timeout: 5)
+        XCTAssertEqual(lists.state(for: 1).value, [renamed, grace], "the list read")
+
+        let appended = expectation(description: "the page appended")
+        feeds.loadNextPage(of: 7) { _ in
+            people.update(Person(id: "ada", name: "Countess", version: 3))
+            appended.fulfill()
+        }
+        wait(for: [appended], timeout: 5)
+        XCTAssertEqual(feeds.store.state(for: 7).value?.items.map(\.name), ["Countess"], "the page appended")
+        XCTAssertEqual(lists.state(for: 1).value?.first?.name, "Countess")
+    }
+
     func test_aRefusedChange_isUndoneEverywhere_whileALaterAcceptedOneStays() {
         let people = SharedEntities<Person>()
         let (ada, grace) = (ada, grace)
