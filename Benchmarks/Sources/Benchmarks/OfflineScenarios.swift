@@ -142,7 +142,8 @@ func makeReplayQueue(
         isRefused: { _ in false })
 }
 
-/// Mutations kept in memory: the queue's own cost, without a disk.
+/// Mutations kept in memory: the queue's own cost, without a disk. Concrete on purpose (see the growth scenarios'
+/// generic `MemoryStorage`): a generic storage class adds its unspecialized witnesses to the counted replays.
 final class MemoryMutationStorage: MutationStorage {
     private let kept: Locked<[Int: StoredMutation<Int>]>
 

@@ -183,13 +183,13 @@
             let id = source.id
             subscription = source.states.sink { [weak self] versioned in
                 guard MainQueueScheduler.isOnMainQueue else {
-                    return DispatchQueue.main.async { self?.show(versioned, of: id) }
+                    return DispatchQueue.main.async { self?.show(versioned, from: id) }
                 }
-                MainActor.assumeIsolated { self?.show(versioned, of: id) }
+                MainActor.assumeIsolated { self?.show(versioned, from: id) }
             }
         }
 
-        private func show(_ versioned: (version: Int, state: LoadingState<Value>), of id: SourceIdentity) {
+        private func show(_ versioned: (version: Int, state: LoadingState<Value>), from id: SourceIdentity) {
             guard id === source.id else { return }
             show(versioned)
         }

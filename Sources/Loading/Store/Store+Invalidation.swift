@@ -21,7 +21,7 @@ extension Store {
     /// invalidation and a fetch or write by its own count, not the clock: a clock set back after an invalidation
     /// does not make a value fetched since stale again.
     public func invalidate(_ key: Key) {
-        let now = now()
+        let now = engine.now()
         let (observed, folded) = locked(key) { $0.invalidate($1, matching: Self.matching(key), at: now) }
         withExtendedLifetime(folded) {}  // a record dropped from the limit, released after unlocking
         if observed { refetch(key) }
@@ -37,7 +37,7 @@ extension Store {
     /// their next read. The store remembers the last 64 such invalidations; an older one then counts as an
     /// invalidation of every value saved before it (more is refetched, never less).
     public func invalidate(where isStale: @escaping @Sendable (Key) -> Bool) {
-        let now = now()
+        let now = engine.now()
         let (mark, keys, folded) = lockedWithKeys { machine, keys in
             let (mark, slots, folded) = machine.beginInvalidation({ ($0 as? Key).map(isStale) ?? false }, at: now)
             return (mark, slots.map { Self.key(at: $0, in: keys) }, folded)
@@ -55,7 +55,7 @@ extension Store {
     /// Marks every value stale, in the store and in its levels; the observed keys are fetched anew at once (see
     /// ``invalidate(_:)``).
     public func invalidateAll() {
-        let now = now()
+        let now = engine.now()
         let (observed, dropped) = lockedWithKeys { machine, keys in
             let (observed, dropped) = machine.invalidateAll(at: now)
             return (observed.map { Self.key(at: $0, in: keys) }, dropped)
@@ -73,7 +73,7 @@ extension Store {
     /// What the triggers of ``revalidate(on:)`` call; call it yourself on any other occasion.
     public func revalidate() {
         guard !network.isOffline else { return }
-        let now = now()
+        let now = engine.now()
         for key in lockedKeys({ $0.revalidationTargets(now: now, maxAgeSeconds: engine.maxAgeSeconds) }) {
             refetch(key)
         }
@@ -102,7 +102,7 @@ extension Store {
     /// store's ``NetworkMode``), nothing is fetched and every key is skipped.
     public func revalidate<C: Clock>(within budget: C.Duration, clock: C) async -> RevalidationReport<Key> {
         let deadline = clock.now.advanced(by: budget)
-        let now = now()
+        let now = engine.now()
         var targets = lockedKeys { $0.budgetTargets(now: now, maxAgeSeconds: engine.maxAgeSeconds) }[...]
         var report = RevalidationReport<Key>()
         while let key = targets.first, !Task.isCancelled, clock.now < deadline, !network.isOffline {

@@ -43,7 +43,6 @@
 ///   stale again.
 public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     let levels: [StoreLevel<Key, Value>]
-    let now: @Sendable () -> Date
     /// The store's lock, its machine and its keys, compiled once.
     @usableFromInline let engine: StoreEngine
     /// The mutation queues over the store, told of each clear.
@@ -152,7 +151,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             shared = index
         }
         self.levels = levels
-        self.now = now
         // Made once, as each level write (and each ticket a write holds) needs it.
         let reportFailure = Machine.SaveTicket.Report { result in
             if case .failure(let error) = result { onWriteFailure(error) }
