@@ -34,10 +34,16 @@ let package = Package(
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows, .openbsd, .wasi])),
             ],
             swiftSettings: upcomingFeatures),
+        // What the test targets share (the watchdog, the heavy tests' size, waiting for a condition); not a product.
+        .target(
+            name: "LoadingTestHelpers", dependencies: ["Loading"], path: "Tests/LoadingTestHelpers",
+            swiftSettings: upcomingFeatures),
         .testTarget(
-            name: "LoadingTests", dependencies: ["Loading", "LoadingTestSupport"], swiftSettings: upcomingFeatures),
+            name: "LoadingTests", dependencies: ["Loading", "LoadingTestSupport", "LoadingTestHelpers"],
+            swiftSettings: upcomingFeatures),
         .testTarget(
-            name: "FriendsDomainTests", dependencies: ["FriendsDomain", "Loading", "LoadingTestSupport"],
+            name: "FriendsDomainTests",
+            dependencies: ["FriendsDomain", "Loading", "LoadingTestSupport", "LoadingTestHelpers"],
             swiftSettings: upcomingFeatures),
     ],
     swiftLanguageModes: [.v6]

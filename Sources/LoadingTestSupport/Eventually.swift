@@ -2,13 +2,15 @@ import Foundation
 
 /// Whether `condition` holds within `timeout`, checked about once a millisecond on the calling thread: for a test
 /// that waits for work on other threads without sleeping a fixed time. It returns as soon as the condition holds.
+/// The timeout is a watchdog that fails a hang, not a measure of speed: by default a minute, so that a test waits as
+/// long as a busy machine needs.
 ///
 /// ```swift
 /// let done = Locked(false)
 /// DispatchQueue.global().async { done.withLock { $0 = true } }
 /// XCTAssertTrue(eventually { done.withLock { $0 } })
 /// ```
-public func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
+public func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now.advanced(by: timeout)
     while !condition() {
         guard ContinuousClock.now < deadline else { return false }
@@ -20,7 +22,7 @@ public func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool)
 
 /// ``eventually(timeout:_:)`` for async tests: the condition is checked about once a millisecond, without blocking
 /// a thread.
-public func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+public func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now.advanced(by: timeout)
     while !condition() {
         guard ContinuousClock.now < deadline else { return false }
@@ -41,7 +43,7 @@ public func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool)
 /// }
 /// ```
 @MainActor
-public func eventuallyOnMainActor(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+public func eventuallyOnMainActor(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now.advanced(by: timeout)
     while !condition() {
         guard ContinuousClock.now < deadline else { return false }

@@ -1,5 +1,6 @@
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -44,7 +45,7 @@ final class DeprecatedFriendsAPITests: XCTestCase {
 
         let wiped = expectation(description: "wiped")
         repository.wipe { wiped.fulfill() }
-        wait(for: [wiped], timeout: 5)
+        wait(for: [wiped], timeout: .watchdog)
         let left = Locked<Result<CachedFriends?, any Error>?>(nil)
         database.retrieve { result in left.withLock { $0 = result } }
         XCTAssertNil(try left.withLock { $0 }?.get() ?? nil, "the database holds nothing after a wipe")

@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -67,7 +68,7 @@ final class FriendsComposerIntegrationTests: XCTestCase {
             box.withLock { $0 = result }
             done.fulfill()
         }
-        wait(for: [done], timeout: 10)
+        wait(for: [done], timeout: .watchdog)
         return box.withLock { $0 } ?? .failure(AnyError())
     }
 }

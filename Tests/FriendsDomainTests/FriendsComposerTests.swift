@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -211,7 +212,7 @@ final class FriendsComposerTests: XCTestCase {
             box.withLock { $0 = result }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return box.withLock { $0 } ?? .failure(AnyError())
     }
 

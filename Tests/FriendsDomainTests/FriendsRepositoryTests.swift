@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -45,7 +46,7 @@ final class FriendsRepositoryTests: XCTestCase {
         }
         XCTAssertTrue(eventually { network.loadCount >= 1 })
         network.complete(with: friends)
-        wait(for: [loaded], timeout: 10)
+        wait(for: [loaded], timeout: .watchdog)
 
         XCTAssertEqual(network.loadCount, 1, "every cold load joined the one fetch in flight, or read its value")
         XCTAssertEqual(answers.withLock { $0.count }, 2_000)
@@ -60,7 +61,7 @@ final class FriendsRepositoryTests: XCTestCase {
         sut.remove(id: "1", optimistic: true) { _ in done.fulfill() }
         XCTAssertEqual(states.values.last, .loaded([grace]), "published before the server answers")
         parts.deleter.complete(with: .success(()))
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
 
         XCTAssertEqual(parts.deleter.deletedIDs, ["1"])
         XCTAssertEqual(try retrieve(parts.memory), [grace])
@@ -79,7 +80,7 @@ final class FriendsRepositoryTests: XCTestCase {
         let done = expectation(description: "removed")
         sut.remove(id: "1", optimistic: true) { _ in done.fulfill() }
         parts.deleter.complete(with: .failure(FriendsAPIError.unexpectedStatus(500)))
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
 
         XCTAssertEqual(states.values, [.loaded([ada, grace]), .loaded([grace]), .loaded([ada, grace])])
         XCTAssertEqual(events.withLock { $0 }, ["1: The friends API answered with status 500."])
@@ -97,7 +98,7 @@ final class FriendsRepositoryTests: XCTestCase {
         XCTAssertEqual(states.values.last, .loaded([ada, grace]), "nothing disappears before the server agrees")
         parts.network.answer(with: [grace, makeFriend("3")])  // the server's truth after the delete
         parts.deleter.complete(with: .success(()))
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         waitUntil { sut.currentState == .loaded([grace, makeFriend("3")]) }
 
         XCTAssertEqual(sut.currentState, .loaded([grace, makeFriend("3")]))
@@ -115,7 +116,7 @@ final class FriendsRepositoryTests: XCTestCase {
 
         let wiped = expectation(description: "wiped")
         sut.wipe { wiped.fulfill() }
-        wait(for: [wiped], timeout: 5)
+        wait(for: [wiped], timeout: .watchdog)
         parts.network.releaseAll(with: [ada])  // answered here, and dropped: the wipe came first
 
         XCTAssertEqual(states.values, [.idle, .loading(previous: nil), .idle])
@@ -148,7 +149,7 @@ final class FriendsRepositoryTests: XCTestCase {
         sut.load()
         let expected = [ada, grace]
         let subscription = sut.state.sink { if $0 == .loaded(expected) { loaded.fulfill() } }
-        wait(for: [loaded], timeout: 5)
+        wait(for: [loaded], timeout: .watchdog)
         subscription.cancel()
         // Shown once confirmed; the database holds it once its save lands.
         waitUntil { (try? retrieve(parts.database)) == [ada, grace] }

@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -29,7 +30,7 @@ final class FriendsSectionsTests: XCTestCase {
         let poll = Timer.scheduledTimer(withTimeInterval: 0.005, repeats: true) { _ in
             if recorder.completion != nil { done.fulfill() }
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         poll.invalidate()
 
         let last = recorder.values.last ?? []
@@ -47,7 +48,7 @@ final class FriendsSectionsTests: XCTestCase {
         let poll = Timer.scheduledTimer(withTimeInterval: 0.005, repeats: true) { _ in
             if recorder.completion != nil { done.fulfill() }
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         poll.invalidate()
 
         let states = recorder.values.last?.map(\.state) ?? []

@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import XCTest
 
 /// The contract every `FriendsStore` keeps, run by each store's test case (`makeSUT` gives a fresh store).
@@ -148,7 +149,7 @@ extension FriendsStoreSpecs {
             order.withLock { $0.append(3) }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         XCTAssertEqual(order.withLock { $0 }, [1, 2, 3], file: file, line: line)
         XCTAssertEqual(try retrieve(sut)?.get()?.friends, [makeFriend("3")], file: file, line: line)
     }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -32,7 +33,7 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
             updates.send(.remove(id: "f\(index)"))
         }
 
-        spinMainQueue(timeout: 20) { shown.withLock { $0 } == expected }
+        spinMainQueue(timeout: .watchdog) { shown.withLock { $0 } == expected }
         XCTAssertEqual(shown.withLock { $0 }, expected, "every change is shown")
         assertDatabaseHoldsWhatIsShown(database)
         subscription.cancel()
@@ -54,7 +55,7 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
             composer.store.update(.all) { $0?.applying(.remove(id: "f\(index)")) }
         }
 
-        XCTAssertTrue(eventually(timeout: .seconds(20)) { shown.withLock { $0 } == expected }, "every change is shown")
+        XCTAssertTrue(eventually { shown.withLock { $0 } == expected }, "every change is shown")
         assertDatabaseHoldsWhatIsShown(database)
         subscription.cancel()
     }
@@ -67,8 +68,8 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
         _ database: SQLiteFriendsStore, file: StaticString = #filePath, line: UInt = #line
     ) {
         let rows = Locked<Set<Friend.ID>>([])
-        let holds = eventually(timeout: .seconds(20)) {
-            let saved = awaitResult(timeout: 20) { database.retrieve(completion: $0) }
+        let holds = eventually {
+            let saved = awaitResult(timeout: .watchdog) { database.retrieve(completion: $0) }
             rows.withLock { $0 = Set((try? saved?.get()?.friends ?? [])?.map(\.id) ?? []) }
             return rows.withLock { $0 } == expected
         }
@@ -83,7 +84,7 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("friends-\(UUID().uuidString).sqlite")
         addTeardownBlock { try? FileManager.default.removeItem(at: file) }
         let database = SQLiteFriendsStore(fileURL: file)
-        let saved = awaitResult(timeout: 20) { database.replaceAll(with: everyone, timestamp: Date(), completion: $0) }
+        let saved = awaitResult(timeout: .watchdog) { database.replaceAll(with: everyone, timestamp: Date(), completion: $0) }
         XCTAssertNoThrow(try saved?.get())
         return database
     }

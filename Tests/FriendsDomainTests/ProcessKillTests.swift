@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -57,44 +58,13 @@ final class ProcessKillTests: XCTestCase {
         return url
     }
 
-    /// Runs the child on `scenario`, kills it with SIGKILL as soon as it prints its report line, and returns that
-    /// line (without its marker).
+    /// Runs the child on `scenario`, kills it with SIGKILL as soon as it says its report, and returns the report.
     private func runChildUntilKilled(_ scenario: ProcessKillChild.Scenario, database: URL) throws -> String? {
-        #if os(Linux)
-            let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        #else
-            throw XCTSkip("the child is started as this test binary, which only Linux runs directly")
-        #endif
-        let child = Process()
-        child.executableURL = testBinary
-        child.arguments = ["FriendsDomainTests.ProcessKillChild/test_runsTheScenarioItIsGiven"]
-        var environment = ProcessInfo.processInfo.environment
-        environment[ProcessKillChild.scenarioVariable] = scenario.rawValue
-        environment[ProcessKillChild.databaseVariable] = database.path
-        child.environment = environment
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        // A child that never reports is killed after a while: the test then fails on its missing line.
-        let pid = child.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-
-        var text = ""
-        var report: String?
-        while report == nil {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }  // the child ended
-            text += String(decoding: data, as: UTF8.self)
-            report = text.split(separator: "\n").first { $0.hasPrefix(ProcessKillChild.marker) }
-                .map { String($0.dropFirst(ProcessKillChild.marker.count)) }
-        }
-        kill(pid, SIGKILL)  // at once: whatever was not on disk yet is lost
-        watchdog.cancel()
-        child.waitUntilExit()
-        XCTAssertEqual(child.terminationReason, .uncaughtSignal, "killed, not ended on its own:\n\(text)")
-        return report
+        try runChildUntilKilled(
+            "ProcessKillChild/test_runsTheScenarioItIsGiven",
+            environment: [
+                ProcessKillChild.scenarioVariable: scenario.rawValue, ProcessKillChild.databaseVariable: database.path,
+            ])
     }
 }
 
@@ -106,7 +76,6 @@ final class ProcessKillChild: XCTestCase {
 
     static let scenarioVariable = "FRIENDS_KILL_SCENARIO"
     static let databaseVariable = "FRIENDS_KILL_DATABASE"
-    static let marker = "KILL-NOW: "
     static let friends = (0..<500).map { makeFriend("u\($0)", name: "Friend \($0)") }
 
     func test_runsTheScenarioItIsGiven() throws {
@@ -125,7 +94,7 @@ final class ProcessKillChild: XCTestCase {
             URLProtocolStub.stub(.response(status: 200, body: body))
             let composer = FriendsComposer(configuration: configuration, session: URLProtocolStub.makeSession())
             let shown = try XCTUnwrap(awaitMain { composer.friendsLoader.load(completion: $0) }).get()
-            report("shown \(shown.count)")
+            sayKillNow("shown \(shown.count)")
         case .deleteOptimistic, .deleteNonOptimistic:
             URLProtocolStub.stub(.response(status: 204, body: Data()))
             let composer = FriendsComposer(configuration: configuration, session: URLProtocolStub.makeSession())
@@ -134,14 +103,9 @@ final class ProcessKillChild: XCTestCase {
             XCTAssertEqual(loaded.count, 500, "read from the database")
             let optimistic = scenario == .deleteOptimistic
             try XCTUnwrap(awaitMain { repository.remove(id: "u0", optimistic: optimistic, completion: $0) }).get()
-            report("deleted u0")
+            sayKillNow("deleted u0")
         }
-        // The parent kills this process now; if it does not, the test fails in the parent.
-        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 30)
-    }
-
-    private func report(_ line: String) {
-        FileHandle.standardOutput.write(Data((Self.marker + line + "\n").utf8))
+        waitToBeKilled()
     }
 
     /// Waits for a completion that may be delivered on the main queue (this runs on the main thread).
@@ -154,7 +118,7 @@ final class ProcessKillChild: XCTestCase {
             box.withLock { $0 = result }
             done.fulfill()
         }
-        wait(for: [done], timeout: 10)
+        wait(for: [done], timeout: .watchdog)
         return box.withLock { $0 }
     }
 }

@@ -3,6 +3,7 @@
 // Sample: begin
 import Foundation
 import Loading
+import LoadingTestHelpers
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -154,7 +155,7 @@ final class ReadmeSamplesTests: XCTestCase {
                 while profile.value == nil { try await Task.sleep(for: .milliseconds(10)) }
                 loaded.fulfill()
             }
-            await fulfillment(of: [loaded], timeout: 5)
+            await fulfillment(of: [loaded], timeout: .watchdog)
             poll.cancel()
             XCTAssertEqual(profile.value?.name, "Ada")
         #endif
@@ -200,7 +201,7 @@ final class ReadmeSamplesTests: XCTestCase {
             while !UsersServerStub.renamed.contains("u1") { try await Task.sleep(for: .milliseconds(10)) }
             sent.fulfill()
         }
-        await fulfillment(of: [sent], timeout: 5)
+        await fulfillment(of: [sent], timeout: .watchdog)
         waiting.cancel()
         withExtendedLifetime(renames) {}
     }

@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -112,7 +113,7 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         token.cancel()
 
         waitUntil { URLProtocolStub.stoppedRequests == 1 }
-        wait(for: [released], timeout: 5)
+        wait(for: [released], timeout: .watchdog)
         XCTAssertEqual(URLProtocolStub.stoppedRequests, 1, "cancelling must reach the stub")
         XCTAssertEqual(recorder.withLock { $0.count }, 0)
     }
@@ -268,7 +269,7 @@ final class RemoteFriendsLoaderTests: XCTestCase {
             client: URLSessionHTTPClient(session: URLSession(configuration: .ephemeral), maxResponseBytes: limit))
         let peakBefore = try peakMemory()
 
-        let result = awaitResult(timeout: 20) { sut.load(completion: $0) }
+        let result = awaitResult(timeout: .watchdog) { sut.load(completion: $0) }
 
         XCTAssertEqual(apiError(result)?.isResponseTooLarge(limit: limit), true, "\(String(describing: result))")
         // A real socket: FoundationNetworking may go on reading for a while after the cancel; what it reads is
@@ -307,7 +308,7 @@ final class RemoteFriendsLoaderTests: XCTestCase {
             outcome.withLock { $0 = result }
             done.fulfill()
         }
-        wait(for: [done], timeout: 10)
+        wait(for: [done], timeout: .watchdog)
         withExtendedLifetime(token) {}
         return outcome.withLock { $0 }
     }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -22,12 +23,12 @@ final class SharedDatabaseTests: XCTestCase {
         let deleted = expectation(description: "deleted")
         a.repository.remove(id: "u0", optimistic: false) { _ in deleted.fulfill() }
         a.deleter.complete(id: "u0", with: .success(()))
-        wait(for: [deleted], timeout: 5)
+        wait(for: [deleted], timeout: .watchdog)
         let renamed = makeFriend("u1", name: "Renamed by B")
         b.updates.send(.upsert(renamed))  // B still shows u0: it never read the file again
         let flushed = expectation(description: "flushed")
         b.composer.flush { flushed.fulfill() }
-        wait(for: [flushed], timeout: 5)
+        wait(for: [flushed], timeout: .watchdog)
 
         let saved = try awaitResult { SQLiteFriendsStore(fileURL: url).retrieve(completion: $0) }?.get()?.friends
         XCTAssertEqual(saved, [renamed, friends[2]], "A's delete and B's update are both kept")
@@ -45,13 +46,13 @@ final class SharedDatabaseTests: XCTestCase {
         b.updates.send(.upsert(renamed))
         let flushed = expectation(description: "flushed")
         b.composer.flush { flushed.fulfill() }
-        wait(for: [flushed], timeout: 5)
+        wait(for: [flushed], timeout: .watchdog)
 
         a.network.hold()  // the follow-up refresh does not answer: what A saves is its delete alone
         let deleted = expectation(description: "deleted")
         a.repository.remove(id: "u0", optimistic: true) { _ in deleted.fulfill() }
         a.deleter.complete(id: "u0", with: .success(()))
-        wait(for: [deleted], timeout: 5)
+        wait(for: [deleted], timeout: .watchdog)
 
         let saved = try awaitResult { SQLiteFriendsStore(fileURL: url).retrieve(completion: $0) }?.get()?.friends
         XCTAssertEqual(saved, [friends[1], renamed])
@@ -76,12 +77,12 @@ final class SharedDatabaseTests: XCTestCase {
         let deleted = expectation(description: "deleted")
         app.repository.remove(id: "u0", optimistic: false) { _ in deleted.fulfill() }
         app.deleter.complete(id: "u0", with: .success(()))
-        wait(for: [deleted], timeout: 5)
+        wait(for: [deleted], timeout: .watchdog)
         let deleteShown = waitUntil { shown.withLock { $0.last } == Array(friends.dropFirst()) }
 
         let wiped = expectation(description: "wiped")
         app.repository.wipe { wiped.fulfill() }
-        wait(for: [wiped], timeout: 5)
+        wait(for: [wiped], timeout: .watchdog)
         let logoutShown = waitUntil { shown.withLock { $0.last } == [] }
 
         print("the widget showed the app's delete \(deleteShown) and its logout \(logoutShown) after they ended")
@@ -138,7 +139,7 @@ final class SharedDatabaseTests: XCTestCase {
             result.withLock { $0 = try? outcome.get() }
             loaded.fulfill()
         }
-        wait(for: [loaded], timeout: 5)
+        wait(for: [loaded], timeout: .watchdog)
         XCTAssertEqual(result.withLock { $0 }, friends, "read from the file")
         return Side(composer: composer, repository: repository, network: network, deleter: deleter, updates: updates)
     }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -96,7 +97,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
         DispatchQueue.concurrentPerform(iterations: 100) { index in
             sut.deleter.complete(id: deleted[index], with: .success(()))
         }
-        XCTAssertEqual(answered.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(answered.wait(timeout: .now() + .watchdog), .success)
         sut.network.releaseAll(with: everyone)
 
         let shown = sut.repository.currentState.value ?? []
@@ -119,7 +120,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
 
         let wiped = expectation(description: "wiped")
         sut.repository.wipe { wiped.fulfill() }
-        wait(for: [wiped], timeout: 5)
+        wait(for: [wiped], timeout: .watchdog)
         sut.scheduler.advance(by: .seconds(5))
 
         XCTAssertNil(try retrieve(sut.memory))
@@ -141,7 +142,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
 
         let wiped = expectation(description: "wiped")
         sut.repository.wipe { wiped.fulfill() }
-        wait(for: [wiped], timeout: 5)
+        wait(for: [wiped], timeout: .watchdog)
         sut.deleter.complete(id: "1", with: .success(()))  // the server's answer arrives after the logout
         sut.scheduler.advance(by: .seconds(5))
         spinMainQueue(timeout: 0.2) { false }
@@ -165,7 +166,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
 
         let wiped = expectation(description: "wiped")
         sut.repository.wipe { wiped.fulfill() }
-        wait(for: [wiped], timeout: 5)
+        wait(for: [wiped], timeout: .watchdog)
         sut.deleter.complete(id: "1", with: .success(()))
 
         XCTAssertEqual(events.withLock { $0.count }, 0, "no \"could not delete\" after a logout")
@@ -189,7 +190,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
         }
 
         sut.deleter.complete(id: "1", with: .success(()))
-        wait(for: [reported], timeout: 5)
+        wait(for: [reported], timeout: .watchdog)
 
         XCTAssertEqual(savedWhenReported.withLock { $0 }, .some([grace]), "saved before the success is reported")
     }
@@ -232,7 +233,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
 
         let validated = expectation(description: "validated")
         composer.validateCaches { validated.fulfill() }
-        wait(for: [validated], timeout: 5)
+        wait(for: [validated], timeout: .watchdog)
 
         let resets = events.withLock { $0 }.filter { if case .reset(.database, _) = $0 { true } else { false } }
         XCTAssertEqual(resets.count, 1, "the unreadable database was deleted, created anew, and reported")
@@ -379,7 +380,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
             result.withLock { $0 = try? outcome.get() }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return result.withLock { $0 }
     }
 
@@ -396,7 +397,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
         spinMainQueue(timeout: 0.05) { result.withLock { $0 } != nil }
         if result.withLock({ $0 }) == nil, let friend { api.complete(friend.id, with: friend) }
         if result.withLock({ $0 }) == nil, failing { api.fail("9", with: FriendsAPIError.notFound) }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return try XCTUnwrap(result.withLock { $0 }).get()
     }
 

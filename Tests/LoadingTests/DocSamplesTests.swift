@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -96,7 +97,7 @@ final class DocSamplesTests: XCTestCase {
         let cache = AnyCache<[String]> { quotes in await store.save(quotes) }
         let saved = expectation(description: "saved")
         cache.save(["q"]) { _ in saved.fulfill() }
-        await fulfillment(of: [saved], timeout: 5)
+        await fulfillment(of: [saved], timeout: .watchdog)
         let quotes = try? await store.load()
         XCTAssertEqual(quotes, ["q"])
     }

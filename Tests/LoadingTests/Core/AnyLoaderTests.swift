@@ -1,4 +1,5 @@
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -61,7 +62,7 @@ final class AnyLoaderTests: XCTestCase {
             recorder.record($0)
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
 
         XCTAssertEqual(recorder.values, [42])
         XCTAssertEqual(recorder.errors.compactMap { $0 as? TestError }, [TestError(id: 5)])
@@ -78,9 +79,9 @@ final class AnyLoaderTests: XCTestCase {
         let recorder = LoadRecorder<DeinitProbe>()
 
         let token = recorder.load(sut)
-        wait(for: [started], timeout: 5)
+        wait(for: [started], timeout: .watchdog)
         token.cancel()
-        wait(for: [dropped], timeout: 5)
+        wait(for: [dropped], timeout: .watchdog)
 
         XCTAssertEqual(recorder.count, 0)
     }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -41,7 +42,7 @@ final class ConcurrencyStressTests: XCTestCase {
         }
         for element in startedThreads { element.start() }
 
-        XCTAssertEqual(group.wait(timeout: .now() + 60), .success, "not every load completed")
+        XCTAssertEqual(group.wait(timeout: .now() + .watchdog), .success, "not every load completed")
         XCTAssertEqual(counts.withLock { $0 }.filter { $0 != 1 }.count, 0, "some load completed more or less than once")
     }
 
@@ -70,7 +71,7 @@ final class ConcurrencyStressTests: XCTestCase {
             token.cancel()
             cancelReturned.withLock { $0 = true }
         }
-        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(group.wait(timeout: .now() + .watchdog), .success)
         XCTAssertEqual(completions.withLock { $0 }.filter { $0 > 1 }.count, 0, "a load completed twice")
         XCTAssertEqual(lateCompletions.withLock { $0 }, 0, "a load completed after its cancel returned")
     }

@@ -1,4 +1,5 @@
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -49,7 +50,7 @@ final class ReadmeCompositionTests: XCTestCase {
             XCTAssertEqual(try? result.get(), ["Ada"])
             delivered.fulfill()
         }
-        wait(for: [delivered], timeout: 5)
+        wait(for: [delivered], timeout: .watchdog)
 
         XCTAssertEqual(memory.value, ["Ada"])
         XCTAssertEqual(remote.loadCount, 0)

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -44,7 +45,7 @@ final class ReceiveOnTests: XCTestCase {
 
         upstream.complete(with: 1)
 
-        wait(for: [delivered], timeout: 5)
+        wait(for: [delivered], timeout: .watchdog)
     }
 
     func test_dispatchOnMainQueue_deliversOnMainFromABackgroundThread() {
@@ -57,7 +58,7 @@ final class ReceiveOnTests: XCTestCase {
 
         DispatchQueue.global().async { upstream.complete(with: 1) }
 
-        wait(for: [delivered], timeout: 5)
+        wait(for: [delivered], timeout: .watchdog)
     }
 
     func test_dispatchOnMainQueue_deliversInlineWhenOnMainWithNothingQueued() {

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -70,7 +71,7 @@ final class ReleaseRuleTests: XCTestCase {
             _ = await started.result
             finished.fulfill()
         }
-        await fulfillment(of: [finished], timeout: 5)
+        await fulfillment(of: [finished], timeout: .watchdog)
     }
 
     func test_loaderSpy_cancelReleasesCompletionOutsideItsLock() {
@@ -363,7 +364,7 @@ final class ReleaseRuleTests: XCTestCase {
             withExtendedLifetime(objects) {}  // a deadlocked thread keeps them, so nothing else runs into the lock
             done.signal()
         }.start()
-        guard done.wait(timeout: .now() + 5) == .success else {
+        guard done.wait(timeout: .now() + .watchdog) == .success else {
             XCTFail("\(description) deadlocked: a lock was held while user code called back", file: file, line: line)
             return false
         }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -53,7 +54,7 @@ final class SchedulerTests: XCTestCase {
         }
         scheduler.schedule(after: .milliseconds(10)) { cancelledRan.withLock { $0 = true } }.cancel()
 
-        wait(for: [ran], timeout: 5)
+        wait(for: [ran], timeout: .watchdog)
         XCTAssertFalse(cancelledRan.withLock { $0 })
     }
 
@@ -72,7 +73,7 @@ final class SchedulerTests: XCTestCase {
                 ran.fulfill()
             }
         }
-        wait(for: [ran], timeout: 5)
+        wait(for: [ran], timeout: .watchdog)
     }
 
     func test_mainQueueScheduler_delayedActionRunsOnMain() {
@@ -81,6 +82,6 @@ final class SchedulerTests: XCTestCase {
             XCTAssertTrue(Thread.isMainThread)
             ran.fulfill()
         }
-        wait(for: [ran], timeout: 5)
+        wait(for: [ran], timeout: .watchdog)
     }
 }

@@ -1,4 +1,5 @@
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -85,7 +86,7 @@ final class TaskSchedulerTests: XCTestCase {
         let later = expectation(description: "an action due after the cancelled one ran")
         scheduler.schedule(after: .milliseconds(40)) { later.fulfill() }
 
-        await fulfillment(of: [ran, later], timeout: 5)
+        await fulfillment(of: [ran, later], timeout: .watchdog)
         XCTAssertGreaterThanOrEqual(elapsed.withLock { $0 } ?? .zero, .milliseconds(20))
         XCTAssertFalse(cancelled.withLock { $0 })
     }

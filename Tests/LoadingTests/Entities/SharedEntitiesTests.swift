@@ -3,6 +3,7 @@ import LoadingTestSupport
 import XCTest
 
 @testable import Loading
+import LoadingTestHelpers
 
 /// Entities shared by the keys of two stores (lists of people, and one person's detail): an edit made anywhere
 /// reaches every key holding the entity, once; a refused change is undone everywhere; which copy wins is stated.
@@ -77,7 +78,7 @@ final class SharedEntitiesTests: XCTestCase {
             value.withLock { $0 = try? result.get().value }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return value.withLock { $0 }
     }
 
@@ -197,7 +198,7 @@ final class SharedEntitiesTests: XCTestCase {
             people.update(renamed)
             read.fulfill()
         }
-        wait(for: [read], timeout: 5)
+        wait(for: [read], timeout: .watchdog)
         XCTAssertEqual(lists.state(for: 1).value, [renamed, grace], "the list read")
 
         let appended = expectation(description: "the page appended")
@@ -205,7 +206,7 @@ final class SharedEntitiesTests: XCTestCase {
             people.update(Person(id: "ada", name: "Countess", version: 3))
             appended.fulfill()
         }
-        wait(for: [appended], timeout: 5)
+        wait(for: [appended], timeout: .watchdog)
         XCTAssertEqual(feeds.store.state(for: 7).value?.items.map(\.name), ["Countess"], "the page appended")
         XCTAssertEqual(lists.state(for: 1).value?.first?.name, "Countess")
     }
@@ -264,7 +265,7 @@ final class SharedEntitiesTests: XCTestCase {
         for clear in [lists.clear, details.clear] {
             let cleared = expectation(description: "cleared")
             clear { cleared.fulfill() }
-            wait(for: [cleared], timeout: 5)
+            wait(for: [cleared], timeout: .watchdog)
         }
 
         XCTAssertTrue(eventually { outcome.withLock { $0 } != nil })
@@ -336,7 +337,7 @@ final class SharedEntitiesTests: XCTestCase {
 
         let cleared = expectation(description: "cleared")
         lists.clear { cleared.fulfill() }
-        wait(for: [cleared], timeout: 5)
+        wait(for: [cleared], timeout: .watchdog)
         XCTAssertEqual(people.keyCount, 0)
         XCTAssertNil(people.entity("p999"), "nothing of the user before the logout is kept")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -227,7 +228,7 @@ final class InvalidationTests: XCTestCase {
         store.invalidateAll()
         let cleared = expectation(description: "cleared")
         store.clear { cleared.fulfill() }
-        wait(for: [cleared], timeout: 5)
+        wait(for: [cleared], timeout: .watchdog)
         levels.values["a"] = "saved at the same instant, after the clear"
 
         XCTAssertEqual(value(of: store.read("a")), "saved at the same instant, after the clear")

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import XCTest
 
 /// A disk cache with a size limit keeps the most recently used entries within it, on real files: the order of use
@@ -153,13 +154,13 @@ final class DiskCacheSizeLimitTests: XCTestCase {
             if case .failure(let error) = result { XCTFail("save failed: \(error)") }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
     }
 
     private func remove(_ key: Int, from cache: Cache) {
         let done = expectation(description: "remove")
         cache.removeValue(for: key) { _ in done.fulfill() }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
     }
 
     private func read(_ key: Int, from cache: Cache) -> String? {
@@ -169,7 +170,7 @@ final class DiskCacheSizeLimitTests: XCTestCase {
             outcome.withLock { $0 = try? result.get().value }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return outcome.withLock { $0 }
     }
 }

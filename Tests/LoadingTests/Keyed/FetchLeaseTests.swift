@@ -1,5 +1,7 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
+import LoadingTestSupport
 import XCTest
 
 /// Stores standing for the instances of a service, sharing a level and a fetch lease: a key missing everywhere is
@@ -8,14 +10,15 @@ final class FetchLeaseTests: XCTestCase {
     func test_aThousandCallersOverTwoInstances_makeOneUpstreamCallForAColdKey() {
         let shared = MemoryCache<String, String>()
         let lease = MemoryLease()
-        let upstream = SlowUpstream(latency: .milliseconds(50))
+        let upstream = SlowUpstream(answers: .whenOpened)
+        // Waiting for the holder longer than the watchdog: a second upstream call could only be a defect.
         let instances = (0..<2).map { _ in
             Store(
                 levels: [
                     .cache(MemoryCache<String, String>(), name: "memory"), .cache(shared, name: "shared"),
                 ],
                 fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
-                coordination: .lease(lease, sharedLevel: "shared", polling: .milliseconds(5)))
+                coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
         }
 
         let answers = Locked<[String]>([])
@@ -27,8 +30,9 @@ final class FetchLeaseTests: XCTestCase {
                 answered.leave()
             }
         }
+        upstream.open()  // every caller asked before the upstream answers
 
-        XCTAssertEqual(answered.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(answered.wait(timeout: .now() + .watchdog), .success)
         XCTAssertEqual(upstream.calls, 1, "one upstream call across both instances")
         XCTAssertEqual(Set(answers.withLock { $0 }), ["quote ACME 1"])
         XCTAssertEqual(answers.withLock { $0.count }, 1_000)
@@ -38,7 +42,7 @@ final class FetchLeaseTests: XCTestCase {
         let shared = MemoryCache<String, String>()
         let lease = MemoryLease()
         XCTAssertTrue(lease.take("ACME"), "another instance holds the lease, and its fetch will bring nothing")
-        let upstream = SlowUpstream(latency: .zero)
+        let upstream = SlowUpstream()
         let store = Store(
             levels: [.cache(shared, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
@@ -53,7 +57,7 @@ final class FetchLeaseTests: XCTestCase {
     }
 
     func test_aLeaseThatCannotBeReached_neverFailsARead() {
-        let upstream = SlowUpstream(latency: .zero)
+        let upstream = SlowUpstream()
         let store = Store(
             levels: [.cache(MemoryCache<String, String>(), name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
@@ -64,17 +68,16 @@ final class FetchLeaseTests: XCTestCase {
 
     func test_aFetchThatEnds_givesTheLeaseBack_soThatTheNextOneNeedNotWait() {
         let lease = MemoryLease()
-        let upstream = SlowUpstream(latency: .zero)
+        let upstream = SlowUpstream()
         let store = Store(
             levels: [.cache(MemoryCache<String, String>(), name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
-            coordination: .lease(lease, sharedLevel: "shared", waiting: .seconds(5)))
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2))
 
         XCTAssertEqual(awaitValue(store.freshValue(of: "ACME")), "quote ACME 1")
         XCTAssertTrue(eventually { !lease.isHeld("ACME") })
-        let started = ContinuousClock.now
-        XCTAssertEqual(awaitValue(store.freshValue(of: "ACME")), "quote ACME 2")
-        XCTAssertLessThan(ContinuousClock.now - started, .seconds(2), "the refresh took the lease at once")
+        // A refresh that found the lease held would wait past the watchdog for a value that never comes.
+        XCTAssertEqual(awaitValue(store.freshValue(of: "ACME")), "quote ACME 2", "the refresh took the lease at once")
     }
 
     func test_aFetchThatFails_givesTheLeaseBack() {
@@ -89,20 +92,24 @@ final class FetchLeaseTests: XCTestCase {
         XCTAssertTrue(eventually { !lease.isHeld("ACME") }, "released, so that another instance may try")
     }
 
-    func test_aWaitingFetch_cancelledByItsLastCaller_neverGoesUpstream() {
+    func test_aWaitingFetch_cancelledByItsLastCaller_stopsWaiting_andNeverGoesUpstream() {
+        let shared = SharedTable()
         let lease = MemoryLease()
         XCTAssertTrue(lease.take("ACME"))
-        let upstream = SlowUpstream(latency: .zero)
+        let upstream = SlowUpstream()
         let store = Store(
-            levels: [.cache(MemoryCache<String, String>(), name: "shared")],
+            levels: [.cache(shared, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
-            coordination: .lease(lease, sharedLevel: "shared", waiting: .milliseconds(100), polling: .milliseconds(5)))
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
 
         let read = store.read("ACME").load { _ in XCTFail("a cancelled load never completes") }
-        Thread.sleep(forTimeInterval: 0.02)
+        XCTAssertTrue(eventually { shared.reads >= 3 }, "the fetch found the lease held, and reads the shared level")
         read.cancel()
+        let readsWhenCancelled = shared.reads
+        // Proof of absence: a wait not cancelled reads the shared level every 5 ms.
         Thread.sleep(forTimeInterval: 0.2)
 
+        XCTAssertLessThanOrEqual(shared.reads, readsWhenCancelled + 1, "the wait ended: at most the read under way")
         XCTAssertEqual(upstream.calls, 0)
     }
 
@@ -110,16 +117,16 @@ final class FetchLeaseTests: XCTestCase {
         let shared = SharedTable()
         let lease = MemoryLease()
         XCTAssertTrue(lease.take("ACME"), "another instance holds the lease")
-        let upstream = SlowUpstream(latency: .zero)
+        let upstream = SlowUpstream()
         let memory = MemoryCache<String, String>()
         let store = Store(
             levels: [.cache(memory, name: "memory"), .cache(shared, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
-            coordination: .lease(lease, sharedLevel: "shared", polling: .milliseconds(5)))
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
 
         let response = Locked<StoreResponse<String>?>(nil)
         store.read("ACME").load { result in response.withLock { $0 = try? result.get() } }
-        Thread.sleep(forTimeInterval: 0.05)
+        XCTAssertTrue(eventually { lease.acquires == 1 }, "the read missed, and its fetch found the lease held")
         let savedAt = Date()
         shared.put("quote from the holder", for: "ACME", savedAt: savedAt)  // the holder's save lands
         XCTAssertTrue(eventually { response.withLock { $0 } != nil })
@@ -141,8 +148,8 @@ final class FetchLeaseTests: XCTestCase {
     func test_theLease_isGivenBackOnceTheFetchedValueReachedTheSharedLevel() {
         let shared = SharedTable()
         shared.holdSaves()
-        let lease = MemoryLease()
-        let upstream = SlowUpstream(latency: .zero)
+        let lease = MemoryLease(savesOf: shared)
+        let upstream = SlowUpstream()
         let store = Store(
             levels: [.cache(shared, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
@@ -150,21 +157,23 @@ final class FetchLeaseTests: XCTestCase {
 
         let answered = expectation(description: "answered")
         store.read("ACME").load { _ in answered.fulfill() }
-        XCTAssertTrue(eventually { upstream.calls == 1 })
+        XCTAssertTrue(eventually { shared.savesStarted == 1 }, "fetched, and saving to the shared level")
+        // Proof of absence: a lease given back when the fetch ended would be back by now.
         Thread.sleep(forTimeInterval: 0.1)
         XCTAssertTrue(lease.isHeld("ACME"), "the value is not in the shared level yet: another process would fetch")
         shared.releaseSaves()
 
-        wait(for: [answered], timeout: 5)
+        wait(for: [answered], timeout: .watchdog)
         XCTAssertTrue(eventually { !lease.isHeld("ACME") })
         XCTAssertEqual(shared.saves, 1)
+        XCTAssertEqual(lease.log, ["acquired ACME", "released ACME after 1 save"], "given back after the save")
     }
 
     func test_aProcessThatTakesTheLeaseJustAsItIsGivenBack_takesTheValueSavedMeanwhile() {
         let shared = SharedTable()
         // The other instance's save lands and it gives the lease back between this one's miss and its acquire.
         let lease = HandOverLease { shared.put("quote from the holder", for: "ACME", savedAt: Date()) }
-        let upstream = SlowUpstream(latency: .zero)
+        let upstream = SlowUpstream()
         let store = Store(
             levels: [.cache(shared, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
@@ -179,17 +188,16 @@ final class FetchLeaseTests: XCTestCase {
         let shared = SharedTable()
         let lease = MemoryLease()
         XCTAssertTrue(lease.take("ACME"), "another instance holds the lease: its answer came, its save is on the way")
-        let holdersAnswer = Date()
-        Thread.sleep(forTimeInterval: 0.01)
-        let upstream = SlowUpstream(latency: .zero)
+        let holdersAnswer = Date().addingTimeInterval(-1)
+        let upstream = SlowUpstream()
         let store = Store(
             levels: [.cache(shared, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
-            coordination: .lease(lease, sharedLevel: "shared", waiting: .seconds(2), polling: .milliseconds(5)))
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
 
         let response = Locked<StoreResponse<String>?>(nil)
         store.read("ACME").load { result in response.withLock { $0 = try? result.get() } }
-        Thread.sleep(forTimeInterval: 0.05)  // the read missed: the shared level had nothing
+        XCTAssertTrue(eventually { lease.acquires == 1 }, "the read missed: the shared level had nothing")
         shared.put("quote from the holder", for: "ACME", savedAt: holdersAnswer)
         XCTAssertTrue(eventually { response.withLock { $0 } != nil })
 
@@ -199,9 +207,9 @@ final class FetchLeaseTests: XCTestCase {
 
     func test_aKeyInvalidatedHere_doesNotTakeAValueSavedBeforeItsFetchBegan() {
         let shared = SharedTable()
-        shared.put("old quote", for: "ACME", savedAt: Date())
+        shared.put("old quote", for: "ACME", savedAt: Date().addingTimeInterval(-2))
         let lease = MemoryLease()
-        let upstream = SlowUpstream(latency: .zero)
+        let upstream = SlowUpstream()
         let store = Store(
             levels: [.cache(shared, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
@@ -210,12 +218,11 @@ final class FetchLeaseTests: XCTestCase {
         XCTAssertEqual(awaitValue(store.read("ACME")), "old quote")
         store.invalidate("ACME")
         XCTAssertTrue(lease.take("ACME"), "another instance holds the lease")
-        let holdersAnswer = Date()
-        Thread.sleep(forTimeInterval: 0.01)
+        let holdersAnswer = Date().addingTimeInterval(-1)
 
         let response = Locked<StoreResponse<String>?>(nil)
         store.read("ACME").load { result in response.withLock { $0 = try? result.get() } }
-        Thread.sleep(forTimeInterval: 0.05)
+        XCTAssertTrue(eventually { lease.acquires == 1 }, "the read's fetch found the lease held")
         shared.put("quote from before the invalidation", for: "ACME", savedAt: holdersAnswer)
         XCTAssertTrue(eventually { response.withLock { $0 } != nil })
 
@@ -230,30 +237,54 @@ final class FetchLeaseTests: XCTestCase {
             value.withLock { $0 = try? result.get().value }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return value.withLock { $0 }
     }
 
-    private func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        return condition()
-    }
 }
 
-/// A lease held in memory, as a database row would hold it for every instance.
+/// A lease held in memory, as a database row would hold it for every instance; it counts the store's acquires and
+/// logs what the store did with it.
 private final class MemoryLease: FetchLease {
-    private let held = Locked<Set<String>>([])
+    private struct State {
+        var held: Set<String> = []
+        var acquires = 0
+        var log: [String] = []
+    }
+    private let state = Locked(State())
+    /// The table whose saves the log counts when the lease is given back.
+    private let table: SharedTable?
 
-    func isHeld(_ key: String) -> Bool { held.withLock { $0.contains(key) } }
+    init(savesOf table: SharedTable? = nil) {
+        self.table = table
+    }
+
+    func isHeld(_ key: String) -> Bool { state.withLock { $0.held.contains(key) } }
+
+    /// How many times the store asked for a lease.
+    var acquires: Int { state.withLock { $0.acquires } }
+
+    /// What the store did: "acquired KEY", "released KEY after N saves".
+    var log: [String] { state.withLock { $0.log } }
 
     /// Takes the lease for a test (standing for another instance).
-    func take(_ key: String) -> Bool { held.withLock { $0.insert(key).inserted } }
+    func take(_ key: String) -> Bool { state.withLock { $0.held.insert(key).inserted } }
 
-    func acquire(_ key: String, for duration: Duration) async throws -> Bool { take(key) }
+    func acquire(_ key: String, for duration: Duration) async throws -> Bool {
+        state.withLock { state in
+            state.acquires += 1
+            guard state.held.insert(key).inserted else { return false }
+            state.log.append("acquired \(key)")
+            return true
+        }
+    }
 
     func release(_ key: String) async throws {
-        _ = held.withLock { $0.remove(key) }
+        let saves = table?.saves ?? 0
+        state.withLock { state in
+            state.held.remove(key)
+            state.log.append("released \(key) after \(saves) save\(saves == 1 ? "" : "s")")
+        }
     }
 }
 
@@ -279,32 +310,62 @@ private final class HandOverLease: FetchLease {
     }
 }
 
-/// A level shared by instances: counts the saves the store makes, and holds them while told to.
+/// A level shared by instances: counts the reads and the saves the store makes, and holds its saves while told to.
 private final class SharedTable: AsyncKeyedCache {
-    private let rows = Locked<[String: CachedValue<String>]>([:])
-    private let saveCount = Locked(0)
-    private let holding = Locked(false)
+    private struct State {
+        var rows: [String: CachedValue<String>] = [:]
+        var reads = 0
+        var savesStarted = 0
+        var saves = 0
+        /// While saves are held: the saves waiting.
+        var held: [CheckedContinuation<Void, Never>]?
+    }
+    private let state = Locked(State())
 
-    var saves: Int { saveCount.withLock { $0 } }
+    var reads: Int { state.withLock { $0.reads } }
+    var savesStarted: Int { state.withLock { $0.savesStarted } }
+    var saves: Int { state.withLock { $0.saves } }
 
     /// Another instance's save, not counted.
     func put(_ value: String, for key: String, savedAt: Date) {
-        rows.withLock { $0[key] = CachedValue(value, savedAt: savedAt) }
+        state.withLock { $0.rows[key] = CachedValue(value, savedAt: savedAt) }
     }
 
-    func holdSaves() { holding.withLock { $0 = true } }
-    func releaseSaves() { holding.withLock { $0 = false } }
+    func holdSaves() { state.withLock { $0.held = $0.held ?? [] } }
 
-    func value(for key: String) async throws -> CachedValue<String>? { rows.withLock { $0[key] } }
+    func releaseSaves() {
+        let waiting = state.withLock { state in
+            defer { state.held = nil }
+            return state.held ?? []
+        }
+        for save in waiting { save.resume() }
+    }
+
+    func value(for key: String) async throws -> CachedValue<String>? {
+        state.withLock { state in
+            state.reads += 1
+            return state.rows[key]
+        }
+    }
 
     func save(_ value: String, for key: String, savedAt: Date) async throws {
-        while holding.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
-        saveCount.withLock { $0 += 1 }
-        put(value, for: key, savedAt: savedAt)
+        await withCheckedContinuation { (save: CheckedContinuation<Void, Never>) in
+            let isHeld = state.withLock { state in
+                state.savesStarted += 1
+                guard state.held != nil else { return false }
+                state.held?.append(save)
+                return true
+            }
+            if !isHeld { save.resume() }
+        }
+        state.withLock { state in
+            state.saves += 1
+            state.rows[key] = CachedValue(value, savedAt: savedAt)
+        }
     }
 
-    func removeValue(for key: String) async throws { _ = rows.withLock { $0.removeValue(forKey: key) } }
-    func removeAll() async throws { rows.withLock { $0 = [:] } }
+    func removeValue(for key: String) async throws { _ = state.withLock { $0.rows.removeValue(forKey: key) } }
+    func removeAll() async throws { state.withLock { $0.rows = [:] } }
 }
 
 /// A lease whose database cannot be reached.
@@ -313,29 +374,48 @@ private struct UnreachableLease: FetchLease {
     func release(_ key: String) async throws { throw URLError(.cannotConnectToHost) }
 }
 
-/// An upstream that answers after `latency`, counting its calls; its answer says which call it was.
+/// An upstream counting its calls, whose answer says which call it was: at once, or once the test opens it.
 private final class SlowUpstream: Sendable {
-    private let count = Locked(0)
-    private let latency: Duration
-
-    init(latency: Duration) {
-        self.latency = latency
+    enum Answers {
+        case atOnce, whenOpened
     }
 
-    var calls: Int { count.withLock { $0 } }
+    private struct State {
+        var calls = 0
+        var isOpen: Bool
+        var held: [@Sendable () -> Void] = []
+    }
+    private let state: Locked<State>
+
+    init(answers: Answers = .atOnce) {
+        state = Locked(State(isOpen: answers == .atOnce))
+    }
+
+    var calls: Int { state.withLock { $0.calls } }
+
+    /// Answers the calls held, and every later call at once.
+    func open() {
+        let held = state.withLock { state in
+            defer { state.held = [] }
+            state.isOpen = true
+            return state.held
+        }
+        for answer in held { answer() }
+    }
 
     func loader(for key: String) -> AnyLoader<String> {
-        AnyLoader { [count, latency] completion in
-            let call = count.withLock { count -> Int in
-                count += 1
-                return count
+        AnyLoader { [state] completion in
+            let answer = state.withLock { state -> (@Sendable () -> Void)? in
+                state.calls += 1
+                let call = state.calls
+                let answer: @Sendable () -> Void = { completion(.success("quote \(key) \(call)")) }
+                guard state.isOpen else {
+                    state.held.append(answer)
+                    return nil
+                }
+                return answer
             }
-            let answer: @Sendable () -> Void = { completion(.success("quote \(key) \(call)")) }
-            if latency == .zero {
-                answer()
-            } else {
-                DispatchQueue.global().asyncAfter(deadline: .now() + latency / .seconds(1), execute: answer)
-            }
+            answer?()
             return Inert()
         }
     }

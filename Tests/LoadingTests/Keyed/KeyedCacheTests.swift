@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -175,7 +176,7 @@ final class DiskCacheTests: XCTestCase {
             outcome.withLock { $0 = result }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         guard case .failure(let error) = outcome.withLock({ $0 }) else { return XCTFail("expected a miss") }
         XCTAssertEqual(error as? CacheMiss, .absent)
     }
@@ -188,7 +189,7 @@ final class DiskCacheTests: XCTestCase {
         cache.save(Sample(name: "not encodable", isEncodable: false), for: 1) { result in
             if case .failure = result { failed.fulfill() }
         }
-        wait(for: [failed], timeout: 5)
+        wait(for: [failed], timeout: .watchdog)
 
         XCTAssertEqual(read(1, from: cache), .success(Sample(name: "Ada")))
     }
@@ -207,7 +208,7 @@ final class DiskCacheTests: XCTestCase {
 
         let emptied = expectation(description: "removeAll")
         cache.removeAll { _ in emptied.fulfill() }
-        wait(for: [emptied], timeout: 5)
+        wait(for: [emptied], timeout: .watchdog)
 
         let remaining = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         XCTAssertEqual(remaining, ["notes.txt"], "entries and temporary files go; a file the cache did not make stays")
@@ -236,7 +237,7 @@ final class DiskCacheTests: XCTestCase {
             if case .failure(let error) = result { outcome.withLock { $0 = error } }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
 
         let error = try XCTUnwrap(outcome.withLock { $0 } as? DiskCacheError<Int>)
         XCTAssertEqual(error.operation, .save)
@@ -256,7 +257,7 @@ final class DiskCacheTests: XCTestCase {
             if case .failure(let error) = result { XCTFail("save failed: \(error)") }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
     }
 
     private func read(_ key: Int, from cache: DiskCache<Int, Sample>) -> Result<Sample, CacheMiss>? {
@@ -266,7 +267,7 @@ final class DiskCacheTests: XCTestCase {
             outcome.withLock { $0 = result.map(\.value).mapError { ($0 as? CacheMiss) ?? .absent } }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return outcome.withLock { $0 }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -52,7 +53,7 @@ final class StoreEventTests: XCTestCase {
         }
         Thread.sleep(forTimeInterval: 0.05)
         upstream.answer(with: .success("v"))
-        XCTAssertEqual(answered.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(answered.wait(timeout: .now() + .watchdog), .success)
 
         XCTAssertEqual(events.lines.filter { $0.hasPrefix("fetch a started") }, ["fetch a started 1"])
         XCTAssertEqual(events.lines.filter { $0 == "fetch a joined 1" }.count, 19)
@@ -84,7 +85,7 @@ final class StoreEventTests: XCTestCase {
         store.remove("a")
         let cleared = expectation(description: "cleared")
         store.clear { cleared.fulfill() }
-        wait(for: [cleared], timeout: 5)
+        wait(for: [cleared], timeout: .watchdog)
 
         XCTAssertEqual(
             events.lines,
@@ -150,7 +151,7 @@ final class StoreEventTests: XCTestCase {
             family["a"].load { _ in answered.leave() }
         }
         upstream.answer(with: .success("v"))
-        XCTAssertEqual(answered.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(answered.wait(timeout: .now() + .watchdog), .success)
         family["b"].load { _ in XCTFail("a cancelled load never completes") }.cancel()
 
         XCTAssertEqual(
@@ -170,7 +171,7 @@ final class StoreEventTests: XCTestCase {
             result.withLock { $0 = outcome }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return try XCTUnwrap(result.withLock { $0 }).get()
     }
 }

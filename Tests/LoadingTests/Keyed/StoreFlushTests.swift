@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -20,7 +21,7 @@ final class StoreFlushTests: XCTestCase {
             heldWhenFlushed.withLock { $0 = disk.saved }
             flushed.fulfill()
         }
-        wait(for: [flushed], timeout: 5)
+        wait(for: [flushed], timeout: .watchdog)
 
         XCTAssertEqual(heldWhenFlushed.withLock { $0 }, ["k0": "v18", "k1": "v19", "k2": "v17"])
     }

@@ -2,6 +2,7 @@ import LoadingTestSupport
 import XCTest
 
 @testable import Loading
+import LoadingTestHelpers
 
 /// The slots a store gives its keys: one per key the machine holds, given back once it holds nothing of the key,
 /// and reused, so that they stay bounded like the keys themselves.
@@ -79,7 +80,7 @@ final class StoreKeysTests: XCTestCase {
                     _ = store.count
                     done.signal()
                 }
-                answered.set(done.wait(timeout: .now() + 5) == .success)
+                answered.set(done.wait(timeout: .now() + .watchdog) == .success)
             }
             store.write(1, for: Witnessed(id: 1, witness: witness))
         }

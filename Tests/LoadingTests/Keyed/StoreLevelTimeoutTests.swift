@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import XCTest
 
 /// Levels over async caches, levels with a timeout, and the dates the store saves values with: a level that fails or
@@ -80,14 +81,14 @@ final class StoreLevelTimeoutTests: XCTestCase {
         let disk = DiskCache<String, String>(directory: folder, now: { Date(timeIntervalSinceReferenceDate: 0) })
         let saved = expectation(description: "saved")
         disk.save("v", for: "k", savedAt: start) { _ in saved.fulfill() }
-        wait(for: [saved], timeout: 5)
+        wait(for: [saved], timeout: .watchdog)
         let read = expectation(description: "read")
         let start = start
         disk.value(for: "k") { result in
             XCTAssertEqual(try? result.get().savedAt, start)
             read.fulfill()
         }
-        wait(for: [read], timeout: 5)
+        wait(for: [read], timeout: .watchdog)
     }
 
     // MARK: Timeouts
@@ -153,7 +154,7 @@ final class StoreLevelTimeoutTests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.03)
         }
 
-        XCTAssertEqual(answered.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(answered.wait(timeout: .now() + .watchdog), .success)
         let all = waits.withLock { $0 }
         XCTAssertEqual(all.count, 10)
         XCTAssertTrue(all.allSatisfy { $0 >= .milliseconds(200) }, "none before its deadline: \(all)")
@@ -187,7 +188,7 @@ final class StoreLevelTimeoutTests: XCTestCase {
         let cleared = expectation(description: "cleared")
         store.clear { cleared.fulfill() }
 
-        wait(for: [cleared], timeout: 5)
+        wait(for: [cleared], timeout: .watchdog)
         XCTAssertEqual(
             failures.withLock { $0 } as? [LevelTimeoutError],
             [LevelTimeoutError(level: "silent", operation: .removalOfEveryValue, interval: .milliseconds(50))])

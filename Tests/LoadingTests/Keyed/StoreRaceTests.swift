@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -94,7 +95,7 @@ final class StoreRaceTests: XCTestCase {
             }
             start.signal()
             start.signal()
-            XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+            XCTAssertEqual(done.wait(timeout: .now() + .watchdog), .success)
 
             // The write was asked after the fetch began: it is applied again to what the fetch brings.
             XCTAssertEqual(observed.values.last?.value, "written", "round \(round)")
@@ -128,7 +129,7 @@ final class StoreRaceTests: XCTestCase {
                     answered.signal()
                 }
             }
-            waited.withLock { $0 = answered.wait(timeout: .now() + 5) }
+            waited.withLock { $0 = answered.wait(timeout: .now() + .watchdog) }
         }
 
         XCTAssertEqual(waited.withLock { $0 }, .success, "key b's read waited for key a's completion")
@@ -155,7 +156,7 @@ final class StoreRaceTests: XCTestCase {
         let entered = await eventually { levels.isGateEntered }
         XCTAssertTrue(entered)
         let second = Task { try await RequestContext.$id.withValue("B") { try await store.read("b").load() } }
-        let startedAtOnce = await eventually(timeout: .seconds(2)) { seen.withLock { $0["b"] != nil } }
+        let startedAtOnce = await eventually { seen.withLock { $0["b"] != nil } }
         levels.openGate()
         _ = try await (first.value, second.value)
 

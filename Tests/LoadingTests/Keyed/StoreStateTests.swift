@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -233,7 +234,7 @@ final class StoreStateTests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(done.wait(timeout: .now() + .watchdog), .success)
         let deadline = Date().addingTimeInterval(10)
         while screen.values.last?.isLoading != false, Date() < deadline { usleep(1_000) }  // answers still on the way
 

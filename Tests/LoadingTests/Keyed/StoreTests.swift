@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -592,7 +593,7 @@ final class StoreTests: XCTestCase {
                 store.read(key, policy: .cacheFirst).load { _ in group.leave() }
             }
         }
-        XCTAssertEqual(group.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(group.wait(timeout: .now() + .watchdog), .success)
         // The memory level ends up holding exactly what the store shows (level writes follow state changes in order).
         func levelsAgree() -> Bool {
             (0..<4).allSatisfy { key in
@@ -635,7 +636,7 @@ final class StoreTests: XCTestCase {
             if cancels { token.cancel() } else { kept.withLock { $0.append(index) } }
         }
 
-        XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "every read not cancelled completes")
+        XCTAssertEqual(group.wait(timeout: .now() + .watchdog), .success, "every read not cancelled completes")
         let calls = completions.withLock { $0 }
         XCTAssertEqual(calls.values.filter { $0 > 1 }.count, 0, "no read completes twice")
         XCTAssertEqual(kept.withLock { $0 }.filter { calls[$0] != 1 }.count, 0)

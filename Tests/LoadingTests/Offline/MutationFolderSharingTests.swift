@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -10,10 +11,10 @@ import XCTest
 final class MutationFolderSharingTests: XCTestCase {
     func test_loadingTheFolderInOneProcess_neverBreaksTheSavesOfAnother() throws {
         let directory = makeDirectory()
-        let child = try ChildProcess(role: "save", directory: directory, count: 1_000)
+        let child = try startSharingChild(role: "save", directory: directory, count: 1_000)
         let storage = FileMutationStorage<String>(directory: directory)
         while child.isRunning { _ = try? storage.loadAll() }
-        let report = child.finish()
+        let report = child.report()
 
         XCTAssertEqual(report["failed"], ["0"], "every save of the other process succeeded: \(report)")
         XCTAssertEqual(report["saved"], ["1000"])
@@ -28,13 +29,13 @@ final class MutationFolderSharingTests: XCTestCase {
             try storage.save(
                 StoredMutation(id: "m\(index)", sequence: index, input: "i\(index)", createdAt: Date(), attempts: 0))
         }
-        let child = try ChildProcess(role: "replay", directory: directory, count: count)
+        let child = try startSharingChild(role: "replay", directory: directory, count: count)
         let sent = Locked<[String]>([])
         let queue = try MutationFolderSharingChild.makeQueue(directory: directory) { id in
             sent.withLock { $0.append(id) }
         }
-        XCTAssertTrue(eventually(timeout: .seconds(60)) { !queue.isMutating }, "this process is done")
-        let report = child.finish()
+        XCTAssertTrue(eventually { !queue.isMutating }, "this process is done")
+        let report = child.report()
 
         let all = sent.withLock { $0 } + (report["sent"] ?? [])
         XCTAssertEqual(all.count, count, "each mutation sent once in all: \(all.sorted())")
@@ -49,49 +50,21 @@ final class MutationFolderSharingTests: XCTestCase {
     }
 }
 
-/// A child process running ``MutationFolderSharingChild`` in one of its roles; its report is the lines it prints,
-/// `word value`, grouped by word.
-private final class ChildProcess {
-    private let process = Process()
-    private let output = Pipe()
-    private let text = Locked("")
-    private let reader = DispatchGroup()
-
-    init(role: String, directory: URL, count: Int) throws {
-        #if os(Linux)
-            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        #else
-            throw XCTSkip("the child is started as this test binary, which only Linux runs directly")
-        #endif
-        process.arguments = ["LoadingTests.MutationFolderSharingChild/test_runsWhenStartedBySharingTests"]
-        var environment = ProcessInfo.processInfo.environment
-        environment[MutationFolderSharingChild.variable] = "\(role) \(count) \(directory.path)"
-        process.environment = environment
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let (handle, text) = (output.fileHandleForReading, text)
-        reader.enter()
-        DispatchQueue.global().async { [reader] in
-            while case let data = handle.availableData, !data.isEmpty {
-                text.withLock { $0 += String(decoding: data, as: UTF8.self) }
-            }
-            reader.leave()
-        }
+extension XCTestCase {
+    /// Starts ``MutationFolderSharingChild`` as a child process in `role`, over `directory`.
+    fileprivate func startSharingChild(role: String, directory: URL, count: Int) throws -> ChildTest {
+        try startChild(
+            "MutationFolderSharingChild/test_runsWhenStartedBySharingTests",
+            environment: [MutationFolderSharingChild.variable: "\(role) \(count) \(directory.path)"])
     }
+}
 
-    var isRunning: Bool { process.isRunning }
-
-    /// Waits for the child to end (killing it after a minute) and returns its report.
-    func finish() -> [String: [String]] {
-        let pid = process.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        process.waitUntilExit()
-        watchdog.cancel()
-        _ = reader.wait(timeout: .now() + 5)
+extension ChildTest {
+    /// Waits for the child to end, and returns its report: the lines it printed as `REPORT word value`, grouped by
+    /// word.
+    fileprivate func report() -> [String: [String]] {
         var report: [String: [String]] = [:]
-        for line in text.withLock({ $0 }).split(separator: "\n") where line.hasPrefix("REPORT ") {
+        for line in waitForEnd().split(separator: "\n") where line.hasPrefix("REPORT ") {
             let parts = line.dropFirst("REPORT ".count).split(separator: " ", maxSplits: 1).map(String.init)
             if parts.count == 2 { report[parts[0], default: []].append(parts[1]) }
         }
@@ -116,7 +89,7 @@ final class MutationFolderSharingChild: XCTestCase {
             send: { _, id in
                 AnyLoader<Void> { completion in
                     sent(id)
-                    DispatchQueue.global().asyncAfter(deadline: .now() + 0.001) { completion(.success(())) }
+                    DispatchQueue.global().async { completion(.success(())) }
                     return AnyCancellationToken()
                 }
             }, isRefused: { _ in false })
@@ -142,7 +115,7 @@ final class MutationFolderSharingChild: XCTestCase {
             say("failed \(failed)")
         default:
             let queue = try Self.makeQueue(directory: directory) { id in say("sent \(id)") }
-            XCTAssertTrue(eventually(timeout: .seconds(50)) { !queue.isMutating })
+            XCTAssertTrue(eventually { !queue.isMutating })
         }
     }
 }

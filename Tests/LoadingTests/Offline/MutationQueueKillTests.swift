@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -81,7 +82,7 @@ final class MutationQueueKillChild: XCTestCase {
             let id = try queue.enqueue("a")
             XCTAssertEqual(server.sent, ["a"])
             sayKillNow("sending \(id)")
-            _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 30)
+            waitToBeKilled()
             return
         }
         let queue = try Self.makeQueue(
@@ -89,7 +90,6 @@ final class MutationQueueKillChild: XCTestCase {
         let first = try queue.enqueue("a")
         let second = try queue.enqueue("b")
         sayKillNow("queued \(first) \(second)")
-        // The parent kills this process now; if it does not, the test fails in the parent.
-        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 30)
+        waitToBeKilled()
     }
 }

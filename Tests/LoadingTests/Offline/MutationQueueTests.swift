@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -123,7 +124,7 @@ final class MutationQueueTests: XCTestCase {
 
         let cleared = expectation(description: "cleared")
         store.clear { cleared.fulfill() }
-        wait(for: [cleared], timeout: 5)
+        wait(for: [cleared], timeout: .watchdog)
         connectivity.setOnline(true)
 
         XCTAssertEqual(server.sent, [], "never sent after the logout")

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -190,8 +191,8 @@ final class OfflineCreationKillChild: XCTestCase {
 
     /// Says the child is at `moment`, and waits there for the parent to kill it.
     static func reach(_ moment: Moment) {
-        FileHandle.standardOutput.write(Data((killNowMarker + moment.rawValue + "\n").utf8))
-        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 30)
+        ChildTest.say(killNowMarker + moment.rawValue)
+        ChildTest.waitToBeKilled()
     }
 
     static func makeQueue(

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -140,7 +141,7 @@ final class ResourceRepositoryTests: XCTestCase {
         XCTAssertEqual(loader.loadCount, 1)
         loader.complete(with: [7])
 
-        XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(group.wait(timeout: .now() + .watchdog), .success)
         XCTAssertEqual(completions.withLock { $0 }, callers)
         XCTAssertEqual(sut.currentState, .loaded([7]))
     }
@@ -213,7 +214,7 @@ final class ResourceRepositoryTests: XCTestCase {
         }
         sut.load()
         DispatchQueue.global().async { loader.complete(with: [1]) }
-        wait(for: [loaded], timeout: 5)
+        wait(for: [loaded], timeout: .watchdog)
         subscription.cancel()
     }
 

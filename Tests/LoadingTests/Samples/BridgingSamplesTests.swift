@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -157,7 +158,7 @@ final class BridgingSamplesTests: XCTestCase {
             done.fulfill()
         }
         client.answerAll()  // the cancelled request first, then the other
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
 
         XCTAssertEqual(results.values, [Forecast(city: "Paris", degrees: 21)], "the cancelled load never completed")
     }
@@ -239,9 +240,9 @@ final class BridgingSamplesTests: XCTestCase {
         let ended = expectation(description: "the iteration ended")
         continuation.onTermination = { _ in ended.fulfill() }
         scanner.read("A")
-        wait(for: [first], timeout: 5)
+        wait(for: [first], timeout: .watchdog)
         subscription.cancel()
-        wait(for: [ended], timeout: 5)
+        wait(for: [ended], timeout: .watchdog)
         scanner.read("B")  // dropped: nothing iterates the sequence any more
 
         XCTAssertEqual(received.withLock { $0 }, ["A"])

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -214,7 +215,7 @@ final class DocCommentSamplesTests: XCTestCase {
         // Sample: end
         let saved = expectation(description: "saved")
         cache.save(["q"]) { _ in saved.fulfill() }
-        await fulfillment(of: [saved], timeout: 5)
+        await fulfillment(of: [saved], timeout: .watchdog)
     }
 
     func test_cancellationTokens() {

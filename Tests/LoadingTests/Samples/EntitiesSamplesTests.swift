@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -51,7 +52,7 @@ final class EntitiesSamplesTests: XCTestCase {
         lists.read("").load { _ in loaded.fulfill() }
         lists.read("Ada").load { _ in loaded.fulfill() }
         details.read("u1").load { _ in loaded.fulfill() }
-        wait(for: [loaded], timeout: 5)
+        wait(for: [loaded], timeout: .watchdog)
         let everything = Locked<[[Friend]?]>([])
         let subscription = lists.changes(for: "").sink { response in everything.withLock { $0.append(response.value) } }
         defer { subscription.cancel() }
@@ -74,7 +75,7 @@ final class EntitiesSamplesTests: XCTestCase {
             value.withLock { $0 = try? result.get().value }
             read.fulfill()
         }
-        wait(for: [read], timeout: 5)
+        wait(for: [read], timeout: .watchdog)
         return value.withLock { $0 }
     }
 
@@ -105,7 +106,7 @@ final class EntitiesSamplesTests: XCTestCase {
         loaded.expectedFulfillmentCount = 2
         feeds.loadNextPage(of: "home") { _ in loaded.fulfill() }
         profiles.read("u1").load { _ in loaded.fulfill() }
-        wait(for: [loaded], timeout: 5)
+        wait(for: [loaded], timeout: .watchdog)
 
         friends.update(ada.renamed("Ada L."))
 

@@ -3,6 +3,7 @@ import Foundation
 import XCTest
 
 @testable import Loading
+import LoadingTestHelpers
 
 final class ChangeJournalTests: XCTestCase {
     private var directory: URL!

@@ -3,6 +3,7 @@ import LoadingTestSupport
 import XCTest
 
 @testable import Loading
+import LoadingTestHelpers
 
 /// A shared level that records the store's changes of it in a journal, for the other processes over the level.
 final class JournalingLevelTests: XCTestCase {
@@ -41,7 +42,7 @@ final class JournalingLevelTests: XCTestCase {
         store.remove("u2")
         let cleared = expectation(description: "cleared")
         store.clear { cleared.fulfill() }
-        wait(for: [cleared], timeout: 5)
+        wait(for: [cleared], timeout: .watchdog)
 
         var learnt: [ChangeJournal.Change] = []
         XCTAssertTrue(
@@ -58,7 +59,7 @@ final class JournalingLevelTests: XCTestCase {
 
         let read = expectation(description: "read")
         store.read("u3").load { _ in read.fulfill() }
-        wait(for: [read], timeout: 5)
+        wait(for: [read], timeout: .watchdog)
 
         XCTAssertTrue(eventually { otherProcess.readChanges() == [.saved(key("u3"))] })
     }
@@ -72,7 +73,7 @@ final class JournalingLevelTests: XCTestCase {
         store.write("Grace", for: "unencodable")
         let flushed = expectation(description: "flushed")
         store.flush { flushed.fulfill() }
-        wait(for: [flushed], timeout: 5)
+        wait(for: [flushed], timeout: .watchdog)
 
         XCTAssertEqual(otherProcess.readChanges(), [])
         XCTAssertEqual(failures.withLock { $0 }, [], "nothing failed to append: nothing was to be appended")

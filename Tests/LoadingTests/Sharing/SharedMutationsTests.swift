@@ -28,7 +28,7 @@ final class SharedMutationsTests: XCTestCase {
         func send(_ item: String) -> AnyLoader<Void> {
             AnyLoader { [received] completion in
                 received.withLock { $0.append(item) }
-                DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) {
+                DispatchQueue.global().async {
                     completion(item == "refused" ? .failure(URLError(.badServerResponse)) : .success(()))
                 }
                 return AnyCancellationToken()
@@ -82,19 +82,23 @@ final class SharedMutationsTests: XCTestCase {
         let widget = try makeProcess(server: server, connectivity: online)
 
         let accepted = enqueue("accepted", in: widget)
-        XCTAssertTrue(eventually(timeout: .seconds(5)) { accepted.withLock { $0 } != nil })
+        XCTAssertTrue(eventually { accepted.withLock { $0 } != nil })
         XCTAssertNoThrow(try accepted.withLock { $0 }?.get())
         let start = ContinuousClock.now
-        XCTAssertTrue(eventually(timeout: .seconds(2)) { app.shown.withLock { $0.last } == ["accepted"] })
+        XCTAssertTrue(eventually { app.shown.withLock { $0.last } == ["accepted"] })
         print("the app showed the extension's confirmed change \(ContinuousClock.now - start) after it ended")
 
         let refused = enqueue("refused", in: widget)
-        XCTAssertTrue(eventually(timeout: .seconds(5)) { refused.withLock { $0 } != nil })
+        XCTAssertTrue(eventually { refused.withLock { $0 } != nil })
         XCTAssertThrowsError(try refused.withLock { $0 }?.get(), "the server refused it")
         XCTAssertEqual(widget.shown.withLock { $0.last }, ["accepted"], "undone where it was made")
-        RunLoop.current.run(until: Date().addingTimeInterval(0.2))
+        // A change confirmed after the refusal: once the app shows it, it learnt everything shared before it.
+        let later = enqueue("later", in: widget)
+        XCTAssertTrue(eventually { later.withLock { $0 } != nil })
+        XCTAssertTrue(eventually { app.shown.withLock { $0.last } == ["accepted", "later"] })
         XCTAssertFalse(app.shown.withLock { $0.contains { $0?.contains("refused") == true } }, "never shown elsewhere")
-        XCTAssertEqual(server.requests, ["accepted", "refused"], "each sent once, by the process that queued it")
+        XCTAssertEqual(
+            server.requests, ["accepted", "refused", "later"], "each sent once, by the process that queued it")
     }
 
     /// The extension holds a change of its own, offline, when the app's confirmed change of the same key comes: the
@@ -104,18 +108,18 @@ final class SharedMutationsTests: XCTestCase {
         let offline = ManualConnectivity(isOnline: false)
         let widget = try makeProcess(server: server, connectivity: offline)
         _ = enqueue("w", in: widget)
-        XCTAssertTrue(eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last } == ["w"] })
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == ["w"] })
 
         let app = try makeProcess(server: server, connectivity: ManualConnectivity(isOnline: true))
         // The app's queue sends the extension's change first (it found it in the folder), then its own.
         let appChange = enqueue("a", in: app)
-        XCTAssertTrue(eventually(timeout: .seconds(5)) { appChange.withLock { $0 } != nil })
+        XCTAssertTrue(eventually { appChange.withLock { $0 } != nil })
         XCTAssertEqual(app.shown.withLock { $0.last }, ["w", "a"])
         XCTAssertTrue(
-            eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last }??.contains("a") == true },
+            eventually { widget.shown.withLock { $0.last }??.contains("a") == true },
             "the extension shows the app's change: \(widget.shown.withLock { $0 })")
         offline.setOnline(true)
-        XCTAssertTrue(eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last } == ["w", "a"] })
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == ["w", "a"] })
         XCTAssertEqual(server.requests, ["w", "a"])
     }
 
@@ -126,21 +130,25 @@ final class SharedMutationsTests: XCTestCase {
         let offline = ManualConnectivity(isOnline: false)
         let widget = try makeProcess(server: server, connectivity: offline)
         let queued = enqueue("from the extension", in: widget)
-        XCTAssertTrue(eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last } == ["from the extension"] })
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == ["from the extension"] })
 
         let app = try makeProcess(server: server, connectivity: ManualConnectivity(isOnline: true))
-        XCTAssertTrue(eventually(timeout: .seconds(5)) { !app.queue.isMutating }, "the app sent what it found")
+        XCTAssertTrue(eventually { !app.queue.isMutating }, "the app sent what it found")
         XCTAssertEqual(app.shown.withLock { $0.last }, ["from the extension"])
 
         offline.setOnline(true)
-        XCTAssertTrue(eventually(timeout: .seconds(5)) { queued.withLock { $0 } != nil })
+        XCTAssertTrue(eventually { queued.withLock { $0 } != nil })
         XCTAssertThrowsError(try queued.withLock { $0 }?.get()) { error in
             XCTAssertEqual(error as? MutationQueueError, .sentByAnotherProcess)
         }
-        XCTAssertTrue(eventually(timeout: .seconds(2)) { widget.shown.withLock { $0.last } == ["from the extension"] })
-        RunLoop.current.run(until: Date().addingTimeInterval(0.2))
-        XCTAssertEqual(widget.shown.withLock { $0.last }, ["from the extension"], "once, not twice")
-        XCTAssertEqual(app.shown.withLock { $0.last }, ["from the extension"])
-        XCTAssertEqual(server.requests, ["from the extension"], "sent once")
+        // A change the app confirms next: once the extension shows it, it learnt everything shared before it.
+        let next = enqueue("next", in: app)
+        XCTAssertTrue(eventually { next.withLock { $0 } != nil })
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == ["from the extension", "next"] })
+        XCTAssertFalse(
+            widget.shown.withLock { $0 }.contains { $0?.filter { $0 == "from the extension" }.count ?? 0 > 1 },
+            "shown once, never twice: \(widget.shown.withLock { $0 })")
+        XCTAssertEqual(app.shown.withLock { $0.last }, ["from the extension", "next"])
+        XCTAssertEqual(server.requests, ["from the extension", "next"], "sent once")
     }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -41,7 +42,7 @@ final class MainActorSinkTests: XCTestCase {
 
         DispatchQueue.global().async { subject.send("from a background thread") }
         subject.send("from main")
-        await fulfillment(of: [two], timeout: 5)
+        await fulfillment(of: [two], timeout: .watchdog)
 
         XCTAssertEqual(Set(screen.rendered), ["from a background thread", "from main"])
         subject.send(completion: .finished)
@@ -86,7 +87,7 @@ final class AnyCacheAsyncTests: XCTestCase {
                 done.fulfill()
             }
         }
-        await fulfillment(of: [done], timeout: 10)
+        await fulfillment(of: [done], timeout: .watchdog)
 
         let saved = await store.saved
         XCTAssertEqual(saved, [0, 1, 2, 4, 5, 6, 7, 8, 9], "in order, the failed one left out")

@@ -1,4 +1,5 @@
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -73,7 +74,7 @@ final class StreamBridgeTests: XCTestCase {
         let task = Task {
             for await _ in stream.values { firstValue.fulfill() }
         }
-        await fulfillment(of: [firstValue], timeout: 5)
+        await fulfillment(of: [firstValue], timeout: .watchdog)
 
         task.cancel()
         _ = await task.result

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -19,7 +20,7 @@ final class StreamConcurrencyTests: XCTestCase {
                 group.leave()
             }.start()
         }
-        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(group.wait(timeout: .now() + .watchdog), .success)
 
         XCTAssertEqual(recorder.values.count, threads * perThread)
         XCTAssertEqual(Set(recorder.values).count, threads * perThread)

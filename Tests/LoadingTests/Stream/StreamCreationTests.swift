@@ -1,4 +1,5 @@
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -102,10 +103,10 @@ final class StreamCreationTests: XCTestCase {
             return DeinitProbe { dropped.fulfill() }  // sent, the recorder would keep it
         }
         let recorder = StreamRecorder(stream)
-        wait(for: [started], timeout: 5)
+        wait(for: [started], timeout: .watchdog)
 
         recorder.cancel()
-        wait(for: [dropped], timeout: 5)
+        wait(for: [dropped], timeout: .watchdog)
 
         XCTAssertEqual(recorder.events.count, 0)
     }

@@ -1,4 +1,5 @@
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -208,7 +209,7 @@ final class StreamOperatorTests: XCTestCase {
         let recorder = StreamRecorder(
             EventStream<Int, TestError>.sequence(0..<2_000).receive(on: .global())
         ) { if $0.isCompletion { done.fulfill() } }
-        wait(for: [done], timeout: 10)
+        wait(for: [done], timeout: .watchdog)
         XCTAssertEqual(recorder.values, Array(0..<2_000))
         XCTAssertEqual(recorder.overlappingDeliveries, 0)
     }

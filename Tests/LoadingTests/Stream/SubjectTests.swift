@@ -4,6 +4,7 @@ import LoadingTestSupport
 import XCTest
 
 @testable import Loading
+import LoadingTestHelpers
 
 final class SubjectTests: XCTestCase {
     func test_passthrough_multicastsOnlyWhatIsSentAfterSubscribing() {
@@ -128,7 +129,7 @@ final class SubjectTests: XCTestCase {
                 group.leave()
             }.start()
         }
-        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(group.wait(timeout: .now() + .watchdog), .success)
 
         XCTAssertEqual(stable.values.count, 8_001)
         XCTAssertEqual(stable.overlappingDeliveries, 0)
