@@ -24,7 +24,11 @@ let package = Package(
         .executableTarget(name: "example-sections", dependencies: [friendsDomain, loading]),
         .executableTarget(name: "example-keyed-store", dependencies: ["FriendsServer", friendsDomain, loading]),
         .executableTarget(name: "example-fresh-lists", dependencies: ["FriendsServer", friendsDomain, loading]),
-        .testTarget(name: "EndToEndTests", dependencies: ["FriendsServer", friendsDomain, loading]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "FriendsServer", friendsDomain, loading, .product(name: "LoadingTestSupport", package: "Loading"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -85,7 +86,7 @@ final class FriendsDocCommentSamplesTests: XCTestCase {
         let database = SQLiteFriendsStore(fileURL: applicationSupport.appendingPathComponent("friends.sqlite"))
         // Sample: end
         _ = database
-        RunLoop.current.run(until: Date().addingTimeInterval(0.05))
+        drainMainQueue()
     }
 
     func test_screens() {
@@ -112,7 +113,7 @@ final class FriendsDocCommentSamplesTests: XCTestCase {
             // Sample: end
             subscription.cancel()
         }
-        RunLoop.current.run(until: Date().addingTimeInterval(0.05))
+        drainMainQueue()  // the screens were shown what the repository published
         subscription.cancel()
         toasts.cancel()
     }
@@ -135,8 +136,4 @@ final class FriendsDocCommentSamplesTests: XCTestCase {
         subscription.cancel()
     }
 
-    /// FoundationNetworking on Linux can crash on a task cancelled as it starts: cancel only once it surely has.
-    private func waitUntilRequestsStarted() {
-        RunLoop.current.run(until: Date().addingTimeInterval(0.3))
-    }
 }

@@ -220,11 +220,6 @@ final class FriendsComposerTests: XCTestCase {
         try awaitResult { store.retrieve(completion: $0) }?.get()
     }
 
-    private func spinMainQueue(until condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.002)) }
-        XCTAssertTrue(condition(), "timed out")
-    }
 }
 
 /// A network that answers as the test says, counting loads.

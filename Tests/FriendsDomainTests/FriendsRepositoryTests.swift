@@ -161,10 +161,8 @@ final class FriendsRepositoryTests: XCTestCase {
         try awaitResult { store.retrieve(completion: $0) }?.get()?.friends
     }
 
-    private func waitUntil(_ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.002)) }
-        XCTAssertTrue(condition(), "timed out")
+    private func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) {
+        spinMainQueue(until: condition, file: file, line: line)
     }
 }
 

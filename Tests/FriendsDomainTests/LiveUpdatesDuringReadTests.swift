@@ -33,7 +33,7 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
             updates.send(.remove(id: "f\(index)"))
         }
 
-        spinMainQueue(timeout: .watchdog) { shown.withLock { $0 } == expected }
+        spinMainQueue { shown.withLock { $0 } == expected }
         XCTAssertEqual(shown.withLock { $0 }, expected, "every change is shown")
         assertDatabaseHoldsWhatIsShown(database)
         subscription.cancel()
@@ -89,9 +89,4 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
         return database
     }
 
-    /// Runs the main queue (the stream delivers there) until `condition` holds or `timeout` passes.
-    private func spinMainQueue(timeout: Double, until condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.002)) }
-    }
 }

@@ -4,6 +4,7 @@
 import Foundation
 import Loading
 import LoadingTestHelpers
+import LoadingTestSupport
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -150,13 +151,8 @@ final class ReadmeSamplesTests: XCTestCase {
             profile.load()
             print(profile.value?.name ?? "…", profile.isLoading)
             // Sample: end
-            let loaded = expectation(description: "the screen shows u1")
-            let poll = Task { @MainActor in
-                while profile.value == nil { try await Task.sleep(for: .milliseconds(10)) }
-                loaded.fulfill()
-            }
-            await fulfillment(of: [loaded], timeout: .watchdog)
-            poll.cancel()
+            let isShown = await eventuallyOnMainActor { profile.value != nil }
+            XCTAssertTrue(isShown, "the screen shows u1")
             XCTAssertEqual(profile.value?.name, "Ada")
         #endif
 
@@ -196,13 +192,8 @@ final class ReadmeSamplesTests: XCTestCase {
         try renames.enqueue(Rename(id: "u1", name: "Ada Lovelace"))  // shown at once; sent when online
         // Sample: end
         XCTAssertEqual(shown(users, "u1")?.name, "Ada Lovelace", "shown at once")
-        let sent = expectation(description: "the server renamed u1")
-        let waiting = Task {
-            while !UsersServerStub.renamed.contains("u1") { try await Task.sleep(for: .milliseconds(10)) }
-            sent.fulfill()
-        }
-        await fulfillment(of: [sent], timeout: .watchdog)
-        waiting.cancel()
+        let isSent = await eventuallyOnMainActor { UsersServerStub.renamed.contains("u1") }
+        XCTAssertTrue(isSent, "the server renamed u1")
         withExtendedLifetime(renames) {}
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import XCTest
 
 /// The README's FriendsDomain samples, compiled and run as written.
@@ -31,7 +32,7 @@ final class ReadmeTests: XCTestCase {
 
         // There is no network here: the loads fail, on the main queue. The live updates' request is cancelled only
         // once it has surely started: FoundationNetworking on Linux can crash on a task cancelled as it starts.
-        RunLoop.current.run(until: Date().addingTimeInterval(0.3))
+        waitUntilRequestsStarted()
         live.cancel()
         XCTAssertFalse(live.isActive)
     }
@@ -61,7 +62,7 @@ final class ReadmeTests: XCTestCase {
         }
         // Sample: end
 
-        RunLoop.current.run(until: Date().addingTimeInterval(0.1))
+        spinMainQueue { repository.currentState == .loaded([]) }
         XCTAssertEqual(
             repository.currentState, .loaded([]),
             "the sections loaded the list again after the wipe (the network has none), and the repository shows it")

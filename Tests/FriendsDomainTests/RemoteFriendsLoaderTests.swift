@@ -273,9 +273,9 @@ final class RemoteFriendsLoaderTests: XCTestCase {
 
         XCTAssertEqual(apiError(result)?.isResponseTooLarge(limit: limit), true, "\(String(describing: result))")
         // A real socket: FoundationNetworking may go on reading for a while after the cancel; what it reads is
-        // dropped as it arrives. The peak is read after 1.5 s of that (about 150 MB sent): the body (at most twice
-        // the limit, as it grows) and FoundationNetworking's own buffers (up to about 35 MB seen here).
-        Thread.sleep(forTimeInterval: 1.5)
+        // dropped as it arrives. The peak is read once the connection is closed (the server then ends): the body (at
+        // most twice the limit, as it grows) and FoundationNetworking's own buffers (up to about 35 MB seen here).
+        XCTAssertTrue(server.waitUntilTheClientLetsGo(), "the client closed the connection")
         XCTAssertLessThan(try peakMemory() - peakBefore, 2 * limit + (64 << 20), "the peak grew with the stream")
     }
 
@@ -364,7 +364,7 @@ private final class EndlessBodyServer {
             sent, chunk = 0, b" " * 65536
             try:
                 while sent < 4 << 30:
-                    connection.sendall(chunk); sent += len(chunk); time.sleep(0.0005)
+                    connection.sendall(chunk); sent += len(chunk); time.sleep(0.0005)  # a pace, not a wait
             except OSError:
                 pass
             """
@@ -382,6 +382,16 @@ private final class EndlessBodyServer {
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+    }
+
+    /// Waits until the client closed the connection (the server then ends), or the watchdog ran out; whether it did.
+    func waitUntilTheClientLetsGo() -> Bool {
+        let ended = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { [process] in
+            process.waitUntilExit()
+            ended.signal()
+        }
+        return ended.wait(timeout: .now() + .watchdog) == .success
     }
 
     private static func readLine(_ pipe: Pipe) -> String? {

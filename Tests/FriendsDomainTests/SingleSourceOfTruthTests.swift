@@ -145,7 +145,7 @@ final class SingleSourceOfTruthTests: XCTestCase {
         wait(for: [wiped], timeout: .watchdog)
         sut.deleter.complete(id: "1", with: .success(()))  // the server's answer arrives after the logout
         sut.scheduler.advance(by: .seconds(5))
-        spinMainQueue(timeout: 0.2) { false }
+        drainMainQueue()  // whatever the late answer started on the main queue ran
 
         XCTAssertEqual(sut.network.requestCount, requestsBefore, "no follow-up refresh")
         XCTAssertEqual(sut.repository.currentState, .idle)
@@ -390,19 +390,18 @@ final class SingleSourceOfTruthTests: XCTestCase {
     ) throws -> Friend {
         let result = Locked<Result<Friend, any Error>?>(nil)
         let done = expectation(description: "friend")
+        let asked = friend?.id ?? (failing ? "9" : nil)
+        let askedBefore = asked.map { api.loadCount(for: $0) } ?? 0
         loader.load { outcome in
             result.withLock { $0 = outcome }
             done.fulfill()
         }
-        spinMainQueue(timeout: 0.05) { result.withLock { $0 } != nil }
+        // Answered from what the app holds, or the API asked.
+        spinMainQueue { result.withLock { $0 } != nil || asked.map { api.loadCount(for: $0) > askedBefore } == true }
         if result.withLock({ $0 }) == nil, let friend { api.complete(friend.id, with: friend) }
         if result.withLock({ $0 }) == nil, failing { api.fail("9", with: FriendsAPIError.notFound) }
         wait(for: [done], timeout: .watchdog)
         return try XCTUnwrap(result.withLock { $0 }).get()
     }
 
-    private func spinMainQueue(timeout: Double = 5, until condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.002)) }
-    }
 }

@@ -1,4 +1,6 @@
 import Foundation
+import Loading
+import XCTest
 
 // How long the tests wait, and how big the heavy ones are. A test never asks the machine for a speed: it waits for
 // what must happen, with a deadline only to fail a hang, and its size can grow or shrink with the machine.
@@ -28,4 +30,58 @@ package let testScale: Double = {
 /// The size of a heavy test: `size` times ``testScale``, and at least `floor` (what the test needs to mean anything).
 package func scaled(_ size: Int, floor: Int = 1) -> Int {
     max(floor, Int((Double(size) * testScale).rounded()))
+}
+
+/// Waits until the task is cancelled: an operation that never answers (a database that hangs) ends only this way.
+package func hangUntilCancelled() async {
+    let (never, end) = AsyncStream<Never>.makeStream()
+    await withTaskCancellationHandler {
+        for await _ in never {}
+    } onCancel: {
+        end.finish()
+    }
+}
+
+/// Whether `condition`, asked again and again (yielding the thread in between), holds before the watchdog runs out:
+/// for a condition that needs `await` (an actor's state).
+package func eventuallyAsync(_ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .watchdog
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else { return false }
+        await Task.yield()
+    }
+    return true
+}
+
+/// Gives up the thread a random number of times, at most `turns`: varies the moment the caller goes on, so that
+/// threads interleave differently from one history to the next. Jitter, never a wait for anything.
+package func jitter(upTo turns: Int) {
+    for _ in 0..<Int.random(in: 0...turns) { sched_yield() }
+}
+
+/// Runs the main queue (from the main thread) until `condition` holds; fails the test when the watchdog runs out
+/// first. Returns whether it held.
+@discardableResult
+package func spinMainQueue(
+    until condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line
+) -> Bool {
+    let deadline = Date().addingTimeInterval(.watchdog)
+    while !condition() {
+        guard Date() < deadline else {
+            XCTFail("the condition did not hold within the watchdog (\(Int(TimeInterval.watchdog)) s)", file: file, line: line)
+            return false
+        }
+        RunLoop.current.run(until: Date().addingTimeInterval(0.002))
+    }
+    return true
+}
+
+/// Runs the main queue (from the main thread) until what was queued on it before this call ran, and what that
+/// queued in turn, `rounds` deep: work that hops to the main queue has happened, without waiting a fixed time.
+package func drainMainQueue(rounds: Int = 3) {
+    for _ in 0..<rounds {
+        let ran = Locked(false)
+        DispatchQueue.main.async { ran.withLock { $0 = true } }
+        spinMainQueue { ran.withLock { $0 } }
+    }
 }

@@ -83,15 +83,6 @@ struct ManualClock: Clock {
     }
 }
 
-/// Whether `condition` holds within five seconds (looked at every 10 ms).
-func holdsSoon(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    for _ in 0..<500 {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 extension XCTestCase {
     /// A new empty folder in the temporary directory, named `prefix` and a UUID, removed when the test ends.
     func makeTemporaryFolder(_ prefix: String) throws -> URL {

@@ -2,6 +2,7 @@ import Foundation
 import FriendsDomain
 import FriendsServer
 import Loading
+import LoadingTestSupport
 import XCTest
 
 /// The library against the embedded API over real loopback HTTP and a real SQLite file.
@@ -47,7 +48,7 @@ final class EndToEndTests: XCTestCase {
         let composer = FriendsComposer(
             configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL), session: makeSession())
 
-        let loaded = try load(composer.friendsLoader, timeout: 60)?.get()
+        let loaded = try load(composer.friendsLoader)?.get()
 
         XCTAssertEqual(loaded?.count, many.count)
         XCTAssertEqual(loaded?.last, many.last)
@@ -105,6 +106,7 @@ final class EndToEndTests: XCTestCase {
 
         waitUntil { server.slowHandlerSawDisconnect }
         XCTAssertFalse(server.slowHandlerAnswered, "the server saw the connection closed before it could answer")
+        // Proof of absence: URLSession ended the cancelled task as the connection closed; a completion comes then.
         RunLoop.current.run(until: Date().addingTimeInterval(0.2))
         XCTAssertFalse(completed.withLock { $0 }, "a cancelled load never completes")
     }
@@ -161,8 +163,10 @@ final class EndToEndTests: XCTestCase {
     func test_logoutWithALiveSubscriptionAndADebouncedSavePending_leavesNothingOnDisk() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)
+        // The debounce runs on a scheduler the test moves: the cancelled save's moment comes when the test says.
+        let scheduler = TestScheduler()
         let (composer, lists, subscription) = liveComposer(
-            server: server, databaseURL: databaseURL, saveDebounce: .milliseconds(300))
+            server: server, databaseURL: databaseURL, saveDebounce: .milliseconds(300), scheduler: scheduler)
         let repository = FriendsRepository(composer: composer)
         waitUntil { lists.withLock { $0.last } == sampleFriends() && server.openEventStreams == 1 }
         waitUntil { self.storedFriends(at: databaseURL) == sampleFriends() }
@@ -170,11 +174,12 @@ final class EndToEndTests: XCTestCase {
         let newcomer = Friend(
             id: "u9", name: "Newcomer", status: .online, updatedAt: Date(timeIntervalSince1970: 1_795_000_100))
         server.push(.upsert(newcomer))
-        waitUntil { lists.withLock { $0.last }?.contains(newcomer) == true }  // its database save waits 300 ms
+        waitUntil { lists.withLock { $0.last }?.contains(newcomer) == true }
+        XCTAssertGreaterThan(scheduler.pendingCount, 0, "its database save waits for the debounce")
         let wiped = expectation(description: "wiped")
         repository.wipe { wiped.fulfill() }
-        wait(for: [wiped], timeout: 5)
-        RunLoop.current.run(until: Date().addingTimeInterval(0.8))
+        wait(for: [wiped], timeout: .watchdog)
+        scheduler.advance(by: .seconds(1))  // past the debounce: the save, had it not been cancelled, runs now
 
         XCTAssertNil(storedFriends(at: databaseURL), "the pending save was cancelled: nothing reappears on disk")
         XCTAssertEqual(lists.withLock { $0.last }, [], "the screen shows nothing")
@@ -205,12 +210,13 @@ final class EndToEndTests: XCTestCase {
     }
 
     /// A composer on `server` and the file at `databaseURL`, with every list its stream delivers recorded.
-    private func liveComposer(server: FriendsAPIServer, databaseURL: URL, saveDebounce: Duration) -> (
-        FriendsComposer, Locked<[[Friend]]>, StreamSubscription
-    ) {
+    private func liveComposer(
+        server: FriendsAPIServer, databaseURL: URL, saveDebounce: Duration,
+        scheduler: some Scheduler = DispatchQueueScheduler.global()
+    ) -> (FriendsComposer, Locked<[[Friend]]>, StreamSubscription) {
         let composer = FriendsComposer(
             configuration: .init(baseURL: server.baseURL, databaseURL: databaseURL, saveDebounce: saveDebounce),
-            session: makeSession())
+            session: makeSession(), scheduler: scheduler)
         let lists = Locked<[[Friend]]>([])
         let subscription = composer.friendsStream().sink { _ in
         } receiveValue: { list in
@@ -222,7 +228,7 @@ final class EndToEndTests: XCTestCase {
     private func awaitSave(_ friends: [Friend], to cache: LocalFriendsLoader) -> Bool {
         let done = expectation(description: "saved")
         cache.save(friends) { _ in done.fulfill() }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return true
     }
 }
@@ -235,7 +241,7 @@ extension RemoteFriendsDeleter {
             outcome.withLock { $0 = result }
             done.signal()
         }
-        _ = done.wait(timeout: .now() + 10)
+        _ = done.wait(timeout: .now() + .watchdog)
         try outcome.withLock { $0 }?.get()
     }
 }

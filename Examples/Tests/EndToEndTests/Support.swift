@@ -41,9 +41,14 @@ func makeSession() -> URLSession {
     return URLSession(configuration: configuration)
 }
 
+extension TimeInterval {
+    /// How long a test waits for what must happen before it calls it a hang: a watchdog, never a measure of speed.
+    static let watchdog: TimeInterval = 60
+}
+
 extension XCTestCase {
     /// Loads once, waiting on the main queue (composers deliver there).
-    func load(_ loader: some Loader<[Friend]>, timeout: Double = 10) -> Result<[Friend], any Error>? {
+    func load(_ loader: some Loader<[Friend]>, timeout: Double = .watchdog) -> Result<[Friend], any Error>? {
         let done = expectation(description: "loaded")
         let box = Locked<Result<[Friend], any Error>?>(nil)
         loader.load { result in
@@ -62,11 +67,11 @@ extension XCTestCase {
             box.withLock { $0 = (try? result.get())??.friends }
             done.fulfill()
         }
-        wait(for: [done], timeout: 5)
+        wait(for: [done], timeout: .watchdog)
         return box.withLock { $0 }
     }
 
-    func waitUntil(timeout: Double = 10, _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) {
+    func waitUntil(timeout: Double = .watchdog, _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) {
         let deadline = Date().addingTimeInterval(timeout)
         while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.01)) }
         XCTAssertTrue(condition(), "timed out", file: file, line: line)

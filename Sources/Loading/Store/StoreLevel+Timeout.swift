@@ -6,17 +6,20 @@
 
 extension StoreLevel {
     /// A level written at once whose every operation is given at most `timeout`: one that has not finished by then
-    /// ends with ``LevelTimeoutError`` (within a quarter of `timeout` after it), and what it answers later is ignored. A read that times out counts as a miss
-    /// (the store reads the next level, or fetches); a write or removal that times out is told to the store's
-    /// `onWriteFailure`, and the store keeps the value as it keeps any value no level could save.
+    /// ends with ``LevelTimeoutError`` (within a quarter of `timeout` after it, as `scheduler` tells time), and what
+    /// it answers later is ignored. A read that times out counts as a miss (the store reads the next level, or
+    /// fetches); a write or removal that times out is told to the store's `onWriteFailure`, and the store keeps the
+    /// value as it keeps any value no level could save. A test gives a `TestScheduler` and moves its time.
     ///
     /// ```swift
     /// let store = Store(
     ///     levels: [.cache(memory, name: "memory"), .cache(sharedCache, name: "shared", timeout: .milliseconds(200))],
     ///     fetch: LoaderFamily { (id: String) in api.quote(id) })
     /// ```
-    public static func cache(_ cache: some KeyedCache<Key, Value>, name: String, timeout: Duration) -> StoreLevel {
-        let deadline = LevelDeadline(level: name, interval: timeout)
+    public static func cache(
+        _ cache: some KeyedCache<Key, Value>, name: String, timeout: Duration, scheduler: some Scheduler = .global()
+    ) -> StoreLevel {
+        let deadline = LevelDeadline(level: name, interval: timeout, scheduler: scheduler)
         return StoreLevel(
             name: name,
             read: { key, completion in
@@ -49,9 +52,10 @@ extension StoreLevel {
     /// A level written at once over a cache whose operations are `async` (a database reached through an async
     /// client). Each operation runs in a task of its own, which keeps the task-local values of the code that asked
     /// the store. With a `timeout`, an operation that has not finished by then is cancelled and ends with
-    /// ``LevelTimeoutError`` (within a quarter of `timeout` after it): a read counts as a miss (the store reads the next level, or fetches), a write or removal
-    /// is told to the store's `onWriteFailure`, and the store keeps the value as it keeps any value no level could
-    /// save. A read that fails counts as a miss too.
+    /// ``LevelTimeoutError`` (within a quarter of `timeout` after it, as `scheduler` tells time): a read counts as a
+    /// miss (the store reads the next level, or fetches), a write or removal is told to the store's `onWriteFailure`,
+    /// and the store keeps the value as it keeps any value no level could save. A read that fails counts as a miss
+    /// too. A test gives a `TestScheduler` and moves its time.
     ///
     /// ```swift
     /// let store = Store(
@@ -59,9 +63,10 @@ extension StoreLevel {
     ///     fetch: LoaderFamily { (id: String) in api.quote(id) })
     /// ```
     public static func cache(
-        _ cache: some AsyncKeyedCache<Key, Value>, name: String, timeout: Duration? = nil
+        _ cache: some AsyncKeyedCache<Key, Value>, name: String, timeout: Duration? = nil,
+        scheduler: some Scheduler = .global()
     ) -> StoreLevel {
-        let deadline = LevelDeadline(level: name, interval: timeout)
+        let deadline = LevelDeadline(level: name, interval: timeout, scheduler: scheduler)
         return StoreLevel(
             name: name,
             read: { key, completion in
@@ -129,11 +134,12 @@ private func inTask<Output: Sendable>(
 /// The time a level's operations are given, and what ends one that takes longer.
 ///
 /// One clock per level, not one timer per operation (a timer costs a thread's wake-up, even cancelled): while
-/// operations run, a task looks at their deadlines every quarter of `interval`, so an operation that takes too long
-/// ends between `interval` and a quarter more after it started.
+/// operations run, the scheduler looks at their deadlines every quarter of `interval`, so an operation that takes
+/// too long ends between `interval` and a quarter more after it started.
 private final class LevelDeadline: Sendable {
     private struct Running {
-        let deadline: ContinuousClock.Instant
+        /// When the operation ends, in the scheduler's time.
+        let deadline: Duration
         let expire: @Sendable () -> Void
     }
 
@@ -145,11 +151,13 @@ private final class LevelDeadline: Sendable {
 
     private let level: String
     private let interval: Duration?
+    private let scheduler: any Scheduler
     private let state = Locked(State())
 
-    init(level: String, interval: Duration?) {
+    init(level: String, interval: Duration?, scheduler: any Scheduler) {
         self.level = level
         self.interval = interval
+        self.scheduler = scheduler
     }
 
     /// Starts an operation with `start`, which returns what cancels it (or `nil`); `completion` receives the first of
@@ -164,7 +172,7 @@ private final class LevelDeadline: Sendable {
         guard let interval else { return start(completion) }
         let answer = FirstAnswer(completion)
         let error = LevelTimeoutError(level: level, operation: operation, interval: interval)
-        let running = Running(deadline: .now + interval) { answer.expire(with: error) }
+        let running = Running(deadline: scheduler.now + interval) { answer.expire(with: error) }
         let (id, startsTicking) = state.withLock { state in
             state.nextID += 1
             state.running[state.nextID] = running
@@ -181,19 +189,16 @@ private final class LevelDeadline: Sendable {
 
     /// Ends the operations past their deadline every `period`, until none runs.
     private func tick(every period: Duration) {
-        Task { [self] in
-            while true {
-                try? await Task.sleep(for: period)
-                let now = ContinuousClock.now
-                let (expired, isIdle) = state.withLock { state -> ([Running], Bool) in
-                    let expired = state.running.filter { $0.value.deadline <= now }
-                    for id in expired.keys { state.running[id] = nil }
-                    if state.running.isEmpty { state.isTicking = false }
-                    return (Array(expired.values), state.running.isEmpty)
-                }
-                for running in expired { running.expire() }
-                if isIdle { return }
+        scheduler.schedule(after: period) { [self] in
+            let now = scheduler.now
+            let (expired, isIdle) = state.withLock { state -> ([Running], Bool) in
+                let expired = state.running.filter { $0.value.deadline <= now }
+                for id in expired.keys { state.running[id] = nil }
+                if state.running.isEmpty { state.isTicking = false }
+                return (Array(expired.values), state.running.isEmpty)
             }
+            for running in expired { running.expire() }
+            if !isIdle { tick(every: period) }
         }
     }
 }

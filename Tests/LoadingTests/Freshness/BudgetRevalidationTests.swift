@@ -61,7 +61,7 @@ final class BudgetRevalidationTests: XCTestCase {
         store.invalidateAll()
 
         let revalidation = Task { await store.revalidate(within: .seconds(100), clock: clock) }
-        let started = await holdsSoon { upstream.asked.count == 1 }
+        let started = await eventually { upstream.asked.count == 1 }
         XCTAssertTrue(started)
         revalidation.cancel()
         let report = await revalidation.value

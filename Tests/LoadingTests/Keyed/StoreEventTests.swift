@@ -47,19 +47,24 @@ final class StoreEventTests: XCTestCase {
             levels: [], fetch: LoaderFamily { (_: String) in upstream }, events: events.record)
 
         let answered = DispatchGroup()
+        let beforeTheFirstRead = ContinuousClock.now
         for _ in 0..<20 {
             answered.enter()
             store.read("a", policy: .networkOnly).load { _ in answered.leave() }
         }
-        Thread.sleep(forTimeInterval: 0.05)
+        let afterTheLastRead = ContinuousClock.now
+        let beforeTheAnswer = ContinuousClock.now
         upstream.answer(with: .success("v"))
+        let afterTheAnswer = ContinuousClock.now
         XCTAssertEqual(answered.wait(timeout: .now() + .watchdog), .success)
 
         XCTAssertEqual(events.lines.filter { $0.hasPrefix("fetch a started") }, ["fetch a started 1"])
         XCTAssertEqual(events.lines.filter { $0 == "fetch a joined 1" }.count, 19)
         XCTAssertEqual(events.lines.filter { $0.hasPrefix("fetch a ended") }, ["fetch a ended 1"])
         let duration = try XCTUnwrap(events.durations.first)
-        XCTAssertGreaterThanOrEqual(duration, .milliseconds(50), "from the start to the answer")
+        // From the start (during the reads) to the answer: no shorter than what surely lay between, no longer than all.
+        XCTAssertGreaterThanOrEqual(duration, beforeTheAnswer - afterTheLastRead, "from the start to the answer")
+        XCTAssertLessThanOrEqual(duration, afterTheAnswer - beforeTheFirstRead, "from the start to the answer")
     }
 
     func test_aFailedFetch_endsWithItsError() throws {

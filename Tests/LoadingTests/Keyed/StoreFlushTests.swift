@@ -13,6 +13,7 @@ final class StoreFlushTests: XCTestCase {
         let store = Store(
             levels: [.cache(MemoryCache<String, String>(), name: "memory"), .cache(disk, name: "disk")],
             fetch: LoaderFamily { (_: String) in LoaderSpy<String>() })
+        disk.holdSaves()
         for index in 0..<20 { store.write("v\(index)", for: "k\(index % 3)") }
 
         let flushed = expectation(description: "flushed")
@@ -21,6 +22,7 @@ final class StoreFlushTests: XCTestCase {
             heldWhenFlushed.withLock { $0 = disk.saved }
             flushed.fulfill()
         }
+        disk.releaseSaves()  // the saves land only after the flush was asked
         wait(for: [flushed], timeout: .watchdog)
 
         XCTAssertEqual(heldWhenFlushed.withLock { $0 }, ["k0": "v18", "k1": "v19", "k2": "v17"])
@@ -35,12 +37,20 @@ final class StoreFlushTests: XCTestCase {
     }
 }
 
-/// A level whose saves land a few milliseconds later, in order, on its own queue (as a disk or a database does).
+/// A level whose saves land later, in order, on its own queue (as a disk or a database does); a test can hold them.
 private final class SlowCache: KeyedCache {
     private let queue = DispatchQueue(label: "slow-cache")
     private let values = Locked<[String: String]>([:])
+    private let gate = DispatchSemaphore(value: 0)
 
     var saved: [String: String] { values.withLock { $0 } }
+
+    /// Holds every operation asked from now on until ``releaseSaves()``.
+    func holdSaves() {
+        queue.async { [gate] in gate.wait() }
+    }
+
+    func releaseSaves() { gate.signal() }
 
     func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
         queue.async { [values] in
@@ -50,7 +60,6 @@ private final class SlowCache: KeyedCache {
     }
     func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         queue.async { [values] in
-            Thread.sleep(forTimeInterval: 0.002)
             values.withLock { $0[key] = value }
             completion(.success(()))
         }

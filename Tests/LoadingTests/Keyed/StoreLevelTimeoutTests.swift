@@ -1,6 +1,7 @@
 import Foundation
 import Loading
 import LoadingTestHelpers
+import LoadingTestSupport
 import XCTest
 
 /// Levels over async caches, levels with a timeout, and the dates the store saves values with: a level that fails or
@@ -21,15 +22,16 @@ final class StoreLevelTimeoutTests: XCTestCase {
 
         XCTAssertEqual(response.value, "fresh a")
         XCTAssertEqual(response.origin, .network)
-        try await waitUntil { await table.row("a") != nil }
-        let saved = await table.row("a")
+        let isSaved = await eventually { table.row("a") != nil }
+        XCTAssertTrue(isSaved, "saved to the table")
+        let saved = table.row("a")
         XCTAssertEqual(saved?.value, "fresh a")
         XCTAssertEqual(saved?.savedAt, start, "saved with the store's clock, not the table's")
     }
 
     func test_asyncLevel_hit_isServedWithItsLevelsNameAndDate() async throws {
         let table = AsyncTable()
-        await table.put("a", "cached a", savedAt: start)
+        table.put("a", "cached a", savedAt: start)
         let store = Store(
             levels: [.cache(table, name: "table")], fetch: LoaderFamily { (_: String) in Fails<String>() },
             now: TestClock(start.addingTimeInterval(1)).now)
@@ -57,7 +59,7 @@ final class StoreLevelTimeoutTests: XCTestCase {
     func test_aValueCopiedFromASlowerLevel_keepsItsSaveDateInTheFasterOne() async throws {
         let memory = MemoryCache<String, String>(now: { Date(timeIntervalSinceReferenceDate: 0) })
         let table = AsyncTable()
-        await table.put("a", "cached a", savedAt: start)
+        table.put("a", "cached a", savedAt: start)
         let clock = TestClock(start.addingTimeInterval(2.5))
         let store = Store(
             levels: [.cache(memory, name: "memory"), .cache(table, name: "table")],
@@ -65,7 +67,8 @@ final class StoreLevelTimeoutTests: XCTestCase {
 
         let first = try await store.read("a", policy: .cacheFirst).load()
         XCTAssertEqual(first.origin, .cache("table"))
-        try await waitUntil { (try? memory.cachedValue(for: "a").get()) != nil }
+        let isCopied = await eventually { (try? memory.cachedValue(for: "a").get()) != nil }
+        XCTAssertTrue(isCopied, "copied to memory")
 
         XCTAssertEqual(try memory.cachedValue(for: "a").get().savedAt, start, "2.5 s old in memory too")
         let again = try await store.read("a", policy: .cacheFirst).load()
@@ -103,7 +106,8 @@ final class StoreLevelTimeoutTests: XCTestCase {
 
         XCTAssertEqual(response.value, "fresh a")
         XCTAssertEqual(response.origin, .network)
-        try await waitUntil { await table.cancelledReads == 1 }
+        let wasCancelled = await eventually { table.cancelledReads == 1 }
+        XCTAssertTrue(wasCancelled, "the table's read was cancelled")
     }
 
     func test_aCancelledRead_cancelsItsAsyncLevelRead() async throws {
@@ -118,11 +122,14 @@ final class StoreLevelTimeoutTests: XCTestCase {
 
         let answered = Locked(false)
         let read = store.read("a", policy: .cacheFirst).load { _ in answered.withLock { $0 = true } }
-        try await waitUntil { await table.readsStarted == 1 }
+        let isRead = await eventually { table.readsStarted == 1 }
+        XCTAssertTrue(isRead, "the table is read")
         read.cancel()
 
-        try await waitUntil { await table.cancelledReads == 1 }
-        try await Task.sleep(for: .milliseconds(20))
+        let wasCancelledToo = await eventually { table.cancelledReads == 1 }
+        XCTAssertTrue(wasCancelledToo, "the table's read was cancelled")
+        // Proof of absence: the table's read returned; a load it completes, or a fetch it starts, comes right after.
+        try await Task.sleep(for: .milliseconds(100))
         XCTAssertFalse(answered.withLock { $0 }, "a cancelled load never completes")
         XCTAssertEqual(fetches.withLock { $0 }, 0, "nor does it fetch")
     }
@@ -138,27 +145,35 @@ final class StoreLevelTimeoutTests: XCTestCase {
     }
 
     func test_readsStartedAtDifferentTimes_eachTimeOutAtTheirOwnDeadline_neverBefore() {
+        let scheduler = TestScheduler()
+        let timedOutAt = Locked<[String: Duration]>([:])
+        let answered = Locked(0)
         let store = Store(
-            levels: [.cache(SilentCache(), name: "silent", timeout: .milliseconds(200))],
-            fetch: LoaderFamily { (key: String) in Just("fresh \(key)") })
-        let waits = Locked<[Duration]>([])
-        let answered = DispatchGroup()
+            levels: [.cache(SilentCache(), name: "silent", timeout: .milliseconds(200), scheduler: scheduler)],
+            fetch: LoaderFamily { (key: String) in Just("fresh \(key)") },
+            events: { event in
+                guard case .levelRead(let key, _, .failed(let error)) = event, error is LevelTimeoutError else { return }
+                timedOutAt.withLock { $0[key] = scheduler.now }
+            })
 
         for index in 0..<10 {
-            answered.enter()
-            let started = ContinuousClock.now
-            _ = store.read("key \(index)").load { _ in
-                waits.withLock { $0.append(ContinuousClock.now - started) }
-                answered.leave()
-            }
-            Thread.sleep(forTimeInterval: 0.03)
+            _ = store.read("key \(index)").load { _ in answered.withLock { $0 += 1 } }
+            scheduler.advance(by: .milliseconds(30))
         }
+        // Each read's timeout, then its fetch's save to the silent level, which times out too.
+        scheduler.advance(by: .seconds(1))
 
-        XCTAssertEqual(answered.wait(timeout: .now() + .watchdog), .success)
-        let all = waits.withLock { $0 }
-        XCTAssertEqual(all.count, 10)
-        XCTAssertTrue(all.allSatisfy { $0 >= .milliseconds(200) }, "none before its deadline: \(all)")
-        XCTAssertTrue(all.allSatisfy { $0 < .seconds(2) }, "each soon after it: \(all)")
+        XCTAssertEqual(answered.withLock { $0 }, 10, "every read answered once its level timed out")
+        let all = timedOutAt.withLock { $0 }
+        for index in 0..<10 {
+            let deadline = .milliseconds(30) * index + .milliseconds(200)
+            guard let timedOut = all["key \(index)"] else {
+                XCTFail("the read of key \(index) did not time out: \(all)")
+                continue
+            }
+            XCTAssertGreaterThanOrEqual(timedOut, deadline, "read \(index) not before its deadline")
+            XCTAssertLessThanOrEqual(timedOut, deadline + .milliseconds(50), "read \(index) within a quarter after")
+        }
     }
 
     func test_aSaveThatTakesTooLong_isReported_andTheStoreKeepsTheValue() async throws {
@@ -170,7 +185,8 @@ final class StoreLevelTimeoutTests: XCTestCase {
 
         store.write("written", for: "a")
 
-        try await waitUntil { failures.withLock { !$0.isEmpty } }
+        let wasTold = await eventually { failures.withLock { !$0.isEmpty } }
+        XCTAssertTrue(wasTold, "the failure was told")
         let error = try XCTUnwrap(failures.withLock { $0.first } as? LevelTimeoutError)
         XCTAssertEqual(error, LevelTimeoutError(level: "table", operation: .save, interval: .milliseconds(50)))
         XCTAssertEqual(error.localizedDescription, "The level “table” did not finish a save within 0.05 seconds.")
@@ -195,18 +211,20 @@ final class StoreLevelTimeoutTests: XCTestCase {
     }
 
     func test_aLevelThatAnswersInTime_isNotTimedOut_andALateTimerChangesNothing() async throws {
+        let scheduler = TestScheduler()
         let table = AsyncTable()
-        await table.put("a", "cached a", savedAt: start)
+        table.put("a", "cached a", savedAt: start)
         let store = Store(
-            levels: [.cache(table, name: "table", timeout: .milliseconds(500))],
+            levels: [.cache(table, name: "table", timeout: .milliseconds(500), scheduler: scheduler)],
             fetch: LoaderFamily { (_: String) in Fails<String>() }, now: TestClock(start).now)
 
-        let response = try await store.read("a", policy: .cacheFirst).load()
-        try await Task.sleep(for: .milliseconds(600))  // past the timeout
+        let response = try await store.read("a", policy: .cacheFirst).load()  // no time passed
+        XCTAssertGreaterThan(scheduler.pendingCount, 0, "the level's timer is still set")
+        scheduler.advance(by: .seconds(1))  // past the timeout: the timer runs
 
         XCTAssertEqual(response.value, "cached a")
-        let cancelled = await table.cancelledReads
-        XCTAssertEqual(cancelled, 0)
+        XCTAssertEqual(table.cancelledReads, 0)
+        XCTAssertEqual(scheduler.pendingCount, 0, "and stops, no operation running")
     }
 
     func test_aTaskLocalValue_reachesTheAsyncLevel() async throws {
@@ -216,19 +234,8 @@ final class StoreLevelTimeoutTests: XCTestCase {
 
         _ = try await Request.$id.withValue("r-42") { try await store.read("a", policy: .cacheFirst).load() }
 
-        let seen = await table.requestIDs
+        let seen = table.requestIDs
         XCTAssertEqual(seen.first, "r-42")
-    }
-}
-
-/// Waits until `condition` holds, up to five seconds; fails the test when it does not.
-private func waitUntil(
-    _ condition: @Sendable () async -> Bool, file: StaticString = #filePath, line: UInt = #line
-) async throws {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while !(await condition()) {
-        guard ContinuousClock.now < deadline else { return XCTFail("timed out", file: file, line: line) }
-        try await Task.sleep(for: .milliseconds(2))
     }
 }
 
@@ -250,49 +257,61 @@ private final class TestClock: Sendable {
 }
 
 /// A table behind an async API: it can fail every operation, or never answer until cancelled.
-private actor AsyncTable: AsyncKeyedCache {
-    private var rows: [String: CachedValue<String>] = [:]
+private final class AsyncTable: AsyncKeyedCache {
+    private struct State {
+        var rows: [String: CachedValue<String>] = [:]
+        var cancelledReads = 0
+        var readsStarted = 0
+        var requestIDs: [String?] = []
+    }
+    private let state = Locked(State())
     private let failing: Bool
     private let hangs: Bool
-    private(set) var cancelledReads = 0
-    private(set) var readsStarted = 0
-    private(set) var requestIDs: [String?] = []
 
     init(failing: Bool = false, hangs: Bool = false) {
         self.failing = failing
         self.hangs = hangs
     }
 
-    func row(_ key: String) -> CachedValue<String>? { rows[key] }
-    func put(_ key: String, _ value: String, savedAt: Date) { rows[key] = CachedValue(value, savedAt: savedAt) }
+    var cancelledReads: Int { state.withLock { $0.cancelledReads } }
+    var readsStarted: Int { state.withLock { $0.readsStarted } }
+    var requestIDs: [String?] { state.withLock { $0.requestIDs } }
+
+    func row(_ key: String) -> CachedValue<String>? { state.withLock { $0.rows[key] } }
+    func put(_ key: String, _ value: String, savedAt: Date) {
+        state.withLock { $0.rows[key] = CachedValue(value, savedAt: savedAt) }
+    }
 
     func value(for key: String) async throws -> CachedValue<String>? {
-        requestIDs.append(Request.id)
-        readsStarted += 1
+        state.withLock { state in
+            state.requestIDs.append(Request.id)
+            state.readsStarted += 1
+        }
         try await answer()
-        if Task.isCancelled { cancelledReads += 1 }
-        return rows[key]
+        return state.withLock { state in
+            if Task.isCancelled { state.cancelledReads += 1 }
+            return state.rows[key]
+        }
     }
 
     func save(_ value: String, for key: String, savedAt: Date) async throws {
         try await answer()
-        rows[key] = CachedValue(value, savedAt: savedAt)
+        put(key, value, savedAt: savedAt)
     }
 
     func removeValue(for key: String) async throws {
         try await answer()
-        rows[key] = nil
+        state.withLock { $0.rows[key] = nil }
     }
 
     func removeAll() async throws {
         try await answer()
-        rows = [:]
+        state.withLock { $0.rows = [:] }
     }
 
     private func answer() async throws {
         if failing { throw URLError(.cannotConnectToHost) }
-        guard hangs else { return }
-        while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+        if hangs { await hangUntilCancelled() }
     }
 }
 

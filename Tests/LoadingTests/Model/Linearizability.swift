@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 
 /// The store's operations run from several threads at once, and checked for linearizability: the answers must be
@@ -77,7 +78,7 @@ enum LinearizabilityCheck {
             }
         let clock = TestClock()
         let levels = [ModelLevel<Items>(clock: clock, slow: slow), ModelLevel<Items>(clock: clock, slow: slow)]
-        let requests = Locked(0)
+        let requests = DispatchGroup()
         let server = server
         let store = Store<String, Items>(
             levels: [.cache(levels[0], name: "memory"), .cache(levels[1], name: "disk")],
@@ -87,11 +88,11 @@ enum LinearizabilityCheck {
                         completion(.success(server(key)))
                         return AnyCancellationToken()
                     }
-                    requests.withLock { $0 += 1 }
+                    requests.enter()
                     DispatchQueue.global().async {
-                        usleep(UInt32.random(in: 0..<100))
+                        jitter(upTo: 40)
                         completion(.success(server(key)))
-                        requests.withLock { $0 -= 1 }
+                        requests.leave()
                     }
                     return AnyCancellationToken()
                 }
@@ -125,7 +126,7 @@ enum LinearizabilityCheck {
         group.wait()
         repeat {
             for level in levels { level.waitUntilIdle() }
-            while requests.withLock({ $0 }) > 0 { usleep(100) }
+            requests.wait()
         } while levels.contains { !$0.isIdle }
         let shown = Dictionary(
             uniqueKeysWithValues: observers.map { key, recorder in

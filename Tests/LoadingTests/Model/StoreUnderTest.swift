@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 
 /// The real ``Store`` a history runs on: two levels that answer at once (a memory level and a disk level, which the
@@ -163,7 +164,8 @@ final class ModelLevel<Value: Sendable>: KeyedCache {
     private let clock: TestClock
     /// A slow level answers on a queue of its own, a moment later, in the order it was asked.
     private let slowness: DispatchQueue?
-    private let inFlight = Locked(0)
+    /// The operations of a slow level not answered yet.
+    private let inFlight = DispatchGroup()
 
     init(clock: TestClock, slow: Bool = false) {
         self.clock = clock
@@ -171,21 +173,21 @@ final class ModelLevel<Value: Sendable>: KeyedCache {
     }
 
     /// Whether every operation asked of it has answered.
-    var isIdle: Bool { inFlight.withLock { $0 } == 0 }
+    var isIdle: Bool { inFlight.wait(timeout: .now()) == .success }
 
     /// Waits until every operation asked of a slow level has answered.
     func waitUntilIdle() {
-        while inFlight.withLock({ $0 }) > 0 { usleep(100) }
+        inFlight.wait()
     }
 
     /// Runs `operation` now, or a moment later on the level's queue when it is slow.
     private func perform(_ operation: @escaping @Sendable () -> Void) {
         guard let slowness else { return operation() }
-        inFlight.withLock { $0 += 1 }
+        inFlight.enter()
         slowness.async { [inFlight] in
-            usleep(UInt32.random(in: 0..<50))
+            jitter(upTo: 20)
             operation()
-            inFlight.withLock { $0 -= 1 }
+            inFlight.leave()
         }
     }
 

@@ -58,7 +58,7 @@ final class MutationQueueBudgetTests: XCTestCase {
         server.answer("i0", with: [.hold])
 
         let sending = Task { await queue.sendPending(within: .seconds(5), clock: clock) }
-        let started = await holdsSoon { server.sent.count == 2 }
+        let started = await eventually { server.sent.count == 2 }
         XCTAssertTrue(started)
         clock.advance(by: .seconds(10))
         server.release("i0")
@@ -74,7 +74,7 @@ final class MutationQueueBudgetTests: XCTestCase {
         server.answer("i0", with: [.hold])
 
         let sending = Task { await queue.sendPending(within: .seconds(60), clock: clock) }
-        let started = await holdsSoon { server.sent.count == 2 }
+        let started = await eventually { server.sent.count == 2 }
         XCTAssertTrue(started)
         sending.cancel()
         let report = await sending.value

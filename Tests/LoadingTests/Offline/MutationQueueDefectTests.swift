@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -26,7 +27,9 @@ final class MutationQueueDefectTests: XCTestCase {
             enqueued.withLock { $0 = result }
         }
         XCTAssertTrue(eventually { storage.savesStarted == 1 }, "the enqueue is writing its file")
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { storage.releaseSaves() }
+        // The clear waits on this thread for the enqueue's save, before it shows anything: nothing tells the test it
+        // began, so the save is let go a moment later. (A logout that waits on storage is a defect of its own.)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { storage.releaseSaves() }
         store.clear()
 
         XCTAssertTrue(eventually { enqueued.withLock { $0 } != nil })
@@ -255,7 +258,7 @@ final class GatedStorage: MutationStorage {
             return state.isHolding
         }
         if holds { gate.wait() }
-        if jitter { Thread.sleep(forTimeInterval: Double.random(in: 0...0.002)) }
+        if jitter { LoadingTestHelpers.jitter(upTo: 100) }
         state.withLock { $0.kept[mutation.id] = mutation }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -89,11 +90,4 @@ final class StreamCompositionTests: XCTestCase {
         XCTAssertEqual(database.loadCount + network.loadCount, 0)
     }
 
-    private func spinMainQueue(until condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() && Date() < deadline {
-            RunLoop.current.run(until: Date().addingTimeInterval(0.005))
-        }
-        XCTAssertTrue(condition(), "timed out")
-    }
 }
