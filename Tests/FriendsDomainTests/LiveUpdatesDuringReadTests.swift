@@ -7,9 +7,11 @@ import LoadingTestSupport
 import XCTest
 
 /// Every live update a screen was shown reaches the database within the debounce, whenever it arrives: also while the
-/// first read of a large list from the database is still running, and the network is down.
+/// first read of a large list from the database is still running (held until the updates were sent), and the network
+/// is down.
 final class LiveUpdatesDuringReadTests: XCTestCase {
-    private let everyone = (0..<20_000).map { makeFriend("f\($0)") }
+    /// A large list: 5,000 friends (LOADING_TEST_SCALE scales it).
+    private let everyone = (0..<scaled(5_000, floor: 100)).map { makeFriend("f\($0)") }
     /// What the list is after 50 upserts of new friends and 50 removals from its top.
     private var expected: Set<Friend.ID> {
         Set(everyone.dropFirst(50).map(\.id) + (0..<50).map { "new\($0)" })
@@ -17,9 +19,10 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
 
     func test_updatesArrivingThroughTheStreamWhileTheDatabaseIsRead_reachTheDatabaseWithinTheDebounce() throws {
         let database = try makeDatabase()
+        let reads = HeldReads(database)
         let updates = UpdatesDouble()
         let composer = FriendsComposer(
-            memoryStore: InMemoryFriendsStore(), databaseStore: database,
+            memoryStore: InMemoryFriendsStore(), databaseStore: reads,
             remote: AnyLoader { throw URLError(.notConnectedToInternet) }, updates: updates,
             saveDebounce: .milliseconds(50), scheduler: .global())
         let shown = Locked<Set<Friend.ID>>([])
@@ -27,11 +30,13 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
         } receiveValue: { list in
             shown.withLock { $0 = Set(list.map(\.id)) }
         }
-        // While the database reads its 20,000 rows: 50 new friends, and 50 removed.
+        // While the database reads its rows: 50 new friends, and 50 removed.
+        XCTAssertTrue(eventually { reads.held > 0 }, "the database is read")
         for index in 0..<50 {
             updates.send(.upsert(makeFriend("new\(index)")))
             updates.send(.remove(id: "f\(index)"))
         }
+        reads.release()
 
         spinMainQueue { shown.withLock { $0 } == expected }
         XCTAssertEqual(shown.withLock { $0 }, expected, "every change is shown")
@@ -41,8 +46,9 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
 
     func test_updatesSentToTheStoreWhileItsFirstReadRuns_reachTheDatabaseWithinTheDebounce() throws {
         let database = try makeDatabase()
+        let reads = HeldReads(database)
         let composer = FriendsComposer(
-            memoryStore: InMemoryFriendsStore(), databaseStore: database,
+            memoryStore: InMemoryFriendsStore(), databaseStore: reads,
             remote: AnyLoader { throw URLError(.notConnectedToInternet) }, saveDebounce: .milliseconds(50),
             scheduler: .global())
         let shown = Locked<Set<Friend.ID>>([])
@@ -50,10 +56,12 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
             shown.withLock { $0 = Set((response.value ?? []).map(\.id)) }
         }
         _ = composer.store.read(.all, policy: composer.listPolicy).load { _ in }
+        XCTAssertTrue(eventually { reads.held > 0 }, "the database is read")
         for index in 0..<50 {
             composer.store.update(.all) { $0?.applying(.upsert(makeFriend("new\(index)"))) }
             composer.store.update(.all) { $0?.applying(.remove(id: "f\(index)")) }
         }
+        reads.release()
 
         XCTAssertTrue(eventually { shown.withLock { $0 } == expected }, "every change is shown")
         assertDatabaseHoldsWhatIsShown(database)
@@ -63,7 +71,7 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
     // MARK: Helpers
 
     /// The database comes to hold the shown list with no further change asked: the debounce (50 ms), then a save.
-    /// Not a timing check: a save and a read of 20,000 rows take seconds under the thread sanitizer.
+    /// Not a timing check: a save and a read of thousands of rows take seconds under the thread sanitizer.
     private func assertDatabaseHoldsWhatIsShown(
         _ database: SQLiteFriendsStore, file: StaticString = #filePath, line: UInt = #line
     ) {
@@ -89,4 +97,61 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
         return database
     }
 
+}
+
+/// A database whose reads are held until the test releases them (a large list still being read), and answered at
+/// once after; its writes go through.
+private final class HeldReads: FriendsStore {
+    private let database: any FriendsStore
+    private let waiting = Locked<[@Sendable () -> Void]?>([])
+
+    init(_ database: any FriendsStore) {
+        self.database = database
+    }
+
+    /// How many reads wait.
+    var held: Int { waiting.withLock { $0?.count ?? 0 } }
+
+    /// Lets the reads held go on, and every later one.
+    func release() {
+        let held = waiting.withLock { waiting in
+            defer { waiting = nil }
+            return waiting ?? []
+        }
+        for read in held { read() }
+    }
+
+    func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) {
+        let read: @Sendable () -> Void = { [database] in database.retrieve(completion: completion) }
+        let isHeld = waiting.withLock { waiting -> Bool in
+            guard waiting != nil else { return false }
+            waiting?.append(read)
+            return true
+        }
+        if !isHeld { read() }
+    }
+
+    func replaceAll(
+        with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        database.replaceAll(with: friends, timestamp: timestamp, completion: completion)
+    }
+
+    func upsert(_ friend: Friend, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        database.upsert(friend, timestamp: timestamp, completion: completion)
+    }
+
+    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        database.delete(id: id, completion: completion)
+    }
+
+    func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        database.deleteAll(completion: completion)
+    }
+
+    func apply(
+        _ changes: FriendsChanges, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        database.apply(changes, timestamp: timestamp, completion: completion)
+    }
 }

@@ -1,11 +1,13 @@
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
 /// Retry at its limits: any number of synchronous failures in constant stack depth, "for ever" without overflow, a
 /// delay an error asks for, and attempts that start over after a healthy run.
 final class RetryLimitsTests: XCTestCase {
-    private let failures = 1_000_000
+    /// Far more failures than a stack holds frames, were retries to recurse (LOADING_TEST_SCALE scales it).
+    private let failures = scaled(1_000_000, floor: 100_000)
 
     func test_loaderRetry_survivesAMillionSynchronousFailures_andDeliversTheSuccessAfterThem() {
         let source = FailingSource(failures: failures)
