@@ -92,7 +92,9 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("friends-\(UUID().uuidString).sqlite")
         addTeardownBlock { try? FileManager.default.removeItem(at: file) }
         let database = SQLiteFriendsStore(fileURL: file)
-        let saved = awaitResult(timeout: .watchdog) { database.replaceAll(with: everyone, timestamp: Date(), completion: $0) }
+        let saved = awaitResult(timeout: .watchdog) {
+            database.replaceAll(with: everyone, timestamp: Date(), completion: $0)
+        }
         XCTAssertNoThrow(try saved?.get())
         return database
     }

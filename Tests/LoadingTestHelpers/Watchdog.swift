@@ -68,7 +68,9 @@ package func spinMainQueue(
     let deadline = Date().addingTimeInterval(.watchdog)
     while !condition() {
         guard Date() < deadline else {
-            XCTFail("the condition did not hold within the watchdog (\(Int(TimeInterval.watchdog)) s)", file: file, line: line)
+            XCTFail(
+                "the condition did not hold within the watchdog (\(Int(TimeInterval.watchdog)) s)", file: file,
+                line: line)
             return false
         }
         RunLoop.current.run(until: Date().addingTimeInterval(0.002))

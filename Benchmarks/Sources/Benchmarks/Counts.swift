@@ -1,4 +1,5 @@
 import Foundation
+import Loading
 
 /// The counts of one scenario's variants, per operation.
 struct CountTable {
@@ -57,11 +58,15 @@ struct Verdict {
 }
 
 /// `--counts`: instructions (callgrind) and heap allocations (memcheck) per operation, for every variant of every
-/// scenario, each counted in child runs of a stripped copy of this binary: the count for 2N operations minus the
-/// count for N, over N, so that start-up and set-up cancel out. Deterministic where times are not; slow (valgrind).
-/// Ends with every scenario's targets, pass or miss.
+/// scenario (or only those `counts` says), each counted in child runs of a stripped copy of this binary: the count
+/// for 2N operations minus the count for N, over N, so that start-up and set-up cancel out. Deterministic where times
+/// are not, and whatever else the machine runs: the children run as many at once as the machine has cores. Slow
+/// (valgrind). Ends with every scenario's targets, pass or miss.
 @discardableResult
-func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: Int) -> [String: CountTable] {
+func printCounts(
+    scenarios: [(builder: Int, scenario: Scenario)], operations: Int,
+    counts: (_ scenario: String, _ variant: String) -> Bool = { _, _ in true }
+) -> [String: CountTable] {
     // Printed as counted: a full count takes minutes.
     var lines = Lines()
     lines += [
@@ -90,17 +95,35 @@ func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: In
                 + "instructions".padding(toLength: 16, withPad: " ", startingAt: 0)
                 + "allocations".padding(toLength: 14, withPad: " ", startingAt: 0) + "instructions vs "
                 + scenario.reference)
-        var counted: [(name: String, instructions: Double?, allocations: Double?)] = []
-        for variant in scenario.variants {
-            // The child builds the scenario at this run's sizes, so that it finds it by its title.
-            let child = (quick ? ["--quick"] : []) + ["--count-child", String(builder), scenario.title, variant.name]
-            func marginal(_ tool: CountingTool) -> Double? {
-                guard let few = count(tool, valgrind, binary, child + [String(operations)]),
-                    let many = count(tool, valgrind, binary, child + [String(2 * operations)])
-                else { return nil }
-                return Double(many - few) / Double(operations)
+        let variants = scenario.variants.map(\.name).filter { counts(scenario.title, $0) }
+        // Each variant's four child runs (two tools, N and 2N operations), all of them at once, a core each.
+        let runs = variants.flatMap { variant in
+            [CountingTool.instructions, .allocations].flatMap { tool in
+                [operations, 2 * operations].map { (variant: variant, tool: tool, operations: $0) }
             }
-            counted.append((variant.name, marginal(.instructions), marginal(.allocations)))
+        }
+        let results = Locked([Int?](repeating: nil, count: runs.count))
+        let title = scenario.title
+        DispatchQueue.concurrentPerform(iterations: runs.count) { index in
+            let run = runs[index]
+            // The child builds the scenario at this run's sizes, so that it finds it by its title.
+            let child =
+                (quick ? ["--quick"] : []) + [
+                    "--count-child", String(builder), title, run.variant, String(run.operations),
+                ]
+            let result = count(run.tool, valgrind, binary, child)
+            results.withLock { $0[index] = result }
+        }
+        let counts = results.withLock { $0 }
+        func marginal(_ variant: String, _ tool: CountingTool) -> Double? {
+            func counted(_ operations: Int) -> Int? {
+                runs.indices.first { runs[$0] == (variant, tool, operations) }.flatMap { counts[$0] }
+            }
+            guard let few = counted(operations), let many = counted(2 * operations) else { return nil }
+            return Double(many - few) / Double(operations)
+        }
+        let counted = variants.map {
+            (name: $0, instructions: marginal($0, .instructions), allocations: marginal($0, .allocations))
         }
         let table = CountTable(rows: counted)
         tables[scenario.title] = table
@@ -118,7 +141,12 @@ func printCounts(scenarios: [(builder: Int, scenario: Scenario)], operations: In
                     + allocations.padding(toLength: 14, withPad: " ", startingAt: 0) + ratio)
         }
         lines += scenario.countNotes?(table) ?? []
-        verdicts += scenario.targets.map { Verdict(scenario: scenario.title, target: $0, measured: $0.measure(table)) }
+        // A target over variants left uncounted is not judged.
+        verdicts += scenario.targets.compactMap { target in
+            let measured = target.measure(table)
+            guard measured != nil || variants.count == scenario.variants.count else { return nil }
+            return Verdict(scenario: scenario.title, target: target, measured: measured)
+        }
     }
     if !verdicts.isEmpty {
         lines.append("")

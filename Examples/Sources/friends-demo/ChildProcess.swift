@@ -36,7 +36,7 @@ final class ChildProcess: Sendable {
     /// The first line printed from the `from`th on that satisfies `condition` (waiting up to `timeout` for it), and
     /// its index; `nil` when the child ends or the time runs out first.
     func line(
-        from index: Int = 0, timeout: Duration = .seconds(10), where condition: @Sendable (String) -> Bool
+        from index: Int = 0, timeout: Duration = .seconds(60), where condition: @Sendable (String) -> Bool
     ) async -> (line: String, index: Int)? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {

@@ -22,7 +22,7 @@ enum KillStep {
         let child = try ChildProcess(arguments: [
             "--base-url", baseURL.absoluteString, "--child-load", databaseURL.path,
         ])
-        let line = await child.line(timeout: .seconds(30)) { $0.hasPrefix(marker) }?.line
+        let line = await child.line { $0.hasPrefix(marker) }?.line
         child.kill()  // at once: what is not on disk now is lost
         guard let line, let count = Int(line.dropFirst(marker.count)) else {
             throw ChildFailed(description: "the child ended without showing the list")
@@ -30,12 +30,13 @@ enum KillStep {
         return count
     }
 
-    /// The child's side: loads, prints the marker line, and waits to be killed (exits 1 after 30 s).
+    /// The child's side: loads, prints the marker line, and waits to be killed (exits 1 after three minutes, when its
+    /// parent is gone).
     static func runChild(baseURL: URL, databaseURL: URL) async -> Never {
         let composer = FriendsComposer(configuration: .init(baseURL: baseURL, databaseURL: databaseURL))
         guard let friends = try? await composer.friendsLoader.load() else { exit(1) }
         FileHandle.standardOutput.write(Data("\(marker)\(friends.count)\n".utf8))
-        try? await Task.sleep(for: .seconds(30))
+        try? await Task.sleep(for: .seconds(180))
         exit(1)
     }
 }

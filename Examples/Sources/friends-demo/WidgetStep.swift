@@ -18,7 +18,7 @@ enum WidgetStep {
     }
 
     /// The widget's side: prints the ids of each list shown (`widget shows: u1,u2`), until it is killed (exits 1
-    /// after 60 s).
+    /// after three minutes, when its parent is gone).
     static func runChild(baseURL: URL, databaseURL: URL) async -> Never {
         let composer = FriendsComposer(
             configuration: .init(
@@ -27,7 +27,7 @@ enum WidgetStep {
         } receiveValue: { list in
             FileHandle.standardOutput.write(Data("\(marker)\(list.map(\.id).joined(separator: ","))\n".utf8))
         }
-        try? await Task.sleep(for: .seconds(60))
+        try? await Task.sleep(for: .seconds(180))
         subscription.cancel()
         exit(1)
     }

@@ -71,7 +71,9 @@ extension XCTestCase {
         return box.withLock { $0 }
     }
 
-    func waitUntil(timeout: Double = .watchdog, _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) {
+    func waitUntil(
+        timeout: Double = .watchdog, _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line
+    ) {
         let deadline = Date().addingTimeInterval(timeout)
         while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.01)) }
         XCTAssertTrue(condition(), "timed out", file: file, line: line)

@@ -201,7 +201,8 @@ final class PostgresLevelTests: XCTestCase {
             fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) })
         // Sample: end
 
-        _ = try await quotesTable.value(for: "warm")  // the table made and a connection open: the sample's save is one query
+        // The table made and a connection open: the sample's save is one query.
+        _ = try await quotesTable.value(for: "warm")
         _ = try await store.read("ACME").load()
         var saved = try await quotesTable.value(for: "ACME")
         let deadline = ContinuousClock.now + .seconds(60)  // a watchdog: a save may still land after its timeout

@@ -1,9 +1,9 @@
 import Foundation
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
 @testable import Loading
-import LoadingTestHelpers
 
 /// Entities shared by the keys of two stores (lists of people, and one person's detail): an edit made anywhere
 /// reaches every key holding the entity, once; a refused change is undone everywhere; which copy wins is stated.

@@ -1,8 +1,8 @@
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
 @testable import Loading
-import LoadingTestHelpers
 
 /// The slots a store gives its keys: one per key the machine holds, given back once it holds nothing of the key,
 /// and reused, so that they stay bounded like the keys themselves.

@@ -152,7 +152,9 @@ final class StoreLevelTimeoutTests: XCTestCase {
             levels: [.cache(SilentCache(), name: "silent", timeout: .milliseconds(200), scheduler: scheduler)],
             fetch: LoaderFamily { (key: String) in Just("fresh \(key)") },
             events: { event in
-                guard case .levelRead(let key, _, .failed(let error)) = event, error is LevelTimeoutError else { return }
+                guard case .levelRead(let key, _, .failed(let error)) = event, error is LevelTimeoutError else {
+                    return
+                }
                 timedOutAt.withLock { $0[key] = scheduler.now }
             })
 

@@ -236,7 +236,8 @@ final class StoreStateTests: XCTestCase {
         }
         XCTAssertEqual(done.wait(timeout: .now() + .watchdog), .success)
         // Answers may still be on their way to the screen.
-        XCTAssertTrue(eventually { screen.values.last?.isLoading == false }, "every fetch ended: \(screen.values.last!)")
+        XCTAssertTrue(
+            eventually { screen.values.last?.isLoading == false }, "every fetch ended: \(screen.values.last!)")
 
         XCTAssertEqual(screen.values.last?.value, changes.values.last?.value, "the state shows what the store shows")
         XCTAssertNotNil(screen.values.last?.value)

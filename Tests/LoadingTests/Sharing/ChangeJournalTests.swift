@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
+import LoadingTestHelpers
 import XCTest
 
 @testable import Loading
-import LoadingTestHelpers
 
 final class ChangeJournalTests: XCTestCase {
     private var directory: URL!

@@ -1,9 +1,9 @@
 import Foundation
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
 @testable import Loading
-import LoadingTestHelpers
 
 /// Two stores standing for two processes (an app and its widget) over one disk folder, each with its own memory level
 /// and its own journal over one file: what one saves, removes or clears reaches the other's observers, and neither
@@ -186,7 +186,10 @@ final class ExternalChangesTests: XCTestCase {
             seen.withLock { $0.append("marker") }
             answer("pending")
         }
-        defer { [steps, marker].forEach { $0.cancel() } }
+        defer {
+            steps.cancel()
+            marker.cancel()
+        }
 
         let said = try runChildUntilKilled(
             "ExternalChangesTests/test_writesConfirmsThenClears_whenStartedByTheSharingTests",

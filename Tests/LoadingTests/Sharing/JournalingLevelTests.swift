@@ -1,9 +1,9 @@
 import Foundation
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
 @testable import Loading
-import LoadingTestHelpers
 
 /// A shared level that records the store's changes of it in a journal, for the other processes over the level.
 final class JournalingLevelTests: XCTestCase {

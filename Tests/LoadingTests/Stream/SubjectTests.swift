@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
 @testable import Loading
-import LoadingTestHelpers
 
 final class SubjectTests: XCTestCase {
     func test_passthrough_multicastsOnlyWhatIsSentAfterSubscribing() {
