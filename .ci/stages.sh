@@ -150,8 +150,11 @@ race_suites+='|MutationQueue|MutationLedger|MutationSending|OfflineCreation|Name
 race_suites+='|SharedMutations|ChangeJournal|JournalingLevel|FetchLease|StoreModelCheckTests|PagedStoreTests'
 race_suites+='|SubjectTests|StreamConcurrencyTests|FriendsOfflineTests|LiveUpdatesDuringReadTests|SingleSourceOfTruth'
 
+# A quarter of each heavy test and of the model check's histories: the sanitizer runs them some ten times slower, and
+# the gate's other stages run them whole.
 thread_sanitizer_race_suites() {
-    TSAN_OPTIONS="halt_on_error=1" Scripts/test --sanitize=thread --scratch-path .build-tsan --filter "$race_suites"
+    TSAN_OPTIONS="halt_on_error=1" LOADING_TEST_SCALE=0.25 LOADING_MODEL_HISTORIES=250 \
+        Scripts/test --sanitize=thread --scratch-path .build-tsan --filter "$race_suites"
 }
 
 thread_sanitizer_everything() {

@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -203,7 +204,8 @@ final class StoreModelCheckTests: XCTestCase {
         _ threads: [[LinearizabilityCheck.ConcurrentStep]], rounds: Int = 1_000, slow: Bool = false,
         network: ModelNetwork? = nil, line: UInt = #line
     ) {
-        for round in 0..<rounds {
+        // Heavy: LOADING_TEST_SCALE scales the rounds (the thread sanitizer's stage in CI runs a quarter of them).
+        for round in 0..<scaled(rounds, floor: 50) {
             let (operations, final) = LinearizabilityCheck.run(threads, slow: slow, network: network)
             switch LinearizabilityCheck.linearization(of: operations, final: final, network: network) {
             case .linearizable, .undecided: break
