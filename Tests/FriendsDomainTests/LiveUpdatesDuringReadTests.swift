@@ -19,7 +19,7 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
 
     func test_updatesArrivingThroughTheStreamWhileTheDatabaseIsRead_reachTheDatabaseWithinTheDebounce() throws {
         let database = try makeDatabase()
-        let reads = HeldReads(database)
+        let reads = SlowStore(wrapping: database)
         let updates = UpdatesDouble()
         let composer = FriendsComposer(
             memoryStore: InMemoryFriendsStore(), databaseStore: reads,
@@ -31,12 +31,12 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
             shown.withLock { $0 = Set(list.map(\.id)) }
         }
         // While the database reads its rows: 50 new friends, and 50 removed.
-        XCTAssertTrue(eventually { reads.held > 0 }, "the database is read")
+        XCTAssertTrue(eventually { reads.heldReads > 0 }, "the database is read")
         for index in 0..<50 {
             updates.send(.upsert(makeFriend("new\(index)")))
             updates.send(.remove(id: "f\(index)"))
         }
-        reads.release()
+        reads.stopHoldingReads()
 
         spinMainQueue { shown.withLock { $0 } == expected }
         XCTAssertEqual(shown.withLock { $0 }, expected, "every change is shown")
@@ -46,7 +46,7 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
 
     func test_updatesSentToTheStoreWhileItsFirstReadRuns_reachTheDatabaseWithinTheDebounce() throws {
         let database = try makeDatabase()
-        let reads = HeldReads(database)
+        let reads = SlowStore(wrapping: database)
         let composer = FriendsComposer(
             memoryStore: InMemoryFriendsStore(), databaseStore: reads,
             remote: AnyLoader { throw URLError(.notConnectedToInternet) }, saveDebounce: .milliseconds(50),
@@ -56,12 +56,12 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
             shown.withLock { $0 = Set((response.value ?? []).map(\.id)) }
         }
         _ = composer.store.read(.all, policy: composer.listPolicy).load { _ in }
-        XCTAssertTrue(eventually { reads.held > 0 }, "the database is read")
+        XCTAssertTrue(eventually { reads.heldReads > 0 }, "the database is read")
         for index in 0..<50 {
             composer.store.update(.all) { $0?.applying(.upsert(makeFriend("new\(index)"))) }
             composer.store.update(.all) { $0?.applying(.remove(id: "f\(index)")) }
         }
-        reads.release()
+        reads.stopHoldingReads()
 
         XCTAssertTrue(eventually { shown.withLock { $0 } == expected }, "every change is shown")
         assertDatabaseHoldsWhatIsShown(database)
@@ -99,61 +99,4 @@ final class LiveUpdatesDuringReadTests: XCTestCase {
         return database
     }
 
-}
-
-/// A database whose reads are held until the test releases them (a large list still being read), and answered at
-/// once after; its writes go through.
-private final class HeldReads: FriendsStore {
-    private let database: any FriendsStore
-    private let waiting = Locked<[@Sendable () -> Void]?>([])
-
-    init(_ database: any FriendsStore) {
-        self.database = database
-    }
-
-    /// How many reads wait.
-    var held: Int { waiting.withLock { $0?.count ?? 0 } }
-
-    /// Lets the reads held go on, and every later one.
-    func release() {
-        let held = waiting.withLock { waiting in
-            defer { waiting = nil }
-            return waiting ?? []
-        }
-        for read in held { read() }
-    }
-
-    func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) {
-        let read: @Sendable () -> Void = { [database] in database.retrieve(completion: completion) }
-        let isHeld = waiting.withLock { waiting -> Bool in
-            guard waiting != nil else { return false }
-            waiting?.append(read)
-            return true
-        }
-        if !isHeld { read() }
-    }
-
-    func replaceAll(
-        with friends: [Friend], timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
-    ) {
-        database.replaceAll(with: friends, timestamp: timestamp, completion: completion)
-    }
-
-    func upsert(_ friend: Friend, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        database.upsert(friend, timestamp: timestamp, completion: completion)
-    }
-
-    func delete(id: Friend.ID, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        database.delete(id: id, completion: completion)
-    }
-
-    func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        database.deleteAll(completion: completion)
-    }
-
-    func apply(
-        _ changes: FriendsChanges, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
-    ) {
-        database.apply(changes, timestamp: timestamp, completion: completion)
-    }
 }

@@ -131,26 +131,45 @@ final class FailingStore: FriendsStore {
     }
 }
 
-/// A store whose reads answer when the test says so (``answerReads()``).
+/// A store whose reads answer when the test says so (``answerReads()``), until it lets every read go
+/// (``stopHoldingReads()``); its writes go through at once.
 final class SlowStore: FriendsStore {
     let wrapping: any FriendsStore
-    private let reads = Locked<[@Sendable (Result<CachedFriends?, any Error>) -> Void]>([])
+    /// The reads held, or `nil` once reads are no longer held.
+    private let reads = Locked<[@Sendable (Result<CachedFriends?, any Error>) -> Void]?>([])
 
     init(wrapping: any FriendsStore) {
         self.wrapping = wrapping
     }
 
+    /// How many reads wait.
+    var heldReads: Int { reads.withLock { $0?.count ?? 0 } }
+
     func retrieve(completion: @escaping @Sendable (Result<CachedFriends?, any Error>) -> Void) {
-        reads.withLock { $0.append(completion) }
+        let isHeld = reads.withLock { reads -> Bool in
+            reads?.append(completion)
+            return reads != nil
+        }
+        if !isHeld { wrapping.retrieve(completion: completion) }
     }
 
     /// Answers the reads asked so far, here.
     func answerReads() {
-        let reads = reads.withLock { reads in
-            defer { reads = [] }
-            return reads
+        let held = reads.withLock { reads in
+            defer { if reads != nil { reads = [] } }
+            return reads ?? []
         }
-        for read in reads { wrapping.retrieve(completion: read) }
+        for read in held { wrapping.retrieve(completion: read) }
+    }
+
+    /// Answers the reads asked so far, and every later one at once.
+    func stopHoldingReads() {
+        answerReads()
+        let late = reads.withLock { reads in
+            defer { reads = nil }
+            return reads ?? []
+        }
+        for read in late { wrapping.retrieve(completion: read) }
     }
 
     func replaceAll(
@@ -166,5 +185,10 @@ final class SlowStore: FriendsStore {
     }
     func deleteAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         wrapping.deleteAll(completion: completion)
+    }
+    func apply(
+        _ changes: FriendsChanges, timestamp: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        wrapping.apply(changes, timestamp: timestamp, completion: completion)
     }
 }
