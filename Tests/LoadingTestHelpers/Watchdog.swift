@@ -53,10 +53,13 @@ package func eventuallyAsync(_ condition: () async -> Bool) async -> Bool {
     return true
 }
 
-/// Gives up the thread a random number of times, at most `turns`: varies the moment the caller goes on, so that
-/// threads interleave differently from one history to the next. Jitter, never a wait for anything.
-package func jitter(upTo turns: Int) {
-    for _ in 0..<Int.random(in: 0...turns) { sched_yield() }
+/// Spins for a random number of steps, at most `steps` (a step is a nanosecond or two): varies the moment the caller
+/// goes on by a few microseconds, so that threads interleave differently from one history to the next. Jitter, never
+/// a wait for anything; it asks nothing of the scheduler, so a busy machine slows it no more than the rest.
+package func jitter(upTo steps: Int) {
+    var spun = 0
+    for step in 0..<Int.random(in: 0...steps) { spun &+= step }
+    withExtendedLifetime(spun) {}
 }
 
 /// Runs the main queue (from the main thread) until `condition` holds; fails the test when the watchdog runs out

@@ -90,7 +90,7 @@ enum LinearizabilityCheck {
                     }
                     requests.enter()
                     DispatchQueue.global().async {
-                        jitter(upTo: 40)
+                        jitter(upTo: 50_000)
                         completion(.success(server(key)))
                         requests.leave()
                     }

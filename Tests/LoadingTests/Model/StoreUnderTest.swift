@@ -185,7 +185,7 @@ final class ModelLevel<Value: Sendable>: KeyedCache {
         guard let slowness else { return operation() }
         inFlight.enter()
         slowness.async { [inFlight] in
-            jitter(upTo: 20)
+            jitter(upTo: 25_000)
             operation()
             inFlight.leave()
         }

@@ -258,7 +258,7 @@ final class GatedStorage: MutationStorage {
             return state.isHolding
         }
         if holds { gate.wait() }
-        if jitter { LoadingTestHelpers.jitter(upTo: 100) }
+        if jitter { LoadingTestHelpers.jitter(upTo: 1_000_000) }
         state.withLock { $0.kept[mutation.id] = mutation }
     }
 
