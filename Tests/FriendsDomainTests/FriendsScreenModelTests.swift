@@ -131,9 +131,11 @@
             XCTAssertEqual(screen.toast, "Could not delete: Something went wrong. Try again.", "no deleter here")
         }
 
-        private func until(_ condition: () -> Bool) async {
+        private func until(
+            _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line
+        ) async {
             let held = await eventuallyOnMainActor(condition)
-            XCTAssertTrue(held, "timed out")
+            XCTAssertTrue(held, "the condition did not hold within the watchdog (60 s)", file: file, line: line)
         }
     }
 #endif

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingTestHelpers
 import XCTest
 
 func makeFriend(_ id: String, name: String? = nil, status: Friend.Status = .online, updatedAt: Double = 1_700_000_000)
@@ -21,7 +22,7 @@ struct AnyError: Error, Equatable {}
 
 /// Waits for a completion-based call, failing the test if it does not complete in time.
 func awaitResult<T: Sendable>(
-    timeout: Double = 5,
+    timeout: Double = .watchdog,
     file: StaticString = #filePath,
     line: UInt = #line,
     _ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void
@@ -33,7 +34,7 @@ func awaitResult<T: Sendable>(
         done.signal()
     }
     guard done.wait(timeout: .now() + timeout) == .success else {
-        XCTFail("timed out", file: file, line: line)
+        XCTFail("the call did not complete within \(Int(timeout)) s (a watchdog)", file: file, line: line)
         return nil
     }
     return box.withLock { $0 }

@@ -321,8 +321,9 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         return awaitResult { sut.load(completion: $0) }
     }
 
-    private func waitUntil(_ condition: () -> Bool) {
-        XCTAssertTrue(eventually(condition), "timed out")
+    private func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(
+            eventually(condition), "the condition did not hold within the watchdog (60 s)", file: file, line: line)
     }
 }
 

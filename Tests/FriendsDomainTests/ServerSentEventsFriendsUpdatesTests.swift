@@ -158,7 +158,8 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
         XCTAssertEqual(recorder.events.count, 0)
     }
 
-    private func waitUntil(_ condition: () -> Bool) {
-        XCTAssertTrue(eventually(condition), "timed out")
+    private func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(
+            eventually(condition), "the condition did not hold within the watchdog (60 s)", file: file, line: line)
     }
 }

@@ -76,6 +76,7 @@ extension XCTestCase {
     ) {
         let deadline = Date().addingTimeInterval(timeout)
         while !condition() && Date() < deadline { RunLoop.current.run(until: Date().addingTimeInterval(0.01)) }
-        XCTAssertTrue(condition(), "timed out", file: file, line: line)
+        XCTAssertTrue(
+            condition(), "the condition did not hold within \(Int(timeout)) s (a watchdog)", file: file, line: line)
     }
 }

@@ -133,9 +133,11 @@
             await until { screen.rendered.count >= count }
         }
 
-        private func until(_ condition: () -> Bool) async {
+        private func until(
+            _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line
+        ) async {
             let held = await eventuallyOnMainActor(condition)
-            XCTAssertTrue(held, "timed out")
+            XCTAssertTrue(held, "the condition did not hold within the watchdog (60 s)", file: file, line: line)
         }
     }
 #endif
@@ -189,9 +191,11 @@
             XCTAssertEqual(friends.loadCount, 1, "reloading one section leaves the others alone")
         }
 
-        private func until(_ condition: () -> Bool) async {
+        private func until(
+            _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line
+        ) async {
             let held = await eventuallyOnMainActor(condition)
-            XCTAssertTrue(held, "timed out")
+            XCTAssertTrue(held, "the condition did not hold within the watchdog (60 s)", file: file, line: line)
         }
     }
 #endif
