@@ -57,7 +57,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     }
 
     /// What a clear took out, for the queue to cancel, release and forget after unlocking.
-    struct ClearTaken {
+    struct ClearTaken: Sendable {
         let entries: [Entry]
         let attempt: Attempt?
         let retry: (any CancellationToken)?

@@ -141,16 +141,25 @@ extension MutationQueue {
 
 extension MutationQueue: StoreClearObserver {
     /// A logout begins: nothing more is sent, the attempt in flight is cancelled, and every mutation is taken out of
-    /// the queue and the storage (once the saves under way have landed) before the store cancels anything.
-    func storeWillClear() {
+    /// the queue before the store cancels anything; they leave the storage at once, or, while saves are under way,
+    /// once those have landed (a save's file is removed after it is written). The logout's caller never waits for
+    /// the storage: `forgotten` ends the queue's part of the clear, on the thread where the last save landed.
+    func storeWillClear(forgotten: @escaping @Sendable () -> Void) {
         let taken = ledger.withLock { $0.beginClear() }
         taken.attempt?.token?.cancel()
         taken.retry?.cancel()
-        taken.saves.wait()
-        for entry in taken.entries { forget(entry.record) }
-        taken.attempt?.lease?.release()
-        ledger.withLock { $0.keepCleared(taken.entries) }
-        if !taken.entries.isEmpty { publish() }
+        let forgetTaken: @Sendable () -> Void = { [self] in
+            for entry in taken.entries { forget(entry.record) }
+            taken.attempt?.lease?.release()
+            ledger.withLock { $0.keepCleared(taken.entries) }
+            if !taken.entries.isEmpty { publish() }
+            forgotten()
+        }
+        if taken.saves.wait(timeout: .now()) == .success {
+            forgetTaken()
+        } else {
+            taken.saves.notify(queue: .global(), execute: forgetTaken)
+        }
     }
 
     /// The logout is over: the mutations it took are told, and what is enqueued from now on is sent.

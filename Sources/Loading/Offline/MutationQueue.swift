@@ -36,7 +36,9 @@ import Dispatch
 ///   ones included.
 /// - **A logout drops them**: ``Store/clear(completion:)`` first stops the queue (it starts nothing more, and the
 ///   attempt in flight is cancelled: its answer, if one still comes, changes nothing), then forgets every mutation,
-///   in memory and in the storage, before the clear returns; their completions receive ``StoreError/cleared``. An
+///   in memory at once and in the storage as soon as no save is under way; their completions receive
+///   ``StoreError/cleared``, before the clear's. The clear never waits on its caller's thread: with a save under way
+///   (a slow disk) it returns at once, and its completion comes once the save landed and its file was removed. An
 ///   enqueue that a clear overtakes while it saves throws ``StoreError/cleared``, and nothing of it is shown, sent
 ///   or kept.
 /// - **Processes sharing a folder** (an app and its extension over one ``FileMutationStorage``): one process sends

@@ -8,11 +8,12 @@ struct MutationOrder: Sendable {
 }
 
 /// What a store tells the mutation queues over it when it is cleared (a logout): before anything is cancelled, so
-/// that a queue starts no more work and forgets what it holds; then once the store is empty.
+/// that a queue starts no more work and forgets what it holds; then once the store is empty and every queue forgot.
 protocol StoreClearObserver: AnyObject, Sendable {
-    /// The store is about to be cleared: start nothing more, and forget the mutations held now.
-    func storeWillClear()
-    /// The store was cleared: what waited for it may go on.
+    /// The store is about to be cleared: start nothing more, and forget the mutations held now; call `forgotten` once
+    /// they are forgotten, at once or later (a save under way lands first), never waiting on the caller's thread.
+    func storeWillClear(forgotten: @escaping @Sendable () -> Void)
+    /// The store was cleared and every queue forgot its mutations: what waited for it may go on.
     func storeDidClear()
 }
 
@@ -34,21 +35,39 @@ final class ClearObservers: Sendable {
         }
     }
 
-    /// Tells every observer alive now that a clear begins; the notice tells them it ended.
-    func clearBegins() -> ClearNotice {
+    /// Tells every observer alive now that a clear begins; returns what the store calls once its own part of the
+    /// clear ended. The clear ends once that and each observer's forgetting did: then every observer is told, and
+    /// `ended` runs, on the thread that ended last.
+    func clearBegins(ended: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
         let observers = observers.withLock { $0.compactMap(\.observer) }  // released after unlocking
-        for observer in observers { observer.storeWillClear() }
-        return ClearNotice(observers: observers)
+        let parts = Countdown(observers.count + 1) {
+            for observer in observers { observer.storeDidClear() }
+            ended()
+        }
+        for observer in observers { observer.storeWillClear(forgotten: parts.end) }
+        return parts.end
     }
 }
 
-/// The observers told that a clear began, to tell that it ended.
-struct ClearNotice {
-    fileprivate let observers: [any StoreClearObserver]
+/// Runs an action once a number of parts have ended, on the thread that ends the last (no thread waits for it).
+final class Countdown: Sendable {
+    private struct State {
+        var remaining: Int
+        var action: (@Sendable () -> Void)?
+    }
+    private let state: Locked<State>
 
-    /// Tells the observers that the clear ended.
-    func clearEnded() {
-        for observer in observers { observer.storeDidClear() }
+    init(_ parts: Int, then action: @escaping @Sendable () -> Void) {
+        state = Locked(State(remaining: parts, action: action))
+    }
+
+    /// One part ended; the last runs the action.
+    func end() {
+        let action = state.withLock { state -> (@Sendable () -> Void)? in
+            state.remaining -= 1
+            return state.remaining == 0 ? state.action.take() : nil
+        }
+        action?()
     }
 }
 

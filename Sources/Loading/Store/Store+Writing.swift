@@ -68,14 +68,15 @@ extension Store {
 
     /// Forgets everything (a logout): cancels pending optimistic changes (their commits are cancelled and their
     /// completions receive ``StoreError/cleared``) and debounced writes, empties every level, and shows every observed
-    /// key as empty. Nothing fetched, read or changed before the clear reappears after it. `completion` runs once
-    /// every level has been emptied (or failed to be: see `onWriteFailure`).
+    /// key as empty, before it returns. Nothing fetched, read or changed before the clear reappears after it. It never
+    /// waits on the caller's thread: `completion` runs once every level has been emptied (or failed to be: see
+    /// `onWriteFailure`) and every ``MutationQueue`` over the store forgot its mutations, storage included.
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
-        // The queues over the store stop starting work, and forget their mutations, before anything is cancelled.
-        let notice = clearObservers.clearBegins()
-        engine.perform(locked { $0.clear(completion: completion) }, for: nil)
+        // The queues over the store stop starting work, and forget their mutations, before anything is cancelled;
+        // one whose storage is saving forgets once the save landed, and the clear ends then: its caller never waits.
+        let storeCleared = clearObservers.clearBegins(ended: completion)
+        engine.perform(locked { $0.clear(completion: storeCleared) }, for: nil)
         engine.confirmations?.cleared()
-        notice.clearEnded()
     }
 
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.

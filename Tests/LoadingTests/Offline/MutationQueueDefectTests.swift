@@ -27,12 +27,12 @@ final class MutationQueueDefectTests: XCTestCase {
             enqueued.withLock { $0 = result }
         }
         XCTAssertTrue(eventually { storage.savesStarted == 1 }, "the enqueue is writing its file")
-        // The clear waits on this thread for the enqueue's save, before it shows anything: nothing tells the test it
-        // began, so the save is let go a moment later. (A logout that waits on storage is a defect of its own.)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { storage.releaseSaves() }
-        store.clear()
+        let cleared = clearReturningAtOnce(store)  // a logout never waits for the storage
+        XCTAssertEqual(shown.values.map(\.value), [["a", "b", "c"], nil], "the old user's list is gone at once")
+        XCTAssertFalse(cleared.withLock { $0 }, "the clear ends once the save under way landed and was removed")
+        storage.releaseSaves()
 
-        XCTAssertTrue(eventually { enqueued.withLock { $0 } != nil })
+        XCTAssertTrue(eventually { enqueued.withLock { $0 } != nil && cleared.withLock { $0 } })
         let result = try XCTUnwrap(enqueued.withLock { $0 })
         XCTAssertThrowsError(try result.get(), "an enqueue the clear overtook throws") { error in
             XCTAssertEqual(error as? StoreError, .cleared)
@@ -48,6 +48,28 @@ final class MutationQueueDefectTests: XCTestCase {
         let relaunched = try makeQueue(makeStore(), storage, server)
         XCTAssertFalse(relaunched.isMutating, "nor at the next launch")
         XCTAssertEqual(server.sent, [])
+    }
+
+    func test_aSaveThatDoesNotEnd_neverBlocksALogoutsCaller_andTheNextUsersChangesWaitForIt() throws {
+        let store = makeStore()
+        let storage = GatedStorage()
+        let server = ServerSpy()
+        let queue = try makeQueue(store, storage, server, connectivity: ManualConnectivity(isOnline: true))
+        let shown = StreamRecorder(store.changes(for: "list"))
+        storage.holdSaves()
+        DispatchQueue.global().async { _ = try? queue.enqueue("a") }
+        XCTAssertTrue(eventually { storage.savesStarted == 1 }, "the old user's change is writing its file")
+
+        let cleared = clearReturningAtOnce(store)  // the save hangs: the caller goes on all the same
+        store.write(["x"], for: "list")  // the next user
+        XCTAssertEqual(shown.values.last?.value, ["x"])
+        XCTAssertFalse(cleared.withLock { $0 })
+        XCTAssertEqual(server.sent, [], "nothing sent while the logout has not ended")
+
+        storage.releaseSaves()
+        XCTAssertTrue(eventually { cleared.withLock { $0 } }, "the logout ends once the save landed")
+        XCTAssertEqual(try storage.loadAll().count, 0, "and the old user's file is gone")
+        XCTAssertEqual(server.sent, [], "the old user's change is never sent")
     }
 
     func test_anEnqueueRacingALogout_endsBeforeIt_throws_orComesWhollyAfterIt() throws {
@@ -213,6 +235,22 @@ final class MutationQueueDefectTests: XCTestCase {
             store: store, storage: storage, connectivity: connectivity, retryDelays: .constant(.seconds(1)),
             scheduler: TestScheduler(), key: { _ in "list" }, change: { item, list in list?.filter { $0 != item } },
             send: { item, key in server.send(item, key) }, isRefused: { $0 is Refused })
+    }
+
+    /// Clears `store` from another thread, and fails the test when the clear does not return (within the watchdog);
+    /// returns whether its completion came.
+    private func clearReturningAtOnce(
+        _ store: Store<String, [String]>, file: StaticString = #filePath, line: UInt = #line
+    ) -> Locked<Bool> {
+        let (cleared, returned) = (Locked(false), DispatchSemaphore(value: 0))
+        DispatchQueue.global().async {
+            store.clear { cleared.withLock { $0 = true } }
+            returned.signal()
+        }
+        XCTAssertEqual(
+            returned.wait(timeout: .now() + .watchdog), .success, "the clear returned to its caller", file: file,
+            line: line)
+        return cleared
     }
 
     private func makeDirectory() -> URL {
