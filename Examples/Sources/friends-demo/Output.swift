@@ -5,7 +5,8 @@ import FriendsDomain
 struct Output: Sendable {
     let quiet: Bool
 
-    private static let titleWidth = 30
+    /// Wide enough for the longest step's title and a space.
+    private static let titleWidth = 32
     private static let sourceWidth = 10
 
     func header(_ server: String, database: String) {

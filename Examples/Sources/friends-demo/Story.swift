@@ -281,19 +281,22 @@ final class Story: Sendable {
         for id in victims { before.deleteFriend(id: id) }
         let goneAtOnce = (try? await before.friendsLoader.load())?.contains { victims.contains($0.id) } == false
         let deletedBefore = server.deletedIDs
-        output.detail("offline: deleted \(victims.joined(separator: ", ")), gone at once: \(goneAtOnce ? "yes" : "no")")
+        // Said under the step's row, once it is printed.
+        var details = [
+            "offline: deleted \(victims.joined(separator: ", ")), gone at once: \(goneAtOnce ? "yes" : "no")"
+        ]
 
         let connectivity = ManualConnectivity(isOnline: false)
         let restarted = makeComposer(connectivity: connectivity)
         let pending = restarted.pendingDeletes?.pending.map(\.input) ?? []
         let stillGone = (try? await restarted.friendsLoader.load())?.contains { victims.contains($0.id) } == false
-        output.detail("restarted: \(pending.count) deletes waiting, still gone: \(stillGone ? "yes" : "no")")
+        details.append("restarted: \(pending.count) deletes waiting, still gone: \(stillGone ? "yes" : "no")")
         let nothingSentOffline = server.deletedIDs == deletedBefore
         connectivity.setOnline(true)
         let sent = await eventually { restarted.pendingDeletes?.isMutating == false }
         let reached = Array(server.deletedIDs.dropFirst(deletedBefore.count))
         let keys = server.deleteKeys.suffix(reached.count).compactMap { $0 }
-        output.detail(
+        details.append(
             "online: the server deleted \(reached.joined(separator: ", ")), with \(keys.count) idempotency keys")
         let passed =
             goneAtOnce && nothingSentOffline && pending == victims && stillGone && sent
@@ -301,6 +304,7 @@ final class Story: Sendable {
         output.row(
             title, source: "network", count: try? await restarted.friendsLoader.load().count,
             elapsed: ContinuousClock.now - start, passed: passed, note: "deleted in order after the restart")
+        for line in details { output.detail(line) }
         return passed
     }
 
@@ -317,7 +321,8 @@ final class Story: Sendable {
         }
         let shownAtOnce = (try? await before.friendsLoader.load())?.contains { $0.id == temporary } == true
         let creationsBefore = server.createRequestCount
-        output.detail("offline: added \(temporary), shown at once: \(shownAtOnce ? "yes" : "no")")
+        // Said under the step's row, once it is printed.
+        var details = ["offline: added \(temporary), shown at once: \(shownAtOnce ? "yes" : "no")"]
 
         let connectivity = ManualConnectivity(isOnline: false)
         let restarted = makeComposer(connectivity: connectivity)
@@ -329,7 +334,7 @@ final class Story: Sendable {
         let onServer = server.friends.filter { $0.name == name }.map(\.id)
         let list = (try? await restarted.friendsLoader.load()) ?? []
         let inList = list.filter { $0.name == name }.map(\.id)
-        output.detail(
+        details.append(
             "online: the server created \(onServer.joined(separator: ", ")); the list shows "
                 + inList.joined(separator: ", "))
         let passed =
@@ -338,6 +343,7 @@ final class Story: Sendable {
         output.row(
             title, source: "network", count: list.count, elapsed: ContinuousClock.now - start, passed: passed,
             note: "one friend, under the server's id")
+        for line in details { output.detail(line) }
         return passed
     }
 
@@ -421,11 +427,11 @@ final class Story: Sendable {
             output.failure(title, "\(error)")
             return false
         }
-        output.detail("a child process showed \(shown) friends and was killed with SIGKILL at once")
         let relaunched = makeComposer(databaseURL: database)
         let passed = await step("Relaunch after the kill", expect: [.memory: .miss, .database: .hit]) {
             try await relaunched.friendsLoader.load()
         }
+        output.detail("a child process showed \(shown) friends and was killed with SIGKILL at once")
         return passed
     }
 
@@ -448,13 +454,13 @@ final class Story: Sendable {
         }
         let outcome = await WidgetStep.run(
             app: app, list: list, victim: victim, baseURL: baseURL, databaseURL: database)
-        if let problem = outcome.problem { output.detail(problem) }
         // How long is reported, not judged: a busy machine is slower, not wrong.
         let passed = outcome.problem == nil && outcome.delete != nil && outcome.logout != nil
         output.row(
             title, source: "database", count: list.count - 1, elapsed: ContinuousClock.now - start, passed: passed,
             note: "a child process showed the app's list, its delete of \(victim) \(Output.describe(outcome.delete)) "
                 + "and its logout \(Output.describe(outcome.logout)) after they ended")
+        if let problem = outcome.problem { output.detail(problem) }
         return passed
     }
 
