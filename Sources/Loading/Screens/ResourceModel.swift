@@ -34,8 +34,8 @@
     /// made on the main thread shows before the call that made it returns, even behind other work queued on the
     /// main queue (unless another thread is delivering the key's states at that moment: it then follows them).
     ///
-    /// Renders are not wasted: for an `Equatable` value, a state equal to the one shown is not set again (a refresh
-    /// that brings the same value changes nothing), and ``select(_:)`` gives a part of the value that changes only
+    /// Renders are not wasted: for an `Equatable` value, a state equal to the one shown is not set again, whichever
+    /// thread it comes from and wherever the model was made (in generic code too), and ``select(_:)`` gives a part of the value that changes only
     /// when that part does. ``show(_:of:policy:)`` moves the model to another key, keeping the value shown as a
     /// placeholder until the new key's arrives.
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
@@ -60,7 +60,7 @@
         /// Creates a model showing `repository`'s state.
         @available(*, deprecated, message: "Use init(store:key:policy:), or init(loader:)")
         public convenience init(repository: ResourceRepository<Value>) {
-            self.init(source: ResourceSource(repository), isSameState: { _, _ in false })
+            self.init(source: ResourceSource(repository), isSameState: Self.areEqualIfComparable)
         }
 
         /// Creates a model showing `repository`'s state; a state equal to the one shown is not set again.
@@ -72,7 +72,8 @@
         /// Creates a model showing `key` of `store`, read with `policy`: the store's states of the key
         /// (``Store/states(for:)``), whoever loads it.
         public convenience init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy = .cacheFirst) {
-            self.init(source: ResourceSource(store: store, key: key, policy: policy), isSameState: { _, _ in false })
+            self.init(
+                source: ResourceSource(store: store, key: key, policy: policy), isSameState: Self.areEqualIfComparable)
         }
 
         /// Creates a model showing `key` of `store`, read with `policy`; a state equal to the one shown is not set
@@ -84,7 +85,16 @@
 
         /// Creates a model over `loader` alone: a store of one key whose fetch it is, read network first.
         public convenience init<L: Loader>(loader: L) where L.Output == Value {
-            self.init(source: ResourceSource(loader: loader), isSameState: { _, _ in false })
+            self.init(source: ResourceSource(loader: loader), isSameState: Self.areEqualIfComparable)
+        }
+
+        /// Whether two states are equal, when the value is `Equatable`: known at run time, so that a model made in
+        /// generic code, where the `Equatable` initializer is not chosen, does not set an equal state again either.
+        private nonisolated static func areEqualIfComparable(
+            _ shown: LoadingState<Value>, _ new: LoadingState<Value>
+        ) -> Bool {
+            guard let shown = shown as? any Equatable else { return false }
+            return shown.isEqual(to: new)
         }
 
         private init(
@@ -225,6 +235,13 @@
 
         func update(_ newValue: Part) {
             if newValue != value { value = newValue }
+        }
+    }
+
+    extension Equatable {
+        /// Whether `other` is a value of this type equal to this one.
+        fileprivate func isEqual(to other: Any) -> Bool {
+            (other as? Self) == self
         }
     }
 #endif

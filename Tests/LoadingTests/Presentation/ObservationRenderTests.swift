@@ -1,6 +1,7 @@
 #if canImport(Observation)
     import Foundation
     import Loading
+    import LoadingTestHelpers
     import LoadingTestSupport
     import Observation
     import XCTest
@@ -22,6 +23,31 @@
             XCTAssertEqual(changes.count, 0, "an equal state is not set again")
             store.write(["Ada", "Grace"], for: "friends")
             XCTAssertEqual(changes.count, 1)
+        }
+
+        func test_aModelMadeInGenericCode_doesNotSetAnEqualStateAgain_fromAnyThread() async {
+            let store = Store<String, Int>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Int>() })
+            store.write(7, for: "n")
+            let model = makeModel(store, "n")  // where the Equatable initializer is not chosen
+            let changes = ChangeCounter { _ = model.state }
+
+            store.write(7, for: "n")
+            let written = expectation(description: "written on another thread")
+            DispatchQueue.global().async {
+                store.write(7, for: "n")
+                written.fulfill()
+            }
+            await fulfillment(of: [written], timeout: .watchdog)
+            store.write(8, for: "n")  // a change after them: once it shows, they were delivered
+            let isShown = await eventuallyOnMainActor { model.value == 8 }
+            XCTAssertTrue(isShown)
+
+            XCTAssertEqual(changes.count, 1, "only the change to 8 was set: an equal state is not set again")
+        }
+
+        /// A model made where the value's type is generic: Swift picks the initializer without `Equatable`.
+        private func makeModel<Value: Sendable>(_ store: Store<String, Value>, _ key: String) -> ResourceModel<Value> {
+            ResourceModel(store: store, key: key)
         }
 
         func test_select_changesOnlyWhenItsPartChanges() async {
