@@ -69,11 +69,15 @@ extension ResourceRepository.WipedError: CustomStringConvertible, LocalizedError
 }
 
 /// What an underlying error says, for a person: its own sentence when it has one (a `LocalizedError`), the system's
-/// words for a POSIX error, else its description; without a final period, to end a sentence of the caller's.
+/// words for a POSIX error, what a file system error of Foundation's wraps (its own text is a dump: "Error
+/// Domain=NSCocoaErrorDomain Code=512 "(null)" UserInfo=…"), else its description; without a final period, to end a
+/// sentence of the caller's.
 func reason(of error: any Error) -> String {
     let text: String
     if error is DecodingError {
         text = "its contents are not in the format expected"
+    } else if let cocoa = error as? CocoaError, let underlying = cocoa.underlying {
+        return reason(of: underlying)
     } else if let localized = error as? any LocalizedError, let description = localized.errorDescription {
         text = description
     } else if let posix = error as? POSIXError {
