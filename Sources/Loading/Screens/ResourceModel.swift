@@ -35,9 +35,9 @@
     /// main queue (unless another thread is delivering the key's states at that moment: it then follows them).
     ///
     /// Renders are not wasted: for an `Equatable` value, a state equal to the one shown is not set again, whichever
-    /// thread it comes from and wherever the model was made (in generic code too), and ``select(_:)`` gives a part of the value that changes only
-    /// when that part does. ``show(_:of:policy:)`` moves the model to another key, keeping the value shown as a
-    /// placeholder until the new key's arrives.
+    /// thread it comes from and wherever the model was made (in generic code too), and ``select(_:)`` gives a part
+    /// of the value that changes only when that part does. ``show(_:of:policy:)`` moves the model to another key,
+    /// keeping the value shown as a placeholder until the new key's arrives.
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor
     @Observable

@@ -35,12 +35,12 @@ final class ClearObservers: Sendable {
         }
     }
 
-    /// Tells every observer alive now that a clear begins; returns what the store calls once its own part of the
-    /// clear ended. The clear ends once that and each observer's forgetting did: then every observer is told, and
-    /// `ended` runs, on the thread that ended last.
-    func clearBegins(ended: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+    /// Tells every observer alive now that a clear begins; returns what the store calls once each of its own
+    /// `storeParts` parts of the clear ended. The clear ends once those and each observer's forgetting did: then
+    /// every observer is told, and `ended` runs, on the thread that ended last.
+    func clearBegins(storeParts: Int, ended: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
         let observers = observers.withLock { $0.compactMap(\.observer) }  // released after unlocking
-        let parts = Countdown(observers.count + 1) {
+        let parts = Countdown(observers.count + storeParts) {
             for observer in observers { observer.storeDidClear() }
             ended()
         }

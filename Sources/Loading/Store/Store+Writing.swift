@@ -74,9 +74,11 @@ extension Store {
     public func clear(completion: @escaping @Sendable () -> Void = {}) {
         // The queues over the store stop starting work, and forget their mutations, before anything is cancelled;
         // one whose storage is saving forgets once the save landed, and the clear ends then: its caller never waits.
-        let storeCleared = clearObservers.clearBegins(ended: completion)
-        engine.perform(locked { $0.clear(completion: storeCleared) }, for: nil)
+        // The store's two parts: its levels emptied, and the entities told (before a queue sends the next user's).
+        let storePartEnded = clearObservers.clearBegins(storeParts: 2, ended: completion)
+        engine.perform(locked { $0.clear(completion: storePartEnded) }, for: nil)
         engine.confirmations?.cleared()
+        storePartEnded()
     }
 
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
