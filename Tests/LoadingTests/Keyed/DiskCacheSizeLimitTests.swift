@@ -109,12 +109,65 @@ final class DiskCacheSizeLimitTests: XCTestCase {
         save("v", for: 100, to: relaunched)
 
         XCTAssertLessThanOrEqual(Self.entrySizes(in: directory).reduce(0, +), 5 * entrySize)
+        XCTAssertLessThanOrEqual(Self.bytesInFolder(directory), 5 * entrySize, "temporary files included")
         XCTAssertEqual(read(100, from: relaunched), "v")
+    }
+
+    func test_aSaveThatADeadProcessLeftUnfinished_isRemovedWhenACacheOpens() throws {
+        let leftover = try leaveAnUnfinishedSave(ofSize: 2 * entrySize)
+        let cache = makeCache(holding: 3)
+
+        for key in 1...3 { save("v", for: key, to: cache) }
+
+        XCTAssertFalse(FileManager.default.fileExists(atPath: leftover.path), "the dead process's file is gone")
+        XCTAssertEqual(keysHeld(by: cache), [1, 2, 3])
+        XCTAssertLessThanOrEqual(Self.bytesInFolder(directory), 3 * entrySize)
+    }
+
+    func test_aSaveUnderWayInAnotherProcess_isLeftAlone_andCountsAgainstTheLimit() throws {
+        let unfinished = try leaveAnUnfinishedSave(ofSize: 2 * entrySize)
+        // A live process holds the lock its saves hold while it writes; it is this test here.
+        let writer = try XCTUnwrap(Self.holdTheSavesLock(in: directory))
+        let cache = makeCache(holding: 3)
+
+        for key in 1...3 { save("v", for: key, to: cache) }
+
+        XCTAssertTrue(FileManager.default.fileExists(atPath: unfinished.path), "a live process's file is kept")
+        XCTAssertLessThanOrEqual(Self.bytesInFolder(directory), 3 * entrySize, "the file counts against the limit")
+        XCTAssertEqual(keysHeld(by: cache), [3], "the two least recently used entries made room for it")
+
+        close(writer)  // the writer ended (its process died mid-write)
+        save("v", for: 4, to: cache)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: unfinished.path), "removed at the next save")
+        XCTAssertEqual(keysHeld(by: cache), [3, 4])
     }
 
     // MARK: - Helpers
 
     static let date = Date(timeIntervalSinceReferenceDate: 800_000_000)
+
+    /// Writes what a process killed in the middle of a save leaves: a temporary file beside an entry's.
+    private func leaveAnUnfinishedSave(ofSize size: Int) throws -> URL {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent("00000000000000aa.entry.\(UUID().uuidString).writing")
+        try Data(repeating: 0x20, count: size).write(to: file)
+        return file
+    }
+
+    /// Takes, as a save in progress does, the directory's lock shared; the descriptor to close to release it.
+    private static func holdTheSavesLock(in directory: URL) -> Int32? {
+        let descriptor = open(directory.appendingPathComponent(".lock").path, O_RDWR | O_CREAT, 0o644)
+        guard descriptor >= 0, flock(descriptor, LOCK_SH) == 0 else { return nil }
+        return descriptor
+    }
+
+    /// The bytes of every file in `directory`.
+    private static func bytesInFolder(_ directory: URL) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.reduce(0) { total, name in
+            total + ((try? Data(contentsOf: directory.appendingPathComponent(name)))?.count ?? 0)
+        }
+    }
 
     private func makeCache(holding entries: Int, now: @escaping @Sendable () -> Date = { date }) -> Cache {
         Cache(directory: directory, sizeLimit: entries * entrySize, now: now)

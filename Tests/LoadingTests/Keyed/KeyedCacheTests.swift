@@ -210,8 +210,10 @@ final class DiskCacheTests: XCTestCase {
         cache.removeAll { _ in emptied.fulfill() }
         wait(for: [emptied], timeout: .watchdog)
 
-        let remaining = try FileManager.default.contentsOfDirectory(atPath: directory.path)
-        XCTAssertEqual(remaining, ["notes.txt"], "entries and temporary files go; a file the cache did not make stays")
+        let remaining = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        XCTAssertEqual(
+            remaining, [".lock", "notes.txt"],
+            "entries and temporary files go; the saves' lock and a file the cache did not make stay")
     }
 
     func test_aDirectoryAtAnEntrysPath_isReplacedOnSave() throws {

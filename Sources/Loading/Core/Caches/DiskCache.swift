@@ -27,8 +27,9 @@ import Dispatch
 ///
 /// Each entry holds its key, so two keys whose file names collide never read each other's value. A save writes a
 /// temporary file beside the entry and renames it into place, so a process killed mid-write leaves the previous
-/// entry whole; ``removeAll(completion:)`` deletes such leftovers too. Failed writes and removals are reported as
-/// ``DiskCacheError``s.
+/// entry whole. The temporary files such a process leaves are deleted when a cache opens the directory (and by
+/// ``removeAll(completion:)``), never one that a live process is still writing. Failed writes and removals are
+/// reported as ``DiskCacheError``s.
 ///
 /// With a size limit, the cache deletes the least recently used entries (the least recently read or saved) once
 /// their files exceed it, after each save; when each entry was last used is kept in its file's modification time,
@@ -38,7 +39,8 @@ import Dispatch
 /// let images = DiskCache<URL, Data>(directory: caches.appending(path: "images"), sizeLimit: 50_000_000)
 /// ```
 /// The limit counts the entries this cache saved or read and those it found when it first needed to; entries another
-/// process saves meanwhile count once this cache reads them.
+/// process saves meanwhile count once this cache reads them. A temporary file of an unfinished save that could not
+/// be deleted yet (another process was saving) counts too, until a later save deletes it.
 public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable & Codable>: KeyedCache {
     /// The directory the entries are kept in.
     public let directory: URL
@@ -52,7 +54,8 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
 
     /// Creates a cache keeping its entries in `directory` (created when missing).
     /// - Parameters:
-    ///   - directory: a directory of the cache's own; ``removeAll(completion:)`` empties it.
+    ///   - directory: a directory of the cache's own; ``removeAll(completion:)`` empties it of entries (a `.lock`
+    ///     file that saves share stays).
     ///   - expiry: how long a value stays fresh.
     ///   - sizeLimit: the most bytes the entries' files take; the least recently used go first. A value larger than
     ///     the limit on its own is not kept (the key's older value is removed). `nil` (the default): no limit.
@@ -68,6 +71,7 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
         self.sizeLimit = sizeLimit.map { max(0, $0) }
         self.now = now
         queue = DispatchQueue(label: "Loading.DiskCache")
+        queue.async { [self] in _ = removeAbandonedWrites() }
     }
 
     public func value(for key: Key, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void) {
@@ -111,10 +115,11 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
             completion(
                 attempt(.removeAll, key: nil) { _ in
                     let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-                    for name in names where Self.isOwnFile(name) {
+                    for name in names where name.hasSuffix(Self.fileExtension) {
                         try removeFile(at: directory.appendingPathComponent(name))
                     }
-                    if sizeLimit != nil { usage.withLock { $0 = DiskUsage(found: []) } }
+                    let unfinished = removeAbandonedWrites()
+                    if sizeLimit != nil { usage.withLock { $0 = DiskUsage(found: [], unfinishedSize: unfinished) } }
                 })
         }
     }
@@ -130,10 +135,31 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
     private static var fileExtension: String { ".entry" }
     private static var temporaryExtension: String { ".writing" }
 
-    /// Whether `name` is an entry, or the temporary file of a write that did not finish (this cache's, or the one
-    /// Foundation's atomic write made in earlier versions).
-    private static func isOwnFile(_ name: String) -> Bool {
-        name.hasSuffix(fileExtension) || name.hasSuffix(temporaryExtension) || name.hasPrefix(".dat.nosync")
+    /// Whether `name` is the temporary file of a save (this cache's, or the one Foundation's atomic write made in
+    /// earlier versions).
+    private static func isTemporaryFile(_ name: String) -> Bool {
+        name.hasSuffix(temporaryExtension) || name.hasPrefix(".dat.nosync")
+    }
+
+    /// The lock every save holds shared while its temporary file exists, in any process; whoever deletes the
+    /// temporary files of dead processes holds it alone.
+    private var savesLock: URL { directory.appendingPathComponent(".lock") }
+
+    /// Deletes the temporary files of saves that never finished (their process was killed), when no process is
+    /// saving; returns the bytes of those left (a save was under way, so which are abandoned is not known).
+    private func removeAbandonedWrites() -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        let temporary = names.filter(Self.isTemporaryFile).map { directory.appendingPathComponent($0) }
+        guard !temporary.isEmpty else { return 0 }
+        guard let lock = try? FolderLock(savesLock, exclusive: true, waits: false) else {
+            return temporary.reduce(0) { total, file in
+                let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
+                return total + (Self.byteCount(attributes?[.size]) ?? 0)
+            }
+        }
+        defer { lock.release() }
+        for file in temporary { unlink(file.path) }
+        return 0
     }
 
     /// Runs `body` on the file of `key` (the directory for `removeAll`), reporting a failure as a ``DiskCacheError``.
@@ -155,6 +181,8 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
     private func replace(_ file: URL, with data: Data) throws {
         let type = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.type] as? FileAttributeType
         if let type, type != .typeRegular { try FileManager.default.removeItem(at: file) }
+        let lock = try FolderLock(savesLock, exclusive: false, waits: true)
+        defer { lock?.release() }
         let temporary = file.appendingPathExtension(UUID().uuidString + Self.temporaryExtension)
         try data.write(to: temporary)
         guard rename(temporary.path, file.path) == 0 else {
@@ -197,12 +225,16 @@ public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable
     /// exceed the limit.
     private func noteUse(of file: URL, size: Int) {
         guard let sizeLimit else { return }
-        let found = usage.withLock { $0 == nil } ? listEntries() : nil
+        let (unknown, unfinished) = usage.withLock { ($0 == nil, $0?.unfinishedSize ?? 0) }
+        let found = unknown ? listEntries() : nil
+        // Counted until deleted: once listed, then at each use until none is left.
+        let stillUnfinished = unknown || unfinished > 0 ? removeAbandonedWrites() : 0
         let now = Self.microseconds(since: self.now())
         let (stamp, evicted) = usage.withLock { stored -> (Int64, [String]) in
             // Taken out while it changes, so that the change does not copy it.
             var usage = exchange(&stored, with: nil) ?? DiskUsage(found: found ?? [])
             defer { stored = usage }
+            usage.unfinishedSize = stillUnfinished
             let stamp = usage.nextStamp(now: now)
             usage.use(file.lastPathComponent, size: size, stamp: stamp)
             var evicted: [String] = []

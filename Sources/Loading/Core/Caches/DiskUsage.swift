@@ -24,11 +24,19 @@ struct DiskUsage: Sendable {
     private var order: [Record] = []
     private var head = 0
     private var lastStamp: Int64 = 0
-    /// The size of every entry known, in bytes.
+    /// The bytes of every entry known and of ``unfinishedSize``.
     private(set) var totalSize = 0
+    /// The bytes of temporary files left by saves that did not finish and not deleted yet: counted against the
+    /// limit, never evicted (a live process may still be writing one).
+    var unfinishedSize = 0 {
+        didSet { totalSize += unfinishedSize - oldValue }
+    }
 
-    /// The usage of the entries found in the directory: each file's name, size and modification time.
-    init(found entries: [(name: String, size: Int, stamp: Int64)]) {
+    /// The usage of the entries found in the directory (each file's name, size and modification time), and of
+    /// `unfinishedSize` bytes of temporary files.
+    init(found entries: [(name: String, size: Int, stamp: Int64)], unfinishedSize: Int = 0) {
+        self.unfinishedSize = unfinishedSize
+        totalSize = unfinishedSize
         for entry in entries.sorted(by: { $0.stamp < $1.stamp }) {
             record(entry.name, size: entry.size, stamp: entry.stamp)
         }
