@@ -304,6 +304,15 @@ struct MutationLedger<Input: Sendable>: Sendable {
         return (attempt, commit)
     }
 
+    /// The server accepted attempt `serial`: takes out the commit to complete (`nil` when the attempt was taken back).
+    /// The attempt stays under way, its lease held and nothing else sent, until the store settled the change.
+    mutating func accept(_ serial: Int) -> LoadCompletion<Void>? {
+        guard let id = sending.id(of: serial) else { return nil }
+        var commit: LoadCompletion<Void>?
+        entries.update(id) { commit = $0.commit.take() }
+        return commit
+    }
+
     /// Attempt `serial` failed for now: its mutation stays first and waits for its retry. Returns the attempt and the
     /// mutation's attempts, for the delay.
     mutating func failForNow(_ serial: Int, with error: any Error) -> (Attempt, attempts: Int)? {

@@ -76,9 +76,9 @@ extension MutationQueue {
         switch result {
         case .success(let serverID):
             if let temporary, let serverID, !assign(serverID, to: temporary, created: record, serial) { break }
-            settle(record, serial, with: .success(()))
+            ledger.withLock { $0.accept(serial) }?(.success(()))
         case .failure(let error) where isRefused(error):
-            guard settle(record, serial, with: .failure(error)), let temporary else { break }
+            guard refuse(record, serial, because: error), let temporary else { break }
             takeOutNaming(temporary, because: MutationQueueError.creationRefused(temporaryID: temporary))
         case .failure(let error):
             waitToRetry(record, serial, after: error)
@@ -125,15 +125,16 @@ extension MutationQueue {
         for (key, changes) in byKey { store.replaceChanges(changes, of: key) }
     }
 
-    /// Completes the store's commit of `record` with the server's answer (the store then settles it). The storage
+    /// Completes the store's commit of `record` with the server's refusal (the store then undoes it). The storage
     /// forgets it at once, before the attempt's lease is released: another process never sends it again. `false`
-    /// when the attempt was taken back meanwhile.
+    /// when the attempt was taken back meanwhile. (An accepted mutation's attempt runs on until the store saved it:
+    /// see ``settled(_:_:)``.)
     @discardableResult
-    private func settle(_ record: StoredMutation<Input>, _ serial: Int, with answer: Result<Void, any Error>) -> Bool {
+    private func refuse(_ record: StoredMutation<Input>, _ serial: Int, because error: any Error) -> Bool {
         guard let (attempt, commit) = ledger.withLock({ $0.answer(serial) }) else { return false }
         forget(record)
         attempt.lease?.release()
-        commit?(answer)
+        commit?(.failure(error))
         return true
     }
 

@@ -55,11 +55,16 @@ extension MutationQueue {
         }
     }
 
-    /// The store settled a mutation's change (accepted and saved, refused, or cleared): the storage forgets it.
-    private func settled(_ record: StoredMutation<Input>, _ result: Result<Void, any Error>) {
-        let entry = drop(record.id)
+    /// The store settled a mutation's change (accepted and saved to every level, refused, or cleared): the storage
+    /// forgets it, then an accepted mutation's attempt ends (its lease released: another process never sends it
+    /// again) and the next is sent. A kill before leaves it kept, to send again.
+    func settled(_ record: StoredMutation<Input>, _ result: Result<Void, any Error>) {
+        let (entry, attempt, retry) = ledger.withLock { $0.remove(record.id) }
         forget(record)
+        attempt?.end()
+        retry?.cancel()
         guard let entry else { return }  // a clear, a discard or another process took it already
+        publish()
         entry.completion?(result)
         let outcome: SettledMutation<Input>.Outcome =
             switch result {

@@ -30,7 +30,8 @@ import Dispatch
 ///   carries the mutation's id as its idempotency key, so a server that honours it applies a mutation sent twice
 ///   (an answer lost to a crash) once.
 /// - **Settled alone**: a mutation the server accepts joins the store's confirmed value (written to every level),
-///   and leaves the storage; one it refuses (`isRefused`) is undone alone, leaves the storage, and the next is sent.
+///   and leaves the storage only once every level's save ended (a kill before leaves it kept, to send again); the
+///   next is sent then. One it refuses (`isRefused`) is undone alone, leaves the storage, and the next is sent.
 ///   Any other failure is transient: the mutation stays first, and is sent again after `retryDelays` (its
 ///   attempts count) or as soon as the network comes back. `onSettled` is told how each mutation ended, restored
 ///   ones included.

@@ -9,6 +9,34 @@ import XCTest
 /// old user is shown or sent after a logout, every mutation is shown in the order it is sent, each attempt is counted
 /// before it goes out, and every mutation's end is told, restored ones included.
 final class MutationQueueDefectTests: XCTestCase {
+    // MARK: Accepted
+
+    func test_anAcceptedMutation_leavesItsStorageOnlyOnceEveryLevelSavedTheConfirmedValue() throws {
+        let disk = HeldSavesCache()
+        let store = Store<String, [String]>(
+            levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
+        store.write(["a", "b", "c"], for: "list")
+        disk.releaseSaves()
+        let storage = GatedStorage()
+        let server = ServerSpy()
+        let queue = try makeQueue(store, storage, server, connectivity: ManualConnectivity(isOnline: true))
+        let outcome = LoadRecorder<Void>()
+        try queue.enqueue("a") { outcome.record($0) }
+        XCTAssertTrue(eventually { server.sent == ["a"] })
+
+        disk.holdSaves()
+        server.answer(0)  // accepted: the confirmed value goes to the slow disk
+
+        XCTAssertTrue(eventually { disk.savesHeld == 1 }, "the disk is saving the confirmed value")
+        XCTAssertEqual(storage.kept.count, 1, "the mutation stays kept while the disk saves: a kill now loses nothing")
+        XCTAssertEqual(outcome.count, 0, "nor has it ended")
+
+        disk.releaseSaves()
+        XCTAssertTrue(eventually { outcome.count == 1 }, "it ends once the disk holds the value")
+        XCTAssertEqual(storage.kept.count, 0, "and only then leaves the storage")
+        XCTAssertEqual(disk.saved["list"], ["b", "c"])
+    }
+
     // MARK: Logout
 
     func test_anEnqueueWhoseSaveIsUnderWayWhenTheStoreIsCleared_isNeitherShownNorSentNorKept() throws {
@@ -302,6 +330,58 @@ final class GatedStorage: MutationStorage {
 
     func remove(_ mutation: StoredMutation<String>) throws {
         state.withLock { _ = $0.kept.removeValue(forKey: mutation.id) }
+    }
+}
+
+/// A disk level whose saves the test can hold: a held save's completion waits (the save is under way) until released.
+private final class HeldSavesCache: KeyedCache {
+    private struct State {
+        var saved: [String: [String]] = [:]
+        var isHolding = false
+        var held: [@Sendable () -> Void] = []
+    }
+
+    private let state = Locked(State())
+
+    var saved: [String: [String]] { state.withLock { $0.saved } }
+    var savesHeld: Int { state.withLock { $0.held.count } }
+
+    func holdSaves() { state.withLock { $0.isHolding = true } }
+
+    func releaseSaves() {
+        let held = state.withLock { state in
+            state.isHolding = false
+            defer { state.held = [] }
+            return state.held
+        }
+        for save in held { save() }
+    }
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<[String]>, any Error>) -> Void) {
+        let value = state.withLock { $0.saved[key] }
+        completion(value.map { .success(CachedValue($0, savedAt: Date())) } ?? .failure(CacheMiss.absent))
+    }
+
+    func save(_ value: [String], for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let land: @Sendable () -> Void = { [state] in
+            state.withLock { $0.saved[key] = value }
+            completion(.success(()))
+        }
+        let now = state.withLock { state -> Bool in
+            if state.isHolding { state.held.append(land) }
+            return !state.isHolding
+        }
+        if now { land() }
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        state.withLock { _ = $0.saved.removeValue(forKey: key) }
+        completion(.success(()))
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        state.withLock { $0.saved = [:] }
+        completion(.success(()))
     }
 }
 
