@@ -18,7 +18,9 @@ extension Store {
     /// comes (read from the levels first when the store does not hold the key). Writes the result to every level
     /// (`nil` removes it from them; a debounced level gets it with the rest of its burst) and shows it. When the key
     /// has no value and `transform` makes none, nothing changes, except that a fetch in flight gets `transform`
-    /// applied to the value it brings (a live update that arrives while the first load runs is kept).
+    /// applied to the value it brings (a live update that arrives while the first load runs is kept). A read of the
+    /// key made from inside `transform` does not wait for the change (which waits for it): it answers at once with
+    /// the value `transform` is given, or fails with ``StoreError/changeInProgress`` when that is `nil`.
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
         submit(.update(Self.erase(transform), reply: nil), for: key)
     }

@@ -5,6 +5,24 @@
 #endif
 
 extension StoreEngine {
+    /// A change whose closures a thread runs (outside the lock): the store's and the key's.
+    struct RunningChange: Sendable {
+        let engine: ObjectIdentifier
+        let key: StoreKeyRef
+    }
+
+    /// The changes this thread (or task) runs now, innermost last: a read of one of their keys made from inside
+    /// their closures must not wait for them (see ``StoreRead/start()``).
+    @TaskLocal static var changesRunningHere: [RunningChange] = []
+
+    /// Whether this thread runs a change of `key` now: the read asking is made from inside its closures.
+    func runsChange(of key: StoreKeyRef) -> Bool {
+        Self.changesRunningHere.contains { running in
+            running.engine == ObjectIdentifier(self) && running.key.hash == key.hash
+                && running.key.isSameKey(as: key.object)
+        }
+    }
+
     /// Submits a change of the confirmed value of the key with `hash` that `isKey` recognizes (`make` makes its
     /// object), and runs the key's queue when it was idle.
     func submit(
@@ -63,7 +81,8 @@ extension StoreEngine {
                 perform(effects, for: key)
                 if effects.endsTurn { return }
             case .run(let work):
-                let result = work.run()
+                let running = Self.changesRunningHere + [RunningChange(engine: ObjectIdentifier(self), key: key)]
+                let result = Self.$changesRunningHere.withValue(running) { work.run() }
                 let now = now()
                 let effects = run(key) { $0.commit(work, result: result, for: $1, now: now) }
                 perform(effects, for: key)

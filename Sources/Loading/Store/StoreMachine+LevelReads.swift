@@ -26,6 +26,11 @@ extension StoreMachine {
         return .read(stamp, inStep: !behind)
     }
 
+    /// Whether a change of `key` runs or waits (a read asked now comes after it).
+    func isChanging(_ key: Key) -> Bool {
+        peek(key).map { !$0.turn.isFree } ?? false
+    }
+
     /// Queues a read of `key` behind the changes of the key that run or wait (asked before it), when there are some:
     /// `reply` is called when its turn comes, and the read goes on then, seeing what they made. `false` when the key's
     /// turn is free (the read goes on at once).

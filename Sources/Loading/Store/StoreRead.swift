@@ -83,16 +83,23 @@ class StoreRead: CancellationToken, @unchecked Sendable {
     /// looked at it is read from the levels (or fetched) at once.
     func begin() {
         awaitsAnswer = true  // before the read is shared: no lock needed
-        if held { start() } else { startWithNothingHeld() }
+        if held || engine.runsChange(of: key) { start() } else { startWithNothingHeld() }
     }
 
     /// Answers from the store's value when the policy takes it, else reads the levels or fetches; after the changes
-    /// of the key asked before it, when some run or wait (a read sees the writes made before it).
+    /// of the key asked before it, when some run or wait (a read sees the writes made before it). Made from inside a
+    /// change of the key (its transform, on the thread running it), which cannot end before the read does, it
+    /// answers at once with what the key shows, whatever its policy.
     func start() {
+        var insideChange = false
         let cached = engine.run(key) { machine, slot -> (snapshot: StoreMachine.Snapshot?, fresh: Bool)?? in
             // The read's place in the store's order: before the changes asked after it, which its fetch applies
             // again to what it brings.
             if asked == nil { asked = machine.readStamp }
+            if !hasWaited, machine.isChanging(slot), engine.runsChange(of: key) {
+                insideChange = true
+                return (machine.showsSomething(slot) ? machine.shownNow(slot) : nil, true)
+            }
             if !hasWaited, machine.awaitTurn(of: slot, then: { [self] in afterTurn() }) { return nil }
             if since == nil, policy.kind == .cacheFirst || policy.kind == .cacheOnly {
                 since = machine.stamp(of: slot)
@@ -100,6 +107,10 @@ class StoreRead: CancellationToken, @unchecked Sendable {
             return machine.cached(slot, under: policy, now: began)
         }
         guard let cached else { return }  // its turn comes later
+        if insideChange {
+            guard let snapshot = cached?.snapshot else { return fail(StoreError.changeInProgress) }
+            return answer(snapshot.response)
+        }
         switch policy.kind {
         case .cacheFirst, .cacheOnly:
             guard let snapshot = cached?.snapshot, cached?.fresh == true else { return readLevel(0, for: .cache) }

@@ -125,12 +125,18 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case discarded
     /// An optimistic change was pending when the store was cleared: it was undone and its commit cancelled.
     case cleared
+    /// A read made from inside a change of its own key (an ``Store/update(_:_:)`` transform) found no value: it does
+    /// not wait for the change, which waits for it, and the key shows nothing yet (the transform is given `nil`).
+    case changeInProgress
 
     public var description: String {
         switch self {
         case .discarded:
             "The fetched value was discarded: the key was removed or the store cleared while it was being fetched."
         case .cleared: "The change was undone: the store was cleared before the server confirmed it."
+        case .changeInProgress:
+            "The key has no value to read yet: the read was made from inside a change of the key, which is given that "
+                + "value."
         }
     }
 }
