@@ -40,6 +40,9 @@ struct MutationLedger<Input: Sendable>: Sendable {
         fileprivate(set) var rewrites = 0
         /// The ids of the items its input names (see ``OfflineCreation``).
         fileprivate(set) var names: [String] = []
+        /// For a creation the server answered: the changes of its key rewritten with the server's id (its own
+        /// included), shown when the store confirms it, in the same publication.
+        fileprivate(set) var replacedOnAccept: [(shown: ShownChange, input: Input)] = []
         let completion: (@Sendable (Result<Void, any Error>) -> Void)?
     }
 
@@ -221,6 +224,18 @@ struct MutationLedger<Input: Sendable>: Sendable {
         return (creation, later, saves)
     }
 
+    /// Keeps `changes` (rewritten with an id the server gave) to show with the confirmation of creation `id`.
+    mutating func showOnAccept(_ changes: [(shown: ShownChange, input: Input)], of id: String) {
+        entries.update(id) { $0.replacedOnAccept = changes }
+    }
+
+    /// Takes the changes kept to show with the confirmation of creation `id`.
+    mutating func takeShownOnAccept(of id: String) -> [(shown: ShownChange, input: Input)] {
+        var changes: [(shown: ShownChange, input: Input)] = []
+        entries.update(id) { changes = exchange(&$0.replacedOnAccept, with: []) }
+        return changes
+    }
+
     /// Rewrites the inputs of the mutations `rewritten` names (those still in the queue), which name `server` from
     /// now on instead of `temporary`; returns them as they stand now, with their changes in the store.
     mutating func rewrite(
@@ -333,6 +348,18 @@ struct MutationLedger<Input: Sendable>: Sendable {
         guard sending.take(serial) != nil else { return false }
         sending.waitToRetry()
         return true
+    }
+
+    /// The mutations shown and not being sent by this process: those another process may have sent since.
+    var shownAndWaiting: [StoredMutation<Input>] {
+        entries.inOrder.filter { $0.isShown && !sending.isSending($0.record.id) }.map(\.record)
+    }
+
+    /// Another process sent mutation `id` (the storage no longer keeps it): takes it out, with the wait for its retry
+    /// when it was first; `nil` when it left already or this process sends it now.
+    mutating func sentElsewhere(id: String) -> (entry: Entry, retry: (any CancellationToken)?)? {
+        guard !sending.isSending(id), let (entry, wasFirst) = takeOut(id) else { return nil }
+        return (entry, wasFirst ? sending.endWaitToRetry() : nil)
     }
 
     /// Another process sent the mutation of attempt `serial` already: takes it out.

@@ -107,11 +107,20 @@ extension MutationQueue {
         for (record, _) in rewritten {
             do { try storage.save(record) } catch { onStorageFailure(error) }
         }
-        var shownAgain = rewritten.compactMap { record, shown in shown.map { ($0, record.input) } }
-        if let shown = entry.shown, let confirmed = creation.replacing(temporary, with: serverID, in: created.input) {
-            shownAgain.append((shown, confirmed))
+        var shownAgain: [(shown: ShownChange, input: Input)] = rewritten.compactMap { record, shown in
+            shown.map { ($0, record.input) }
         }
-        showAgain(shownAgain)
+        guard let shown = entry.shown, let confirmed = creation.replacing(temporary, with: serverID, in: created.input)
+        else {
+            showAgain(shownAgain)
+            return true
+        }
+        // The creation's key shows the server's id once, as the store confirms the creation; other keys at once.
+        shownAgain.append((shown, confirmed))
+        let creationKey = shown.key as? Key
+        let onAccept = shownAgain.filter { $0.shown.key as? Key == creationKey }
+        showAgain(shownAgain.filter { $0.shown.key as? Key != creationKey })
+        ledger.withLock { $0.showOnAccept(onAccept, of: entry.record.id) }
         return true
     }
 

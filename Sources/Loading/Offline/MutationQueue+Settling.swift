@@ -13,12 +13,15 @@ extension MutationQueue {
         let input = record.input
         let apply: @Sendable (Value?) -> Value? = { [change] value in change(input, value) }
         let key = key(input)
+        // Only a creation is rewritten as the store confirms it.
+        var replacingOnAccept: (@Sendable () -> [(id: Int, change: @Sendable (Value?) -> Value?)])?
+        if creation != nil {
+            replacingOnAccept = { [self, id = record.id] in changesShownOnAccept(of: id) }
+        }
         let shown = store.mutate(
             key, apply, commit: Commit(queue: self, id: record.id),
-            order: MutationOrder(queue: identity, sequence: record.sequence), unlessClearedSince: storeClears
-        ) { [self] result in
-            settled(record, result)
-        }
+            order: MutationOrder(queue: identity, sequence: record.sequence), unlessClearedSince: storeClears,
+            replacingOnAccept: replacingOnAccept, completion: { [self] result in settled(record, result) })
         guard let (changeID, undo) = shown else {
             _ = drop(record.id)
             return false
@@ -64,6 +67,7 @@ extension MutationQueue {
         attempt?.end()
         retry?.cancel()
         guard let entry else { return }  // a clear, a discard or another process took it already
+        if !entry.replacedOnAccept.isEmpty { showAgain(entry.replacedOnAccept) }  // not confirmed: shown now
         publish()
         entry.completion?(result)
         let outcome: SettledMutation<Input>.Outcome =
@@ -85,6 +89,14 @@ extension MutationQueue {
         ledger.withLock { $0.savesUnderWay }.wait()
         forget(entry.record)
         return entry
+    }
+
+    /// The changes of creation `id`'s key rewritten with the id the server gave, which the store shows as it confirms
+    /// the creation.
+    private func changesShownOnAccept(of id: String) -> [(id: Int, change: @Sendable (Value?) -> Value?)] {
+        ledger.withLock { $0.takeShownOnAccept(of: id) }.map { shown, input in
+            (shown.id, { [change] value in change(input, value) })
+        }
     }
 
     /// Takes out the mutations naming the item created under `temporary`, whose creation left the queue unaccepted
@@ -134,6 +146,8 @@ extension MutationQueue {
         let (entry, attempt, timer) = ledger.withLock { $0.remove(id) }
         attempt?.end()
         timer?.cancel()
+        // A creation taken out before the store confirmed it: the changes named by its server id are shown now.
+        if let entry, !entry.replacedOnAccept.isEmpty { showAgain(entry.replacedOnAccept) }
         if entry != nil { publish() }
         return entry
     }
@@ -165,6 +179,22 @@ extension MutationQueue: StoreClearObserver {
         } else {
             taken.saves.notify(queue: .global(), execute: forgetTaken)
         }
+    }
+
+    /// Another process changed `key` in the shared level: the mutations of the key no longer in the shared storage
+    /// (another process sent them) are undone here and told, before its value is shown.
+    func anotherProcessChanged(_ key: any Hashable & Sendable) {
+        guard let isKept, let key = key as? Key else { return }
+        let waiting = ledger.withLock { $0.shownAndWaiting }.filter { self.key($0.input) == key }
+        for record in waiting where !isKept(record) {
+            guard let (entry, retry) = ledger.withLock({ $0.sentElsewhere(id: record.id) }) else { continue }
+            retry?.cancel()
+            publish()
+            entry.undo?.cancel()
+            entry.completion?(.failure(MutationQueueError.sentByAnotherProcess))
+            settledNow(SettledMutation(id: record.id, input: record.input, outcome: .sentByAnotherProcess))
+        }
+        pump()
     }
 
     /// The logout is over: the mutations it took are told, and what is enqueued from now on is sent.

@@ -44,7 +44,9 @@ import Dispatch
 ///   or kept.
 /// - **Processes sharing a folder** (an app and its extension over one ``FileMutationStorage``): one process sends
 ///   at a time, and a mutation another process sent is not sent again: it is undone here, its key is invalidated,
-///   and it ends as ``SettledMutation/Outcome/sentByAnotherProcess``.
+///   and it ends as ``SettledMutation/Outcome/sentByAnotherProcess``. With a store following the other processes'
+///   changes (`sharing:`), that happens as soon as the value the other process confirmed arrives, online or not, so
+///   the change is never shown twice.
 /// - **In a background task**, ``sendPending(within:)`` sends what fits in the time given, and reports.
 /// - ``pending`` and ``pendingMutations`` list the mutations with their status and attempts; ``isMutating`` says
 ///   whether any is left. Keep the queue for as long as the app runs: its pending mutations keep it alive.
@@ -55,6 +57,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     let storage: any MutationStorage<Input>
     /// The storage's claim of a mutation for an attempt, when other processes may send from it too.
     let claim: (@Sendable (StoredMutation<Input>) throws -> MutationSendingClaim)?
+    /// With a storage shared by processes: whether it keeps a mutation still (no process settled it).
+    let isKept: (@Sendable (StoredMutation<Input>) -> Bool)?
     let connectivity: (any ConnectivityMonitor)?
     let retryDelays: Backoff
     let scheduler: any Scheduler
@@ -114,8 +118,9 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         let shared = storage as? any ProcessSharedMutationStorage<Input>
         if let shared {
             claim = { mutation in try shared.claimForSending(mutation) }
+            isKept = { mutation in shared.keeps(mutation) }
         } else {
-            claim = nil
+            (claim, isKept) = (nil, nil)
         }
         self.connectivity = connectivity
         self.retryDelays = retryDelays

@@ -67,6 +67,11 @@ struct MutationSending<Input: Sendable>: Sendable {
         return serial
     }
 
+    /// Whether an attempt of mutation `id` runs.
+    func isSending(_ id: String) -> Bool {
+        running?.id == id
+    }
+
     /// Keeps the lease attempt `serial` holds.
     mutating func keepLease(_ lease: MutationSendingLease?, of serial: Int) {
         guard running?.serial == serial else { return }

@@ -147,6 +147,10 @@ public final class FileMutationStorage<Input: Codable & Sendable>: MutationStora
         }
     }
 
+    func keeps(_ mutation: StoredMutation<Input>) -> Bool {
+        FileManager.default.fileExists(atPath: fileURL(for: mutation).path)
+    }
+
     /// Deletes the temporary files of writes that never finished, when no process is writing (no one else holds the
     /// folder's lock); a write under way in another process is left alone.
     private func removeAbandonedWrites(among names: [String]) {
@@ -182,6 +186,9 @@ protocol ProcessSharedMutationStorage<Input>: MutationStorage {
 
     /// Every mutation kept, each file that cannot be read reported.
     func loadAll(reportingUnreadable report: (any Error) -> Void) throws -> [StoredMutation<Input>]
+
+    /// Whether the storage keeps `mutation` still (no process settled it).
+    func keeps(_ mutation: StoredMutation<Input>) -> Bool
 }
 
 /// What a shared storage answers a claim for an attempt.

@@ -29,6 +29,7 @@ extension Store {
             switch change {
             case .saved(let encoded), .removed(let encoded):
                 guard let key = decodeKey(encoded) else { continue }
+                clearObservers.tellAnotherProcessChanged(key)
                 engine.learnExternalChange(
                     of: StoreKeyRef(object: StoreKey(key), hash: key.hashValue), level: sharedLevel)
             case .cleared:

@@ -15,6 +15,9 @@ protocol StoreClearObserver: AnyObject, Sendable {
     func storeWillClear(forgotten: @escaping @Sendable () -> Void)
     /// The store was cleared and every queue forgot its mutations: what waited for it may go on.
     func storeDidClear()
+    /// Another process changed `key` in the shared level, and the store is about to show its value: a queue lets go
+    /// of the changes of the key another process sent meanwhile, so that they are not shown twice.
+    func anotherProcessChanged(_ key: any Hashable & Sendable)
 }
 
 /// The clear observers of a store, held weakly (a queue holds its store, not the other way round).
@@ -33,6 +36,11 @@ final class ClearObservers: Sendable {
             observers.removeAll { $0.observer == nil }
             observers.append(Weak(observer: observer))
         }
+    }
+
+    /// Tells every observer alive now that another process changed `key`.
+    func tellAnotherProcessChanged(_ key: any Hashable & Sendable) {
+        for observer in observers.withLock({ $0.compactMap(\.observer) }) { observer.anotherProcessChanged(key) }
     }
 
     /// Tells every observer alive now that a clear begins; returns what the store calls once each of its own

@@ -104,13 +104,16 @@ extension Store {
 
     /// ``mutate(_:_:commit:completion:)`` for a queue's change: placed by `order` among its queue's changes, and
     /// refused (`nil`, nothing shown or started) when the store was cleared since ``clearCount`` was `clears`.
-    /// Returns the change's id (for ``replaceChanges(_:of:)``) with the token that undoes it.
+    /// Returns the change's id (for ``replaceChanges(_:of:)``) with the token that undoes it. Once the commit
+    /// succeeds, `replacingOnAccept` gives the changes of the key to do instead from then on (this one's included),
+    /// shown with the confirmation in one publication.
     func mutate<Commit: Loader>(
         _ key: Key,
         _ change: @escaping @Sendable (Value?) -> Value?,
         commit: Commit,
         order: MutationOrder?,
         unlessClearedSince clears: Int?,
+        replacingOnAccept: (@Sendable () -> [(id: Int, change: @Sendable (Value?) -> Value?)])? = nil,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> (id: Int, undo: any CancellationToken)? {
         // Kept with the change before its commit starts: a clear fails it wherever it stands.
@@ -131,16 +134,17 @@ extension Store {
                     // Refused: the completion runs once the change is undone, in order with the key's changes.
                     let failure = result.map { _ in () }
                     let undone = Machine.SaveTicket(.run { pending.complete(failure) })
-                    return submit(.settle(mutation: id, accepted: false, ticket: undone), for: key)
+                    return submit(.settle(mutation: id, accepted: false, ticket: undone, replacing: []), for: key)
                 }
                 // Confirmed: the completion runs once the change is saved to the levels.
                 let saved = Machine.SaveTicket(.run { pending.complete(.success(())) })
-                submit(.settle(mutation: id, accepted: true, ticket: saved), for: key)
+                let replacing = replacingOnAccept?().map { (mutation: $0.id, change: Self.erase($0.change)) } ?? []
+                submit(.settle(mutation: id, accepted: true, ticket: saved, replacing: replacing), for: key)
             }
         }
         let undo = AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }
-            self?.submit(.settle(mutation: id, accepted: false, ticket: nil), for: key)
+            self?.submit(.settle(mutation: id, accepted: false, ticket: nil, replacing: []), for: key)
         }
         return (id, undo)
     }

@@ -35,8 +35,12 @@ extension StoreMachine {
                 cached, level: level, stamp: stamp, staleSince: staleSince, error: error, reply: reply, for: key)
         case .external(let cached, let level, let stamp):
             return confirmExternal(cached, level: level, stamp: stamp, for: key)
-        case .settle(let id, let accepted, let ticket):
-            return settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
+        case .settle(let id, let accepted, let ticket, let replacing):
+            // Those settled meanwhile are not changed.
+            let replaced = replacing.compactMap { entry.pending.replace($0.mutation, with: $0.change) }
+            var effects = settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
+            if !replacing.isEmpty { effects.garbage += [replaced, replacing] }
+            return effects
         case .load:
             return Effects()
         case .flush(let ticket):

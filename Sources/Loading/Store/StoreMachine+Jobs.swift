@@ -23,8 +23,10 @@ extension StoreMachine {
         /// changed the key there.
         case external(CachedValue<Value>?, level: Int, stamp: ReadStamp)
         /// An optimistic change's commit finished (or was cancelled); `ticket` is released once the change is
-        /// saved to the levels (at once when it is not confirmed).
-        case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?)
+        /// saved to the levels (at once when it is not confirmed). An accepted change does `replacing`'s change of
+        /// its own id, if any, and the other pending changes named there do theirs from then on (an id the server
+        /// gave, written into them): all shown in the one publication of the settle.
+        case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?, replacing: [(mutation: Int, change: Change)])
         /// Nothing but making the key known (an optimistic change shown over the levels' value).
         case load
         /// Write the key's debounced writes now; `ticket` is released once they are saved.
@@ -42,7 +44,7 @@ extension StoreMachine {
         /// when the key is not known.
         var needsBase: Bool {
             switch self {
-            case .update, .load, .settle(_, accepted: true, _): true
+            case .update, .load, .settle(_, accepted: true, _, _): true
             case .write, .fetched, .hit, .external, .settle, .flush, .barrier, .add, .replace: false
             }
         }
@@ -71,7 +73,10 @@ extension StoreMachine {
             switch self {
             case .update(let change, _):
                 return [change]
-            case .settle(let id, accepted: true, _):
+            case .settle(let id, accepted: true, _, let replacing):
+                if let replaced = replacing.first(where: { $0.mutation == id }), entry.pending.mutation(id) != nil {
+                    return [replaced.change]
+                }
                 return entry.pending.mutation(id).map { [$0.change] }
             case .fetched(_, let id):
                 guard let fetch = entry.fetches.fetch(id) else { return nil }

@@ -41,6 +41,27 @@ final class OfflineCreationTests: XCTestCase {
         }
     }
 
+    func test_theServersID_replacesTheTemporaryOne_inOnePublication() throws {
+        for editsPending in [0, 1] {
+            let environment = try Environment(directory: makeDirectory())
+            let queue = try environment.makeQueue()
+            try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+            if editsPending == 1 { try queue.enqueue(.rename(id: "tmp-1", name: "Anna")) }
+            environment.connectivity.setOnline(true)
+            let published = StreamRecorder(environment.store.changes(for: "list"))
+            let before = published.values.count
+
+            environment.creations.answer(0, with: "s-1")
+
+            let after = published.values.dropFirst(before)
+            let name = editsPending == 1 ? "Anna" : "Ann"
+            XCTAssertEqual(
+                after.map(\.value), [[TestItem(id: "s-1", name: name)]],
+                "with \(editsPending) edit pending: the item under the server's id, once: \(after.map(\.value))")
+            XCTAssertEqual(after.last?.hasPendingChanges, editsPending == 1)
+        }
+    }
+
     func test_aMutationMadeUnderTheTemporaryID_afterTheCreationWasAccepted_isSentUnderTheServersID() throws {
         let environment = try Environment(directory: makeDirectory())
         let queue = try environment.makeQueue()

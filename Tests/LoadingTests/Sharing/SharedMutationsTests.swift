@@ -123,6 +123,29 @@ final class SharedMutationsTests: XCTestCase {
         XCTAssertEqual(server.requests, ["w", "a"])
     }
 
+    /// The extension, offline, holds a change the app sent for it: when the extension learns the app's value, it lets
+    /// go of its own copy at once (still offline), and never shows the change twice.
+    func test_aChangeAnotherProcessSent_isLetGoOfHere_whenItsValueArrives_evenOffline() throws {
+        let server = Server()
+        let widget = try makeProcess(server: server, connectivity: ManualConnectivity(isOnline: false))
+        let queued = enqueue("from the extension", in: widget)
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == ["from the extension"] })
+
+        let app = try makeProcess(server: server, connectivity: ManualConnectivity(isOnline: true))
+        XCTAssertTrue(eventually { !app.queue.isMutating }, "the app sent what it found")
+
+        XCTAssertTrue(eventually { queued.withLock { $0 } != nil }, "the extension let go of its copy, offline")
+        XCTAssertThrowsError(try queued.withLock { $0 }?.get()) { error in
+            XCTAssertEqual(error as? MutationQueueError, .sentByAnotherProcess)
+        }
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == ["from the extension"] })
+        XCTAssertFalse(widget.queue.isMutating)
+        XCTAssertFalse(
+            widget.shown.withLock { $0 }.contains { $0?.filter { $0 == "from the extension" }.count ?? 0 > 1 },
+            "shown once, never twice: \(widget.shown.withLock { $0 })")
+        XCTAssertEqual(server.requests, ["from the extension"], "sent once")
+    }
+
     /// The extension queues a change offline and is not heard of again; the app, started next, sends it. The
     /// extension's queue, back online, finds it sent and undoes its own copy: both show it once.
     func test_aChangeQueuedByAnotherProcess_isSentOnceByTheOther_andBothScreensShowIt() throws {
