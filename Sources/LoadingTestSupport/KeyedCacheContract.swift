@@ -17,7 +17,8 @@ import XCTest
 /// gave at the save; a later save replaces an earlier one; keys do not affect each other; removing a key removes it
 /// alone, and removing all empties the cache; every completion runs exactly once. With `expiry: true`: a value
 /// younger than its maximum age is fresh and one exactly that old is expired (``CacheMiss/expired(savedAt:)``), an
-/// expired value is removed, and a value stamped in the future (the clock set back) is expired.
+/// expired value is removed, a value stamped in the future (the clock set back) is expired, and the cache reports the
+/// expiry it was given (`expiry`), by which a `Store` judges the values it holds itself.
 public struct KeyedCacheContract<C: KeyedCache> where C.Value: Equatable {
     private let keys: (C.Key, C.Key)
     private let sampleValues: (C.Value, C.Value)
@@ -50,7 +51,19 @@ public struct KeyedCacheContract<C: KeyedCache> where C.Value: Equatable {
             assertMaxAgeBoundary(file: file, line: line)
             assertExpiredValueIsRemoved(file: file, line: line)
             assertValueStampedInTheFutureIsExpired(file: file, line: line)
+            assertExpiryIsReported(file: file, line: line)
         }
+    }
+
+    /// A cache made with a maximum age reports it (`expiry`), so that a `Store` over it serves none of the values it
+    /// holds itself past that age; one made with no expiry reports none.
+    public func assertExpiryIsReported(file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(
+            makeCache(.maxAge(.seconds(60))) { Date() }.expiry.ageLimit, .seconds(60),
+            "the cache reports its maximum age as its expiry", file: file, line: line)
+        XCTAssertNil(
+            makeCache(.never) { Date() }.expiry.ageLimit, "a cache that never expires reports no age limit",
+            file: file, line: line)
     }
 
     /// Reading a key nothing was saved for fails with ``CacheMiss/absent``.

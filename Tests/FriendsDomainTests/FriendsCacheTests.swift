@@ -38,6 +38,29 @@ final class FriendsCacheTests: XCTestCase {
         contract.assertMaxAgeBoundary(file: file, line: line)
         contract.assertExpiredValueIsRemoved(file: file, line: line)
         contract.assertValueStampedInTheFutureIsExpired(file: file, line: line)
+        contract.assertExpiryIsReported(file: file, line: line)
+    }
+
+    func test_aStoreOverIt_fetchesAgain_onceItExpiredTheValueTheStoreKeeps() {
+        let clock = TestClock()
+        let cache = FriendsCache(store: InMemoryFriendsStore(), expiry: .maxAge(.seconds(60)), now: { clock.now })
+        let network = LoaderSpy<[Friend]>()
+        let store = Store<FriendsKey, [Friend]>(
+            levels: [.cache(cache, name: "database")], fetch: LoaderFamily { _ in network }, now: { clock.now })
+        let first = LoadRecorder<StoreResponse<[Friend]>>()
+        _ = first.load(store.read(.all))
+        XCTAssertTrue(eventually { network.loadCount == 1 })
+        network.complete(with: [makeFriend("1")])
+        XCTAssertTrue(eventually { first.count == 1 })
+
+        clock.advance(by: 3_600)
+        let again = LoadRecorder<StoreResponse<[Friend]>>()
+        _ = again.load(store.read(.all))
+
+        XCTAssertTrue(eventually { network.loadCount == 2 }, "the database expired it: the store fetches again")
+        network.complete(with: [makeFriend("2")], at: 1)
+        XCTAssertTrue(eventually { again.count == 1 })
+        XCTAssertEqual(again.values.first?.value?.map(\.id), ["2"])
     }
 }
 

@@ -28,7 +28,8 @@ public enum FriendsKey: Hashable, Sendable, Codable {
 /// the file (a launch, or a read the store makes).
 public struct FriendsCache: KeyedCache {
     private let store: any FriendsStore
-    private let expiry: CacheExpiry<[Friend]>
+    /// How long the stored list stays fresh.
+    public let expiry: CacheExpiry<[Friend]>
     private let now: @Sendable () -> Date
     private let onReset: @Sendable (any Error) -> Void
     /// The list the store holds as this cache last read or wrote it (`nil`: unknown), and a count of the writes

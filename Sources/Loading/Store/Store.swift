@@ -67,7 +67,10 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///     for reads that answer without asking a level. By default a store with levels keeps 256 (0 keeps none: the
     ///     levels hold them), and a store without levels, being its own cache, keeps every value.
     ///   - maxAge: how long a value stays fresh for reads that do not say (``ReadPolicy/cacheFirst`` and
-    ///     ``ReadPolicy/cacheThenNetwork``), and for ``revalidate()``; `nil`: until it is invalidated.
+    ///     ``ReadPolicy/cacheThenNetwork``), and for ``revalidate()``; `nil`: until it is invalidated. A value the
+    ///     store holds itself (kept, or shown) is as old as when it was learned, and is not taken as fresh either
+    ///     once every level it is saved in has expired it by age (their caches' ``CacheExpiry/maxAge(_:)``): the
+    ///     store serves nothing its levels would no longer serve.
     ///   - network: what fetches do while the network cannot be reached (by default, they start anyway).
     ///   - now: the clock responses and the levels' saves are stamped with, and ages and invalidations are judged
     ///     against (give the levels the same one: they judge expiry with theirs).
@@ -162,7 +165,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         engine = StoreEngine(
             machine: Machine(
                 levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
-                recordsEvictions: events != nil, reportsConfirmations: entityObserver != nil),
+                recordsEvictions: events != nil, reportsConfirmations: entityObserver != nil,
+                levelAgeLimits: levels.map { $0.boxed.ageLimit?.seconds }),
             levels: levels.map { $0.boxed }, reportFailure: reportFailure, maxAgeSeconds: maxAge?.seconds, now: now,
             upstream: upstream, network: network,
             hooks: hasHooks

@@ -59,6 +59,9 @@ final class StoreEngine: Sendable {
     let now: @Sendable () -> Date
     /// The maximum age of the values cache-first and cache-then-network reads take as fresh, unless they say.
     let maxAgeSeconds: Double?
+    /// Whether a level expires values by age: a read then judges the store's values by the clock, whatever its
+    /// policy's maximum age.
+    let levelsLimitAge: Bool
     /// How the core loads a key from upstream.
     let upstream: Upstream
     /// What fetches do while the network cannot be reached.
@@ -78,6 +81,7 @@ final class StoreEngine: Sendable {
         maxAgeSeconds: Double?, now: @escaping @Sendable () -> Date, upstream: @escaping Upstream,
         network: NetworkMode, hooks: (any StoreHooks)?, confirmations: (any ConfirmationObserver)? = nil
     ) {
+        levelsLimitAge = machine.levelsLimitAge
         state = Locked(State(machine: machine))
         self.levels = levels
         self.reportFailure = reportFailure
@@ -148,7 +152,7 @@ final class StoreEngine: Sendable {
         held: inout AnyStoreKey?
     ) -> StoreFirstLook {
         let policy = defaulted(policy)
-        let now = policy.maxAgeSeconds == nil ? Date.distantPast : now()
+        let now = policy.maxAgeSeconds == nil && !levelsLimitAge ? Date.distantPast : now()
         began = now
         var answered: AnyStoreKey?
         let look = withState { state -> StoreFirstLook in

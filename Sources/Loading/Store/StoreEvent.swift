@@ -80,7 +80,7 @@ extension StoreLevel {
                     }
                 },
                 save: level.save, removeValue: level.removeValue, removeAll: level.removeAll,
-                writeDebounce: level.writeDebounce, scheduler: level.scheduler))
+                writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit))
     }
 }
 

@@ -46,7 +46,8 @@ extension StoreLevel {
                     cache.removeAll(completion: done)
                     return nil
                 }
-            })
+            },
+            ageLimit: cache.expiry.ageLimit)
     }
 
     /// A level written at once over a cache whose operations are `async` (a database reached through an async
@@ -102,7 +103,8 @@ extension StoreLevel {
         removeValue: @escaping @Sendable (Key, @escaping Completion<Void>) -> Void,
         removeAll: @escaping @Sendable (@escaping Completion<Void>) -> Void,
         writeDebounce: Duration? = nil,
-        scheduler: any Scheduler = ImmediateScheduler()
+        scheduler: any Scheduler = ImmediateScheduler(),
+        ageLimit: Duration? = nil
     ) {
         self.name = name
         boxed = BoxedLevel(
@@ -111,7 +113,7 @@ extension StoreLevel {
                 save((box as! ValueBox<Value>).value, savedAt, StoreKey<Key>.key(of: key), completion)
             },
             removeValue: { key, completion in removeValue(StoreKey<Key>.key(of: key), completion) },
-            removeAll: removeAll, writeDebounce: writeDebounce, scheduler: scheduler)
+            removeAll: removeAll, writeDebounce: writeDebounce, scheduler: scheduler, ageLimit: ageLimit)
     }
 }
 

@@ -35,7 +35,7 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 cache.removeValue(for: StoreKey<Key>.key(of: key), completion: completion)
             },
             removeAll: { completion in cache.removeAll(completion: completion) },
-            writeDebounce: writeDebounce, scheduler: scheduler)
+            writeDebounce: writeDebounce, scheduler: scheduler, ageLimit: cache.expiry.ageLimit)
     }
 
     /// A level of these operations, named `name`.
@@ -99,6 +99,8 @@ struct BoxedLevel: Sendable {
     let removeAll: @Sendable (@escaping Completion) -> Void
     let writeDebounce: Duration?
     let scheduler: any Scheduler
+    /// The age at which the level's values expire (its cache's ``CacheExpiry/ageLimit``), if any.
+    let ageLimit: Duration?
 
     @usableFromInline
     init(
@@ -109,7 +111,7 @@ struct BoxedLevel: Sendable {
         save: @escaping @Sendable (any StoreValueBox, Double, AnyStoreKey, @escaping Completion) -> Void,
         removeValue: @escaping @Sendable (AnyStoreKey, @escaping Completion) -> Void,
         removeAll: @escaping @Sendable (@escaping Completion) -> Void,
-        writeDebounce: Duration?, scheduler: any Scheduler
+        writeDebounce: Duration?, scheduler: any Scheduler, ageLimit: Duration? = nil
     ) {
         self.read = read
         self.save = save
@@ -117,6 +119,7 @@ struct BoxedLevel: Sendable {
         self.removeAll = removeAll
         self.writeDebounce = writeDebounce
         self.scheduler = scheduler
+        self.ageLimit = ageLimit
     }
 }
 
@@ -155,6 +158,7 @@ extension BoxedLevel {
             },
             removeValue: { key, completion in level.removeValue(key, ending(.removal(key), completion)) },
             removeAll: { completion in level.removeAll(ending(.removalOfAll, completion)) },
-            writeDebounce: level.writeDebounce, scheduler: level.scheduler)
+            writeDebounce: level.writeDebounce, scheduler: level.scheduler,
+            ageLimit: level.ageLimit)
     }
 }

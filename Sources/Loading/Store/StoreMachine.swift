@@ -108,10 +108,24 @@ struct StoreMachine: Sendable {
     /// (``Effects/confirmation``).
     let reportsConfirmations: Bool
 
+    /// For a value that came from each level: the age (seconds) past which none of the levels it is saved in (that
+    /// one and those before it) serves it; `nil` when one keeps values for ever. Empty when no level has an age
+    /// limit.
+    private let holdingAgeLimits: [Double?]
+
     init(
         levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int, recordsEvictions: Bool = false,
-        reportsConfirmations: Bool = false
+        reportsConfirmations: Bool = false, levelAgeLimits: [Double?] = []
     ) {
+        var limits: [Double?] = []
+        if levelAgeLimits.contains(where: { $0 != nil }) {
+            var longest: Double? = 0
+            for limit in levelAgeLimits {
+                longest = limit.flatMap { limit in longest.map { max($0, limit) } }
+                limits.append(longest)
+            }
+        }
+        holdingAgeLimits = limits
         self.levelNames = levelNames
         self.debouncedLevels = debouncedLevels
         self.keptValues = max(0, keptValues)
@@ -241,6 +255,21 @@ struct StoreMachine: Sendable {
         case .cacheFirst: break
         }
         return !entry.staleness.isStale && policy.accepts(savedAt: confirmed.savedAt, now: now)
+            && isHeldByLevels(confirmed, now: now)
+    }
+
+    /// Whether the store's levels expire values by age, so that a value's age is judged against them too (and
+    /// the clock read for it).
+    var levelsLimitAge: Bool { !holdingAgeLimits.isEmpty }
+
+    /// Whether some level `value` is saved in would serve it still at `now`: it is younger than the longest age
+    /// limit among them (levels without one keep it for ever).
+    func isHeldByLevels(_ value: StoredValue<Value>, now: Date) -> Bool {
+        guard levelsLimitAge else { return true }
+        var level = holdingAgeLimits.count - 1  // fetched or written: saved in every level
+        if case .cache(let name) = value.origin, let index = levelNames.firstIndex(of: name) { level = index }
+        guard let limit = holdingAgeLimits[level] else { return true }
+        return value.savedAt <= now && now.timeIntervalSince(value.savedAt) < limit
     }
 
     /// What `key` shows now, when it shows anything (a known value or pending changes).

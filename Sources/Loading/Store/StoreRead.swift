@@ -61,7 +61,8 @@ class StoreRead: CancellationToken, @unchecked Sendable {
         self.engine = engine
         self.key = key
         self.policy = policy
-        self.began = began ?? (policy.maxAgeSeconds == nil ? Date.distantPast : engine.now())
+        self.began =
+            began ?? (policy.maxAgeSeconds == nil && !engine.levelsLimitAge ? Date.distantPast : engine.now())
         self.held = held
         self.onFailure = onFailure
         self.overtaken = overtaken

@@ -44,7 +44,8 @@ import Dispatch
 public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable & Codable>: KeyedCache {
     /// The directory the entries are kept in.
     public let directory: URL
-    private let expiry: CacheExpiry<Value>
+    /// How long a value stays fresh.
+    public let expiry: CacheExpiry<Value>
     private let now: @Sendable () -> Date
     private let queue: DispatchQueue
     private let sizeLimit: Int?

@@ -38,9 +38,17 @@ public protocol KeyedCache<Key, Value>: Sendable {
 
     /// Removes every value.
     func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+
+    /// How long the cache keeps a value fresh. A ``Store`` judges the values it holds itself by the maximum age
+    /// (``CacheExpiry/maxAge(_:)``) of the levels they are saved in, so that it serves none its levels expired. By
+    /// default ``CacheExpiry/never``.
+    var expiry: CacheExpiry<Value> { get }
 }
 
 extension KeyedCache {
+    /// Values never expire (see ``KeyedCache/expiry``).
+    public var expiry: CacheExpiry<Value> { .never }
+
     /// Saves `value` for `key` with ``save(_:for:completion:)``: the cache dates it itself, ignoring `savedAt`.
     public func save(
         _ value: Value, for key: Key, savedAt: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
@@ -163,6 +171,14 @@ public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
 /// ```
 public struct CacheExpiry<Value: Sendable>: Sendable {
     let isFresh: (@Sendable (Value, _ savedAt: Date, _ now: Date) -> Bool)?
+    /// The age at which every value expires, for an expiry made by ``maxAge(_:)``; `nil` for the others (a value
+    /// of ``validate(_:)`` expires when it says).
+    public let ageLimit: Duration?
+
+    init(isFresh: (@Sendable (Value, _ savedAt: Date, _ now: Date) -> Bool)?, ageLimit: Duration? = nil) {
+        self.isFresh = isFresh
+        self.ageLimit = ageLimit
+    }
 
     /// Values never expire.
     public static var never: CacheExpiry { CacheExpiry(isFresh: nil) }
@@ -170,7 +186,7 @@ public struct CacheExpiry<Value: Sendable>: Sendable {
     /// A value is fresh while less than `age` has passed since it was saved; at `age` exactly it has expired.
     public static func maxAge(_ age: Duration) -> CacheExpiry {
         let seconds = age.seconds
-        return CacheExpiry { _, savedAt, now in now.timeIntervalSince(savedAt) < seconds }
+        return CacheExpiry(isFresh: { _, savedAt, now in now.timeIntervalSince(savedAt) < seconds }, ageLimit: age)
     }
 
     /// A value is fresh while `isValid(value, savedAt, now)` says so.

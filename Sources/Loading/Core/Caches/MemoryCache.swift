@@ -19,6 +19,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     /// The table, compiled once: the face only hashes, compares and boxes where `Key` and `Value` are known.
     @usableFromInline let core: MemoryCacheCore
     @usableFromInline let cost: @Sendable (Value) -> Int
+    /// How long a value stays fresh.
+    public let expiry: CacheExpiry<Value>
 
     /// Creates an empty cache.
     /// - Parameters:
@@ -36,6 +38,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.cost = cost
+        self.expiry = expiry
         var isFresh: (@Sendable (any StoreValueBox, Date, Date) -> Bool)?
         if expiry.isFresh != nil {
             isFresh = { box, savedAt, now in
