@@ -244,6 +244,12 @@ struct StoreMachine: Sendable {
         return .answer(response)
     }
 
+    /// Whether `key`'s confirmed value was stamped after `now` (learned since a reader read its clock, or the clock
+    /// was set back since it was stamped).
+    func isStamped(_ key: Key, after now: Date) -> Bool {
+        peek(key)?.confirmed.map { $0.savedAt > now } ?? false
+    }
+
     /// Whether `policy` takes `entry`'s confirmed value as it is (see ``cached(_:under:now:)``).
     func isFresh(_ entry: Entry, under policy: ReadPolicy, now: Date) -> Bool {
         guard let confirmed = entry.confirmed else { return false }

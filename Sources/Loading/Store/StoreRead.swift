@@ -92,20 +92,32 @@ class StoreRead: CancellationToken, @unchecked Sendable {
     /// change of the key (its transform, on the thread running it), which cannot end before the read does, it
     /// answers at once with what the key shows, whatever its policy.
     func start() {
+        var now = began
         var insideChange = false
-        let cached = engine.run(key) { machine, slot -> (snapshot: StoreMachine.Snapshot?, fresh: Bool)?? in
-            // The read's place in the store's order: before the changes asked after it, which its fetch applies
-            // again to what it brings.
-            if asked == nil { asked = machine.readStamp }
-            if !hasWaited, machine.isChanging(slot), engine.runsChange(of: key) {
-                insideChange = true
-                return (machine.showsSomething(slot) ? machine.shownNow(slot) : nil, true)
+        var stampedLater = false
+        var cached: (snapshot: StoreMachine.Snapshot?, fresh: Bool)??
+        // Ages are judged as of now, read before the lock: a value the store learned meanwhile (a fetch's answer,
+        // stamped after that) is new, not stamped in the future, and is judged again by the clock read after it.
+        for look in 0..<2 {
+            if began != .distantPast { now = max(began, engine.now()) }
+            cached = engine.run(key) { machine, slot -> (snapshot: StoreMachine.Snapshot?, fresh: Bool)?? in
+                // The read's place in the store's order: before the changes asked after it, which its fetch applies
+                // again to what it brings.
+                if asked == nil { asked = machine.readStamp }
+                if !hasWaited, machine.isChanging(slot), engine.runsChange(of: key) {
+                    insideChange = true
+                    return (machine.showsSomething(slot) ? machine.shownNow(slot) : nil, true)
+                }
+                if !hasWaited, machine.awaitTurn(of: slot, then: { [self] in afterTurn() }) { return nil }
+                if since == nil, policy.kind == .cacheFirst || policy.kind == .cacheOnly {
+                    since = machine.stamp(of: slot)
+                }
+                let cached = machine.cached(slot, under: policy, now: now)
+                stampedLater = cached?.fresh == false && machine.isStamped(slot, after: now)
+                return cached
             }
-            if !hasWaited, machine.awaitTurn(of: slot, then: { [self] in afterTurn() }) { return nil }
-            if since == nil, policy.kind == .cacheFirst || policy.kind == .cacheOnly {
-                since = machine.stamp(of: slot)
-            }
-            return machine.cached(slot, under: policy, now: began)
+            if look == 0, stampedLater, case .some = cached { continue }
+            break
         }
         guard let cached else { return }  // its turn comes later
         if insideChange {
