@@ -26,6 +26,9 @@
 /// - Which copy wins when two disagree: the one learned last, by the order the stores confirmed them (a fetch that
 ///   answers after another brings the copy everywhere). Give `isNewer` (comparing a version or a modification date
 ///   the server sends) to let the copies decide instead: an older copy then never replaces a newer one.
+/// - A copy another key learned reaches a key whose own fetch is in flight at once, and what that fetch brings,
+///   learned later, replaces it (and reaches the other keys in turn). A live update (``update(_:)``) made while a
+///   fetch runs is applied again to what the fetch brings, as a store's `update(_:_:)` is.
 /// - A caller hears of a value (a read's answer, a page appended) only once the entities know the key holds it: an
 ///   edit of an entity made from then on reaches that key.
 /// - ``mutate(_:_:commit:completion:)`` changes an entity optimistically in every key holding it, with one commit:
@@ -46,8 +49,12 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
 
     /// How the entities reach one store's keys.
     struct StoreAccess: Sendable {
-        /// Updates a key with the newer copies `newer` gives.
-        let update: @Sendable (_ key: any Hashable & Sendable, _ newer: @escaping @Sendable (Entity) -> Entity?) -> Void
+        /// Updates a key with the newer copies `newer` gives; applied again to what a fetch of the key in flight
+        /// brings when it `replays` (a live update), not otherwise (copies another key learned).
+        let update:
+            @Sendable (
+                _ key: any Hashable & Sendable, _ newer: @escaping @Sendable (Entity) -> Entity?, _ replays: Bool
+            ) -> Void
         /// Changes a key optimistically with `newer`, sent with `commit`.
         let mutate:
             @Sendable (
@@ -84,7 +91,7 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             withExtendedLifetime(released) {}
             if taken { break }  // else another copy came meanwhile: judged against it
         }
-        for key in state.withLock({ $0.holders(of: entity.id) }) { bringNewerCopies(to: key) }
+        for key in state.withLock({ $0.holders(of: entity.id) }) { bringNewerCopies(to: key, replays: true) }
     }
 
     /// Changes entity `id` with `change` in every key holding it, at once, and sends the change with `commit` (one
@@ -216,8 +223,8 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
                 }
             }
         }
-        if olderHere { bringNewerCopies(to: key) }
-        for other in others { bringNewerCopies(to: other) }
+        if olderHere { bringNewerCopies(to: key, replays: false) }
+        for other in others { bringNewerCopies(to: other, replays: false) }
     }
 
     /// Whether `entity` replaces `copy`: as `isNewer` says when it tells them apart, else when the key learned it.
@@ -228,15 +235,19 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         return learned
     }
 
-    /// Updates `key` with the copies known for the entities it holds, where they differ.
-    private func bringNewerCopies(to key: HeldKey) {
+    /// Updates `key` with the copies known for the entities it holds, where they differ: copies another key learned
+    /// (a fetch of `key` in flight brings a copy learned later, which wins), or a live update that `replays` (applied
+    /// again to what such a fetch brings).
+    private func bringNewerCopies(to key: HeldKey, replays: Bool) {
         guard let access = stores.withLock({ $0[key.store] }) else { return }
-        access.update(key.key) { [weak self] entity in
-            guard let copy = self?.state.withLock({ $0.copy(of: entity.id) })?.entity, copy != entity else {
-                return nil
-            }
-            return copy
-        }
+        access.update(
+            key.key,
+            { [weak self] entity in
+                guard let copy = self?.state.withLock({ $0.copy(of: entity.id) })?.entity, copy != entity else {
+                    return nil
+                }
+                return copy
+            }, replays)
     }
 }
 

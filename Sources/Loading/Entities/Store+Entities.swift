@@ -35,9 +35,13 @@ where Entity.ID: Sendable {
             { value in value.map { path.replacing($0, newer) ?? $0 } }
         }
         return SharedEntities<Entity>.StoreAccess(
-            update: { [weak store] key, newer in
+            update: { [weak store] key, newer, replays in
                 guard let store, let key = key as? Key else { return }
-                store.update(key, replacing(newer))
+                if replays {
+                    store.update(key, replacing(newer))
+                } else {
+                    store.updateWithLearnedCopies(key, replacing(newer))
+                }
             },
             mutate: { [weak store] key, newer, commit, completion in
                 guard let store, let key = key as? Key else {

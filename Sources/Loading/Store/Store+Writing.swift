@@ -22,7 +22,13 @@ extension Store {
     /// key made from inside `transform` does not wait for the change (which waits for it): it answers at once with
     /// the value `transform` is given, or fails with ``StoreError/changeInProgress`` when that is `nil`.
     public func update(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
-        submit(.update(Self.erase(transform), reply: nil), for: key)
+        submit(.update(Self.erase(transform), reply: nil, replays: true), for: key)
+    }
+
+    /// ``update(_:_:)`` with a copy of an entity another key learned: a fetch of the key in flight does not apply it
+    /// again to what it brings, which is learned later (and reaches the other keys in turn).
+    func updateWithLearnedCopies(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
+        submit(.update(Self.erase(transform), reply: nil, replays: false), for: key)
     }
 
     /// ``update(_:_:)`` with what the network brought (a page appended to a list): written to every level at once;
@@ -32,7 +38,10 @@ extension Store {
         _ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?,
         completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
     ) {
-        submit(.update(Self.erase(transform), reply: { completion($0.map { StoreResponse($0.response) }) }), for: key)
+        submit(
+            .update(
+                Self.erase(transform), reply: { completion($0.map { StoreResponse($0.response) }) }, replays: true),
+            for: key)
     }
 
     /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm

@@ -11,9 +11,12 @@ extension StoreMachine {
         switch job {
         case .write(let stored):
             return confirmWrite(stored, for: key)
-        case .update(let change, let reply):
+        case .update(let change, let reply, let replays):
+            // Not applied again by a fetch in flight, unless it `replays` (a change noted as made while none was).
+            let change = replays || entry.fetches.isEmpty ? change : nil
             guard entry.confirmed != nil || value != nil else {
-                log(change, for: key)  // nothing to change; a fetch in flight gets it applied to what it brings
+                // Nothing to change; a fetch in flight gets it applied to what it brings.
+                if let change { log(change, for: key) }
                 let answer = reply.map { FetchReply(completion: $0, result: .success(shownNow(key))) }
                 return Effects(fetchReplies: answer.map { [$0] } ?? [])
             }

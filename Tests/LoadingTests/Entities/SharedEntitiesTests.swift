@@ -310,6 +310,46 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertTrue(eventually { one.withLock { $0.last } == [late] && two.withLock { $0.last } == [late] })
     }
 
+    func test_withoutAVersion_aListAnsweringAfterTheDetail_winsEverywhere_thoughItsFetchRanWhenTheDetailAnswered() {
+        let people = SharedEntities<Person>()
+        let first = Person(id: "ada", name: "Ada, answered first")
+        let last = Person(id: "ada", name: "Ada, answered last")
+        let detailFetch = LoaderSpy<Person>()
+        let listFetch = LoaderSpy<[Person]>()
+        let details = makeDetailStore(people) { _ in detailFetch.eraseToAnyLoader() }
+        let lists = makeListStore(people) { _ in listFetch.eraseToAnyLoader() }
+        let detailShown = observe("ada", in: details)
+        let listShown = observe(1, in: lists)
+        details.write(ada, for: "ada")
+        lists.write([ada, grace], for: 1)
+        details.refresh("ada") { _ in }  // asked first
+        lists.refresh(1) { _ in }  // asked last
+
+        detailFetch.complete(with: first)  // answered first: reaches the list while its fetch runs
+        listFetch.complete(with: [last, grace])  // answered last
+
+        XCTAssertTrue(
+            eventually { listShown.withLock { $0.last } == [last, grace] && detailShown.withLock { $0.last } == last },
+            "the copy learned last wins: list \(listShown.withLock { $0 }), detail \(detailShown.withLock { $0 })")
+        XCTAssertEqual(people.entity("ada"), last)
+    }
+
+    func test_aLiveUpdateMadeWhileAListIsFetched_isAppliedAgainToWhatTheFetchBrings() {
+        let people = SharedEntities<Person>()
+        let listFetch = LoaderSpy<[Person]>()
+        let lists = makeListStore(people) { _ in listFetch.eraseToAnyLoader() }
+        let listShown = observe(1, in: lists)
+        lists.write([ada], for: 1)
+        lists.refresh(1) { _ in }
+        let live = Person(id: "ada", name: "Ada, live")
+
+        people.update(live)  // while the refresh runs
+        listFetch.complete(with: [ada, grace])
+
+        XCTAssertTrue(
+            eventually { listShown.withLock { $0.last } == [live, grace] }, "\(listShown.withLock { $0 })")
+    }
+
     func test_aCopyReadBackFromALevel_isReplacedByTheNewerOneKnown() {
         let people = SharedEntities<Person>()
         let disk = MemoryCache<Int, [Person]>()

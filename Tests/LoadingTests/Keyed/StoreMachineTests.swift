@@ -850,7 +850,7 @@ final class StoreMachineTests: XCTestCase {
     }
 
     private func update(_ change: @escaping @Sendable (String?) -> String?) -> Machine.Job {
-        .update({ change(($0 as? ValueBox<String>)?.value).map { ValueBox($0) } }, reply: nil)
+        .update({ change(($0 as? ValueBox<String>)?.value).map { ValueBox($0) } }, reply: nil, replays: true)
     }
 
     private func external(_ value: String?, _ stamp: Machine.ReadStamp) -> Machine.Job {
