@@ -55,6 +55,18 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         (store, nextPages, previousPages) = made
     }
 
+    /// The options a paged store passes to its store.
+    private struct Options {
+        let keptValues: Int?
+        let maxAge: Duration?
+        let network: NetworkMode
+        let now: @Sendable () -> Date
+        let sharing: ProcessSharing<Key>?
+        let entities: EntitySharing<PagedList<Item, Cursor>>?
+        let onWriteFailure: @Sendable (any Error) -> Void
+        let events: (@Sendable (StoreEvent<Key>) -> Void)?
+    }
+
     /// A paged store's parts: its store, and the loaders of its lists' next and previous pages.
     private typealias Made = (
         Store<Key, PagedList<Item, Cursor>>, LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>,
@@ -66,25 +78,34 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
     ///   - levels: the caches of the lists, fastest first (see ``Store``).
     ///   - maxPages: how many pages a list keeps at most (those at the other end from where one is added are
     ///     dropped); `nil` for no limit.
+    ///   - keptValues: how many lists of keys no longer in use the store keeps itself (see ``Store``).
     ///   - maxAge: how long a list stays fresh for cache-first reads (see ``Store``).
     ///   - network: what loads do while the network cannot be reached.
     ///   - now: the clock lists are stamped with.
+    ///   - sharing: how the lists keep in step with other processes over a level they share (a widget following
+    ///     the app's lists; see ``ProcessSharing``).
     ///   - entities: the entities the items are, shared with other keys and stores (see ``SharedEntities``).
     ///   - onWriteFailure: told of every failed level write.
+    ///   - events: told what happens, for logs, metrics and traces (see ``StoreEvent``).
     ///   - page: the page of a key's list that a cursor points to (`nil`: the first page).
     public init<PageLoader: Loader>(
         levels: [StoreLevel<Key, PagedList<Item, Cursor>>],
         maxPages: Int? = nil,
+        keptValues: Int? = nil,
         maxAge: Duration? = nil,
         network: NetworkMode = .always,
         now: @escaping @Sendable () -> Date = { Date() },
+        sharing: ProcessSharing<Key>? = nil,
         entities: EntitySharing<PagedList<Item, Cursor>>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+        events: (@Sendable (StoreEvent<Key>) -> Void)? = nil,
         page: @escaping @Sendable (Key, Cursor?) -> PageLoader
     ) where PageLoader.Output == Page<Item, Cursor> {
         (store, nextPages, previousPages) = Self.make(
-            levels: levels, maxAge: maxAge, network: network, now: now, entities: entities,
-            onWriteFailure: onWriteFailure, page: page,
+            levels: levels,
+            options: Options(
+                keptValues: keptValues, maxAge: maxAge, network: network, now: now, sharing: sharing,
+                entities: entities, onWriteFailure: onWriteFailure, events: events), page: page,
             add: { list, page, cursor, before in
                 before
                     ? list.prepending(page, loadedWith: cursor, maxPages: maxPages)
@@ -94,9 +115,7 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
 
     /// Makes the store of the lists and the loaders of their next and previous pages, added with `add`.
     private static func make<PageLoader: Loader>(
-        levels: [StoreLevel<Key, PagedList<Item, Cursor>>], maxAge: Duration?, network: NetworkMode,
-        now: @escaping @Sendable () -> Date, entities: EntitySharing<PagedList<Item, Cursor>>?,
-        onWriteFailure: @escaping @Sendable (any Error) -> Void,
+        levels: [StoreLevel<Key, PagedList<Item, Cursor>>], options: Options,
         page: @escaping @Sendable (Key, Cursor?) -> PageLoader, add: @escaping AddingPage<Key, Item, Cursor>.Add
     ) -> Made where PageLoader.Output == Page<Item, Cursor> {
         let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>> = { key, cursor in
@@ -107,7 +126,9 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         let store = Store(
             levels: levels,
             fetch: LoaderFamily { key in PageRefresh(key: key, link: link, page: page) },
-            maxAge: maxAge, network: network, now: now, entities: entities, onWriteFailure: onWriteFailure)
+            keptValues: options.keptValues, maxAge: options.maxAge, network: options.network, now: options.now,
+            sharing: options.sharing, entities: options.entities, onWriteFailure: options.onWriteFailure,
+            events: options.events)
         link.set(store)
         let next = AddingPage(link: link, page: page, before: false, add: add)
         let previous = AddingPage(link: link, page: page, before: true, add: add)
@@ -175,26 +196,35 @@ extension PagedStore where Item: Identifiable, Item.ID: Sendable {
     ///   - levels: the caches of the lists, fastest first (see ``Store``).
     ///   - maxPages: how many pages a list keeps at most (those at the other end from where one is added are
     ///     dropped); `nil` for no limit.
+    ///   - keptValues: how many lists of keys no longer in use the store keeps itself (see ``Store``).
     ///   - maxAge: how long a list stays fresh for cache-first reads (see ``Store``).
     ///   - network: what loads do while the network cannot be reached.
     ///   - now: the clock lists are stamped with.
+    ///   - sharing: how the lists keep in step with other processes over a level they share (a widget following
+    ///     the app's lists; see ``ProcessSharing``).
     ///   - entities: the entities the items are, shared with other keys and stores (see ``SharedEntities``).
     ///   - onWriteFailure: told of every failed level write.
+    ///   - events: told what happens, for logs, metrics and traces (see ``StoreEvent``).
     ///   - page: the page of a key's list that a cursor points to (`nil`: the first page).
     public convenience init<PageLoader: Loader>(
         levels: [StoreLevel<Key, PagedList<Item, Cursor>>],
         maxPages: Int? = nil,
+        keptValues: Int? = nil,
         maxAge: Duration? = nil,
         network: NetworkMode = .always,
         now: @escaping @Sendable () -> Date = { Date() },
+        sharing: ProcessSharing<Key>? = nil,
         entities: EntitySharing<PagedList<Item, Cursor>>? = nil,
         onWriteFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+        events: (@Sendable (StoreEvent<Key>) -> Void)? = nil,
         page: @escaping @Sendable (Key, Cursor?) -> PageLoader
     ) where PageLoader.Output == Page<Item, Cursor> {
         self.init(
             made: Self.make(
-                levels: levels, maxAge: maxAge, network: network, now: now, entities: entities,
-                onWriteFailure: onWriteFailure, page: page,
+                levels: levels,
+                options: Options(
+                    keptValues: keptValues, maxAge: maxAge, network: network, now: now, sharing: sharing,
+                    entities: entities, onWriteFailure: onWriteFailure, events: events), page: page,
                 add: { list, page, cursor, before in
                     before
                         ? list.prepending(page, loadedWith: cursor, maxPages: maxPages)
