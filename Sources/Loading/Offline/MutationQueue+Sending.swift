@@ -13,6 +13,8 @@ extension MutationQueue {
     /// ``sendPending(within:clock:)``, which alone starts attempts while it runs.
     func sendFirst(byBudget: Bool = false) -> Bool {
         guard connectivity?.isOnline ?? true else { return false }
+        // Another process's logout recorded before now comes first: the old user's mutations are not sent.
+        store.learnOtherProcessesChanges()
         let start = ledger.withLock { $0.beginAttempt(byBudget: byBudget) }
         guard case .attempt(let record, let serial, let saves) = start else {
             if case .heldForBudget = start { tell(.changed) }

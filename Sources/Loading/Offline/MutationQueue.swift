@@ -193,6 +193,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     public func enqueue(
         _ input: Input, completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) throws -> String {
+        // Another process's logout recorded before now comes first: this mutation is the next user's.
+        store.learnOtherProcessesChanges()
         let storeClears = store.clearCount
         // Numbered and placed in the queue together, so that concurrent callers keep one order in memory, on disk
         // and in the store; not sent before it is shown (its commit is not there yet).

@@ -23,7 +23,9 @@
 ///   change is newer, and reaches the other process the same way;
 /// - a clear (a logout) in another process makes this store forget what it shows and empty its faster levels, as its
 ///   own clear would, but the shared level is left alone (what another process saved there since stays); this
-///   process's mutation queues are not cleared by it.
+///   process's mutation queues drop the mutations enqueued before it (nothing of the old user is sent or kept), as
+///   its own clear would. A mutation enqueued after the logout was recorded is the next user's and stays: an enqueue
+///   reads the journal first, whatever the polling.
 ///
 /// A record is appended whole, with a checksum, so a process killed mid-write leaves the old or the new record,
 /// never a mix; the journal stays bounded (it starts a new file past about a megabyte). Plain files and `flock`:

@@ -4,23 +4,38 @@
     import Foundation
 #endif
 
+/// What a store follows of the other processes sharing a level with it: their journal, the shared level's index,
+/// and how a key is read back from the journal.
+struct OtherProcesses<Key: Hashable & Sendable>: Sendable {
+    let journal: ChangeJournal
+    let sharedLevel: Int
+    let decodeKey: @Sendable (Data) -> Key?
+}
+
 extension Store {
-    /// Follows the changes other processes record in `journal` for the level at `sharedLevel`, which they share with
-    /// this store: every `polling`, what they saved or removed is read from that level and shown, and what they
-    /// emptied is forgotten, in this store and its faster levels (never written back to the shared level). Polls
-    /// until the returned token is cancelled or the store is released.
-    func followChanges(
-        in journal: ChangeJournal, sharedLevel: Int, decodeKey: @escaping @Sendable (Data) -> Key?,
-        polling: Duration
-    ) -> any CancellationToken {
+    /// Follows the changes other processes record in their journal for the level they share with this store: every
+    /// `polling`, what they saved or removed is read from that level and shown, and what they emptied is forgotten,
+    /// in this store and its faster levels (never written back to the shared level). Polls until the returned token
+    /// is cancelled or the store is released.
+    func followChanges(polling: Duration) -> any CancellationToken {
         let task = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: polling)
                 guard let store = self else { return }
-                store.learn(journal.readChanges(), sharedLevel: sharedLevel, decodeKey: decodeKey)
+                store.learnOtherProcessesChanges()
             }
         }
         return AnyCancellationToken { task.cancel() }
+    }
+
+    /// Applies what the other processes recorded since the last look (at once, without waiting for the next poll:
+    /// a mutation queue looks before it numbers a mutation, so a change made after another process's logout is the
+    /// next user's). Nothing without a shared level.
+    func learnOtherProcessesChanges() {
+        guard let otherProcesses else { return }
+        learn(
+            otherProcesses.journal.readChanges(), sharedLevel: otherProcesses.sharedLevel,
+            decodeKey: otherProcesses.decodeKey)
     }
 
     /// Applies what other processes changed in the shared level, in the order they changed it.
@@ -33,8 +48,12 @@ extension Store {
                 engine.learnExternalChange(
                     of: StoreKeyRef(object: StoreKey(key), hash: key.hashValue), level: sharedLevel)
             case .cleared:
-                engine.perform(locked { $0.clear(levels: sharedLevel, completion: {}) }, for: nil)
+                // Another process's logout: as this store's own, but for the shared level. The queues over the store
+                // drop the old user's mutations first (nothing of them is sent or shown).
+                let storePartEnded = clearObservers.clearBegins(storeParts: 2, ended: {})
+                engine.perform(locked { $0.clear(levels: sharedLevel, completion: storePartEnded) }, for: nil)
                 engine.confirmations?.cleared()
+                storePartEnded()
             case .missed:
                 // Anything may have changed: the faster levels let go of what they hold, and every key the store
                 // holds is read again.

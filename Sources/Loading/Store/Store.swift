@@ -47,6 +47,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let engine: StoreEngine
     /// The mutation queues over the store, told of each clear.
     let clearObservers = ClearObservers()
+    /// The other processes' changes this store follows, with a level shared with them.
+    let otherProcesses: OtherProcesses<Key>?
     /// Told what happens (see ``StoreEvent``), when the store was given it.
     let events: (@Sendable (StoreEvent<Key>) -> Void)?
     /// Where fetches start.
@@ -144,6 +146,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             coordinator = nil
         }
         var shared: Int?
+        var otherProcesses: OtherProcesses<Key>?
         if let sharing {
             let name = sharing.sharedLevel
             guard let index = levels.firstIndex(where: { $0.name == name }) else {
@@ -152,7 +155,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             levels[index] = levels[index].journaling(
                 to: sharing.journal, encodeKey: sharing.encodeKey, onFailure: onWriteFailure)
             shared = index
+            otherProcesses = OtherProcesses(journal: sharing.journal, sharedLevel: index, decodeKey: sharing.decodeKey)
         }
+        self.otherProcesses = otherProcesses
         self.levels = levels
         // Made once, as each level write (and each ticket a write holds) needs it.
         let reportFailure = Machine.SaveTicket.Report { result in
@@ -175,10 +180,9 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 : nil,
             confirmations: entityObserver)
         entityObserver?.attach(self)
-        if let sharing, let shared {
+        if let sharing, shared != nil {
             // Polls until the store is released.
-            _ = followChanges(
-                in: sharing.journal, sharedLevel: shared, decodeKey: sharing.decodeKey, polling: sharing.polling)
+            _ = followChanges(polling: sharing.polling)
         }
     }
 

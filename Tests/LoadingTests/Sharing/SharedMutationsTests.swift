@@ -1,4 +1,5 @@
 import Foundation
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -42,7 +43,10 @@ final class SharedMutationsTests: XCTestCase {
         let shown: Locked<[[String]?]>
     }
 
-    private func makeProcess(server: Server, connectivity: ManualConnectivity) throws -> Process {
+    private func makeProcess(
+        server: Server, connectivity: ManualConnectivity, polling: Duration = .milliseconds(20),
+        queueFolder: String = "queued"
+    ) throws -> Process {
         let store = Store<String, [String]>(
             levels: [
                 .cache(MemoryCache(), name: "memory"),
@@ -55,10 +59,10 @@ final class SharedMutationsTests: XCTestCase {
                 }
             },
             sharing: try .journal(
-                at: directory.appendingPathComponent("changes.journal"), sharedLevel: "shared",
-                polling: .milliseconds(20)))
+                at: directory.appendingPathComponent("changes.journal"), sharedLevel: "shared", polling: polling))
         let queue = try MutationQueue(
-            store: store, storage: FileMutationStorage<String>(directory: directory.appendingPathComponent("queued")),
+            store: store,
+            storage: FileMutationStorage<String>(directory: directory.appendingPathComponent(queueFolder)),
             connectivity: connectivity, retryDelays: .constant(.milliseconds(20)), key: { _ in "list" },
             change: { item, list in (list ?? []) + [item] },
             send: { item, _ in server.send(item) },
@@ -121,6 +125,56 @@ final class SharedMutationsTests: XCTestCase {
         offline.setOnline(true)
         XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == ["w", "a"] })
         XCTAssertEqual(server.requests, ["w", "a"])
+    }
+
+    /// A logout in the app: the extension drops the old user's changes it holds (its own folder), unsent, unshown.
+    func test_aLogoutInAnotherProcess_dropsTheOldUsersChangesHere_neitherSentNorShownNorKept() throws {
+        let server = Server()
+        let offline = ManualConnectivity(isOnline: false)
+        let widget = try makeProcess(server: server, connectivity: offline, queueFolder: "widget-queue")
+        let old = enqueue("old user's", in: widget)
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == ["old user's"] })
+        let app = try makeProcess(server: server, connectivity: ManualConnectivity(isOnline: true))
+
+        app.store.clear()
+
+        XCTAssertTrue(eventually { old.withLock { $0 } != nil }, "the extension dropped the old user's change")
+        XCTAssertThrowsError(try old.withLock { $0 }?.get()) { XCTAssertEqual($0 as? StoreError, .cleared) }
+        XCTAssertFalse(widget.queue.isMutating)
+        XCTAssertEqual(
+            try FileMutationStorage<String>(directory: directory.appendingPathComponent("widget-queue")).loadAll()
+                .count, 0, "nor kept")
+        XCTAssertNotEqual(widget.shown.withLock { $0.last }, ["old user's"], "nor shown")
+        offline.setOnline(true)
+        let next = enqueue("probe", in: widget)  // once it is sent, anything sent before it was
+        XCTAssertTrue(eventually { next.withLock { $0 } != nil })
+        XCTAssertEqual(server.requests, ["probe"], "the old user's change is never sent")
+    }
+
+    /// A logout in the app, and the next user's change made in the extension before it polled the journal: the
+    /// change learns the logout first, so it is the next user's, kept and sent.
+    func test_aChangeMadeAfterALogoutInAnotherProcess_isTheNextUsers_keptAndSent() throws {
+        let server = Server()
+        let offline = ManualConnectivity(isOnline: false)
+        let widget = try makeProcess(
+            server: server, connectivity: offline, polling: .seconds(3_600), queueFolder: "widget-queue")
+        let old = enqueue("old user's", in: widget)
+        let app = try makeProcess(server: server, connectivity: ManualConnectivity(isOnline: true))
+        let loggedOut = expectation(description: "the app's logout ended")
+        app.store.clear { loggedOut.fulfill() }
+        wait(for: [loggedOut], timeout: .watchdog)
+
+        let new = enqueue("next user's", in: widget)  // the extension has not polled: the enqueue reads the journal
+
+        XCTAssertThrowsError(try old.withLock { $0 }?.get(), "the old user's change was dropped first") {
+            XCTAssertEqual($0 as? StoreError, .cleared)
+        }
+        XCTAssertEqual(widget.queue.pending.map(\.input), ["next user's"])
+        XCTAssertEqual(widget.shown.withLock { $0.last }, ["next user's"])
+        offline.setOnline(true)
+        XCTAssertTrue(eventually { new.withLock { $0 } != nil })
+        XCTAssertNoThrow(try new.withLock { $0 }?.get())
+        XCTAssertEqual(server.requests, ["next user's"])
     }
 
     /// The extension, offline, holds a change the app sent for it: when the extension learns the app's value, it lets
