@@ -92,32 +92,31 @@ class StoreRead: CancellationToken, @unchecked Sendable {
     /// change of the key (its transform, on the thread running it), which cannot end before the read does, it
     /// answers at once with what the key shows, whatever its policy.
     func start() {
-        var now = began
+        // Ages are judged as of now, read before the lock.
+        let now = began == .distantPast ? began : max(began, engine.now())
         var insideChange = false
         var stampedLater = false
-        var cached: (snapshot: StoreMachine.Snapshot?, fresh: Bool)??
-        // Ages are judged as of now, read before the lock: a value the store learned meanwhile (a fetch's answer,
-        // stamped after that) is new, not stamped in the future, and is judged again by the clock read after it.
-        for look in 0..<2 {
-            if began != .distantPast { now = max(began, engine.now()) }
-            cached = engine.run(key) { machine, slot -> (snapshot: StoreMachine.Snapshot?, fresh: Bool)?? in
-                // The read's place in the store's order: before the changes asked after it, which its fetch applies
-                // again to what it brings.
-                if asked == nil { asked = machine.readStamp }
-                if !hasWaited, machine.isChanging(slot), engine.runsChange(of: key) {
-                    insideChange = true
-                    return (machine.showsSomething(slot) ? machine.shownNow(slot) : nil, true)
-                }
-                if !hasWaited, machine.awaitTurn(of: slot, then: { [self] in afterTurn() }) { return nil }
-                if since == nil, policy.kind == .cacheFirst || policy.kind == .cacheOnly {
-                    since = machine.stamp(of: slot)
-                }
-                let cached = machine.cached(slot, under: policy, now: now)
-                stampedLater = cached?.fresh == false && machine.isStamped(slot, after: now)
-                return cached
+        var cached = engine.run(key) { machine, slot -> (snapshot: StoreMachine.Snapshot?, fresh: Bool)?? in
+            // The read's place in the store's order: before the changes asked after it, which its fetch applies
+            // again to what it brings.
+            if asked == nil { asked = machine.readStamp }
+            if !hasWaited, machine.isChanging(slot), engine.runsChange(of: key) {
+                insideChange = true
+                return (machine.showsSomething(slot) ? machine.shownNow(slot) : nil, true)
             }
-            if look == 0, stampedLater, case .some = cached { continue }
-            break
+            if !hasWaited, machine.awaitTurn(of: slot, then: { [self] in afterTurn() }) { return nil }
+            if since == nil, policy.kind == .cacheFirst || policy.kind == .cacheOnly {
+                since = machine.stamp(of: slot)
+            }
+            let cached = machine.cached(slot, under: policy, now: now)
+            stampedLater = now != .distantPast && cached?.fresh == false && machine.isStamped(slot, after: now)
+            return cached
+        }
+        if stampedLater, case .some = cached {
+            // A value the store learned after the clock was read (a fetch's answer) is new, not stamped in the
+            // future: it is judged again by the clock read now (a clock set back still finds it stamped later).
+            let later = max(now, engine.now())
+            cached = engine.run(key) { machine, slot in machine.cached(slot, under: policy, now: later) }
         }
         guard let cached else { return }  // its turn comes later
         if insideChange {
