@@ -12,14 +12,22 @@ final class SharedMutationsTests: XCTestCase {
     private var subscriptions: [any CancellationToken] = []
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mutations-\(UUID().uuidString)")
+        // A child process works in its parent's folder.
+        let parents = ProcessInfo.processInfo.environment[Self.folderVariable].map { URL(fileURLWithPath: $0) }
+        directory =
+            parents ?? FileManager.default.temporaryDirectory.appendingPathComponent("mutations-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
     override func tearDownWithError() throws {
         for subscription in subscriptions { subscription.cancel() }
-        try? FileManager.default.removeItem(at: directory)
+        if ProcessInfo.processInfo.environment[Self.folderVariable] == nil {
+            try? FileManager.default.removeItem(at: directory)
+        }
     }
+
+    /// The folder a child process shares with its parent.
+    private static let folderVariable = "LOADING_SHARED_MUTATIONS_FOLDER"
 
     /// The server both processes send to: it counts every request and refuses the items named "refused".
     private final class Server: Sendable {
@@ -175,6 +183,57 @@ final class SharedMutationsTests: XCTestCase {
         XCTAssertTrue(eventually { new.withLock { $0 } != nil })
         XCTAssertNoThrow(try new.withLock { $0 }?.get())
         XCTAssertEqual(server.requests, ["next user's"])
+    }
+
+    /// The same, with the extension a real child process: it queues a change, the app (this process) logs out, and
+    /// the change the extension makes next, before polling the journal, is the next user's, kept alone.
+    func test_aChangeMadeInAnotherProcessAfterALogoutHere_isTheNextUsers_keptAlone() throws {
+        let app = try makeProcess(server: Server(), connectivity: ManualConnectivity(isOnline: false)).store
+        let loggedOut = Locked<String?>(nil)
+        let parent = DispatchGroup()
+        DispatchQueue.global().async(group: parent) { [directory] in
+            let ready = directory!.appendingPathComponent("widget-ready").path
+            guard eventually({ FileManager.default.fileExists(atPath: ready) }) else {
+                return loggedOut.withLock { $0 = "the child never queued its change" }
+            }
+            let done = DispatchSemaphore(value: 0)
+            app.clear { done.signal() }
+            guard done.wait(timeout: .now() + .watchdog) == .success else {
+                return loggedOut.withLock { $0 = "the logout never ended" }
+            }
+            _ = FileManager.default.createFile(
+                atPath: directory!.appendingPathComponent("logged-out").path, contents: nil)
+        }
+
+        let pending = try runChildUntilKilled(
+            "SharedMutationsTests/test_makesChangesAroundALogout_whenStartedByTheSharingTests",
+            environment: [Self.folderVariable: directory.path])
+        parent.wait()
+
+        XCTAssertNil(loggedOut.withLock { $0 })
+        XCTAssertEqual(pending, "next user's", "the child's queue holds the next user's change alone")
+        XCTAssertEqual(
+            try FileMutationStorage<String>(directory: directory.appendingPathComponent("widget-queue")).loadAll()
+                .map(\.input), ["next user's"], "and so does its folder")
+    }
+
+    func test_makesChangesAroundALogout_whenStartedByTheSharingTests() throws {
+        guard ProcessInfo.processInfo.environment[Self.folderVariable] != nil else {
+            throw XCTSkip("the child process of SharedMutationsTests: it runs only when that test starts it")
+        }
+        let widget = try makeProcess(
+            server: Server(), connectivity: ManualConnectivity(isOnline: false), polling: .seconds(3_600),
+            queueFolder: "widget-queue")
+        _ = enqueue("old user's", in: widget)
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("widget-ready").path, contents: nil)
+        let loggedOut = directory.appendingPathComponent("logged-out").path
+        guard eventually({ FileManager.default.fileExists(atPath: loggedOut) }) else {
+            sayKillNow("the parent never logged out")
+            return waitToBeKilled()
+        }
+        _ = enqueue("next user's", in: widget)
+        sayKillNow(widget.queue.pending.map(\.input).joined(separator: ","))
+        waitToBeKilled()
     }
 
     /// The extension, offline, holds a change the app sent for it: when the extension learns the app's value, it lets
