@@ -261,7 +261,7 @@ struct StoreMachine: Sendable {
         case .cacheFirst: break
         }
         return !entry.staleness.isStale && policy.accepts(savedAt: confirmed.savedAt, now: now)
-            && isHeldByLevels(confirmed, now: now)
+            && (holdingAgeLimits.isEmpty || isHeldByLevels(confirmed, now: now))
     }
 
     /// Whether the store's levels expire values by age, so that a value's age is judged against them too (and
