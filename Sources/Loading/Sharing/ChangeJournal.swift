@@ -16,6 +16,9 @@
 /// process to learn what the others changed: the part of sharing a level across processes that works the same on
 /// every platform (a poll of the file's size tells a reader that something was appended).
 ///
+/// - Each change carries its place in one order every process over the journal agrees on (``takeOrder()``, a counter
+///   in a file beside the journal, taken under a lock when the change is made): records land in the journal when
+///   their saves land, in whatever order that is, and the order tells which change was made last.
 /// - Each record is appended whole, in one `write`, between line breaks, with a checksum: a record torn by a process
 ///   killed mid-write is skipped by readers and never hides the next one.
 /// - A reader starts at the end of the file (what was changed before is already in the levels) and learns the
@@ -46,6 +49,13 @@ final class ChangeJournal: Sendable {
         var partial: [UInt8] = []
     }
 
+    /// A change as a reader learns it, with its place in the processes' order (`nil` for a record of a version of
+    /// the library that did not number its changes).
+    struct Record: Equatable, Sendable {
+        let change: Change
+        let order: UInt64?
+    }
+
     private struct Writer {
         var descriptor: Int32
         var inode: UInt64
@@ -57,6 +67,10 @@ final class ChangeJournal: Sendable {
     /// Tells this journal's records from the other processes' (and from other journals over the file).
     private let writerID: UInt64
     private let lockDescriptor: Int32
+    /// The file of the processes' order: the last number taken, 8 bytes.
+    private let orderDescriptor: Int32
+    /// The last number this journal took: it never takes a smaller one, should the file go missing.
+    private let lastOrder = Locked<UInt64>(0)
     private let reader: Locked<Reader>
     private let writer: Locked<Writer>
 
@@ -69,12 +83,15 @@ final class ChangeJournal: Sendable {
         do {
             let lock = try Self.openFile(file.path + ".lock", O_RDWR | O_CREAT)
             opened.append(lock)
+            let order = try Self.openFile(file.path + ".order", O_RDWR | O_CREAT)
+            opened.append(order)
             let (descriptor, inode) = try Self.openForAppending(file.path)
             opened.append(descriptor)
             let read = try Self.openFile(file.path, O_RDONLY)
             opened.append(read)
             let status = try Self.status(of: read)
             lockDescriptor = lock
+            orderDescriptor = order
             writer = Locked(Writer(descriptor: descriptor, inode: inode))
             reader = Locked(Reader(descriptor: read, inode: UInt64(status.st_ino), offset: Int(status.st_size)))
         } catch {
@@ -85,14 +102,39 @@ final class ChangeJournal: Sendable {
 
     deinit {
         close(lockDescriptor)
+        close(orderDescriptor)
         _ = writer.withLock { close($0.descriptor) }
         _ = reader.withLock { close($0.descriptor) }
     }
 
-    /// Appends `change`, whole, for the other processes to read.
+    /// The next place in the order every process over the journal agrees on: larger than any taken before, here or
+    /// in another process.
+    func takeOrder() throws -> UInt64 {
+        // The file lock orders the processes; the lock of `lastOrder` this journal's threads, which share its
+        // descriptor (and so its file lock).
+        try lastOrder.withLock { last in
+            try withFileLock(orderDescriptor, LOCK_EX) {
+                var stored: UInt64 = 0
+                let read = withUnsafeMutableBytes(of: &stored) { pread(orderDescriptor, $0.baseAddress, 8, 0) }
+                guard read >= 0 else { throw POSIXError(errno) }
+                let next = max(read == 8 ? UInt64(littleEndian: stored) : 0, last) + 1
+                let written = withUnsafeBytes(of: next.littleEndian) { pwrite(orderDescriptor, $0.baseAddress, 8, 0) }
+                guard written == 8 else { throw POSIXError(written < 0 ? errno : EIO) }
+                last = next
+                return next
+            }
+        }
+    }
+
+    /// Appends `change`, whole, for the other processes to read, at a place in the processes' order taken now.
     func append(_ change: Change) throws {
+        try append(change, order: try takeOrder())
+    }
+
+    /// Appends `change`, whole, for the other processes to read, at `order` (taken when the change was made).
+    func append(_ change: Change, order: UInt64) throws {
         precondition(change != .missed, "A journal records changes, not a reader's note")
-        try withFileLock(LOCK_SH) {
+        try withFileLock(lockDescriptor, LOCK_SH) {
             try writer.withLock { writer in
                 // A writer of another process may have started a new file since this one last wrote.
                 if let current = try? Self.status(atPath: file.path), UInt64(current.st_ino) != writer.inode {
@@ -101,7 +143,7 @@ final class ChangeJournal: Sendable {
                     (writer.descriptor, writer.inode) = (descriptor, inode)
                 }
                 writer.sequence += 1
-                let bytes = Self.record(change, writer: writerID, sequence: writer.sequence)
+                let bytes = Self.record(change, writer: writerID, sequence: writer.sequence, order: order)
                 let written = bytes.withUnsafeBytes { write(writer.descriptor, $0.baseAddress, $0.count) }
                 guard written == bytes.count else { throw POSIXError(written < 0 ? errno : EIO) }
             }
@@ -111,11 +153,17 @@ final class ChangeJournal: Sendable {
 
     /// The changes the other journals appended since the last call, in the order they were appended.
     func readChanges() -> [Change] {
+        readRecords().map(\.change)
+    }
+
+    /// The changes the other journals appended since the last call, in the order they were appended, each with its
+    /// place in the processes' order.
+    func readRecords() -> [Record] {
         reader.withLock { reader in
             var changes = drain(&reader)
             // Rotations: the reader's file is read to its end above, then each file after it from its start.
             while let next = fileAfter(reader.inode) {
-                if next.missed { changes.append(.missed) }
+                if next.missed { changes.append(Record(change: .missed, order: nil)) }
                 close(reader.descriptor)
                 reader = Reader(descriptor: next.descriptor, inode: next.inode, offset: 0)
                 changes += drain(&reader)
@@ -155,8 +203,8 @@ final class ChangeJournal: Sendable {
     }
 
     /// Reads what was appended to the reader's file since its offset, and decodes the complete records.
-    private func drain(_ reader: inout Reader) -> [Change] {
-        var changes: [Change] = []
+    private func drain(_ reader: inout Reader) -> [Record] {
+        var changes: [Record] = []
         // Most polls find nothing new: the buffer is made only when the file grew.
         guard let size = try? Self.status(of: reader.descriptor).st_size, Int(size) > reader.offset else { return [] }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -169,7 +217,7 @@ final class ChangeJournal: Sendable {
             reader.partial += buffer[..<count]
             guard let end = reader.partial.lastIndex(of: UInt8(ascii: "\n")) else { continue }
             for line in reader.partial[..<end].split(separator: UInt8(ascii: "\n")) {
-                if let (writer, change) = Self.decode(line), writer != writerID { changes.append(change) }
+                if let (writer, record) = Self.decode(line), writer != writerID { changes.append(record) }
             }
             reader.partial.removeSubrange(...end)
         }
@@ -180,7 +228,7 @@ final class ChangeJournal: Sendable {
     private func rotateIfNeeded() throws {
         let size = writer.withLock { (try? Self.status(of: $0.descriptor)).map { Int($0.st_size) } ?? 0 }
         guard size > maxBytes else { return }
-        try withFileLock(LOCK_EX) {
+        try withFileLock(lockDescriptor, LOCK_EX) {
             // Another writer may have rotated it meanwhile.
             guard let current = try? Self.status(atPath: file.path), Int(current.st_size) > maxBytes else { return }
             guard rename(file.path, file.path + ".previous") == 0 else { throw POSIXError(errno) }
@@ -194,19 +242,20 @@ final class ChangeJournal: Sendable {
         }
     }
 
-    private func withFileLock<R>(_ operation: Int32, _ body: () throws -> R) throws -> R {
-        while flock(lockDescriptor, operation) != 0 {
+    private func withFileLock<R>(_ descriptor: Int32, _ operation: Int32, _ body: () throws -> R) throws -> R {
+        while flock(descriptor, operation) != 0 {
             guard errno == EINTR else { throw POSIXError(errno) }
         }
-        defer { flock(lockDescriptor, LOCK_UN) }
+        defer { flock(descriptor, LOCK_UN) }
         return try body()
     }
 
     // MARK: Records
 
-    /// `C1 <writer> <sequence> <kind> <key> <checksum>` between line breaks: the kind `s` (saved), `r` (removed) or
-    /// `c` (cleared, `-` for the key), the key in base 64, the checksum an FNV-1a hash of what precedes it.
-    static func record(_ change: Change, writer: UInt64, sequence: UInt64) -> [UInt8] {
+    /// `C2 <writer> <sequence> <order> <kind> <key> <checksum>` between line breaks: the writer's own count, the
+    /// change's place in the processes' order, the kind `s` (saved), `r` (removed) or `c` (cleared, `-` for the key),
+    /// the key in base 64, the checksum an FNV-1a hash of what precedes it. (Records of version 1 had no order.)
+    static func record(_ change: Change, writer: UInt64, sequence: UInt64, order: UInt64) -> [UInt8] {
         let (kind, key): (String, String) =
             switch change {
             case .saved(let key): ("s", key.base64EncodedString())
@@ -214,24 +263,34 @@ final class ChangeJournal: Sendable {
             case .cleared: ("c", "-")
             case .missed: preconditionFailure("A journal records changes, not a reader's note")
             }
-        let body = "C1 \(String(writer, radix: 16)) \(sequence) \(kind) \(key)"
+        let body = "C2 \(String(writer, radix: 16)) \(sequence) \(order) \(kind) \(key)"
         return Array("\n\(body) \(String(checksum(of: Array(body.utf8)), radix: 16))\n".utf8)
     }
 
-    /// The writer and change of one record's line; `nil` for a line that is not a whole record.
-    static func decode(_ line: ArraySlice<UInt8>) -> (UInt64, Change)? {
+    /// The writer and record of one line; `nil` for a line that is not a whole record.
+    static func decode(_ line: ArraySlice<UInt8>) -> (UInt64, Record)? {
         guard let last = line.lastIndex(of: UInt8(ascii: " ")),
             let stored = UInt64(String(decoding: line[(last + 1)...], as: UTF8.self), radix: 16),
             stored == checksum(of: Array(line[..<last]))
         else { return nil }
-        let fields = String(decoding: line[..<last], as: UTF8.self).split(separator: " ")
-        guard fields.count == 5, fields[0] == "C1", let writer = UInt64(fields[1], radix: 16) else { return nil }
-        switch (fields[3], Data(base64Encoded: String(fields[4]))) {
-        case ("s", .some(let key)): return (writer, .saved(key))
-        case ("r", .some(let key)): return (writer, .removed(key))
-        case ("c", _): return (writer, .cleared)
+        var fields = String(decoding: line[..<last], as: UTF8.self).split(separator: " ")
+        var order: UInt64?
+        switch (fields.first, fields.count) {
+        case ("C1", 5): break
+        case ("C2", 6):
+            guard let number = UInt64(fields.remove(at: 3)) else { return nil }
+            order = number
         default: return nil
         }
+        guard let writer = UInt64(fields[1], radix: 16) else { return nil }
+        let change: Change
+        switch (fields[3], Data(base64Encoded: String(fields[4]))) {
+        case ("s", .some(let key)): change = .saved(key)
+        case ("r", .some(let key)): change = .removed(key)
+        case ("c", _): change = .cleared
+        default: return nil
+        }
+        return (writer, Record(change: change, order: order))
     }
 
     private static func checksum(of bytes: [UInt8]) -> UInt64 {

@@ -4,10 +4,10 @@
     import Foundation
 #endif
 
-/// What a store follows of the other processes sharing a level with it: their journal, the shared level's index,
-/// and how a key is read back from the journal.
+/// What a store follows of the other processes sharing a level with it: their journal (through what keeps the level's
+/// changes in order), the shared level's index, and how a key is read back from the journal.
 struct OtherProcesses<Key: Hashable & Sendable>: Sendable {
-    let journal: ChangeJournal
+    let order: SharedLevelOrder
     let sharedLevel: Int
     let decodeKey: @Sendable (Data) -> Key?
 }
@@ -33,25 +33,42 @@ extension Store {
     /// next user's). Nothing without a shared level.
     func learnOtherProcessesChanges() {
         guard let otherProcesses else { return }
-        learn(
-            otherProcesses.journal.readChanges(), sharedLevel: otherProcesses.sharedLevel,
-            decodeKey: otherProcesses.decodeKey)
+        learn(otherProcesses.order.journal.readRecords(), from: otherProcesses)
     }
 
-    /// Applies what other processes changed in the shared level, in the order they changed it.
-    func learn(_ changes: [ChangeJournal.Change], sharedLevel: Int, decodeKey: (Data) -> Key?) {
-        for change in changes {
-            switch change {
+    /// Reads `object`'s key again from the shared level, as when another process changed it.
+    func relearn(_ object: AnyStoreKey) {
+        guard let otherProcesses else { return }
+        let key = StoreKey<Key>.key(of: object)
+        engine.learnExternalChange(
+            of: StoreKeyRef(object: object, hash: key.hashValue), level: otherProcesses.sharedLevel)
+    }
+
+    /// Applies what other processes changed in the shared level, in the order their records landed: a change made
+    /// before this store's latest change of the key (in the processes' order) is not shown, and this store's is saved
+    /// again, as the other's may have landed after it.
+    private func learn(_ records: [ChangeJournal.Record], from otherProcesses: OtherProcesses<Key>) {
+        let sharedLevel = otherProcesses.sharedLevel
+        for record in records {
+            switch record.change {
             case .saved(let encoded), .removed(let encoded):
-                guard let key = decodeKey(encoded) else { continue }
+                guard let key = otherProcesses.decodeKey(encoded) else { continue }
                 clearObservers.tellAnotherProcessChanged(key)
+                guard otherProcesses.order.learnedChange(of: encoded, at: record.order) else { continue }
                 engine.learnExternalChange(
                     of: StoreKeyRef(object: StoreKey(key), hash: key.hashValue), level: sharedLevel)
             case .cleared:
+                // This store's changes made after the clear outlive it: read again once the clear ended (and once
+                // their saves landed again, should the clear have emptied them).
+                let outliving = otherProcesses.order.learnedClear(at: record.order)
                 // Another process's logout: as this store's own, but for the shared level. The queues over the store
                 // drop the old user's mutations first (nothing of them is sent or shown).
                 let storePartEnded = clearObservers.clearBegins(storeParts: 2, ended: {})
-                engine.perform(locked { $0.clear(levels: sharedLevel, completion: storePartEnded) }, for: nil)
+                let cleared: @Sendable () -> Void = { [weak self] in
+                    storePartEnded()
+                    for object in outliving { self?.relearn(object) }
+                }
+                engine.perform(locked { $0.clear(levels: sharedLevel, completion: cleared) }, for: nil)
                 engine.confirmations?.cleared()
                 storePartEnded()
             case .missed:

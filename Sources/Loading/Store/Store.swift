@@ -152,10 +152,11 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             guard let index = levels.firstIndex(where: { $0.name == name }) else {
                 preconditionFailure("The store shares its level “\(name)” with other processes; it has no such level")
             }
-            levels[index] = levels[index].journaling(
+            let order: SharedLevelOrder
+            (levels[index], order) = levels[index].journaling(
                 to: sharing.journal, encodeKey: sharing.encodeKey, onFailure: onWriteFailure)
             shared = index
-            otherProcesses = OtherProcesses(journal: sharing.journal, sharedLevel: index, decodeKey: sharing.decodeKey)
+            otherProcesses = OtherProcesses(order: order, sharedLevel: index, decodeKey: sharing.decodeKey)
         }
         self.otherProcesses = otherProcesses
         self.levels = levels
@@ -180,6 +181,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 : nil,
             confirmations: entityObserver)
         entityObserver?.attach(self)
+        otherProcesses?.order.onRelearn { [weak self] object in self?.relearn(object) }
         if let sharing, shared != nil {
             // Polls until the store is released.
             _ = followChanges(polling: sharing.polling)

@@ -41,7 +41,7 @@ final class ChangeJournalTests: XCTestCase {
 
     func test_aRecordTornByAKilledWriter_isSkipped_andHidesNothingAfterIt() throws {
         let reader = try ChangeJournal(file: file)
-        let record = ChangeJournal.record(.saved(key("torn")), writer: 7, sequence: 1)
+        let record = ChangeJournal.record(.saved(key("torn")), writer: 7, sequence: 1, order: 1)
         let handle = try FileHandle(forWritingTo: file)
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(record.prefix(record.count / 2)))  // the writer died here
@@ -53,7 +53,7 @@ final class ChangeJournalTests: XCTestCase {
     }
 
     func test_aDamagedRecord_failsItsChecksum() {
-        var record = ChangeJournal.record(.removed(key("u1")), writer: 7, sequence: 1)
+        var record = ChangeJournal.record(.removed(key("u1")), writer: 7, sequence: 1, order: 1)
         XCTAssertNotNil(ChangeJournal.decode(record[1..<(record.count - 1)]))
         record[20] ^= 1
         XCTAssertNil(ChangeJournal.decode(record[1..<(record.count - 1)]))

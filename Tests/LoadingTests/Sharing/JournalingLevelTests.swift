@@ -22,7 +22,8 @@ final class JournalingLevelTests: XCTestCase {
     ) -> Store<String, String> {
         let level = StoreLevel.cache(shared, name: "shared").journaling(
             to: journal, encodeKey: { $0 == "unencodable" ? nil : Data($0.utf8) },
-            onFailure: { error in failures.withLock { $0.append("\(error)") } })
+            onFailure: { error in failures.withLock { $0.append("\(error)") } }
+        ).level
         return Store(
             levels: [.cache(MemoryCache<String, String>(), name: "memory"), level],
             fetch: LoaderFamily { (id: String) in

@@ -1,0 +1,273 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// Keeps the change made last (in the order every process over the journal agrees on) in a level that processes
+/// share, whichever save lands last.
+///
+/// Each save or removal of a key this process issues to the shared level takes its place in the processes' order when
+/// it is issued (right after the store made the change), and is recorded in the journal with it once it landed.
+/// This process's latest change of a key is its claim on the key. When another process's record of the key comes
+/// with an earlier place, the claim is newer: this process keeps showing its value, and since the earlier save may
+/// have landed after its own, saves it again (with its own place, once its save landed) — the other process learns
+/// that record, sees a later place than its own, and shows what the level holds. A record with a later place ends the
+/// claim: the store reads the level, as it did before.
+///
+/// Every operation a key's re-save overtakes waits behind it (the level then gets them in the order they were issued,
+/// as a shared level must answer). The claims are bounded: past ``claimLimit``, the oldest landed ones are let go of
+/// (a save of another process landing that late may then hold the key until its next change).
+final class SharedLevelOrder: Sendable {
+    /// This process's latest change of a key to the shared level.
+    private struct Claim {
+        let order: UInt64
+        let key: AnyStoreKey
+        /// The value saved, or `nil` for a removal.
+        let value: (any StoreValueBox)?
+        let savedAt: Double
+        /// Whether the level holds it (its save, or its last re-save, landed).
+        var landed = false
+        /// Whether a change with an earlier place was learned while its save was on its way: it is saved again once
+        /// it lands.
+        var overtaken = false
+        /// Whether it outlived another process's clear: the store reads it again once it landed (the store forgot
+        /// it with the clear).
+        var outlivedClear = false
+    }
+
+    private struct State {
+        var claims: [Data: Claim] = [:]
+        /// Keys whose re-save is being issued, with the operations issued meanwhile, waiting behind it.
+        var waiting: [Data: [@Sendable () -> Void]] = [:]
+    }
+
+    /// How many claims are kept (the oldest landed ones go past twice as many).
+    static let claimLimit = 4_096
+
+    let journal: ChangeJournal
+    /// The shared level, as the store issued to it before it was ordered.
+    private let level: BoxedLevel
+    private let encodeKey: @Sendable (AnyStoreKey) -> Data?
+    private let onFailure: @Sendable (any Error) -> Void
+    private let state = Locked(State())
+    /// What reads a key again once a change that outlived another process's clear landed.
+    private let relearn = Locked<(@Sendable (AnyStoreKey) -> Void)?>(nil)
+
+    /// Orders the changes of `level` through `journal`, a key as `encodeKey` encodes it.
+    init(
+        _ level: BoxedLevel, journal: ChangeJournal, encodeKey: @escaping @Sendable (AnyStoreKey) -> Data?,
+        onFailure: @escaping @Sendable (any Error) -> Void
+    ) {
+        self.level = level
+        self.journal = journal
+        self.encodeKey = encodeKey
+        self.onFailure = onFailure
+    }
+
+    /// The level, each save, removal and emptying of it that succeeds recorded in the journal with its place in the
+    /// processes' order (a key `encodeKey` cannot encode is not recorded, nor ordered).
+    var orderedLevel: BoxedLevel {
+        let level = level
+        return BoxedLevel(
+            read: { [self] key, completion in
+                // A read behind a re-save cannot be stopped early; it still completes.
+                guard waits(key, { _ = level.read(key, completion) }) else { return level.read(key, completion) }
+                return nil
+            },
+            save: { [self] box, savedAt, key, completion in
+                change(key, to: box, savedAt: savedAt, completion: completion)
+            },
+            removeValue: { [self] key, completion in
+                change(key, to: nil, savedAt: 0, completion: completion)
+            },
+            removeAll: { [self] completion in
+                let order = takeOrder()
+                state.withLock { $0.claims = [:] }
+                level.removeAll { [self] result in
+                    if case .success = result, let order { record(.cleared, order: order) }
+                    completion(result)
+                }
+            },
+            writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit)
+    }
+
+    /// Reads a key again, in the store, once its change that outlived another process's clear landed.
+    func onRelearn(_ body: @escaping @Sendable (AnyStoreKey) -> Void) {
+        relearn.withLock { $0 = body }
+    }
+
+    // MARK: What this process changes
+
+    /// Issues a save (or a removal, `box` being `nil`) of `key`, claiming it at a place taken now.
+    private func change(
+        _ key: AnyStoreKey, to box: (any StoreValueBox)?, savedAt: Double, completion: @escaping BoxedLevel.Completion
+    ) {
+        guard let encoded = encodeKey(key), let order = takeOrder() else {
+            return issue(box, savedAt: savedAt, of: key, completion: completion)
+        }
+        let claim = Claim(order: order, key: key, value: box, savedAt: savedAt)
+        let send: @Sendable () -> Void = { [self] in
+            issue(box, savedAt: savedAt, of: key) { [self] result in
+                landed(claim, of: encoded, result: result)
+                completion(result)
+            }
+        }
+        let waits = state.withLock { state in
+            state.claims[encoded] = claim
+            return state.waiting[encoded]?.append(send) != nil
+        }
+        if !waits { send() }
+    }
+
+    /// Whether `operation` of `key` waits behind the key's re-save being issued (it is run once that is issued);
+    /// `false`: the caller runs it now.
+    private func waits(_ key: AnyStoreKey, _ operation: @escaping @Sendable () -> Void) -> Bool {
+        // Most reads find no re-save at all: the key is encoded only when one is being issued.
+        state.withLock { state in
+            guard !state.waiting.isEmpty, let encoded = encodeKey(key) else { return false }
+            return state.waiting[encoded]?.append(operation) != nil
+        }
+    }
+
+    private func issue(
+        _ box: (any StoreValueBox)?, savedAt: Double, of key: AnyStoreKey, completion: @escaping BoxedLevel.Completion
+    ) {
+        if let box { level.save(box, savedAt, key, completion) } else { level.removeValue(key, completion) }
+    }
+
+    /// A save (or a re-save) of `claim` landed: it is recorded, and saved again when an earlier change was learned
+    /// meanwhile (it may have landed after this one).
+    private func landed(_ claim: Claim, of encoded: Data, result: Result<Void, any Error>) {
+        guard case .success = result else {
+            // The level does not hold it: nothing to keep there.
+            return state.withLock { state in
+                if state.claims[encoded]?.order == claim.order { state.claims[encoded] = nil }
+            }
+        }
+        record(claim.value == nil ? .removed(encoded) : .saved(encoded), order: claim.order)
+        let (saveAgain, relearns) = state.withLock { state -> (Bool, Bool) in
+            guard var current = state.claims[encoded], current.order == claim.order else { return (false, false) }
+            defer { state.claims[encoded] = current }
+            current.landed = !current.overtaken
+            current.overtaken = false
+            guard current.landed else { return (true, false) }
+            let relearns = exchange(&current.outlivedClear, with: false)
+            trimClaims(&state)
+            return (false, relearns)
+        }
+        if saveAgain { saveAgainUnlessNewer(encoded, order: claim.order) }
+        if relearns, let relearn = relearn.withLock({ $0 }) { relearn(claim.key) }
+    }
+
+    /// Saves `encoded`'s claim again, when it still is the one at `order`: issued before any operation of the key
+    /// that comes meanwhile (or, when another re-save of the key is being issued, right after it).
+    private func saveAgainUnlessNewer(_ encoded: Data, order: UInt64) {
+        let saveAgain: @Sendable () -> Void = { [self] in
+            guard let claim = state.withLock({ $0.claims[encoded] }), claim.order == order else { return }
+            issue(claim.value, savedAt: claim.savedAt, of: claim.key) { [self] result in
+                landed(claim, of: encoded, result: result)
+            }
+        }
+        let issuing = state.withLock { state in
+            guard state.waiting[encoded] == nil else {
+                state.waiting[encoded]?.append(saveAgain)
+                return false
+            }
+            state.waiting[encoded] = []
+            return true
+        }
+        guard issuing else { return }
+        saveAgain()
+        // What waited behind the re-save, in order, and what comes while those are issued.
+        while let operations = state.withLock({ state -> [@Sendable () -> Void]? in
+            guard let operations = state.waiting[encoded], !operations.isEmpty else {
+                state.waiting[encoded] = nil
+                return nil
+            }
+            state.waiting[encoded] = []
+            return operations
+        }) {
+            for operation in operations { operation() }
+        }
+    }
+
+    private func takeOrder() -> UInt64? {
+        do {
+            return try journal.takeOrder()
+        } catch {
+            onFailure(error)
+            return nil
+        }
+    }
+
+    private func record(_ change: ChangeJournal.Change, order: UInt64) {
+        do { try journal.append(change, order: order) } catch { onFailure(error) }
+    }
+
+    /// Lets go of the oldest landed claims once there are twice as many as kept.
+    private func trimClaims(_ state: inout State) {
+        guard state.claims.count > 2 * Self.claimLimit else { return }
+        let landed = state.claims.filter { $0.value.landed && state.waiting[$0.key] == nil }
+        for (encoded, _) in landed.sorted(by: { $0.value.order < $1.value.order }).prefix(Self.claimLimit) {
+            state.claims[encoded] = nil
+        }
+    }
+
+    // MARK: What other processes change
+
+    /// Another process changed `encoded` at `order` (`nil`: a record that has no place): whether that change is the
+    /// newer one, which the store then reads from the level. When this process's claim is newer, it is kept, and
+    /// saved again (now, or once its save landed).
+    func learnedChange(of encoded: Data, at order: UInt64?) -> Bool {
+        let kept = state.withLock { state -> (order: UInt64, savesAgain: Bool)? in
+            guard let order, var claim = state.claims[encoded], claim.order > order else {
+                state.claims[encoded] = nil
+                return nil
+            }
+            defer { state.claims[encoded] = claim }
+            return (claim.order, overtake(&claim))
+        }
+        guard let kept else { return true }
+        if kept.savesAgain { saveAgainUnlessNewer(encoded, order: kept.order) }
+        return false
+    }
+
+    /// Another process emptied the level at `order`: the claims made before it end; those made after it are saved
+    /// again (the emptying may have landed after them), and read again by the store once they landed. Returns their
+    /// keys, for the store to read again once its own clear ended too.
+    func learnedClear(at order: UInt64?) -> [AnyStoreKey] {
+        let (saveAgain, outliving) = state.withLock { state -> ([(Data, UInt64)], [AnyStoreKey]) in
+            guard let order else {
+                state.claims = [:]
+                return ([], [])
+            }
+            var saveAgain: [(Data, UInt64)] = []
+            var outliving: [AnyStoreKey] = []
+            for (encoded, var claim) in state.claims {
+                if claim.order < order {
+                    state.claims[encoded] = nil
+                } else {
+                    claim.outlivedClear = true
+                    outliving.append(claim.key)
+                    if overtake(&claim) { saveAgain.append((encoded, claim.order)) }
+                    state.claims[encoded] = claim
+                }
+            }
+            return (saveAgain, outliving)
+        }
+        for (encoded, order) in saveAgain { saveAgainUnlessNewer(encoded, order: order) }
+        return outliving
+    }
+
+    /// An earlier change reached the level after `claim` was issued: returns whether it is saved again now (it
+    /// landed); otherwise it is once it lands.
+    private func overtake(_ claim: inout Claim) -> Bool {
+        guard claim.landed else {
+            claim.overtaken = true
+            return false
+        }
+        claim.landed = false
+        return true
+    }
+}

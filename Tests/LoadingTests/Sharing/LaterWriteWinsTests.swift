@@ -1,0 +1,287 @@
+import Foundation
+import LoadingTestHelpers
+import LoadingTestSupport
+import XCTest
+
+@testable import Loading
+
+/// Two stores standing for two processes over one disk folder, each with its own disk queue and its own journal over
+/// one file: whichever save lands last, the change made last wins, in both stores and in the shared level.
+final class LaterWriteWinsTests: XCTestCase {
+    private var directory: URL!
+    private var subscriptions: [any CancellationToken] = []
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("later-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        for subscription in subscriptions { subscription.cancel() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A process's side: its store, what its observer of "k" saw, and the shared level as it sees it.
+    private struct Process {
+        let store: Store<String, String>
+        let shown: Locked<[String?]>
+        let shared: DiskCache<String, String>
+    }
+
+    private func makeProcess(in folder: String = "", holding held: HeldSaves? = nil) throws -> Process {
+        try makeProcess(at: directory.appendingPathComponent(folder), holding: held)
+    }
+
+    private func makeProcess(at directory: URL, holding held: HeldSaves? = nil) throws -> Process {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let shared = DiskCache<String, String>(directory: directory.appendingPathComponent("shared"))
+        let level: StoreLevel<String, String> =
+            if let held { .cache(HoldingCache(base: shared, held: held), name: "shared") } else {
+                .cache(shared, name: "shared")
+            }
+        let store = Store(
+            levels: [.cache(MemoryCache<String, String>(), name: "memory"), level],
+            fetch: LoaderFamily { (_: String) in
+                AnyLoader<String> { completion in
+                    completion(.failure(URLError(.notConnectedToInternet)))
+                    return AnyCancellationToken()
+                }
+            },
+            sharing: try .journal(
+                at: directory.appendingPathComponent("changes.journal"), sharedLevel: "shared",
+                polling: .milliseconds(5)),
+            onWriteFailure: { XCTFail("a level write failed: \($0)") })
+        let shown = Locked<[String?]>([])
+        let subscription = store.changes(for: "k").sink { response in shown.withLock { $0.append(response.value) } }
+        subscriptions.append(AnyCancellationToken { subscription.cancel() })
+        return Process(store: store, shown: shown, shared: shared)
+    }
+
+    /// The earlier write's save is held until the later one (made in the other store) landed and was learned: both
+    /// stores end showing the later one, and the shared level holds it.
+    func test_anEarlierWriteWhoseSaveLandsLast_losesToTheLaterOne() throws {
+        let held = HeldSaves()
+        let widget = try makeProcess(holding: held)
+        let app = try makeProcess()
+
+        widget.store.write("earlier", for: "k")
+        XCTAssertTrue(eventually { held.count == 1 }, "the widget's save is held")
+        app.store.write("later", for: "k")
+        flush(app.store)
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == "later" }, "the widget learned the later write")
+        held.release()
+        flush(widget.store)
+
+        XCTAssertTrue(
+            eventually {
+                level("k", in: app.shared) == "later" && app.shown.withLock { $0.last } == "later"
+                    && widget.shown.withLock { $0.last } == "later"
+            },
+            "the later write wins: level \(String(describing: level("k", in: app.shared))), app "
+                + "\(app.shown.withLock { $0 }), widget \(widget.shown.withLock { $0 })")
+    }
+
+    /// The same, for a removal made last: the earlier write landing after it does not bring the value back.
+    func test_anEarlierWriteWhoseSaveLandsLast_losesToALaterRemoval() throws {
+        let held = HeldSaves()
+        let widget = try makeProcess(holding: held)
+        let app = try makeProcess()
+
+        widget.store.write("earlier", for: "k")
+        XCTAssertTrue(eventually { held.count == 1 }, "the widget's save is held")
+        app.store.remove("k")
+        flush(app.store)
+        held.release()
+        flush(widget.store)
+
+        XCTAssertTrue(
+            eventually {
+                level("k", in: app.shared) == nil && app.shown.withLock { $0.last } == .some(nil)
+                    && widget.shown.withLock { $0.last } == .some(nil)
+            },
+            "the removal wins: level \(String(describing: level("k", in: app.shared))), app "
+                + "\(app.shown.withLock { $0 }), widget \(widget.shown.withLock { $0 })")
+    }
+
+    /// A write made after a clear in another process, whose save landed before that clear emptied the level: the
+    /// write outlives the clear, in the level and in both stores.
+    func test_aWriteMadeAfterAClearElsewhere_outlivesIt_whicheverLandsLast() throws {
+        let held = HeldSaves()
+        let app = try makeProcess(holding: held)
+        let widget = try makeProcess()
+
+        let cleared = expectation(description: "cleared")
+        app.store.clear { cleared.fulfill() }
+        XCTAssertTrue(eventually { held.count == 1 }, "the app's emptying of the shared level is held")
+        widget.store.write("new", for: "k")
+        flush(widget.store)
+        held.release()
+        wait(for: [cleared], timeout: .watchdog)
+
+        XCTAssertTrue(
+            eventually {
+                level("k", in: app.shared) == "new" && app.shown.withLock { $0.last } == "new"
+                    && widget.shown.withLock { $0.last } == "new"
+            },
+            "the write outlives the clear: level \(String(describing: level("k", in: app.shared))), app "
+                + "\(app.shown.withLock { $0 }), widget \(widget.shown.withLock { $0 })")
+    }
+
+    /// Two stores write one key in turn, each write made once the other's returned (not once it landed), their disk
+    /// queues landing in whatever order: every round ends with both showing the last write, which the level holds.
+    func test_writesMadeInTurn_endOnTheLast_everyRound() throws {
+        for round in 0..<scaled(20, floor: 4) {
+            let first = try makeProcess(in: "round-\(round)")
+            let second = try makeProcess(in: "round-\(round)")
+            let writes = scaled(1_000, floor: 100)
+            for index in 0..<writes {
+                (index.isMultiple(of: 2) ? first : second).store.write("w\(index)", for: "k")
+            }
+            flush(first.store)
+            flush(second.store)
+            let last = "w\(writes - 1)"
+            XCTAssertTrue(
+                eventually {
+                    level("k", in: first.shared) == last && first.shown.withLock { $0.last } == last
+                        && second.shown.withLock { $0.last } == last
+                },
+                "round \(round): level \(String(describing: level("k", in: first.shared))), first "
+                    + "\(String(describing: first.shown.withLock { $0.last })), second "
+                    + "\(String(describing: second.shown.withLock { $0.last }))")
+        }
+    }
+
+    /// This process and a child take turns writing one key, 1,000 writes a round: each writes once the other's write
+    /// returned (a file says so), not once it landed. Every round ends with both showing the last write (the
+    /// child's), which the shared level holds.
+    func test_writesMadeInTurnByTwoProcesses_endOnTheLast_everyRound() throws {
+        let child = try startChild(
+            "LaterWriteWinsTests/test_writesInTurnWithItsParent_whenStartedByTheOrderTests",
+            environment: [Self.variable: directory.path])
+        var ends: [String] = []
+        for round in 0..<Self.rounds {
+            let folder = directory.appendingPathComponent("round-\(round)")
+            let app = try makeProcess(at: folder)
+            XCTAssertTrue(eventually { Self.hasTurn("ready", in: folder) }, "the child started round \(round)")
+            for index in stride(from: 0, to: Self.writes, by: 2) {
+                if index > 0 {
+                    XCTAssertTrue(eventually { Self.hasTurn("\(index - 1)", in: folder) }, "the child wrote")
+                }
+                app.store.write("w\(index)", for: "k")
+                Self.endTurn("\(index)", in: folder)
+            }
+            flush(app.store)
+            let last = "w\(Self.writes - 1)"
+            XCTAssertTrue(
+                eventually { level("k", in: app.shared) == last && app.shown.withLock { $0.last } == last },
+                "round \(round): level \(String(describing: level("k", in: app.shared))), here "
+                    + "\(String(describing: app.shown.withLock { $0.last }))")
+            ends.append(child.waitForLine(startingWith: "round \(round): ") ?? "nothing")
+        }
+        child.kill()
+        XCTAssertEqual(ends, Array(repeating: "w\(Self.writes - 1)", count: Self.rounds), "what the child ended on")
+    }
+
+    private static let variable = "LOADING_ORDER_CHILD"
+    private static let rounds = scaled(3, floor: 1)
+    private static let writes = scaled(1_000, floor: 100)
+
+    private static func hasTurn(_ name: String, in folder: URL) -> Bool {
+        FileManager.default.fileExists(atPath: folder.appendingPathComponent("turn-\(name)").path)
+    }
+
+    private static func endTurn(_ name: String, in folder: URL) {
+        _ = FileManager.default.createFile(atPath: folder.appendingPathComponent("turn-\(name)").path, contents: nil)
+    }
+
+    func test_writesInTurnWithItsParent_whenStartedByTheOrderTests() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.variable] else {
+            throw XCTSkip("the child process of LaterWriteWinsTests: it runs only when that test starts it")
+        }
+        for round in 0..<Self.rounds {
+            let folder = URL(fileURLWithPath: path).appendingPathComponent("round-\(round)")
+            let child = try makeProcess(at: folder)
+            Self.endTurn("ready", in: folder)
+            for index in stride(from: 1, to: Self.writes, by: 2) {
+                XCTAssertTrue(eventually { Self.hasTurn("\(index - 1)", in: folder) }, "the parent wrote")
+                child.store.write("w\(index)", for: "k")
+                Self.endTurn("\(index)", in: folder)
+            }
+            flush(child.store)
+            let last = "w\(Self.writes - 1)"
+            _ = eventually { level("k", in: child.shared) == last && child.shown.withLock { $0.last } == last }
+            ChildTest.say("round \(round): \(child.shown.withLock { $0.last ?? nil } ?? "nothing")")
+        }
+        waitToBeKilled()
+    }
+
+    private func flush(_ store: Store<String, String>) {
+        let flushed = expectation(description: "flushed")
+        store.flush { flushed.fulfill() }
+        wait(for: [flushed], timeout: .watchdog)
+    }
+
+    private func level(_ key: String, in shared: DiskCache<String, String>) -> String? {
+        let read = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        shared.value(for: key) { result in
+            read.withLock { $0 = try? result.get().value }
+            done.signal()
+        }
+        done.wait()
+        return read.withLock { $0 }
+    }
+}
+
+/// Saves held by a ``HoldingCache`` until released.
+private final class HeldSaves: Sendable {
+    private let saves = Locked<[@Sendable () -> Void]>([])
+    private let isHolding = Locked(true)
+
+    var count: Int { saves.withLock { $0.count } }
+
+    /// Runs `save` now, or once released while holding.
+    func hold(_ save: @escaping @Sendable () -> Void) {
+        let held = isHolding.withLock { holding in
+            guard holding else { return false }
+            saves.withLock { $0.append(save) }
+            return true
+        }
+        if !held { save() }
+    }
+
+    /// Lets the held saves go, in order, and every later one straight through.
+    func release() {
+        isHolding.withLock { $0 = false }
+        for save in saves.withLock({ exchange(&$0, with: []) }) { save() }
+    }
+}
+
+/// A disk cache whose saves and emptying wait for ``HeldSaves/release()``; reads and removals go straight through.
+private struct HoldingCache: KeyedCache {
+    let base: DiskCache<String, String>
+    let held: HeldSaves
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
+        base.value(for: key, completion: completion)
+    }
+
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        held.hold { [base] in base.save(value, for: key, completion: completion) }
+    }
+
+    func save(
+        _ value: String, for key: String, savedAt: Date,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        held.hold { [base] in base.save(value, for: key, savedAt: savedAt, completion: completion) }
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        base.removeValue(for: key, completion: completion)
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        held.hold { [base] in base.removeAll(completion: completion) }
+    }
+}
