@@ -24,7 +24,7 @@
 ///   taken when a change is made (a counter in a file beside the journal), not when its save lands: the change made
 ///   last wins. A process whose change is newer than the one it learns keeps showing its own and saves it again (the
 ///   older save may have landed after it), so the shared level ends holding the latest change and every process
-///   shows it. A process remembers its latest change of the last 4,096 keys it saved for this;
+///   shows it. A process remembers its latest change of at least the last 4,096 keys it saved for this;
 /// - a clear (a logout) in another process makes this store forget what it shows and empty its faster levels, as its
 ///   own clear would, but the shared level is left alone (what another process saved there since stays); this
 ///   process's mutation queues drop the mutations enqueued before it (nothing of the old user is sent or kept), as

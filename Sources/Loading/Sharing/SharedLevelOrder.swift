@@ -83,7 +83,9 @@ final class SharedLevelOrder: Sendable {
             },
             removeAll: { [self] completion in
                 let order = takeOrder()
-                state.withLock { $0.claims = [:] }
+                // The claims' values are released after unlocking (a value's deinitializer is the app's code).
+                let dropped = state.withLock { exchange(&$0.claims, with: [:]) }
+                withExtendedLifetime(dropped) {}
                 level.removeAll { [self] result in
                     if case .success = result, let order { record(.cleared, order: order) }
                     completion(result)
@@ -91,6 +93,9 @@ final class SharedLevelOrder: Sendable {
             },
             writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit)
     }
+
+    /// How many keys this process's latest changes are remembered for (bounded: see ``claimLimit``).
+    var claimCount: Int { state.withLock { $0.claims.count } }
 
     /// Reads a key again, in the store, once its change that outlived another process's clear landed.
     func onRelearn(_ body: @escaping @Sendable (AnyStoreKey) -> Void) {
@@ -113,21 +118,21 @@ final class SharedLevelOrder: Sendable {
                 completion(result)
             }
         }
-        let waits = state.withLock { state in
-            state.claims[encoded] = claim
-            return state.waiting[encoded]?.append(send) != nil
+        let (waits, replaced) = state.withLock { state in
+            let replaced = state.claims.updateValue(claim, forKey: encoded)
+            return (state.waiting[encoded]?.append(send) != nil, replaced)
         }
+        withExtendedLifetime(replaced) {}
         if !waits { send() }
     }
 
     /// Whether `operation` of `key` waits behind the key's re-save being issued (it is run once that is issued);
     /// `false`: the caller runs it now.
     private func waits(_ key: AnyStoreKey, _ operation: @escaping @Sendable () -> Void) -> Bool {
-        // Most reads find no re-save at all: the key is encoded only when one is being issued.
-        state.withLock { state in
-            guard !state.waiting.isEmpty, let encoded = encodeKey(key) else { return false }
-            return state.waiting[encoded]?.append(operation) != nil
-        }
+        // Most reads find no re-save at all: the key is encoded (outside the lock: the app's code) only when one is
+        // being issued.
+        guard !state.withLock({ $0.waiting.isEmpty }), let encoded = encodeKey(key) else { return false }
+        return state.withLock { $0.waiting[encoded]?.append(operation) != nil }
     }
 
     private func issue(
@@ -141,21 +146,23 @@ final class SharedLevelOrder: Sendable {
     private func landed(_ claim: Claim, of encoded: Data, result: Result<Void, any Error>) {
         guard case .success = result else {
             // The level does not hold it: nothing to keep there.
-            return state.withLock { state in
-                if state.claims[encoded]?.order == claim.order { state.claims[encoded] = nil }
+            let dropped = state.withLock { state in
+                state.claims[encoded]?.order == claim.order ? state.claims.removeValue(forKey: encoded) : nil
             }
+            return withExtendedLifetime(dropped) {}
         }
         record(claim.value == nil ? .removed(encoded) : .saved(encoded), order: claim.order)
+        var dropped: [Claim] = []
         let (saveAgain, relearns) = state.withLock { state -> (Bool, Bool) in
             guard var current = state.claims[encoded], current.order == claim.order else { return (false, false) }
-            defer { state.claims[encoded] = current }
             current.landed = !current.overtaken
             current.overtaken = false
-            guard current.landed else { return (true, false) }
-            let relearns = exchange(&current.outlivedClear, with: false)
-            trimClaims(&state)
-            return (false, relearns)
+            let relearns = current.landed && exchange(&current.outlivedClear, with: false)
+            state.claims[encoded] = current
+            if current.landed { dropped = trimClaims(&state) }
+            return (!current.landed, relearns)
         }
+        withExtendedLifetime(dropped) {}
         if saveAgain { saveAgainUnlessNewer(encoded, order: claim.order) }
         if relearns, let relearn = relearn.withLock({ $0 }) { relearn(claim.key) }
     }
@@ -205,12 +212,13 @@ final class SharedLevelOrder: Sendable {
         do { try journal.append(change, order: order) } catch { onFailure(error) }
     }
 
-    /// Lets go of the oldest landed claims once there are twice as many as kept.
-    private func trimClaims(_ state: inout State) {
-        guard state.claims.count > 2 * Self.claimLimit else { return }
+    /// Lets go of the oldest landed claims once there are twice as many as kept; returns them, for the caller to
+    /// release after unlocking.
+    private func trimClaims(_ state: inout State) -> [Claim] {
+        guard state.claims.count > 2 * Self.claimLimit else { return [] }
         let landed = state.claims.filter { $0.value.landed && state.waiting[$0.key] == nil }
-        for (encoded, _) in landed.sorted(by: { $0.value.order < $1.value.order }).prefix(Self.claimLimit) {
-            state.claims[encoded] = nil
+        return landed.sorted(by: { $0.value.order < $1.value.order }).prefix(Self.claimLimit).compactMap {
+            state.claims.removeValue(forKey: $0.key)
         }
     }
 
@@ -220,14 +228,16 @@ final class SharedLevelOrder: Sendable {
     /// newer one, which the store then reads from the level. When this process's claim is newer, it is kept, and
     /// saved again (now, or once its save landed).
     func learnedChange(of encoded: Data, at order: UInt64?) -> Bool {
+        var dropped: Claim?
         let kept = state.withLock { state -> (order: UInt64, savesAgain: Bool)? in
             guard let order, var claim = state.claims[encoded], claim.order > order else {
-                state.claims[encoded] = nil
+                dropped = state.claims.removeValue(forKey: encoded)
                 return nil
             }
             defer { state.claims[encoded] = claim }
             return (claim.order, overtake(&claim))
         }
+        withExtendedLifetime(dropped) {}
         guard let kept else { return true }
         if kept.savesAgain { saveAgainUnlessNewer(encoded, order: kept.order) }
         return false
@@ -237,16 +247,17 @@ final class SharedLevelOrder: Sendable {
     /// again (the emptying may have landed after them), and read again by the store once they landed. Returns their
     /// keys, for the store to read again once its own clear ended too.
     func learnedClear(at order: UInt64?) -> [AnyStoreKey] {
+        var dropped: [Claim] = []
         let (saveAgain, outliving) = state.withLock { state -> ([(Data, UInt64)], [AnyStoreKey]) in
             guard let order else {
-                state.claims = [:]
+                dropped = Array(exchange(&state.claims, with: [:]).values)
                 return ([], [])
             }
             var saveAgain: [(Data, UInt64)] = []
             var outliving: [AnyStoreKey] = []
             for (encoded, var claim) in state.claims {
                 if claim.order < order {
-                    state.claims[encoded] = nil
+                    dropped += state.claims.removeValue(forKey: encoded).map { [$0] } ?? []
                 } else {
                     claim.outlivedClear = true
                     outliving.append(claim.key)
@@ -256,6 +267,7 @@ final class SharedLevelOrder: Sendable {
             }
             return (saveAgain, outliving)
         }
+        withExtendedLifetime(dropped) {}
         for (encoded, order) in saveAgain { saveAgainUnlessNewer(encoded, order: order) }
         return outliving
     }

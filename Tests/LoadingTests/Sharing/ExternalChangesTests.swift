@@ -256,42 +256,39 @@ final class ExternalChangesTests: XCTestCase {
         return read.withLock { $0 } ?? nil
     }
 
-    /// Waits until `shown` ends with what the shared level holds, once every write of both processes ended;
-    /// returns that value (`nil` when the watchdog ran out first).
-    private func settledValue(
-        _ key: String, shown: Locked<[String?]>, shared: DiskCache<String, String>
-    ) -> String?? {
-        var level: String?
-        let settled = eventually {
-            level = levelValue(key, in: shared)
-            return shown.withLock { $0.last } == .some(level)
-        }
-        return settled ? .some(level) : nil
-    }
-
     /// This process and a child write one key 500 times each, at the same time: both end showing the value the
-    /// shared level holds, the same one.
+    /// shared level holds, the same one (the write made last, in the order both processes agree on).
     func test_writesFromTwoProcessesAtOnce_endWithBothShowingWhatTheLevelHolds() throws {
         let app = try makeProcess()
         let shown = observe("k", in: app.store)
         let writes = DispatchGroup()
-        DispatchQueue.global().async(group: writes) { [directory] in
+        DispatchQueue.global().async(group: writes) {
             for index in 0..<500 { app.store.write("p\(index)", for: "k") }
             let flushed = DispatchSemaphore(value: 0)
             app.store.flush { flushed.signal() }
             flushed.wait()
-            _ = FileManager.default.createFile(
-                atPath: directory!.appendingPathComponent("parent-done").path, contents: nil)
         }
 
-        let childShows = try runChildUntilKilled(
+        let child = try startChild(
             "ExternalChangesTests/test_writesAtOnceWithItsParent_whenStartedByTheSharingTests",
             environment: [Self.variable: directory.path])
+        defer { child.kill() }
         writes.wait()
+        XCTAssertNotNil(child.waitForLine(startingWith: "flushed"), "the child wrote")
 
-        let settled = try XCTUnwrap(settledValue("k", shown: shown, shared: app.shared), "this process settled")
-        XCTAssertNotNil(settled)
-        XCTAssertEqual(settled, childShows, "both show the value the level holds")
+        // Both end on one value, the one the level holds (the process whose change is the later one may save it
+        // again once it learns the other's: the end comes once that landed).
+        let childShows = directory.appendingPathComponent("child-shows")
+        var level: String?
+        XCTAssertTrue(
+            eventually {
+                level = levelValue("k", in: app.shared)
+                let child = try? String(contentsOf: childShows, encoding: .utf8)
+                return level != nil && shown.withLock { $0.last } == .some(level) && child == level
+            },
+            "both show what the level holds: level \(String(describing: level)), here "
+                + "\(String(describing: shown.withLock { $0.last })), child "
+                + "\(String(describing: try? String(contentsOf: childShows, encoding: .utf8)))")
     }
 
     func test_writesAtOnceWithItsParent_whenStartedByTheSharingTests() throws {
@@ -300,13 +297,15 @@ final class ExternalChangesTests: XCTestCase {
         }
         let folder = URL(fileURLWithPath: path)
         let child = try makeProcess(in: folder)
-        let shown = observe("k", in: child.store)
+        // What the child shows, for its parent to read: written whole (a rename) at each change.
+        let showing = folder.appendingPathComponent("child-shows")
+        let subscription = child.store.changes(for: "k").sink { response in
+            try? Data((response.value ?? "nothing").utf8).write(to: showing, options: .atomic)
+        }
+        defer { subscription.cancel() }
         for index in 0..<500 { child.store.write("c\(index)", for: "k") }
         flush(child.store)
-        let parentDone = folder.appendingPathComponent("parent-done").path
-        XCTAssertTrue(eventually { FileManager.default.fileExists(atPath: parentDone) }, "the parent wrote")
-        let settled = try XCTUnwrap(settledValue("k", shown: shown, shared: child.shared), "the child settled")
-        sayKillNow(settled ?? "nothing")
+        ChildTest.say("flushed")
         waitToBeKilled()
     }
 

@@ -127,6 +127,22 @@ final class LaterWriteWinsTests: XCTestCase {
                 + "\(app.shown.withLock { $0 }), widget \(widget.shown.withLock { $0 })")
     }
 
+    /// A process remembers its latest change of a bounded number of keys, however many it saves.
+    func test_theChangesRemembered_stayBounded_asKeysGrow() throws {
+        let (level, order) = StoreLevel.cache(MemoryCache<String, String>(), name: "shared").journaling(
+            to: try ChangeJournal(file: directory.appendingPathComponent("changes.journal")),
+            encodeKey: { Data($0.utf8) }, onFailure: { XCTFail("\($0)") })
+        let saves = 3 * SharedLevelOrder.claimLimit
+        let saved = DispatchGroup()
+        for index in 0..<saves {
+            saved.enter()
+            level.boxed.save(ValueBox("v"), 0, StoreKey("k\(index)")) { _ in saved.leave() }
+        }
+        XCTAssertEqual(saved.wait(timeout: .now() + .watchdog), .success)
+        XCTAssertLessThanOrEqual(order.claimCount, 2 * SharedLevelOrder.claimLimit)
+        XCTAssertGreaterThanOrEqual(order.claimCount, SharedLevelOrder.claimLimit)
+    }
+
     /// Two stores write one key in turn, each write made once the other's returned (not once it landed), their disk
     /// queues landing in whatever order: every round ends with both showing the last write, which the level holds.
     func test_writesMadeInTurn_endOnTheLast_everyRound() throws {
