@@ -59,6 +59,38 @@ final class ChangeJournalTests: XCTestCase {
         XCTAssertNil(ChangeJournal.decode(record[1..<(record.count - 1)]))
     }
 
+    func test_aRecord_carriesItsPlaceInTheOrder_andAnOlderRecordHasNone() throws {
+        let app = try ChangeJournal(file: file)
+        let widget = try ChangeJournal(file: file)
+        try app.append(.saved(key("u1")), order: 41)
+        XCTAssertEqual(widget.readRecords(), [ChangeJournal.Record(change: .saved(key("u1")), order: 41)])
+
+        // A record of the first version, with no place in the order, still reads.
+        let body = "C1 7 1 r \(key("u2").base64EncodedString())"
+        let checksum = Array(body.utf8).reduce(UInt64(0xcbf2_9ce4_8422_2325)) {
+            ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01b3
+        }
+        let line = Array("\(body) \(String(checksum, radix: 16))".utf8)
+        XCTAssertEqual(
+            ChangeJournal.decode(line[...]).map { $0.1 }, ChangeJournal.Record(change: .removed(key("u2")), order: nil))
+    }
+
+    /// Two journals over one file (two processes), four threads each, take places in the order at once: every place
+    /// is taken once, and each thread's come in increasing order.
+    func test_placesInTheOrder_areTakenOnce_acrossJournalsAndThreads() throws {
+        let journals = [try ChangeJournal(file: file), try ChangeJournal(file: file)]
+        let taken = Locked<[[UInt64]]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            var mine: [UInt64] = []
+            for _ in 0..<scaled(500, floor: 50) { mine.append((try? journals[thread % 2].takeOrder()) ?? 0) }
+            taken.withLock { $0.append(mine) }
+        }
+        let all = taken.withLock { $0 }
+        for mine in all { XCTAssertEqual(mine, mine.sorted(), "one thread's places increase") }
+        let places = all.flatMap { $0 }
+        XCTAssertEqual(Set(places).count, places.count, "no place is taken twice")
+    }
+
     func test_theFileStaysBounded_andAReaderLosesNothingAcrossRotations() throws {
         let app = try ChangeJournal(file: file, maxBytes: 4096)
         let widget = try ChangeJournal(file: file, maxBytes: 4096)
