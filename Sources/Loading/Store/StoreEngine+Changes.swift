@@ -11,13 +11,10 @@ extension StoreEngine {
         let key: StoreKeyRef
     }
 
-    /// The changes this thread (or task) runs now, innermost last: a read of one of their keys made from inside
-    /// their closures must not wait for them (see ``StoreRead/start()``).
-    @TaskLocal static var changesRunningHere: [RunningChange] = []
-
-    /// Whether this thread runs a change of `key` now: the read asking is made from inside its closures.
+    /// Whether this thread runs a change of `key` now: the read asking is made from inside its closures (see
+    /// ``StoreRead/start()``).
     func runsChange(of key: StoreKeyRef) -> Bool {
-        Self.changesRunningHere.contains { running in
+        ChangesRunningHere.current.contains { running in
             running.engine == ObjectIdentifier(self) && running.key.hash == key.hash
                 && running.key.isSameKey(as: key.object)
         }
@@ -81,8 +78,8 @@ extension StoreEngine {
                 perform(effects, for: key)
                 if effects.endsTurn { return }
             case .run(let work):
-                let running = Self.changesRunningHere + [RunningChange(engine: ObjectIdentifier(self), key: key)]
-                let result = Self.$changesRunningHere.withValue(running) { work.run() }
+                let running = RunningChange(engine: ObjectIdentifier(self), key: key)
+                let result = ChangesRunningHere.current.run(running) { work.run() }
                 let now = now()
                 let effects = run(key) { $0.commit(work, result: result, for: $1, now: now) }
                 perform(effects, for: key)
