@@ -272,6 +272,23 @@ final class SharedLevelOrder: Sendable {
         return outliving
     }
 
+    /// This process fell behind the journal and lost records (anything may have changed): every claim is saved
+    /// again, as an earlier change may have landed after it (a process whose change is later saves its own again in
+    /// turn, on learning this one). Returns whether `object`'s key is claimed, for the store to read the others.
+    func learnedMissedChanges() -> @Sendable (AnyStoreKey) -> Bool {
+        let claimed = state.withLock { state -> [(Data, UInt64)] in
+            var saveAgain: [(Data, UInt64)] = []
+            for (encoded, var claim) in state.claims {
+                if overtake(&claim) { saveAgain.append((encoded, claim.order)) }
+                state.claims[encoded] = claim
+            }
+            return saveAgain
+        }
+        for (encoded, order) in claimed { saveAgainUnlessNewer(encoded, order: order) }
+        let keys = Set(claimed.map(\.0))
+        return { [encodeKey] object in encodeKey(object).map { keys.contains($0) } ?? false }
+    }
+
     /// An earlier change reached the level after `claim` was issued: returns whether it is saved again now (it
     /// landed); otherwise it is once it lands.
     private func overtake(_ claim: inout Claim) -> Bool {

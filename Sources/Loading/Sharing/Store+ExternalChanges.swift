@@ -73,9 +73,10 @@ extension Store {
                 storePartEnded()
             case .missed:
                 // Anything may have changed: the faster levels let go of what they hold, and every key the store
-                // holds is read again.
+                // holds is read again, but those this store changed (saved again: they may be the latest).
+                let isClaimed = otherProcesses.order.learnedMissedChanges()
                 for level in engine.levels[..<sharedLevel] { level.removeAll { _ in } }
-                for key in lockedKeys({ $0.entries.keys }) {
+                for key in lockedKeys({ $0.entries.keys }) where !isClaimed(StoreKey(key)) {
                     engine.learnExternalChange(
                         of: StoreKeyRef(object: StoreKey(key), hash: key.hashValue), level: sharedLevel)
                 }

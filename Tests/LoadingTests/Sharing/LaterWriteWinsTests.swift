@@ -127,6 +127,68 @@ final class LaterWriteWinsTests: XCTestCase {
                 + "\(app.shown.withLock { $0 }), widget \(widget.shown.withLock { $0 })")
     }
 
+    /// A process that fell behind the journal (its records lost to rotations) while the other's earlier write landed
+    /// after its own later one: it saves its own again rather than showing what the level holds, and both end on it.
+    func test_aProcessThatMissedRecords_keepsItsLaterWrite() throws {
+        let shared = MemoryCache<String, String>()
+        let held = HeldSaves()
+        let file = directory.appendingPathComponent("changes.journal")
+        func process(_ level: some KeyedCache<String, String>, polling: Duration) throws -> Process {
+            let sharing = ProcessSharing<String>(
+                journal: try ChangeJournal(file: file, maxBytes: 4096), sharedLevel: "shared",
+                encodeKey: { Data($0.utf8) }, decodeKey: { String(decoding: $0, as: UTF8.self) }, polling: polling)
+            let store = Store(
+                levels: [.cache(MemoryCache<String, String>(), name: "memory"), .cache(level, name: "shared")],
+                fetch: LoaderFamily { (_: String) in
+                    AnyLoader<String> { completion in
+                        completion(.failure(URLError(.notConnectedToInternet)))
+                        return AnyCancellationToken()
+                    }
+                },
+                sharing: sharing, onWriteFailure: { XCTFail("a level write failed: \($0)") })
+            let shown = Locked<[String?]>([])
+            let subscription = store.changes(for: "k").sink { response in shown.withLock { $0.append(response.value) } }
+            subscriptions.append(AnyCancellationToken { subscription.cancel() })
+            return Process(store: store, shown: shown, shared: DiskCache(directory: directory))
+        }
+        // The app reads the journal only when told to here.
+        let app = try process(shared, polling: .seconds(3_600))
+        let widget = try process(HoldingCache(base: shared, held: held), polling: .milliseconds(5))
+
+        widget.store.write("earlier", for: "k")
+        XCTAssertTrue(eventually { held.count == 1 }, "the widget's save is held")
+        app.store.write("later", for: "k")
+        flush(app.store)
+        XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == "later" }, "the widget learned the later write")
+        // The journal starts a new file (the app's reader stays on the first), where the earlier write is recorded;
+        // then two more: the app's reader loses the one between.
+        for index in 0..<100 { app.store.write("x", for: "before\(index)") }
+        flush(app.store)
+        held.release()
+        flush(widget.store)
+        for index in 0..<200 { widget.store.write("x", for: "after\(index)") }
+        flush(widget.store)
+        app.store.learnOtherProcessesChanges()
+
+        let level = { () -> String? in
+            let read = Locked<String?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            shared.value(for: "k") { result in
+                read.withLock { $0 = try? result.get().value }
+                done.signal()
+            }
+            done.wait()
+            return read.withLock { $0 }
+        }
+        XCTAssertTrue(
+            eventually {
+                level() == "later" && app.shown.withLock { $0.last } == "later"
+                    && widget.shown.withLock { $0.last } == "later"
+            },
+            "the later write wins: level \(String(describing: level())), app \(app.shown.withLock { $0 }), widget "
+                + "\(widget.shown.withLock { $0 })")
+    }
+
     /// A process remembers its latest change of a bounded number of keys, however many it saves.
     func test_theChangesRemembered_stayBounded_asKeysGrow() throws {
         let (level, order) = StoreLevel.cache(MemoryCache<String, String>(), name: "shared").journaling(
@@ -273,9 +335,9 @@ private final class HeldSaves: Sendable {
     }
 }
 
-/// A disk cache whose saves and emptying wait for ``HeldSaves/release()``; reads and removals go straight through.
+/// A cache whose saves and emptying wait for ``HeldSaves/release()``; reads and removals go straight through.
 private struct HoldingCache: KeyedCache {
-    let base: DiskCache<String, String>
+    let base: any KeyedCache<String, String>
     let held: HeldSaves
 
     func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
