@@ -140,7 +140,7 @@ final class ReadmeSamplesTests: XCTestCase {
         let ada = try await users.read("u1").load()  // the memory level, else the network; says which
         print(ada.value?.name ?? "none", ada.origin)
         users.write(User(id: "u1", name: "Ada L."), for: "u1")  // every observer of "u1" is shown it
-        users.clear()  // a logout: nothing from before reappears
+        await users.clear()  // a logout: nothing from before reappears
         // Sample: end
         XCTAssertEqual(ada.value?.name, "Ada")
         XCTAssertEqual(shown(users, "u1"), nil, "cleared")

@@ -69,6 +69,21 @@ extension Store {
         saved.release()
     }
 
+    /// Writes every debounced write waiting now, and returns once the writes it issued have completed (or failed:
+    /// see `onWriteFailure`), as ``flush(completion:)`` does. Cancelling the waiting task ends the wait at once; the
+    /// writes go on.
+    ///
+    /// ```swift
+    /// // Before the app is suspended:
+    /// await store.flush()
+    /// ```
+    public func flush() async {
+        _ = try? await AnyLoader<Void> { completion in
+            self.flush { completion(.success(())) }
+            return AnyCancellationToken()
+        }.load()
+    }
+
     /// Lets go of the values the store keeps for keys no longer in use (see `keptValues` in
     /// ``init(levels:fetch:keptValues:maxAge:network:now:fetchContext:coordination:sharing:entities:onWriteFailure:events:)``): call it
     /// when the system asks for memory, beside emptying your memory levels (``MemoryCache/clear()``). Keys in use
@@ -90,6 +105,20 @@ extension Store {
         engine.perform(locked { $0.clear(completion: storePartEnded) }, for: nil)
         engine.confirmations?.cleared()
         storePartEnded()
+    }
+
+    /// Forgets everything (a logout), as ``clear(completion:)`` does, and returns once every level has been emptied
+    /// and every ``MutationQueue`` over the store forgot its mutations. A logout cannot be cancelled: cancelling the
+    /// waiting task ends the wait at once, and the clear goes on.
+    ///
+    /// ```swift
+    /// await store.clear()
+    /// ```
+    public func clear() async {
+        _ = try? await AnyLoader<Void> { completion in
+            self.clear { completion(.success(())) }
+            return AnyCancellationToken()
+        }.load()
     }
 
     /// Shows `change` applied to `key`'s value at once, and sends it upstream with `commit`.
