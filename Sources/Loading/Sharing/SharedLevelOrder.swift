@@ -53,6 +53,10 @@ final class SharedLevelOrder: Sendable {
     private let state = Locked(State())
     /// What reads a key again once a change that outlived another process's clear landed.
     private let relearn = Locked<(@Sendable (AnyStoreKey) -> Void)?>(nil)
+    /// The clears learned from other processes that the store is making, the latest one's place, and the keys other
+    /// processes changed after it meanwhile: a read made during a clear finds nothing, so they are read again once
+    /// the clears ended.
+    private let clearing = Locked<(clears: Int, after: UInt64, learned: [AnyStoreKey])>((0, 0, []))
 
     /// Orders the changes of `level` through `journal`, a key as `encodeKey` encodes it.
     init(
@@ -100,6 +104,30 @@ final class SharedLevelOrder: Sendable {
     /// Reads a key again, in the store, once its change that outlived another process's clear landed.
     func onRelearn(_ body: @escaping @Sendable (AnyStoreKey) -> Void) {
         relearn.withLock { $0 = body }
+    }
+
+    /// The store begins the clear another process made at `order` (`nil`: a record that has no place).
+    func clearBegins(at order: UInt64?) {
+        clearing.withLock { $0 = ($0.clears + 1, max($0.after, order ?? .max), $0.learned) }
+    }
+
+    /// Another process changed `object`'s key at `order`: noted when it was made after a clear under way (the next
+    /// user's), to be read again once the clear ended.
+    func noteChangeLearned(of object: AnyStoreKey, at order: UInt64?) {
+        clearing.withLock { clearing in
+            guard clearing.clears > 0, let order, order > clearing.after else { return }
+            clearing.learned.append(object)
+        }
+    }
+
+    /// The store's clear ended: the keys other processes changed after it while it was under way, to read again.
+    func clearEnded() -> [AnyStoreKey] {
+        clearing.withLock { clearing in
+            clearing.clears -= 1
+            guard clearing.clears == 0 else { return [] }
+            defer { (clearing.after, clearing.learned) = (0, []) }
+            return clearing.learned
+        }
     }
 
     // MARK: What this process changes

@@ -55,8 +55,9 @@ extension Store {
                 guard let key = otherProcesses.decodeKey(encoded) else { continue }
                 clearObservers.tellAnotherProcessChanged(key)
                 guard otherProcesses.order.learnedChange(of: encoded, at: record.order) else { continue }
-                engine.learnExternalChange(
-                    of: StoreKeyRef(object: StoreKey(key), hash: key.hashValue), level: sharedLevel)
+                let object = StoreKey(key)
+                otherProcesses.order.noteChangeLearned(of: object, at: record.order)
+                engine.learnExternalChange(of: StoreKeyRef(object: object, hash: key.hashValue), level: sharedLevel)
             case .cleared:
                 // This store's changes made after the clear outlive it: read again once the clear ended (and once
                 // their saves landed again, should the clear have emptied them).
@@ -64,9 +65,12 @@ extension Store {
                 // Another process's logout: as this store's own, but for the shared level. The queues over the store
                 // drop the old user's mutations first (nothing of them is sent or shown).
                 let storePartEnded = clearObservers.clearBegins(storeParts: 2, ended: {})
+                let order = otherProcesses.order
+                order.clearBegins(at: record.order)
                 let cleared: @Sendable () -> Void = { [weak self] in
                     storePartEnded()
-                    for object in outliving { self?.relearn(object) }
+                    // The next user's changes learned meanwhile (a read during the clear finds nothing) are read now.
+                    for object in outliving + order.clearEnded() { self?.relearn(object) }
                 }
                 engine.perform(locked { $0.clear(levels: sharedLevel, completion: cleared) }, for: nil)
                 engine.confirmations?.cleared()

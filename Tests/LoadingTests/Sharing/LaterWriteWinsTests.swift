@@ -189,6 +189,47 @@ final class LaterWriteWinsTests: XCTestCase {
                 + "\(widget.shown.withLock { $0 })")
     }
 
+    /// A clear learned from another process waits for this store's level operations under way; the next user's
+    /// write, learned meanwhile, is shown once the clear ended (a read during the clear finds nothing).
+    func test_theNextUsersWrite_learnedWhileAClearElsewhereIsBeingMade_isShown() throws {
+        let app = try makeProcess()
+        app.store.write("Ada", for: "u1")
+        flush(app.store)
+        let blocking = BlockingSaves()
+        let widgetStore = Store(
+            levels: [
+                .cache(BlockingCache(base: MemoryCache(), blocking: blocking), name: "memory"),
+                .cache(
+                    DiskCache<String, String>(directory: directory.appendingPathComponent("shared")), name: "shared"),
+            ],
+            fetch: LoaderFamily { (_: String) in
+                AnyLoader<String> { completion in
+                    completion(.failure(URLError(.notConnectedToInternet)))
+                    return AnyCancellationToken()
+                }
+            },
+            sharing: try .journal(
+                at: directory.appendingPathComponent("changes.journal"), sharedLevel: "shared", polling: .seconds(3_600)
+            ))
+        let shown = Locked<[String?]>([])
+        let subscription = widgetStore.changes(for: "k").sink { response in shown.withLock { $0.append(response.value) }
+        }
+        defer { subscription.cancel() }
+
+        // The widget's read of u1 saves the hit to its memory level, and that save blocks its thread.
+        widgetStore.read("u1").load { _ in }.cancelAfterTest(self)
+        XCTAssertEqual(blocking.entered.wait(timeout: .now() + .watchdog), .success, "the save blocks")
+        let cleared = expectation(description: "cleared")
+        app.store.clear { cleared.fulfill() }
+        wait(for: [cleared], timeout: .watchdog)
+        app.store.write("Bea", for: "k")  // the next user
+        flush(app.store)
+        widgetStore.learnOtherProcessesChanges()  // the clear waits for the save; "k" is learned meanwhile
+        blocking.release()
+
+        XCTAssertTrue(eventually { shown.withLock { $0.last } == "Bea" }, "shown: \(shown.withLock { $0 })")
+    }
+
     /// A process remembers its latest change of a bounded number of keys, however many it saves.
     func test_theChangesRemembered_stayBounded_asKeysGrow() throws {
         let (level, order) = StoreLevel.cache(MemoryCache<String, String>(), name: "shared").journaling(
@@ -361,5 +402,52 @@ private struct HoldingCache: KeyedCache {
 
     func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         held.hold { [base] in base.removeAll(completion: completion) }
+    }
+}
+
+/// Blocks the first save's thread until released.
+private final class BlockingSaves: Sendable {
+    let entered = DispatchSemaphore(value: 0)
+    private let gate = DispatchSemaphore(value: 0)
+    private let isFirst = Locked(true)
+
+    func block() {
+        guard isFirst.withLock({ exchange(&$0, with: false) }) else { return }
+        entered.signal()
+        _ = gate.wait(timeout: .now() + .watchdog)
+    }
+
+    func release() {
+        gate.signal()
+    }
+}
+
+/// A cache whose first save blocks its caller's thread until ``BlockingSaves/release()``.
+private struct BlockingCache: KeyedCache {
+    let base: MemoryCache<String, String>
+    let blocking: BlockingSaves
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
+        base.value(for: key, completion: completion)
+    }
+
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        blocking.block()
+        base.save(value, for: key, completion: completion)
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        base.removeValue(for: key, completion: completion)
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        base.removeAll(completion: completion)
+    }
+}
+
+extension CancellationToken {
+    /// Keeps the load going until the test ends.
+    fileprivate func cancelAfterTest(_ test: XCTestCase) {
+        test.addTeardownBlock { self.cancel() }
     }
 }
