@@ -142,8 +142,10 @@ final class SharedLevelOrder: Sendable {
         let claim = Claim(order: order, key: key, value: box, savedAt: savedAt)
         let send: @Sendable () -> Void = { [self] in
             issue(box, savedAt: savedAt, of: key) { [self] result in
-                landed(claim, of: encoded, result: result)
+                // Recorded after the store heard of it: a mutation queue that confirmed the value has let go of its
+                // stored mutation by then, so another process never learns the value while that mutation is kept.
                 completion(result)
+                landed(claim, of: encoded, result: result)
             }
         }
         let (waits, replaced) = state.withLock { state in
