@@ -79,13 +79,7 @@ final class LaterWriteWinsTests: XCTestCase {
         held.release()
         flush(widget.store)
 
-        XCTAssertTrue(
-            eventually {
-                level("k", in: app.shared) == "later" && app.shown.withLock { $0.last } == "later"
-                    && widget.shown.withLock { $0.last } == "later"
-            },
-            "the later write wins: level \(String(describing: level("k", in: app.shared))), app "
-                + "\(app.shown.withLock { $0 }), widget \(widget.shown.withLock { $0 })")
+        assertBothShow("later", app: app, widget: widget, "the later write wins")
     }
 
     /// The same, for a removal made last: the earlier write landing after it does not bring the value back.
@@ -101,13 +95,7 @@ final class LaterWriteWinsTests: XCTestCase {
         held.release()
         flush(widget.store)
 
-        XCTAssertTrue(
-            eventually {
-                level("k", in: app.shared) == nil && app.shown.withLock { $0.last } == .some(nil)
-                    && widget.shown.withLock { $0.last } == .some(nil)
-            },
-            "the removal wins: level \(String(describing: level("k", in: app.shared))), app "
-                + "\(app.shown.withLock { $0 }), widget \(widget.shown.withLock { $0 })")
+        assertBothShow(nil, app: app, widget: widget, "the removal wins")
     }
 
     /// A write made after a clear in another process, whose save landed before that clear emptied the level: the
@@ -125,13 +113,7 @@ final class LaterWriteWinsTests: XCTestCase {
         held.release()
         wait(for: [cleared], timeout: .watchdog)
 
-        XCTAssertTrue(
-            eventually {
-                level("k", in: app.shared) == "new" && app.shown.withLock { $0.last } == "new"
-                    && widget.shown.withLock { $0.last } == "new"
-            },
-            "the write outlives the clear: level \(String(describing: level("k", in: app.shared))), app "
-                + "\(app.shown.withLock { $0 }), widget \(widget.shown.withLock { $0 })")
+        assertBothShow("new", app: app, widget: widget, "the write outlives the clear")
     }
 
     /// A process that fell behind the journal (its records lost to rotations) while the other's earlier write landed
@@ -349,6 +331,19 @@ final class LaterWriteWinsTests: XCTestCase {
             ChildTest.say("round \(round): \(child.shown.withLock { $0.last ?? nil } ?? "nothing")")
         }
         waitToBeKilled()
+    }
+
+    /// Waits until the shared level holds `value` (`nil`: nothing) for "k" and both stores show it.
+    private func assertBothShow(
+        _ value: String?, app: Process, widget: Process, _ what: String, line: UInt = #line
+    ) {
+        XCTAssertTrue(
+            eventually {
+                level("k", in: app.shared) == value && app.shown.withLock { $0.last } == .some(value)
+                    && widget.shown.withLock { $0.last } == .some(value)
+            },
+            "\(what): level \(String(describing: level("k", in: app.shared))), app \(app.shown.withLock { $0 }), "
+                + "widget \(widget.shown.withLock { $0 })", line: line)
     }
 
     private func flush(_ store: Store<String, String>) {
