@@ -106,6 +106,40 @@ final class ChangeJournalTests: XCTestCase {
         XCTAssertLessThanOrEqual(size, 4096 + 200)
     }
 
+    /// One journal's threads append at once (a store's saves land on many threads), so that several reach the
+    /// file's limit together: no append fails, and the reader learns each record at most once (every one, unless it
+    /// fell a whole file behind).
+    func test_oneJournalsThreads_appendingAcrossRotationsAtOnce_neverFail() throws {
+        let app = try ChangeJournal(file: file, maxBytes: 4096)
+        let widget = try ChangeJournal(file: file, maxBytes: 4096)
+        let failures = Locked<[String]>([])
+        let perThread = scaled(400, floor: 100)
+        let writers = DispatchGroup()
+        for thread in 0..<4 {
+            DispatchQueue.global().async(group: writers) {
+                for index in 0..<perThread {
+                    do { try app.append(.saved(Data("t\(thread)-\(index)".utf8))) } catch {
+                        failures.withLock { $0.append("t\(thread)-\(index): \(error)") }
+                    }
+                }
+            }
+        }
+        var learnt: [ChangeJournal.Change] = []
+        while writers.wait(timeout: .now()) == .timedOut { learnt += widget.readChanges() }
+        learnt += widget.readChanges()
+
+        XCTAssertEqual(failures.withLock { $0 }, [], "no append failed")
+        let expected = Set((0..<4).flatMap { thread in (0..<perThread).map { "t\(thread)-\($0)" } })
+        let saved = learnt.compactMap { change -> String? in
+            if case .saved(let key) = change { String(decoding: key, as: UTF8.self) } else { nil }
+        }
+        XCTAssertEqual(Set(saved).count, saved.count, "no record learnt twice")
+        XCTAssertEqual(Set(saved).subtracting(expected), [], "only what was appended")
+        if !learnt.contains(.missed) {
+            XCTAssertEqual(expected.subtracting(saved).sorted(), [], "a reader that kept up learnt them all")
+        }
+    }
+
     func test_aWriterKilledBetweenRenamingTheFileAndStartingTheNext_losesTheReaderNothing() throws {
         let app = try ChangeJournal(file: file, maxBytes: 4096)
         let widget = try ChangeJournal(file: file, maxBytes: 4096)
