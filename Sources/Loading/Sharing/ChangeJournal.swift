@@ -67,14 +67,13 @@ final class ChangeJournal: Sendable {
     /// Tells this journal's records from the other processes' (and from other journals over the file).
     private let writerID: UInt64
     private let lockDescriptor: Int32
-    /// Held around the lock file's `flock`: it orders processes, not the threads of one journal, which share its
-    /// descriptor and so its lock (a thread's exclusive lock would not wait for another's shared one).
-    private let lockFileThreads = Locked<Void>(())
     /// The file of the processes' order: the last number taken, 8 bytes.
     private let orderDescriptor: Int32
     /// The last number this journal took: it never takes a smaller one, should the file go missing.
     private let lastOrder = Locked<UInt64>(0)
     private let reader: Locked<Reader>
+    /// Held around the lock file's `flock` too: that orders processes, not the threads of one journal, which share
+    /// its descriptor and so its lock (a thread's exclusive lock would not wait for another's shared one).
     private let writer: Locked<Writer>
 
     /// Opens (or creates) the journal at `file`; its reader starts at the file's end.
@@ -137,8 +136,8 @@ final class ChangeJournal: Sendable {
     /// Appends `change`, whole, for the other processes to read, at `order` (taken when the change was made).
     func append(_ change: Change, order: UInt64) throws {
         precondition(change != .missed, "A journal records changes, not a reader's note")
-        try withJournalLock(LOCK_SH) {
-            try writer.withLock { writer in
+        try writer.withLock { writer in
+            try withFileLock(lockDescriptor, LOCK_SH) {
                 // A writer of another process may have started a new file since this one last wrote.
                 if let current = try? Self.status(atPath: file.path), UInt64(current.st_ino) != writer.inode {
                     let (descriptor, inode) = try Self.openForAppending(file.path)
@@ -231,24 +230,19 @@ final class ChangeJournal: Sendable {
     private func rotateIfNeeded() throws {
         let size = writer.withLock { (try? Self.status(of: $0.descriptor)).map { Int($0.st_size) } ?? 0 }
         guard size > maxBytes else { return }
-        try withJournalLock(LOCK_EX) {
-            // Another writer may have rotated it meanwhile.
-            guard let current = try? Self.status(atPath: file.path), Int(current.st_size) > maxBytes else { return }
-            guard rename(file.path, file.path + ".previous") == 0 else { throw POSIXError(errno) }
-            // The new file is made at once, so that the journal's file always exists and readers move on to it.
-            let (descriptor, inode) = try Self.openForAppending(file.path)
-            let replaced = writer.withLock { writer in
-                defer { (writer.descriptor, writer.inode) = (descriptor, inode) }
-                return writer.descriptor
+        try writer.withLock { writer in
+            try withFileLock(lockDescriptor, LOCK_EX) {
+                // Another writer may have rotated it meanwhile.
+                guard let current = try? Self.status(atPath: file.path), Int(current.st_size) > maxBytes else {
+                    return
+                }
+                guard rename(file.path, file.path + ".previous") == 0 else { throw POSIXError(errno) }
+                // The new file is made at once, so that the journal's file always exists and readers move on to it.
+                let (descriptor, inode) = try Self.openForAppending(file.path)
+                close(writer.descriptor)
+                (writer.descriptor, writer.inode) = (descriptor, inode)
             }
-            close(replaced)
         }
-    }
-
-    /// Runs `body` holding the lock file, `operation` (shared or exclusive) towards the other processes, and alone
-    /// among this journal's threads.
-    private func withJournalLock<R>(_ operation: Int32, _ body: () throws -> R) throws -> R {
-        try lockFileThreads.withLock { _ in try withFileLock(lockDescriptor, operation, body) }
     }
 
     private func withFileLock<R>(_ descriptor: Int32, _ operation: Int32, _ body: () throws -> R) throws -> R {
