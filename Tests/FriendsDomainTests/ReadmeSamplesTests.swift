@@ -189,7 +189,7 @@ final class ReadmeSamplesTests: XCTestCase {
             change: { rename, user in user.map { User(id: $0.id, name: rename.name) } },
             send: { rename, _ in api.rename(rename.id, to: rename.name) },
             isRefused: { error in (error as? URLError)?.code == .badServerResponse })
-        try renames.enqueue(Rename(id: "u1", name: "Ada Lovelace"))  // shown at once; sent when online
+        try await renames.enqueue(Rename(id: "u1", name: "Ada Lovelace"))  // shown at once; sent when online
         // Sample: end
         XCTAssertEqual(shown(users, "u1")?.name, "Ada Lovelace", "shown at once")
         let isSent = await eventuallyOnMainActor { UsersServerStub.renamed.contains("u1") }

@@ -11,6 +11,17 @@ public protocol Cache<Value>: Sendable {
     func save(_ value: Value, completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 }
 
+extension Cache {
+    /// Saves `value`, as ``save(_:completion:)`` does, and returns once it is stored; throws the cache's error when it
+    /// is not. A save is not cancelled: cancelling the task ends the wait at once, with `CancellationError`.
+    public func save(_ value: Value) async throws {
+        try await AnyLoader<Void> { completion in
+            self.save(value, completion: completion)
+            return AnyCancellationToken()
+        }.load()
+    }
+}
+
 /// A type-erased cache: wraps any ``Cache`` or a closure.
 public struct AnyCache<Value: Sendable>: Cache {
     private let body: @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void

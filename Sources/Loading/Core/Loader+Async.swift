@@ -18,14 +18,7 @@ extension Loader {
     func awaitLoad() async throws -> Output {
         if Task.isCancelled { throw CancellationError() }
         let bridge = AsyncLoadBridge<Output>()
-        let token = load { bridge.complete(with: $0) }
-        // Answered at once: no continuation, no cancellation handler.
-        if let answer = bridge.answerIfDone(keeping: token) { return try answer.get() }
-        return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { bridge.wait(with: $0) }
-        } onCancel: {
-            bridge.cancel()
-        }
+        return try await bridge.awaitAnswer(cancelling: load { bridge.complete(with: $0) })
     }
 }
 
@@ -55,6 +48,18 @@ struct AsyncLoadBridge<Output: Sendable>: Sendable {
         case .waits: break
         case .answered(let answer): continuation.resume(with: answer as! Result<Output, any Error>)
         case .cancelled: continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Waits for the answer of the operation started already (`token` cancels it): at once, with no continuation and
+    /// no cancellation handler, when it came before. Cancelling the calling Task cancels `token`, and throws
+    /// `CancellationError` at once.
+    func awaitAnswer(cancelling token: any CancellationToken) async throws -> Output {
+        if let answer = answerIfDone(keeping: token) { return try answer.get() }
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { wait(with: $0) }
+        } onCancel: {
+            cancel()
         }
     }
 

@@ -132,6 +132,22 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         return AnyCancellationToken { for token in tokens { token.cancel() } }
     }
 
+    /// Changes entity `id` in every key holding it at once, sends the change with `commit`, and returns once every
+    /// key settled it, as ``mutate(_:_:commit:completion:)`` does: accepted, the changed copy is confirmed
+    /// everywhere; refused, this throws the commit's error once the change is undone everywhere. Cancelling the task
+    /// cancels the commit and undoes the change; this then throws `CancellationError`.
+    ///
+    /// ```swift
+    /// try await entities.mutate("u1", { $0.renamed("Ada L.") }, commit: api.rename("u1", to: "Ada L."))
+    /// ```
+    public func mutate(
+        _ id: Entity.ID, _ change: @escaping @Sendable (Entity) -> Entity, commit: some Loader<Void>
+    ) async throws {
+        try await AnyLoader<Void> { completion in
+            self.mutate(id, change, commit: commit, completion: completion)
+        }.load()
+    }
+
     /// The number of keys followed (for tests of the bound).
     var keyCount: Int { state.withLock { $0.keyCount } }
 

@@ -200,5 +200,6 @@ extension MutationQueue {
     func publish() {
         let version = ledger.withLock { $0.nextVersion() }
         versions.update { current in current < version ? version : nil }
+        wakeIfSettled()
     }
 }

@@ -124,6 +124,7 @@ extension MutationQueue {
     /// Tells `onSettled`, and the calls sending within a budget, how a mutation ended.
     func settledNow(_ mutation: SettledMutation<Input>) {
         onSettled(mutation)
+        tellWaiters(mutation)
         tell(.settled(mutation))
     }
 

@@ -18,10 +18,10 @@ import Dispatch
 ///     change: { id, list in list?.filter { $0.id != id } },
 ///     send: { id, idempotencyKey in api.deleteFriend(id, idempotencyKey: idempotencyKey) },
 ///     isRefused: { error in (error as? APIError)?.isRefusal == true })
-/// try outbox.enqueue("u3")   // on disk, shown at once, sent when the network allows
+/// try await outbox.enqueue("u3")   // on disk, shown at once, sent when the network allows
 /// ```
 ///
-/// - **Durable first**: ``enqueue(_:completion:)`` saves the mutation before it returns, then shows it at once as
+/// - **Durable first**: ``enqueue(_:)`` saves the mutation before it returns, then shows it at once as
 ///   an optimistic change of its key (``Store/mutate(_:_:commit:completion:)``). A launch shows every saved mutation
 ///   again, the same way, before it sends anything.
 /// - **In order, one at a time**: the oldest mutation is sent first, and the next only once it is settled; nothing
@@ -48,6 +48,7 @@ import Dispatch
 ///   changes (`sharing:`), that happens as soon as the value the other process confirmed arrives, online or not, so
 ///   the change is never shown twice.
 /// - **In a background task**, ``sendPending(within:)`` sends what fits in the time given, and reports.
+/// - ``outcome(of:)`` awaits how a mutation ended, and ``waitUntilSettled()`` returns once none is left.
 /// - ``pending`` and ``pendingMutations`` list the mutations with their status and attempts; ``isMutating`` says
 ///   whether any is left. Keep the queue for as long as the app runs: its pending mutations keep it alive.
 public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Input: Sendable>: Sendable {
@@ -74,6 +75,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     let identity = MutationQueueIdentity.next()
     /// What the queue knows; each of its steps is taken whole under this lock (see ``MutationLedger``).
     let ledger = Locked(MutationLedger<Input>())
+    /// The outcomes settled lately, and the callers waiting for one (see ``outcome(of:)``).
+    let awaiting = Locked(MutationOutcomes<Input>())
     /// The version of the list, published after each change (the list itself is built only for observers).
     let versions = CurrentValueStreamSubject<Int, Never>(0)
     let trampoline = Trampoline()
@@ -143,9 +146,11 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             record.serverID.flatMap { server in creation?.temporaryID(record.input).map { ($0, server) } }
         }
         let names = creation.map { creation in kept.map { creation.rewriting($0.input, with: [:]).names } } ?? []
+        awaiting.withLock { outcomes in for record in kept { outcomes.expect(record.id) } }
         ledger.withLock { $0.restore(kept, names: names, serverIDs: assigned) }
         for record in kept where !show(record, numberedBefore: nil, storeClears: clears) {
             forget(record)
+            forgetAwaited(record.id)
         }
         let subscription = connectivity?.onlineStates.sink { [weak self] isOnline in
             if isOnline { self?.networkCameBack() }
@@ -199,6 +204,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         // Numbered and placed in the queue together, so that concurrent callers keep one order in memory, on disk
         // and in the store; not sent before it is shown (its commit is not there yet).
         let (id, now) = (UUID().uuidString, Date())
+        awaiting.withLock { $0.expect(id) }
         let (record, saves, clears) =
             if let creation {
                 add(input, id: id, createdAt: now, rewritingWith: creation, completion: completion)
@@ -210,11 +216,13 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         } catch {
             saves.leave()
             _ = drop(record.id)
+            forgetAwaited(record.id)
             throw error
         }
         saves.leave()
         guard show(record, numberedBefore: clears, storeClears: storeClears) else {
             forget(record)
+            forgetAwaited(record.id)
             throw StoreError.cleared
         }
         pump()

@@ -145,6 +145,22 @@
             return token
         }
 
+        /// Shows `change` at once, sends it upstream with `commit`, and returns once it is settled: once the
+        /// confirmed value is saved, or, refused, throws the commit's error once only this change is undone.
+        /// Cancelling the task cancels the commit and undoes the change; this then throws `CancellationError`.
+        ///
+        /// ```swift
+        /// try await model.mutate({ _ in "Ada L." }, commit: api.rename("u1", to: "Ada L."))
+        /// ```
+        public func mutate<Commit: Loader>(
+            _ change: @escaping @Sendable (Value?) -> Value?, commit: Commit
+        ) async throws {
+            if Task.isCancelled { throw CancellationError() }
+            // Started here, on the main actor, so that the change shows before the first suspension.
+            let bridge = AsyncLoadBridge<Void>()
+            try await bridge.awaitAnswer(cancelling: mutate(change, commit: commit) { bridge.complete(with: $0) })
+        }
+
         /// Moves the model to `key` of `store` (a new search term, another profile) and loads it. Until the key's
         /// value arrives, the value shown stays as a placeholder (``isPlaceholder``, and ``state`` is loading with
         /// it); a failure of the new key's load shows no placeholder.

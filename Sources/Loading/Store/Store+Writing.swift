@@ -140,6 +140,22 @@ extension Store {
         mutate(key, change, commit: commit, order: nil, unlessClearedSince: nil, completion: completion)!.undo
     }
 
+    /// Shows `change` applied to `key`'s value at once, sends it upstream with `commit`, and returns once it is
+    /// settled, as ``mutate(_:_:commit:completion:)`` does: once the confirmed value is saved to the levels, or,
+    /// refused, throws the commit's error once the change is undone. Cancelling the task cancels the commit and undoes
+    /// the change; this then throws `CancellationError`.
+    ///
+    /// ```swift
+    /// try await friends.mutate("all", { ids in ids?.filter { $0 != "u3" } }, commit: api.deleteFriend("u3"))
+    /// ```
+    public func mutate<Commit: Loader>(
+        _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?, commit: Commit
+    ) async throws {
+        try await AnyLoader<Void> { completion in
+            self.mutate(key, change, commit: commit, completion: completion)
+        }.load()
+    }
+
     /// ``mutate(_:_:commit:completion:)`` for a queue's change: placed by `order` among its queue's changes, and
     /// refused (`nil`, nothing shown or started) when the store was cleared since ``clearCount`` was `clears`.
     /// Returns the change's id (for ``replaceChanges(_:of:)``) with the token that undoes it. Once the commit

@@ -49,7 +49,7 @@ final class MutationQueueBudgetTests: XCTestCase {
 
         XCTAssertEqual(report.settled.map(\.outcome.description), ["accepted", "refused(Refused())", "accepted"])
         XCTAssertEqual(report.remaining.count, 0)
-        try queue.enqueue("later")
+        try await queue.enqueue("later")
         XCTAssertEqual(server.sent.last, "later", "no wait once every mutation was sent")
     }
 
@@ -95,7 +95,7 @@ final class MutationQueueBudgetTests: XCTestCase {
         let server = ClockedServer(clock: ManualClock(), takes: .seconds(1))
         let queue = try makeQueue(
             store, server, connectivity: ManualConnectivity(isOnline: false), scheduler: TestScheduler())
-        for index in 0..<3 { try queue.enqueue("i\(index)") }
+        for index in 0..<3 { try await queue.enqueue("i\(index)") }
 
         let report = await queue.sendPending(within: .seconds(60), clock: ManualClock())
 

@@ -44,15 +44,6 @@ final class ActionNamesTests: XCTestCase {
         XCTAssertEqual(network.loadCount(for: "a"), 0)
         _ = refresh.load { _ in }
         XCTAssertEqual(network.loadCount(for: "a"), 1)
-
-        let source = PageSource(count: 4)
-        let sut = PagedStore(levels: [.cache(MemoryCache<String, PagedList<Post, Int>>(), name: "memory")]) {
-            (_: String, offset: Int?) in source.page(at: offset)
-        }
-        let next = sut.loadNextPage(of: "feed")
-        XCTAssertEqual(source.requests, [])
-        _ = next.load { _ in }
-        XCTAssertEqual(source.requests, [nil])
     }
 
     @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")

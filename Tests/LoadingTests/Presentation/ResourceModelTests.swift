@@ -27,6 +27,12 @@
         }
     }
 
+    /// An API whose renames wait for the test to answer them.
+    private final class RenamingAPI: Sendable {
+        let commits = LoaderSpy<Void>()
+        func rename(_ id: String, to name: String) -> LoaderSpy<Void> { commits }
+    }
+
     @MainActor
     final class ResourceModelTests: XCTestCase {
         func test_aMainActorScreen_observesLoading_loaded_refreshed_failedKeepingTheValue() async {
@@ -71,7 +77,7 @@
             let commit = LoaderSpy<Void>()
             DispatchQueue.global().async { store.update("friends") { $0.map { $0 + ["Grace"] } } }  // a live update
             await until { model.value == ["Ada", "Grace"] }
-            model.mutate({ $0?.filter { $0 != "Ada" } }, commit: commit)
+            model.mutate({ $0?.filter { $0 != "Ada" } }, commit: commit, completion: { _ in })
             XCTAssertEqual(model.value, ["Grace"], "an optimistic edit shows at once")
             commit.fail(with: TestError(id: 2))
             XCTAssertEqual(model.value, ["Ada", "Grace"], "and is undone when refused")
@@ -119,6 +125,47 @@
 
             await until { !model.isLoading }
             XCTAssertEqual(model.state, .loaded(["Ada", "Grace"]))
+        }
+
+        func test_awaitMutate_showsAtOnce_returnsOnceConfirmed_throwsWhenRefused_andCancelledIsUndone() async throws {
+            let store = Store<String, String>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<String>() })
+            store.write("Ada", for: "u1")
+            let model = ResourceModel(store: store, key: "u1")
+            let api = RenamingAPI()
+
+            let renaming = Task {
+                // Sample: begin
+                try await model.mutate({ _ in "Ada L." }, commit: api.rename("u1", to: "Ada L."))
+                // Sample: end
+            }
+            await until { api.commits.loadCount == 1 }
+            XCTAssertEqual(model.value, "Ada L.", "shown at once")
+            api.commits.complete(with: (), at: 0)
+            try await renaming.value
+
+            let refused = Task { try await model.mutate({ _ in "Ada B." }, commit: api.commits) }
+            await until { api.commits.loadCount == 2 }
+            XCTAssertEqual(model.value, "Ada B.")
+            api.commits.fail(with: URLError(.badServerResponse), at: 1)
+            do {
+                try await refused.value
+                XCTFail("a refused change throws")
+            } catch {
+                XCTAssertEqual((error as? URLError)?.code, .badServerResponse)
+            }
+            XCTAssertEqual(model.value, "Ada L.", "undone")
+
+            let cancelled = Task { try await model.mutate({ _ in "Ada C." }, commit: api.commits) }
+            await until { api.commits.loadCount == 3 }
+            cancelled.cancel()
+            do {
+                try await cancelled.value
+                XCTFail("a cancelled change throws")
+            } catch {
+                XCTAssertTrue(error is CancellationError)
+            }
+            XCTAssertEqual(api.commits.cancelledRequests, [2], "its commit is cancelled")
+            await until { model.value == "Ada L." }
         }
 
         func test_overALoaderAlone() async {

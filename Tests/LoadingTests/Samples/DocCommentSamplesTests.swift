@@ -563,6 +563,11 @@ final class DocCommentSamplesTests: XCTestCase {
         // Sample: end
         XCTAssertEqual(shown.withLock { $0 }, [[0]], "loaded at once, without a load of a loader")
         _ = next
+        let chat = feeds
+        // Sample: begin
+        chat.loadPreviousPage(of: "room-7") { result in show(result) }  // older messages, above
+        // Sample: end
+        XCTAssertEqual(shown.withLock { $0 }, [[0], [0]], "the first page of another key")
     }
 
     func test_revalidationWithinABudget() async {
@@ -591,7 +596,7 @@ final class DocCommentSamplesTests: XCTestCase {
             store: friends, storage: FileMutationStorage<String>(directory: folder), key: { _ in "all" },
             change: { id, list in list?.filter { $0.id != id } }, send: { _, _ in answering(()) },
             isRefused: { _ in false })
-        try outbox.enqueue(docAda.id)
+        try await outbox.enqueue(docAda.id)
         let task = BackgroundRefreshTask()
         // Sample: begin
         let sending = Task { await outbox.sendPending(within: .seconds(25)) }

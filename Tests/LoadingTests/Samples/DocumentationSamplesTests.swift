@@ -132,7 +132,7 @@ final class DocumentationSamplesTests: XCTestCase {
     }
 
     // README: the store
-    func test_store() {
+    func test_store() async throws {
         let memory = MemoryCache<String, Friend>()
         let disk = MemoryCache<String, Friend>()
         let liveUpdate = Friend(id: "u1", name: "Ada Lovelace")
@@ -147,8 +147,8 @@ final class DocumentationSamplesTests: XCTestCase {
             render(response.value, origin: response.origin)  // the cached value, then the fresh one, then every change
         }
         store.write(liveUpdate, for: "u1")
-        store.mutate("u1", { $0.map { $0.renamed("Ada L.") } }, commit: api.rename("u1", to: "Ada L."))
-        store.clear()  // logout: nothing written before reappears
+        try await store.mutate("u1", { $0.map { $0.renamed("Ada L.") } }, commit: api.rename("u1", to: "Ada L."))
+        await store.clear()  // logout: nothing written before reappears
         // Sample: end
 
         XCTAssertEqual(

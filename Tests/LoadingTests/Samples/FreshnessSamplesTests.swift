@@ -192,7 +192,7 @@ final class FreshnessSamplesTests: XCTestCase {
 
     // MARK: The offline queue
 
-    func test_mutationQueue() throws {
+    func test_mutationQueue() async throws {
         let support = FileManager.default.temporaryDirectory.appendingPathComponent("sample-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: support) }
         let friends = Store<String, [Friend]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[Friend]>() })
@@ -207,7 +207,7 @@ final class FreshnessSamplesTests: XCTestCase {
             change: { id, list in list?.filter { $0.id != id } },
             send: { id, idempotencyKey in api.deleteFriend(id, idempotencyKey: idempotencyKey) },
             isRefused: { error in (error as? APIError)?.isRefusal == true })
-        try outbox.enqueue("u3")  // on disk, shown at once, sent when the network allows
+        try await outbox.enqueue("u3")  // on disk, shown at once, sent when the network allows
         // Sample: end
         XCTAssertEqual(api.deleted.withLock { $0.last?.id }, "u3")
         XCTAssertFalse(outbox.isMutating)

@@ -42,14 +42,8 @@ private final class ArticleAPI: Sendable {
     }
 }
 
-private let shownCount = Locked(0)
-
-private func show<Value>(_ result: Result<Value, any Error>) {
-    shownCount.withLock { $0 += 1 }
-}
-
 final class ListsArticleSamplesTests: XCTestCase {
-    func test_pages() {
+    func test_pages() async throws {
         let api = ArticleAPI()
         let editedPost = Post(id: 3, text: "edited")
         // Sample: begin
@@ -59,15 +53,16 @@ final class ListsArticleSamplesTests: XCTestCase {
         ) { (_: String, offset: Int?) in
             api.posts(after: offset)  // a Loader of Page<Post, Int>
         }
-        feed.loadNextPage(of: "home") { result in show(result) }  // page 1, then 2, 3...
+        let home = try await feed.loadNextPage(of: "home")  // page 1; called again, 2, 3...
         feed.store.update("home") { $0?.replacing(editedPost) }  // a live change, in the page that holds the post
         // Sample: end
+        XCTAssertEqual(home.value?.items.count, 10, "the first page")
         let list = LoadRecorder<StoreResponse<PagedList<Post, Int>>>()
         _ = list.load(feed.store.read("home", policy: .cacheOnly))
         XCTAssertEqual(list.values.first?.value?.items.map(\.text)[3], "edited")
     }
 
-    func test_pagesUpward() {
+    func test_pagesUpward() async throws {
         let api = ArticleAPI()
         // Sample: begin
         let chat = PagedStore(
@@ -76,8 +71,8 @@ final class ListsArticleSamplesTests: XCTestCase {
         ) { (room: String, cursor: String?) in
             api.messages(in: room, at: cursor)  // nil: the latest; each page gives both cursors
         }
-        chat.loadNextPage(of: "room-7") { result in show(result) }  // opens the room at the latest messages
-        chat.loadPreviousPage(of: "room-7") { result in show(result) }  // older messages, above
+        try await chat.loadNextPage(of: "room-7")  // opens the room at the latest messages
+        try await chat.loadPreviousPage(of: "room-7")  // older messages, above
         // Sample: end
         let list = LoadRecorder<StoreResponse<PagedList<Message, String>>>()
         _ = list.load(chat.store.read("room-7", policy: .cacheOnly))
@@ -115,7 +110,7 @@ final class ListsArticleSamplesTests: XCTestCase {
         withExtendedLifetime(revalidation) {}
     }
 
-    func test_mutationQueue() throws {
+    func test_mutationQueue() async throws {
         let api = ArticleAPI()
         let support = FileManager.default.temporaryDirectory.appendingPathComponent("article-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: support) }
@@ -132,7 +127,7 @@ final class ListsArticleSamplesTests: XCTestCase {
             change: { id, list in list?.filter { $0.id != id } },
             send: { id, idempotencyKey in api.deleteFriend(id, idempotencyKey: idempotencyKey) },
             isRefused: { error in (error as? APIError)?.isRefusal == true })
-        try outbox.enqueue("u3")
+        try await outbox.enqueue("u3")
         // Sample: end
         XCTAssertEqual(api.deleted.withLock { $0 }, ["u3"])
     }

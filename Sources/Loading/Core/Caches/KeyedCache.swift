@@ -56,6 +56,48 @@ extension KeyedCache {
         save(value, for: key, completion: completion)
     }
 
+    /// Reads the value stored for `key` with the date it was saved, as ``value(for:completion:)`` does; throws
+    /// ``CacheMiss`` when there is none or it has expired. A read is not cancelled: cancelling the task ends the wait
+    /// at once, with `CancellationError`.
+    ///
+    /// ```swift
+    /// let friend = try await disk.value(for: "u1").value
+    /// ```
+    public func value(for key: Key) async throws -> CachedValue<Value> {
+        try await AnyLoader { completion in
+            self.value(for: key, completion: completion)
+            return AnyCancellationToken()
+        }.load()
+    }
+
+    /// Saves `value` for `key`, as ``save(_:for:completion:)`` does, and returns once it is stored; throws the
+    /// cache's error when it is not (what was stored before stays). A save is not cancelled: cancelling the task
+    /// ends the wait at once, with `CancellationError`.
+    public func save(_ value: Value, for key: Key) async throws {
+        try await AnyLoader<Void> { completion in
+            self.save(value, for: key, completion: completion)
+            return AnyCancellationToken()
+        }.load()
+    }
+
+    /// Removes the value stored for `key`, if any, as ``removeValue(for:completion:)`` does. Cancelling the task ends
+    /// the wait at once, with `CancellationError`; the removal goes on.
+    public func removeValue(for key: Key) async throws {
+        try await AnyLoader<Void> { completion in
+            self.removeValue(for: key, completion: completion)
+            return AnyCancellationToken()
+        }.load()
+    }
+
+    /// Removes every value, as ``removeAll(completion:)`` does. Cancelling the task ends the wait at once, with
+    /// `CancellationError`; the removal goes on.
+    public func removeAll() async throws {
+        try await AnyLoader<Void> { completion in
+            self.removeAll(completion: completion)
+            return AnyCancellationToken()
+        }.load()
+    }
+
     /// The entry for `key`: a loader of its value and a cache to save it to.
     @inlinable
     public subscript(key: Key) -> CacheEntry<Self> {

@@ -153,6 +153,18 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         nextPages[key].load(completion: completion)
     }
 
+    /// Loads the next page of `key`'s list (the first when it has none), appends it, and returns the list once it is
+    /// saved, as ``loadNextPage(of:completion:)`` does. Cancelling the task drops this caller's interest (the request
+    /// goes on while another caller waits for it); this then throws `CancellationError`.
+    ///
+    /// ```swift
+    /// let list = try await feeds.loadNextPage(of: "home").value
+    /// ```
+    @discardableResult
+    public func loadNextPage(of key: Key) async throws -> StoreResponse<PagedList<Item, Cursor>> {
+        try await nextPages[key].load()
+    }
+
     /// The next page of `key`'s list as a loader: each load does what ``loadNextPage(of:completion:)`` does.
     ///
     /// ```swift
@@ -177,15 +189,21 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         previousPages[key].load(completion: completion)
     }
 
+    /// Loads the page before the first of `key`'s list (the first page when it has none), prepends it, and returns
+    /// the list once it is saved, as ``loadPreviousPage(of:completion:)`` does. Cancelling the task drops this
+    /// caller's interest; this then throws `CancellationError`.
+    ///
+    /// ```swift
+    /// let messages = try await chat.loadPreviousPage(of: "room-7").value
+    /// ```
+    @discardableResult
+    public func loadPreviousPage(of key: Key) async throws -> StoreResponse<PagedList<Item, Cursor>> {
+        try await previousPages[key].load()
+    }
+
     /// The previous page of `key`'s list as a loader: each load does what ``loadPreviousPage(of:completion:)`` does.
     public func previousPage(of key: Key) -> AnyLoader<StoreResponse<PagedList<Item, Cursor>>> {
         previousPages[key]
-    }
-
-    /// The next page of `key`'s list as a loader.
-    @available(*, deprecated, renamed: "nextPage(of:)", message: "loadNextPage(of:completion:) loads at once")
-    public func loadNextPage(of key: Key) -> AnyLoader<StoreResponse<PagedList<Item, Cursor>>> {
-        nextPage(of: key)
     }
 }
 
