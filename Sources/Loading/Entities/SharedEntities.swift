@@ -32,7 +32,8 @@
 /// - A caller hears of a value (a read's answer, a page appended) only once the entities know the key holds it: an
 ///   edit of an entity made from then on reaches that key.
 /// - ``mutate(_:_:commit:completion:)`` changes an entity optimistically in every key holding it, with one commit:
-///   refused, it is undone in all of them, and the other changes pending there stay.
+///   refused, it is undone in all of them, and the other changes pending there stay. A store's own
+///   ``Store/mutate(_:_:commit:completion:)`` of a key does the same for the copies its change makes.
 /// - Each change of a key costs what changed in its value (the entities between the beginning and the end the old and
 ///   new values share), plus the keys the new copies reach; a value read back is judged whole. An entity appears once
 ///   in a value.
@@ -104,32 +105,68 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) -> any CancellationToken {
         let keys = state.withLock { $0.holders(of: id) }
-        let shared = SharedCommit(commit.eraseToAnyLoader())
+        return mutate(
+            [id], in: keys, { $0.id == id ? change($0) : nil }, origin: nil, commit: commit.eraseToAnyLoader(),
+            completion: completion)
+    }
+
+    /// How a store changes its own key optimistically: its change, sent with the commit given.
+    typealias OriginChange =
+        @Sendable (_ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void) ->
+        any CancellationToken
+
+    /// A store's optimistic change of its key `origin` changed the copies of `copies`: the other keys holding those
+    /// entities show them at once, sent with the same commit, and undo them with it.
+    func mutate(
+        replacing copies: [Entity.ID: Entity], from origin: HeldKey, _ change: @escaping OriginChange,
+        commit: AnyLoader<Void>, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> any CancellationToken {
+        var keys = state.withLock { table in
+            copies.keys.reduce(into: Set<HeldKey>()) { keys, id in keys.formUnion(table.holders(of: id)) }
+        }
+        keys.remove(origin)
+        return mutate(
+            Array(copies.keys), in: keys, { copies[$0.id] }, origin: (origin, change), commit: commit,
+            completion: completion)
+    }
+
+    /// Changes `keys` with `change`, and `origin` with its own change, at once, sent with one commit: each key
+    /// confirms the change of `ids` itself. `completion` receives the commit's outcome once every key settled it.
+    private func mutate(
+        _ ids: [Entity.ID], in keys: Set<HeldKey>, _ change: @escaping @Sendable (Entity) -> Entity?,
+        origin: (key: HeldKey, change: OriginChange)?, commit: AnyLoader<Void>,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> any CancellationToken {
+        let shared = SharedCommit(commit)
         let accesses = stores.withLock { stores in keys.compactMap { key in stores[key.store].map { (key, $0) } } }
-        guard !accesses.isEmpty else { return shared.load(completion) }
-        let number = changing.withLock { changing in
+        guard !accesses.isEmpty || origin != nil else { return shared.load(completion) }
+        var changed = Set(accesses.map(\.0))
+        if let origin { changed.insert(origin.key) }
+        let number = changing.withLock { [changed] changing in
             changing.numbered += 1
-            changing.keys[id, default: [:]][changing.numbered] = Set(accesses.map(\.0))
+            for id in ids { changing.keys[id, default: [:]][changing.numbered] = changed }
             return changing.numbered
         }
-        let settled = Locked(accesses.count)
-        let tokens = accesses.map { key, access in
-            access.mutate(key.key, { $0.id == id ? change($0) : nil }, shared.loader) { [weak self] result in
-                let last = settled.withLock { count -> Bool in
-                    count -= 1
-                    return count == 0
-                }
-                guard last else { return }
-                let done = self?.changing.withLock { changing -> Set<HeldKey>? in
+        let settled = Locked(changed.count)
+        let keySettled: @Sendable (Result<Void, any Error>) -> Void = { [weak self] result in
+            let last = settled.withLock { count -> Bool in
+                count -= 1
+                return count == 0
+            }
+            guard last else { return }
+            let done = self?.changing.withLock { changing -> [Set<HeldKey>?] in
+                ids.map { id in
                     defer { if changing.keys[id]?.isEmpty == true { changing.keys[id] = nil } }
                     return changing.keys[id]?.removeValue(forKey: number)
                 }
-                withExtendedLifetime(done) {}
-                // The commit's outcome; a key's own when the commit never answered (a clear came first).
-                completion(shared.outcome ?? result)
             }
+            withExtendedLifetime(done) {}
+            // The commit's outcome; a key's own when the commit never answered (a clear came first).
+            completion(shared.outcome ?? result)
         }
-        return AnyCancellationToken { for token in tokens { token.cancel() } }
+        var tokens = accesses.map { key, access in access.mutate(key.key, change, shared.loader, keySettled) }
+        if let origin { tokens.append(origin.change(shared.loader, keySettled)) }
+        return AnyCancellationToken { [tokens] in for token in tokens { token.cancel() } }
     }
 
     /// Changes entity `id` in every key holding it at once, sends the change with `commit`, and returns once every

@@ -23,6 +23,21 @@ where Entity.ID: Sendable {
             release: { entities.removeStore(store) },
             attach: { (target: Store<Key, Value>) in
                 entities.setAccess(Self.access(to: target, path: path), of: store)
+            },
+            mutate: { target, key, change, commit, completion in
+                // The copies the change makes of the entities the key shows: they are shown in every key holding
+                // them at once, with the same commit.
+                let shown = target.state(for: key).value
+                let before = shown.map(path.entities) ?? []
+                guard !before.isEmpty, let after = change(shown).map(path.entities) else { return nil }
+                let old = Dictionary(before.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+                var copies: [Entity.ID: Entity] = [:]
+                for entity in after where old[entity.id].map({ $0 != entity }) == true { copies[entity.id] = entity }
+                guard !copies.isEmpty else { return nil }
+                return entities.mutate(
+                    replacing: copies, from: HeldKey(store: store, key: key),
+                    { commit, completion in target.mutateHere(key, change, commit: commit, completion: completion) },
+                    commit: commit, completion: completion)
             })
     }
 
@@ -48,7 +63,7 @@ where Entity.ID: Sendable {
                     completion(.failure(StoreError.cleared))
                     return AnyCancellationToken()
                 }
-                return store.mutate(key, replacing(newer), commit: commit, completion: completion)
+                return store.mutateHere(key, replacing(newer), commit: commit, completion: completion)
             })
     }
 }
@@ -60,15 +75,33 @@ final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: Confirmat
     private let forget: @Sendable () -> Void
     private let release: @Sendable () -> Void
     private let attaching: @Sendable (Store<Key, Value>) -> Void
+    private let mutating: Mutate
+
+    /// A store's optimistic change of a key, with its commit: sent through the entities when it changes copies of
+    /// entities (`nil` when it changes none).
+    typealias Mutate = @Sendable (
+        _ store: Store<Key, Value>, _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?,
+        _ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> (any CancellationToken)?
 
     init(
         confirmed: @escaping @Sendable (Key, Value?, Value?, Bool) -> Void, forget: @escaping @Sendable () -> Void,
-        release: @escaping @Sendable () -> Void, attach: @escaping @Sendable (Store<Key, Value>) -> Void
+        release: @escaping @Sendable () -> Void, attach: @escaping @Sendable (Store<Key, Value>) -> Void,
+        mutate: @escaping Mutate
     ) {
         confirmedValues = confirmed
         self.forget = forget
         self.release = release
         attaching = attach
+        mutating = mutate
+    }
+
+    /// Makes `store`'s change of `key` in every key holding the entities it changes; `nil` when it changes none.
+    func mutate(
+        in store: Store<Key, Value>, _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?,
+        commit: AnyLoader<Void>, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> (any CancellationToken)? {
+        mutating(store, key, change, commit, completion)
     }
 
     deinit {

@@ -128,13 +128,30 @@ extension Store {
     /// fails, only this change is undone, and changes made meanwhile stay. `completion` receives the commit's
     /// outcome: a success once the levels' writes have completed, a failure once the change is undone. Cancelling the
     /// returned token cancels the commit and undoes the change. Made while another change of the key runs, the change
-    /// is shown after it.
+    /// is shown after it. In a store sharing entities (`entities:`), a change that makes new copies of entities the
+    /// key shows (a rename on a detail screen) shows them in every key holding them at once, with this one commit,
+    /// and is undone in all of them when refused or cancelled, as ``SharedEntities/mutate(_:_:commit:completion:)``
+    /// does.
     @discardableResult
     public func mutate<Commit: Loader>(
         _ key: Key,
         _ change: @escaping @Sendable (Value?) -> Value?,
         commit: Commit,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
+    ) -> any CancellationToken {
+        if let entities = entityObserver {
+            let commit = AnyLoader(commit.map { _ in () })
+            if let token = entities.mutate(in: self, key, change, commit: commit, completion: completion) {
+                return token
+            }
+        }
+        return mutateHere(key, change, commit: commit, completion: completion)
+    }
+
+    /// ``mutate(_:_:commit:completion:)`` of this key alone (the entities' change of one of the keys holding them).
+    func mutateHere<Commit: Loader>(
+        _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?, commit: Commit,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> any CancellationToken {
         // Made with no condition, the change is always added.
         mutate(key, change, commit: commit, order: nil, unlessClearedSince: nil, completion: completion)!.undo

@@ -55,6 +55,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     let fetchContext: FetchContext
     /// How fetches are coordinated with other processes, when they are.
     let coordinator: FetchCoordinator<Key>?
+    /// The entities the values hold, when the store shares them: an optimistic change of one reaches every key.
+    let entityObserver: EntityObserver<Key, Value>?
     /// What fetches do while the network cannot be reached.
     var network: NetworkMode { engine.network }
 
@@ -180,6 +182,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     events: events, fetchContext: fetchContext, coordinator: coordinator, levels: levels, now: now)
                 : nil,
             confirmations: entityObserver)
+        self.entityObserver = entityObserver
         entityObserver?.attach(self)
         otherProcesses?.order.onRelearn { [weak self] object in self?.relearn(object) }
         if let sharing, shared != nil {

@@ -248,6 +248,74 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertEqual(people.entity("ada"), kept)
     }
 
+    /// One road for an optimistic edit: a store's `mutate` of a key (a detail screen's rename) shows the changed copy
+    /// in every key holding the entity at once, with one commit; confirmed everywhere when accepted.
+    func test_aStoresChangeOfAnEntity_showsInEveryKeyHoldingIt_atOnce_withOneCommit() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
+        let details = makeDetailStore(people) { _ in Self.answering(ada) }
+        for key in 0..<2 { XCTAssertNotNil(read(key, in: lists)) }
+        XCTAssertNotNil(read("ada", in: details))
+        let shown = (0..<2).map { observe($0, in: lists) }
+        let commit = LoaderSpy<Void>()
+        let outcome = Locked<Result<Void, any Error>?>(nil)
+
+        let renamed = Person(id: "ada", name: "Ada L.")
+        details.mutate("ada", { $0.map { Person(id: $0.id, name: "Ada L.") } }, commit: commit) { result in
+            outcome.withLock { $0 = result }
+        }
+        for list in shown { XCTAssertEqual(list.withLock { $0.last }, [renamed, grace], "shown at once in each list") }
+        XCTAssertEqual(details.state(for: "ada").value, renamed)
+        XCTAssertEqual(commit.loadCount, 1, "one commit")
+
+        commit.complete(with: ())
+        XCTAssertTrue(eventually { outcome.withLock { $0 } != nil })
+        XCTAssertNoThrow(try outcome.withLock { $0 }?.get())
+        for key in 0..<2 { XCTAssertEqual(lists.state(for: key).value, [renamed, grace]) }
+        for key in 0..<2 { XCTAssertFalse(lists.state(for: key).hasPendingChanges, "confirmed") }
+        XCTAssertEqual(people.entity("ada"), renamed)
+
+        // From a list too: the detail shows it, and a refusal undoes it in both.
+        let refused = LoaderSpy<Void>()
+        let refusal = Locked<Result<Void, any Error>?>(nil)
+        lists.mutate(0, { $0?.map { $0.id == "ada" ? Person(id: "ada", name: "Countess") : $0 } }, commit: refused) {
+            result in refusal.withLock { $0 = result }
+        }
+        XCTAssertEqual(details.state(for: "ada").value?.name, "Countess")
+        XCTAssertEqual(lists.state(for: 1).value?.first?.name, "Countess")
+        refused.fail(with: URLError(.badServerResponse))
+        XCTAssertTrue(eventually { refusal.withLock { $0 } != nil })
+        XCTAssertThrowsError(try refusal.withLock { $0 }?.get())
+        XCTAssertEqual(details.state(for: "ada").value, renamed, "undone in the detail")
+        for key in 0..<2 { XCTAssertEqual(lists.state(for: key).value, [renamed, grace], "and in each list") }
+    }
+
+    /// Cancelling a store's change of an entity cancels its one commit and undoes it in every key; a change that
+    /// only drops an entity from a key's value (a filter) is that key's alone.
+    func test_aStoresChangeOfAnEntity_cancelled_isUndoneEverywhere_andDroppingAnEntityStaysInItsKey() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
+        let details = makeDetailStore(people) { _ in Self.answering(ada) }
+        XCTAssertNotNil(read(1, in: lists))
+        XCTAssertNotNil(read("ada", in: details))
+        let commit = LoaderSpy<Void>()
+
+        let token = details.mutate("ada", { $0.map { Person(id: $0.id, name: "Ada L.") } }, commit: commit)
+        XCTAssertEqual(lists.state(for: 1).value?.first?.name, "Ada L.")
+        token.cancel()
+        XCTAssertEqual(commit.cancelledRequests, [0], "the one commit is cancelled")
+        XCTAssertEqual(lists.state(for: 1).value, [ada, grace], "undone in the list")
+        XCTAssertEqual(details.state(for: "ada").value, ada, "and in the detail")
+
+        let deletion = LoaderSpy<Void>()
+        lists.mutate(1, { $0?.filter { $0.id != "ada" } }, commit: deletion)
+        XCTAssertEqual(lists.state(for: 1).value, [grace])
+        XCTAssertEqual(details.state(for: "ada").value, ada, "the detail keeps its entity")
+        deletion.complete(with: ())
+    }
+
     func test_aLogoutWhileAChangeIsSent_cancelsItsCommit_andShowsNothingOfIt() {
         let people = SharedEntities<Person>()
         let (ada, grace) = (ada, grace)
