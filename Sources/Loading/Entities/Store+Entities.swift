@@ -79,10 +79,11 @@ final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: Confirmat
 
     /// A store's optimistic change of a key, with its commit: sent through the entities when it changes copies of
     /// entities (`nil` when it changes none).
-    typealias Mutate = @Sendable (
-        _ store: Store<Key, Value>, _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?,
-        _ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
-    ) -> (any CancellationToken)?
+    typealias Mutate =
+        @Sendable (
+            _ store: Store<Key, Value>, _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?,
+            _ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+        ) -> (any CancellationToken)?
 
     init(
         confirmed: @escaping @Sendable (Key, Value?, Value?, Bool) -> Void, forget: @escaping @Sendable () -> Void,

@@ -262,9 +262,8 @@ final class SharedEntitiesTests: XCTestCase {
         let outcome = Locked<Result<Void, any Error>?>(nil)
 
         let renamed = Person(id: "ada", name: "Ada L.")
-        details.mutate("ada", { $0.map { Person(id: $0.id, name: "Ada L.") } }, commit: commit) { result in
-            outcome.withLock { $0 = result }
-        }
+        let rename: @Sendable (Person?) -> Person? = { $0.map { Person(id: $0.id, name: "Ada L.") } }
+        details.mutate("ada", rename, commit: commit, completion: { result in outcome.withLock { $0 = result } })
         for list in shown { XCTAssertEqual(list.withLock { $0.last }, [renamed, grace], "shown at once in each list") }
         XCTAssertEqual(details.state(for: "ada").value, renamed)
         XCTAssertEqual(commit.loadCount, 1, "one commit")
@@ -279,9 +278,10 @@ final class SharedEntitiesTests: XCTestCase {
         // From a list too: the detail shows it, and a refusal undoes it in both.
         let refused = LoaderSpy<Void>()
         let refusal = Locked<Result<Void, any Error>?>(nil)
-        lists.mutate(0, { $0?.map { $0.id == "ada" ? Person(id: "ada", name: "Countess") : $0 } }, commit: refused) {
-            result in refusal.withLock { $0 = result }
+        let countess: @Sendable ([Person]?) -> [Person]? = { list in
+            list?.map { $0.id == "ada" ? Person(id: "ada", name: "Countess") : $0 }
         }
+        lists.mutate(0, countess, commit: refused, completion: { result in refusal.withLock { $0 = result } })
         XCTAssertEqual(details.state(for: "ada").value?.name, "Countess")
         XCTAssertEqual(lists.state(for: 1).value?.first?.name, "Countess")
         refused.fail(with: URLError(.badServerResponse))
