@@ -163,7 +163,7 @@ final class ReadmeSamplesTests: XCTestCase {
                 Page(items: users, nextCursor: users.isEmpty ? nil : (page ?? 1) + 1)
             }
         }
-        let firstPage = try await directory.nextPage(of: "everyone").load()  // then page 2, 3...
+        let firstPage = try await directory.loadNextPage(of: "everyone")  // called again: page 2, 3...
         print(firstPage.value?.items.count ?? 0, firstPage.value?.hasNextPage ?? false)
         // Sample: end
         XCTAssertEqual(firstPage.value?.items.map(\.id), ["u1", "u2"])
