@@ -12,7 +12,6 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// One value of each public error type (several for types whose message depends on the value).
-    @available(*, deprecated, message: "samples the deprecated ResourceRepository.WipedError too")
     private var samples: [any Error] {
         let file = URL(fileURLWithPath: "/tmp/outbox/00000000000000000001-m1.mutation")
         return [
@@ -21,7 +20,6 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
             StreamFinishedWithoutValueError(),
             CacheMiss.absent, CacheMiss.expired(savedAt: Date(timeIntervalSince1970: 0)),
             StoreError.discarded, StoreError.cleared,
-            ResourceRepository<String>.WipedError(),
             OfflineError(), FriendsComposer.AdditionUnavailable(),
             MutationQueueError.sentByAnotherProcess, MutationQueueError.creationRefused(temporaryID: "local-1"),
             MutationStorageError(operation: .save, id: "m1", file: file, underlyingError: POSIXError(.ENOSPC)),
@@ -53,7 +51,6 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
         ]
     }
 
-    @available(*, deprecated, message: "samples the deprecated ResourceRepository.WipedError too")
     func test_everyPublicErrorType_hasASample_andReadsAsASentence() throws {
         let declared = try publicErrorTypes()
         XCTAssertGreaterThan(declared.count, 15, "the scan finds the error types: \(declared.sorted())")

@@ -136,29 +136,6 @@ final class DocSamplesTests: XCTestCase {
         XCTAssertEqual(try memory.cachedValue(for: "u1").get().value, 1)
     }
 
-    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
-    func test_storeBackedRepositoryAndChanges() {
-        let store = Store<String, String>(levels: [], fetch: LoaderFamily { id in Just("Ada (\(id))") })
-        let rendered = Locked<[String]>([])
-        @Sendable func render(_ state: LoadingState<String>) { rendered.withLock { $0.append("\(state)") } }
-        @Sendable func render(_ value: String?) { rendered.withLock { $0.append(value ?? "nil") } }
-
-        // ResourceRepository and CachingAndTheStore.md
-        let repository = ResourceRepository(store: store, key: "u1", scheduler: .immediate)
-        let subscription = repository.state.sink { state in render(state) }  // .idle, .loading, .loaded(...), .failed
-        repository.load()  // joins a load in flight
-        repository.refresh()  // always fetches anew
-        repository.mutate({ $0.map { $0 + " L." } }, commit: Just(()))
-
-        // Store.changes(for:)
-        let changes = store.changes(for: "u1").sink { response in render(response.value) }
-
-        XCTAssertEqual(repository.currentState.value, "Ada (u1) L.")
-        XCTAssertEqual(rendered.withLock { $0 }.last, "Ada (u1) L.")
-        subscription.cancel()
-        changes.cancel()
-    }
-
     func test_tryMap() {
         let friends = Just(["Ada"])
         let first = friends.tryMap { friends in
@@ -189,7 +166,6 @@ final class DocSamplesTests: XCTestCase {
 }
 
 final class LoadingErrorMessagesTests: XCTestCase {
-    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_everyPublicErrorDescribesWhatHappened_inBothDescriptions() {
         let errors: [(any Error, mentions: String)] = [
             (TimeoutError(interval: .seconds(2)), "did not finish within"),
@@ -198,7 +174,6 @@ final class LoadingErrorMessagesTests: XCTestCase {
             (CacheMiss.expired(savedAt: Date(timeIntervalSince1970: 0)), "has expired"),
             (StoreError.discarded, "discarded"),
             (StoreError.cleared, "cleared"),
-            (ResourceRepository<Int>.WipedError(), "wiped"),
         ]
         for (error, mentions) in errors {
             XCTAssertTrue(String(describing: error).contains(mentions), String(describing: error))

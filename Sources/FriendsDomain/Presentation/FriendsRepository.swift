@@ -76,31 +76,6 @@ public final class FriendsRepository: Sendable {
         eventDelivery = eventSubject.stream.receive(on: scheduler)
     }
 
-    /// Creates a repository from its parts: the friends are read from `memoryStore`, then `databaseStore`, then
-    /// `refreshLoader`, and `refresh()` reaches `refreshLoader`. `loader` is not called: in a composition it chained
-    /// those same sources, which the repository's store now reads itself.
-    @available(
-        *, deprecated,
-        message: "Use init(composer:scheduler:), or init(store:deleter:policy:scheduler:) with a Store over the stores"
-    )
-    public convenience init(
-        loader: AnyLoader<[Friend]>,
-        refreshLoader: AnyLoader<[Friend]>,
-        memoryStore: any FriendsStore,
-        databaseStore: any FriendsStore,
-        deleter: any FriendDeleting,
-        scheduler: some Scheduler = .main
-    ) {
-        // `loader` chained the two stores before the network: the store reads them as its levels, then fetches.
-        let store = Store(
-            levels: [
-                .cache(FriendsCache(store: memoryStore), name: "memory"),
-                .cache(FriendsCache(store: databaseStore), name: "database"),
-            ],
-            fetch: LoaderFamily { (_: FriendsKey) in refreshLoader })
-        self.init(store: store, deleter: deleter, scheduler: scheduler)
-    }
-
     /// Creates the repository of a composition (whose deleter must exist: the production composer has one). Its
     /// optimistic deletes go through the composition's ``FriendsComposer/deleteFriend(id:completion:)``: kept on
     /// disk and sent when the network allows.

@@ -59,15 +59,6 @@ extension DiskCacheError: LocalizedError {
     public var errorDescription: String? { description }
 }
 
-@available(*, deprecated, message: "ResourceRepository is deprecated: a store's clear overtakes its reads instead")
-extension ResourceRepository.WipedError: CustomStringConvertible, LocalizedError {
-    /// What happened, for a person.
-    public var description: String { "The load was abandoned: the resource was wiped (a logout) while it ran." }
-
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
-
 /// What an underlying error says, for a person: its own sentence when it has one (a `LocalizedError`), the system's
 /// words for a POSIX error, what a file system error of Foundation's wraps (its own text is a dump: "Error
 /// Domain=NSCocoaErrorDomain Code=512 "(null)" UserInfo=…"), else its description; without a final period, to end a

@@ -183,12 +183,6 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         return versions.stream.map { _ in ledger.withLock { $0.list } }
     }
 
-    /// ``pending`` now, then after every change.
-    @available(*, deprecated, renamed: "pendingMutations", message: "a store's changes(for:) are a key's values")
-    public var changes: EventStream<[PendingMutation<Input>], Never> {
-        pendingMutations
-    }
-
     /// Saves `input` as a mutation, shows it at once, and sends it when its turn and the network come. Returns its
     /// id, once it is saved; `completion` receives its outcome: a success once the server accepted it and the
     /// store saved it, the server's refusal, or ``StoreError/cleared`` when a logout dropped it.

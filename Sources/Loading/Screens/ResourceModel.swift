@@ -57,18 +57,6 @@
         /// Updates the selections made with ``select(_:)`` that are still alive.
         @ObservationIgnored private var selections: [(Value?) -> Bool] = []
 
-        /// Creates a model showing `repository`'s state.
-        @available(*, deprecated, message: "Use init(store:key:policy:), or init(loader:)")
-        public convenience init(repository: ResourceRepository<Value>) {
-            self.init(source: ResourceSource(repository), isSameState: Self.areEqualIfComparable)
-        }
-
-        /// Creates a model showing `repository`'s state; a state equal to the one shown is not set again.
-        @available(*, deprecated, message: "Use init(store:key:policy:), or init(loader:)")
-        public convenience init(repository: ResourceRepository<Value>) where Value: Equatable {
-            self.init(source: ResourceSource(repository), isSameState: ==)
-        }
-
         /// Creates a model showing `key` of `store`, read with `policy`: the store's states of the key
         /// (``Store/states(for:)``), whoever loads it.
         public convenience init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy = .cacheFirst) {

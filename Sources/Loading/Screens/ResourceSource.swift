@@ -1,5 +1,5 @@
 /// Where a ``ResourceModel`` takes its states from, and what runs when its screen asks for something: a key of a
-/// ``Store`` (its states, ``Store/states(for:)``), or a ``ResourceRepository`` for the initializers that take one.
+/// ``Store`` (its states, ``Store/states(for:)``).
 struct ResourceSource<Value: Sendable>: Sendable {
     typealias Versioned = (version: Int, state: LoadingState<Value>)
     typealias Change = @Sendable (Value?) -> Value?
@@ -36,16 +36,6 @@ struct ResourceSource<Value: Sendable>: Sendable {
     init<L: Loader>(loader: L) where L.Output == Value {
         let store = Store<LoaderKey, Value>(levels: [], fetch: LoaderFamily { _ in loader })
         self.init(store: store, key: LoaderKey(), policy: .networkFirst)
-    }
-
-    /// `repository`'s states and actions.
-    @available(*, deprecated, message: "for ResourceModel's deprecated initializers")
-    init(_ repository: ResourceRepository<Value>) {
-        states = repository.versionedStates
-        current = { repository.currentVersionedState }
-        load = { repository.load() }
-        refresh = { done in repository.refresh { _ in done() } }
-        mutate = { change, commit, completion in repository.mutate(change, commit: commit, completion: completion) }
     }
 }
 

@@ -72,11 +72,3 @@ public struct SectionedSource<Value: Sendable>: Sendable {
         return EventStream<[SectionState<Value>], Never>.just(initial).merge(with: updates)
     }
 }
-
-/// The former name of ``SectionState``.
-@available(*, deprecated, renamed: "SectionState")
-public typealias LoadingSection<Value: Sendable> = SectionState<Value>
-
-/// The former name of ``TitledSource``.
-@available(*, deprecated, renamed: "TitledSource")
-public typealias SectionSource<Value: Sendable> = TitledSource<Value>

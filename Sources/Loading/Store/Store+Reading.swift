@@ -121,6 +121,18 @@ extension Store {
         freshValue(of: key).load(completion: completion)
     }
 
+    /// Fetches `key` anew now, as ``refresh(_:completion:)`` does, and returns the fresh value once it is saved.
+    /// Cancelling the task drops this caller's interest (the fetch is cancelled when no one else waits for it); this
+    /// then throws `CancellationError`.
+    ///
+    /// ```swift
+    /// let fresh = try await store.refresh("u1")   // pull to refresh: observers see the fresh value too
+    /// ```
+    @discardableResult
+    public func refresh(_ key: Key) async throws -> StoreResponse<Value> {
+        try await freshValue(of: key).load()
+    }
+
     /// `key`'s fresh value as a loader: each load does what ``refresh(_:completion:)`` does (to compose, as
     /// `store.freshValue(of: key).fallback(to: store.read(key, policy: .cacheOnly))`).
     public func freshValue(of key: Key) -> AnyLoader<StoreResponse<Value>> {
@@ -131,11 +143,5 @@ extension Store {
             }
             return pending
         }
-    }
-
-    /// `key`'s fresh value as a loader.
-    @available(*, deprecated, renamed: "freshValue(of:)", message: "refresh(_:completion:) fetches at once")
-    public func refresh(_ key: Key) -> AnyLoader<StoreResponse<Value>> {
-        freshValue(of: key)
     }
 }

@@ -65,6 +65,37 @@ final class AwaitFormsTests: XCTestCase {
         XCTAssertEqual(shown("all", in: store), ["u1", "u3"], "and the change undone")
     }
 
+    // MARK: Store.refresh
+
+    func test_storeRefresh_returnsTheFreshValueOnceSaved_throwsTheFetchsError_andCancelledLetsItGo() async throws {
+        let network = KeyedLoaderSpy<String, String>()
+        let store = Store<String, String>(levels: [], fetch: LoaderFamily { network[$0] })
+        store.write("cached", for: "u1")
+
+        let refreshing = Task {
+            // Sample: begin
+            let fresh = try await store.refresh("u1")  // pull to refresh: observers see the fresh value too
+            // Sample: end
+            return fresh
+        }
+        await waitUntil { network.loadCount(for: "u1") == 1 }
+        network.complete("u1", with: "fresh")
+        let fresh = try await ended(refreshing)
+        XCTAssertEqual(fresh.value, "fresh")
+        XCTAssertEqual(shown("u1", in: store), "fresh")
+
+        let failing = Task { try await store.refresh("u1") }
+        await waitUntil { network.loadCount(for: "u1") == 2 }
+        network.fail("u1", with: Refused(), at: 1)
+        await assertThrows(try await ended(failing)) { XCTAssertEqual($0 as? Refused, Refused()) }
+
+        let cancelled = Task { try await store.refresh("u1") }
+        await waitUntil { network.loadCount(for: "u1") == 3 }
+        cancelled.cancel()
+        await assertThrows(try await ended(cancelled)) { XCTAssertTrue($0 is CancellationError) }
+        XCTAssertEqual(network.cancelledCount(for: "u1"), 1, "no one else waited: the fetch is cancelled")
+    }
+
     // MARK: SharedEntities.mutate
 
     func test_entitiesMutate_returnsOnceEveryKeyConfirmedTheChange() async throws {

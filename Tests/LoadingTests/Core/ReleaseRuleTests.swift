@@ -82,23 +82,6 @@ final class ReleaseRuleTests: XCTestCase {
         XCTAssertEqual(spy.cancelledRequests, [0])
     }
 
-    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
-    func test_resourceRepository_cancelReleasesCallersCompletionOutsideItsLock() {
-        let upstream = LoaderSpy<Int>()
-        let repository = ResourceRepository(loader: upstream, scheduler: .immediate)
-        let token = Locked<(any CancellationToken)?>(nil)
-        let delivered = Locked(0)
-        let callerToken = repository.load { [probe = DeinitProbe { repository.load { _ in } }] _ in
-            probe.touch()
-            delivered.withLock { $0 += 1 }
-        }
-        token.withLock { $0 = callerToken }
-
-        guard assertReturns("cancel", keeping: upstream, running: { callerToken.cancel() }) else { return }
-        upstream.complete(with: 1)
-        XCTAssertEqual(delivered.withLock { $0 }, 0)
-    }
-
     func test_anyCancellationToken_runsAndReleasesItsActionOutsideItsLock() {
         let token = Locked<AnyCancellationToken?>(nil)
         let sut = AnyCancellationToken { [probe = DeinitProbe { _ = token.withLock { $0 }?.isCancelled }] in

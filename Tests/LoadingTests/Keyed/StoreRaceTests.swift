@@ -38,21 +38,6 @@ final class StoreRaceTests: XCTestCase {
         XCTAssertEqual(read.values.map(\.value), [nil])
     }
 
-    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
-    func test_aRepositoryLoadingWhenTheStoreIsCleared_neverShowsWhatItReadBefore() {
-        let disk = SpyCache(now: Date.init)
-        disk.values["a"] = "before logout"
-        disk.holdReads = true
-        let store = Store(levels: [.cache(disk, name: "disk")], fetch: LoaderFamily { (_: String) in LoaderSpy() })
-        let repository = ResourceRepository(store: store, key: "a", scheduler: ImmediateScheduler())
-
-        repository.load()
-        store.clear()
-        disk.releaseReads()
-
-        XCTAssertNil(repository.currentState.value)
-    }
-
     // MARK: Last asked wins
 
     func test_aFetchStartedBeforeARefresh_neverReplacesWhatTheRefreshBrought() {
@@ -260,23 +245,6 @@ final class StoreRaceTests: XCTestCase {
 
         XCTAssertEqual(calls.withLock { $0 }, ["first"], "cancelled on the delivering thread: never called")
         first.cancel()
-    }
-
-    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
-    func test_aRepositoryCallerCancelledByAnEarlierCallersCompletion_isNotCalled() {
-        let network = LoaderSpy<Int>()
-        let repository = ResourceRepository(loader: network, scheduler: ImmediateScheduler())
-        let calls = Locked<[String]>([])
-        let second = Locked<(any CancellationToken)?>(nil)
-
-        repository.load { _ in
-            calls.withLock { $0.append("first") }
-            second.withLock { $0 }?.cancel()
-        }
-        second.withLock { $0 = repository.load { _ in calls.withLock { $0.append("second") } } }
-        network.complete(with: 1)
-
-        XCTAssertEqual(calls.withLock { $0 }, ["first"])
     }
 
     // MARK: Changes take effect in the order they were asked

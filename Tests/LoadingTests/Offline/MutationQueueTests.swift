@@ -184,17 +184,6 @@ final class MutationQueueTests: XCTestCase {
             [[], ["a waiting 0"], ["a sending 1"], []])
     }
 
-    @available(*, deprecated)
-    func test_deprecatedChanges_forwardsToPendingMutations() throws {
-        let (store, storage, server) = makeEnvironment()
-        let queue = try makeSUT(store, storage, server, connectivity: ManualConnectivity(isOnline: false))
-        let lists = StreamRecorder(queue.changes)
-
-        try queue.enqueue("a")
-
-        XCTAssertEqual(lists.values.map { $0.map { "\($0.input) \($0.status)" } }, [[], ["a waiting"]])
-    }
-
     func test_aThousandMutationsAnsweredAtOnce_replayInOrder_inConstantStackDepth() throws {
         let directory = makeDirectory()
         let storage = FileMutationStorage<String>(directory: directory)

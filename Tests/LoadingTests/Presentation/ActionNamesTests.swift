@@ -36,32 +36,4 @@ final class ActionNamesTests: XCTestCase {
         XCTAssertEqual(source.requests, [nil, 2])
     }
 
-    @available(*, deprecated, message: "exercises the deprecated API on purpose")
-    func test_theDeprecatedBuilders_stillBuildLoadersThatWaitToBeLoaded() {
-        let network = KeyedLoaderSpy<String, String>()
-        let store = Store<String, String>(levels: [], fetch: LoaderFamily { network[$0] })
-        let refresh = store.refresh("a")
-        XCTAssertEqual(network.loadCount(for: "a"), 0)
-        _ = refresh.load { _ in }
-        XCTAssertEqual(network.loadCount(for: "a"), 1)
-    }
-
-    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
-    func test_awaitingARepositorysLoad_returnsWhatItLoaded() async throws {
-        let store = Store<String, String>(
-            levels: [],
-            fetch: LoaderFamily { key in
-                AnyLoader<String> { completion in
-                    completion(.success("value of \(key)"))
-                    return AnyCancellationToken()
-                }
-            })
-        let repository = ResourceRepository(store: store, key: "a")
-
-        // Sample: begin
-        let friend = try await repository.load()
-        // Sample: end
-
-        XCTAssertEqual(friend, "value of a")
-    }
 }

@@ -639,10 +639,7 @@ final class DocCommentSamplesTests: XCTestCase {
 
     // MARK: Presentation
 
-    @available(*, deprecated, message: "exercises the deprecated ResourceRepository on purpose")
     func test_presentation() {
-        let api = self.api
-        let store = Store(levels: [], fetch: LoaderFamily { (id: String) in api.friend(id) })
         let state = LoadingState<[Friend]>.idle
         let friends = answering([docAda])
         // Sample: begin
@@ -652,13 +649,6 @@ final class DocCommentSamplesTests: XCTestCase {
         case .loaded(let friends): show(friends)
         case .failed(let error, let previous): show(previous, banner: error)
         }
-        // Sample: end
-        // Sample: begin
-        let repository = ResourceRepository(store: store, key: "u1")
-        let subscription = repository.state.sink { state in render(state) }  // .idle, .loading, .loaded(...), .failed
-        repository.load()  // joins a load in flight
-        repository.refresh()  // always fetches anew
-        repository.mutate({ $0?.renamed("Ada L.") }, commit: api.rename("u1", to: "Ada L."))
         // Sample: end
         do {
             // Sample: begin
@@ -670,7 +660,6 @@ final class DocCommentSamplesTests: XCTestCase {
             // Sample: end
             subscription.cancel()
         }
-        subscription.cancel()
     }
 
     // MARK: Scheduling
