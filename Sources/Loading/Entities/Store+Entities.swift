@@ -30,9 +30,20 @@ where Entity.ID: Sendable {
                 let shown = target.state(for: key).value
                 let before = shown.map(path.entities) ?? []
                 guard !before.isEmpty, let after = change(shown).map(path.entities) else { return nil }
-                let old = Dictionary(before.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+                // Only what changed between the beginning and the end the two share is looked at (a rename in a
+                // long list costs the comparison, not an index of the list).
+                var (start, end, beforeEnd) = (0, after.count, before.count)
+                while start < end, start < beforeEnd, before[start] == after[start] { start += 1 }
+                while end > start, beforeEnd > start, before[beforeEnd - 1] == after[end - 1] {
+                    end -= 1
+                    beforeEnd -= 1
+                }
+                let old = Dictionary(
+                    before[start..<beforeEnd].map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
                 var copies: [Entity.ID: Entity] = [:]
-                for entity in after where old[entity.id].map({ $0 != entity }) == true { copies[entity.id] = entity }
+                for entity in after[start..<end] where old[entity.id].map({ $0 != entity }) == true {
+                    copies[entity.id] = entity
+                }
                 guard !copies.isEmpty else { return nil }
                 return entities.mutate(
                     replacing: copies, from: HeldKey(store: store, key: key),
