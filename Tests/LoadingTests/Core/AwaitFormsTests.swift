@@ -212,6 +212,12 @@ final class AwaitFormsTests: XCTestCase {
         // Sample: end
         XCTAssertEqual(friend, Person(id: "u1", name: "Ada"))
 
+        let lastWeek = Date(timeIntervalSinceNow: -7 * 24 * 3600)
+        try await disk.save(Person(id: "u1", name: "Ada L."), for: "u1", savedAt: lastWeek)
+        let dated = try await disk.value(for: "u1")
+        XCTAssertEqual(dated.value.name, "Ada L.")
+        XCTAssertEqual(dated.savedAt.timeIntervalSince1970, lastWeek.timeIntervalSince1970, accuracy: 0.001)
+
         try await disk.removeValue(for: "u1")
         await assertThrows(try await disk.value(for: "u1")) { XCTAssertTrue($0 is CacheMiss) }
         try await disk.save(Person(id: "u2", name: "Grace"), for: "u2")
@@ -224,6 +230,9 @@ final class AwaitFormsTests: XCTestCase {
         cache.failure = Refused()
         await assertThrows(try await cache.value(for: "a")) { XCTAssertEqual($0 as? Refused, Refused()) }
         await assertThrows(try await cache.save("1", for: "a")) { XCTAssertEqual($0 as? Refused, Refused()) }
+        await assertThrows(try await cache.save("1", for: "a", savedAt: Date())) {
+            XCTAssertEqual($0 as? Refused, Refused())
+        }
         await assertThrows(try await cache.removeValue(for: "a")) {
             XCTAssertEqual($0 as? Refused, Refused())
         }
@@ -235,7 +244,8 @@ final class AwaitFormsTests: XCTestCase {
         cache.holds = true
         let operations: [@Sendable () async throws -> Void] = [
             { _ = try await cache.value(for: "a") }, { try await cache.save("1", for: "a") },
-            { try await cache.removeValue(for: "a") }, { try await cache.removeAll() },
+            { try await cache.save("1", for: "a", savedAt: Date()) }, { try await cache.removeValue(for: "a") },
+            { try await cache.removeAll() },
         ]
         for (index, operation) in operations.enumerated() {
             let waiting = Task { try await operation() }
@@ -243,7 +253,7 @@ final class AwaitFormsTests: XCTestCase {
             waiting.cancel()
             await assertThrows(try await ended(waiting)) { XCTAssertTrue($0 is CancellationError) }
         }
-        XCTAssertEqual(cache.heldCount, 4, "each still under way, for the cache to complete")
+        XCTAssertEqual(cache.heldCount, 5, "each still under way, for the cache to complete")
     }
 
     func test_cacheSave_returnsOnceStored_throwsItsError_andCancelledEndsTheWait() async throws {

@@ -80,6 +80,15 @@ extension KeyedCache {
         }.load()
     }
 
+    /// Saves `value` for `key` as saved at `savedAt`, as ``save(_:for:savedAt:completion:)`` does, and returns once it
+    /// is stored. A save is not cancelled: cancelling the task ends the wait at once, with `CancellationError`.
+    public func save(_ value: Value, for key: Key, savedAt: Date) async throws {
+        try await AnyLoader<Void> { completion in
+            self.save(value, for: key, savedAt: savedAt, completion: completion)
+            return AnyCancellationToken()
+        }.load()
+    }
+
     /// Removes the value stored for `key`, if any, as ``removeValue(for:completion:)`` does. Cancelling the task ends
     /// the wait at once, with `CancellationError`; the removal goes on.
     public func removeValue(for key: Key) async throws {
