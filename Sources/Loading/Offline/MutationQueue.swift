@@ -92,7 +92,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     ///   - key: the store key a mutation changes.
     ///   - change: what a mutation does to its key's value.
     ///   - send: sends a mutation to the server with its idempotency key; the load's success is the server's
-    ///     acceptance.
+    ///     acceptance. With `creation`, it is never given a mutation that creates an item: `creation` sends those.
     ///   - isRefused: whether a failure of `send` is the server refusing the mutation (it is then undone and
     ///     dropped); any other failure is transient.
     ///   - creation: how mutations that create items offline, under temporary ids, are sent, and the ids the server
