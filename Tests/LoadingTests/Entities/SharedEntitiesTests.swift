@@ -291,6 +291,23 @@ final class SharedEntitiesTests: XCTestCase {
         for key in 0..<2 { XCTAssertEqual(lists.state(for: key).value, [renamed, grace], "and in each list") }
     }
 
+    /// A store's `write` and `update` of a key reach every key holding the entities they change, before they return.
+    func test_aStoresWriteAndUpdateOfAnEntity_reachEveryKeyHoldingIt_atOnce() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
+        let details = makeDetailStore(people) { _ in Self.answering(ada) }
+        for key in 0..<2 { XCTAssertNotNil(read(key, in: lists)) }
+        XCTAssertNotNil(read("ada", in: details))
+
+        details.write(Person(id: "ada", name: "Ada L."), for: "ada")
+        for key in 0..<2 { XCTAssertEqual(lists.state(for: key).value?.first?.name, "Ada L.", "written: in list \(key)") }
+
+        lists.update(0) { $0?.map { $0.id == "ada" ? Person(id: "ada", name: "Countess") : $0 } }
+        XCTAssertEqual(details.state(for: "ada").value?.name, "Countess", "updated: in the detail")
+        XCTAssertEqual(lists.state(for: 1).value?.first?.name, "Countess", "and in the other list")
+    }
+
     /// Cancelling a store's change of an entity cancels its one commit and undoes it in every key; a change that
     /// only drops an entity from a key's value (a filter) is that key's alone.
     func test_aStoresChangeOfAnEntity_cancelled_isUndoneEverywhere_andDroppingAnEntityStaysInItsKey() {
