@@ -301,7 +301,7 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertNotNil(read("ada", in: details))
 
         details.write(Person(id: "ada", name: "Ada L."), for: "ada")
-        for key in 0..<2 { XCTAssertEqual(lists.state(for: key).value?.first?.name, "Ada L.", "written: in list \(key)") }
+        for key in 0..<2 { XCTAssertEqual(lists.state(for: key).value?.first?.name, "Ada L.", "in list \(key)") }
 
         lists.update(0) { $0?.map { $0.id == "ada" ? Person(id: "ada", name: "Countess") : $0 } }
         XCTAssertEqual(details.state(for: "ada").value?.name, "Countess", "updated: in the detail")
