@@ -29,14 +29,14 @@ extension MutationQueue {
     /// Cancelling the task ends the wait at once, with `CancellationError`; the mutation goes on.
     public func outcome(of id: String) async throws -> SettledMutation<Input>.Outcome? {
         let bridge = AsyncLoadBridge<SettledMutation<Input>.Outcome?>()
-        let resume: MutationOutcomes<Input>.Resume = { bridge.complete(with: .success($0)) }
-        let (knowledge, waiter) = awaiting.withLock { outcomes -> (MutationOutcomes<Input>.Knowledge, Int?) in
+        let resume: MutationOutcomes.Resume = { end in bridge.complete(with: .success(end.map(Self.outcome))) }
+        let (knowledge, waiter) = awaiting.withLock { outcomes -> (MutationOutcomes.Knowledge, Int?) in
             let knowledge = outcomes.outcome(of: id)
             guard case .pending = knowledge else { return (knowledge, nil) }
             return (knowledge, outcomes.addWaiter(for: id, resume))
         }
         switch knowledge {
-        case .settled(let outcome): bridge.complete(with: .success(outcome))
+        case .settled(let end): bridge.complete(with: .success(Self.outcome(end)))
         case .unknown: bridge.complete(with: .success(nil))
         case .pending: break
         }
@@ -68,8 +68,30 @@ extension MutationQueue {
 
     /// Tells the callers waiting for mutation `settled` how it ended, and keeps it among the latest outcomes.
     func tellWaiters(_ settled: SettledMutation<Input>) {
-        let waiting = awaiting.withLock { $0.settled(settled.id, settled.outcome) }
-        for resume in waiting { resume(settled.outcome) }
+        let end = Self.end(settled.outcome)
+        let waiting = awaiting.withLock { $0.settled(settled.id, end) }
+        for resume in waiting { resume(end) }
+    }
+
+    /// An outcome as the queue's waiters keep it: its cases, without the input's type (kept by code compiled once).
+    private static func end(_ outcome: SettledMutation<Input>.Outcome) -> MutationEnd {
+        switch outcome {
+        case .accepted: .accepted
+        case .refused(let error): .refused(error)
+        case .discarded: .discarded
+        case .cleared: .cleared
+        case .sentByAnotherProcess: .sentByAnotherProcess
+        }
+    }
+
+    private static func outcome(_ end: MutationEnd) -> SettledMutation<Input>.Outcome {
+        switch end {
+        case .accepted: .accepted
+        case .refused(let error): .refused(error)
+        case .discarded: .discarded
+        case .cleared: .cleared
+        case .sentByAnotherProcess: .sentByAnotherProcess
+        }
     }
 
     /// Mutation `id` left the queue without settling (its enqueue failed, or a clear overtook it as it was restored):
@@ -85,10 +107,20 @@ extension MutationQueue {
     }
 }
 
+/// How a mutation ended (``SettledMutation/Outcome``'s cases), in a type that does not depend on the queue's input:
+/// what the queue's waiters keep is compiled once, not looked up at run time for each input type.
+enum MutationEnd: Sendable {
+    case accepted
+    case refused(any Error)
+    case discarded
+    case cleared
+    case sentByAnotherProcess
+}
+
 /// The mutations a queue holds and those it settled lately, with their outcomes, and the callers waiting for one
 /// (or for the queue to settle).
-struct MutationOutcomes<Input: Sendable>: Sendable {
-    typealias Outcome = SettledMutation<Input>.Outcome
+struct MutationOutcomes: Sendable {
+    typealias Outcome = MutationEnd
     typealias Resume = @Sendable (Outcome?) -> Void
 
     /// What the queue knows of a mutation.
@@ -101,52 +133,55 @@ struct MutationOutcomes<Input: Sendable>: Sendable {
     /// How many outcomes are kept for callers asking after the mutation settled.
     static var keptOutcomes: Int { 256 }
 
-    /// The mutations enqueued or restored, until they are told settled (or never shown: a failed enqueue).
-    private var pending = Set<String>()
-    private var latest: [String: Outcome] = [:]
-    private var latestOrder: [String] = []
+    /// The mutations enqueued or restored (`nil` until they are told settled, then how they ended), and the order
+    /// in which those kept settled: the oldest go once more than twice ``keptOutcomes`` are kept.
+    private var known: [String: Outcome?] = [:]
+    private var settledOrder: [String] = []
     /// By waiter: the mutation waited for (`nil`: the queue), and how to resume the caller.
     private var waiters: [Int: (id: String?, resume: Resume)] = [:]
     private var lastWaiter = 0
+    private var queueWaiters = 0
 
     /// Whether a caller waits for the queue to settle.
-    var waitsForTheQueue: Bool { waiters.values.contains { $0.id == nil } }
+    var waitsForTheQueue: Bool { queueWaiters > 0 }
 
     func outcome(of id: String) -> Knowledge {
-        if pending.contains(id) { return .pending }
-        return latest[id].map { .settled($0) } ?? .unknown
+        guard let entry = known[id] else { return .unknown }
+        return entry.map { .settled($0) } ?? .pending
     }
 
     /// Mutation `id` is enqueued (before its id is known to anyone) or restored.
     mutating func expect(_ id: String) {
-        pending.insert(id)
+        known[id] = .some(nil)
     }
 
     /// Mutation `id` left the queue without settling: its enqueue failed, or a clear overtook it as it was restored.
     mutating func forget(_ id: String) -> [Resume] {
-        pending.remove(id)
+        known[id] = nil
         return takeWaiters { $0 == id }
     }
 
     mutating func addWaiter(for id: String?, _ resume: @escaping Resume) -> Int {
         lastWaiter += 1
         waiters[lastWaiter] = (id, resume)
+        if id == nil { queueWaiters += 1 }
         return lastWaiter
     }
 
     /// Takes waiter `number` out; `nil` when another path resumed it already.
     mutating func take(_ number: Int) -> Resume? {
-        waiters.removeValue(forKey: number)?.resume
+        guard let waiter = waiters.removeValue(forKey: number) else { return nil }
+        if waiter.id == nil { queueWaiters -= 1 }
+        return waiter.resume
     }
 
     /// Keeps `outcome` of mutation `id`, and takes the waiters for it out.
     mutating func settled(_ id: String, _ outcome: Outcome) -> [Resume] {
-        pending.remove(id)
-        latest[id] = outcome
-        latestOrder.append(id)
-        if latestOrder.count > 2 * Self.keptOutcomes {
-            for old in latestOrder.prefix(latestOrder.count - Self.keptOutcomes) { latest[old] = nil }
-            latestOrder.removeFirst(latestOrder.count - Self.keptOutcomes)
+        known[id] = .some(outcome)
+        settledOrder.append(id)
+        if settledOrder.count > 2 * Self.keptOutcomes {
+            for old in settledOrder.prefix(settledOrder.count - Self.keptOutcomes) { known[old] = nil }
+            settledOrder.removeFirst(settledOrder.count - Self.keptOutcomes)
         }
         return takeWaiters { $0 == id }
     }
@@ -156,8 +191,13 @@ struct MutationOutcomes<Input: Sendable>: Sendable {
     }
 
     private mutating func takeWaiters(_ isTaken: (String?) -> Bool) -> [Resume] {
-        let taken = waiters.filter { isTaken($0.value.id) }
-        for number in taken.keys { waiters[number] = nil }
-        return taken.values.map(\.resume)
+        guard !waiters.isEmpty else { return [] }
+        var taken: [Resume] = []
+        for (number, waiter) in waiters where isTaken(waiter.id) {
+            waiters[number] = nil
+            if waiter.id == nil { queueWaiters -= 1 }
+            taken.append(waiter.resume)
+        }
+        return taken
     }
 }

@@ -76,7 +76,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     /// What the queue knows; each of its steps is taken whole under this lock (see ``MutationLedger``).
     let ledger = Locked(MutationLedger<Input>())
     /// The outcomes settled lately, and the callers waiting for one (see ``outcome(of:)``).
-    let awaiting = Locked(MutationOutcomes<Input>())
+    let awaiting = Locked(MutationOutcomes())
     /// The version of the list, published after each change (the list itself is built only for observers).
     let versions = CurrentValueStreamSubject<Int, Never>(0)
     let trampoline = Trampoline()
