@@ -144,6 +144,9 @@ extension StoreEngine {
                 ticket?.hold(reportingTo: reportFailure)
                 levels[index].removeValue(key.object, landed)
             }
+        case .waitForSaves(let flush):
+            // The flush's hold goes to the saves in flight, when there are any.
+            if run(key, { $0.flushWaits(flush, for: $1) }) { return }
         }
         ticket?.release()  // the operation's own hold: it is issued
     }

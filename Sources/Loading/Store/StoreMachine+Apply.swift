@@ -184,21 +184,27 @@ extension StoreMachine {
 
     /// Turns `key`'s debounced writes into level operations now (a flush), cancelling their timers; `ticket` (held
     /// once for the flush of this key) is held by each, and by the key's saves in flight now (writes issued before
-    /// the flush, still on their way to a level) until they land.
+    /// the flush, still on their way to a level) until they land. Operations decided before the flush and not issued
+    /// yet (another caller is issuing the key's) are waited for too: the ticket waits behind them, and for their
+    /// saves once they are issued.
     mutating func flushDebounced(of key: Key, ticket: SaveTicket) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects()
-        if !entry.saves.whenLanded(ticket) { effects.released = [ticket] }
+        if entry.writes.hasOps {
+            entry.writes.append(.waitForSaves(ticket: ticket))
+        } else if !entry.saves.whenLanded(ticket) {
+            effects.released = [ticket]
+        }
         effects.cancels = entry.writes.flushDebounced(holding: ticket)
         effects.issueLevels = startIssuing(key)
         return effects
     }
 
-    /// The keys a flush asks: those with debounced writes waiting, changes queued or running (which may make some),
-    /// or saves on their way to a level.
+    /// The keys a flush asks: those with debounced writes or level operations waiting, changes queued or running
+    /// (which may make some), or saves on their way to a level.
     func keysToFlush() -> [Key] {
         entries.compactMap { key, entry in
-            !entry.writes.hasDebounced && entry.turn.isFree && !entry.saves.hasInFlight ? nil : key
+            entry.writes.isSettled && entry.turn.isFree && !entry.saves.hasInFlight ? nil : key
         }
     }
 

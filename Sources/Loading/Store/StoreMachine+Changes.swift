@@ -89,6 +89,7 @@ extension StoreMachine {
             entry.saves.issue(count, version: mark.version)
         case .flush(_, _, _, _, let mark): entry.saves.issue(1, version: mark.version)
         case .remove(let targets, _, let mark): entry.saves.issue(targets.count, version: mark.version)
+        case .waitForSaves: break
         }
     }
 

@@ -38,6 +38,12 @@ extension StoreMachine {
         return effects
     }
 
+    /// A flush's wait reached the caller issuing `key`'s operations, which issued (and counted) those decided before
+    /// it: `ticket` waits for the key's saves in flight; `false` when none is (the caller releases it).
+    mutating func flushWaits(_ ticket: SaveTicket, for key: Key) -> Bool {
+        entry(key, heldBecause: "a caller is issuing the key's level operations").saves.whenLanded(ticket)
+    }
+
     /// Whether the caller that decided level operations for `key` issues them: not when another caller is issuing
     /// the key's operations already, or a clear holds them until its `removeAll` is issued.
     mutating func startIssuing(_ key: Key) -> Bool {
@@ -60,10 +66,14 @@ extension StoreMachine {
         /// made in a level they share: then the faster ones); a removal no level could make is kept as a failed save
         /// is.
         case remove(levels: Range<Int>, ticket: SaveTicket?, mark: SaveMark)
+        /// A flush's wait: once the operations decided before it are issued, its ticket waits for the key's saves in
+        /// flight (see ``StoreMachine/flushWaits(_:for:)``).
+        case waitForSaves(ticket: SaveTicket)
 
         var ticket: SaveTicket? {
             switch self {
             case .save(_, _, _, _, let ticket, _), .flush(_, _, _, let ticket, _), .remove(_, let ticket, _): ticket
+            case .waitForSaves(let ticket): ticket
             }
         }
     }

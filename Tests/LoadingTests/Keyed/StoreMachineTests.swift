@@ -892,6 +892,8 @@ final class StoreMachineTests: XCTestCase {
             _ = machine.saveLanded(key, matching: nil, mark: mark, failed: false, at: now, flushedLevel: level)
         case .remove(let levels, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
+        case .waitForSaves(let ticket):
+            if !machine.flushWaits(ticket, for: key) { ticket.release() }
         case nil: break
         }
     }
