@@ -42,6 +42,34 @@ final class SharedLevelOrder: Sendable {
         var waiting: [Data: [@Sendable () -> Void]] = [:]
     }
 
+    /// The saves the store heard landed whose records are not appended yet (numbered as they landed), and what waits
+    /// for them to be: a flush, so that a process ended once it completed has told the other processes too.
+    private struct Recording {
+        var landed: UInt64 = 0
+        var unrecorded: Set<UInt64> = []
+        var waiting: [(upTo: UInt64, body: @Sendable () -> Void)] = []
+
+        mutating func begin() -> UInt64 {
+            landed += 1
+            unrecorded.insert(landed)
+            return landed
+        }
+
+        /// Returns what waited for `landing` last, to run after unlocking.
+        mutating func end(_ landing: UInt64) -> [@Sendable () -> Void] {
+            unrecorded.remove(landing)
+            guard !waiting.isEmpty else { return [] }
+            let oldest = unrecorded.min() ?? .max
+            var done: [@Sendable () -> Void] = []
+            waiting.removeAll { waiter in
+                guard waiter.upTo < oldest else { return false }
+                done.append(waiter.body)
+                return true
+            }
+            return done
+        }
+    }
+
     /// How many claims are kept (the oldest landed ones go past twice as many).
     static let claimLimit = 4_096
 
@@ -51,6 +79,7 @@ final class SharedLevelOrder: Sendable {
     private let encodeKey: @Sendable (AnyStoreKey) -> Data?
     private let onFailure: @Sendable (any Error) -> Void
     private let state = Locked(State())
+    private let recording = Locked(Recording())
     /// What reads a key again once a change that outlived another process's clear landed.
     private let relearn = Locked<(@Sendable (AnyStoreKey) -> Void)?>(nil)
     /// The clears learned from other processes that the store is making, the latest one's place, and the keys other
@@ -96,6 +125,16 @@ final class SharedLevelOrder: Sendable {
                 }
             },
             writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit)
+    }
+
+    /// Runs `body` once the saves the store heard landed so far are recorded in the journal (at once when they are).
+    func whenRecorded(_ body: @escaping @Sendable () -> Void) {
+        let waits = recording.withLock { recording in
+            guard let newest = recording.unrecorded.max() else { return false }
+            recording.waiting.append((newest, body))
+            return true
+        }
+        if !waits { body() }
     }
 
     /// How many keys this process's latest changes are remembered for (bounded: see ``claimLimit``).
@@ -144,8 +183,10 @@ final class SharedLevelOrder: Sendable {
             issue(box, savedAt: savedAt, of: key) { [self] result in
                 // Recorded after the store heard of it: a mutation queue that confirmed the value has let go of its
                 // stored mutation by then, so another process never learns the value while that mutation is kept.
+                let landing = recording.withLock { $0.begin() }
                 completion(result)
                 landed(claim, of: encoded, result: result)
+                for body in recording.withLock({ $0.end(landing) }) { body() }
             }
         }
         let (waits, replaced) = state.withLock { state in

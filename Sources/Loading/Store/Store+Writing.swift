@@ -55,13 +55,18 @@ extension Store {
     /// the background, so that a burst of changes is not lost if the process is ended. Changes asked before the call
     /// are included. `completion` runs once the writes it issued have completed (or failed: see `onWriteFailure`);
     /// a level that runs its writes in order, as a database connection does, has then completed the earlier ones too.
+    /// A store sharing a level with other processes (`sharing:`) has then recorded those writes in the journal too,
+    /// for the other processes to learn.
     ///
     /// ```swift
     /// // When the app goes to the background:
     /// store.flush()
     /// ```
     public func flush(completion: @escaping @Sendable () -> Void = {}) {
-        let saved = Machine.SaveTicket(.run(completion))
+        // With other processes over a level, once they can learn the writes too (their records are in the journal).
+        var done = completion
+        if let order = otherProcesses?.order { done = { order.whenRecorded(completion) } }
+        let saved = Machine.SaveTicket(.run(done))
         for key in lockedKeys({ $0.keysToFlush() }) {
             saved.hold()
             submit(.flush(saved), for: key)

@@ -82,6 +82,26 @@ final class LaterWriteWinsTests: XCTestCase {
         assertBothShow("later", app: app, widget: widget, "the later write wins")
     }
 
+    /// A flush ends once the write is in the journal too: a process ended then has told the others.
+    func test_aFlush_endsOnceTheOtherProcessesCanLearnTheWrite() throws {
+        let held = HeldSaves()
+        let widget = try makeProcess(holding: held)
+        let records = try ChangeJournal(file: directory.appendingPathComponent("changes.journal"))
+        widget.store.write("flushed", for: "k")
+        XCTAssertTrue(eventually { held.count == 1 }, "the widget's save is held")
+
+        let recordedWhenFlushed = Locked<[ChangeJournal.Change]>([])
+        let flushed = expectation(description: "flushed")
+        widget.store.flush {
+            recordedWhenFlushed.withLock { $0 = records.readChanges() }
+            flushed.fulfill()
+        }
+        held.release()
+        wait(for: [flushed], timeout: .watchdog)
+
+        XCTAssertEqual(recordedWhenFlushed.withLock { $0 }, [.saved(Data(#"["k"]"#.utf8))])
+    }
+
     /// The same, for a removal made last: the earlier write landing after it does not bring the value back.
     func test_anEarlierWriteWhoseSaveLandsLast_losesToALaterRemoval() throws {
         let held = HeldSaves()
