@@ -29,14 +29,16 @@ extension MutationQueue {
     /// Cancelling the task ends the wait at once, with `CancellationError`; the mutation goes on.
     public func outcome(of id: String) async throws -> SettledMutation<Input>.Outcome? {
         let bridge = AsyncLoadBridge<SettledMutation<Input>.Outcome?>()
-        let resume: MutationOutcomes.Resume = { end in bridge.complete(with: .success(end.map(Self.outcome))) }
+        let resume: MutationOutcomes.Resume = { end in
+            bridge.complete(with: .success(end.map(SettledMutation.Outcome.init)))
+        }
         let (knowledge, waiter) = awaiting.withLock { outcomes -> (MutationOutcomes.Knowledge, Int?) in
             let knowledge = outcomes.outcome(of: id)
             guard case .pending = knowledge else { return (knowledge, nil) }
             return (knowledge, outcomes.addWaiter(for: id, resume))
         }
         switch knowledge {
-        case .settled(let end): bridge.complete(with: .success(Self.outcome(end)))
+        case .settled(let end): bridge.complete(with: .success(SettledMutation.Outcome(end)))
         case .unknown: bridge.complete(with: .success(nil))
         case .pending: break
         }
@@ -68,30 +70,9 @@ extension MutationQueue {
 
     /// Tells the callers waiting for mutation `settled` how it ended, and keeps it among the latest outcomes.
     func tellWaiters(_ settled: SettledMutation<Input>) {
-        let end = Self.end(settled.outcome)
+        let end = MutationEnd(settled.outcome)
         let waiting = awaiting.withLock { $0.settled(settled.id, end) }
         for resume in waiting { resume(end) }
-    }
-
-    /// An outcome as the queue's waiters keep it: its cases, without the input's type (kept by code compiled once).
-    private static func end(_ outcome: SettledMutation<Input>.Outcome) -> MutationEnd {
-        switch outcome {
-        case .accepted: .accepted
-        case .refused(let error): .refused(error)
-        case .discarded: .discarded
-        case .cleared: .cleared
-        case .sentByAnotherProcess: .sentByAnotherProcess
-        }
-    }
-
-    private static func outcome(_ end: MutationEnd) -> SettledMutation<Input>.Outcome {
-        switch end {
-        case .accepted: .accepted
-        case .refused(let error): .refused(error)
-        case .discarded: .discarded
-        case .cleared: .cleared
-        case .sentByAnotherProcess: .sentByAnotherProcess
-        }
     }
 
     /// Mutation `id` left the queue without settling (its enqueue failed, or a clear overtook it as it was restored):
@@ -115,18 +96,41 @@ enum MutationEnd: Sendable {
     case discarded
     case cleared
     case sentByAnotherProcess
+
+    /// `outcome`'s case.
+    init<Input>(_ outcome: SettledMutation<Input>.Outcome) {
+        switch outcome {
+        case .accepted: self = .accepted
+        case .refused(let error): self = .refused(error)
+        case .discarded: self = .discarded
+        case .cleared: self = .cleared
+        case .sentByAnotherProcess: self = .sentByAnotherProcess
+        }
+    }
+}
+
+extension SettledMutation.Outcome {
+    /// `end`'s case.
+    init(_ end: MutationEnd) {
+        switch end {
+        case .accepted: self = .accepted
+        case .refused(let error): self = .refused(error)
+        case .discarded: self = .discarded
+        case .cleared: self = .cleared
+        case .sentByAnotherProcess: self = .sentByAnotherProcess
+        }
+    }
 }
 
 /// The mutations a queue holds and those it settled lately, with their outcomes, and the callers waiting for one
 /// (or for the queue to settle).
 struct MutationOutcomes: Sendable {
-    typealias Outcome = MutationEnd
-    typealias Resume = @Sendable (Outcome?) -> Void
+    typealias Resume = @Sendable (MutationEnd?) -> Void
 
     /// What the queue knows of a mutation.
     enum Knowledge {
         case pending
-        case settled(Outcome)
+        case settled(MutationEnd)
         case unknown
     }
 
@@ -135,7 +139,7 @@ struct MutationOutcomes: Sendable {
 
     /// The mutations enqueued or restored (`nil` until they are told settled, then how they ended), and the order
     /// in which those kept settled: the oldest go once more than twice ``keptOutcomes`` are kept.
-    private var known: [String: Outcome?] = [:]
+    private var known: [String: MutationEnd?] = [:]
     private var settledOrder: [String] = []
     /// By waiter: the mutation waited for (`nil`: the queue), and how to resume the caller.
     private var waiters: [Int: (id: String?, resume: Resume)] = [:]
@@ -176,7 +180,7 @@ struct MutationOutcomes: Sendable {
     }
 
     /// Keeps `outcome` of mutation `id`, and takes the waiters for it out.
-    mutating func settled(_ id: String, _ outcome: Outcome) -> [Resume] {
+    mutating func settled(_ id: String, _ outcome: MutationEnd) -> [Resume] {
         known[id] = .some(outcome)
         settledOrder.append(id)
         if settledOrder.count > 2 * Self.keptOutcomes {
