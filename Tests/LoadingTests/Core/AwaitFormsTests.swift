@@ -178,31 +178,30 @@ final class AwaitFormsTests: XCTestCase {
     }
 
     func test_loadNextPage_failed_throwsTheError_andCancelled_throwsCancellationError() async {
-        let (feeds, pages) = makePagedStore()
-        let failing = Task { try await feeds.loadNextPage(of: "home") }
-        await waitUntil { pages.loadCount == 1 }
-        pages.fail(with: Refused(), at: 0)
-        await assertThrows(try await ended(failing)) { XCTAssertEqual($0 as? Refused, Refused()) }
-
-        let cancelled = Task { try await feeds.loadNextPage(of: "home") }
-        await waitUntil { pages.loadCount == 2 }
-        cancelled.cancel()
-        await assertThrows(try await ended(cancelled)) { XCTAssertTrue($0 is CancellationError) }
-        XCTAssertEqual(pages.cancelledRequests, [1], "its only caller left: the request is cancelled")
+        await assertFailsAndCancels { feeds in try await feeds.loadNextPage(of: "home") }
     }
 
     func test_loadPreviousPage_failed_throwsTheError_andCancelled_throwsCancellationError() async {
+        await assertFailsAndCancels { feeds in try await feeds.loadPreviousPage(of: "home") }
+    }
+
+    /// A page load whose request fails throws the error; one cancelled while its request runs throws
+    /// `CancellationError`, and its request (this caller's alone) is cancelled.
+    private func assertFailsAndCancels(
+        _ load: @escaping @Sendable (PagedStore<String, Int, Int>) async throws -> StoreResponse<PagedList<Int, Int>>,
+        line: UInt = #line
+    ) async {
         let (feeds, pages) = makePagedStore()
-        let failing = Task { try await feeds.loadPreviousPage(of: "home") }
+        let failing = Task { try await load(feeds) }
         await waitUntil { pages.loadCount == 1 }
         pages.fail(with: Refused(), at: 0)
-        await assertThrows(try await ended(failing)) { XCTAssertEqual($0 as? Refused, Refused()) }
+        await assertThrows(try await ended(failing)) { XCTAssertEqual($0 as? Refused, Refused(), line: line) }
 
-        let cancelled = Task { try await feeds.loadPreviousPage(of: "home") }
+        let cancelled = Task { try await load(feeds) }
         await waitUntil { pages.loadCount == 2 }
         cancelled.cancel()
-        await assertThrows(try await ended(cancelled)) { XCTAssertTrue($0 is CancellationError) }
-        XCTAssertEqual(pages.cancelledRequests, [1])
+        await assertThrows(try await ended(cancelled)) { XCTAssertTrue($0 is CancellationError, line: line) }
+        XCTAssertEqual(pages.cancelledRequests, [1], "its only caller left: the request is cancelled", line: line)
     }
 
     // MARK: Caches
