@@ -41,6 +41,20 @@ final class SharedEntitiesTests: XCTestCase {
             entities: entities.held(in: .whole))
     }
 
+    /// Lists (each fetching Ada and Grace) and details (fetching Ada) sharing `people`, with lists `0..<lists` and
+    /// Ada's detail read.
+    private func makeListsAndDetail(
+        lists count: Int
+    ) -> (people: SharedEntities<Person>, lists: Store<Int, [Person]>, details: Store<String, Person>) {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
+        let details = makeDetailStore(people) { _ in Self.answering(ada) }
+        for key in 0..<count { XCTAssertNotNil(read(key, in: lists)) }
+        XCTAssertNotNil(read("ada", in: details))
+        return (people, lists, details)
+    }
+
     private static func answering<Value: Sendable>(_ value: Value) -> AnyLoader<Value> {
         AnyLoader { completion in
             completion(.success(value))
@@ -212,12 +226,7 @@ final class SharedEntitiesTests: XCTestCase {
     }
 
     func test_aRefusedChange_isUndoneEverywhere_whileALaterAcceptedOneStays() {
-        let people = SharedEntities<Person>()
-        let (ada, grace) = (ada, grace)
-        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
-        let details = makeDetailStore(people) { _ in Self.answering(ada) }
-        for key in 0..<3 { XCTAssertNotNil(read(key, in: lists)) }
-        XCTAssertNotNil(read("ada", in: details))
+        let (people, lists, details) = makeListsAndDetail(lists: 3)
         let shown = (0..<3).map { observe($0, in: lists) }
         let detailShown = observe("ada", in: details)
 
@@ -251,12 +260,7 @@ final class SharedEntitiesTests: XCTestCase {
     /// One road for an optimistic edit: a store's `mutate` of a key (a detail screen's rename) shows the changed copy
     /// in every key holding the entity at once, with one commit; confirmed everywhere when accepted.
     func test_aStoresChangeOfAnEntity_showsInEveryKeyHoldingIt_atOnce_withOneCommit() {
-        let people = SharedEntities<Person>()
-        let (ada, grace) = (ada, grace)
-        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
-        let details = makeDetailStore(people) { _ in Self.answering(ada) }
-        for key in 0..<2 { XCTAssertNotNil(read(key, in: lists)) }
-        XCTAssertNotNil(read("ada", in: details))
+        let (people, lists, details) = makeListsAndDetail(lists: 2)
         let shown = (0..<2).map { observe($0, in: lists) }
         let commit = LoaderSpy<Void>()
         let outcome = Locked<Result<Void, any Error>?>(nil)
@@ -293,12 +297,7 @@ final class SharedEntitiesTests: XCTestCase {
 
     /// A store's `write` and `update` of a key reach every key holding the entities they change, before they return.
     func test_aStoresWriteAndUpdateOfAnEntity_reachEveryKeyHoldingIt_atOnce() {
-        let people = SharedEntities<Person>()
-        let (ada, grace) = (ada, grace)
-        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
-        let details = makeDetailStore(people) { _ in Self.answering(ada) }
-        for key in 0..<2 { XCTAssertNotNil(read(key, in: lists)) }
-        XCTAssertNotNil(read("ada", in: details))
+        let (_, lists, details) = makeListsAndDetail(lists: 2)
 
         details.write(Person(id: "ada", name: "Ada L."), for: "ada")
         for key in 0..<2 { XCTAssertEqual(lists.state(for: key).value?.first?.name, "Ada L.", "in list \(key)") }
@@ -311,12 +310,7 @@ final class SharedEntitiesTests: XCTestCase {
     /// Cancelling a store's change of an entity cancels its one commit and undoes it in every key; a change that
     /// only drops an entity from a key's value (a filter) is that key's alone.
     func test_aStoresChangeOfAnEntity_cancelled_isUndoneEverywhere_andDroppingAnEntityStaysInItsKey() {
-        let people = SharedEntities<Person>()
-        let (ada, grace) = (ada, grace)
-        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
-        let details = makeDetailStore(people) { _ in Self.answering(ada) }
-        XCTAssertNotNil(read(1, in: lists))
-        XCTAssertNotNil(read("ada", in: details))
+        let (_, lists, details) = makeListsAndDetail(lists: 2)
         let commit = LoaderSpy<Void>()
 
         let token = details.mutate("ada", { $0.map { Person(id: $0.id, name: "Ada L.") } }, commit: commit)
@@ -334,12 +328,7 @@ final class SharedEntitiesTests: XCTestCase {
     }
 
     func test_aLogoutWhileAChangeIsSent_cancelsItsCommit_andShowsNothingOfIt() {
-        let people = SharedEntities<Person>()
-        let (ada, grace) = (ada, grace)
-        let lists = makeListStore(people) { _ in Self.answering([ada, grace]) }
-        let details = makeDetailStore(people) { _ in Self.answering(ada) }
-        XCTAssertNotNil(read(1, in: lists))
-        XCTAssertNotNil(read("ada", in: details))
+        let (people, lists, details) = makeListsAndDetail(lists: 2)
         let listShown = observe(1, in: lists)
         let commit = LoaderSpy<Void>()
         let outcome = Locked<Result<Void, any Error>?>(nil)
