@@ -123,7 +123,8 @@ private final class GatedCache: KeyedCache {
         set { saving.withLock { $0 = newValue } }
     }
 
-    func waitUntilHeld() { entered.wait() }
+    /// Returns once the held save began (or the watchdog ran out: the test then fails on what follows).
+    func waitUntilHeld() { _ = entered.wait(timeout: .now() + .watchdog) }
     func release() { gate.signal() }
 
     func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
@@ -133,7 +134,7 @@ private final class GatedCache: KeyedCache {
     func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         if value == held {
             entered.signal()
-            gate.wait()
+            _ = gate.wait(timeout: .now() + .watchdog)
         }
         onSave?(value)
         saved.withLock { $0[key] = value }
