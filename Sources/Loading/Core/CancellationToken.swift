@@ -41,11 +41,6 @@ public final class AnyCancellationToken: CancellationToken {
         self.action = Locked(Pending(action: action))
     }
 
-    /// Creates a token that forwards the first `cancel()` to `token`.
-    public convenience init(_ token: any CancellationToken) {
-        self.init { token.cancel() }
-    }
-
     /// Creates a token with nothing to cancel, for work that cannot be stopped.
     public convenience init() {
         self.init {}

@@ -1,4 +1,4 @@
-/// The loads in flight of a coalesced family (``LoaderFamily/coalesced()``): for each, its callers in the order they
+/// The loads in flight of a coalesced family (``LoaderFamily/coalesced(events:)``): for each, its callers in the order they
 /// joined and the token of its upstream load. Not generic, compiled once: a flight is found by its key's hash value
 /// and recognized by the family's own comparison of keys, and a caller is the object the family made of it (its key
 /// and its completion), which the table only holds. A caller's token is a ``FlightTicket``.

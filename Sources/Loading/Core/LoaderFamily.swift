@@ -27,24 +27,14 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
         makeLoader(key)
     }
 
-    /// The loader for `key`.
-    @inlinable
-    public func loader(for key: Key) -> AnyLoader<Output> {
-        makeLoader(key)
-    }
-
     /// A family whose loads of one key share one upstream load while it is in flight.
     ///
     /// Concurrent loads of a key join the load already running for it; each caller's cancel drops only its own
     /// interest, and the last caller to leave cancels the upstream load. Keys never wait for each other, and a load
     /// that starts after the shared one completed starts a new one. Every caller receives the shared result on the
     /// thread it arrives on. Keep the returned family (for example in a property): the sharing is per family value.
-    public func coalesced() -> LoaderFamily {
-        let flights = Flights<Key, Output>(makeLoader: makeLoader)
-        return LoaderFamily { key in flights.loader(for: key) }
-    }
-
-    /// ``coalesced()``, telling `events` of each shared load as a ``Store`` tells of its fetches: when it started
+    ///
+    /// `events`, when given, hears of each shared load as a ``Store`` tells of its fetches: when it started
     /// (``StoreEvent/fetchStarted(_:fetch:)``, in the task of the caller that started it), each caller that joined it
     /// (``StoreEvent/fetchJoined(_:fetch:)``), and when it ended, with its duration and error
     /// (``StoreEvent/fetchEnded(_:fetch:duration:error:)``; a `CancellationError` when the last caller left).
@@ -55,8 +45,12 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
     ///         if case .fetchJoined = event { joins.withLock { $0 += 1 } }
     ///     })
     /// ```
-    public func coalesced(events: @escaping @Sendable (StoreEvent<Key>) -> Void) -> LoaderFamily {
+    public func coalesced(events: (@Sendable (StoreEvent<Key>) -> Void)? = nil) -> LoaderFamily {
         let makeLoader = makeLoader
+        guard let events else {
+            let flights = Flights<Key, Output>(makeLoader: makeLoader)
+            return LoaderFamily { key in flights.loader(for: key) }
+        }
         let flights = Flights<Key, Output>(
             makeLoader: { key in makeLoader(key) },
             onJoin: { key, flight in events(.fetchJoined(key, fetch: flight)) },

@@ -1,6 +1,10 @@
 // Sending within a budget: what a background task calls with the time it was given.
 extension MutationQueue {
-    /// ``sendPending(within:clock:)`` on `ContinuousClock`: what a background task calls with the time it was given.
+    /// Sends the pending mutations, oldest first and one at a time as always, until none is left, `budget` has
+    /// passed on `clock` (by default `ContinuousClock`), the calling task is cancelled (which cancels the attempt in
+    /// flight: its mutation stays first), a transient failure or the network stops it, or another process sends from
+    /// the storage; then returns what happened. A mutation waiting for its retry is sent at once. What a background
+    /// task calls with the time it was given:
     ///
     /// ```swift
     /// let sending = Task { await outbox.sendPending(within: .seconds(25)) }
@@ -8,20 +12,14 @@ extension MutationQueue {
     /// let report = await sending.value
     /// task.setTaskCompleted(success: report.failure == nil)
     /// ```
-    public func sendPending(within budget: Duration) async -> MutationSendingReport<Input> {
-        await sendPending(within: budget, clock: ContinuousClock())
-    }
-
-    /// Sends the pending mutations, oldest first and one at a time as always, until none is left, `budget` has
-    /// passed on `clock`, the calling task is cancelled (which cancels the attempt in flight: its mutation stays
-    /// first), a transient failure or the network stops it, or another process sends from the storage; then returns
-    /// what happened. A mutation waiting for its retry is sent at once.
     ///
     /// While it runs, the queue starts nothing on its own: no attempt starts once the deadline has passed, and one
     /// started before runs to its end. When it stops with mutations left, the queue waits its first retry delay
     /// before it sends on its own again (or until the network comes back): in a background task, the system
     /// suspends the app once it is told the task is complete.
-    public func sendPending<C: Clock>(within budget: C.Duration, clock: C) async -> MutationSendingReport<Input> {
+    public func sendPending<C: Clock>(
+        within budget: C.Duration, clock: C = ContinuousClock()
+    ) async -> MutationSendingReport<Input> {
         let deadline = clock.now.advanced(by: budget)
         let watcher = SendingWatcher<Input>()
         ledger.withLock { $0.beginBudget(watcher) }

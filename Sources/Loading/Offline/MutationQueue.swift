@@ -47,7 +47,7 @@ import Dispatch
 ///   and it ends as ``SettledMutation/Outcome/sentByAnotherProcess``. With a store following the other processes'
 ///   changes (`sharing:`), that happens as soon as the value the other process confirmed arrives, online or not, so
 ///   the change is never shown twice.
-/// - **In a background task**, ``sendPending(within:)`` sends what fits in the time given, and reports.
+/// - **In a background task**, ``sendPending(within:clock:)`` sends what fits in the time given, and reports.
 /// - ``outcome(of:)`` awaits how a mutation ended, and ``waitUntilSettled()`` returns once none is left.
 /// - ``pending`` and ``pendingMutations`` list the mutations with their status and attempts; ``isMutating`` says
 ///   whether any is left. Keep the queue for as long as the app runs: its pending mutations keep it alive.

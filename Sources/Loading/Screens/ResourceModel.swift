@@ -58,17 +58,11 @@
         @ObservationIgnored private var selections: [(Value?) -> Bool] = []
 
         /// Creates a model showing `key` of `store`, read with `policy`: the store's states of the key
-        /// (``Store/states(for:)``), whoever loads it.
+        /// (``Store/states(for:)``), whoever loads it. When the value is `Equatable`, a state equal to the one shown
+        /// is not set again.
         public convenience init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy = .cacheFirst) {
             self.init(
                 source: ResourceSource(store: store, key: key, policy: policy), isSameState: Self.areEqualIfComparable)
-        }
-
-        /// Creates a model showing `key` of `store`, read with `policy`; a state equal to the one shown is not set
-        /// again.
-        public convenience init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy = .cacheFirst)
-        where Value: Equatable {
-            self.init(source: ResourceSource(store: store, key: key, policy: policy), isSameState: ==)
         }
 
         /// Creates a model over `loader` alone: a store of one key whose fetch it is, read network first.

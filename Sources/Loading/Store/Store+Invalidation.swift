@@ -79,8 +79,12 @@ extension Store {
         }
     }
 
-    /// Refreshes what fits in `budget`: the time an app is given in the background (`BGAppRefreshTask`), measured
-    /// on `ContinuousClock`. See ``revalidate(within:clock:)``.
+    /// Refreshes, one after another, the keys that are not fresh (invalidated, older than the store's `maxAge`, every
+    /// value when it has none, or with no value yet) among those observed now or observed earlier and still held,
+    /// the one observed most recently first; starts no fetch once `budget` has passed on `clock` (by default
+    /// `ContinuousClock`), nor after the calling task is cancelled (which also cancels the fetch running); then
+    /// flushes the levels (``flush(completion:)``) and returns what it did. For the time an app is given in the
+    /// background (`BGAppRefreshTask`):
     ///
     /// ```swift
     /// let refresh = Task { await store.revalidate(within: .seconds(25)) }
@@ -88,19 +92,12 @@ extension Store {
     /// let report = await refresh.value
     /// task.setTaskCompleted(success: report.failed.isEmpty)
     /// ```
-    public func revalidate(within budget: Duration) async -> RevalidationReport<Key> {
-        await revalidate(within: budget, clock: ContinuousClock())
-    }
-
-    /// Refreshes, one after another, the keys that are not fresh (invalidated, older than the store's `maxAge`, every
-    /// value when it has none, or with no value yet) among those observed now or observed earlier and still held,
-    /// the one observed most recently first; starts no fetch once `budget` has passed on `clock`, nor after the
-    /// calling task is cancelled (which also cancels the fetch running); then flushes the levels (``flush(completion:)``)
-    /// and returns what it did.
     ///
     /// A fetch started before the deadline runs to its end: give a budget that leaves room for one. Offline (the
     /// store's ``NetworkMode``), nothing is fetched and every key is skipped.
-    public func revalidate<C: Clock>(within budget: C.Duration, clock: C) async -> RevalidationReport<Key> {
+    public func revalidate<C: Clock>(
+        within budget: C.Duration, clock: C = ContinuousClock()
+    ) async -> RevalidationReport<Key> {
         let deadline = clock.now.advanced(by: budget)
         let now = engine.now()
         var targets = lockedKeys { $0.budgetTargets(now: now, maxAgeSeconds: engine.maxAgeSeconds) }[...]

@@ -72,11 +72,6 @@ public final class StreamSubscription: CancellationToken, Hashable {
         set.insert(self)
     }
 
-    /// Keeps this subscription in `array`.
-    public func store(in array: inout [StreamSubscription]) {
-        array.append(self)
-    }
-
     public static func == (lhs: StreamSubscription, rhs: StreamSubscription) -> Bool {
         lhs === rhs
     }

@@ -49,11 +49,11 @@ final class HandleEventsTests: XCTestCase {
         XCTAssertEqual(recorder.values, [1])
     }
 
-    func test_logErrors_logsErrorAndDeliversItUnchanged() {
+    func test_onFailure_logsErrorAndDeliversItUnchanged() {
         let upstream = LoaderSpy<Int>()
         let logged = LoadRecorder<Int>()
         let recorder = LoadRecorder<Int>()
-        recorder.load(upstream.logErrors { logged.record(.failure($0)) })
+        recorder.load(upstream.handleEvents(onFailure: { logged.record(.failure($0)) }))
 
         upstream.fail(with: TestError(id: 42))
 

@@ -68,7 +68,7 @@ final class SchedulerTests: XCTestCase {
     func test_mainQueueScheduler_hopsToMainFromBackground() {
         let ran = expectation(description: "on main")
         DispatchQueue.global().async {
-            MainQueueScheduler.shared.schedule {
+            MainQueueScheduler.main.schedule {
                 XCTAssertTrue(Thread.isMainThread)
                 ran.fulfill()
             }
@@ -78,7 +78,7 @@ final class SchedulerTests: XCTestCase {
 
     func test_mainQueueScheduler_delayedActionRunsOnMain() {
         let ran = expectation(description: "on main")
-        MainQueueScheduler.shared.schedule(after: .milliseconds(5)) {
+        MainQueueScheduler.main.schedule(after: .milliseconds(5)) {
             XCTAssertTrue(Thread.isMainThread)
             ran.fulfill()
         }

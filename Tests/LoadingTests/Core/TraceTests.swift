@@ -82,7 +82,7 @@ final class TraceTests: XCTestCase {
         let memory = InMemoryCache<[String]>()
         let remote = AnyLoader<[String]> { ["Ada"] }
         let printed = Locked<[String]>([])
-        @Sendable func print(_ load: LoadTrace.ID, _ elapsed: Duration, _ kind: LoadEvent.Kind) {
+        @Sendable func print(_ load: UInt64, _ elapsed: Duration, _ kind: LoadEvent.Kind) {
             printed.withLock { $0.append(EventLog.describe(kind)) }
         }
 

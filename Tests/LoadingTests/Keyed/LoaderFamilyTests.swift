@@ -15,7 +15,7 @@ final class LoaderFamilyTests: XCTestCase {
 
         recorder.load(family["a"])
         network.complete("a", with: "A")
-        recorder.load(family.loader(for: "a"))
+        recorder.load(family["a"])
 
         XCTAssertEqual(recorder.values, ["A", "A"])
         XCTAssertEqual(network.loadCount(for: "a"), 1, "the second load is a memory hit")

@@ -361,28 +361,21 @@ final class DocCommentSamplesTests: XCTestCase {
             // Sample: end
             _ = friends
         }
-        // Sample: begin
-        let remote = api.logErrors { logger.error("friends: \($0)") }
-        // Sample: end
-        _ = remote
         do {
+            let updates = api
             // Sample: begin
-            let remote = api.retry(.exponential(initial: .milliseconds(200), maxAttempts: 3), scheduler: .task)
+            let remote = api.retry(.exponential(initial: .milliseconds(200), maxAttempts: 3))
+            let live = updates.retry(.constant(.seconds(1), maxAttempts: .max), scheduler: .global())
             // Sample: end
-            _ = remote
-        }
-        do {
-            // Sample: begin
-            let remote = api.timeout(after: .seconds(10), scheduler: .global())
-            // Sample: end
-            _ = remote
+            _ = (remote, live)
         }
         do {
             let api = docAPI
             // Sample: begin
             let remote = AnyLoader { try await api.friends() }.timeout(after: .seconds(10))
+            let polled = remote.timeout(after: .seconds(30), scheduler: .global())
             // Sample: end
-            _ = remote
+            _ = polled
         }
     }
 
@@ -828,12 +821,6 @@ final class DocCommentSamplesTests: XCTestCase {
             let saved = remote.handleEvents(receiveOutput: { friends in database.save(friends) { _ in } })
             // Sample: end
             _ = saved
-        }
-        do {
-            // Sample: begin
-            let friends = api.friends().asStream().logErrors { logger.error("\($0)") }
-            // Sample: end
-            _ = friends
         }
         // Sample: begin
         let rows = friends.map { $0.map(FriendRow.init) }

@@ -91,7 +91,9 @@ final class StreamBridgeTests: XCTestCase {
         let cache = CacheSpy<Int>()
         let logged = Locked<[Int]>([])
         let stream = EventStream<Int, TestError>.fail(TestError(id: 1))
-            .logErrors { error in logged.withLock { $0.append(error.id) } }
+            .handleEvents(receiveCompletion: { completion in
+                if case .failure(let error) = completion { logged.withLock { $0.append(error.id) } }
+            })
             .fallback(to: EventStream<Int, TestError>.just(7).eraseErrorType().caching(to: cache))
         let recorder = StreamRecorder(stream)
         XCTAssertEqual(recorder.values, [7])

@@ -277,10 +277,11 @@ final class StreamOperatorTests: XCTestCase {
         let c = Subject()
         let cancelled = Locked<[String]>([])
         let recorder = StreamRecorder(
-            EventStream.merge(
+            EventStream.merge([
                 a.stream,
                 b.stream.handleEvents(receiveCancel: { cancelled.withLock { $0.append("b") } }),
-                c.stream.handleEvents(receiveCancel: { cancelled.withLock { $0.append("c") } })))
+                c.stream.handleEvents(receiveCancel: { cancelled.withLock { $0.append("c") } }),
+            ]))
         a.send(1)
         b.send(completion: .failure(TestError(id: 5)))
         c.send(2)

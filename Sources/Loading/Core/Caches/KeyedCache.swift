@@ -110,7 +110,7 @@ extension KeyedCache {
     /// The entry for `key`: a loader of its value and a cache to save it to.
     @inlinable
     public subscript(key: Key) -> CacheEntry<Self> {
-        CacheEntry(cache: self, key: key)
+        CacheEntry(self, key)
     }
 }
 
@@ -182,9 +182,8 @@ public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
     /// The key.
     public let key: Storage.Key
 
-    /// Creates the entry for `key` in `cache`.
     @inlinable
-    public init(cache: Storage, key: Storage.Key) {
+    init(_ cache: Storage, _ key: Storage.Key) {
         self.cache = cache
         self.key = key
     }

@@ -20,14 +20,6 @@ extension Loader {
             events: LoadEvents(onStart: onStart, onValue: onValue, onFailure: onFailure, onCancel: onCancel))
     }
 
-    /// Passes every error this loader fails with to `log`, and delivers it unchanged.
-    ///
-    /// ```swift
-    /// let remote = api.logErrors { logger.error("friends: \($0)") }
-    /// ```
-    public func logErrors(to log: @escaping @Sendable (any Error) -> Void) -> HandleEventsLoader<Self> {
-        handleEvents(onFailure: log)
-    }
 }
 
 /// The closures a ``HandleEventsLoader`` calls.

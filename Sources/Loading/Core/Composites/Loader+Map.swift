@@ -9,17 +9,47 @@ extension Loader {
     public func map<NewOutput: Sendable>(
         _ transform: @escaping @Sendable (Output) -> NewOutput
     ) -> MapLoader<Self, NewOutput> {
-        MapLoader(upstream: self, transform: transform)
+        MapLoader(upstream: self) { $0.map(transform) }
+    }
+
+    /// Transforms each loaded value with a throwing function: an error it throws is the load's failure.
+    ///
+    /// ```swift
+    /// let first = friends.tryMap { friends in
+    ///     guard let friend = friends.first else { throw CacheMiss.absent }
+    ///     return friend
+    /// }
+    /// ```
+    /// Runs `transform` on the thread the upstream delivers on; cancelling cancels the upstream load.
+    @inlinable
+    public func tryMap<NewOutput: Sendable>(
+        _ transform: @escaping @Sendable (Output) throws -> NewOutput
+    ) -> MapLoader<Self, NewOutput> {
+        MapLoader(upstream: self) { result in result.flatMap { value in Result { try transform(value) } } }
+    }
+
+    /// Transforms each failure's error, for example into a domain error type.
+    ///
+    /// ```swift
+    /// let typed = remote.mapError { FriendsError.unavailable(underlying: $0) }
+    /// ```
+    @inlinable
+    public func mapError(_ transform: @escaping @Sendable (any Error) -> any Error) -> MapLoader<Self, Output> {
+        MapLoader(upstream: self) { $0.mapError(transform) }
     }
 }
 
-/// A loader that transforms its upstream's value. See ``Loader/map(_:)``.
+/// A loader that transforms its upstream's result: its value (``Loader/map(_:)``, ``Loader/tryMap(_:)``) or its
+/// error (``Loader/mapError(_:)``).
 public struct MapLoader<Upstream: Loader, Output: Sendable>: Loader {
     @usableFromInline let upstream: Upstream
-    @usableFromInline let transform: @Sendable (Upstream.Output) -> Output
+    @usableFromInline let transform: @Sendable (Result<Upstream.Output, any Error>) -> Result<Output, any Error>
 
     @inlinable
-    init(upstream: Upstream, transform: @escaping @Sendable (Upstream.Output) -> Output) {
+    init(
+        upstream: Upstream,
+        transform: @escaping @Sendable (Result<Upstream.Output, any Error>) -> Result<Output, any Error>
+    ) {
         self.upstream = upstream
         self.transform = transform
     }
@@ -27,6 +57,6 @@ public struct MapLoader<Upstream: Loader, Output: Sendable>: Loader {
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
         let transform = self.transform
-        return upstream.load { completion($0.map(transform)) }
+        return upstream.load { completion(transform($0)) }
     }
 }

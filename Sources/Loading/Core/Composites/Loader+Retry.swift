@@ -1,20 +1,18 @@
 extension Loader {
-    /// Loads again when a load fails, as `policy` says, waiting on `scheduler` between attempts.
+    /// Loads again when a load fails, as `policy` says, waiting on `scheduler` between attempts: by default a
+    /// ``TaskScheduler``, which keeps the task-local values of the code that started the load.
     ///
     /// ```swift
-    /// let remote = api.retry(.exponential(initial: .milliseconds(200), maxAttempts: 3), scheduler: .task)
+    /// let remote = api.retry(.exponential(initial: .milliseconds(200), maxAttempts: 3))
+    /// let live = updates.retry(.constant(.seconds(1), maxAttempts: .max), scheduler: .global())
     /// ```
     /// The load fails with the last attempt's error when attempts run out, and at once with an error the policy
     /// does not retry. Attempts that fail synchronously are retried in a loop, in constant stack depth, however many
     /// there are.
-    public func retry<S: Scheduler>(_ policy: RetryPolicy, scheduler: S) -> RetryLoader<Self> {
+    public func retry<S: Scheduler>(
+        _ policy: RetryPolicy, scheduler: S = TaskScheduler<ContinuousClock>.task
+    ) -> RetryLoader<Self> {
         RetryLoader(upstream: self, policy: policy, scheduler: scheduler)
-    }
-
-    /// Loads again when a load fails, as `policy` says, waiting between attempts on a ``TaskScheduler``, which
-    /// keeps the task-local values of the code that started the load.
-    public func retry(_ policy: RetryPolicy) -> RetryLoader<Self> {
-        retry(policy, scheduler: .task)
     }
 }
 

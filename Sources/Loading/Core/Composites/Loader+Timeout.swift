@@ -14,24 +14,18 @@ public struct TimeoutError: Error, Equatable, CustomStringConvertible {
 }
 
 extension Loader {
-    /// Fails with ``TimeoutError`` and cancels the load when it has not finished after `interval` on `scheduler`.
-    ///
-    /// ```swift
-    /// let remote = api.timeout(after: .seconds(10), scheduler: .global())
-    /// ```
-    public func timeout<S: Scheduler>(after interval: Duration, scheduler: S) -> TimeoutLoader<Self, S> {
-        TimeoutLoader(upstream: self, interval: interval, scheduler: scheduler)
-    }
-
-    /// Fails with ``TimeoutError`` and cancels the load when it has not finished after `interval`, timed on a
-    /// ``TaskScheduler`` (the default of ``retry(_:)`` too), which keeps the task-local values of the code that
-    /// started the load.
+    /// Fails with ``TimeoutError`` and cancels the load when it has not finished after `interval` on `scheduler`: by
+    /// default a ``TaskScheduler`` (as for ``retry(_:scheduler:)``), which keeps the task-local values of the code
+    /// that started the load.
     ///
     /// ```swift
     /// let remote = AnyLoader { try await api.friends() }.timeout(after: .seconds(10))
+    /// let polled = remote.timeout(after: .seconds(30), scheduler: .global())
     /// ```
-    public func timeout(after interval: Duration) -> TimeoutLoader<Self, TaskScheduler<ContinuousClock>> {
-        timeout(after: interval, scheduler: .task)
+    public func timeout<S: Scheduler>(
+        after interval: Duration, scheduler: S = TaskScheduler<ContinuousClock>.task
+    ) -> TimeoutLoader<Self, S> {
+        TimeoutLoader(upstream: self, interval: interval, scheduler: scheduler)
     }
 }
 

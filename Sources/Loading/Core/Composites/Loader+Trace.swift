@@ -21,7 +21,7 @@ public struct LoadEvent: Sendable {
     }
 
     /// The load this event belongs to: every event of one load has the same identity, loads that overlap differ.
-    public let load: LoadTrace.ID
+    public let load: UInt64
     /// The label of the traced loader.
     public let label: String
     /// When it happened.
@@ -32,25 +32,21 @@ public struct LoadEvent: Sendable {
     public let kind: Kind
 }
 
-/// One traced load: its identity, its start, and where its events go. ``TracedLoader`` makes one per load and hands
-/// it to the chain it builds, whose steps report to it with ``Loader/step(_:of:)`` and
-/// ``RetryPolicy/reporting(to:)``.
+/// One traced load: ``TracedLoader`` makes one per load and hands it to the chain it builds, whose steps report to it
+/// with ``Loader/step(_:of:)`` and ``RetryPolicy/reporting(to:)``; its events carry its identity and label.
 public final class LoadTrace: Sendable {
-    /// The identity of a load, unique in the process.
-    public typealias ID = UInt64
+    private static let lastID = Locked<UInt64>(0)
 
-    private static let lastID = Locked<ID>(0)
-
-    /// The load's identity.
-    public let id: ID
+    /// The load's identity, unique in the process.
+    private let id: UInt64
     /// The label of the traced loader.
-    public let label: String
+    private let label: String
     /// When the load started.
-    public let start: ContinuousClock.Instant
+    let start: ContinuousClock.Instant
     private let observer: @Sendable (LoadEvent) -> Void
 
     /// Starts a trace whose events go to `observer`.
-    public init(label: String, observer: @escaping @Sendable (LoadEvent) -> Void) {
+    init(label: String, observer: @escaping @Sendable (LoadEvent) -> Void) {
         id = Self.lastID.withLock { id in
             id &+= 1
             return id
@@ -61,7 +57,7 @@ public final class LoadTrace: Sendable {
     }
 
     /// Reports `kind` now.
-    public func record(_ kind: LoadEvent.Kind) {
+    func record(_ kind: LoadEvent.Kind) {
         let now = ContinuousClock.now
         observer(LoadEvent(load: id, label: label, time: now, elapsed: now - start, kind: kind))
     }

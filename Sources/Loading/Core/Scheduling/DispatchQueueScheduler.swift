@@ -6,11 +6,9 @@ import Dispatch
 /// let saved = loader.receive(on: .queue(DispatchQueue(label: "saves")))
 /// ```
 public struct DispatchQueueScheduler: Scheduler {
-    /// The queue work runs on.
-    public let queue: DispatchQueue
+    private let queue: DispatchQueue
 
-    /// Creates a scheduler for `queue`.
-    public init(queue: DispatchQueue) {
+    fileprivate init(queue: DispatchQueue) {
         self.queue = queue
     }
 

@@ -9,8 +9,6 @@ import Dispatch
 /// In a command-line program the main queue only runs while the program runs it (`dispatchMain()`, a `RunLoop`,
 /// or top-level `await`).
 public struct MainQueueScheduler: Scheduler {
-    /// The shared main-queue scheduler.
-    public static let shared = MainQueueScheduler()
 
     private static let key = DispatchSpecificKey<UInt8>()
     private static let pending = Locked(0)
@@ -19,7 +17,7 @@ public struct MainQueueScheduler: Scheduler {
         return true
     }()
 
-    private init() {}
+    fileprivate init() {}
 
     /// Whether the calling code runs on the main queue.
     static var isOnMainQueue: Bool {
@@ -56,5 +54,5 @@ public struct MainQueueScheduler: Scheduler {
 
 extension Scheduler where Self == MainQueueScheduler {
     /// The main queue, running work inline when already on it with nothing queued ahead.
-    public static var main: MainQueueScheduler { .shared }
+    public static var main: MainQueueScheduler { MainQueueScheduler() }
 }

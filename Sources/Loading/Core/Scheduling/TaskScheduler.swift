@@ -12,10 +12,8 @@
 /// ```
 /// Once the token of a delayed action is cancelled, the action does not start (its `Task` is cancelled too).
 public struct TaskScheduler<C: Clock>: Scheduler where C.Duration == Duration {
-    /// The clock delays are measured on.
-    public let clock: C
-    /// The priority of the tasks actions run in; `nil` inherits the scheduling task's.
-    public let priority: TaskPriority?
+    private let clock: C
+    private let priority: TaskPriority?
     private let origin: C.Instant
 
     /// Creates a scheduler on `clock`, running actions in tasks of `priority`.

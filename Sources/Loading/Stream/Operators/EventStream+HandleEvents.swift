@@ -38,16 +38,4 @@ extension EventStream {
         }
     }
 
-    /// Passes the error of a failure to `log` before delivering it unchanged: the stream form of
-    /// ``Loader/logErrors(to:)``.
-    ///
-    /// ```swift
-    /// let friends = api.friends().asStream().logErrors { logger.error("\($0)") }
-    /// ```
-    @inlinable
-    public func logErrors(to log: @escaping @Sendable (Failure) -> Void) -> EventStream {
-        handleEvents(receiveCompletion: { completion in
-            if case .failure(let error) = completion { log(error) }
-        })
-    }
 }

@@ -37,12 +37,6 @@ extension EventStream {
         }
     }
 
-    /// Merges the given streams; see ``merge(_:)-swift.type.method``.
-    @inlinable
-    public static func merge(_ streams: EventStream...) -> EventStream {
-        merge(streams)
-    }
-
     /// Merges this stream with `others`: values from all of them as they come.
     ///
     /// ```swift
