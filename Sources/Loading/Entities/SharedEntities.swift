@@ -110,11 +110,6 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             completion: completion)
     }
 
-    /// How a store changes its own key optimistically: its change, sent with the commit given.
-    typealias OriginChange =
-        @Sendable (_ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void) ->
-        any CancellationToken
-
     /// A store's optimistic change of its key `origin` changed the copies of `copies`: the other keys holding those
     /// entities show them at once, sent with the same commit, and undo them with it.
     func mutate(

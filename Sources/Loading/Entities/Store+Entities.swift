@@ -1,3 +1,9 @@
+/// How a store changes its own key optimistically, as part of a change the entities spread: its change, sent with
+/// the commit given, the token undoing it.
+typealias OriginChange =
+    @Sendable (_ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void) ->
+    any CancellationToken
+
 /// How a store sharing entities registers with its ``SharedEntities``, made where the entity's type is known.
 protocol EntityRegistering<Value>: Sendable {
     associatedtype Value: Sendable
@@ -24,7 +30,7 @@ where Entity.ID: Sendable {
             attach: { (target: Store<Key, Value>) in
                 entities.setAccess(Self.access(to: target, path: path), of: store)
             },
-            mutate: { target, key, change, commit, completion in
+            mutate: { target, key, change, origin, commit, completion in
                 // The copies the change makes of the entities the key shows: they are shown in every key holding
                 // them at once, with the same commit.
                 let shown = target.state(for: key).value
@@ -46,9 +52,8 @@ where Entity.ID: Sendable {
                 }
                 guard !copies.isEmpty else { return nil }
                 return entities.mutate(
-                    replacing: copies, from: HeldKey(store: store, key: key),
-                    { commit, completion in target.mutateHere(key, change, commit: commit, completion: completion) },
-                    commit: commit, completion: completion)
+                    replacing: copies, from: HeldKey(store: store, key: key), origin, commit: commit,
+                    completion: completion)
             })
     }
 
@@ -89,11 +94,12 @@ final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: Confirmat
     private let mutating: Mutate
 
     /// A store's optimistic change of a key, with its commit: sent through the entities when it changes copies of
-    /// entities (`nil` when it changes none).
+    /// entities (`nil` when it changes none); `origin` makes the change in the key itself.
     typealias Mutate =
         @Sendable (
             _ store: Store<Key, Value>, _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?,
-            _ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+            _ origin: @escaping OriginChange, _ commit: AnyLoader<Void>,
+            _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
         ) -> (any CancellationToken)?
 
     init(
@@ -108,12 +114,14 @@ final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: Confirmat
         mutating = mutate
     }
 
-    /// Makes `store`'s change of `key` in every key holding the entities it changes; `nil` when it changes none.
+    /// Makes `store`'s change of `key` in every key holding the entities it changes, the key's own with `origin`;
+    /// `nil` when it changes none (then nothing is made).
     func mutate(
         in store: Store<Key, Value>, _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?,
-        commit: AnyLoader<Void>, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+        origin: @escaping OriginChange, commit: AnyLoader<Void>,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> (any CancellationToken)? {
-        mutating(store, key, change, commit, completion)
+        mutating(store, key, change, origin, commit, completion)
     }
 
     deinit {

@@ -18,10 +18,21 @@ extension MutationQueue {
         if creation != nil {
             replacingOnAccept = { [self, id = record.id] in changesShownOnAccept(of: id) }
         }
-        let shown = store.mutate(
-            key, apply, commit: Commit(queue: self, id: record.id),
-            order: MutationOrder(queue: identity, sequence: record.sequence), unlessClearedSince: storeClears,
-            replacingOnAccept: replacingOnAccept, completion: { [self] result in settled(record, result) })
+        let commit = Commit(queue: self, id: record.id)
+        let order = MutationOrder(queue: identity, sequence: record.sequence)
+        let completion: @Sendable (Result<Void, any Error>) -> Void = { [self] result in settled(record, result) }
+        // In a store sharing entities, the copies the change makes show in every key holding them, as a
+        // `Store.mutate` does (a creation's change, rewritten by the server's id, stays in its key).
+        let sharing =
+            creation == nil
+            ? store.mutateSharingEntities(
+                key, apply, commit: AnyLoader(commit), order: order, unlessClearedSince: storeClears,
+                completion: completion) : nil
+        let shown =
+            sharing
+            ?? store.mutate(
+                key, apply, commit: commit, order: order, unlessClearedSince: storeClears,
+                replacingOnAccept: replacingOnAccept, completion: completion)
         guard let (changeID, undo) = shown else {
             _ = drop(record.id)
             return false
@@ -198,10 +209,12 @@ extension MutationQueue: StoreClearObserver {
         pump()
     }
 
-    /// The logout is over: the mutations it took are told, and what is enqueued from now on is sent.
+    /// The logout is over: the mutations it took are told, and what is enqueued from now on is sent. The copies of
+    /// entities a mutation showed in the keys of other stores are undone (its own key's change the clear ended).
     func storeDidClear() {
         let cleared = ledger.withLock { $0.endClear() }
         for entry in cleared {
+            entry.undo?.cancel()
             entry.completion?(.failure(StoreError.cleared))
             settledNow(SettledMutation(id: entry.record.id, input: entry.record.input, outcome: .cleared))
         }

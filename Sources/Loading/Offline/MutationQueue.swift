@@ -22,8 +22,10 @@ import Dispatch
 /// ```
 ///
 /// - **Durable first**: ``enqueue(_:)`` saves the mutation before it returns, then shows it at once as
-///   an optimistic change of its key (``Store/mutate(_:_:commit:completion:)``). A launch shows every saved mutation
-///   again, the same way, before it sends anything.
+///   an optimistic change of its key (``Store/mutate(_:_:commit:completion:)``): in a store sharing entities
+///   (`entities:`), the copies it makes show in every key holding them, in every store, and are confirmed or undone
+///   with it. A launch shows every saved mutation again, the same way, before it sends anything (the copies reach
+///   the other keys when the mutation's key holds a value then).
 /// - **In order, one at a time**: the oldest mutation is sent first, and the next only once it is settled; nothing
 ///   is sent while `connectivity` is offline. The store shows the queue's mutations in that same order, whatever
 ///   order concurrent callers' saves finish in. Each attempt is counted in the storage before it is sent, and
@@ -38,10 +40,10 @@ import Dispatch
 /// - **A logout drops them**: ``Store/clear(completion:)`` first stops the queue (it starts nothing more, and the
 ///   attempt in flight is cancelled: its answer, if one still comes, changes nothing), then forgets every mutation,
 ///   in memory at once and in the storage as soon as no save is under way; their completions receive
-///   ``StoreError/cleared``, before the clear's. The clear never waits on its caller's thread: with a save under way
-///   (a slow disk) it returns at once, and its completion comes once the save landed and its file was removed. An
-///   enqueue that a clear overtakes while it saves throws ``StoreError/cleared``, and nothing of it is shown, sent
-///   or kept.
+///   ``StoreError/cleared``, before the clear's, and the copies they showed in other stores are undone. The clear
+///   never waits on its caller's thread: with a save under way (a slow disk) it returns at once, and its completion
+///   comes once the save landed and its file was removed. An enqueue that a clear overtakes while it saves throws
+///   ``StoreError/cleared``, and nothing of it is shown, sent or kept.
 /// - **Processes sharing a folder** (an app and its extension over one ``FileMutationStorage``): one process sends
 ///   at a time, and a mutation another process sent is not sent again: it is undone here, its key is invalidated,
 ///   and it ends as ``SettledMutation/Outcome/sentByAnotherProcess``. With a store following the other processes'

@@ -145,10 +145,12 @@ extension Store {
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
     ) -> any CancellationToken {
         if let entities = entityObserver {
-            let commit = AnyLoader(commit.map { _ in () })
-            if let token = entities.mutate(in: self, key, change, commit: commit, completion: completion) {
-                return token
+            let origin: OriginChange = { [self] commit, completion in
+                mutateHere(key, change, commit: commit, completion: completion)
             }
+            let commit = AnyLoader(commit.map { _ in () })
+            let token = entities.mutate(in: self, key, change, origin: origin, commit: commit, completion: completion)
+            if let token { return token }
         }
         return mutateHere(key, change, commit: commit, completion: completion)
     }
@@ -223,6 +225,43 @@ extension Store {
             self?.submit(.settle(mutation: id, accepted: false, ticket: nil, replacing: []), for: key)
         }
         return (id, undo)
+    }
+
+    /// ``mutate(_:_:commit:order:unlessClearedSince:replacingOnAccept:completion:)`` in a store sharing entities: the
+    /// copies of entities the change makes show in every key holding them at once, sent with the same commit and
+    /// undone with it, as ``mutate(_:_:commit:completion:)`` does; `completion` receives the commit's outcome once
+    /// every key settled it. `nil` when the change makes no copies (nothing is made: make it in the key alone);
+    /// `.some(nil)` when the store was cleared since `clears` (nothing is shown or started).
+    func mutateSharingEntities(
+        _ key: Key, _ change: @escaping @Sendable (Value?) -> Value?, commit: AnyLoader<Void>, order: MutationOrder,
+        unlessClearedSince clears: Int?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> (id: Int, undo: any CancellationToken)?? {
+        guard let entities = entityObserver else { return nil }
+        // The key's own change, placed by `order`; refused by a clear, it tells the entities it settled (so that
+        // they let go of the change) but not `completion`: nothing was shown.
+        let made = Locked<(id: Int, undo: any CancellationToken)?>(nil)
+        let declined = Locked(false)
+        let origin: OriginChange = { [self] commit, settled in
+            let shown = mutate(
+                key, change, commit: commit, order: order, unlessClearedSince: clears, completion: settled)
+            guard let shown else {
+                declined.withLock { $0 = true }
+                settled(.failure(StoreError.cleared))
+                return AnyCancellationToken()
+            }
+            made.withLock { $0 = shown }
+            return shown.undo
+        }
+        let told: @Sendable (Result<Void, any Error>) -> Void = { result in
+            if !declined.withLock({ $0 }) { completion(result) }
+        }
+        guard let token = entities.mutate(in: self, key, change, origin: origin, commit: commit, completion: told)
+        else { return nil }
+        guard let (id, _) = made.withLock({ $0 }) else {
+            token.cancel()  // the other keys' copies go too
+            return .some(nil)
+        }
+        return (id, token)
     }
 
     /// Makes each pending change of `key` named in `changes` do the change given instead (queued changes rewritten
