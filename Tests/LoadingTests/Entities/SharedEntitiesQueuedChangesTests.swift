@@ -8,7 +8,7 @@ import XCTest
 /// A change queued by a ``MutationQueue`` over a store sharing entities is an optimistic change like
 /// `Store.mutate`: shown in every key holding the entity at once, confirmed in all once the server accepts it, undone
 /// in all when it refuses it or the change is discarded.
-final class QueuedEntityChangesTests: XCTestCase {
+final class SharedEntitiesQueuedChangesTests: XCTestCase {
     private struct Person: Identifiable, Equatable, Sendable {
         let id: String
         var name: String
