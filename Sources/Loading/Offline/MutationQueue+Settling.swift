@@ -24,7 +24,7 @@ extension MutationQueue {
         // In a store sharing entities, the copies the change makes show in every key holding them, as a
         // `Store.mutate` does (a creation's change, rewritten by the server's id, stays in its key).
         let sharing =
-            creation == nil
+            creation == nil && store.entityObserver != nil
             ? store.mutateSharingEntities(
                 key, apply, commit: AnyLoader(commit), order: order, unlessClearedSince: storeClears,
                 completion: completion) : nil
