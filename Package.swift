@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "Loading", targets: ["Loading"]),
+        .library(name: "LoadingScreens", targets: ["LoadingScreens"]),
         .library(name: "LoadingTestSupport", targets: ["LoadingTestSupport"]),
         .library(name: "FriendsDomain", targets: ["FriendsDomain"]),
     ],
@@ -21,6 +22,8 @@ let package = Package(
         // Two inline C functions (atomic load and store of a word): lock-free reads of hot flags.
         .target(name: "CLoadingAtomics"),
         .target(name: "Loading", dependencies: ["CLoadingAtomics"], swiftSettings: upcomingFeatures),
+        // What a screen binds to (models on the main actor, loading states, sections): apps import it, servers do not.
+        .target(name: "LoadingScreens", dependencies: ["Loading"], swiftSettings: upcomingFeatures),
         .target(name: "LoadingTestSupport", dependencies: ["Loading"], swiftSettings: upcomingFeatures),
         // The system's libsqlite3. On Apple platforms the SDK's `SQLite3` module is used instead.
         .systemLibrary(
@@ -30,7 +33,7 @@ let package = Package(
         .target(
             name: "FriendsDomain",
             dependencies: [
-                "Loading",
+                "Loading", "LoadingScreens",
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows, .openbsd, .wasi])),
             ],
             swiftSettings: upcomingFeatures),
@@ -39,11 +42,12 @@ let package = Package(
             name: "LoadingTestHelpers", dependencies: ["Loading"], path: "Tests/LoadingTestHelpers",
             swiftSettings: upcomingFeatures),
         .testTarget(
-            name: "LoadingTests", dependencies: ["Loading", "LoadingTestSupport", "LoadingTestHelpers"],
+            name: "LoadingTests",
+            dependencies: ["Loading", "LoadingScreens", "LoadingTestSupport", "LoadingTestHelpers"],
             swiftSettings: upcomingFeatures),
         .testTarget(
             name: "FriendsDomainTests",
-            dependencies: ["FriendsDomain", "Loading", "LoadingTestSupport", "LoadingTestHelpers"],
+            dependencies: ["FriendsDomain", "Loading", "LoadingScreens", "LoadingTestSupport", "LoadingTestHelpers"],
             swiftSettings: upcomingFeatures),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingScreens
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest

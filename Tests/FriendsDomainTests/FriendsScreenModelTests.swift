@@ -2,6 +2,7 @@
     import Foundation
     import FriendsDomain
     import Loading
+    import LoadingScreens
     import LoadingTestSupport
     import Observation
     import XCTest

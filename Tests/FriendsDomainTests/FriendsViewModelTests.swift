@@ -1,6 +1,7 @@
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingScreens
 import LoadingTestSupport
 import XCTest
 

@@ -3,6 +3,7 @@
 // Sample: begin
 import Foundation
 import Loading
+import LoadingScreens
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest

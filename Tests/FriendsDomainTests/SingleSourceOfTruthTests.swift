@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingScreens
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest

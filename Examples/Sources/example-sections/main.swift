@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import FriendsDomain
 import Loading
+import LoadingScreens
 
 let now = Date()
 let all = [

@@ -2,6 +2,7 @@ import Foundation
 import FriendsDomain
 import FriendsServer
 import Loading
+import LoadingScreens
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingScreens
 
 /// Deletes a friend on the server; ``RemoteFriendsDeleter`` is the real one.
 public protocol FriendDeleting: Sendable {

@@ -1,6 +1,7 @@
 #if canImport(Observation)
     import Foundation
     import Loading
+    import LoadingScreens
     import Observation
 
     /// The friends list screen as SwiftUI views and UIKit controllers bind to it: an `@Observable` model on the main

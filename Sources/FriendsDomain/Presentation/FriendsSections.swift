@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingScreens
 
 extension FriendsComposer {
     /// A sectioned screen for friends: "Online" and "All friends" from the same composition, and

@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingScreens
 
 /// One row of the friends list, ready to display.
 public struct FriendRowViewModel: Equatable, Sendable, Identifiable {

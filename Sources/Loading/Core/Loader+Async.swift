@@ -26,13 +26,13 @@ extension Loader {
 /// of completion and Task cancellation comes first. A face over a core that is not generic: only what touches the
 /// output's type (the answer and the continuation) is generic, and both are compiled once, here (an awaited load that
 /// did not answer at once has suspended its task, which costs far more than their run-time generic code).
-struct AsyncLoadBridge<Output: Sendable>: Sendable {
+package struct AsyncLoadBridge<Output: Sendable>: Sendable {
     let core = AsyncLoadCore()
 
-    init() {}
+    package init() {}
 
     /// The load's completion.
-    func complete(with result: Result<Output, any Error>) {
+    package func complete(with result: Result<Output, any Error>) {
         guard let waiting = core.answer(result) else { return }
         (waiting as! UnsafeContinuation<Output, any Error>).resume(with: result)  // kept by `wait(with:)`
     }
@@ -54,7 +54,7 @@ struct AsyncLoadBridge<Output: Sendable>: Sendable {
     /// Waits for the answer of the operation started already (`token` cancels it): at once, with no continuation and
     /// no cancellation handler, when it came before. Cancelling the calling Task cancels `token`, and throws
     /// `CancellationError` at once.
-    func awaitAnswer(cancelling token: any CancellationToken) async throws -> Output {
+    package func awaitAnswer(cancelling token: any CancellationToken) async throws -> Output {
         if let answer = answerIfDone(keeping: token) { return try answer.get() }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { wait(with: $0) }

@@ -12,52 +12,33 @@
     import Foundation
 #endif
 
-// Foundation's `localizedDescription` of every public error says what its `description` says.
+/// An error of this library: it says what went wrong in a sentence, as its `description` and as Foundation's
+/// `localizedDescription` alike. Every error the library throws of its own is one.
+///
+/// ```swift
+/// do {
+///     _ = try await store.refresh("u1")
+/// } catch let error as any LoadingError {
+///     print(error.localizedDescription)  // what went wrong, as a sentence
+/// }
+/// ```
+public protocol LoadingError: LocalizedError, CustomStringConvertible {}
 
-extension TimeoutError: LocalizedError {
-    /// The same text as ``description``.
+extension LoadingError {
+    /// The same text as `description`.
     public var errorDescription: String? { description }
 }
 
-extension StreamFinishedWithoutValueError: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
-
-extension CacheMiss: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
-
-extension StoreError: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
-
-extension OfflineError: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
-
-extension MutationStorageError: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
-
-extension MutationQueueError: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
-
-extension ProcessSharingError: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
-
-extension DiskCacheError: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
-}
+extension TimeoutError: LoadingError {}
+extension StreamFinishedWithoutValueError: LoadingError {}
+extension CacheMiss: LoadingError {}
+extension StoreError: LoadingError {}
+extension OfflineError: LoadingError {}
+extension MutationStorageError: LoadingError {}
+extension MutationQueueError: LoadingError {}
+extension ProcessSharingError: LoadingError {}
+extension DiskCacheError: LoadingError {}
+extension LevelTimeoutError: LoadingError {}
 
 /// What an underlying error says, for a person: its own sentence when it has one (a `LocalizedError`), the system's
 /// words for a POSIX error, what a file system error of Foundation's wraps (its own text is a dump: "Error
@@ -77,9 +58,4 @@ func reason(of error: any Error) -> String {
         text = String(describing: error)
     }
     return text.hasSuffix(".") ? String(text.dropLast()) : text
-}
-
-extension LevelTimeoutError: LocalizedError {
-    /// The same text as ``description``.
-    public var errorDescription: String? { description }
 }

@@ -49,16 +49,6 @@ public struct StoreState<Value: Sendable>: Sendable {
     /// Whether optimistic changes are still waiting for their commit.
     public var hasPendingChanges: Bool { response.hasPendingChanges }
 
-    /// The state as a screen shows it: loading while the store fetches the key (keeping the value shown), failed
-    /// after a failure (keeping it), loaded with a value, idle with none.
-    public var loadingState: LoadingState<Value> {
-        let value = response.value
-        if isLoading { return .loading(previous: value) }
-        if let error = response.error { return .failed(error, previous: value) }
-        if let value { return .loaded(value) }
-        return .idle
-    }
-
     /// The order in which the store published its states: a later one has a greater version.
-    var version: Int { response.version }
+    package var version: Int { response.version }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingScreens
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest

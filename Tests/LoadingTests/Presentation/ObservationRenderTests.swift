@@ -1,6 +1,7 @@
 #if canImport(Observation)
     import Foundation
     import Loading
+    import LoadingScreens
     import LoadingTestHelpers
     import LoadingTestSupport
     import Observation

@@ -1,6 +1,7 @@
 #if canImport(Observation)
     import Foundation
     import Loading
+    import LoadingScreens
     import LoadingTestSupport
     import Observation
     import XCTest

@@ -1,4 +1,5 @@
 import Loading
+import LoadingScreens
 import LoadingTestSupport
 import XCTest
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingScreens
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
@@ -206,6 +207,24 @@ final class DocCommentSamplesTests: XCTestCase {
         let first = try await fromCallback.load()
         let second = try await fromAsync.load()
         XCTAssertEqual(first, second)
+    }
+
+    func test_loadingError() async throws {
+        let store = Store<String, Friend>(
+            levels: [], fetch: LoaderFamily { _ in AnyLoader<Friend> { throw TimeoutError(interval: .seconds(5)) } })
+        // Sample: begin
+        do {
+            _ = try await store.refresh("u1")
+        } catch let error as any LoadingError {
+            print(error.localizedDescription)  // what went wrong, as a sentence
+        }
+        // Sample: end
+        do {
+            _ = try await store.refresh("u1")
+            XCTFail("The fetch fails.")
+        } catch let error as any LoadingError {
+            XCTAssertEqual(error.localizedDescription, TimeoutError(interval: .seconds(5)).description)
+        }
     }
 
     func test_anyCache() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Loading
+import LoadingScreens
 import LoadingTestSupport
 import XCTest
 

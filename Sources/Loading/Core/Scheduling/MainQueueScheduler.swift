@@ -20,7 +20,7 @@ public struct MainQueueScheduler: Scheduler {
     fileprivate init() {}
 
     /// Whether the calling code runs on the main queue.
-    static var isOnMainQueue: Bool {
+    package static var isOnMainQueue: Bool {
         _ = marked
         return DispatchQueue.getSpecific(key: key) != nil
     }

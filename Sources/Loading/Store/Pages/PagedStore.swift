@@ -46,7 +46,7 @@
 public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: Sendable & Equatable>:
     Sendable
 {
-    /// The store of the lists: observe it, read it, invalidate it, or show a key with a ``ResourceModel``.
+    /// The store of the lists: observe it, read it, invalidate it, or show a key with a `ResourceModel`.
     public let store: Store<Key, PagedList<Item, Cursor>>
     private let nextPages: LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>
     private let previousPages: LoaderFamily<Key, StoreResponse<PagedList<Item, Cursor>>>

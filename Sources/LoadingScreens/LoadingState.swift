@@ -1,3 +1,5 @@
+import Loading
+
 /// What a screen shows for a resource: nothing yet, loading, the loaded value, or a failure, keeping the last value
 /// while refreshing and after a failed refresh so the screen never blanks.
 ///

@@ -1,7 +1,9 @@
+import Loading
+
 #if canImport(Observation)
     import Observation
 
-    /// A paged list on a screen: an `@Observable` model on the main actor over one key of a ``PagedStore``, with
+    /// A paged list on a screen: an `@Observable` model on the main actor over one key of a `PagedStore`, with
     /// what an endless list shows beside its items (loading more, the end reached, a page that failed, and retry).
     ///
     /// ```swift
@@ -17,9 +19,9 @@
     ///     func tappedRetry() { feed.loadNextPage() }         // after nextPageError
     /// }
     /// ```
-    /// ``list`` is the list's own ``ResourceModel`` (the first load, refreshes, live changes); the model adds the
+    /// `list` is the list's own ``ResourceModel`` (the first load, refreshes, live changes); the model adds the
     /// state of the next page, and of the previous page for a list that also grows upward (a chat:
-    /// ``loadPreviousPage()``, ``isLoadingPreviousPage``, ``isStartReached``, ``previousPageError``).
+    /// `loadPreviousPage()`, `isLoadingPreviousPage`, `isStartReached`, `previousPageError`).
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor
     @Observable
@@ -71,7 +73,7 @@
         }
 
         /// Loads the page after the last one; the first when there is no list yet. Does nothing while a page loads
-        /// or once the end is reached. Also what a retry button calls after ``nextPageError``.
+        /// or once the end is reached. Also what a retry button calls after `nextPageError`.
         public func loadNextPage() {
             guard list.value != nil else { return load() }
             guard !isLoadingNextPage, !isEndReached else { return }
@@ -82,9 +84,9 @@
             }
         }
 
-        /// Loads the page before the first one (see ``PagedStore/loadPreviousPage(of:completion:)``); the first when
+        /// Loads the page before the first one (see `PagedStore.loadPreviousPage(of:completion:)`); the first when
         /// there is no list yet. Does nothing while a previous page loads or once the start is reached. Also what a
-        /// retry button calls after ``previousPageError``.
+        /// retry button calls after `previousPageError`.
         public func loadPreviousPage() {
             guard list.value != nil else { return load() }
             guard !isLoadingPreviousPage, !isStartReached else { return }
@@ -95,7 +97,7 @@
             }
         }
 
-        /// Revalidates the loaded pages (see ``PagedStore``) and returns once the result is shown.
+        /// Revalidates the loaded pages (see `PagedStore`) and returns once the result is shown.
         public func refresh() async {
             await list.refresh()
         }

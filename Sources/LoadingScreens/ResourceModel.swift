@@ -1,3 +1,5 @@
+import Loading
+
 #if canImport(Observation)
     import Dispatch
     import Observation
@@ -26,17 +28,17 @@
     ///     }
     /// }
     /// ```
-    /// The model shows one key of a ``Store`` (or a loader alone): ``state`` is a ``LoadingState`` that follows the
-    /// store's states of the key (``Store/states(for:)``): every change of the key, whoever made it (a load, a live
+    /// The model shows one key of a `Store` (or a loader alone): `state` is a ``LoadingState`` that follows the
+    /// store's states of the key (`Store.states(for:)`): every change of the key, whoever made it (a load, a live
     /// update written to the store, an optimistic edit, a logout), and loading whenever the store fetches it,
-    /// whoever asked. ``value``, ``isLoading`` and ``error`` read it. Reading them in a SwiftUI `body` or in
+    /// whoever asked. `value`, `isLoading` and `error` read it. Reading them in a SwiftUI `body` or in
     /// `withObservationTracking` registers the dependency; the model changes them on the main actor only. A change
     /// made on the main thread shows before the call that made it returns, even behind other work queued on the
     /// main queue (unless another thread is delivering the key's states at that moment: it then follows them).
     ///
     /// Renders are not wasted: for an `Equatable` value, a state equal to the one shown is not set again, whichever
-    /// thread it comes from and wherever the model was made (in generic code too), and ``select(_:)`` gives a part
-    /// of the value that changes only when that part does. ``show(_:of:policy:)`` moves the model to another key,
+    /// thread it comes from and wherever the model was made (in generic code too), and `select(_:)` gives a part
+    /// of the value that changes only when that part does. `show(_:of:policy:)` moves the model to another key,
     /// keeping the value shown as a placeholder until the new key's arrives.
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor
@@ -45,7 +47,7 @@
         /// What the screen shows: idle, loading (keeping the value shown), loaded, or failed (keeping the value shown).
         public private(set) var state: LoadingState<Value>
 
-        /// Whether the value shown belongs to the key shown before ``show(_:of:policy:)``, kept until the new key's
+        /// Whether the value shown belongs to the key shown before `show(_:of:policy:)`, kept until the new key's
         /// value arrives.
         public private(set) var isPlaceholder = false
 
@@ -54,11 +56,11 @@
         /// The version of the state shown: a state older than it is never shown again.
         @ObservationIgnored private var version: Int
         @ObservationIgnored private let isSameState: (LoadingState<Value>, LoadingState<Value>) -> Bool
-        /// Updates the selections made with ``select(_:)`` that are still alive.
+        /// Updates the selections made with `select(_:)` that are still alive.
         @ObservationIgnored private var selections: [(Value?) -> Bool] = []
 
         /// Creates a model showing `key` of `store`, read with `policy`: the store's states of the key
-        /// (``Store/states(for:)``), whoever loads it. When the value is `Equatable`, a state equal to the one shown
+        /// (`Store.states(for:)`), whoever loads it. When the value is `Equatable`, a state equal to the one shown
         /// is not set again.
         public convenience init<Key>(store: Store<Key, Value>, key: Key, policy: ReadPolicy = .cacheFirst) {
             self.init(
@@ -144,7 +146,7 @@
         }
 
         /// Moves the model to `key` of `store` (a new search term, another profile) and loads it. Until the key's
-        /// value arrives, the value shown stays as a placeholder (``isPlaceholder``, and ``state`` is loading with
+        /// value arrives, the value shown stays as a placeholder (`isPlaceholder`, and `state` is loading with
         /// it); a failure of the new key's load shows no placeholder.
         ///
         /// ```swift

@@ -1,3 +1,5 @@
+import Loading
+
 /// The state of one titled section of a screen: each section loads on its own.
 public struct SectionState<Value: Sendable>: Sendable {
     /// The section's title.

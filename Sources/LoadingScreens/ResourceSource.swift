@@ -1,5 +1,7 @@
+import Loading
+
 /// Where a ``ResourceModel`` takes its states from, and what runs when its screen asks for something: a key of a
-/// ``Store`` (its states, ``Store/states(for:)``).
+/// `Store` (its states, `Store.states(for:)`).
 struct ResourceSource<Value: Sendable>: Sendable {
     typealias Versioned = (version: Int, state: LoadingState<Value>)
     typealias Change = @Sendable (Value?) -> Value?
