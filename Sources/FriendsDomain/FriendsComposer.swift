@@ -405,7 +405,7 @@ public struct FriendsComposer: Sendable {
         let commit = AnyLoader<Void> { completion in
             guard let deleter else {
                 completion(.failure(FriendsRepository.DeletionUnavailable()))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
             return deleter.delete(id: id, completion: completion)
         }
@@ -656,7 +656,6 @@ private struct ReportingCache: KeyedCache {
 extension RetryPolicy {
     /// This policy, retrying only what ``FriendsAPIError/isTransient(_:)`` accepts (and what the policy accepts).
     var onlyForTransientErrors: RetryPolicy {
-        let accepts = shouldRetry
-        return retrying { accepts($0) && FriendsAPIError.isTransient($0) }
+        retrying(if: FriendsAPIError.isTransient)
     }
 }

@@ -48,7 +48,7 @@ public struct LocalFriendsLoader: Loader, Cache {
 
     @discardableResult
     public func load(completion: @escaping LoadCompletion<[Friend]>) -> any CancellationToken {
-        let token = AnyCancellationToken()
+        let token = AnyCancellationToken {}
         store.retrieve { [self] result in
             guard !token.isCancelled else { return }
             completion(

@@ -84,7 +84,7 @@ import Loading
             }
         }
 
-        /// Loads the page before the first one (see `PagedStore.loadPreviousPage(of:completion:)`); the first when
+        /// Loads the page before the first one (see `PagedStore.loadPreviousPage(of:)`); the first when
         /// there is no list yet. Does nothing while a previous page loads or once the start is reached. Also what a
         /// retry button calls after `previousPageError`.
         public func loadPreviousPage() {

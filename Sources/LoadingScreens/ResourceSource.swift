@@ -30,7 +30,7 @@ struct ResourceSource<Value: Sendable>: Sendable {
             return (state.version, state.loadingState)
         }
         load = { _ = store.read(key, policy: policy).load { _ in } }
-        refresh = { done in store.refresh(key) { _ in done() } }
+        refresh = { done in store.freshValue(of: key).load { _ in done() } }
         mutate = { change, commit, completion in store.mutate(key, change, commit: commit, completion: completion) }
     }
 

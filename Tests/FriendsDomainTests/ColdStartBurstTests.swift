@@ -41,7 +41,7 @@ private final class CountingNetwork: Sendable {
         AnyLoader { [fetches] completion in
             fetches.withLock { $0 += 1 }
             DispatchQueue.global().async { completion(.success([makeFriend("1")])) }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }

@@ -38,8 +38,8 @@ final class ErrorMessagesTests: XCTestCase {
     func test_repositoryWithoutADeleter_failsWithAPublicErrorCallersCanMatch() {
         let composer = FriendsComposer(
             memoryStore: InMemoryFriendsStore(), databaseStore: InMemoryFriendsStore(),
-            remote: AnyLoader { throw URLError(.notConnectedToInternet) }, scheduler: ImmediateScheduler())
-        let sut = FriendsRepository(composer: composer, scheduler: ImmediateScheduler())
+            remote: AnyLoader { throw URLError(.notConnectedToInternet) }, scheduler: ImmediateScheduler.immediate)
+        let sut = FriendsRepository(composer: composer, scheduler: ImmediateScheduler.immediate)
         let events = Locked<[FriendsRepository.Event]>([])
         let subscription = sut.events.sink { event in events.withLock { $0.append(event) } }
 

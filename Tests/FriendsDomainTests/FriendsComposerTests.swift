@@ -193,7 +193,7 @@ final class FriendsComposerTests: XCTestCase {
     private func makeSUT(
         maxAge: Duration? = nil,
         updates: UpdatesDouble? = nil,
-        scheduler: some Scheduler = ImmediateScheduler(),
+        scheduler: some Scheduler = ImmediateScheduler.immediate,
         currentDate: @escaping @Sendable () -> Date = { fixedDate }
     ) -> (FriendsComposer, Parts) {
         let parts = Parts()
@@ -237,7 +237,7 @@ final class NetworkDouble: Loader {
             return state.answer
         }
         DispatchQueue.global().async { completion(answer) }
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
 }
 

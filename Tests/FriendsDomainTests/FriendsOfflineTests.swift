@@ -1,8 +1,9 @@
 import Foundation
 import FriendsDomain
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -196,7 +197,7 @@ final class FriendsOfflineTests: XCTestCase {
             memoryStore: InMemoryFriendsStore(), databaseStore: InMemoryFriendsStore(),
             remote: AnyLoader { completion in
                 completion(.success([]))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             })
         XCTAssertThrowsError(try composer.addFriend(named: "Grace")) { error in
             XCTAssertTrue(error is FriendsComposer.AdditionUnavailable)

@@ -16,8 +16,8 @@ final class FriendsRepositoryTests: XCTestCase {
         let composer = FriendsComposer(
             memoryStore: InMemoryFriendsStore(CachedFriends(friends: [ada], timestamp: clock.now)),
             databaseStore: InMemoryFriendsStore(), remote: AnyLoader(network), maxAge: .seconds(300),
-            scheduler: ImmediateScheduler(), currentDate: { clock.now })
-        let repository = FriendsRepository(composer: composer, scheduler: ImmediateScheduler())
+            scheduler: ImmediateScheduler.immediate, currentDate: { clock.now })
+        let repository = FriendsRepository(composer: composer, scheduler: ImmediateScheduler.immediate)
 
         repository.load()
         XCTAssertEqual(repository.currentState, .loaded([ada]))
@@ -34,7 +34,7 @@ final class FriendsRepositoryTests: XCTestCase {
         let network = LoaderSpy<[Friend]>()
         let composer = FriendsComposer(
             memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
-            remote: AnyLoader(network), scheduler: ImmediateScheduler())
+            remote: AnyLoader(network), scheduler: ImmediateScheduler.immediate)
         let loaded = expectation(description: "every load answered")
         loaded.expectedFulfillmentCount = 2_000
         let answers = Locked<[[Friend]]>([])
@@ -138,8 +138,9 @@ final class FriendsRepositoryTests: XCTestCase {
         let parts = Parts()
         let composer = FriendsComposer(
             memoryStore: parts.memory, databaseStore: parts.database, remote: parts.network.eraseToAnyLoader(),
-            scheduler: ImmediateScheduler())
-        let sut = FriendsRepository(store: composer.store, deleter: parts.deleter, scheduler: ImmediateScheduler())
+            scheduler: ImmediateScheduler.immediate)
+        let sut = FriendsRepository(
+            store: composer.store, deleter: parts.deleter, scheduler: ImmediateScheduler.immediate)
         return (sut, parts)
     }
 
@@ -220,7 +221,7 @@ final class DeleterSpy: FriendDeleting {
         -> any CancellationToken
     {
         requests.withLock { $0.append((id, completion)) }
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
 
     func complete(with result: Result<Void, any Error>) {

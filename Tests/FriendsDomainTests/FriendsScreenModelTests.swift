@@ -41,7 +41,7 @@
                 return held.answered
             }
             if answersNow { DispatchQueue.global().async(execute: respond) }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 
@@ -87,7 +87,7 @@
                 memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
                 remote: AnyLoader { [ada, grace] },
                 deleter: RemoteFriendsDeleter(baseURL: base, client: server),
-                scheduler: ImmediateScheduler())
+                scheduler: ImmediateScheduler.immediate)
             let bound = BoundScreen(model: FriendsScreenModel(composer: composer))
             let screen = bound.model
 
@@ -113,7 +113,7 @@
             let (ada, grace) = (makeFriend("1", name: "Ada"), makeFriend("2", name: "Grace"))
             let composer = FriendsComposer(
                 memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
-                remote: AnyLoader { [ada] }, scheduler: ImmediateScheduler())
+                remote: AnyLoader { [ada] }, scheduler: ImmediateScheduler.immediate)
             let screen = FriendsScreenModel(composer: composer)
             screen.load()
             await until { screen.view.items.count == 1 }
@@ -129,7 +129,7 @@
         func test_theDocumentedScreen() async {
             let composer = FriendsComposer(
                 memoryStore: InMemoryFriendsStore(), databaseStore: SQLiteFriendsStore.inMemory(),
-                remote: AnyLoader { [makeFriend("u1"), makeFriend("u2")] }, scheduler: ImmediateScheduler())
+                remote: AnyLoader { [makeFriend("u1"), makeFriend("u2")] }, scheduler: ImmediateScheduler.immediate)
             let screen = makeFriendsScreen(composer: composer)
             await until { screen.toast != nil }
             XCTAssertEqual(screen.toast, "Could not delete: Something went wrong. Try again.", "no deleter here")

@@ -98,7 +98,7 @@ final class ProcessKillChild: XCTestCase {
         case .deleteOptimistic, .deleteNonOptimistic:
             URLProtocolStub.stub(.response(status: 204, body: Data()))
             let composer = FriendsComposer(configuration: configuration, session: URLProtocolStub.makeSession())
-            let repository = FriendsRepository(composer: composer, scheduler: ImmediateScheduler())
+            let repository = FriendsRepository(composer: composer, scheduler: ImmediateScheduler.immediate)
             let loaded = try XCTUnwrap(awaitMain { composer.friendsLoader.load(completion: $0) }).get()
             XCTAssertEqual(loaded.count, 500, "read from the database")
             let optimistic = scenario == .deleteOptimistic

@@ -131,7 +131,7 @@ final class ServerSentEventsFriendsUpdatesTests: XCTestCase {
         URLProtocolStub.stub(.response(status: 503, body: Data()))
         let sut = ServerSentEventsFriendsUpdates(
             baseURL: baseURL, configuration: URLProtocolStub.makeConfiguration(),
-            reconnection: .immediate(maxAttempts: 2), scheduler: ImmediateScheduler())
+            reconnection: .immediate(maxAttempts: 2), scheduler: ImmediateScheduler.immediate)
         let recorder = StreamRecorder(sut.updates())
 
         waitUntil { recorder.completion != nil }

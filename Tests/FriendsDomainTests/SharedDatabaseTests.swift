@@ -137,7 +137,8 @@ final class SharedDatabaseTests: XCTestCase {
             remote: network.eraseToAnyLoader(), updates: updates,
             sharing: try journal.map { try .journal(at: $0, sharedLevel: "database", polling: .milliseconds(20)) },
             scheduler: TestScheduler())
-        let repository = FriendsRepository(store: composer.store, deleter: deleter, scheduler: ImmediateScheduler())
+        let repository = FriendsRepository(
+            store: composer.store, deleter: deleter, scheduler: ImmediateScheduler.immediate)
         let loaded = expectation(description: "loaded")
         let result = Locked<[Friend]?>(nil)
         composer.friendsLoader.load { outcome in

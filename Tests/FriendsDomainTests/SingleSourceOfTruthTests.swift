@@ -335,7 +335,8 @@ final class SingleSourceOfTruthTests: XCTestCase {
             memoryStore: memory, databaseStore: database, remote: network.eraseToAnyLoader(),
             remoteFriend: remoteFriend, updates: updates, saveDebounce: .milliseconds(500), scheduler: scheduler,
             onEvent: onEvent)
-        let repository = FriendsRepository(store: composer.store, deleter: deleter, scheduler: ImmediateScheduler())
+        let repository = FriendsRepository(
+            store: composer.store, deleter: deleter, scheduler: ImmediateScheduler.immediate)
         return SUT(
             memory: memory, database: database, network: network, deleter: deleter, updates: updates,
             scheduler: scheduler, composer: composer, repository: repository)

@@ -36,7 +36,7 @@ private struct Just<Output: Sendable>: Loader {
     init(_ value: Output) { self.value = value }
     func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
         completion(.success(value))
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
 }
 
@@ -125,16 +125,18 @@ final class DocSamplesTests: XCTestCase {
             scheduler: .global())
     }
 
-    func test_caches() throws {
+    func test_caches() async throws {
         let memory = MemoryCache<String, Int>(countLimit: 500, expiry: .maxAge(.seconds(300)))
         let clock = TestClock()
         let expiring = MemoryCache<String, Int>(expiry: .maxAge(.seconds(60)), now: { clock.now })
-        expiring.insert(1, for: "a")
+        try await expiring.save(1, for: "a")
         clock.advance(by: 61)  // what memory holds has now expired
-        XCTAssertThrowsError(try expiring.cachedValue(for: "a").get())
+        let expired = try? await expiring.value(for: "a")
+        XCTAssertNil(expired)
         let entry = memory["u1"]
-        entry.save(1) { _ in }
-        XCTAssertEqual(try memory.cachedValue(for: "u1").get().value, 1)
+        try await entry.save(1)
+        let saved = try await memory.value(for: "u1")
+        XCTAssertEqual(saved.value, 1)
     }
 
     func test_tryMap() {

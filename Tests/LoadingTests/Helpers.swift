@@ -28,7 +28,7 @@ final class InMemoryCache<Value: Sendable>: Cache, Loader {
     @discardableResult
     func load(completion: @escaping LoadCompletion<Value>) -> any CancellationToken {
         completion(stored.withLock { $0 }.map { .success($0) } ?? .failure(TestError(id: -1)))
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
 }
 

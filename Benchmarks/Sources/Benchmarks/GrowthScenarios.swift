@@ -137,7 +137,7 @@ private func growthWorkloads() -> [GrowthWorkload] {
                     return NoToken()
                 }
             }
-            return seconds { for _ in 0..<size { store.loadNextPage(of: 0) { _ in } } }
+            return seconds { for _ in 0..<size { store.nextPage(of: 0).load { _ in } } }
         },
         GrowthWorkload(name: "PagedStore.loadPreviousPage, uncapped, pages of 20", holdsGrowth: true) { size in
             let store = PagedStore(levels: [.cache(MemoryCache<Int, PagedList<Int, Int>>(), name: "memory")]) {
@@ -149,7 +149,7 @@ private func growthWorkloads() -> [GrowthWorkload] {
                     return NoToken()
                 }
             }
-            return seconds { for _ in 0..<size { store.loadPreviousPage(of: 0) { _ in } } }
+            return seconds { for _ in 0..<size { store.previousPage(of: 0).load { _ in } } }
         },
     ]
 }

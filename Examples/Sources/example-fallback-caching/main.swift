@@ -13,7 +13,7 @@ final class ListSlot: Loader, Cache {
         let stored = value.withLock { $0 }
         print("  \(name): \(stored == nil ? "miss" : "hit")")
         completion(stored.map { .success($0) } ?? .failure(Miss()))
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
 
     func save(_ friends: [String], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
@@ -32,7 +32,7 @@ let network = AnyLoader<[String]> { completion in
     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {
         completion(.success(["Ada", "Grace", "Alan"]))
     }
-    return AnyCancellationToken()
+    return AnyCancellationToken {}
 }
 
 let friends =

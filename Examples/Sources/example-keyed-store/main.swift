@@ -134,7 +134,7 @@ check(responses.withLock { $0.last?.value?.status } == .away, "a live update rea
 
 let refused = AnyLoader<Void> { completion in
     completion(.failure(URLError(.badServerResponse)))
-    return AnyCancellationToken()
+    return AnyCancellationToken {}
 }
 let outcome = Locked<Result<Void, any Error>?>(nil)
 let rename: @Sendable (Friend?) -> Friend? = { friend in

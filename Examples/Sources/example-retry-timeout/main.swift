@@ -16,7 +16,7 @@ let flaky = AnyLoader<String> { completion in
     }
     print(String(format: "  attempt %d at %4.0f ms", attempt, Date().timeIntervalSince(started) * 1000))
     completion(attempt < 3 ? .failure(ServerError()) : .success("friends"))
-    return AnyCancellationToken()
+    return AnyCancellationToken {}
 }
 
 let retried = flaky.retry(.exponential(initial: .milliseconds(100), maxDelay: .seconds(1), maxAttempts: 4))
@@ -40,7 +40,7 @@ struct NotFound: Error {}
 let missing = AnyLoader<String> { completion in
     print("  asked once")
     completion(.failure(NotFound()))
-    return AnyCancellationToken()
+    return AnyCancellationToken {}
 }
 print("No retry for errors the policy rejects:")
 do {

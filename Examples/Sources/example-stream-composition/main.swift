@@ -16,7 +16,7 @@ final class ListSlot: Loader, Cache {
     private let value = Locked<[Friend]?>(nil)
     func load(completion: @escaping LoadCompletion<[Friend]>) -> any CancellationToken {
         completion(value.withLock { $0 }.map { .success($0) } ?? .failure(Empty()))
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
     func save(_ friends: [Friend], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         value.withLock { $0 = friends }

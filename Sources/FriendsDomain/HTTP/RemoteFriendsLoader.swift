@@ -74,7 +74,7 @@ public struct RemoteFriendsDeleter: Sendable {
     ) -> any CancellationToken {
         guard let url = FriendURL.make(for: id, in: baseURL) else {
             completion(.failure(FriendsAPIError.invalidID(id)))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         var request = URLRequest(url: url)
         request.httpMethod = "DELETE"
@@ -220,7 +220,7 @@ public struct RemoteFriendLoader: Loader {
     public func load(completion: @escaping LoadCompletion<Friend>) -> any CancellationToken {
         guard let url else {
             completion(.failure(FriendsAPIError.invalidID(id)))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         return client.getJSON(url, mapping: Self.map, completion: completion)
     }

@@ -100,7 +100,7 @@ public final class FriendsRepository: Sendable {
     public func load() { _ = store.read(.all, policy: policy).load { _ in } }
 
     /// Fetches the friends from the network anew, even while a load is in flight.
-    public func refresh() { store.refresh(.all) { _ in } }
+    public func refresh() { _ = store.freshValue(of: .all).load { _ in } }
 
     /// Removes a friend.
     ///
@@ -214,6 +214,6 @@ private struct MissingDeleter: FriendDeleting {
         -> any CancellationToken
     {
         completion(.failure(FriendsRepository.DeletionUnavailable()))
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
 }

@@ -3,7 +3,7 @@
 /// ```swift
 /// let fromCallback = AnyLoader<[Friend]> { completion in
 ///     api.fetchFriends(completion: completion)
-///     return AnyCancellationToken()
+///     return AnyCancellationToken {}
 /// }
 /// let fromAsync = AnyLoader { try await api.friends() }
 /// ```

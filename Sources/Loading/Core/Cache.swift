@@ -17,22 +17,22 @@ extension Cache {
     public func save(_ value: Value) async throws {
         try await AnyLoader<Void> { completion in
             self.save(value, completion: completion)
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }.load()
     }
 }
 
-/// A type-erased cache: wraps any ``Cache`` or a closure.
+/// A cache made of an `async` closure (an actor's method, a database call).
 public struct AnyCache<Value: Sendable>: Cache {
     private let body: @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void
 
     /// Wraps `cache`, hiding its concrete type.
-    public init<Wrapped: Cache>(_ cache: Wrapped) where Wrapped.Value == Value {
+    init<Wrapped: Cache>(_ cache: Wrapped) where Wrapped.Value == Value {
         body = { cache.save($0, completion: $1) }
     }
 
     /// Creates a cache from a closure that saves a value and reports the outcome.
-    public init(_ save: @escaping @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void) {
+    init(_ save: @escaping @Sendable (Value, @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void) {
         body = save
     }
 

@@ -41,11 +41,6 @@ public final class AnyCancellationToken: CancellationToken {
         self.action = Locked(Pending(action: action))
     }
 
-    /// Creates a token with nothing to cancel, for work that cannot be stopped.
-    public convenience init() {
-        self.init {}
-    }
-
     /// Whether `cancel()` has been called.
     public var isCancelled: Bool {
         action.withLock { $0.action == nil }
@@ -58,7 +53,7 @@ public final class AnyCancellationToken: CancellationToken {
 }
 
 /// The token of a load that completed before returning, or of work that has nothing left to cancel: cancelling it
-/// does nothing, and it costs no allocation (unlike `AnyCancellationToken()`, which holds a lock box).
+/// does nothing, and it costs no allocation (unlike `AnyCancellationToken {}`, which holds a lock box).
 @usableFromInline
 struct FinishedToken: CancellationToken {
     @inlinable

@@ -66,7 +66,7 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
     }
 
     /// A family that transforms each key's values with `transform`.
-    public func map<NewOutput: Sendable>(
+    func map<NewOutput: Sendable>(
         _ transform: @escaping @Sendable (Output) -> NewOutput
     ) -> LoaderFamily<Key, NewOutput> {
         let makeLoader = self.makeLoader

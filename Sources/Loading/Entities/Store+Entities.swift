@@ -77,7 +77,7 @@ where Entity.ID: Sendable {
             mutate: { [weak store] key, newer, commit, completion in
                 guard let store, let key = key as? Key else {
                     completion(.failure(StoreError.cleared))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
                 return store.mutateHere(key, replacing(newer), commit: commit, completion: completion)
             })
@@ -185,7 +185,7 @@ final class SharedCommit: Sendable {
         }
         if let answer {
             completion(answer)
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         if starts {
             let token = commit.load { [self] result in finish(result) }

@@ -20,8 +20,10 @@ struct SerializedObserver<Output: Sendable, Failure: Error>: Sendable {
     func send(_ event: StreamEvent<Output, Failure>) -> Bool {
         // The queued delivery is made only when another thread is delivering.
         let downstream = downstream
+        var isTerminal = false
+        if case .completion = event { isTerminal = true }
         return delivery.deliver(
-            isTerminal: event.isCompletion, now: { downstream.receive(event) },
+            isTerminal: isTerminal, now: { downstream.receive(event) },
             queuing: { { downstream.receive(event) } })
     }
 }

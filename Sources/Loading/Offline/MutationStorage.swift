@@ -47,7 +47,7 @@ public protocol MutationStorage<Input>: Sendable {
 ///   another. The coordination uses advisory locks on two files in the directory, `.lock` and `.sending.lock`.
 public final class FileMutationStorage<Input: Codable & Sendable>: MutationStorage, ProcessSharedMutationStorage {
     /// The directory the mutations are kept in.
-    public let directory: URL
+    let directory: URL
 
     /// Creates storage in `directory` (created when missing).
     public init(directory: URL) {
@@ -237,7 +237,7 @@ public struct MutationStorageError: Error, CustomStringConvertible {
     public let underlyingError: any Error
 
     /// Creates the error.
-    public init(operation: Operation, id: String?, file: URL, underlyingError: any Error) {
+    init(operation: Operation, id: String?, file: URL, underlyingError: any Error) {
         self.operation = operation
         self.id = id
         self.file = file

@@ -91,7 +91,7 @@ public struct ProcessSharingError: Error, CustomStringConvertible {
     public let underlyingError: any Error
 
     /// Creates the error.
-    public init(file: URL, underlyingError: any Error) {
+    init(file: URL, underlyingError: any Error) {
         self.file = file
         self.underlyingError = underlyingError
     }

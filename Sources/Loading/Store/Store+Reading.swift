@@ -107,21 +107,8 @@ extension Store {
         })
     }
 
-    /// Fetches `key` anew now (never joining a fetch already running), confirms and shows the fresh value, and gives
-    /// it to `completion` once it is saved. The returned token drops this caller's interest (the fetch is cancelled
-    /// when no one else waits for it).
-    ///
-    /// ```swift
-    /// store.refresh("u1") { result in endRefreshing(result) }   // pull to refresh: observers see the fresh value too
-    /// ```
-    @discardableResult
-    public func refresh(
-        _ key: Key, completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
-    ) -> any CancellationToken {
-        freshValue(of: key).load(completion: completion)
-    }
-
-    /// Fetches `key` anew now, as ``refresh(_:completion:)`` does, and returns the fresh value once it is saved.
+    /// Fetches `key` anew now (never joining a fetch already running), confirms and shows the fresh value, and
+    /// returns it once it is saved.
     /// Cancelling the task drops this caller's interest (the fetch is cancelled when no one else waits for it); this
     /// then throws `CancellationError`.
     ///
@@ -133,8 +120,9 @@ extension Store {
         try await freshValue(of: key).load()
     }
 
-    /// `key`'s fresh value as a loader: each load does what ``refresh(_:completion:)`` does (to compose, as
-    /// `store.freshValue(of: key).fallback(to: store.read(key, policy: .cacheOnly))`).
+    /// `key`'s fresh value as a loader: each load does what ``refresh(_:)`` does (to compose, as
+    /// `store.freshValue(of: key).fallback(to: store.read(key, policy: .cacheOnly))`, or to load with a completion).
+    /// The token a load returns drops that caller's interest (the fetch is cancelled when no one else waits for it).
     public func freshValue(of key: Key) -> AnyLoader<StoreResponse<Value>> {
         AnyLoader { [self] completion in
             let pending = PendingLoad(completion)

@@ -85,7 +85,7 @@ extension Store {
     public func flush() async {
         _ = try? await AnyLoader<Void> { completion in
             self.flush { completion(.success(())) }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }.load()
     }
 
@@ -122,7 +122,7 @@ extension Store {
     public func clear() async {
         _ = try? await AnyLoader<Void> { completion in
             self.clear { completion(.success(())) }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }.load()
     }
 
@@ -247,7 +247,7 @@ extension Store {
             guard let shown else {
                 declined.withLock { $0 = true }
                 settled(.failure(StoreError.cleared))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
             made.withLock { $0 = shown }
             return shown.undo

@@ -25,7 +25,7 @@
 ///   or a fetch started after it was confirmed first; it writes every level at once, and its readers are answered
 ///   once those writes have completed. A **cache hit** confirms the level's value and writes it to the faster
 ///   levels. Only writes and updates wait for a debounced level's timer (or ``flush(completion:)``).
-/// - ``refresh(_:completion:)`` always fetches anew; it never joins a fetch that started before it was asked.
+/// - ``refresh(_:)`` always fetches anew; it never joins a fetch that started before it was asked.
 /// - ``clear(completion:)`` cancels pending optimistic changes and pending debounced level writes, and empties every
 ///   level. It and ``remove(_:)`` take effect at once: no read, fetch or change in flight shows anything from before.
 /// - **Memory is bounded**: the store holds a key only while it is in use (observed, read, fetched, changed, or
@@ -245,7 +245,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or
     /// waiting for a level write) and the values it keeps (see `keptValues`).
-    public var count: Int {
+    var count: Int {
         locked { $0.count }
     }
 }

@@ -93,7 +93,7 @@ extension StoreEngine {
         run(key) { $0.fetchWaits(id, of: $1) }
         guard network.waits else {
             call.ended(.failure(OfflineError()))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         let upstream = upstream
         return AnyLoader<any StoreValueBox> { [self] completion in

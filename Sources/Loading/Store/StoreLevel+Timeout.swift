@@ -271,7 +271,7 @@ public struct LevelTimeoutError: Error, Equatable, CustomStringConvertible {
     public let interval: Duration
 
     /// Creates the error of `level`'s `operation`, which did not finish within `interval`.
-    public init(level: String, operation: LevelOperation, interval: Duration) {
+    init(level: String, operation: LevelOperation, interval: Duration) {
         self.level = level
         self.operation = operation
         self.interval = interval

@@ -60,7 +60,7 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A level written at once.
     @inlinable
     public static func cache(_ cache: some KeyedCache<Key, Value>, name: String) -> StoreLevel {
-        StoreLevel(cache: cache, name: name, writeDebounce: nil, scheduler: ImmediateScheduler())
+        StoreLevel(cache: cache, name: name, writeDebounce: nil, scheduler: .immediate)
     }
 
     /// A level whose writes of changes are debounced: the last value of a burst of ``Store/write(_:for:)`` and

@@ -63,8 +63,7 @@ public enum StreamEvent<Output: Sendable, Failure: Error>: Sendable {
     case completion(StreamCompletion<Failure>)
 
     /// Whether this is the terminal event.
-    @inlinable
-    public var isCompletion: Bool {
+    var isCompletion: Bool {
         if case .completion = self { return true }
         return false
     }
@@ -97,7 +96,7 @@ public struct StreamObserver<Output: Sendable, Failure: Error>: Sendable {
 
     /// Sends the terminal event.
     @inlinable
-    public func send(completion: StreamCompletion<Failure>) {
+    func send(completion: StreamCompletion<Failure>) {
         receive(.completion(completion))
     }
 

@@ -22,7 +22,7 @@ final class AnyLoaderTests: XCTestCase {
         let sut = AnyLoader<Int> { completion in
             completion(.success(1))
             completion(.success(2))  // a misbehaving source
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         let recorder = LoadRecorder<Int>()
 

@@ -6,7 +6,7 @@ final class AsyncBridgeTests: XCTestCase {
     func test_load_returnsValue() async throws {
         let sut = AnyLoader<Int> { completion in
             DispatchQueue.global().async { completion(.success(3)) }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
 
         let value = try await sut.load()
@@ -17,7 +17,7 @@ final class AsyncBridgeTests: XCTestCase {
     func test_load_throwsLoadError() async {
         let sut = AnyLoader<Int> { completion in
             completion(.failure(TestError(id: 8)))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
 
         do {
@@ -75,7 +75,7 @@ final class AsyncBridgeTests: XCTestCase {
         for round in 0..<500 {
             let sut = AnyLoader<Int> { completion in
                 DispatchQueue.global().async { completion(.success(round)) }
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
             let task = Task { try await sut.load() }
             if round.isMultiple(of: 2) { await Task.yield() }

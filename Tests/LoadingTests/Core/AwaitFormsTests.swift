@@ -1,8 +1,9 @@
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// The `await` form of each operation that ends later: it returns what its callback form's completion receives (or
 /// throws its error), and cancelling the waiting task cancels what can be cancelled (an optimistic change is undone,

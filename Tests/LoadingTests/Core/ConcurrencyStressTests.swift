@@ -15,7 +15,7 @@ final class ConcurrencyStressTests: XCTestCase {
         let database = FlakyStore(failEvery: 2)
         let network = AnyLoader<Int> { completion in
             DispatchQueue.global().async { completion(.success(1)) }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         let sut =
             memory
@@ -92,7 +92,7 @@ private final class FlakyStore: Loader, Cache {
             return state.loads.isMultiple(of: failEvery) ? nil : state.value
         }
         completion(value.map { .success($0) } ?? .failure(anyError))
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
 
     func save(_ value: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {

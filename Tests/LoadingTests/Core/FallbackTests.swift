@@ -93,7 +93,7 @@ final class FallbackTests: XCTestCase {
         let fallback = LoaderSpy<String>()
         let failing = AnyLoader<String> { completion in
             completion(.failure(anyError))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         let recorder = LoadRecorder<String>()
         let token = recorder.load(failing.fallback(to: fallback))

@@ -66,7 +66,7 @@ final class FlatMapTests: XCTestCase {
     func test_synchronousSteps_completeOnce() {
         let first = AnyLoader<Int> { completion in
             completion(.success(2))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         let recorder = LoadRecorder<Int>()
 

@@ -77,7 +77,7 @@ final class PendingLoadTests: XCTestCase {
         var started = false
         pending.startStep {
             started = true
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
 
         XCTAssertFalse(started)

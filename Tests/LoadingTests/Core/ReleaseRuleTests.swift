@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// The release rule: no lock is held while user code runs, and releasing a closure or a value is user code (its
 /// captures' deinitializers run). Each test makes a deinitializer call back into the very object that drops it
@@ -52,7 +53,7 @@ final class ReleaseRuleTests: XCTestCase {
         let pending = PendingLoad<Int> { _ in }
         pending.startStep { AnyCancellationToken { [probe = DeinitProbe { pending.cancel() }] in probe.touch() } }
 
-        guard assertReturns("second step", running: { pending.startStep { AnyCancellationToken() } }) else { return }
+        guard assertReturns("second step", running: { pending.startStep { AnyCancellationToken {} } }) else { return }
         XCTAssertTrue(pending.isFinished, "the deinit's cancel went through")
     }
 

@@ -1,7 +1,8 @@
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// Retry at its limits: any number of synchronous failures in constant stack depth, "for ever" without overflow, a
 /// delay an error asks for, and attempts that start over after a healthy run.
@@ -135,7 +136,7 @@ private final class FailingSource: Sendable {
                 return count
             }
             completion(attempt > failures ? .success(attempt) : .failure(anyError))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }

@@ -1,6 +1,7 @@
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class RetryTests: XCTestCase {
     func test_load_deliversFirstSuccessWithoutRetrying() {

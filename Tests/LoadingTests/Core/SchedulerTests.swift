@@ -60,8 +60,8 @@ final class SchedulerTests: XCTestCase {
 
     func test_immediateScheduler_runsAtOnce() {
         let ran = Locked(0)
-        ImmediateScheduler().schedule { ran.withLock { $0 += 1 } }
-        ImmediateScheduler().schedule(after: .seconds(100)) { ran.withLock { $0 += 1 } }
+        ImmediateScheduler.immediate.schedule { ran.withLock { $0 += 1 } }
+        ImmediateScheduler.immediate.schedule(after: .seconds(100)) { ran.withLock { $0 += 1 } }
         XCTAssertEqual(ran.withLock { $0 }, 2)
     }
 

@@ -1,7 +1,8 @@
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 private enum RequestID {
     @TaskLocal static var current: String?

@@ -1,6 +1,7 @@
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class TimeoutTests: XCTestCase {
     func test_failsWithTimeoutErrorAndCancelsLoadWhenTimeRunsOut() {

@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class TraceTests: XCTestCase {
     func test_aTracedLoad_reportsItsStartEachStepEachRetryAndItsEnd_withDurations() {
@@ -65,7 +66,7 @@ final class TraceTests: XCTestCase {
             seen.withLock { $0.append(retry) }
         }
         let sut = TracedLoader("item", observer: events.record) { trace in
-            upstream.retry(policy.reporting(to: trace), scheduler: ImmediateScheduler())
+            upstream.retry(policy.reporting(to: trace), scheduler: ImmediateScheduler.immediate)
         }
         let results = LoadRecorder<Int>()
 
@@ -106,10 +107,13 @@ final class TraceTests: XCTestCase {
             ])
     }
 
-    func test_logErrors_tellsEachFailedLoad_withItsIdentityAndDuration() {
+    func test_failuresOnly_eachFailedLoadIsToldWithItsIdentity() {
         let upstream = LoaderSpy<Int>()
         let failures = Locked<[LoadEvent]>([])
-        let sut = upstream.logErrors(as: "friends") { event in failures.withLock { $0.append(event) } }
+        let failuresOnly: @Sendable (LoadEvent) -> Void = { event in
+            if case .failed = event.kind { failures.withLock { $0.append(event) } }
+        }
+        let sut = TracedLoader("friends", observer: failuresOnly) { _ in upstream }
         let results = LoadRecorder<Int>()
 
         results.load(sut)
@@ -138,7 +142,7 @@ final class TraceTests: XCTestCase {
         }
         .retry(
             .immediate(maxAttempts: 3).observingRetries { retry, _, _ in seen.withLock { $0.append(retry) } },
-            scheduler: ImmediateScheduler())
+            scheduler: ImmediateScheduler.immediate)
 
         let recorder = StreamRecorder(stream)
 

@@ -60,7 +60,7 @@ final class SharedEntitiesQueuedChangesTests: XCTestCase {
     private static func answering<Value: Sendable>(_ value: Value) -> AnyLoader<Value> {
         AnyLoader { completion in
             completion(.success(value))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 

@@ -58,7 +58,7 @@ final class SharedEntitiesTests: XCTestCase {
     private static func answering<Value: Sendable>(_ value: Value) -> AnyLoader<Value> {
         AnyLoader { completion in
             completion(.success(value))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 
@@ -113,8 +113,8 @@ final class SharedEntitiesTests: XCTestCase {
         let keys = 0..<2_000  // 1,000 lists hold Ada
         let feedKeys = 0..<100
         for feed in feedKeys {
-            feeds.loadNextPage(of: feed) { _ in }
-            feeds.loadNextPage(of: feed) { _ in }
+            feeds.nextPage(of: feed).load { _ in }
+            feeds.nextPage(of: feed).load { _ in }
         }
         let shown = keys.map { show($0, in: lists) }
         let feedsShown = feedKeys.map { show($0, in: feeds.store) }
@@ -216,7 +216,7 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertEqual(lists.state(for: 1).value, [renamed, grace], "the list read")
 
         let appended = expectation(description: "the page appended")
-        feeds.loadNextPage(of: 7) { _ in
+        feeds.nextPage(of: 7).load { _ in
             people.update(Person(id: "ada", name: "Countess", version: 3))
             appended.fulfill()
         }
@@ -396,8 +396,8 @@ final class SharedEntitiesTests: XCTestCase {
         let listShown = observe(1, in: lists)
         details.write(ada, for: "ada")
         lists.write([ada, grace], for: 1)
-        details.refresh("ada") { _ in }  // asked first
-        lists.refresh(1) { _ in }  // asked last
+        details.freshValue(of: "ada").load { _ in }  // asked first
+        lists.freshValue(of: 1).load { _ in }  // asked last
 
         detailFetch.complete(with: first)  // answered first: reaches the list while its fetch runs
         listFetch.complete(with: [last, grace])  // answered last
@@ -414,7 +414,7 @@ final class SharedEntitiesTests: XCTestCase {
         let lists = makeListStore(people) { _ in listFetch.eraseToAnyLoader() }
         let listShown = observe(1, in: lists)
         lists.write([ada], for: 1)
-        lists.refresh(1) { _ in }
+        lists.freshValue(of: 1).load { _ in }
         let live = Person(id: "ada", name: "Ada, live")
 
         people.update(live)  // while the refresh runs

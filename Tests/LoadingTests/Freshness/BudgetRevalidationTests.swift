@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// Refreshing within a budget (a background refresh): the keys observed most recently first, nothing started after
 /// the deadline, a cancel stops the fetch running, the levels flushed, and a report of every key.
@@ -130,7 +131,7 @@ private final class Upstream: Sendable {
             }
             clock.advance(by: takes)
             completion(failing.contains(key) ? .failure(TestError(id: key)) : .success("fresh \(key)"))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// What loads and store reads do while the network cannot be reached: wait, or answer from the cache; never a
 /// request that cannot succeed, and never a failure in a loop.

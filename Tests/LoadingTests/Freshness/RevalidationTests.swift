@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// Revalidation triggers: the foreground, the network coming back and a period fetch the observed keys that are not
 /// fresh, and only those; nothing while offline.

@@ -1,8 +1,9 @@
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class MemoryCacheTests: XCTestCase {
     func test_keyedCacheContract() {

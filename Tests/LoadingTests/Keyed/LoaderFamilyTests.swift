@@ -104,7 +104,7 @@ final class LoaderFamilyTests: XCTestCase {
         let family = LoaderFamily { (key: Int) in
             AnyLoader<Int> { completion in
                 completion(.success(key * 2))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
         }.coalesced()
         let recorder = LoadRecorder<Int>()

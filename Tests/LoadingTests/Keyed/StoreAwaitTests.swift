@@ -104,7 +104,7 @@ final class StoreAwaitTests: XCTestCase {
             fetch: LoaderFamily { (_: String) in
                 AnyLoader<String> { completion in
                     completion(.failure(URLError(.notConnectedToInternet)))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             })
         return SUT(store: store, memory: memory, disk: disk)

@@ -133,7 +133,7 @@ final class StoreKeysTests: XCTestCase {
             fetch: LoaderFamily { (key: Int) in
                 AnyLoader<Int> { completion in
                     completion(.success(key))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             })
         let observed = store.changes(for: -1).sink { _ in }

@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// A value the store holds itself (kept for a key out of use, or shown) is as old as when it was learned, and is
 /// judged by the maximum age of the levels it is saved in: the store serves none its levels have expired.

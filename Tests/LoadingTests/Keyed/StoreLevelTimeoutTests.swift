@@ -1,8 +1,9 @@
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// Levels over async caches, levels with a timeout, and the dates the store saves values with: a level that fails or
 /// takes too long counts as a miss, and a value keeps its age in every level.

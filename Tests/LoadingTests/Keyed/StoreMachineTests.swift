@@ -155,7 +155,7 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.peek(K.b)?.levelReads, 0)
 
         let fetch = try XCTUnwrap(missed.begun)
-        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: K.a))
+        XCTAssertNil(machine.keepToken(AnyCancellationToken {}, ofFetch: fetch.fetch, for: K.a))
         XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: K.a).cancel)
         XCTAssertNil(machine.peek(K.a), "the last caller out lets the key go")
     }
@@ -163,7 +163,7 @@ final class StoreMachineTests: XCTestCase {
     func test_aFetchThatFailsAfterItsLastCallerLeft_changesNothing_evenWhenItsKeyIsGone() throws {
         var machine = makeMachine()
         let fetch = machine.beginFetch(K.a, joining: true) { _ in XCTFail("the caller left") }
-        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: fetch.fetch, for: K.a))
+        XCTAssertNil(machine.keepToken(AnyCancellationToken {}, ofFetch: fetch.fetch, for: K.a))
         XCTAssertNotNil(machine.leaveFetch(fetch.fetch, caller: fetch.caller, of: K.a).cancel)
         XCTAssertEqual(machine.count, 0)
 
@@ -180,7 +180,7 @@ final class StoreMachineTests: XCTestCase {
         let second = machine.beginFetch(K.a, joining: true) { _ in }
         XCTAssertEqual(first.fetch, second.fetch)
         XCTAssertFalse(second.starts)
-        XCTAssertNil(machine.keepToken(AnyCancellationToken(), ofFetch: first.fetch, for: K.a))
+        XCTAssertNil(machine.keepToken(AnyCancellationToken {}, ofFetch: first.fetch, for: K.a))
 
         XCTAssertNil(machine.leaveFetch(first.fetch, caller: first.caller, of: K.a).cancel)
         XCTAssertNotNil(machine.leaveFetch(second.fetch, caller: second.caller, of: K.a).cancel)

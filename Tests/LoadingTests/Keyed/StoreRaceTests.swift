@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// The races a store must win, each through the public API: a logout during a slow read, a fetch overtaken by a
 /// refresh, one key's slow work next to another's, the caller's task-local values, bounded memory.
@@ -132,7 +133,7 @@ final class StoreRaceTests: XCTestCase {
                 AnyLoader<String> { completion in
                     seen.withLock { $0[key] = RequestContext.id }
                     completion(.success(key.uppercased()))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             })
 
@@ -159,7 +160,7 @@ final class StoreRaceTests: XCTestCase {
             fetch: LoaderFamily { (key: Int) in
                 AnyLoader<Int> { completion in
                     completion(.success(key))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             })
         let observed = StreamRecorder(store.changes(for: -1))
@@ -287,7 +288,7 @@ final class StoreRaceTests: XCTestCase {
         let completed = Locked(false)
         let refused = AnyLoader<Void> { completion in
             completion(.failure(anyError))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
 
         whileAnUpdateRuns(of: store) {
@@ -311,7 +312,7 @@ final class StoreRaceTests: XCTestCase {
         let accepted = AnyLoader<Void> { completion in
             completion(.success(()))
             store.clear()
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
 
         store.mutate(

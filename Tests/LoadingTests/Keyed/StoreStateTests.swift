@@ -1,10 +1,11 @@
 import Dispatch
 import Foundation
-import Loading
 import LoadingScreens
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// `Store.states(for:)`: a key's value with whether the store fetches it, and the latest failure, for whoever asked;
 /// one state per change, with no state in between that never was.
@@ -112,7 +113,7 @@ final class StoreStateTests: XCTestCase {
         store.write("v0", for: "k")
         let screen = StreamRecorder(store.states(for: "k"))
 
-        store.refresh("k") { _ in }
+        store.freshValue(of: "k").load { _ in }
         network.fail("k", with: TestError(id: 1))
 
         XCTAssertEqual(screen.values.map(describe), ["loaded(v0)", "loading(v0)", "failed(v0)"])
@@ -138,7 +139,7 @@ final class StoreStateTests: XCTestCase {
         let store = Store<String, String>(levels: [], fetch: LoaderFamily { network[$0] })
         store.write("v0", for: "k")
         let screen = StreamRecorder(store.states(for: "k"))
-        store.refresh("k") { _ in }
+        store.freshValue(of: "k").load { _ in }
 
         store.clear()
         XCTAssertEqual(screen.values.map(describe), ["loaded(v0)", "loading(v0)", "idle"])
@@ -195,7 +196,7 @@ final class StoreStateTests: XCTestCase {
         let network = KeyedLoaderSpy<String, String>()
         let store = Store<String, String>(levels: [], fetch: LoaderFamily { network[$0] })
         store.write("v0", for: "k")
-        store.refresh("k") { _ in }
+        store.freshValue(of: "k").load { _ in }
 
         let screen = StreamRecorder(store.states(for: "k"))
         XCTAssertEqual(screen.values.map(describe), ["loading(v0)"])
@@ -229,7 +230,7 @@ final class StoreStateTests: XCTestCase {
                     store.read("k").load { _ in done.leave() }
                 case 1:
                     done.enter()
-                    store.refresh("k") { _ in done.leave() }
+                    store.freshValue(of: "k").load { _ in done.leave() }
                 case 2: store.write("written \(thread).\(step)", for: "k")
                 default: store.invalidate("k")
                 }
@@ -250,7 +251,7 @@ final class StoreStateTests: XCTestCase {
         XCTAssertEqual(describe(store.state(for: "k")), "idle")
         store.write("v0", for: "k")
 
-        store.refresh("k") { _ in }
+        store.freshValue(of: "k").load { _ in }
         XCTAssertEqual(describe(store.state(for: "k")), "loading(v0)")
         network.complete("k", with: "v1")
 

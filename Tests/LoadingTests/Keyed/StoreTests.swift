@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class StoreTests: XCTestCase {
     private let clock = TestClock()
@@ -572,7 +573,7 @@ final class StoreTests: XCTestCase {
         let recorders = (0..<4).map { StreamRecorder(store.stream(for: $0, policy: .cacheThenNetwork)) }
         let commits = AnyLoader<Void> { completion in
             DispatchQueue.global().async { completion(Bool.random() ? .success(()) : .failure(TestError(id: 0))) }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         let group = DispatchGroup()
 
@@ -655,7 +656,7 @@ final class StoreTests: XCTestCase {
             fetch: LoaderFamily { (key: Int) in
                 AnyLoader<Int> { completion in
                     DispatchQueue.global().async { completion(result(key)) }
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             }, keptValues: keptValues)
     }

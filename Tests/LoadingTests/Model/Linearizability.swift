@@ -86,7 +86,7 @@ enum LinearizabilityCheck {
                 AnyLoader<Items> { completion in
                     guard slow else {
                         completion(.success(server(key)))
-                        return AnyCancellationToken()
+                        return AnyCancellationToken {}
                     }
                     requests.enter()
                     DispatchQueue.global().async {
@@ -94,7 +94,7 @@ enum LinearizabilityCheck {
                         completion(.success(server(key)))
                         requests.leave()
                     }
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             }, network: network, now: { clock.now })
         let observers = ModelCheck.keys.map { ($0, StreamRecorder(store.changes(for: $0))) }
@@ -160,7 +160,7 @@ enum LinearizabilityCheck {
             let change: @Sendable (Items?) -> Items? = { edit.applied(to: $0) }
             let commit = AnyLoader<Void> { completion in
                 completion(accepted ? .success(()) : .failure(TestError.model))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
             store.mutate(key, change, commit: commit) { result in
                 let text: String

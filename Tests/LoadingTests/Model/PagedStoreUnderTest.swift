@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// The real ``PagedStore`` a page history runs on: one memory level, a server whose page requests wait until the
 /// history answers them, and an observer of every key from the start. It records what ``PageModel`` does.
@@ -56,12 +57,12 @@ final class PagedStoreUnderTest: ModelCheck.System {
         switch step {
         case .loadNextPage(let key):
             let caller = newCaller()
-            tokens[caller] = pages.loadNextPage(of: key) { [answers] result in
+            tokens[caller] = pages.nextPage(of: key).load { [answers] result in
                 answers.withLock { $0[caller]!.append(PageAnswer(result)) }
             }
         case .refresh(let key):
             let caller = newCaller()
-            tokens[caller] = pages.store.refresh(key) { [answers] result in
+            tokens[caller] = pages.store.freshValue(of: key).load { [answers] result in
                 answers.withLock { $0[caller]!.append(PageAnswer(result)) }
             }
         case .answer(let index):

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
+
+@testable import Loading
 
 /// The real ``Store`` a history runs on: two levels that answer at once (a memory level and a disk level, which the
 /// history can make fail), a network whose requests the history answers one by one, and a clock it moves. It records
@@ -113,7 +114,9 @@ final class StoreUnderTest: ModelCheck.System {
         readCount += 1
         let read = readCount
         reads.withLock { $0[read] = [] }
-        store.refresh(key) { [reads] result in reads.withLock { $0[read, default: []].append(Answer(result)) } }
+        store.freshValue(of: key).load { [reads] result in
+            reads.withLock { $0[read, default: []].append(Answer(result)) }
+        }
     }
 
     private func mutate(_ key: String, _ edit: Edit) {

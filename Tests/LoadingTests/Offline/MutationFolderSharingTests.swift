@@ -90,7 +90,7 @@ final class MutationFolderSharingChild: XCTestCase {
                 AnyLoader<Void> { completion in
                     sent(id)
                     DispatchQueue.global().async { completion(.success(())) }
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             }, isRefused: { _ in false })
     }

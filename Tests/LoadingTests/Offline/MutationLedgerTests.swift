@@ -16,7 +16,7 @@ final class MutationLedgerTests: XCTestCase {
     private func addShown(_ input: String, id: String? = nil) -> StoredMutation<String> {
         let (record, saves, clears) = ledger.add(input, id: id ?? input, createdAt: Date(), completion: { _ in })
         saves.leave()
-        XCTAssertTrue(ledger.markShown(record.id, undo: AnyCancellationToken(), numberedBefore: clears))
+        XCTAssertTrue(ledger.markShown(record.id, undo: AnyCancellationToken {}, numberedBefore: clears))
         ledger.keepCommit({ _ in }, of: record.id)
         return record
     }
@@ -75,9 +75,9 @@ final class MutationLedgerTests: XCTestCase {
         XCTAssertTrue(ledger.list.first?.lastError is Refusal)
         guard case .none = ledger.beginAttempt(byBudget: false) else { return XCTFail("sent while waiting") }
 
-        XCTAssertTrue(ledger.keepRetry(AnyCancellationToken()))
+        XCTAssertTrue(ledger.keepRetry(AnyCancellationToken {}))
         XCTAssertNotNil(ledger.endWaitToRetry(), "the timer, to cancel")
-        XCTAssertFalse(ledger.keepRetry(AnyCancellationToken()), "a timer made after the wait ended is not kept")
+        XCTAssertFalse(ledger.keepRetry(AnyCancellationToken {}), "a timer made after the wait ended is not kept")
         XCTAssertEqual(begin()?.record.id, "a")
     }
 
@@ -86,7 +86,7 @@ final class MutationLedgerTests: XCTestCase {
         addShown("b")
         let attempt = begin()!
         _ = ledger.failForNow(attempt.serial, with: Refusal())
-        XCTAssertTrue(ledger.keepRetry(AnyCancellationToken()))
+        XCTAssertTrue(ledger.keepRetry(AnyCancellationToken {}))
 
         let removedSecond = ledger.remove("b")
         XCTAssertNotNil(removedSecond.entry)
@@ -110,7 +110,7 @@ final class MutationLedgerTests: XCTestCase {
         XCTAssertEqual(taken.saves.wait(timeout: .now()), .timedOut)
         saves.leave()
         XCTAssertEqual(taken.saves.wait(timeout: .now()), .success)
-        XCTAssertFalse(ledger.markShown(hidden.id, undo: AnyCancellationToken(), numberedBefore: 0))
+        XCTAssertFalse(ledger.markShown(hidden.id, undo: AnyCancellationToken {}, numberedBefore: 0))
 
         addShown("c")
         guard case .none = ledger.beginAttempt(byBudget: false) else { return XCTFail("sent during a clear") }
@@ -124,7 +124,7 @@ final class MutationLedgerTests: XCTestCase {
         saves.leave()
         _ = ledger.beginClear()
         XCTAssertTrue(ledger.clearBegan(since: clears))
-        XCTAssertFalse(ledger.markShown(record.id, undo: AnyCancellationToken(), numberedBefore: clears))
+        XCTAssertFalse(ledger.markShown(record.id, undo: AnyCancellationToken {}, numberedBefore: clears))
         XCTAssertTrue(ledger.endClear().isEmpty)
     }
 

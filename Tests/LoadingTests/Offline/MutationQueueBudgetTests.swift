@@ -196,7 +196,7 @@ private final class ClockedServer: Sendable {
             case .failForNow: completion(.failure(TestError()))
             default: completion(.success(()))
             }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }

@@ -107,7 +107,7 @@ final class MutationQueueDefectTests: XCTestCase {
             let queue = try MutationQueue(
                 store: store, storage: storage, connectivity: ManualConnectivity(isOnline: false),
                 key: { _ in "list" }, change: { item, list in (list ?? []) + [item] },
-                send: { _, _ in AnyLoader<Void> { _ in AnyCancellationToken() } }, isRefused: { _ in false })
+                send: { _, _ in AnyLoader<Void> { _ in AnyCancellationToken {} } }, isRefused: { _ in false })
             let start = DispatchSemaphore(value: 0)
             let done = DispatchSemaphore(value: 0)
             let threw = Locked(false)
@@ -185,7 +185,7 @@ final class MutationQueueDefectTests: XCTestCase {
             store: store, storage: storage, key: { _ in "list" }, change: { item, list in list?.filter { $0 != item } },
             send: { _, id in
                 attemptsWhenSent.withLock { $0.append(storage.kept[id]?.attempts ?? -1) }
-                return AnyLoader<Void> { _ in AnyCancellationToken() }
+                return AnyLoader<Void> { _ in AnyCancellationToken {} }
             }, isRefused: { _ in false })
 
         try queue.enqueue("a")

@@ -199,7 +199,7 @@ final class MutationQueueTests: XCTestCase {
                 AnyLoader<Void> { completion in
                     sent.withLock { $0.append(item) }
                     completion(.success(()))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             }, isRefused: { _ in false })
 
@@ -221,7 +221,7 @@ final class MutationQueueTests: XCTestCase {
                 AnyLoader<Void> { completion in
                     sent.withLock { $0.append(item) }
                     DispatchQueue.global().async { completion(.success(())) }  // answers on another thread
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             }, isRefused: { _ in false })
 

@@ -23,7 +23,7 @@ final class MutationSendingTests: XCTestCase {
         let second = sending.begin("a")
         XCTAssertNotEqual(second, first)
         XCTAssertNil(sending.take(first), "a late answer of the attempt taken back")
-        XCTAssertFalse(sending.keepToken(AnyCancellationToken(), of: first))
+        XCTAssertFalse(sending.keepToken(AnyCancellationToken {}, of: first))
         XCTAssertNil(sending.take(sending: "b"), "it sends a, not b")
         XCTAssertEqual(sending.take(second)?.id, "a")
         XCTAssertNil(sending.takeAttempt())
@@ -33,10 +33,10 @@ final class MutationSendingTests: XCTestCase {
     func test_nothingBeginsWhileARetryIsWaitedFor_andATimerMadeAfterTheWaitIsNotKept() {
         sending.waitToRetry()
         XCTAssertFalse(isOpen)
-        XCTAssertTrue(sending.keepRetry(AnyCancellationToken()))
+        XCTAssertTrue(sending.keepRetry(AnyCancellationToken {}))
         XCTAssertNotNil(sending.endWaitToRetry(), "the timer, to cancel")
         XCTAssertTrue(isOpen)
-        XCTAssertFalse(sending.keepRetry(AnyCancellationToken()), "the wait ended meanwhile (the network came back)")
+        XCTAssertFalse(sending.keepRetry(AnyCancellationToken {}), "the wait ended meanwhile (the network came back)")
         XCTAssertNil(sending.endWaitToRetry())
     }
 
@@ -56,7 +56,7 @@ final class MutationSendingTests: XCTestCase {
         sending.beginBudget(watcher)
         guard case .heldForBudget = sending.gate(byBudget: false) else { return XCTFail("not held for the budget") }
         sending.waitToRetry()
-        XCTAssertTrue(sending.keepRetry(AnyCancellationToken()))
+        XCTAssertTrue(sending.keepRetry(AnyCancellationToken {}))
         let step = sending.nextStepWithinBudget()
         XCTAssertTrue(step.starts)
         XCTAssertNotNil(step.retry, "the retry timer it replaces")

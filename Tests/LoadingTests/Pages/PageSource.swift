@@ -82,7 +82,7 @@ final class PageSource: Sendable {
                 return (answer, state.holds)
             }
             if !isHeld { answer() }
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }

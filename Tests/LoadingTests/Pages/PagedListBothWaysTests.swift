@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// Lists that grow both ways (a chat, a timeline opened in the middle): pages added before the first as well as after
 /// the last, a cap dropping pages at the far end, and the refresh rule kept.

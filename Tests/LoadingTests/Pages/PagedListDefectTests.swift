@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// What a server's paging must not break: a cursor that repeats ends the list instead of growing it for ever, an item
 /// shown on two pages is shown once and edited or removed everywhere, and appending stays cheap as the list grows.
@@ -15,7 +16,7 @@ final class PagedListDefectTests: XCTestCase {
             (_: String, cursor: Int?) in
             AnyLoader<Page<Post, Int>> { completion in
                 completion(.success(Page(items: [Post(id: (cursor ?? 0) + 100, text: "p")], nextCursor: 7)))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
         }
 

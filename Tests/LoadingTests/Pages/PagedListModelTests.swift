@@ -83,7 +83,7 @@
                 AnyLoader<Page<Post, Int>> { completion in
                     if cursor != nil, failing.withLock({ $0 }) {
                         completion(.failure(TestError(id: 1)))
-                        return AnyCancellationToken()
+                        return AnyCancellationToken {}
                     }
                     return source.page(at: cursor).load(completion: completion)
                 }

@@ -1,8 +1,9 @@
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// A paged store takes the options a store does: a widget follows a paged list another process grows over a shared
 /// level (`sharing:`), a paged store tells what happens (`events:`), and bounds the lists it keeps (`keptValues:`).
@@ -79,7 +80,7 @@ final class PagedStoreOptionsTests: XCTestCase {
         let items = (start..<min(start + 2, 10)).map { "p\($0)" }
         return AnyLoader { completion in
             completion(.success(Page(items: items, nextCursor: start + 2 < 10 ? start + 2 : nil)))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 

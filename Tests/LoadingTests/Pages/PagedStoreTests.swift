@@ -1,8 +1,9 @@
 import Foundation
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// The contract of paged lists: pages accumulate, a cap drops the oldest, a refresh revalidates the loaded pages in
 /// order and stops at the first unchanged one, pages are saved in the levels, live changes reach the right page.

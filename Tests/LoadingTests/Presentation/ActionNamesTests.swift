@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// A method named as an action acts; a builder has a noun name. The names a loader once had stay, deprecated, and
 /// keep building loaders that do nothing until loaded.
@@ -11,7 +12,7 @@ final class ActionNamesTests: XCTestCase {
         let store = Store<String, String>(levels: [], fetch: LoaderFamily { network[$0] })
         let answered = LoadRecorder<StoreResponse<String>>()
 
-        store.refresh("a") { answered.record($0) }
+        store.freshValue(of: "a").load { answered.record($0) }
         XCTAssertEqual(network.loadCount(for: "a"), 1, "on its own line, it fetches")
         network.complete("a", with: "fresh")
         XCTAssertEqual(answered.values.map(\.value), ["fresh"])
@@ -28,7 +29,7 @@ final class ActionNamesTests: XCTestCase {
             (_: String, offset: Int?) in source.page(at: offset)
         }
 
-        sut.loadNextPage(of: "feed") { _ in }
+        sut.nextPage(of: "feed").load { _ in }
         XCTAssertEqual(source.requests, [nil])
         let loader = sut.nextPage(of: "feed")
         XCTAssertEqual(source.requests, [nil])

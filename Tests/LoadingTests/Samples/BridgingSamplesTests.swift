@@ -79,7 +79,7 @@ struct QuotesAPI: Sendable {
     func quotes() -> AnyLoader<[String]> {
         AnyLoader { completion in
             completion(.success(["Simplicity is prerequisite for reliability."]))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }

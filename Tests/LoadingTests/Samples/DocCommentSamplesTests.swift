@@ -23,7 +23,7 @@ private let docGrace = Friend(id: "u2", name: "Grace")
 private func answering<Value: Sendable>(_ value: Value) -> AnyLoader<Value> {
     AnyLoader { completion in
         completion(.success(value))
-        return AnyCancellationToken()
+        return AnyCancellationToken {}
     }
 }
 
@@ -200,7 +200,7 @@ final class DocCommentSamplesTests: XCTestCase {
         // Sample: begin
         let fromCallback = AnyLoader<[Friend]> { completion in
             api.fetchFriends(completion: completion)
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
         let fromAsync = AnyLoader { try await api.friends() }
         // Sample: end
@@ -451,12 +451,6 @@ final class DocCommentSamplesTests: XCTestCase {
             // Sample: end
             _ = friends
         }
-        // Sample: begin
-        let friends = remote.logErrors(as: "friends") { event in
-            print("load \(event.load) of \(event.label) failed after \(event.elapsed)")
-        }
-        // Sample: end
-        _ = friends
     }
 
     // MARK: Keyed
@@ -549,9 +543,6 @@ final class DocCommentSamplesTests: XCTestCase {
             // Sample: end
             subscription.cancel()
         }
-        // Sample: begin
-        store.refresh("u1") { result in endRefreshing(result) }  // pull to refresh: observers see the fresh value too
-        // Sample: end
         subscription.cancel()
     }
 
@@ -560,7 +551,7 @@ final class DocCommentSamplesTests: XCTestCase {
             (_: String, cursor: Int?) in
             AnyLoader<Loading.Page<Int, Int>> { completion in
                 completion(.success(Loading.Page(items: [cursor ?? 0], nextCursor: (cursor ?? 0) + 1)))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
         }
         let shown = Locked<[[Int]]>([])
@@ -568,7 +559,7 @@ final class DocCommentSamplesTests: XCTestCase {
             shown.withLock { $0.append((try? result.get().value?.items) ?? []) }
         }
         // Sample: begin
-        feeds.loadNextPage(of: "home") { result in show(result) }
+        feeds.nextPage(of: "home").load { result in show(result) }
         // Sample: end
         // Sample: begin
         let next = feeds.nextPage(of: "home").dispatchOnMainQueue()
@@ -577,7 +568,7 @@ final class DocCommentSamplesTests: XCTestCase {
         _ = next
         let chat = feeds
         // Sample: begin
-        chat.loadPreviousPage(of: "room-7") { result in show(result) }  // older messages, above
+        chat.previousPage(of: "room-7").load { result in show(result) }  // older messages, above
         // Sample: end
         XCTAssertEqual(shown.withLock { $0 }, [[0], [0]], "the first page of another key")
     }
@@ -770,7 +761,6 @@ final class DocCommentSamplesTests: XCTestCase {
         let liveLists = StreamSubject<[Friend], any Error>().stream
         let updatedLists = StreamSubject<[Friend], Never>().stream
         let events = StreamSubject<FriendEvent, Never>().stream
-        let cachedList = [docAda]
         let authenticator = Authenticator()
         let friends = EventStream<[Friend], any Error>.just([docAda])
         let updates = StreamSubject<ListUpdate, Never>().stream
@@ -800,14 +790,11 @@ final class DocCommentSamplesTests: XCTestCase {
                 .concat(remote.asStream())
             // Sample: end
             // Sample: begin
-            let lists = liveLists.prepend(cachedList)  // show what is at hand while the live source connects
-            // Sample: end
-            // Sample: begin
             let saving = updatedLists.debounce(for: .milliseconds(500), scheduler: .global())
                 .sink { list in database.save(list) { _ in } }  // a handful of writes for a burst of updates
             // Sample: end
             saving.cancel()
-            _ = (fresh, saved, friends, upserted, cachedThenFresh, lists)
+            _ = (fresh, saved, friends, upserted, cachedThenFresh)
         }
         do {
             // Sample: begin
@@ -880,7 +867,7 @@ final class DocCommentSamplesTests: XCTestCase {
         }
         do {
             // Sample: begin
-            let friends = EventStream.deferred { api.friends().asStream() }.retry(2)
+            let friends = EventStream.deferred { api.friends().asStream() }.retry(.immediate(maxAttempts: 3))
             // Sample: end
             _ = friends
         }

@@ -15,14 +15,14 @@ private final class EntitiesAPI: Sendable {
     func search(_ query: String) -> AnyLoader<[Friend]> {
         AnyLoader { [friends] completion in
             completion(.success(friends.withLock { $0 }.filter { $0.name.contains(query) || query.isEmpty }))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 
     func friend(_ id: String) -> AnyLoader<Friend> {
         AnyLoader { [friends] completion in
             completion(friends.withLock { $0 }.first { $0.id == id }.map { .success($0) } ?? .failure(CacheMiss.absent))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }
@@ -93,7 +93,7 @@ final class EntitiesSamplesTests: XCTestCase {
         ) { _, _ in
             AnyLoader<Page<Friend, Int>> { completion in
                 completion(.success(Page(items: [ada, Friend(id: "u2", name: "Grace")], nextCursor: nil)))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
         }
         let profiles = Store(
@@ -104,7 +104,7 @@ final class EntitiesSamplesTests: XCTestCase {
             entities: friends.held(in: inProfile))
         let loaded = expectation(description: "loaded")
         loaded.expectedFulfillmentCount = 2
-        feeds.loadNextPage(of: "home") { _ in loaded.fulfill() }
+        feeds.nextPage(of: "home").load { _ in loaded.fulfill() }
         profiles.read("u1").load { _ in loaded.fulfill() }
         wait(for: [loaded], timeout: .watchdog)
 

@@ -38,7 +38,7 @@ private final class SampleAPI: Sendable {
     private func answer<Value: Sendable>(_ value: Value) -> AnyLoader<Value> {
         AnyLoader { completion in
             completion(.success(value))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }
@@ -184,8 +184,8 @@ final class FreshnessSamplesTests: XCTestCase {
         ) { (feed: String, cursor: Int?) in
             api.posts(in: feed, after: cursor)  // any Loader of Page<Post, Int>
         }
-        feeds.loadNextPage(of: "home") { result in show(result) }  // the first page, then each next one
-        feeds.store.refresh("home") { _ in }  // revalidates the loaded pages
+        feeds.nextPage(of: "home").load { result in show(result) }  // the first page, then each next one
+        feeds.store.freshValue(of: "home").load { _ in }  // revalidates the loaded pages
         feeds.store.update("home") { $0?.replacing(editedPost) }  // a live change, in the page that holds it
         // Sample: end
         XCTAssertEqual(value(feeds.store.read("home", policy: .cacheOnly))?.items.map(\.text)[1], "edited")

@@ -81,7 +81,7 @@ final class LevelSamplesTests: XCTestCase {
 
         let quote = try await store.read("ACME").load()
         XCTAssertEqual(quote.value, Quote(symbol: "ACME", price: 100))
-        let saved = await eventually { (try? sharedCache.cachedValue(for: "ACME").get())?.value == quote.value }
+        let saved = await eventuallyAsync { (try? await sharedCache.value(for: "ACME"))?.value == quote.value }
         XCTAssertTrue(saved, "saved to the shared level")
     }
 

@@ -38,7 +38,7 @@ private final class ArticleAPI: Sendable {
     private func answer<Value: Sendable>(_ value: Value) -> AnyLoader<Value> {
         AnyLoader { completion in
             completion(.success(value))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }
@@ -78,7 +78,7 @@ final class ListsArticleSamplesTests: XCTestCase {
         let list = LoadRecorder<StoreResponse<PagedList<Message, String>>>()
         _ = list.load(chat.store.read("room-7", policy: .cacheOnly))
         XCTAssertEqual(list.values.first?.value?.items.map(\.number), Array(80..<100))
-        XCTAssertEqual(list.values.first?.value?.previousCursor, "70")
+        XCTAssertEqual(list.values.first?.value?.pages.first?.page.previousCursor, "70")
     }
 
     func test_invalidation() {

@@ -10,7 +10,7 @@ private final class SharingAPI: Sendable {
     func friend(_ id: String) -> AnyLoader<Friend> {
         AnyLoader { completion in
             completion(.success(Friend(id: id, name: "Ada")))
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }
     }
 }

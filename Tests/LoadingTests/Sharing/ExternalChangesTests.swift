@@ -43,7 +43,7 @@ final class ExternalChangesTests: XCTestCase {
             fetch: LoaderFamily { (id: String) in
                 AnyLoader<String> { completion in
                     completion(.failure(URLError(.notConnectedToInternet)))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             },
             sharing: try .journal(
@@ -94,7 +94,7 @@ final class ExternalChangesTests: XCTestCase {
             "u1", { _ in "refused" },
             commit: AnyLoader<Void> { completion in
                 completion(.failure(URLError(.badServerResponse)))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }, completion: { _ in refused.fulfill() })
         wait(for: [refused], timeout: .watchdog)
 
@@ -103,7 +103,7 @@ final class ExternalChangesTests: XCTestCase {
             "u1", { _ in "Ada, renamed" },
             commit: AnyLoader<Void> { completion in
                 completion(.success(()))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }, completion: { _ in accepted.fulfill() })
         wait(for: [accepted], timeout: .watchdog)
 
@@ -229,7 +229,7 @@ final class ExternalChangesTests: XCTestCase {
                     server.wait()
                     completion(.success(()))
                 }
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }, completion: { _ in accepted.fulfill() })
         child.store.write("sent while pending", for: "marker")
         parentSays("pending")

@@ -29,7 +29,7 @@ final class JournalingLevelTests: XCTestCase {
             fetch: LoaderFamily { (id: String) in
                 AnyLoader<String> { completion in
                     completion(.success("fetched \(id)"))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             })
     }

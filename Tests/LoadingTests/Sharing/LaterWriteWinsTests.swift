@@ -49,7 +49,7 @@ final class LaterWriteWinsTests: XCTestCase {
             fetch: LoaderFamily { (_: String) in
                 AnyLoader<String> { completion in
                     completion(.failure(URLError(.notConnectedToInternet)))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             },
             sharing: try .journal(
@@ -151,7 +151,7 @@ final class LaterWriteWinsTests: XCTestCase {
                 fetch: LoaderFamily { (_: String) in
                     AnyLoader<String> { completion in
                         completion(.failure(URLError(.notConnectedToInternet)))
-                        return AnyCancellationToken()
+                        return AnyCancellationToken {}
                     }
                 },
                 sharing: sharing,
@@ -217,7 +217,7 @@ final class LaterWriteWinsTests: XCTestCase {
             fetch: LoaderFamily { (_: String) in
                 AnyLoader<String> { completion in
                     completion(.failure(URLError(.notConnectedToInternet)))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             },
             sharing: try .journal(

@@ -40,7 +40,7 @@ final class SharedMutationsTests: XCTestCase {
                 DispatchQueue.global().async {
                     completion(item == "refused" ? .failure(URLError(.badServerResponse)) : .success(()))
                 }
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
         }
     }
@@ -63,7 +63,7 @@ final class SharedMutationsTests: XCTestCase {
             fetch: LoaderFamily { _ in
                 AnyLoader { completion in
                     completion(.failure(URLError(.notConnectedToInternet)))
-                    return AnyCancellationToken()
+                    return AnyCancellationToken {}
                 }
             },
             sharing: try .journal(

@@ -1,7 +1,8 @@
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class StreamBridgeTests: XCTestCase {
     func test_loaderAsStream_isLazyAndSendsValueThenFinishes() {

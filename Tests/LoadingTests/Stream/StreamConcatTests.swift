@@ -1,6 +1,7 @@
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class StreamConcatTests: XCTestCase {
     func test_concat_sendsTheSecondStreamAfterTheFirstFinishes_andSubscribesItOnlyThen() {

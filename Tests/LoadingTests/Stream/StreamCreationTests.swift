@@ -1,7 +1,8 @@
-import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 final class StreamCreationTests: XCTestCase {
     typealias Events = [StreamEvent<Int, TestError>]

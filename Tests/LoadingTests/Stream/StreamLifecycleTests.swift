@@ -1,6 +1,7 @@
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// After a subscription finishes, fails or is cancelled, nothing it made stays alive: every operator is checked by
 /// watching an object captured by the subscriber while the source (a subject) lives on.

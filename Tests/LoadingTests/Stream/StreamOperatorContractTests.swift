@@ -1,6 +1,7 @@
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// The same three checks on every operator: values then a failure arrive as the operator says; a cancel in the
 /// middle stops delivery at once and cancels the upstream; nothing arrives after the terminal event.

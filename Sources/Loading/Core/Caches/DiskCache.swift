@@ -43,7 +43,7 @@ import Dispatch
 /// be deleted yet (another process was saving) counts too, until a later save deletes it.
 public final class DiskCache<Key: Hashable & Sendable & Codable, Value: Sendable & Codable>: KeyedCache {
     /// The directory the entries are kept in.
-    public let directory: URL
+    let directory: URL
     /// How long a value stays fresh.
     public let expiry: CacheExpiry<Value>
     private let now: @Sendable () -> Date

@@ -66,7 +66,7 @@ extension KeyedCache {
     public func value(for key: Key) async throws -> CachedValue<Value> {
         try await AnyLoader { completion in
             self.value(for: key, completion: completion)
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }.load()
     }
 
@@ -76,7 +76,7 @@ extension KeyedCache {
     public func save(_ value: Value, for key: Key) async throws {
         try await AnyLoader<Void> { completion in
             self.save(value, for: key, completion: completion)
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }.load()
     }
 
@@ -85,7 +85,7 @@ extension KeyedCache {
     public func save(_ value: Value, for key: Key, savedAt: Date) async throws {
         try await AnyLoader<Void> { completion in
             self.save(value, for: key, savedAt: savedAt, completion: completion)
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }.load()
     }
 
@@ -94,7 +94,7 @@ extension KeyedCache {
     public func removeValue(for key: Key) async throws {
         try await AnyLoader<Void> { completion in
             self.removeValue(for: key, completion: completion)
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }.load()
     }
 
@@ -103,7 +103,7 @@ extension KeyedCache {
     public func removeAll() async throws {
         try await AnyLoader<Void> { completion in
             self.removeAll(completion: completion)
-            return AnyCancellationToken()
+            return AnyCancellationToken {}
         }.load()
     }
 
@@ -178,9 +178,9 @@ public enum CacheMiss: Error, Equatable, CustomStringConvertible {
 /// ```
 public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
     /// The cache.
-    public let cache: Storage
+    @usableFromInline let cache: Storage
     /// The key.
-    public let key: Storage.Key
+    @usableFromInline let key: Storage.Key
 
     @inlinable
     init(_ cache: Storage, _ key: Storage.Key) {
@@ -200,15 +200,6 @@ public struct CacheEntry<Storage: KeyedCache>: Loader, Cache {
     public func save(_ value: Storage.Value, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         cache.save(value, for: key, completion: completion)
     }
-
-    /// A loader of the value with the date it was saved.
-    public var stamped: AnyLoader<CachedValue<Storage.Value>> {
-        let (cache, key) = (cache, key)
-        return AnyLoader { completion in
-            cache.value(for: key, completion: completion)
-            return FinishedToken()
-        }
-    }
 }
 
 /// How long a cached value stays fresh: for ever, for a maximum age, or as a validator says, judged against the
@@ -223,7 +214,7 @@ public struct CacheExpiry<Value: Sendable>: Sendable {
     let isFresh: (@Sendable (Value, _ savedAt: Date, _ now: Date) -> Bool)?
     /// The age at which every value expires, for an expiry made by ``maxAge(_:)``; `nil` for the others (a value
     /// of ``validate(_:)`` expires when it says).
-    public let ageLimit: Duration?
+    @usableFromInline package let ageLimit: Duration?
 
     init(isFresh: (@Sendable (Value, _ savedAt: Date, _ now: Date) -> Bool)?, ageLimit: Duration? = nil) {
         self.isFresh = isFresh

@@ -49,15 +49,15 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     }
 
     /// The number of values held (expired ones included until they are read).
-    public var count: Int { core.count }
+    var count: Int { core.count }
 
     /// The total cost of the values held.
-    public var totalCost: Int { core.totalCost }
+    var totalCost: Int { core.totalCost }
 
     /// The value stored for `key` and when it was saved, or why there is none; a hit counts as a use. Inlinable: a
     /// hit hashes and compares the key, and opens the value, where their types are known.
     @inlinable
-    public func cachedValue(for key: Key) -> Result<CachedValue<Value>, CacheMiss> {
+    func cachedValue(for key: Key) -> Result<CachedValue<Value>, CacheMiss> {
         core.read(hash: key.hashValue, where: { StoreKey.isKey($0, key) }).map { found in
             CachedValue((found.value as! ValueBox<Value>).value, savedAtSeconds: found.savedAtSeconds)
         }
@@ -65,7 +65,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
 
     /// Stores `value` for `key`, stamped now, and evicts the least recently used values beyond the limits.
     @inlinable
-    public func insert(_ value: Value, for key: Key) {
+    func insert(_ value: Value, for key: Key) {
         insert(value, for: key, savedAt: nil)
     }
 
@@ -79,7 +79,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
     }
 
     /// Removes the value for `key`.
-    public func remove(_ key: Key) {
+    func remove(_ key: Key) {
         core.remove(hash: key.hashValue, where: { StoreKey.isKey($0, key) })
     }
 
@@ -104,8 +104,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Keyed
         completion(.success(()))
     }
 
-    /// Saves `value` for `key` as saved at `savedAt` (its age and expiry count from then), evicting as
-    /// ``insert(_:for:)`` does; completes at once.
+    /// Saves `value` for `key` as saved at `savedAt` (its age and expiry count from then), evicting the least
+    /// recently used values over the limits; completes at once.
     @inlinable
     public func save(
         _ value: Value, for key: Key, savedAt: Date, completion: @escaping @Sendable (Result<Void, any Error>) -> Void

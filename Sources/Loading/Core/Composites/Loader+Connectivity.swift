@@ -34,7 +34,7 @@ extension Loader {
         AnyLoader { completion in
             guard connectivity.isOnline else {
                 completion(.failure(OfflineError()))
-                return AnyCancellationToken()
+                return AnyCancellationToken {}
             }
             return load(completion: completion)
         }

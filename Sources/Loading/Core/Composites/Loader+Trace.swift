@@ -25,7 +25,7 @@ public struct LoadEvent: Sendable {
     /// The label of the traced loader.
     public let label: String
     /// When it happened.
-    public let time: ContinuousClock.Instant
+    let time: ContinuousClock.Instant
     /// How long after the load started it happened.
     public let elapsed: Duration
     /// What happened.
@@ -82,29 +82,18 @@ extension Loader {
     ///         .fallback(to: remote.retry(.immediate(maxAttempts: 2).reporting(to: trace)).step("network", of: trace))
     /// }
     /// ```
-    public func step(_ name: String, of trace: LoadTrace) -> TracedStepLoader<Self> {
-        TracedStepLoader(upstream: self, name: name, trace: trace)
-    }
-}
-
-/// A loader reporting each of its loads as a step of a traced load. See ``Loader/step(_:of:)``.
-public struct TracedStepLoader<Upstream: Loader>: Loader {
-    let upstream: Upstream
-    let name: String
-    let trace: LoadTrace
-
-    @discardableResult
-    public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
-        let (name, trace) = (name, trace)
-        let start = ContinuousClock.now
-        trace.record(.stepStarted(name))
-        return upstream.load { result in
-            let duration = ContinuousClock.now - start
-            switch result {
-            case .success: trace.record(.stepSucceeded(name, duration: duration))
-            case .failure(let error): trace.record(.stepFailed(name, error: error, duration: duration))
+    public func step(_ name: String, of trace: LoadTrace) -> AnyLoader<Output> {
+        AnyLoader { completion in
+            let start = ContinuousClock.now
+            trace.record(.stepStarted(name))
+            return load { result in
+                let duration = ContinuousClock.now - start
+                switch result {
+                case .success: trace.record(.stepSucceeded(name, duration: duration))
+                case .failure(let error): trace.record(.stepFailed(name, error: error, duration: duration))
+                }
+                completion(result)
             }
-            completion(result)
         }
     }
 }
@@ -155,26 +144,5 @@ public struct TracedLoader<Output: Sendable>: Loader {
             guard pending.cancelReportingPending() else { return }
             trace.record(.cancelled(duration: ContinuousClock.now - trace.start))
         }
-    }
-}
-
-extension Loader {
-    /// Tells `log` of every failed load as a ``LoadEvent`` (``LoadEvent/Kind/failed(_:duration:)``) with the load's
-    /// identity, `label` and duration, so that the failures of overlapping loads are told apart.
-    ///
-    /// ```swift
-    /// let friends = remote.logErrors(as: "friends") { event in
-    ///     print("load \(event.load) of \(event.label) failed after \(event.elapsed)")
-    /// }
-    /// ```
-    public func logErrors(
-        as label: String,
-        to log: @escaping @Sendable (LoadEvent) -> Void
-    ) -> TracedLoader<Output> {
-        let upstream = self
-        let failures: @Sendable (LoadEvent) -> Void = { event in
-            if case .failed = event.kind { log(event) }
-        }
-        return TracedLoader(label, observer: failures) { _ in upstream }
     }
 }

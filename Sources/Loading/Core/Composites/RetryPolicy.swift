@@ -5,31 +5,31 @@
 /// let patient = remote.retry(.constant(.seconds(1), maxAttempts: 3).retrying { $0 is TimeoutError })
 /// let live = liveUpdates.retry(.exponential(initial: .seconds(1), maxAttempts: .max), scheduler: .global())  // for ever
 /// ```
-/// `maxAttempts: .max` (``unlimited``) never gives up. An error that conforms to ``RetryAfterError`` can ask for a
-/// longer wait (an HTTP `Retry-After`, a server-sent `retry:`), never longer than ``maxDelay``.
+/// `maxAttempts: .max` never gives up. An error that conforms to ``RetryAfterError`` can ask for a
+/// longer wait (an HTTP `Retry-After`, a server-sent `retry:`), never longer than the policy's `maxDelay`.
 public struct RetryPolicy: Sendable {
     /// The number of attempts that means "no limit".
-    public static let unlimited = Int.max
+    static let unlimited = Int.max
 
-    /// The total number of attempts, the first included (at least 1); ``unlimited`` (`Int.max`) means no limit.
-    public var maxAttempts: Int
+    /// The total number of attempts, the first included (at least 1); `Int.max` means no limit.
+    var maxAttempts: Int
     /// The delay before each retry.
-    public var backoff: Backoff
+    var backoff: Backoff
     /// The longest wait an error's ``RetryAfterError/retryAfter`` may ask for.
-    public var maxDelay: Duration
+    var maxDelay: Duration
     /// Whether an error is worth another attempt; the load fails at once with errors it rejects.
-    public var shouldRetry: @Sendable (any Error) -> Bool
+    var shouldRetry: @Sendable (any Error) -> Bool
     /// An attempt that ran at least this long before failing starts the count, and the backoff, over (see
     /// ``resettingAttempts(after:)``); `nil` never starts over.
-    public var resetInterval: Duration?
+    var resetInterval: Duration?
     /// Told of every retry before its wait: which retry it is (1 for the first), how long the wait is, and the error
     /// that caused it (see ``observingRetries(_:)``).
-    public var retryObserver: (@Sendable (_ retry: Int, _ delay: Duration, _ error: any Error) -> Void)?
+    var retryObserver: (@Sendable (_ retry: Int, _ delay: Duration, _ error: any Error) -> Void)?
 
     /// Creates a policy; `maxAttempts` below 1 is treated as 1.
     public init(
         maxAttempts: Int,
-        backoff: Backoff = .none,
+        backoff: Backoff = Backoff { _ in .zero },
         maxDelay: Duration = .seconds(60),
         shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true }
     ) {
@@ -84,10 +84,11 @@ public struct RetryPolicy: Sendable {
         return policy
     }
 
-    /// A copy that retries only the errors `predicate` accepts.
+    /// A copy that retries only the errors `predicate` accepts, among those this policy retries.
     public func retrying(if predicate: @escaping @Sendable (any Error) -> Bool) -> RetryPolicy {
         var policy = self
-        policy.shouldRetry = predicate
+        let accepts = shouldRetry
+        policy.shouldRetry = { accepts($0) && predicate($0) }
         return policy
     }
 
@@ -101,20 +102,20 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Whether attempt number `attempt` (1 for the first), which failed with `error`, is followed by another.
-    public func allowsRetry(after attempt: Int, error: any Error) -> Bool {
+    func allowsRetry(after attempt: Int, error: any Error) -> Bool {
         (maxAttempts == Self.unlimited || attempt < maxAttempts) && shouldRetry(error)
     }
 
     /// The wait before retry number `retry` (1 for the first) after `error`: the backoff's delay, or the error's
-    /// ``RetryAfterError/retryAfter`` when that is longer, capped at ``maxDelay``.
-    public func delay(beforeRetry retry: Int, after error: any Error) -> Duration {
+    /// ``RetryAfterError/retryAfter`` when that is longer, capped at `maxDelay`.
+    func delay(beforeRetry retry: Int, after error: any Error) -> Duration {
         let planned = backoff.delay(beforeRetry: retry)
         guard let asked = (error as? any RetryAfterError)?.retryAfter, asked > planned else { return planned }
         return max(planned, min(asked, maxDelay))
     }
 
     /// The number of the attempt that failed, counted as this policy says: 1 again when it ran at least
-    /// ``resetInterval`` (from `start` to `end` on one clock).
+    /// `resetInterval` (from `start` to `end` on one clock).
     func attemptNumber(_ number: Int, startedAt start: Duration, failedAt end: Duration) -> Int {
         guard let resetInterval, end - start >= resetInterval else { return number }
         return 1
@@ -122,7 +123,7 @@ public struct RetryPolicy: Sendable {
 }
 
 /// An error that says how long to wait before trying again, such as an HTTP 429 with `Retry-After` or a server-sent
-/// events `retry:` field. ``RetryPolicy`` waits at least that long, and at most its ``RetryPolicy/maxDelay``.
+/// events `retry:` field. ``RetryPolicy`` waits at least that long, and at most its `maxDelay`.
 public protocol RetryAfterError: Error {
     /// How long the source asked to wait, if it said.
     var retryAfter: Duration? { get }
@@ -138,12 +139,12 @@ public struct Backoff: Sendable {
     }
 
     /// The delay before retry number `retry` (1 for the first retry).
-    public func delay(beforeRetry retry: Int) -> Duration {
+    func delay(beforeRetry retry: Int) -> Duration {
         delayForRetry(retry)
     }
 
     /// No delay.
-    public static let none = Backoff { _ in .zero }
+    static let none = Backoff { _ in .zero }
 
     /// The same delay before every retry.
     public static func constant(_ delay: Duration) -> Backoff {

@@ -4,7 +4,7 @@
 /// a synchronous test). `now` is always zero.
 public struct ImmediateScheduler: Scheduler {
     /// Creates an immediate scheduler.
-    public init() {}
+    init() {}
 
     public var now: Duration { .zero }
 

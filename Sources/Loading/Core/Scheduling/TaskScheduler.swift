@@ -48,7 +48,7 @@ public struct TaskScheduler<C: Clock>: Scheduler where C.Duration == Duration {
 
 extension TaskScheduler where C == ContinuousClock {
     /// Creates a scheduler on the continuous clock, running actions in tasks of `priority`.
-    public init(priority: TaskPriority? = nil) {
+    init(priority: TaskPriority? = nil) {
         self.init(clock: ContinuousClock(), priority: priority)
     }
 }

@@ -26,7 +26,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         let isPrevious: Bool
 
         /// Creates a loaded page.
-        public init(cursor: Cursor?, page: Page<Item, Cursor>) {
+        init(cursor: Cursor?, page: Page<Item, Cursor>) {
             self.init(cursor: cursor, page: page, isPrevious: false)
         }
 
@@ -48,7 +48,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     /// A list of these pages (the first loaded with no cursor, unless older pages were dropped).
-    public init(pages: [LoadedPage]) {
+    init(pages: [LoadedPage]) {
         storage = PageStorage(pages)
         window = 0..<pages.count
     }
@@ -68,7 +68,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     /// The last page, if any.
-    public var lastPage: LoadedPage? {
+    var lastPage: LoadedPage? {
         window.isEmpty ? nil : storage.page(at: window.upperBound - 1)
     }
 
@@ -78,7 +78,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     /// The cursor of the page after the last one loaded; `nil` when the last page is loaded.
-    public var nextCursor: Cursor? {
+    var nextCursor: Cursor? {
         lastPage?.page.nextCursor
     }
 
@@ -89,7 +89,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
 
     /// The cursor of the page before the first one loaded; `nil` when the list starts at its first page (or its
     /// source has no previous pages).
-    public var previousCursor: Cursor? {
+    var previousCursor: Cursor? {
         firstPage?.page.previousCursor
     }
 
@@ -113,7 +113,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         adding(page, loadedWith: cursor, before: false, maxPages: maxPages, id: nil as (@Sendable (Item) -> Int)?)
     }
 
-    /// The list with `page`, loaded with `cursor` (the list's ``previousCursor``), before its first page; the pages
+    /// The list with `page`, loaded with `cursor` (the previous cursor of its first page), before its first page; the pages
     /// at the other end are dropped to keep at most `maxPages`. A page whose previous cursor was loaded already
     /// starts the list.
     ///
@@ -175,7 +175,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
 
     /// The list with `transform` applied to the items of the page that holds the item at `index` of ``items``:
     /// the way a live change reaches the right page.
-    public func updatingPage(
+    func updatingPage(
         holding index: Int, _ transform: (inout [Item]) -> Void
     ) -> PagedList {
         var pages = pages

@@ -12,12 +12,12 @@
 ///                        maxPages: 10) { (feed: String, cursor: Int?) in
 ///     api.posts(in: feed, after: cursor)            // any Loader of Page<Post, Int>
 /// }
-/// feeds.loadNextPage(of: "home") { result in show(result) }       // the first page, then each next one
-/// feeds.store.refresh("home") { _ in }                            // revalidates the loaded pages
+/// feeds.nextPage(of: "home").load { result in show(result) }     // the first page, then each next one
+/// feeds.store.freshValue(of: "home").load { _ in }                // revalidates the loaded pages
 /// feeds.store.update("home") { $0?.replacing(editedPost) }        // a live change, in the page that holds it
 /// ```
 ///
-/// - **Loading more**: ``loadNextPage(of:completion:)`` loads the first page when the key has no list (in the store
+/// - **Loading more**: ``loadNextPage(of:)`` loads the first page when the key has no list (in the store
 ///   or its levels), else the page after the last one, appends it and saves the list at once
 ///   (``nextPage(of:)`` is the same as a loader, to compose). Concurrent calls for a key share one request (and
 ///   its answer); a caller's cancel drops its interest alone, and the last one's cancels the request. A page that
@@ -27,7 +27,7 @@
 /// - **Repeats**: a page whose next cursor was loaded already ends the list; with `Identifiable` items, a page's
 ///   items the list shows already are dropped from it (see ``PagedList``).
 /// - **Both ways**: a source whose pages give previous cursors (``Page/previousCursor``: a chat, a timeline opened
-///   in the middle) also grows upward with ``loadPreviousPage(of:completion:)``, which prepends the page before the
+///   in the middle) also grows upward with ``loadPreviousPage(of:)``, which prepends the page before the
 ///   list's first, as loading more appends.
 /// - **A page cap**: with `maxPages`, adding a page drops the pages at the other end: appending drops the oldest,
 ///   and the list then starts at a later page (``PagedList/startsAtFirstPage`` is `false`, and a refresh starts from
@@ -139,22 +139,8 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
     }
 
     /// Loads the first page of `key`'s list when it has none (in the store or its levels), else the page after its
-    /// last, appends it, and gives `completion` the list once it is saved. When the list has no next page, gives it
-    /// as it is. Concurrent calls for one key share one request; the returned token drops only this caller's
-    /// interest.
-    ///
-    /// ```swift
-    /// feeds.loadNextPage(of: "home") { result in show(result) }
-    /// ```
-    @discardableResult
-    public func loadNextPage(
-        of key: Key, completion: @escaping @Sendable (Result<StoreResponse<PagedList<Item, Cursor>>, any Error>) -> Void
-    ) -> any CancellationToken {
-        nextPages[key].load(completion: completion)
-    }
-
-    /// Loads the next page of `key`'s list (the first when it has none), appends it, and returns the list once it is
-    /// saved, as ``loadNextPage(of:completion:)`` does. Cancelling the task drops this caller's interest (the request
+    /// last, appends it, and returns the list once it is saved. When the list has no next page, returns it as it is.
+    /// Concurrent calls for one key share one request. Cancelling the task drops this caller's interest (the request
     /// goes on while another caller waits for it); this then throws `CancellationError`.
     ///
     /// ```swift
@@ -165,7 +151,8 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         try await nextPages[key].load()
     }
 
-    /// The next page of `key`'s list as a loader: each load does what ``loadNextPage(of:completion:)`` does.
+    /// The next page of `key`'s list as a loader: each load does what ``loadNextPage(of:)`` does (to compose, or to
+    /// load with a completion); the token a load returns drops only that caller's interest.
     ///
     /// ```swift
     /// let next = feeds.nextPage(of: "home").dispatchOnMainQueue()
@@ -174,24 +161,11 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         nextPages[key]
     }
 
-    /// Loads the first page of `key`'s list when it has none (as ``loadNextPage(of:completion:)`` does), else the
-    /// page before its first (its ``PagedList/previousCursor``), prepends it, and gives `completion` the list once it
-    /// is saved; with a page cap, the pages at the list's end are dropped. When the list has no previous page, gives
-    /// it as it is. Concurrent calls for one key share one request.
-    ///
-    /// ```swift
-    /// chat.loadPreviousPage(of: "room-7") { result in show(result) }  // older messages, above
-    /// ```
-    @discardableResult
-    public func loadPreviousPage(
-        of key: Key, completion: @escaping @Sendable (Result<StoreResponse<PagedList<Item, Cursor>>, any Error>) -> Void
-    ) -> any CancellationToken {
-        previousPages[key].load(completion: completion)
-    }
-
-    /// Loads the page before the first of `key`'s list (the first page when it has none), prepends it, and returns
-    /// the list once it is saved, as ``loadPreviousPage(of:completion:)`` does. Cancelling the task drops this
-    /// caller's interest; this then throws `CancellationError`.
+    /// Loads the first page of `key`'s list when it has none (as ``loadNextPage(of:)`` does), else the page before
+    /// its first (the previous cursor of its first page), prepends it, and returns the list once it is saved; with a page
+    /// cap, the pages at the list's end are dropped. When the list has no previous page, returns it as it is.
+    /// Concurrent calls for one key share one request. Cancelling the task drops this caller's interest; this then
+    /// throws `CancellationError`.
     ///
     /// ```swift
     /// let messages = try await chat.loadPreviousPage(of: "room-7").value
@@ -201,7 +175,7 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
         try await previousPages[key].load()
     }
 
-    /// The previous page of `key`'s list as a loader: each load does what ``loadPreviousPage(of:completion:)`` does.
+    /// The previous page of `key`'s list as a loader: each load does what ``loadPreviousPage(of:)`` does.
     public func previousPage(of key: Key) -> AnyLoader<StoreResponse<PagedList<Item, Cursor>>> {
         previousPages[key]
     }

@@ -10,7 +10,7 @@ extension EventStream where Failure == any Error {
     /// succeeded, in order; a failed save fails the stream with the save's error and cancels the upstream, and a
     /// failure of the upstream passes on at once, dropping values still waiting for their save.
     ///
-    /// A stream with a typed failure caches after `eraseErrorType()`, so that a save's error fits.
+    /// A stream with a typed failure caches after `mapError { $0 }`, so that a save's error fits.
     public func caching<C: Cache>(to cache: C, policy: CacheSavePolicy = .ignoreFailures) -> EventStream
     where C.Value == Output {
         switch policy.kind {

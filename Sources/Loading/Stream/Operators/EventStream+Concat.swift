@@ -28,16 +28,12 @@ extension EventStream {
     }
 
     /// Sends `values` first, then this stream's events.
-    ///
-    /// ```swift
-    /// let lists = liveLists.prepend(cachedList)  // show what is at hand while the live source connects
-    /// ```
-    public func prepend(_ values: Output...) -> EventStream {
+    func prepend(_ values: Output...) -> EventStream {
         EventStream.sequence(values).concat(self)
     }
 
     /// Sends this stream's events, then, when it finishes, `values`.
-    public func append(_ values: Output...) -> EventStream {
+    func append(_ values: Output...) -> EventStream {
         concat(EventStream.sequence(values))
     }
 }

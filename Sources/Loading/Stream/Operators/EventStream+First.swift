@@ -9,7 +9,7 @@ extension EventStream {
     }
 
     /// Sends the first value that satisfies `predicate`, then finishes and cancels the upstream.
-    public func first(where predicate: @escaping @Sendable (Output) -> Bool) -> EventStream {
+    func first(where predicate: @escaping @Sendable (Output) -> Bool) -> EventStream {
         EventStream { observer in
             subscribe(
                 observer.with { event in

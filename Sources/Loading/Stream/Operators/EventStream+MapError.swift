@@ -21,8 +21,7 @@ extension EventStream {
     }
 
     /// The same stream with its failure seen as `any Error`.
-    @inlinable
-    public func eraseErrorType() -> EventStream<Output, any Error> {
+    func eraseErrorType() -> EventStream<Output, any Error> {
         mapError { $0 }
     }
 }

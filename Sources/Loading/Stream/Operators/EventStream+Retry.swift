@@ -1,19 +1,17 @@
 extension EventStream {
-    /// Subscribes to this stream again, up to `retries` more times, when it fails; values of failed attempts have
-    /// already been delivered. `retry(.max)` retries for ever.
-    ///
-    /// ```swift
-    /// let friends = EventStream.deferred { api.friends().asStream() }.retry(2)
-    /// ```
-    /// Retrying re-runs the stream's subscription. A bare ``future(_:)`` does its work once, so retrying it only
-    /// replays its failure: wrap it in ``deferred(_:)`` (or use ``task(priority:_:)``) to retry the work itself.
-    public func retry(_ retries: Int) -> EventStream {
+    /// Subscribes to this stream again, up to `retries` more times (`.max`: for ever), at once.
+    func retry(_ retries: Int) -> EventStream {
         let attempts = retries >= RetryPolicy.unlimited - 1 ? RetryPolicy.unlimited : max(retries, 0) + 1
         return retry(.immediate(maxAttempts: attempts), scheduler: .immediate)
     }
 
     /// Subscribes to this stream again when it fails, as `policy` says (attempts, backoff, which errors), waiting
-    /// on `scheduler` between attempts.
+    /// on `scheduler` between attempts (by default a ``TaskScheduler``); values of failed attempts have already been
+    /// delivered.
+    ///
+    /// ```swift
+    /// let friends = EventStream.deferred { api.friends().asStream() }.retry(.immediate(maxAttempts: 3))
+    /// ```
     ///
     /// ```swift
     /// let live = liveEvents.retry(
@@ -22,7 +20,11 @@ extension EventStream {
     ///     scheduler: .global())
     /// ```
     /// Attempts that fail synchronously are resubscribed in a loop, in constant stack depth, however many there are.
-    public func retry<S: Scheduler>(_ policy: RetryPolicy, scheduler: S) -> EventStream {
+    /// Retrying re-runs the stream's subscription. A bare ``future(_:)`` does its work once, so retrying it only
+    /// replays its failure: wrap it in ``deferred(_:)`` (or use ``task(priority:_:)``) to retry the work itself.
+    public func retry<S: Scheduler>(
+        _ policy: RetryPolicy, scheduler: S = TaskScheduler<ContinuousClock>.task
+    ) -> EventStream {
         EventStream { observer in
             attempt(1, policy: policy, scheduler: scheduler, observer: observer, trampoline: Trampoline())
         }

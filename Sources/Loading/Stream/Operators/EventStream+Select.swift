@@ -10,15 +10,4 @@ extension EventStream {
     ) -> EventStream<Part, Failure> {
         map(part).removeDuplicates()
     }
-
-    /// Sends the value at `keyPath` of each value, only when it differs from the one sent before.
-    ///
-    /// ```swift
-    /// let values = store.changes(for: "u1").select(\.value)   // no repeat when a refresh brings the same value
-    /// ```
-    public func select<Part: Equatable & Sendable>(
-        _ keyPath: any KeyPath<Output, Part> & Sendable
-    ) -> EventStream<Part, Failure> {
-        select { $0[keyPath: keyPath] }
-    }
 }
