@@ -1,9 +1,8 @@
 import Foundation
 import FriendsDomain
+import Loading
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -6,7 +6,7 @@ import Loading
 func keyedMemoryHitScenario(loads: Int) -> Scenario {
     let keys = 100
     let memory = MemoryCache<Int, Int>(countLimit: 1_000)
-    for key in 0..<keys { memory.insert(key, for: key) }
+    for key in 0..<keys { memory.save(key, for: key) { _ in } }
     let network = AnyLoader<Int> { completion in
         completion(.failure(BenchmarkError()))
         return NoToken()
@@ -37,7 +37,7 @@ func keyedMemoryHitScenario(loads: Int) -> Scenario {
         return checksum()
     }
     let cacheRead = Variant(name: "MemoryCache read") { count in
-        for index in 0..<count { deliver(memory.cachedValue(for: index % keys).map(\.value).mapError { $0 }) }
+        for index in 0..<count { memory.value(for: index % keys) { deliver($0.map(\.value)) } }
         return checksum()
     }
     return Scenario(

@@ -245,7 +245,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The number of keys the store holds in memory: the keys in use (observed, being read, fetched or changed, or
     /// waiting for a level write) and the values it keeps (see `keptValues`).
-    var count: Int {
+    public var count: Int {
         locked { $0.count }
     }
 }

@@ -1,7 +1,6 @@
+import Loading
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 final class TimeoutTests: XCTestCase {
     func test_failsWithTimeoutErrorAndCancelsLoadWhenTimeRunsOut() {

@@ -1,8 +1,7 @@
 import Foundation
+import Loading
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 final class TraceTests: XCTestCase {
     func test_aTracedLoad_reportsItsStartEachStepEachRetryAndItsEnd_withDurations() {

@@ -1,9 +1,8 @@
 import Foundation
+import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 /// Invalidation through the public API: what is marked stale, what is fetched at once, what waits for its next read.
 final class InvalidationTests: XCTestCase {

@@ -1,9 +1,8 @@
 import Dispatch
 import Foundation
+import Loading
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 /// What the store must hold on to, and what must not pile up: a value no level could save stays, a screen that starts
 /// observing during a refresh sees the value the read served, invalidations fold into one fetch, and a clock set back

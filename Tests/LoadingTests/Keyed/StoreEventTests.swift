@@ -1,9 +1,8 @@
 import Foundation
+import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 /// A store's events, as a server's logs, metrics and traces read them: every level read with its outcome, every
 /// level write with its key, level and failure, every fetch started, joined and ended.

@@ -1,11 +1,10 @@
 import Dispatch
 import Foundation
+import Loading
 import LoadingScreens
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 /// `Store.states(for:)`: a key's value with whether the store fetches it, and the latest failure, for whoever asked;
 /// one state per change, with no state in between that never was.

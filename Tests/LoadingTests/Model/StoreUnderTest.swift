@@ -1,9 +1,8 @@
 import Dispatch
 import Foundation
+import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
-
-@testable import Loading
 
 /// The real ``Store`` a history runs on: two levels that answer at once (a memory level and a disk level, which the
 /// history can make fail), a network whose requests the history answers one by one, and a clock it moves. It records

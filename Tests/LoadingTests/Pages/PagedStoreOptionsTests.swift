@@ -1,9 +1,8 @@
 import Foundation
+import Loading
 import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 /// A paged store takes the options a store does: a widget follows a paged list another process grows over a shared
 /// level (`sharing:`), a paged store tells what happens (`events:`), and bounds the lists it keeps (`keptValues:`).

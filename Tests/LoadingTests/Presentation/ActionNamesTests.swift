@@ -1,8 +1,7 @@
 import Foundation
+import Loading
 import LoadingTestSupport
 import XCTest
-
-@testable import Loading
 
 /// A method named as an action acts; a builder has a noun name. The names a loader once had stay, deprecated, and
 /// keep building loaders that do nothing until loaded.
