@@ -13,6 +13,7 @@ public final class StreamRecorder<Output: Sendable, Failure: Error>: Sendable {
         var isDelivering = false
         var overlaps = 0
         var subscription: StreamSubscription?
+        var isCancelled = false
     }
 
     private let state = Locked(State())
@@ -66,13 +67,20 @@ public final class StreamRecorder<Output: Sendable, Failure: Error>: Sendable {
         state.withLock { $0.overlaps }
     }
 
-    /// Whether the subscription is still active.
+    /// Whether the subscription is still active: neither cancelled nor completed.
     public var isSubscribed: Bool {
-        state.withLock { $0.subscription?.isActive ?? false }
+        state.withLock { state in
+            state.subscription != nil && !state.isCancelled
+                && !state.events.contains { if case .completion = $0 { true } else { false } }
+        }
     }
 
     /// Cancels the subscription.
     public func cancel() {
-        state.withLock { $0.subscription }?.cancel()
+        let subscription = state.withLock { state in
+            state.isCancelled = true
+            return state.subscription
+        }
+        subscription?.cancel()
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
 import FriendsDomain
-import Loading
 import LoadingScreens
 import LoadingTestHelpers
 import XCTest
+
+@testable import Loading
 
 /// The README's FriendsDomain samples, compiled and run as written.
 final class ReadmeTests: XCTestCase {

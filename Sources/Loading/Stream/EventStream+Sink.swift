@@ -63,7 +63,7 @@ public final class StreamSubscription: CancellationToken, Hashable {
     }
 
     /// Whether the subscription is still receiving events (it has neither been cancelled nor completed).
-    package var isActive: Bool {
+    var isActive: Bool {
         lifetime.isActive
     }
 

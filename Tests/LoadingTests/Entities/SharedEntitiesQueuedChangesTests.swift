@@ -64,17 +64,6 @@ final class SharedEntitiesQueuedChangesTests: XCTestCase {
         }
     }
 
-    private func read<Key: Hashable & Sendable, Value: Sendable>(_ key: Key, in store: Store<Key, Value>) -> Value? {
-        let done = expectation(description: "read")
-        let value = Locked<Value?>(nil)
-        store.read(key).load { result in
-            value.withLock { $0 = try? result.get().value }
-            done.fulfill()
-        }
-        wait(for: [done], timeout: .watchdog)
-        return value.withLock { $0 }
-    }
-
     private func enqueue(_ name: String, in world: World) throws {
         try world.queue.enqueue(name, completion: { _ in })
     }

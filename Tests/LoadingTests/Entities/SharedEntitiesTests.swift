@@ -85,17 +85,6 @@ final class SharedEntitiesTests: XCTestCase {
         return shown
     }
 
-    private func read<Key: Hashable & Sendable, Value: Sendable>(_ key: Key, in store: Store<Key, Value>) -> Value? {
-        let done = expectation(description: "read")
-        let value = Locked<Value?>(nil)
-        store.read(key).load { result in
-            value.withLock { $0 = try? result.get().value }
-            done.fulfill()
-        }
-        wait(for: [done], timeout: .watchdog)
-        return value.withLock { $0 }
-    }
-
     func test_anEditOfAnEntity_reachesEveryKeyAndStoreHoldingIt_withOnePublicationEach() {
         let people = SharedEntities<Person>()
         let (ada, grace) = (ada, grace)
@@ -454,5 +443,19 @@ final class SharedEntitiesTests: XCTestCase {
         wait(for: [cleared], timeout: .watchdog)
         XCTAssertEqual(people.keyCount, 0)
         XCTAssertNil(people.entity("p999"), "nothing of the user before the logout is kept")
+    }
+}
+
+extension XCTestCase {
+    /// `key`'s value as a read of `store` gives it (the entity tests' look at what a key shows).
+    func read<Key: Hashable & Sendable, Value: Sendable>(_ key: Key, in store: Store<Key, Value>) -> Value? {
+        let done = expectation(description: "read")
+        let value = Locked<Value?>(nil)
+        store.read(key).load { result in
+            value.withLock { $0 = try? result.get().value }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: .watchdog)
+        return value.withLock { $0 }
     }
 }
