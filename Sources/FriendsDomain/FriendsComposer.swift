@@ -481,6 +481,7 @@ public struct FriendsComposer: Sendable {
                             }
                         }
                     }),
+                replacingIDsInValue: { list, serverID in NewFriendChange.replacingIDs(in: list, serverID) },
                 onStorageFailure: { onEvent(.saveFailed(.database, $0)) })
         } catch {
             onEvent(.failed(.database, error))

@@ -37,6 +37,19 @@ public enum NewFriendChange: Codable, Equatable, Sendable {
         }
     }
 
+    /// `list` with each id `serverID` knows replaced: what the queued changes show once rewritten with the ids the
+    /// server gave. A friend stands once, where it stands last (as an addition places it), should the server's copy
+    /// be listed already.
+    static func replacingIDs(in list: [Friend], _ serverID: (String) -> String?) -> [Friend] {
+        let renamed = list.map { friend in
+            var friend = friend
+            friend.id = serverID(friend.id) ?? friend.id
+            return friend
+        }
+        var seen = Set<Friend.ID>()
+        return renamed.reversed().filter { seen.insert($0.id).inserted }.reversed()
+    }
+
     /// The list with the change made: the friend added last (once), or removed.
     func applied(to list: [Friend]?) -> [Friend]? {
         switch self {

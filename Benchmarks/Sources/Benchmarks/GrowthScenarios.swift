@@ -102,12 +102,25 @@ private func growthWorkloads() -> [GrowthWorkload] {
                 precondition(queue.shownCount == size, "every item is shown")
             }
         },
-        // Each creation's answer shows the changes pending on its key again (the first of them changed): its cost
-        // grows with them, as the changes after a refused one do.
+        // Told how the shown value names its items, each creation's answer rewrites what its key shows.
+        GrowthWorkload(name: "created offline + edited, replayed (the shown value rewritten)", holdsGrowth: true) {
+            size in
+            let queue = CreatingQueue(rewritingShown: true)
+            for item in 0..<size / 2 {
+                try! queue.queue.enqueue(.add("local-\(item)"))
+                try! queue.queue.enqueue(.edit("local-\(item)"))
+            }
+            return seconds {
+                queue.connectivity.setOnline(true)
+                precondition(!queue.queue.isMutating, "every mutation was replayed")
+            }
+        },
+        // Not told, each creation's answer applies the changes pending on its key again: its cost grows with them,
+        // as the changes after a refused one do.
         GrowthWorkload(
             name: "created offline + edited, replayed (the changes shown again)", holdsGrowth: false, maxSize: 10_000
         ) { size in
-            let queue = CreatingQueue()
+            let queue = CreatingQueue(rewritingShown: false)
             for item in 0..<size / 2 {
                 try! queue.queue.enqueue(.add("local-\(item)"))
                 try! queue.queue.enqueue(.edit("local-\(item)"))
@@ -337,7 +350,8 @@ private final class CreatingQueue: Sendable {
     let queue: MutationQueue<Int, [Int], Change>
     private let subscription: StreamSubscription
 
-    init() {
+    /// With `rewritingShown`, the queue is told that the shown value (a count) names no item.
+    init(rewritingShown: Bool) {
         let store = Store<Int, [Int]>(
             levels: [], fetch: LoaderFamily { _ in ImmediateLoader(result: .success(0)).map { [$0] } })
         store.write([0], for: 0)
@@ -349,6 +363,7 @@ private final class CreatingQueue: Sendable {
             }
         }
         let created = Locked(0)
+        let namesNoItem: @Sendable ([Int], (String) -> String?) -> [Int] = { list, _ in list }
         queue = try! MutationQueue(
             store: store, storage: MemoryStorage<Change>(), connectivity: connectivity, key: { _ in 0 },
             change: { change, list in
@@ -368,7 +383,8 @@ private final class CreatingQueue: Sendable {
                         completion(.success("s\(number)"))
                         return NoToken()
                     }
-                }))
+                }),
+            replacingIDsInValue: rewritingShown ? namesNoItem : nil)
     }
 }
 

@@ -55,6 +55,12 @@ func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
                 entityEditScenario(label: "c", holders: 1_000, edits: quick ? 20 : 100, countedEdits: 5),
             ]
         },
+        {
+            [
+                creationReplayScenario(label: "a", queued: 250, operations: quick ? 100 : 1_000),
+                creationReplayScenario(label: "b", queued: 10_000, operations: quick ? 100 : 1_000),
+            ]
+        },
     ]
 }
 

@@ -43,6 +43,9 @@ struct MutationLedger<Input: Sendable>: Sendable {
         /// For a creation the server answered: the changes of its key rewritten with the server's id (its own
         /// included), shown when the store confirms it, in the same publication.
         fileprivate(set) var replacedOnAccept: [(shown: ShownChange, input: Input)] = []
+        /// For a creation the server answered: the store's ``Store/changesMade`` before its id was known (what its
+        /// key shows is rewritten with the id only when made of changes up to it).
+        fileprivate(set) var shownUpToOnAccept = 0
         let completion: (@Sendable (Result<Void, any Error>) -> Void)?
     }
 
@@ -224,16 +227,26 @@ struct MutationLedger<Input: Sendable>: Sendable {
         return (creation, later, saves)
     }
 
-    /// Keeps `changes` (rewritten with an id the server gave) to show with the confirmation of creation `id`.
-    mutating func showOnAccept(_ changes: [(shown: ShownChange, input: Input)], of id: String) {
-        entries.update(id) { $0.replacedOnAccept = changes }
+    /// Keeps `changes` (rewritten with an id the server gave) to show with the confirmation of creation `id`, and the
+    /// store's changes made before the id was known.
+    mutating func showOnAccept(_ changes: [(shown: ShownChange, input: Input)], shownUpTo: Int, of id: String) {
+        entries.update(id) { entry in
+            entry.replacedOnAccept = changes
+            entry.shownUpToOnAccept = shownUpTo
+        }
     }
 
-    /// Takes the changes kept to show with the confirmation of creation `id`.
-    mutating func takeShownOnAccept(of id: String) -> [(shown: ShownChange, input: Input)] {
-        var changes: [(shown: ShownChange, input: Input)] = []
-        entries.update(id) { changes = exchange(&$0.replacedOnAccept, with: []) }
-        return changes
+    /// Takes the changes kept to show with the confirmation of creation `id`, with the creation and the store's
+    /// changes made before its id was known.
+    mutating func takeShownOnAccept(
+        of id: String
+    ) -> (changes: [(shown: ShownChange, input: Input)], creation: StoredMutation<Input>?, shownUpTo: Int) {
+        var taken: (changes: [(shown: ShownChange, input: Input)], creation: StoredMutation<Input>?, shownUpTo: Int) =
+            ([], nil, 0)
+        entries.update(id) { entry in
+            taken = (exchange(&entry.replacedOnAccept, with: []), entry.record, entry.shownUpToOnAccept)
+        }
+        return taken
     }
 
     /// Rewrites the inputs of the mutations `rewritten` names (those still in the queue), which name `server` from

@@ -95,6 +95,8 @@ extension MutationQueue {
     private func assign(
         _ serverID: String, to temporary: String, created: StoredMutation<Input>, _ serial: Int
     ) -> Bool {
+        // Read before the id is known: a change the store shows with a greater number may name it already.
+        let shownUpTo = store.changesMade
         guard let creation,
             let (entry, later, saves) = ledger.withLock({ $0.beginAssigning(serverID, to: temporary, serial: serial) })
         else { return false }
@@ -112,28 +114,47 @@ extension MutationQueue {
         var shownAgain: [(shown: ShownChange, input: Input)] = rewritten.compactMap { record, shown in
             shown.map { ($0, record.input) }
         }
+        let renaming = (temporary: temporary, server: serverID, shownUpTo: shownUpTo)
         guard let shown = entry.shown, let confirmed = creation.replacing(temporary, with: serverID, in: created.input)
         else {
-            showAgain(shownAgain)
+            showAgain(shownAgain, renaming: renaming)
             return true
         }
         // The creation's key shows the server's id once, as the store confirms the creation; other keys at once.
         shownAgain.append((shown, confirmed))
         let creationKey = shown.key as? Key
         let onAccept = shownAgain.filter { $0.shown.key as? Key == creationKey }
-        showAgain(shownAgain.filter { $0.shown.key as? Key != creationKey })
-        ledger.withLock { $0.showOnAccept(onAccept, of: entry.record.id) }
+        showAgain(shownAgain.filter { $0.shown.key as? Key != creationKey }, renaming: renaming)
+        ledger.withLock { $0.showOnAccept(onAccept, shownUpTo: shownUpTo, of: entry.record.id) }
         return true
     }
 
-    /// Shows mutations' changes again with their inputs rewritten, each key's at once.
-    func showAgain(_ changes: [(shown: ShownChange, input: Input)]) {
+    /// Shows mutations' changes again with their inputs rewritten, each key's at once. With `renaming` (the id the
+    /// server gave an item, written into them, and the store's changes made before it was known) and
+    /// ``replacingIDsInValue``, each key shows what it showed with the id replaced, rather than its changes applied
+    /// again.
+    func showAgain(
+        _ changes: [(shown: ShownChange, input: Input)],
+        renaming: (temporary: String, server: String, shownUpTo: Int)? = nil
+    ) {
         var byKey: [Key: [(id: Int, change: @Sendable (Value?) -> Value?)]] = [:]
         for (shown, input) in changes {
             guard let key = shown.key as? Key else { preconditionFailure("A queue's change is shown under its key") }
             byKey[key, default: []].append((shown.id, { [change] value in change(input, value) }))
         }
-        for (key, changes) in byKey { store.replaceChanges(changes, of: key) }
+        let shown = renaming.flatMap { renaming in
+            shownRenaming(renaming.temporary, to: renaming.server).map { ($0, renaming.shownUpTo) }
+        }
+        for (key, changes) in byKey {
+            store.replaceChanges(Store<Key, Value>.rewriting(changes, shown: shown), of: key)
+        }
+    }
+
+    /// What a key shows with the item created as `temporary` under its server id `server`, when the queue was told
+    /// how (``replacingIDsInValue``).
+    func shownRenaming(_ temporary: String, to server: String) -> (@Sendable (Value?) -> Value?)? {
+        guard let replacingIDsInValue else { return nil }
+        return { value in value.map { replacingIDsInValue($0) { $0 == temporary ? server : nil } } }
     }
 
     /// Completes the store's commit of `record` with the server's refusal (the store then undoes it). The storage

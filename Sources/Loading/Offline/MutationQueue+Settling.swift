@@ -14,7 +14,7 @@ extension MutationQueue {
         let apply: @Sendable (Value?) -> Value? = { [change] value in change(input, value) }
         let key = key(input)
         // Only a creation is rewritten as the store confirms it.
-        var replacingOnAccept: (@Sendable () -> [(id: Int, change: @Sendable (Value?) -> Value?)])?
+        var replacingOnAccept: (@Sendable () -> StoreMachine.Replacement?)?
         if creation != nil {
             replacingOnAccept = { [self, id = record.id] in changesShownOnAccept(of: id) }
         }
@@ -103,11 +103,17 @@ extension MutationQueue {
     }
 
     /// The changes of creation `id`'s key rewritten with the id the server gave, which the store shows as it confirms
-    /// the creation.
-    private func changesShownOnAccept(of id: String) -> [(id: Int, change: @Sendable (Value?) -> Value?)] {
-        ledger.withLock { $0.takeShownOnAccept(of: id) }.map { shown, input in
-            (shown.id, { [change] value in change(input, value) })
+    /// the creation, and what the key shows rewritten alike (when the queue knows how); `nil` when there are none.
+    private func changesShownOnAccept(of id: String) -> StoreMachine.Replacement? {
+        let (shownAgain, creation, shownUpTo) = ledger.withLock { $0.takeShownOnAccept(of: id) }
+        guard !shownAgain.isEmpty else { return nil }
+        let changes = shownAgain.map { shown, input in
+            (id: shown.id, change: { [change] value in change(input, value) } as @Sendable (Value?) -> Value?)
         }
+        guard let creation, let server = creation.serverID, let temporary = self.creation?.temporaryID(creation.input),
+            let rewrite = shownRenaming(temporary, to: server)
+        else { return Store<Key, Value>.rewriting(changes, shown: nil) }
+        return Store<Key, Value>.rewriting(changes, shown: (rewrite, shownUpTo))
     }
 
     /// Takes out the mutations naming the item created under `temporary`, whose creation left the queue unaccepted

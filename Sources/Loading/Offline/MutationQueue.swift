@@ -71,6 +71,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     let isRefused: @Sendable (any Error) -> Bool
     /// How the mutations that create items offline are sent, and their ids followed.
     let creation: OfflineCreation<Input>?
+    /// How the value a key shows names the items created offline, to rewrite it with an id the server gave.
+    let replacingIDsInValue: (@Sendable (Value, _ serverID: (String) -> String?) -> Value)?
     let onStorageFailure: @Sendable (any Error) -> Void
     let onSettled: @Sendable (SettledMutation<Input>) -> Void
     /// The queue's identity in the store's order of pending changes.
@@ -99,6 +101,11 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     ///     dropped); any other failure is transient.
     ///   - creation: how mutations that create items offline, under temporary ids, are sent, and the ids the server
     ///     gives them followed (see ``OfflineCreation``); `nil`: every mutation is sent with `send`.
+    ///   - replacingIDsInValue: with `creation`, returns a value a key shows with each id that `serverID` knows
+    ///     replaced by the id it returns, which must be what the mutations rewritten alike show. A creation's answer
+    ///     then rewrites what its keys show instead of applying their pending changes again, so a replay costs the
+    ///     same per mutation however many wait behind. Return the value as it is when it names no items; `nil`:
+    ///     the pending changes are applied again (an answer costs what applying those on its key costs).
     ///   - onStorageFailure: told when the storage could not record an attempt or forget a settled mutation, and of
     ///     each kept mutation it could not read (moved aside by ``FileMutationStorage``).
     ///   - onSettled: told how each mutation ended (accepted, refused, discarded, cleared by a logout, or sent by
@@ -115,6 +122,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         send: @escaping @Sendable (Input, _ idempotencyKey: String) -> Sender,
         isRefused: @escaping @Sendable (any Error) -> Bool,
         creation: OfflineCreation<Input>? = nil,
+        replacingIDsInValue: (@Sendable (Value, _ serverID: (String) -> String?) -> Value)? = nil,
         onStorageFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         onSettled: @escaping @Sendable (SettledMutation<Input>) -> Void = { _ in }
     ) throws where Storage.Input == Input {
@@ -135,6 +143,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         self.send = { input, idempotencyKey in AnyLoader(send(input, idempotencyKey)) }
         self.isRefused = isRefused
         self.creation = creation
+        self.replacingIDsInValue = replacingIDsInValue
         self.onStorageFailure = onStorageFailure
         self.onSettled = onSettled
         let loaded = try shared?.loadAll(reportingUnreadable: onStorageFailure) ?? storage.loadAll()

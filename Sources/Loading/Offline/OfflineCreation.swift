@@ -21,9 +21,10 @@
 ///   ``MutationQueueError/creationRefused(temporaryID:)``); the other mutations stay and are sent.
 /// - The store key of a mutation is read once, when it is shown: key mutations by something an id rewrite keeps
 ///   (the list they change), not by the item's temporary id.
-/// - A creation's answer shows the changes pending on its key again, the creation's own changed: it costs what
-///   applying them costs, as the changes after a refused one do. Rewriting the mutations costs only those naming the
-///   item.
+/// - A creation's answer shows its key with the server's id. Given the queue's `replacingIDsInValue`, the store
+///   rewrites what the key showed, and the answer costs the same however many changes wait behind it; without it,
+///   the changes pending on the key are applied again, as the changes after a refused one are. Rewriting the
+///   mutations costs only those naming the item.
 public struct OfflineCreation<Input: Sendable>: Sendable {
     let temporaryID: @Sendable (Input) -> String?
     let replacingIDs: @Sendable (Input, (String) -> String?) -> Input?

@@ -42,17 +42,34 @@ extension StoreMachine {
             slots[head...].first { $0!.id == id } ?? nil
         }
 
-        /// Makes change `id` do `change` instead, in its place with its commit; what is shown starts over. Returns the
-        /// change replaced, `nil` when `id` is not pending.
-        mutating func replace(_ id: Int, with change: @escaping Change) -> Mutation? {
-            guard let index = slots[head...].firstIndex(where: { $0!.id == id }), let old = slots[index] else {
-                return nil
+        /// Makes each change `replacement` names do the change given instead, in its place with its commit (those
+        /// settled meanwhile are left out); returns the changes replaced. What is shown stays a prefix when the
+        /// replacement rewrites it and it holds no change shown since the replacement's `shownUpTo`
+        /// (see ``Replacement``); otherwise it starts over.
+        mutating func replace(_ replacement: Replacement) -> [Mutation] {
+            var replaced: [Mutation] = []
+            for (id, change) in replacement.changes {
+                guard let index = slots[head...].firstIndex(where: { $0!.id == id }), let old = slots[index] else {
+                    continue
+                }
+                var mutation = Mutation(id: id, change: change, order: old.order)
+                mutation.commit = old.commit
+                slots[index] = mutation
+                replaced.append(old)
             }
-            var mutation = Mutation(id: id, change: change, order: old.order)
-            mutation.commit = old.commit
-            slots[index] = mutation
+            guard !replaced.isEmpty else { return replaced }
+            // A new epoch either way: a publisher that began before computed what the old changes show.
+            let kept = shown.flatMap { prefix in prefix.epoch == epoch ? prefix : nil }
             epoch += 1
-            return old
+            shown = nil
+            if let rewrite = replacement.rewritingShown, let kept, kept.newest <= replacement.shownUpTo,
+                kept.rewrites.count < max(kept.count, 4)
+            {
+                shown = ShownPrefix(
+                    confirmedVersion: kept.confirmedVersion, epoch: epoch, count: kept.count, newest: kept.newest,
+                    value: kept.value, rewrites: kept.rewrites + [rewrite])
+            }
+            return replaced
         }
 
         /// Takes change `id` out. When it was the head and is `accepted` (the confirmed value takes it in, as version
@@ -69,7 +86,8 @@ extension StoreMachine {
                 prefix.count > 0
             {
                 shown = ShownPrefix(
-                    confirmedVersion: confirmedVersion + 1, epoch: epoch, count: prefix.count - 1, value: prefix.value)
+                    confirmedVersion: confirmedVersion + 1, epoch: epoch, count: prefix.count - 1,
+                    newest: prefix.newest, value: prefix.value, rewrites: prefix.rewrites)
             } else {
                 epoch += 1
             }
@@ -117,7 +135,7 @@ extension StoreMachine {
         mutating func remember(_ prefix: ShownPrefix) {
             guard prefix.epoch == epoch, prefix.count <= count else { return }
             if let shown, shown.epoch == epoch, shown.confirmedVersion == prefix.confirmedVersion,
-                shown.count >= prefix.count
+                shown.count >= prefix.count, shown.rewrites.isEmpty
             {
                 return
             }
@@ -131,6 +149,19 @@ extension StoreMachine {
         let confirmedVersion: Int
         let epoch: Int
         let count: Int
+        /// The greatest id of the changes applied (ids are numbered in the order changes are made); `0` for none.
+        let newest: Int
         let value: Value?
+        /// Changes of the shown value itself, applied in order to `value` (outside the lock, by the publisher that
+        /// starts from it): a queue's id rewrite of changes within the prefix, which turns what the old changes
+        /// showed into what the new ones show without applying them again. It holds only while every change applied
+        /// was made before the server's id was known (one made since names it already, and the rewrite would not
+        /// turn what it showed into what it shows): hence ``newest``.
+        var rewrites: [Change] = []
+
+        /// What the first `count` changes show.
+        func shown() -> Value? {
+            rewrites.reduce(value) { value, rewrite in rewrite(value) }
+        }
     }
 }

@@ -191,7 +191,7 @@ extension Store {
         commit: Commit,
         order: MutationOrder?,
         unlessClearedSince clears: Int?,
-        replacingOnAccept: (@Sendable () -> [(id: Int, change: @Sendable (Value?) -> Value?)])? = nil,
+        replacingOnAccept: (@Sendable () -> Machine.Replacement?)? = nil,
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> (id: Int, undo: any CancellationToken)? {
         // Kept with the change before its commit starts: a clear fails it wherever it stands.
@@ -212,17 +212,17 @@ extension Store {
                     // Refused: the completion runs once the change is undone, in order with the key's changes.
                     let failure = result.map { _ in () }
                     let undone = Machine.SaveTicket(.run { pending.complete(failure) })
-                    return submit(.settle(mutation: id, accepted: false, ticket: undone, replacing: []), for: key)
+                    return submit(.settle(mutation: id, accepted: false, ticket: undone, replacing: nil), for: key)
                 }
                 // Confirmed: the completion runs once the change is saved to the levels.
                 let saved = Machine.SaveTicket(.run { pending.complete(.success(())) })
-                let replacing = replacingOnAccept?().map { (mutation: $0.id, change: Self.erase($0.change)) } ?? []
+                let replacing = replacingOnAccept?()
                 submit(.settle(mutation: id, accepted: true, ticket: saved, replacing: replacing), for: key)
             }
         }
         let undo = AnyCancellationToken { [weak self] in
             guard pending.cancelReportingPending() else { return }
-            self?.submit(.settle(mutation: id, accepted: false, ticket: nil, replacing: []), for: key)
+            self?.submit(.settle(mutation: id, accepted: false, ticket: nil, replacing: nil), for: key)
         }
         return (id, undo)
     }
@@ -264,10 +264,29 @@ extension Store {
         return (id, token)
     }
 
-    /// Makes each pending change of `key` named in `changes` do the change given instead (queued changes rewritten
-    /// with an id the server gave): each keeps its place and its commit, and the key shows its changes applied
-    /// again, in one publication. A change settled already is left out.
-    func replaceChanges(_ changes: [(id: Int, change: @Sendable (Value?) -> Value?)], of key: Key) {
-        submit(.replace(changes.map { ($0.id, Self.erase($0.change)) }), for: key)
+    /// A number that orders the changes made: those made from now on are after it (see ``rewriting(_:shown:)``).
+    var changesMade: Int {
+        locked { $0.lastNumber }
+    }
+
+    /// Pending changes of a key rewritten by a queue (an id the server gave, written into them), each by its id, for
+    /// ``replaceChanges(_:of:)`` or a settle; with `shown`, the value the key shows is rewritten alike: applied to
+    /// what the key showed with changes made up to `shownUpTo` (``changesMade``, read before the server's id was
+    /// known), it shows them without applying them again.
+    static func rewriting(
+        _ changes: [(id: Int, change: @Sendable (Value?) -> Value?)],
+        shown: (rewrite: @Sendable (Value?) -> Value?, shownUpTo: Int)?
+    ) -> Machine.Replacement {
+        Machine.Replacement(
+            changes: changes.map { (mutation: $0.id, change: erase($0.change)) },
+            rewritingShown: shown.map { erase($0.rewrite) }, shownUpTo: shown?.shownUpTo ?? 0)
+    }
+
+    /// Makes each pending change of `key` that `replacement` names do the change given instead (queued changes
+    /// rewritten with an id the server gave): each keeps its place and its commit, and the key shows them in one
+    /// publication, from what it showed rewritten when the replacement says how (its changes are not applied
+    /// again), or with its changes applied again. A change settled already is left out.
+    func replaceChanges(_ replacement: Machine.Replacement, of key: Key) {
+        submit(.replace(replacement), for: key)
     }
 }

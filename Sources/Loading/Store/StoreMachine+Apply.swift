@@ -40,9 +40,9 @@ extension StoreMachine {
             return confirmExternal(cached, level: level, stamp: stamp, for: key)
         case .settle(let id, let accepted, let ticket, let replacing):
             // Those settled meanwhile are not changed.
-            let replaced = replacing.compactMap { entry.pending.replace($0.mutation, with: $0.change) }
+            let replaced = replacing.map { entry.pending.replace($0) }
             var effects = settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
-            if !replacing.isEmpty { effects.garbage += [replaced, replacing] }
+            if let replacing { effects.garbage += [replaced as Any, replacing] }
             return effects
         case .load:
             return Effects()
@@ -53,11 +53,11 @@ extension StoreMachine {
         case .add(let mutation):
             entry.pending.insert(mutation)
             return Effects(publish: publish(key))
-        case .replace(let changes):
+        case .replace(let replacement):
             // Those settled meanwhile are not shown again.
-            let replaced = changes.compactMap { entry.pending.replace($0.mutation, with: $0.change) }
-            guard !replaced.isEmpty else { return Effects(garbage: [changes]) }
-            return Effects(publish: publish(key), garbage: [replaced, changes])
+            let replaced = entry.pending.replace(replacement)
+            guard !replaced.isEmpty else { return Effects(garbage: [replacement]) }
+            return Effects(publish: publish(key), garbage: [replaced, replacement])
         }
     }
 

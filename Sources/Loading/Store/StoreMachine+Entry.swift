@@ -119,7 +119,7 @@ extension StoreMachine {
         /// (from the prefix the key showed last, when it still holds).
         var response: StoreResponse<Value> {
             guard let pending else { return confirmed }
-            let start = pending.prefix.map { $0.value } ?? confirmed.box
+            let start = pending.prefix.map { $0.shown() } ?? confirmed.box
             return StoreResponse(
                 box: pending.rest.reduce(start) { value, mutation in mutation.change(value) },
                 origin: .local, savedAtSeconds: confirmed.storage.savedAtSeconds, hasPendingChanges: true,
@@ -127,16 +127,17 @@ extension StoreMachine {
         }
 
         /// What the key shows with every pending change, as a prefix the key remembers (see
-        /// ``StoreMachine/remember(_:for:)``); `nil` when nothing new was applied.
+        /// ``StoreMachine/remember(_:for:)``); `nil` when nothing new was applied or rewritten.
         func shownPrefix(_ response: StoreResponse<Value>) -> (
             key: Key, generation: Int, prefix: ShownPrefix
         )? {
-            guard let pending, !pending.rest.isEmpty else { return nil }
+            guard let pending, !pending.rest.isEmpty || pending.prefix?.rewrites.isEmpty == false else { return nil }
             return (
                 pending.key, pending.generation,
                 ShownPrefix(
                     confirmedVersion: pending.confirmedVersion, epoch: pending.epoch,
-                    count: (pending.prefix?.count ?? 0) + pending.rest.count, value: response.box)
+                    count: (pending.prefix?.count ?? 0) + pending.rest.count,
+                    newest: pending.rest.reduce(pending.prefix?.newest ?? 0) { max($0, $1.id) }, value: response.box)
             )
         }
     }

@@ -28,7 +28,7 @@ extension StoreMachine {
         /// saved to the levels (at once when it is not confirmed). An accepted change does `replacing`'s change of
         /// its own id, if any, and the other pending changes named there do theirs from then on (an id the server
         /// gave, written into them): all shown in the one publication of the settle.
-        case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?, replacing: [(mutation: Int, change: Change)])
+        case settle(mutation: Int, accepted: Bool, ticket: SaveTicket?, replacing: Replacement?)
         /// Nothing but making the key known (an optimistic change shown over the levels' value).
         case load
         /// Write the key's debounced writes now; `ticket` is released once they are saved.
@@ -39,8 +39,8 @@ extension StoreMachine {
         /// An optimistic change asked while the key's changes run or wait: shown when its turn comes, after them.
         case add(Mutation)
         /// Each pending change named now does the change given (queued changes whose inputs were rewritten: an id
-        /// the server gave); each keeps its place and its commit, and the key shows its changes applied again, once.
-        case replace([(mutation: Int, change: Change)])
+        /// the server gave); each keeps its place and its commit, and the key shows them in one publication.
+        case replace(Replacement)
 
         /// Whether the job applies a change to the confirmed value, which must be read from the levels first
         /// when the key is not known.
@@ -76,7 +76,9 @@ extension StoreMachine {
             case .update(let change, _, _):
                 return [change]
             case .settle(let id, accepted: true, _, let replacing):
-                if let replaced = replacing.first(where: { $0.mutation == id }), entry.pending.mutation(id) != nil {
+                if let replaced = replacing?.changes.first(where: { $0.mutation == id }),
+                    entry.pending.mutation(id) != nil
+                {
                     return [replaced.change]
                 }
                 return entry.pending.mutation(id).map { [$0.change] }
@@ -113,6 +115,23 @@ extension StoreMachine {
     }
 
     /// Closures to run outside the lock, on `base`, for the change at the head of a key's queue.
+    /// Pending changes a queue rewrote (an id the server gave, written into them), each by its id, and how the value
+    /// a key shows is rewritten alike, when the queue knows: the key then shows what it showed rewritten, without
+    /// applying its changes again, when they were all made by ``shownUpTo`` (a number the machine gave before the
+    /// server's id was known; see ``PendingChanges/replace(_:)``).
+    /// A class: only queues that create items offline make one, and a settle's job stays small without it.
+    final class Replacement: Sendable {
+        let changes: [(mutation: Int, change: Change)]
+        let rewritingShown: Change?
+        let shownUpTo: Int
+
+        init(changes: [(mutation: Int, change: Change)], rewritingShown: Change?, shownUpTo: Int) {
+            self.changes = changes
+            self.rewritingShown = rewritingShown
+            self.shownUpTo = shownUpTo
+        }
+    }
+
     struct Work: Sendable {
         let generation: Int
         let base: Value?

@@ -154,6 +154,9 @@ struct StoreMachine: Sendable {
     /// The number of entries: keys in use, and values kept.
     var count: Int { entries.count }
 
+    /// The last number ``next()`` gave: changes made from now on have greater ids.
+    var lastNumber: Int { counter }
+
     mutating func next() -> Int {
         counter += 1
         return counter

@@ -42,9 +42,9 @@ final class OfflineCreationTests: XCTestCase {
     }
 
     func test_theServersID_replacesTheTemporaryOne_inOnePublication() throws {
-        for editsPending in [0, 1] {
+        for (editsPending, rewritesValues) in [(0, false), (1, false), (0, true), (1, true)] {
             let environment = try Environment(directory: makeDirectory())
-            let queue = try environment.makeQueue()
+            let queue = try environment.makeQueue(replacingIDsInValue: rewritesValues)
             try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
             if editsPending == 1 { try queue.enqueue(.rename(id: "tmp-1", name: "Anna")) }
             environment.connectivity.setOnline(true)
@@ -59,6 +59,41 @@ final class OfflineCreationTests: XCTestCase {
                 after.map(\.value), [[TestItem(id: "s-1", name: name)]],
                 "with \(editsPending) edit pending: the item under the server's id, once: \(after.map(\.value))")
             XCTAssertEqual(after.last?.hasPendingChanges, editsPending == 1)
+        }
+    }
+
+    func test_withTheValuesIDsReplaced_aReplayAppliesEachChangeAFewTimes_howeverManyWait() throws {
+        // Without the value's rewrite, each creation's answer applies every change pending on its key again.
+        for (items, rewritesValues) in [(50, true), (200, true), (50, false)] {
+            let environment = try Environment(directory: makeDirectory())
+            let applied = Locked(0)
+            let queue = try environment.makeQueue(replacingIDsInValue: rewritesValues) {
+                applied.withLock { $0 += 1 }
+            }
+            for item in 0..<items {
+                try queue.enqueue(.add(id: "tmp-\(item)", name: "Item \(item)"))
+                try queue.enqueue(.rename(id: "tmp-\(item)", name: "Item \(item)'"))
+            }
+            let published = StreamRecorder(environment.store.changes(for: "list"))
+            applied.withLock { $0 = 0 }
+            environment.creations.answerEachAtOnce(with: { "s-\($0)" })
+            environment.edits.answerEachAtOnce(with: { _ in () })
+
+            environment.connectivity.setOnline(true)
+
+            XCTAssertFalse(queue.isMutating)
+            let expected = (0..<items).map { TestItem(id: "s-\($0 + 1)", name: "Item \($0)'") }
+            XCTAssertTrue(environment.confirmed() == expected, "\(items) items: each confirmed, under the server's id")
+            let perMutation = Double(applied.withLock { $0 }) / Double(2 * items)
+            if rewritesValues {
+                XCTAssertLessThanOrEqual(perMutation, 2, "\(items) items: applied \(perMutation) times per mutation")
+            } else {
+                XCTAssertGreaterThan(perMutation, 10, "\(items) items: the changes pending are applied again")
+            }
+            let shown = published.values.map { $0.value ?? [] }
+            XCTAssertTrue(shown.allSatisfy { $0.map(\.name) == expected.map(\.name) }, "each item, edited, in order")
+            XCTAssertTrue(shown.allSatisfy { Set($0.map(\.id)).count == items }, "no item twice")
+            XCTAssertTrue(shown.last == expected, "the last publication shows the server's ids")
         }
     }
 
@@ -123,9 +158,11 @@ final class OfflineCreationTests: XCTestCase {
     }
 
     func test_aLogoutRacingTheServersAnswer_leavesNothingShownKeptOrSent() throws {
-        for _ in 0..<50 {
+        for run in 0..<50 {
             let environment = try Environment(directory: makeDirectory())
-            let queue = try environment.makeQueue()
+            let queue = try environment.makeQueue(replacingIDsInValue: run % 2 == 1)
+            let screen = environment.store.changes(for: "list").sink { _ in }
+            defer { screen.cancel() }
             try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
             try queue.enqueue(.rename(id: "tmp-1", name: "Anna"))
             environment.connectivity.setOnline(true)
@@ -151,9 +188,10 @@ final class OfflineCreationTests: XCTestCase {
     }
 
     func test_anEditRacingTheServersAnswer_isSentAndShownUnderTheServersID() throws {
-        for _ in 0..<50 {
+        for run in 0..<50 {
             let environment = try Environment(directory: makeDirectory())
-            let queue = try environment.makeQueue()
+            let queue = try environment.makeQueue(replacingIDsInValue: run % 2 == 1)
+            let screen = StreamRecorder(environment.store.changes(for: "list"))
             try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
             environment.connectivity.setOnline(true)
 
@@ -166,6 +204,7 @@ final class OfflineCreationTests: XCTestCase {
             enqueued.wait()
 
             XCTAssertEqual(environment.shown(), [TestItem(id: "s-1", name: "Anna")])
+            XCTAssertEqual(screen.values.last?.value, [TestItem(id: "s-1", name: "Anna")], "and the screen was told")
             // The creation leaves the storage once the store kept the item; the edit is sent after it.
             XCTAssertTrue(eventually { environment.edits.requests == [.rename(id: "s-1", name: "Anna")] })
             XCTAssertEqual(try environment.storage.loadAll().map(\.input), [.rename(id: "s-1", name: "Anna")])
@@ -173,9 +212,16 @@ final class OfflineCreationTests: XCTestCase {
     }
 
     func test_anEditSavedWhileTheServersIDArrives_isKeptUnderTheServersID() throws {
+        for rewritesValues in [false, true] {
+            try checkAnEditSavedWhileTheServersIDArrives(rewritesValues: rewritesValues)
+        }
+    }
+
+    private func checkAnEditSavedWhileTheServersIDArrives(rewritesValues: Bool) throws {
         let environment = try Environment(directory: makeDirectory())
         let gate = SaveGate(environment.storage)
-        let queue = try environment.makeQueue(storage: gate)
+        let queue = try environment.makeQueue(storage: gate, replacingIDsInValue: rewritesValues)
+        let screen = StreamRecorder(environment.store.changes(for: "list"))
         try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
         try queue.enqueue(.add(id: "tmp-2", name: "Bob"))  // the edit waits behind it, unsent
         environment.connectivity.setOnline(true)
@@ -196,7 +242,9 @@ final class OfflineCreationTests: XCTestCase {
             try environment.storage.loadAll().map(\.input),
             [.add(id: "tmp-2", name: "Bob"), .rename(id: "s-1", name: "Anna")],
             "the slow save under the temporary id does not outlast the rewrite")
-        XCTAssertEqual(environment.shown(), [TestItem(id: "s-1", name: "Anna"), TestItem(id: "tmp-2", name: "Bob")])
+        let shown = [TestItem(id: "s-1", name: "Anna"), TestItem(id: "tmp-2", name: "Bob")]
+        XCTAssertEqual(environment.shown(), shown)
+        XCTAssertEqual(screen.values.last?.value, shown, "and the screen was told")
     }
 
     func test_samples() throws {
@@ -206,6 +254,7 @@ final class OfflineCreationTests: XCTestCase {
         items.write([], for: "all")
         let connectivity = ManualConnectivity(isOnline: false)
         typealias APIError = ItemAPIError
+        typealias Item = TestItem
         // Sample: begin
         let creation = OfflineCreation<ItemChange>(
             temporaryID: { change in change.createdID },  // .add(id:name:) -> its temporary id
@@ -225,7 +274,10 @@ final class OfflineCreationTests: XCTestCase {
             creation: OfflineCreation(
                 temporaryID: { change in change.createdID },
                 replacingIDs: { change, serverID in change.replacingIDs(serverID) },
-                send: { change, idempotencyKey in api.create(change, idempotencyKey: idempotencyKey) }))
+                send: { change, idempotencyKey in api.create(change, idempotencyKey: idempotencyKey) }),
+            replacingIDsInValue: { list, serverID in
+                list.map { item in Item(id: serverID(item.id) ?? item.id, name: item.name) }
+            })
         let temporaryID = "local-\(UUID().uuidString)"
         try changes.enqueue(.add(id: temporaryID, name: "Grace"))  // shown at once, under its temporary id
         try changes.enqueue(.rename(id: temporaryID, name: "Grace H."))  // sent as a rename of the server's id
@@ -234,6 +286,9 @@ final class OfflineCreationTests: XCTestCase {
         XCTAssertEqual(
             api.sent.withLock { $0 }, [.add(id: temporaryID, name: "Grace"), .rename(id: "s-1", name: "Grace H.")])
         XCTAssertEqual(changes.serverID(for: temporaryID), "s-1")
+        let shown = LoadRecorder<StoreResponse<[Item]>>()
+        _ = shown.load(items.read("all", policy: .cacheOnly))
+        XCTAssertEqual(shown.values.first?.value, [Item(id: "s-1", name: "Grace H.")])
     }
 
     private func makeDirectory() -> URL {
@@ -262,17 +317,32 @@ private struct Environment {
         try makeQueue(storage: storage, onSettled: onSettled)
     }
 
+    /// A queue told how the list names its items when `replacingIDsInValue`; `applying` is told of each change
+    /// applied.
     func makeQueue(
-        storage: some MutationStorage<ItemChange>,
+        replacingIDsInValue: Bool, applying: @escaping @Sendable () -> Void = {}
+    ) throws -> MutationQueue<String, [TestItem], ItemChange> {
+        try makeQueue(storage: storage, replacingIDsInValue: replacingIDsInValue, applying: applying)
+    }
+
+    func makeQueue(
+        storage: some MutationStorage<ItemChange>, replacingIDsInValue: Bool = false,
+        applying: @escaping @Sendable () -> Void = {},
         onSettled: @escaping @Sendable (SettledMutation<ItemChange>) -> Void = { _ in }
     ) throws -> MutationQueue<String, [TestItem], ItemChange> {
-        try MutationQueue(
+        let rewrite: @Sendable ([TestItem], (String) -> String?) -> [TestItem] = { $0.replacingIDs($1) }
+        return try MutationQueue(
             store: store, storage: storage, connectivity: connectivity, key: { _ in "list" },
-            change: ItemChange.apply, send: { [edits] change, _ in edits.send(change) },
+            change: { change, list in
+                applying()
+                return ItemChange.apply(change, to: list)
+            },
+            send: { [edits] change, _ in edits.send(change) },
             isRefused: { $0 is Refused },
             creation: OfflineCreation(
                 temporaryID: \.createdID, replacingIDs: { $0.replacingIDs($1) },
                 send: { [creations] change, _ in creations.send(change) }),
+            replacingIDsInValue: replacingIDsInValue ? rewrite : nil,
             onSettled: onSettled)
     }
 
@@ -324,17 +394,28 @@ private final class SaveGate: MutationStorage {
 private final class RequestSpy<Answer: Sendable>: Sendable {
     private let spy = LoaderSpy<Answer>()
     private let log = Locked<[ItemChange]>([])
+    private let answersAtOnce = Locked<(@Sendable (Int) -> Answer)?>(nil)
 
     var requests: [ItemChange] { log.withLock { $0 } }
 
     func send(_ change: ItemChange) -> AnyLoader<Answer> {
-        AnyLoader { [spy, log] completion in
-            log.withLock { $0.append(change) }
-            return spy.load(completion: completion)
+        AnyLoader { [spy, log, answersAtOnce] completion in
+            let count = log.withLock {
+                $0.append(change)
+                return $0.count
+            }
+            guard let answer = answersAtOnce.withLock({ $0 }) else { return spy.load(completion: completion) }
+            completion(.success(answer(count)))
+            return AnyCancellationToken {}
         }
     }
 
     func answer(_ index: Int, with answer: Answer) { spy.complete(with: answer, at: index) }
+
+    /// Answers each request from now on as it comes: the first with `answer(1)`, the next with `answer(2)`…
+    func answerEachAtOnce(with answer: @escaping @Sendable (Int) -> Answer) {
+        answersAtOnce.withLock { $0 = answer }
+    }
     func refuse(_ index: Int) { spy.fail(with: Refused(), at: index) }
 }
 
@@ -346,6 +427,13 @@ extension RequestSpy where Answer == Void {
 struct TestItem: Codable, Equatable, Sendable {
     var id: String
     var name: String
+}
+
+extension [TestItem] {
+    /// The list with each id `serverID` knows replaced.
+    func replacingIDs(_ serverID: (String) -> String?) -> [TestItem] {
+        map { item in TestItem(id: serverID(item.id) ?? item.id, name: item.name) }
+    }
 }
 
 /// A change of a list of items, an item created offline named by its temporary id until the server gives its own.
