@@ -61,6 +61,7 @@ func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
                 creationReplayScenario(label: "b", queued: 10_000, operations: quick ? 100 : 1_000),
             ]
         },
+        { [sharedWriteScenario(writes: quick ? 1_000 : 100_000, folder: folder)] },
     ]
 }
 

@@ -63,6 +63,8 @@ final class ChangeJournal: Sendable {
     }
 
     let file: URL
+    /// `file`'s path, made once: every append looks at the file by it.
+    private let path: String
     private let maxBytes: Int
     /// Tells this journal's records from the other processes' (and from other journals over the file).
     private let writerID: UInt64
@@ -79,17 +81,18 @@ final class ChangeJournal: Sendable {
     /// Opens (or creates) the journal at `file`; its reader starts at the file's end.
     init(file: URL, maxBytes: Int = 1 << 20) throws {
         self.file = file
+        path = file.path
         self.maxBytes = max(maxBytes, 4096)
         writerID = UInt64.random(in: 1...UInt64.max)
         var opened: [Int32] = []
         do {
-            let lock = try Self.openFile(file.path + ".lock", O_RDWR | O_CREAT)
+            let lock = try Self.openFile(path + ".lock", O_RDWR | O_CREAT)
             opened.append(lock)
-            let order = try Self.openFile(file.path + ".order", O_RDWR | O_CREAT)
+            let order = try Self.openFile(path + ".order", O_RDWR | O_CREAT)
             opened.append(order)
-            let (descriptor, inode) = try Self.openForAppending(file.path)
+            let (descriptor, inode) = try Self.openForAppending(path)
             opened.append(descriptor)
-            let read = try Self.openFile(file.path, O_RDONLY)
+            let read = try Self.openFile(path, O_RDONLY)
             opened.append(read)
             let status = try Self.status(of: read)
             lockDescriptor = lock
@@ -139,8 +142,8 @@ final class ChangeJournal: Sendable {
         try writer.withLock { writer in
             try withFileLock(lockDescriptor, LOCK_SH) {
                 // A writer of another process may have started a new file since this one last wrote.
-                if let current = try? Self.status(atPath: file.path), UInt64(current.st_ino) != writer.inode {
-                    let (descriptor, inode) = try Self.openForAppending(file.path)
+                if let current = try? Self.status(atPath: path), UInt64(current.st_ino) != writer.inode {
+                    let (descriptor, inode) = try Self.openForAppending(path)
                     close(writer.descriptor)
                     (writer.descriptor, writer.inode) = (descriptor, inode)
                 }
@@ -180,20 +183,20 @@ final class ChangeJournal: Sendable {
     /// next), with what came between them unread (`missed`). `nil` when the reader's file is the journal's, or none
     /// follows it yet.
     private func fileAfter(_ inode: UInt64) -> (descriptor: Int32, inode: UInt64, missed: Bool)? {
-        let previousPath = file.path + ".previous"
-        let current = try? Self.status(atPath: file.path)
+        let previousPath = path + ".previous"
+        let current = try? Self.status(atPath: path)
         guard current.map({ UInt64($0.st_ino) }) != inode else { return nil }
         let previous = try? Self.status(atPath: previousPath)
         let followsDirectly = previous.map { UInt64($0.st_ino) } == inode
-        let path: String
+        let next: String
         if followsDirectly {
             guard current != nil else { return nil }
-            path = file.path
+            next = path
         } else {
             guard previous != nil || current != nil else { return nil }
-            path = previous != nil ? previousPath : file.path
+            next = previous != nil ? previousPath : path
         }
-        guard let descriptor = try? Self.openFile(path, O_RDONLY) else { return nil }
+        guard let descriptor = try? Self.openFile(next, O_RDONLY) else { return nil }
         let opened = (try? Self.status(of: descriptor)).map { UInt64($0.st_ino) } ?? 0
         guard opened != inode else {
             close(descriptor)
@@ -233,12 +236,12 @@ final class ChangeJournal: Sendable {
         try writer.withLock { writer in
             try withFileLock(lockDescriptor, LOCK_EX) {
                 // Another writer may have rotated it meanwhile.
-                guard let current = try? Self.status(atPath: file.path), Int(current.st_size) > maxBytes else {
+                guard let current = try? Self.status(atPath: path), Int(current.st_size) > maxBytes else {
                     return
                 }
-                guard rename(file.path, file.path + ".previous") == 0 else { throw POSIXError(errno) }
+                guard rename(path, path + ".previous") == 0 else { throw POSIXError(errno) }
                 // The new file is made at once, so that the journal's file always exists and readers move on to it.
-                let (descriptor, inode) = try Self.openForAppending(file.path)
+                let (descriptor, inode) = try Self.openForAppending(path)
                 close(writer.descriptor)
                 (writer.descriptor, writer.inode) = (descriptor, inode)
             }
@@ -259,22 +262,80 @@ final class ChangeJournal: Sendable {
     /// change's place in the processes' order, the kind `s` (saved), `r` (removed) or `c` (cleared, `-` for the key),
     /// the key in base 64, the checksum an FNV-1a hash of what precedes it. (Records of version 1 had no order.)
     static func record(_ change: Change, writer: UInt64, sequence: UInt64, order: UInt64) -> [UInt8] {
-        let (kind, key): (String, String) =
-            switch change {
-            case .saved(let key): ("s", key.base64EncodedString())
-            case .removed(let key): ("r", key.base64EncodedString())
-            case .cleared: ("c", "-")
-            case .missed: preconditionFailure("A journal records changes, not a reader's note")
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64)
+        bytes.append(UInt8(ascii: "\n"))
+        bytes.append(contentsOf: "C2 ".utf8)
+        appendDigits(of: writer, radix: 16, to: &bytes)
+        bytes.append(UInt8(ascii: " "))
+        appendDigits(of: sequence, radix: 10, to: &bytes)
+        bytes.append(UInt8(ascii: " "))
+        appendDigits(of: order, radix: 10, to: &bytes)
+        switch change {
+        case .saved(let key):
+            bytes.append(contentsOf: " s ".utf8)
+            appendBase64(of: key, to: &bytes)
+        case .removed(let key):
+            bytes.append(contentsOf: " r ".utf8)
+            appendBase64(of: key, to: &bytes)
+        case .cleared:
+            bytes.append(contentsOf: " c -".utf8)
+        case .missed:
+            preconditionFailure("A journal records changes, not a reader's note")
+        }
+        let checksum = checksum(of: bytes[1...])
+        bytes.append(UInt8(ascii: " "))
+        appendDigits(of: checksum, radix: 16, to: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+
+    /// Appends `number`'s digits in base 16 (lowercase) or 10, as `String(number, radix:)` writes them.
+    private static func appendDigits(of number: UInt64, radix: UInt64, to bytes: inout [UInt8]) {
+        let hexadecimal = radix == 16
+        let start = bytes.count
+        var rest = number
+        repeat {
+            let digit = UInt8(truncatingIfNeeded: hexadecimal ? rest & 0xf : rest % 10)
+            bytes.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+            rest = hexadecimal ? rest >> 4 : rest / 10
+        } while rest > 0
+        // Written from the last digit: turned around in place.
+        var (low, high) = (start, bytes.count - 1)
+        while low < high {
+            bytes.swapAt(low, high)
+            (low, high) = (low + 1, high - 1)
+        }
+    }
+
+    private static let base64Alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// Appends `data` in standard base 64, padded, as `Data.base64EncodedString()` writes it.
+    private static func appendBase64(of data: Data, to bytes: inout [UInt8]) {
+        data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
+            var index = 0
+            while index < input.count {
+                let count = min(3, input.count - index)
+                var group = UInt32(input[index]) << 16
+                if count > 1 { group |= UInt32(input[index + 1]) << 8 }
+                if count > 2 { group |= UInt32(input[index + 2]) }
+                for position in 0..<4 {
+                    guard position <= count else {
+                        bytes.append(UInt8(ascii: "="))
+                        continue
+                    }
+                    bytes.append(base64Alphabet[Int((group >> UInt32(18 - 6 * position)) & 0x3f)])
+                }
+                index += count
             }
-        let body = "C2 \(String(writer, radix: 16)) \(sequence) \(order) \(kind) \(key)"
-        return Array("\n\(body) \(String(checksum(of: Array(body.utf8)), radix: 16))\n".utf8)
+        }
     }
 
     /// The writer and record of one line; `nil` for a line that is not a whole record.
     static func decode(_ line: ArraySlice<UInt8>) -> (UInt64, Record)? {
         guard let last = line.lastIndex(of: UInt8(ascii: " ")),
             let stored = UInt64(String(decoding: line[(last + 1)...], as: UTF8.self), radix: 16),
-            stored == checksum(of: Array(line[..<last]))
+            stored == checksum(of: line[..<last])
         else { return nil }
         var fields = String(decoding: line[..<last], as: UTF8.self).split(separator: " ")
         var order: UInt64?
@@ -296,7 +357,7 @@ final class ChangeJournal: Sendable {
         return (writer, Record(change: change, order: order))
     }
 
-    private static func checksum(of bytes: [UInt8]) -> UInt64 {
+    private static func checksum(of bytes: some Collection<UInt8>) -> UInt64 {
         bytes.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01b3 }
     }
 

@@ -73,13 +73,59 @@ extension ProcessSharing where Key: Codable {
     ) throws -> ProcessSharing {
         try journal(
             at: file, sharedLevel: sharedLevel,
-            encodeKey: { key in
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = .sortedKeys
-                return try? encoder.encode([key])
-            },
+            encodeKey: { key in JournalKeys.encode(key) },
             decodeKey: { data in (try? JSONDecoder().decode([Key].self, from: data))?.first },
             polling: polling)
+    }
+}
+
+/// Keys of a store sharing a level, as the journal records them: the JSON of `[key]`, keys sorted, as `JSONEncoder`
+/// writes it. Every process must write a key the same way (a process learns which of its changes another one
+/// overtook by the bytes), so a string or an integer is written directly only where the bytes are the encoder's: a
+/// string with nothing the encoder escapes, any `Int`. The others go through the encoder.
+enum JournalKeys {
+    static func encode<Key: Encodable>(_ key: Key) -> Data? {
+        if let string = key as? String, let bytes = unescaped(string) { return bytes }
+        if let number = key as? Int { return integer(number) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try? encoder.encode([key])
+    }
+
+    /// `["string"]`, or `nil` when the encoder would escape a character of it (a quote, a backslash, a slash or a
+    /// control character).
+    private static func unescaped(_ string: String) -> Data? {
+        let utf8 = string.utf8
+        // Built on the stack: a short key's `Data` keeps its bytes inline, so it costs no allocation.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: utf8.count + 4) { buffer -> Data? in
+            buffer[0] = UInt8(ascii: "[")
+            buffer[1] = UInt8(ascii: "\"")
+            var end = 2
+            for byte in utf8 {
+                guard byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"), byte != UInt8(ascii: "/")
+                else { return nil }
+                buffer[end] = byte
+                end += 1
+            }
+            buffer[end] = UInt8(ascii: "\"")
+            buffer[end + 1] = UInt8(ascii: "]")
+            return Data(UnsafeBufferPointer(rebasing: buffer[..<(end + 2)]))
+        }
+    }
+
+    /// `[number]`.
+    private static func integer(_ number: Int) -> Data {
+        var bytes: [UInt8] = []
+        var rest = number.magnitude
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        bytes.append(UInt8(ascii: "["))
+        bytes.reverse()
+        bytes.append(UInt8(ascii: "]"))
+        return Data(bytes)
     }
 }
 

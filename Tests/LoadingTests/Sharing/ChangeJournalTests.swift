@@ -52,6 +52,31 @@ final class ChangeJournalTests: XCTestCase {
         XCTAssertEqual(reader.readChanges(), [.saved(key("next"))])
     }
 
+    func test_aRecord_isWrittenInTheFormatEveryVersionReads() {
+        // Other processes may run another version of the library: the bytes of a record never change.
+        func text(_ change: ChangeJournal.Change, writer: UInt64, sequence: UInt64, order: UInt64) -> String {
+            String(
+                decoding: ChangeJournal.record(change, writer: writer, sequence: sequence, order: order), as: UTF8.self)
+        }
+        XCTAssertEqual(
+            text(.saved(key(#"["friend-1"]"#)), writer: 0xabc, sequence: 5, order: 42),
+            "\nC2 abc 5 42 s WyJmcmllbmQtMSJd 8b1796596acac429\n")
+        XCTAssertEqual(
+            text(.removed(key("[7]")), writer: .max, sequence: .max, order: 1),
+            "\nC2 ffffffffffffffff 18446744073709551615 1 r Wzdd 8e114923b3f8085d\n")
+        XCTAssertEqual(text(.cleared, writer: 1, sequence: 1, order: 0), "\nC2 1 1 0 c - 77e7bb0513141a7a\n")
+        for length in 1..<40 {
+            let bytes = Data((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+            let record = ChangeJournal.record(.saved(bytes), writer: 9, sequence: 2, order: 3)
+            XCTAssertEqual(
+                ChangeJournal.decode(record[1..<(record.count - 1)])?.1,
+                ChangeJournal.Record(change: .saved(bytes), order: 3), "a key of \(length) bytes reads back")
+            XCTAssertTrue(
+                String(decoding: record, as: UTF8.self).contains(" s \(bytes.base64EncodedString()) "),
+                "a key of \(length) bytes in standard base 64")
+        }
+    }
+
     func test_aDamagedRecord_failsItsChecksum() {
         var record = ChangeJournal.record(.removed(key("u1")), writer: 7, sequence: 1, order: 1)
         XCTAssertNotNil(ChangeJournal.decode(record[1..<(record.count - 1)]))
