@@ -168,6 +168,9 @@ final class ChangeJournal: Sendable {
             var changes = drain(&reader)
             // Rotations: the reader's file is read to its end above, then each file after it from its start.
             while let next = fileAfter(reader.inode) {
+                // Every append to the reader's file ended before the rotation that moved past it (rotating waits for
+                // them): what landed there since the read above is read before moving on.
+                changes += drain(&reader)
                 if next.missed { changes.append(Record(change: .missed, order: nil)) }
                 close(reader.descriptor)
                 reader = Reader(descriptor: next.descriptor, inode: next.inode, offset: 0)
