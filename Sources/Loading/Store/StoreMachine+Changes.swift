@@ -40,8 +40,9 @@ extension StoreMachine {
     /// (``Effects/issueLevels``) and the write's save is the only one, it is handed out taken in `save`: the caller
     /// issues it, then the rest through ``takeLevelOps(of:)``, and the key keeps its operations' storage for its
     /// next write. `nil`, having changed nothing, while the key's changes run: the write then waits its turn through
-    /// ``submit(_:for:now:)``. The same as submitting it, without building a job and a step. (The save is not
-    /// returned beside the effects: an optional pair this large is destroyed through generic value witnesses.)
+    /// ``submit(_:for:now:)``. The same as submitting it, without building a job and a step: a quarter of a write's
+    /// cost (the benchmarks' README, *What the store's fast paths buy*). (The save is not returned beside the effects:
+    /// an optional pair of them is destroyed through generic value witnesses.)
     mutating func writeAtOnce(_ stored: StoredValue<Value>, for key: Key, save: inout LevelOp?)
         -> Effects?
     {

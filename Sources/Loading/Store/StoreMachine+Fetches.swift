@@ -169,8 +169,7 @@ extension StoreMachine {
 }
 
 extension StoreMachine {
-    /// How a caller's fetch begins (see ``StoreMachine/beginFetch(_:joining:since:completion:)``). Four words, as a
-    /// snapshot is.
+    /// How a caller's fetch begins (see ``StoreMachine/beginFetch(_:joining:since:completion:)``).
     enum FetchStart {
         /// The caller begins fetch `fetch`, as its caller `caller`, and starts its upstream load.
         case starts(fetch: Int, caller: Int)

@@ -93,9 +93,8 @@ extension StoreMachine {
 }
 
 extension StoreMachine {
-    /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss). Four words,
-    /// as a snapshot is: the invalidations a hit is judged by are read from ``StoreMachine/staleRules(for:)`` under the same
-    /// lock.
+    /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss). The
+    /// invalidations a hit is judged by are read from ``StoreMachine/staleRules(for:)`` under the same lock.
     enum LevelRead {
         /// Read the level; a hit counts only when the level is `inStep` with the store.
         case read(ReadStamp, inStep: Bool)
