@@ -71,3 +71,68 @@ func entityEditScenario(label: String, holders: Int, edits: Int, countedEdits: I
         expectedChecksum: { count in holders &* (count &* (count &- 1) / 2) },
         note: "each key's list rewritten once per edit and its observer told once", countedOperations: countedEdits)
 }
+
+/// 27. What attaching entities costs a store whose reads and writes change no entity another key holds: the first
+/// read of a key (a memory miss, then the fetch of a list of two members of its own) and a write of a key's list with
+/// the members it holds already (a refresh that brings the same), beside the same store without entities.
+func entityOverheadScenario(operations: Int) -> Scenario {
+    let sum = Tally()
+    let add: @Sendable (Int) -> Void = opaqueFunction { sum.value &+= $0 }
+    func checksum() -> Int {
+        defer { sum.value = 0 }
+        return sum.value
+    }
+    let list: @Sendable (Int) -> [Member] = { key in
+        [Member(id: 2 * key, version: 0), Member(id: 2 * key + 1, version: 0)]
+    }
+    func makeStore(entities: Bool) -> Store<Int, [Member]> {
+        let fetch = LoaderFamily { (key: Int) in
+            AnyLoader<[Member]> { completion in
+                completion(.success(list(key)))
+                return NoToken()
+            }
+        }
+        let levels: [StoreLevel<Int, [Member]>] = [.cache(MemoryCache(countLimit: 100_000), name: "memory")]
+        guard entities else { return Store(levels: levels, fetch: fetch) }
+        return Store(levels: levels, fetch: fetch, entities: SharedEntities<Member>().held(in: .elements))
+    }
+    func firstReads(entities: Bool) -> Variant {
+        Variant(name: "Store.read, first read of a key, \(entities ? "entities attached" : "no entities")") { count in
+            let store = makeStore(entities: entities)
+            for key in 0..<count {
+                _ = store.read(key).load { result in add(key % 100 + ((try? result.get())?.value?.count ?? 0) - 2) }
+            }
+            return checksum()
+        }
+    }
+    func writes(entities: Bool) -> Variant {
+        Variant(name: "Store.write of the list a key holds, \(entities ? "entities attached" : "no entities")") {
+            count in
+            let store = makeStore(entities: entities)
+            for key in 0..<100 { store.read(key).load { _ in } }
+            for index in 0..<count {
+                store.write(list(index % 100), for: index % 100)
+                add(index % 100)
+            }
+            return checksum()
+        }
+    }
+    return Scenario(
+        title: "27. A store with entities attached, reads and writes that change no shared entity",
+        unit: "operations", operations: operations, reference: "Store.read, first read of a key, no entities",
+        variants: [
+            firstReads(entities: false), firstReads(entities: true), writes(entities: false), writes(entities: true),
+        ],
+        targets: [
+            .instructions(
+                "Store.read, first read of a key, entities attached", atMost: 1.3,
+                of: "Store.read, first read of a key, no entities",
+                label: "store with entities attached: first read, instructions vs the same store without"),
+            .instructions(
+                "Store.write of the list a key holds, entities attached", atMost: 1.3,
+                of: "Store.write of the list a key holds, no entities",
+                label: "store with entities attached: a write that changes no entity, vs the same store without"),
+        ],
+        expectedChecksum: { count in (0..<count).reduce(0) { $0 &+ $1 % 100 } },
+        note: "each key's list holds two members of its own; the write brings the members the key holds")
+}

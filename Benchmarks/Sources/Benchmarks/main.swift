@@ -62,6 +62,7 @@ func scenarioBuilders(quick: Bool, folder: URL) -> [() -> [Scenario]] {
             ]
         },
         { [sharedWriteScenario(writes: quick ? 1_000 : 100_000, folder: folder)] },
+        { [entityOverheadScenario(operations: quick ? 1_000 : 100_000)] },
     ]
 }
 
