@@ -124,7 +124,8 @@ final class SharedLevelOrder: Sendable {
                     completion(result)
                 }
             },
-            writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit)
+            writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit,
+            timeout: level.timeout)
     }
 
     /// Runs `body` once the saves the store heard landed so far are recorded in the journal (at once when they are).

@@ -39,12 +39,18 @@ public protocol FetchLease<Key>: Sendable {
 /// "Saved since" is judged by the processes' clocks (the holder's store dates the value): when the holder's clock is
 /// behind by more than a fetch takes, the waiting process may not take the value and fetches after `waiting`: a second
 /// upstream call, never an old answer.
+///
+/// Every call of the lease is bounded by `timeout` (the shared level's own timeout unless given): a lease that does
+/// not answer by then counts as one that cannot be reached, so a database that stops answering delays a miss by at
+/// most that much at the lease, and a lease such a call takes after all is given back.
 public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     let acquire: @Sendable (Key) async throws -> Bool
     let release: @Sendable (Key) async throws -> Void
     let sharedLevel: String
     let waiting: Duration
     let polling: Duration
+    /// How long a call of the lease may take; `nil`: the shared level's timeout.
+    let timeout: Duration?
 
     /// Fetches coordinated by `lease`, whose holder's values the others wait for in the level named `sharedLevel`.
     /// - Parameters:
@@ -54,14 +60,18 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     ///   - holding: how long a lease lasts when its process does not give it back (it died): longer than a fetch.
     ///   - waiting: how long a process that does not hold the lease waits for the value before fetching itself.
     ///   - polling: how often it reads the shared level meanwhile.
+    ///   - timeout: how long each call of the lease may take (`acquire`, `release`): an acquire that has not answered
+    ///     by then counts as a lease that cannot be reached (the store fetches itself, and gives back a lease the
+    ///     call takes later), a release is given up (the lease lapses after `holding`). `nil`: the shared level's
+    ///     timeout (`StoreLevel.cache(_:name:timeout:scheduler:)`); a level without one leaves the calls unbounded.
     public static func lease(
         _ lease: some FetchLease<Key>, sharedLevel: String, holding: Duration = .seconds(10),
-        waiting: Duration = .seconds(2), polling: Duration = .milliseconds(50)
+        waiting: Duration = .seconds(2), polling: Duration = .milliseconds(50), timeout: Duration? = nil
     ) -> FetchCoordination {
         FetchCoordination(
             acquire: { key in try await lease.acquire(key, for: holding) },
             release: { key in try await lease.release(key) },
-            sharedLevel: sharedLevel, waiting: waiting, polling: polling)
+            sharedLevel: sharedLevel, waiting: waiting, polling: polling, timeout: timeout)
     }
 }
 
@@ -95,20 +105,20 @@ extension TypedStoreHooks {
         // The task is the load's first step; the upstream load, when it starts, its second.
         pending.startStep {
             let task = Task { [self] in
-                let holds = (try? await coordination.acquire(key)) ?? true  // an unreachable lease: fetch
+                let holds = await coordinator.acquire(key) ?? true  // an unreachable lease: fetch
                 let answer =
                     holds
                     ? await sharedValue(of: key, in: shared, newerThan: newer)
                     : await awaitSharedValue(of: key, in: shared, newerThan: newer, under: coordination)
                 if let answer {
-                    if holds { Task { try? await coordination.release(key) } }
+                    if holds { Task { await coordinator.release(key) } }
                     engine.run(object) {
                         $0.fetchAnsweredByLevel(id, of: $1, level: shared, savedAt: answer.savedAt)
                     }
                     return pending.complete(.success(ValueBox(answer.value)))
                 }
                 guard !Task.isCancelled else {
-                    if holds { Task { try? await coordination.release(key) } }
+                    if holds { Task { await coordinator.release(key) } }
                     return
                 }
                 pending.startStep {
@@ -116,7 +126,7 @@ extension TypedStoreHooks {
                         if holds {
                             // Given back once the value reached the shared level: a process that takes the lease
                             // then finds it there. A failure has nothing to wait for.
-                            let release: @Sendable () -> Void = { Task { try? await coordination.release(key) } }
+                            let release: @Sendable () -> Void = { Task { await coordinator.release(key) } }
                             if case .success = result {
                                 coordinator.add(release, afterNextSaveOf: key)
                             } else {
@@ -182,9 +192,30 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
     private let reads = Locked<[Int: Double]>([:])
     private let releases = Locked<[Key: [@Sendable () -> Void]]>([:])
 
-    init(_ coordination: FetchCoordination<Key>, sharedLevel: Int) {
+    /// How long a call of the lease may take.
+    private let callTimeout: Duration?
+
+    /// Coordinates the fetches of a store whose level `sharedLevel` the processes share; `levelTimeout` bounds the
+    /// lease's calls unless the coordination says otherwise.
+    init(_ coordination: FetchCoordination<Key>, sharedLevel: Int, levelTimeout: Duration?) {
         self.coordination = coordination
         self.sharedLevel = sharedLevel
+        callTimeout = coordination.timeout ?? levelTimeout
+    }
+
+    /// Takes `key`'s lease: whether this process holds it now; `nil` when the lease could not be reached (it failed,
+    /// or did not answer within the call timeout: a lease taken after that is given back).
+    func acquire(_ key: Key) async -> Bool? {
+        let coordination = coordination
+        return await boundedAnswer(
+            within: callTimeout, { try await coordination.acquire(key) },
+            late: { [self] holds in if holds { Task { await release(key) } } })
+    }
+
+    /// Gives `key`'s lease back, waiting at most the call timeout (it lapses otherwise).
+    func release(_ key: Key) async {
+        let coordination = coordination
+        _ = await boundedAnswer(within: callTimeout) { try await coordination.release(key) }
     }
 
     func read(_ savedAt: Date?, beforeFetch id: Int) {
@@ -226,5 +257,56 @@ extension StoreLevel {
                     case .removalOfAll: coordinator.removedAll()
                     }
                 }, afterCompletion: true))
+    }
+}
+
+/// The answer of `call`, or `nil` when it failed or did not answer within `timeout` (it is then cancelled, and `late`
+/// is given an answer that comes after all). Without a timeout, `call` is awaited however long it takes.
+func boundedAnswer<Answer: Sendable>(
+    within timeout: Duration?, _ call: @escaping @Sendable () async throws -> Answer,
+    late: @escaping @Sendable (Answer) -> Void = { _ in }
+) async -> Answer? {
+    guard let timeout else { return try? await call() }
+    return await withCheckedContinuation { (continuation: CheckedContinuation<Answer?, Never>) in
+        let first = FirstAnswer(continuation)
+        let work = Task {
+            let answer = try? await call()
+            if !first.give(answer), let answer { late(answer) }
+        }
+        first.startTimer(
+            Task {
+                guard (try? await Task.sleep(for: timeout)) != nil, first.give(nil) else { return }
+                work.cancel()
+            })
+    }
+}
+
+/// The first of a call's answer and its timeout, given to the caller waiting for it; the other is told it came late.
+private final class FirstAnswer<Answer: Sendable>: Sendable {
+    private let state: Locked<(continuation: CheckedContinuation<Answer?, Never>?, timer: Task<Void, Never>?)>
+
+    init(_ continuation: CheckedContinuation<Answer?, Never>) {
+        state = Locked((continuation, nil))
+    }
+
+    /// Keeps the timer, to stop it once the call answered (at once when it answered already).
+    func startTimer(_ timer: Task<Void, Never>) {
+        let answered = state.withLock { state in
+            guard state.continuation != nil else { return true }
+            state.timer = timer
+            return false
+        }
+        if answered { timer.cancel() }
+    }
+
+    /// Gives `answer` to the caller unless an answer was given already; returns whether this one was.
+    func give(_ answer: Answer?) -> Bool {
+        let (continuation, timer) = state.withLock { state in
+            (exchange(&state.continuation, with: nil), exchange(&state.timer, with: nil))
+        }
+        timer?.cancel()
+        guard let continuation else { return false }
+        continuation.resume(returning: answer)
+        return true
     }
 }

@@ -140,7 +140,8 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             guard let shared = levels.firstIndex(where: { $0.name == name }) else {
                 preconditionFailure("The fetch coordination waits in the level “\(name)”; the store has no such level")
             }
-            let coordinator = FetchCoordinator(coordination, sharedLevel: shared)
+            let coordinator = FetchCoordinator(
+                coordination, sharedLevel: shared, levelTimeout: levels[shared].boxed.timeout)
             // A lease is given back once the value fetched under it reached the shared level.
             levels[shared] = levels[shared].runningAfterSaves(coordinator)
             self.coordinator = coordinator

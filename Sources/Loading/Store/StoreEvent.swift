@@ -80,7 +80,8 @@ extension StoreLevel {
                     }
                 },
                 save: level.save, removeValue: level.removeValue, removeAll: level.removeAll,
-                writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit))
+                writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit,
+                timeout: level.timeout))
     }
 }
 

@@ -47,7 +47,7 @@ extension StoreLevel {
                     return nil
                 }
             },
-            ageLimit: cache.expiry.ageLimit)
+            ageLimit: cache.expiry.ageLimit, timeout: timeout)
     }
 
     /// A level written at once over a cache whose operations are `async` (a database reached through an async
@@ -90,7 +90,7 @@ extension StoreLevel {
             },
             removeAll: { completion in
                 deadline.run(.removalOfEveryValue, completion) { done in inTask(done) { try await cache.removeAll() } }
-            })
+            }, timeout: timeout)
     }
 
     /// A level made of its operations, written at once unless `writeDebounce` says. Its writes as the store's core
@@ -104,7 +104,8 @@ extension StoreLevel {
         removeAll: @escaping @Sendable (@escaping Completion<Void>) -> Void,
         writeDebounce: Duration? = nil,
         scheduler: any Scheduler = ImmediateScheduler(),
-        ageLimit: Duration? = nil
+        ageLimit: Duration? = nil,
+        timeout: Duration? = nil
     ) {
         self.name = name
         boxed = BoxedLevel(
@@ -113,7 +114,8 @@ extension StoreLevel {
                 save((box as! ValueBox<Value>).value, savedAt, StoreKey<Key>.key(of: key), completion)
             },
             removeValue: { key, completion in removeValue(StoreKey<Key>.key(of: key), completion) },
-            removeAll: removeAll, writeDebounce: writeDebounce, scheduler: scheduler, ageLimit: ageLimit)
+            removeAll: removeAll, writeDebounce: writeDebounce, scheduler: scheduler, ageLimit: ageLimit,
+            timeout: timeout)
     }
 }
 

@@ -101,6 +101,8 @@ struct BoxedLevel: Sendable {
     let scheduler: any Scheduler
     /// The age at which the level's values expire (its cache's ``CacheExpiry/ageLimit``), if any.
     let ageLimit: Duration?
+    /// How long each operation of the level may take, when it was given a timeout.
+    let timeout: Duration?
 
     @usableFromInline
     init(
@@ -111,7 +113,7 @@ struct BoxedLevel: Sendable {
         save: @escaping @Sendable (any StoreValueBox, Double, AnyStoreKey, @escaping Completion) -> Void,
         removeValue: @escaping @Sendable (AnyStoreKey, @escaping Completion) -> Void,
         removeAll: @escaping @Sendable (@escaping Completion) -> Void,
-        writeDebounce: Duration?, scheduler: any Scheduler, ageLimit: Duration? = nil
+        writeDebounce: Duration?, scheduler: any Scheduler, ageLimit: Duration? = nil, timeout: Duration? = nil
     ) {
         self.read = read
         self.save = save
@@ -120,6 +122,7 @@ struct BoxedLevel: Sendable {
         self.writeDebounce = writeDebounce
         self.scheduler = scheduler
         self.ageLimit = ageLimit
+        self.timeout = timeout
     }
 }
 
@@ -159,6 +162,6 @@ extension BoxedLevel {
             removeValue: { key, completion in level.removeValue(key, ending(.removal(key), completion)) },
             removeAll: { completion in level.removeAll(ending(.removalOfAll, completion)) },
             writeDebounce: level.writeDebounce, scheduler: level.scheduler,
-            ageLimit: level.ageLimit)
+            ageLimit: level.ageLimit, timeout: level.timeout)
     }
 }

@@ -66,6 +66,35 @@ final class FetchLeaseTests: XCTestCase {
         XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1")
     }
 
+    func test_aLeaseThatStopsAnswering_holdsAMissNoLongerThanItsTimeout_andALeaseTakenLateIsGivenBack() {
+        let lease = SilentLease()
+        let upstream = SlowUpstream()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, String>(), name: "shared")],
+            fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
+            coordination: .lease(lease, sharedLevel: "shared", timeout: .milliseconds(50)))
+
+        // Unbounded, the read would wait for the lease for ever: its database stopped answering.
+        XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1", "fetched without the lease")
+        XCTAssertEqual(upstream.calls, 1)
+        XCTAssertTrue(eventually { lease.releases == 1 }, "what the fetch would hold is given back once saved")
+
+        lease.answerEveryAcquire()  // the database answers after all: the lease was taken
+        XCTAssertTrue(eventually { lease.releases == 2 }, "a lease taken after its call was given up is given back")
+    }
+
+    func test_aLeaseCall_isBoundedByTheSharedLevelsTimeout_unlessTheCoordinationSays() {
+        let lease = SilentLease()
+        let upstream = SlowUpstream()
+        let store = Store(
+            levels: [.cache(SharedTable(), name: "shared", timeout: .milliseconds(50))],
+            fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
+            coordination: .lease(lease, sharedLevel: "shared"))
+
+        XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1")
+        lease.answerEveryAcquire()
+    }
+
     func test_aFetchThatEnds_givesTheLeaseBack_soThatTheNextOneNeedNotWait() {
         let lease = MemoryLease()
         let upstream = SlowUpstream()
@@ -366,6 +395,31 @@ private final class SharedTable: AsyncKeyedCache {
 
     func removeValue(for key: String) async throws { _ = state.withLock { $0.rows.removeValue(forKey: key) } }
     func removeAll() async throws { state.withLock { $0.rows = [:] } }
+}
+
+/// A lease whose database stopped answering: each acquire waits, deaf to cancellation (as a client waiting for a
+/// connection), until the test answers it (the lease is then taken); releases are counted.
+private final class SilentLease: FetchLease {
+    private let waiting = Locked<[CheckedContinuation<Bool, Never>]>([])
+    private let released = Locked(0)
+
+    var releases: Int { released.withLock { $0 } }
+
+    func acquire(_ key: String, for duration: Duration) async throws -> Bool {
+        await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
+    }
+
+    func release(_ key: String) async throws {
+        released.withLock { $0 += 1 }
+    }
+
+    func answerEveryAcquire() {
+        let answered = waiting.withLock { waiting in
+            defer { waiting = [] }
+            return waiting
+        }
+        for acquire in answered { acquire.resume(returning: true) }
+    }
 }
 
 /// A lease whose database cannot be reached.
