@@ -34,8 +34,10 @@ public protocol FetchLease<Key>: Sendable {
 /// died lapses after `holding`). When another process holds it, the store reads the shared level every `polling`, for
 /// at most `waiting`. Either way, a newer value found there is the fetch's answer, with its date and its level as its
 /// origin, saved to the faster levels only: newer means saved since the fetch began, or, when the read that started
-/// the fetch found the shared level's value too old (or found none), saved after that value. Past `waiting`, or when
-/// the lease cannot be reached, the store fetches itself: a lease never fails a read, it only spares fetches.
+/// the fetch found the shared level's value too old (or found none), saved after that value. At each of those reads the
+/// store asks for the lease again: one its holder gave back, or let lapse by dying, is taken, and the store fetches
+/// (a dead holder costs the others `holding` at most). Past `waiting`, or when the lease cannot be reached, the store
+/// fetches itself: a lease never fails a read, it only spares fetches.
 /// "Saved since" is judged by the processes' clocks (the holder's store dates the value): when the holder's clock is
 /// behind by more than a fetch takes, the waiting process may not take the value and fetches after `waiting`: a second
 /// upstream call, never an old answer.
@@ -101,15 +103,15 @@ extension TypedStoreHooks {
     ) -> any CancellationToken {
         let pending = PendingLoad(completion)
         let newer = NewerThan(began: now(), read: coordinator.takeRead(beforeFetch: id))
-        let (coordination, shared) = (coordinator.coordination, coordinator.sharedLevel)
+        let shared = coordinator.sharedLevel
         // The task is the load's first step; the upstream load, when it starts, its second.
         pending.startStep {
             let task = Task { [self] in
-                let holds = await coordinator.acquire(key) ?? true  // an unreachable lease: fetch
-                let answer =
-                    holds
-                    ? await sharedValue(of: key, in: shared, newerThan: newer)
-                    : await awaitSharedValue(of: key, in: shared, newerThan: newer, under: coordination)
+                let asked = await coordinator.acquire(key) ?? true  // an unreachable lease: fetch
+                let (answer, holds) =
+                    asked
+                    ? (await sharedValue(of: key, in: shared, newerThan: newer), true)
+                    : await awaitHolder(of: key, in: shared, newerThan: newer, under: coordinator)
                 if let answer {
                     if holds { Task { await coordinator.release(key) } }
                     engine.run(object) {
@@ -142,21 +144,27 @@ extension TypedStoreHooks {
         return pending
     }
 
-    /// A newer value of `key` in level `index`, read every `polling` for at most `waiting`; `nil` when none came (or
-    /// the wait was cancelled).
-    private func awaitSharedValue(
-        of key: Key, in index: Int, newerThan newer: NewerThan, under coordination: FetchCoordination<Key>
-    ) async -> CachedValue<Value>? {
+    /// Waits for the holder of `key`'s lease: a newer value of `key` in level `index`, read every `polling` for at
+    /// most `waiting`, with the lease asked for again at each look (its holder may have given it back, or died and let
+    /// it lapse). Returns the value, `nil` when none came (or the wait was cancelled), and whether this process took
+    /// the lease meanwhile (the value is then the one it found right after).
+    private func awaitHolder(
+        of key: Key, in index: Int, newerThan newer: NewerThan, under coordinator: FetchCoordinator<Key>
+    ) async -> (value: CachedValue<Value>?, taken: Bool) {
+        let coordination = coordinator.coordination
         let deadline = ContinuousClock.now + coordination.waiting
         while ContinuousClock.now < deadline {
             do {
                 try await Task.sleep(for: coordination.polling)
             } catch {
-                return nil
+                return (nil, false)
             }
-            if let cached = await sharedValue(of: key, in: index, newerThan: newer) { return cached }
+            if let cached = await sharedValue(of: key, in: index, newerThan: newer) { return (cached, false) }
+            if await coordinator.acquire(key) == true {
+                return (await sharedValue(of: key, in: index, newerThan: newer), true)
+            }
         }
-        return nil
+        return (nil, false)
     }
 
     /// The value of `key` in level `index`, when it is newer than what the fetch needs.

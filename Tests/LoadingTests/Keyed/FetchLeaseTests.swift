@@ -83,6 +83,27 @@ final class FetchLeaseTests: XCTestCase {
         XCTAssertTrue(eventually { lease.releases == 2 }, "a lease taken after its call was given up is given back")
     }
 
+    func test_aWaiter_asksForTheLeaseAgainAtEachLook_andFetchesOnceItsHolderLetsItLapse() {
+        let lease = MemoryLease()
+        XCTAssertTrue(lease.take("ACME"), "another instance holds the lease, and dies holding it")
+        let upstream = SlowUpstream()
+        // Waiting for the holder longer than the watchdog: only asking again can end the wait in time.
+        let store = Store(
+            levels: [.cache(MemoryCache<String, String>(), name: "shared")],
+            fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
+        let answer = LoadRecorder<StoreResponse<String>>()
+        _ = answer.load(store.read("ACME"))
+        XCTAssertTrue(eventually { lease.acquires >= 2 }, "the waiter asked again")
+        XCTAssertEqual(upstream.calls, 0, "it waits while the lease is held")
+
+        lease.lapse("ACME")
+
+        XCTAssertTrue(eventually { answer.values.first?.value == "quote ACME 1" }, "taken, then fetched")
+        XCTAssertEqual(upstream.calls, 1)
+        XCTAssertTrue(eventually { lease.log.last == "released ACME after 0 saves" }, "and given back")
+    }
+
     func test_aLeaseCall_isBoundedByTheSharedLevelsTimeout_unlessTheCoordinationSays() {
         let lease = SilentLease()
         let upstream = SlowUpstream()
@@ -298,6 +319,9 @@ private final class MemoryLease: FetchLease {
 
     /// Takes the lease for a test (standing for another instance).
     func take(_ key: String) -> Bool { state.withLock { $0.held.insert(key).inserted } }
+
+    /// The lease of `key` lapses (its holder died holding it).
+    func lapse(_ key: String) { _ = state.withLock { $0.held.remove(key) } }
 
     func acquire(_ key: String, for duration: Duration) async throws -> Bool {
         state.withLock { state in
