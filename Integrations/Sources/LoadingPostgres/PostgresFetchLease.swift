@@ -14,7 +14,8 @@ import PostgresNIO
 /// ```
 ///
 /// One row per key held: who holds it and until when, by the database's clock (`now()`), so that the instances'
-/// clocks do not matter. A lease that lapsed is taken over by the next instance that asks.
+/// clocks do not matter. A lease that lapsed is taken over by the next instance that asks; an acquire deletes up to 500
+/// lapsed rows, at most once per lease duration per instance, so the rows of dead holders do not pile up.
 public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: FetchLease {
     private let client: PostgresClient
     private let leases: Table
@@ -28,7 +29,7 @@ public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: Fetch
         guard
             let leases = Table(
                 table, columns: "key text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL",
-                client: client)
+                indexed: "expires_at", client: client)
         else { throw PostgresLevelError.invalidTableName(table) }
         self.client = client
         self.leases = leases
@@ -39,6 +40,7 @@ public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: Fetch
     public func acquire(_ key: Key, for duration: Duration) async throws -> Bool {
         let id = try Table.rowKey(key)
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        await sweepLapsedLeases(every: duration)
         return try await attempt(.save, key: id) {
             let rows = try await client.query(
                 """
@@ -59,6 +61,20 @@ public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: Fetch
         try await attempt(.removal, key: id) {
             try await client.query("DELETE FROM \(unescaped: table) WHERE key = \(id) AND holder = \(holder)")
         }
+    }
+
+    /// Deletes a batch of at most `Table.sweepLimit` lapsed leases (their holders died, or gave them up unreleased),
+    /// at most once every `interval` per instance: a lapsed row is a free lease, so deleting it changes no answer, and
+    /// the table holds about the keys fetched lately. A failed sweep changes nothing.
+    private func sweepLapsedLeases(every interval: Duration) async {
+        guard leases.sweepIsDue(every: interval, now: Date()), (try? await leases.ensureCreated()) != nil else {
+            return
+        }
+        _ = try? await client.query(
+            """
+            DELETE FROM \(unescaped: table) WHERE key IN (
+                SELECT key FROM \(unescaped: table) WHERE expires_at <= now() LIMIT \(Table.sweepLimit))
+            """)
     }
 
     @discardableResult

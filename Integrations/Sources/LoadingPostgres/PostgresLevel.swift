@@ -22,6 +22,9 @@ import PostgresNIO
 ///   every row of the table, for every instance.
 /// - A row that no longer decodes as `Value` (its type changed) is reported as ``PostgresLevelError`` by a read, which
 ///   a store counts as a miss; the next save replaces it.
+/// - **The table shrinks as it is used**: with a `maxAge`, a save deletes up to 500 rows past their age, the oldest
+///   first, at most once every `maxAge` per instance (over an index on `saved_at`, made with the table): no scan per
+///   request, and a key no longer asked for leaves the table within about twice `maxAge`.
 public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Sendable & Codable>: AsyncKeyedCache {
     private let client: PostgresClient
     private let rows: Table
@@ -40,7 +43,7 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
         guard
             let rows = Table(
                 table, columns: "key text PRIMARY KEY, value jsonb NOT NULL, saved_at timestamptz NOT NULL",
-                client: client)
+                indexed: "saved_at", client: client)
         else { throw PostgresLevelError.invalidTableName(table) }
         self.client = client
         self.rows = rows
@@ -82,6 +85,22 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, saved_at = excluded.saved_at
                 """)
         }
+        await sweepRowsPastTheirAge()
+    }
+
+    /// Deletes a batch of at most `Table.sweepLimit` rows older than `maxAge` (by this level's `now`), the oldest
+    /// first, at most once every `maxAge` per instance: the table keeps what can still be served, and the rows of keys
+    /// no longer asked for go within about twice `maxAge`. A failed sweep changes nothing; the next one tries again.
+    private func sweepRowsPastTheirAge() async {
+        guard let maxAge else { return }
+        let now = now()
+        guard rows.sweepIsDue(every: maxAge, now: now) else { return }
+        let cutoff = now.addingTimeInterval(-maxAge.seconds)
+        _ = try? await client.query(
+            """
+            DELETE FROM \(unescaped: table) WHERE key IN (
+                SELECT key FROM \(unescaped: table) WHERE saved_at < \(cutoff) ORDER BY saved_at LIMIT \(Table.sweepLimit))
+            """)
     }
 
     /// Deletes the row of `key`, if any.

@@ -7,14 +7,34 @@ final class Table: Sendable {
     let name: String
     private let client: PostgresClient
     private let columns: String
+    /// The column kept indexed, for the sweeps that select by it.
+    private let indexed: String?
     private let created = Locked(false)
+    /// When this instance sweeps the table next.
+    private let nextSweep = Locked(Date.distantPast)
 
-    /// A table `name` with `columns` (SQL), through `client`; `nil` when `name` is not one this package takes.
-    init?(_ name: String, columns: String, client: PostgresClient) {
+    /// How many rows a sweep deletes at most: a table shrinks as it is used, by bounded steps over its index.
+    static let sweepLimit = 500
+
+    /// A table `name` with `columns` (SQL) and an index on the column `indexed` when given, through `client`; `nil`
+    /// when `name` is not one this package takes.
+    init?(_ name: String, columns: String, indexed: String? = nil, client: PostgresClient) {
         guard Table.isName(name) else { return nil }
         self.name = name
         self.columns = columns
+        self.indexed = indexed
         self.client = client
+    }
+
+    /// Whether this instance sweeps the table now: at most once every `interval` (by `now`), whatever the number of
+    /// requests.
+    func sweepIsDue(every interval: Duration, now: Date) -> Bool {
+        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        return nextSweep.withLock { next in
+            guard now >= next else { return false }
+            next = now.addingTimeInterval(seconds)
+            return true
+        }
     }
 
     /// Creates the table unless it was created already: once, then never asked again; tried again after a failure.
@@ -28,6 +48,16 @@ final class Table: Sendable {
             // Two instances creating the table at once: one fails on PostgreSQL's catalog; the table is there when it
             // tries again.
             try await client.query(create)
+        }
+        if let indexed {
+            // A table made by an earlier version gets its index here too.
+            let index: PostgresQuery =
+                "CREATE INDEX IF NOT EXISTS \(unescaped: name)_\(unescaped: indexed) ON \(unescaped: name) (\(unescaped: indexed))"
+            do {
+                try await client.query(index)
+            } catch {
+                try await client.query(index)
+            }
         }
         created.withLock { $0 = true }
     }

@@ -41,6 +41,33 @@ final class PostgresFetchLeaseTests: XCTestCase {
         XCTAssertTrue(afterLapse, "the second's lease of INIT lapsed after 100 ms")
     }
 
+    func test_lapsedLeases_leaveTheTableAsLeasesAreTaken_aBoundedBatchAtATime() async throws {
+        let lease = try PostgresFetchLease<String>(client: client, table: table)
+        // A lease of no duration: lapsed at once, and the next acquire may sweep.
+        let first = try await lease.acquire("A", for: .zero)
+        // 600 leases of instances that died holding them.
+        try await client.query(
+            """
+            INSERT INTO \(unescaped: table) (key, holder, expires_at)
+            SELECT 'dead' || g, 'gone', now() - interval '1 hour' FROM generate_series(1, 600) g
+            """)
+
+        let second = try await lease.acquire("B", for: .seconds(30))
+        let afterOneSweep = try await leaseRows()
+        let third = try await lease.acquire("C", for: .seconds(30))
+        let beforeTheNextSweep = try await leaseRows()
+
+        XCTAssertTrue(first && second && third)
+        XCTAssertEqual(afterOneSweep, 102, "500 lapsed leases deleted, 101 left, and B's")
+        XCTAssertEqual(beforeTheNextSweep, 103, "a sweep at most once per lease duration")
+    }
+
+    private func leaseRows() async throws -> Int {
+        let rows = try await client.query("SELECT count(*) FROM \(unescaped: table)")
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
     func test_aThousandCallersOverTwoInstances_makeOneUpstreamCallForAColdKey() async throws {
         let upstream = SlowQuotes(latency: .milliseconds(100))
         let instances = try (0..<2).map { _ in

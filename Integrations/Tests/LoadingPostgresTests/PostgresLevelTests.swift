@@ -49,6 +49,37 @@ final class PostgresLevelTests: XCTestCase {
         XCTAssertEqual(rows, 0)
     }
 
+    func test_rowsPastTheirAge_leaveTheTableAsItIsUsed_aBoundedBatchAtATime() async throws {
+        let start = Date(timeIntervalSince1970: 1_700_000_000)
+        let clock = Locked(start)
+        let level = try PostgresLevel<String, Quote>(
+            client: client, table: table, maxAge: .seconds(60), now: { clock.withLock { $0 } })
+        try await level.save(Quote(symbol: "A", price: 1), for: "A", savedAt: start)  // makes the table
+        // 600 rows an hour old: keys no instance asks for any more.
+        try await client.query(
+            """
+            INSERT INTO \(unescaped: table) (key, value, saved_at)
+            SELECT 'old' || g, '{"symbol":"OLD","price":0}'::jsonb, \(start.addingTimeInterval(-3_600))
+            FROM generate_series(1, 600) g
+            """)
+
+        clock.withLock { $0 = start.addingTimeInterval(30) }
+        try await level.save(Quote(symbol: "B", price: 2), for: "B", savedAt: start.addingTimeInterval(30))
+        let beforeTheNextSweep = try await count()
+        clock.withLock { $0 = start.addingTimeInterval(61) }
+        try await level.save(Quote(symbol: "C", price: 3), for: "C", savedAt: start.addingTimeInterval(61))
+        let afterOneSweep = try await count()
+        clock.withLock { $0 = start.addingTimeInterval(122) }
+        try await level.save(Quote(symbol: "D", price: 4), for: "D", savedAt: start.addingTimeInterval(122))
+        let afterTwo = try await count()
+
+        XCTAssertEqual(beforeTheNextSweep, 602, "a sweep at most once every maxAge")
+        XCTAssertEqual(afterOneSweep, 103, "a sweep deletes 500 rows past their age at most, the oldest first")
+        XCTAssertEqual(afterTwo, 1, "the rest past their age (A, B and C among them) went with the next")
+        let served = try await level.value(for: "D")
+        XCTAssertEqual(served?.value.price, 4)
+    }
+
     func test_aValueOlderThanMaxAge_isNotServed() async throws {
         let clock = Locked(Date(timeIntervalSince1970: 1_700_000_000))
         let level = try PostgresLevel<String, Quote>(
