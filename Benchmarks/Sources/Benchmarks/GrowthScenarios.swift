@@ -104,32 +104,13 @@ private func growthWorkloads() -> [GrowthWorkload] {
         },
         // Told how the shown value names its items, each creation's answer rewrites what its key shows.
         GrowthWorkload(name: "created offline + edited, replayed (the shown value rewritten)", holdsGrowth: true) {
-            size in
-            let queue = CreatingQueue(rewritingShown: true)
-            for item in 0..<size / 2 {
-                try! queue.queue.enqueue(.add("local-\(item)"))
-                try! queue.queue.enqueue(.edit("local-\(item)"))
-            }
-            return seconds {
-                queue.connectivity.setOnline(true)
-                precondition(!queue.queue.isMutating, "every mutation was replayed")
-            }
+            CreatingQueue.secondsToReplay($0, rewritingShown: true)
         },
         // Not told, each creation's answer applies the changes pending on its key again: its cost grows with them,
         // as the changes after a refused one do.
         GrowthWorkload(
             name: "created offline + edited, replayed (the changes shown again)", holdsGrowth: false, maxSize: 10_000
-        ) { size in
-            let queue = CreatingQueue(rewritingShown: false)
-            for item in 0..<size / 2 {
-                try! queue.queue.enqueue(.add("local-\(item)"))
-                try! queue.queue.enqueue(.edit("local-\(item)"))
-            }
-            return seconds {
-                queue.connectivity.setOnline(true)
-                precondition(!queue.queue.isMutating, "every mutation was replayed")
-            }
-        },
+        ) { CreatingQueue.secondsToReplay($0, rewritingShown: false) },
         GrowthWorkload(name: "pages appended to an array, locked (hand-written)", holdsGrowth: false) { size in
             let lock = NSLock()
             var pages: [Page<Int, Int>] = []
@@ -349,6 +330,20 @@ private final class CreatingQueue: Sendable {
     let connectivity = ManualConnectivity(isOnline: false)
     let queue: MutationQueue<Int, [Int], Change>
     private let subscription: StreamSubscription
+
+    /// The seconds a queue takes to replay `size / 2` items created offline, each edited once after its creation
+    /// (`add`, `edit`, `add`, `edit`…), enqueued while offline.
+    static func secondsToReplay(_ size: Int, rewritingShown: Bool) -> Double {
+        let queue = CreatingQueue(rewritingShown: rewritingShown)
+        for item in 0..<size / 2 {
+            try! queue.queue.enqueue(.add("local-\(item)"))
+            try! queue.queue.enqueue(.edit("local-\(item)"))
+        }
+        return seconds {
+            queue.connectivity.setOnline(true)
+            precondition(!queue.queue.isMutating, "every mutation was replayed")
+        }
+    }
 
     /// With `rewritingShown`, the queue is told that the shown value (a count) names no item.
     init(rewritingShown: Bool) {

@@ -105,12 +105,12 @@ extension MutationQueue {
     /// The changes of creation `id`'s key rewritten with the id the server gave, which the store shows as it confirms
     /// the creation, and what the key shows rewritten alike (when the queue knows how); `nil` when there are none.
     private func changesShownOnAccept(of id: String) -> StoreMachine.Replacement? {
-        let (shownAgain, creation, shownUpTo) = ledger.withLock { $0.takeShownOnAccept(of: id) }
+        let (shownAgain, created, shownUpTo) = ledger.withLock { $0.takeShownOnAccept(of: id) }
         guard !shownAgain.isEmpty else { return nil }
         let changes = shownAgain.map { shown, input in
             (id: shown.id, change: { [change] value in change(input, value) } as @Sendable (Value?) -> Value?)
         }
-        guard let creation, let server = creation.serverID, let temporary = self.creation?.temporaryID(creation.input),
+        guard let created, let server = created.serverID, let temporary = creation?.temporaryID(created.input),
             let rewrite = shownRenaming(temporary, to: server)
         else { return Store<Key, Value>.rewriting(changes, shown: nil) }
         return Store<Key, Value>.rewriting(changes, shown: (rewrite, shownUpTo))

@@ -5,7 +5,8 @@ extension StoreMachine {
     /// what is shown as it is: a queue of changes costs the same per change at any length.
     ///
     /// Changes are pure functions of the value (the store's contract), so a prefix applied once stays valid until the
-    /// confirmed value changes otherwise (a fetch, a write) or the list changes other than at its end or its head.
+    /// confirmed value changes otherwise (a fetch, a write) or the list changes other than at its end or its head,
+    /// unless a queue rewrote its changes and says how the value shown is rewritten alike (``ShownPrefix/rewrites``).
     struct PendingChanges: Sendable {
         /// The changes from `head` on; taken ones are `nil` until the list is compacted.
         private var slots: [Mutation?] = []
