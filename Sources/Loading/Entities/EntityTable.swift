@@ -1,160 +1,167 @@
-/// A key of a store sharing entities: the store's number in its ``SharedEntities`` and the key.
+/// A key of a store sharing entities: the store's number in its ``SharedEntities`` and the key as the store's core
+/// holds it (the object its face made of it and its hash value), so that the entities follow keys without knowing
+/// their type. The same object is the same key; another object is asked (the store let go of the key and made it
+/// again).
 struct HeldKey: Hashable, Sendable {
     let store: Int
-    let key: any Hashable & Sendable
+    let object: AnyStoreKey
+    let hash: Int
 
     static func == (lhs: HeldKey, rhs: HeldKey) -> Bool {
-        lhs.store == rhs.store && isEqual(lhs.key, rhs.key)
+        guard lhs.store == rhs.store, lhs.hash == rhs.hash else { return false }
+        return lhs.object === rhs.object || StoreKeyRef(object: lhs.object, hash: lhs.hash).isSameKey(as: rhs.object)
     }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(store)
-        key.hash(into: &hasher)
+        hasher.combine(hash)
     }
 }
 
-private func isEqual<Key: Hashable>(_ key: Key, _ other: any Hashable & Sendable) -> Bool {
-    (other as? Key) == key
-}
-
-/// What a ``SharedEntities`` knows, under its lock: the latest copy of each entity some key holds (with a version
-/// that grows with each new copy), the keys holding each, and the keys in the order they were last confirmed: past
-/// `keptKeys`, the oldest is forgotten, and with it the entities no other key holds. Comparing copies is the
-/// caller's work, outside the lock: the table only stores and counts.
+/// What a ``SharedEntities`` knows, under its lock: the latest copy of each entity some key holds, in the slot the
+/// ``EntityIndex`` gives it, which keeps the rest (versions, holders, the order of use) in code that does not depend
+/// on the entity's type. Comparing copies is the caller's work, outside the lock: the table only stores and counts.
 struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: Sendable {
-    struct Copy: Sendable {
-        let entity: Entity
-        let version: Int
+    /// What ``confirm(_:_:changed:replaced:of:whole:)`` decided under the lock.
+    struct Confirming {
+        /// Whether only the part of the value that changed was judged (a key followed, that learned its value).
+        var windowed = false
+        /// The candidates (indices in the value) that have a copy to compare with, those copies and their versions.
+        var compared: [Int] = []
+        var copies: [Entity] = []
+        var versions: [Int] = []
+        /// What was let go of, for the caller to release after unlocking.
+        var released: [Any] = []
     }
 
-    private var copies: [Entity.ID: Copy] = [:]
-    private var holders: [Entity.ID: Set<HeldKey>] = [:]
-    private var held: [HeldKey: (ids: Set<Entity.ID>, use: Int)] = [:]
-    private var recency = OrderedQueue<HeldKey>()
-    private var uses = 0
-    private var versions = 0
-    private var stores = 0
-    private let keptKeys: Int
+    /// What ``take(_:versions:)`` took.
+    struct Taken {
+        /// The ids of the copies taken in place of older ones, and the keys holding them.
+        var spread: [Entity.ID] = []
+        var holders = Set<HeldKey>()
+        /// Whether a copy was taken, and whether one was not (another came since it was read).
+        var took = false
+        var missed = false
+        var released: [Entity] = []
+    }
+
+    /// Each slot's copy.
+    private var copies: [Entity] = []
+    private var index: EntityIndex
 
     init(keptKeys: Int) {
-        self.keptKeys = max(1, keptKeys)
+        index = EntityIndex(keptKeys: keptKeys)
     }
 
     /// The number of keys followed.
-    var keyCount: Int { held.count }
+    var keyCount: Int { index.keyCount }
 
     /// A number for a new store sharing the entities.
     mutating func addStore() -> Int {
-        stores += 1
-        return stores
+        index.addStore()
     }
 
-    func copy(of id: Entity.ID) -> Copy? {
-        copies[id]
+    private func slot(of id: Entity.ID) -> Int? {
+        index.slot(hash: id.hashValue) { copies[$0].id == id }
+    }
+
+    /// The copy of `id` known.
+    func copy(of id: Entity.ID) -> Entity? {
+        slot(of: id).map { copies[$0] }
+    }
+
+    /// The version of the copy of `id` known.
+    func version(of id: Entity.ID) -> Int? {
+        slot(of: id).map { index.version(of: $0) }
     }
 
     /// The keys holding `id`.
     func holders(of id: Entity.ID) -> Set<HeldKey> {
-        holders[id] ?? []
+        slot(of: id).map { index.holders(of: $0) } ?? []
     }
 
-    /// Whether the entities `key` holds are followed.
-    func follows(_ key: HeldKey) -> Bool {
-        held[key] != nil
+    /// Notes that `key`, followed, was confirmed without a change of the entities it holds: it becomes the most
+    /// recently confirmed. `false` when it is not followed (nothing is noted).
+    mutating func touch(_ key: HeldKey) -> Bool {
+        index.touch(key)
     }
 
-    /// Notes that a followed `key` now holds the entities `adding` and no longer those of `removing` (ids that are in
-    /// both stay), as the most recently confirmed key; `nil` when `key` is not followed (note all it holds instead).
-    /// Returns what was let go of, as ``note(_:holds:)`` does.
-    mutating func note(_ key: HeldKey, adding: [Entity.ID], removing: [Entity.ID]) -> [Any]? {
-        guard var entry = held.removeValue(forKey: key) else { return nil }
-        var released: [Any] = [recency.remove(id: entry.use) as Any]
-        let added = Set(adding)
-        for id in removing where !added.contains(id) {
-            if let gone = entry.ids.remove(id) { released.append(gone) }
-            released += drop(key, from: [id])
-        }
-        for id in added where entry.ids.insert(id).inserted { holders[id, default: []].insert(key) }
-        guard !entry.ids.isEmpty else { return released }
-        uses += 1
-        entry.use = uses
-        held[key] = entry
-        recency.append(key, id: uses)
-        return released
-    }
-
-    /// Notes that `key` holds the entities `ids` now (none: it is forgotten), as the most recently confirmed key;
-    /// returns what was let go of (keys past the bound, copies no key holds), for the caller to release after
-    /// unlocking: a key's or an entity's deinitializer is the caller's code.
-    mutating func note(_ key: HeldKey, holds list: [Entity.ID]) -> [Any] {
-        var released: [Any] = []
-        let ids = Set(list)
-        if let before = held[key], before.ids == ids {
-            // The same entities as before (an edit of one of them): only the order of use changes.
-            released.append(recency.remove(id: before.use) as Any)
-            uses += 1
-            held[key]!.use = uses
-            recency.append(key, id: uses)
-            return released
-        }
-        let before = held.removeValue(forKey: key)
-        if let before { released.append(recency.remove(id: before.use) as Any) }
-        if !ids.isEmpty {
-            uses += 1
-            held[key] = (ids, uses)
-            recency.append(key, id: uses)
-            for id in ids { holders[id, default: []].insert(key) }
-        }
-        if let before {
-            // Only the entities the key no longer holds lose it (a copy it still holds stays known).
-            released += drop(key, from: before.ids.subtracting(ids))
-            released.append(before.ids)
-        }
-        while held.count > keptKeys, let oldest = recency.popFirst() {
-            released.append(oldest.element)
-            if let forgotten = held.removeValue(forKey: oldest.element) {
-                released += drop(oldest.element, from: forgotten.ids)
-                released.append(forgotten.ids)
+    /// Notes that `key` holds the entities of `value` now, and takes at once the copies of the entities no key holds
+    /// yet (there is nothing to compare them with). When the key is followed and `changed` is given (the part of the
+    /// value that changed, replacing the part `replaced` of the previous value), only that part is noted and judged;
+    /// otherwise the whole value. Returns the candidates to compare with the copies known.
+    mutating func confirm(
+        _ key: HeldKey, _ value: [Entity], changed: Range<Int>, replaced: Range<Int>, of previous: [Entity],
+        whole: Bool
+    ) -> Confirming {
+        var confirming = Confirming()
+        let windowed = !whole && index.follows(key)
+        let candidates = windowed ? changed : 0..<value.count
+        var holding: [Int] = []
+        holding.reserveCapacity(candidates.count)
+        for position in candidates {
+            let id = value[position].id
+            let hash = id.hashValue
+            if let slot = index.slot(hash: hash, where: { copies[$0].id == id }) {
+                holding.append(slot)
+                confirming.compared.append(position)
+                confirming.copies.append(copies[slot])
+                confirming.versions.append(index.version(of: slot))
+            } else {
+                holding.append(index.newSlot(hash: hash))
+                copies.append(value[position])
             }
         }
-        return released
+        var noted: EntityIndex.Noted
+        if windowed {
+            var removing: [Int] = []
+            for position in replaced {
+                let id = previous[position].id
+                if let slot = index.slot(hash: id.hashValue, where: { copies[$0].id == id }) { removing.append(slot) }
+            }
+            noted = index.note(key, adding: holding, removing: removing)
+        } else {
+            noted = index.note(key, holds: holding)
+        }
+        confirming.windowed = windowed
+        forget(noted.freed, into: &noted.released)
+        confirming.released = noted.released
+        return confirming
     }
 
-    /// Takes `entity` as the latest copy of its id, when the copy known is still version `known` (`nil`: none was
-    /// known); `false` when another copy came since.
-    mutating func take(_ entity: Entity, ifStill known: Int?) -> (taken: Bool, released: Copy?) {
-        guard copies[entity.id]?.version == known else { return (false, nil) }
-        versions += 1
-        return (true, copies.updateValue(Copy(entity: entity, version: versions), forKey: entity.id))
+    /// Takes each copy of `taking` as the latest of its id when the copy known is still the version `versions`
+    /// gives.
+    mutating func take(_ taking: [Entity], versions: [Int]) -> Taken {
+        var taken = Taken()
+        for (position, entity) in taking.enumerated() {
+            let id = entity.id
+            guard let slot = slot(of: id), index.version(of: slot) == versions[position] else {
+                taken.missed = true
+                continue
+            }
+            index.renew(slot)
+            taken.released.append(copies[slot])
+            copies[slot] = entity
+            taken.took = true
+            taken.spread.append(id)
+            index.addHolders(of: slot, to: &taken.holders)
+        }
+        return taken
     }
 
     /// Forgets the keys of store `store` (a clear), and the entities no other key holds.
     mutating func forget(store: Int) -> [Any] {
-        var released: [Any] = []
-        for key in held.keys.filter({ $0.store == store }) {
-            if let forgotten = held.removeValue(forKey: key) {
-                released.append(recency.remove(id: forgotten.use) as Any)
-                released += drop(key, from: forgotten.ids)
-                released.append(forgotten.ids)
-            }
-            released.append(key)
-        }
-        return released
+        var noted = index.forget(store: store)
+        forget(noted.freed, into: &noted.released)
+        return noted.released
     }
 
-    /// Takes `key` off the holders of `ids`, forgetting the copies no key holds any more.
-    private mutating func drop(_ key: HeldKey, from ids: some Sequence<Entity.ID>) -> [Any] {
-        var released: [Any] = []
-        for id in ids {
-            guard var keys = holders[id] else { continue }
-            keys.remove(key)
-            if keys.isEmpty {
-                holders[id] = nil
-                if let copy = copies.removeValue(forKey: id) { released.append(copy) }
-            } else {
-                holders[id] = keys
-            }
+    /// Forgets the copies of the slots the index freed, moving the last copy into each as the index did.
+    private mutating func forget(_ freed: [Int], into released: inout [Any]) {
+        for slot in freed {
+            released.append(copies[slot])
+            let last = copies.removeLast()
+            if slot < copies.count { copies[slot] = last }
         }
-        return released
     }
 }

@@ -54,12 +54,12 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         /// brings when it `replays` (a live update), not otherwise (copies another key learned).
         let update:
             @Sendable (
-                _ key: any Hashable & Sendable, _ newer: @escaping @Sendable (Entity) -> Entity?, _ replays: Bool
+                _ key: AnyStoreKey, _ newer: @escaping @Sendable (Entity) -> Entity?, _ replays: Bool
             ) -> Void
         /// Changes a key optimistically with `newer`, sent with `commit`.
         let mutate:
             @Sendable (
-                _ key: any Hashable & Sendable, _ newer: @escaping @Sendable (Entity) -> Entity?,
+                _ key: AnyStoreKey, _ newer: @escaping @Sendable (Entity) -> Entity?,
                 _ commit: AnyLoader<Void>, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void
             ) -> any CancellationToken
     }
@@ -78,19 +78,20 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
 
     /// The copy of entity `id` the keys show, when one holds it.
     public func entity(_ id: Entity.ID) -> Entity? {
-        state.withLock { $0.copy(of: id) }?.entity
+        state.withLock { $0.copy(of: id) }
     }
 
     /// Shows `entity` in every key holding an entity with its id (a live update of one entity); nothing when none
     /// does, or when `isNewer` says the copy shown is newer.
     public func update(_ entity: Entity) {
         while true {
-            guard let known = state.withLock({ $0.copy(of: entity.id) }), known.entity != entity,
-                isNewer?(known.entity, entity) != true
-            else { return }
-            let (taken, released) = state.withLock { $0.take(entity, ifStill: known.version) }
-            withExtendedLifetime(released) {}
-            if taken { break }  // else another copy came meanwhile: judged against it
+            let known = state.withLock { table in
+                table.copy(of: entity.id).map { ($0, table.version(of: entity.id)!) }
+            }
+            guard let (copy, version) = known, copy != entity, isNewer?(copy, entity) != true else { return }
+            let taken = state.withLock { $0.take([entity], versions: [version]) }
+            withExtendedLifetime(taken.released) {}
+            if taken.took { break }  // else another copy came meanwhile: judged against it
         }
         for key in state.withLock({ $0.holders(of: entity.id) }) { bringNewerCopies(to: key, replays: true) }
     }
@@ -159,7 +160,7 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             // The commit's outcome; a key's own when the commit never answered (a clear came first).
             completion(shared.outcome ?? result)
         }
-        var tokens = accesses.map { key, access in access.mutate(key.key, change, shared.loader, keySettled) }
+        var tokens = accesses.map { key, access in access.mutate(key.object, change, shared.loader, keySettled) }
         if let origin { tokens.append(origin.change(shared.loader, keySettled)) }
         return AnyCancellationToken { [tokens] in for token in tokens { token.cancel() } }
     }
@@ -210,64 +211,71 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
 
     /// `key`'s confirmed value changed from one holding `previous` to one holding `value`; `readBack` when it was read
     /// back from a level. Takes the copies the key learned, brings them to the other keys, and brings newer copies to
-    /// this key when it holds older ones; `judgingWhole` judges every entity of the value, even for a key followed.
-    func confirmed(_ key: HeldKey, previous: [Entity], value: [Entity], readBack: Bool, judgingWhole: Bool = false) {
+    /// this key when it holds older ones.
+    func confirmed(_ key: HeldKey, previous: [Entity], value: [Entity], readBack: Bool) {
         // A key followed that learned a value looks only at what changed in it: the entities between the beginning
         // and the end the two values share (an edit of one friend in a long list costs the comparison, not an index
         // of the list). The others were judged when the key last confirmed, and a newer copy taken since is on its
-        // way to the key. A value read back, or a key not followed, is judged whole.
+        // way to the key. A value read back, or a key not followed, is judged whole. A value whose entities did not
+        // change costs the key's place in the order of use.
         var (start, end, previousEnd) = (0, value.count, previous.count)
-        if !readBack && !judgingWhole {
+        if !readBack {
             while start < end, start < previousEnd, previous[start] == value[start] { start += 1 }
             while end > start, previousEnd > start, previous[previousEnd - 1] == value[end - 1] {
                 end -= 1
                 previousEnd -= 1
             }
+            if start == end, start == previousEnd, state.withLock({ $0.touch(key) }) { return }
         }
-        let changed = value[start..<end]
-        let replaced = previous[start..<previousEnd]
-        let (adding, removing) = (changed.map { $0.id }, replaced.map { $0.id })
-        let windowed = !readBack && !judgingWhole && state.withLock { $0.follows(key) }
-        let candidates = windowed ? changed : value[...]
+        learned(key, previous: previous, value: value, changed: start..<end, replaced: start..<previousEnd, readBack)
+    }
+
+    /// The part of ``confirmed(_:previous:value:readBack:)`` that looks at the entities: the copies of entities no
+    /// key held are taken in the step that notes the key's; the others are compared here, unlocked, and taken
+    /// when newer, unless another copy came meanwhile.
+    private func learned(
+        _ key: HeldKey, previous: [Entity], value: [Entity], changed: Range<Int>, replaced: Range<Int>,
+        _ readBack: Bool
+    ) {
+        let confirming = state.withLock { table in
+            table.confirm(key, value, changed: changed, replaced: replaced, of: previous, whole: readBack)
+        }
+        withExtendedLifetime(confirming.released) {}
+        guard !confirming.compared.isEmpty else { return }
         var before: [Entity.ID: Entity] = [:]
-        for entity in windowed ? replaced : previous[...] { before[entity.id] = entity }
-        let all = windowed ? [] : value.map { $0.id }
-        let noted = state.withLock { table -> (known: [EntityTable<Entity>.Copy?], released: [Any])? in
-            let released = windowed ? table.note(key, adding: adding, removing: removing) : table.note(key, holds: all)
-            guard let released else { return nil }
-            return (candidates.map { table.copy(of: $0.id) }, released)
-        }
-        // Let go of since it was asked whether it is followed (the bound): judged whole, once.
-        guard let (known, released) = noted else {
-            return confirmed(key, previous: previous, value: value, readBack: readBack, judgingWhole: true)
-        }
-        withExtendedLifetime(released) {}
-        var olderHere = false
-        var spread: [Entity.ID] = []
-        for (index, entity) in candidates.enumerated() {
-            let copy = known[index]
-            if let copy, copy.entity == entity { continue }
-            let learned = !readBack && before[entity.id] != entity  // new in this key, or changed in it
-            guard copy == nil || isNewer(entity, than: copy!.entity, learned: learned) else {
-                olderHere = true
-                continue
+        if !readBack {
+            for position in confirming.windowed ? replaced : 0..<previous.count {
+                before[previous[position].id] = previous[position]
             }
-            let (taken, replaced) = state.withLock { $0.take(entity, ifStill: copy?.version) }
-            withExtendedLifetime(replaced) {}
-            if !taken {
-                olderHere = true  // another copy came meanwhile: this key gets it
-            } else if copy != nil {
-                spread.append(entity.id)
+        }
+        var olderHere = false
+        var (taking, versions) = ([Entity](), [Int]())
+        for (position, index) in confirming.compared.enumerated() {
+            let (entity, copy) = (value[index], confirming.copies[position])
+            if copy == entity { continue }
+            let learned = !readBack && before[entity.id] != entity  // new in this key, or changed in it
+            if isNewer(entity, than: copy, learned: learned) {
+                taking.append(entity)
+                versions.append(confirming.versions[position])
+            } else {
+                olderHere = true
             }
         }
         var others = Set<HeldKey>()
-        if !spread.isEmpty {
-            state.withLock { table in for id in spread { others.formUnion(table.holders(of: id)) } }
+        if !taking.isEmpty {
+            let taken = state.withLock { $0.take(taking, versions: versions) }
+            withExtendedLifetime(taken.released) {}
+            olderHere = olderHere || taken.missed  // another copy came meanwhile: this key gets it
+            others = taken.holders
             others.remove(key)
-            // The keys changing the entity with this one confirm the change themselves.
-            changing.withLock { changing in
-                for id in spread {
-                    for keys in (changing.keys[id] ?? [:]).values where keys.contains(key) { others.subtract(keys) }
+            if !others.isEmpty {
+                // The keys changing the entity with this one confirm the change themselves.
+                changing.withLock { changing in
+                    for id in taken.spread {
+                        for keys in (changing.keys[id] ?? [:]).values where keys.contains(key) {
+                            others.subtract(keys)
+                        }
+                    }
                 }
             }
         }
@@ -289,9 +297,9 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
     private func bringNewerCopies(to key: HeldKey, replays: Bool) {
         guard let access = stores.withLock({ $0[key.store] }) else { return }
         access.update(
-            key.key,
+            key.object,
             { [weak self] entity in
-                guard let copy = self?.state.withLock({ $0.copy(of: entity.id) })?.entity, copy != entity else {
+                guard let copy = self?.state.withLock({ $0.copy(of: entity.id) }), copy != entity else {
                     return nil
                 }
                 return copy

@@ -20,10 +20,10 @@ where Entity.ID: Sendable {
         let (entities, path) = (entities, path)
         let store = entities.addStore()
         return EntityObserver(
-            confirmed: { key, previous, value, readBack in
+            confirmed: { key, hash, previous, value, readBack in
                 entities.confirmed(
-                    HeldKey(store: store, key: key), previous: previous.map(path.entities) ?? [],
-                    value: value.map(path.entities) ?? [], readBack: readBack)
+                    HeldKey(store: store, object: key, hash: hash), previous: Self.entities(in: previous, at: path),
+                    value: Self.entities(in: value, at: path), readBack: readBack)
             },
             forget: { entities.forget(store: store) },
             release: { entities.removeStore(store) },
@@ -51,10 +51,16 @@ where Entity.ID: Sendable {
                     copies[entity.id] = entity
                 }
                 guard !copies.isEmpty else { return nil }
+                let held = HeldKey(store: store, object: StoreKey(key), hash: key.hashValue)
                 return entities.mutate(
-                    replacing: copies, from: HeldKey(store: store, key: key), origin, commit: commit,
-                    completion: completion)
+                    replacing: copies, from: held, origin, commit: commit, completion: completion)
             })
+    }
+
+    /// The entities the value boxed in `box` holds at `path` (none without a value).
+    private static func entities(in box: (any StoreValueBox)?, at path: EntityPath<Value, Entity>) -> [Entity] {
+        guard let box else { return [] }
+        return path.entities((box as! ValueBox<Value>).value)
     }
 
     /// How the entities reach `store`'s keys: updates and optimistic changes of the entities at `path`, holding the
@@ -67,7 +73,8 @@ where Entity.ID: Sendable {
         }
         return SharedEntities<Entity>.StoreAccess(
             update: { [weak store] key, newer, replays in
-                guard let store, let key = key as? Key else { return }
+                guard let store else { return }
+                let key = StoreKey<Key>.key(of: key)
                 if replays {
                     store.update(key, replacing(newer))
                 } else {
@@ -75,10 +82,11 @@ where Entity.ID: Sendable {
                 }
             },
             mutate: { [weak store] key, newer, commit, completion in
-                guard let store, let key = key as? Key else {
+                guard let store else {
                     completion(.failure(StoreError.cleared))
                     return AnyCancellationToken {}
                 }
+                let key = StoreKey<Key>.key(of: key)
                 return store.mutateHere(key, replacing(newer), commit: commit, completion: completion)
             })
     }
@@ -87,11 +95,16 @@ where Entity.ID: Sendable {
 /// Tells a store's ``SharedEntities`` of each change of its confirmed values and of its clears; forgets the store's
 /// keys there when the store goes.
 final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: ConfirmationObserver {
-    private let confirmedValues: @Sendable (Key, Value?, Value?, Bool) -> Void
+    private let confirmedValues: Confirmed
     private let forget: @Sendable () -> Void
     private let release: @Sendable () -> Void
     private let attaching: @Sendable (Store<Key, Value>) -> Void
     private let mutating: Mutate
+
+    /// A key's confirmed value changed: its object and hash value, the boxes of the values before and after, and
+    /// whether it was read back.
+    typealias Confirmed =
+        @Sendable (AnyStoreKey, Int, (any StoreValueBox)?, (any StoreValueBox)?, Bool) -> Void
 
     /// A store's optimistic change of a key, with its commit: sent through the entities when it changes copies of
     /// entities (`nil` when it changes none); `origin` makes the change in the key itself.
@@ -103,7 +116,7 @@ final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: Confirmat
         ) -> (any CancellationToken)?
 
     init(
-        confirmed: @escaping @Sendable (Key, Value?, Value?, Bool) -> Void, forget: @escaping @Sendable () -> Void,
+        confirmed: @escaping Confirmed, forget: @escaping @Sendable () -> Void,
         release: @escaping @Sendable () -> Void, attach: @escaping @Sendable (Store<Key, Value>) -> Void,
         mutate: @escaping Mutate
     ) {
@@ -134,11 +147,10 @@ final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: Confirmat
     }
 
     func confirmed(
-        _ key: StoreKeys.Object, previous: (any StoreValueBox)?, value: (any StoreValueBox)?, readBack: Bool
+        _ key: StoreKeys.Object, hash: Int, previous: (any StoreValueBox)?, value: (any StoreValueBox)?,
+        readBack: Bool
     ) {
-        confirmedValues(
-            StoreKey<Key>.key(of: key), previous.map { ($0 as! ValueBox<Value>).value },
-            value.map { ($0 as! ValueBox<Value>).value }, readBack)
+        confirmedValues(key, hash, previous, value, readBack)
     }
 
     func cleared() {

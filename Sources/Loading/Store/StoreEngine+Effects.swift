@@ -26,7 +26,7 @@ extension StoreEngine {
         // follow.
         if let confirmation = more?.confirmation, let observer = confirmations, let key {
             observer.confirmed(
-                key.object, previous: confirmation.previous, value: confirmation.value,
+                key.object, hash: key.hash, previous: confirmation.previous, value: confirmation.value,
                 readBack: confirmation.readBack)
         }
         if let more, !more.debounce.isEmpty {

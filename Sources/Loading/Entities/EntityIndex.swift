@@ -1,0 +1,291 @@
+/// The part of what a ``SharedEntities`` knows that does not depend on the entity's type: entities known by slots
+/// (`0..<count`, numbers the index gives them), found by the hash value of their id and recognized by the caller's
+/// comparison; the version of each slot's copy, the keys holding each slot, the slots each key holds, and the keys in
+/// the order they were last confirmed (past `keptKeys`, the oldest is forgotten). A slot no key holds any more is
+/// freed at the end of the note that let go of it: the last slot moves into it, so that slots stay dense, and the
+/// caller, told each freed slot in order, moves its copies the same way.
+struct EntityIndex: Sendable {
+    /// What a note let go of: values to release after unlocking (a key's deinitializer is the app's code), and the
+    /// slots freed, in the order they were (each filled with the last slot, or the last itself).
+    struct Noted {
+        var released: [Any] = []
+        var freed: [Int] = []
+    }
+
+    private var versions: [Int] = []
+    private var holders: [Holders] = []
+    private var hashes: [Int] = []
+    /// The first slot of each bucket (-1: none), chained by `next`; at least twice as many buckets as slots.
+    private var buckets = [Int](repeating: -1, count: 8)
+    private var next: [Int] = []
+    private var versionCount = 0
+    private var held: [HeldKey: Set<Int>] = [:]
+    private var order: KeyOrder
+    private var stores = 0
+
+    init(keptKeys: Int) {
+        order = KeyOrder(kept: keptKeys)
+    }
+
+    /// The number of keys followed.
+    var keyCount: Int { held.count }
+
+    /// The number of slots.
+    var count: Int { versions.count }
+
+    /// A number for a new store sharing the entities.
+    mutating func addStore() -> Int {
+        stores += 1
+        return stores
+    }
+
+    /// The slot of the entity whose id has `hash` and that `isEntity` recognizes, if it has one.
+    func slot(hash: Int, where isEntity: (Int) -> Bool) -> Int? {
+        var slot = buckets[hash & (buckets.count - 1)]
+        while slot >= 0 {
+            if hashes[slot] == hash, isEntity(slot) { return slot }
+            slot = next[slot]
+        }
+        return nil
+    }
+
+    /// A slot (the next one, `count`) for an entity whose id has `hash` and that no key holds yet, its copy at a new
+    /// version; held by no key until a note says so.
+    mutating func newSlot(hash: Int) -> Int {
+        if count + 1 > buckets.count / 2 { rehash(into: buckets.count * 2) }
+        versionCount += 1
+        let slot = count
+        versions.append(versionCount)
+        holders.append(Holders())
+        hashes.append(hash)
+        next.append(-1)
+        link(slot)
+        return slot
+    }
+
+    /// The version of `slot`'s copy.
+    func version(of slot: Int) -> Int {
+        versions[slot]
+    }
+
+    /// Gives `slot`'s copy a new version (a newer copy was taken).
+    mutating func renew(_ slot: Int) {
+        versionCount += 1
+        versions[slot] = versionCount
+    }
+
+    /// The keys holding `slot`.
+    func holders(of slot: Int) -> Set<HeldKey> {
+        var keys = Set<HeldKey>()
+        holders[slot].add(to: &keys)
+        return keys
+    }
+
+    /// Adds the keys holding `slot` to `keys`.
+    func addHolders(of slot: Int, to keys: inout Set<HeldKey>) {
+        holders[slot].add(to: &keys)
+    }
+
+    /// Whether the entities `key` holds are followed.
+    func follows(_ key: HeldKey) -> Bool {
+        order.contains(key)
+    }
+
+    /// Makes `key`, followed, the most recently confirmed; `false` when it is not followed.
+    mutating func touch(_ key: HeldKey) -> Bool {
+        order.touch(key)
+    }
+
+    /// Notes that a followed `key` now holds the slots `adding` and no longer those of `removing` (slots in both
+    /// stay), as the most recently confirmed key.
+    mutating func note(_ key: HeldKey, adding: [Int], removing: [Int]) -> Noted {
+        var noted = Noted()
+        var slots = held.removeValue(forKey: key) ?? []
+        let added = Set(adding)
+        for slot in removing where !added.contains(slot) && slots.remove(slot) != nil {
+            drop(key, from: slot, into: &noted)
+        }
+        for slot in added where slots.insert(slot).inserted { holders[slot].insert(key) }
+        if slots.isEmpty {
+            noted.released.append(order.remove(key) as Any)
+        } else {
+            held[key] = slots
+            _ = order.touch(key)
+        }
+        compact(&noted)
+        return noted
+    }
+
+    /// Notes that `key` holds the slots `list` now (none: it is forgotten), as the most recently confirmed key, and
+    /// lets go of the keys past the bound.
+    mutating func note(_ key: HeldKey, holds list: [Int]) -> Noted {
+        var noted = Noted()
+        let slots = Set(list)
+        let before = held.removeValue(forKey: key)
+        if slots.isEmpty {
+            noted.released.append(order.remove(key) as Any)
+        } else {
+            held[key] = slots
+            if before != slots {
+                for slot in slots where before?.contains(slot) != true { holders[slot].insert(key) }
+            }
+            if let old = order.add(key) { noted.released.append(old) }
+        }
+        if let before, before != slots {
+            // Only the slots the key no longer holds lose it (a copy it still holds stays known).
+            for slot in before where !slots.contains(slot) { drop(key, from: slot, into: &noted) }
+        }
+        while let oldest = order.overflow() {
+            noted.released.append(oldest)
+            for slot in held.removeValue(forKey: oldest) ?? [] { drop(oldest, from: slot, into: &noted) }
+        }
+        compact(&noted)
+        return noted
+    }
+
+    /// Forgets the keys of store `store` (a clear), and the slots no other key holds.
+    mutating func forget(store: Int) -> Noted {
+        var noted = Noted()
+        for key in held.keys.filter({ $0.store == store }) {
+            for slot in held.removeValue(forKey: key) ?? [] { drop(key, from: slot, into: &noted) }
+            noted.released.append(order.remove(key) as Any)
+            noted.released.append(key)
+        }
+        compact(&noted)
+        return noted
+    }
+
+    /// Takes `key` off the holders of `slot`, noting the slot freed when no key holds it any more.
+    private mutating func drop(_ key: HeldKey, from slot: Int, into noted: inout Noted) {
+        if let gone = holders[slot].remove(key) { noted.released.append(gone) }
+        if holders[slot].isEmpty { noted.freed.append(slot) }
+    }
+
+    /// Frees the slots noted, the highest first, each filled with the last slot (whose keys then hold it there).
+    private mutating func compact(_ noted: inout Noted) {
+        guard !noted.freed.isEmpty else { return }
+        noted.freed.sort(by: >)
+        for slot in noted.freed {
+            unlink(slot)
+            let last = count - 1
+            if slot != last {
+                unlink(last)
+                versions[slot] = versions[last]
+                hashes[slot] = hashes[last]
+                holders[slot] = holders[last]
+                link(slot)
+                var keys = Set<HeldKey>()
+                holders[slot].add(to: &keys)
+                for key in keys {
+                    held[key]?.remove(last)
+                    held[key]?.insert(slot)
+                }
+            }
+            versions.removeLast()
+            hashes.removeLast()
+            holders.removeLast()
+            next.removeLast()
+        }
+    }
+
+    private mutating func link(_ slot: Int) {
+        let bucket = hashes[slot] & (buckets.count - 1)
+        next[slot] = buckets[bucket]
+        buckets[bucket] = slot
+    }
+
+    private mutating func unlink(_ slot: Int) {
+        let bucket = hashes[slot] & (buckets.count - 1)
+        if buckets[bucket] == slot {
+            buckets[bucket] = next[slot]
+        } else {
+            var previous = buckets[bucket]
+            while next[previous] != slot { previous = next[previous] }
+            next[previous] = next[slot]
+        }
+        next[slot] = -1
+    }
+
+    private mutating func rehash(into count: Int) {
+        buckets = [Int](repeating: -1, count: count)
+        for slot in versions.indices { link(slot) }
+    }
+}
+
+/// The keys holding one slot: the first inline (most entities are held by one key), the others in a set.
+private struct Holders: Sendable {
+    private var first: HeldKey?
+    private var others: Set<HeldKey> = []
+
+    var isEmpty: Bool { first == nil }
+
+    func add(to keys: inout Set<HeldKey>) {
+        guard let first else { return }
+        keys.insert(first)
+        keys.formUnion(others)
+    }
+
+    mutating func insert(_ key: HeldKey) {
+        guard let first else {
+            first = key
+            return
+        }
+        if first != key { others.insert(key) }
+    }
+
+    /// Removes `key`; returns it as it was kept, to release.
+    mutating func remove(_ key: HeldKey) -> HeldKey? {
+        guard let kept = first else { return nil }
+        guard kept == key else { return others.remove(key) }
+        first = others.popFirst()
+        return kept
+    }
+}
+
+/// The keys an entity index follows, in the order they were last confirmed, at most `kept` of them past a note.
+struct KeyOrder: Sendable {
+    private var uses: [HeldKey: Int] = [:]
+    private var recency = OrderedQueue<HeldKey>()
+    private var used = 0
+    private let kept: Int
+
+    init(kept: Int) {
+        self.kept = max(1, kept)
+    }
+
+    func contains(_ key: HeldKey) -> Bool {
+        uses[key] != nil
+    }
+
+    /// Makes `key`, followed, the most recently used; `false` when it is not followed.
+    mutating func touch(_ key: HeldKey) -> Bool {
+        guard let use = uses[key] else { return false }
+        let kept = recency.remove(id: use) ?? key
+        used += 1
+        uses[key] = used
+        recency.append(kept, id: used)
+        return true
+    }
+
+    /// Follows `key` (or makes it the most recently used); returns the key as it was kept before, to release.
+    mutating func add(_ key: HeldKey) -> HeldKey? {
+        let old = uses[key].flatMap { recency.remove(id: $0) }
+        used += 1
+        uses[key] = used
+        recency.append(key, id: used)
+        return old
+    }
+
+    /// Stops following `key`; returns it as it was kept, to release.
+    mutating func remove(_ key: HeldKey) -> HeldKey? {
+        guard let use = uses.removeValue(forKey: key) else { return nil }
+        return recency.remove(id: use)
+    }
+
+    /// The least recently used key, no longer followed, while more than `kept` are.
+    mutating func overflow() -> HeldKey? {
+        guard uses.count > kept, let oldest = recency.popFirst() else { return nil }
+        uses[oldest.element] = nil
+        return oldest.element
+    }
+}

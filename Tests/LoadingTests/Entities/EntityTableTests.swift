@@ -1,0 +1,85 @@
+import XCTest
+
+@testable import Loading
+
+/// The entity table alone, against a plain model (dictionaries of what each key holds): freed slots are filled with
+/// the last one, so every copy, version and holder must still be found by its id after any history of notes.
+final class EntityTableTests: XCTestCase {
+    private struct Item: Identifiable, Equatable, Sendable {
+        let id: Int
+        var version: Int
+    }
+
+    /// A key of store 1 whose object is made for it (compared by hash and type, as a store's key).
+    private func key(_ number: Int) -> HeldKey {
+        HeldKey(store: 1, object: StoreKey(number), hash: number.hashValue)
+    }
+
+    func test_randomHistories_keepEveryCopyAndHolder_asTheModelSays() {
+        var generator = SeededRandom(seed: 61)
+        for _ in 0..<200 {
+            let kept = Int.random(in: 1...6, using: &generator)
+            var table = EntityTable<Item>(keptKeys: kept)
+            var holds: [Int: [Int]] = [:]  // key → ids, the model
+            var order: [Int] = []  // keys, least recently confirmed first
+            var copies: [Int: Item] = [:]
+            for step in 0..<60 {
+                let keyNumber = Int.random(in: 0..<8, using: &generator)
+                var chosen = Set<Int>()
+                for _ in 0..<Int.random(in: 0...4, using: &generator) {
+                    chosen.insert(Int.random(in: 0..<12, using: &generator))
+                }
+                let ids = chosen.sorted()
+                let value = ids.map { Item(id: $0, version: step) }
+                let previous = (holds[keyNumber] ?? []).map { copies[$0] ?? Item(id: $0, version: -1) }
+                let confirming = table.confirm(
+                    key(keyNumber), value, changed: 0..<value.count, replaced: 0..<previous.count, of: previous,
+                    whole: true)
+                // The copies known are compared; the others were taken at once.
+                for (position, index) in confirming.compared.enumerated() {
+                    XCTAssertEqual(confirming.copies[position], copies[value[index].id])
+                }
+                for item in value where copies[item.id] == nil { copies[item.id] = item }
+                order.removeAll { $0 == keyNumber }
+                if ids.isEmpty {
+                    holds[keyNumber] = nil
+                } else {
+                    holds[keyNumber] = ids
+                    order.append(keyNumber)
+                }
+                while order.count > kept { holds[order.removeFirst()] = nil }
+                let held = Set(holds.values.joined())
+                copies = copies.filter { held.contains($0.key) }
+                // A newer copy of one entity held, taken at the version known.
+                if let id = held.randomElement(using: &generator), let version = table.version(of: id) {
+                    let newer = Item(id: id, version: 1_000 + step)
+                    XCTAssertTrue(table.take([newer], versions: [version]).took)
+                    XCTAssertFalse(table.take([newer], versions: [version]).took, "a copy taken at a stale version")
+                    copies[id] = newer
+                }
+                for id in 0..<12 {
+                    XCTAssertEqual(table.copy(of: id), copies[id], "entity \(id) after step \(step)")
+                    let holders = Set(holds.filter { $0.value.contains(id) }.keys)
+                    XCTAssertEqual(table.holders(of: id), Set(holders.map(key)), "holders of \(id) after \(step)")
+                }
+                XCTAssertEqual(table.keyCount, holds.count)
+            }
+            _ = table.forget(store: 1)
+            XCTAssertEqual(table.keyCount, 0)
+            for id in 0..<12 { XCTAssertNil(table.copy(of: id)) }
+        }
+    }
+
+    func test_aKeyConfirmedWithoutChange_isTouched_onlyWhenFollowed() {
+        var table = EntityTable<Item>(keptKeys: 2)
+        XCTAssertFalse(table.touch(key(0)), "a key not followed")
+        for number in 0..<2 {
+            _ = table.confirm(
+                key(number), [Item(id: number, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true)
+        }
+        XCTAssertTrue(table.touch(key(0)))  // now the most recently confirmed: key 1 goes first
+        _ = table.confirm(key(2), [Item(id: 2, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true)
+        XCTAssertNotNil(table.copy(of: 0))
+        XCTAssertNil(table.copy(of: 1), "the least recently confirmed key is let go of")
+    }
+}
