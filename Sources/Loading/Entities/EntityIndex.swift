@@ -6,10 +6,18 @@
 /// caller, told each freed slot in order, moves its copies the same way.
 struct EntityIndex: Sendable {
     /// What a note let go of: values to release after unlocking (a key's deinitializer is the app's code), and the
-    /// slots freed, in the order they were (each filled with the last slot, or the last itself).
+    /// slots freed, in the order they were (each filled with the last slot, or the last itself); `emptied` when
+    /// every slot was.
     struct Noted {
         var released: [Any] = []
         var freed: [Int] = []
+        var emptied = false
+    }
+
+    /// A key followed: the slots it holds and its place in the order of use.
+    private struct Holding {
+        var slots: Set<Int>
+        var use: Int
     }
 
     private var versions: [Int] = []
@@ -19,16 +27,19 @@ struct EntityIndex: Sendable {
     private var buckets = [Int](repeating: -1, count: 8)
     private var next: [Int] = []
     private var versionCount = 0
-    private var held: [HeldKey: Set<Int>] = [:]
-    private var order: KeyOrder
+    private var keys: [HeldKey: Holding] = [:]
+    /// The keys followed, the least recently confirmed first, by their `use`.
+    private var recency = OrderedQueue<HeldKey>()
+    private var uses = 0
+    private let keptKeys: Int
     private var stores = 0
 
     init(keptKeys: Int) {
-        order = KeyOrder(kept: keptKeys)
+        self.keptKeys = max(1, keptKeys)
     }
 
     /// The number of keys followed.
-    var keyCount: Int { held.count }
+    var keyCount: Int { keys.count }
 
     /// The number of slots.
     var count: Int { versions.count }
@@ -88,29 +99,37 @@ struct EntityIndex: Sendable {
 
     /// Whether the entities `key` holds are followed.
     func follows(_ key: HeldKey) -> Bool {
-        order.contains(key)
+        keys[key] != nil
     }
 
     /// Makes `key`, followed, the most recently confirmed; `false` when it is not followed.
     mutating func touch(_ key: HeldKey) -> Bool {
-        order.touch(key)
+        guard let position = keys.index(forKey: key) else { return false }
+        let kept = recency.remove(id: keys.values[position].use) ?? key
+        uses += 1
+        keys.values[position].use = uses
+        recency.append(kept, id: uses)
+        return true
     }
 
     /// Notes that a followed `key` now holds the slots `adding` and no longer those of `removing` (slots in both
     /// stay), as the most recently confirmed key.
     mutating func note(_ key: HeldKey, adding: [Int], removing: [Int]) -> Noted {
         var noted = Noted()
-        var slots = held.removeValue(forKey: key) ?? []
+        guard let position = keys.index(forKey: key) else { return noted }
         let added = Set(adding)
-        for slot in removing where !added.contains(slot) && slots.remove(slot) != nil {
+        for slot in removing where !added.contains(slot) && keys.values[position].slots.remove(slot) != nil {
             drop(key, from: slot, into: &noted)
         }
-        for slot in added where slots.insert(slot).inserted { holders[slot].insert(key) }
-        if slots.isEmpty {
-            noted.released.append(order.remove(key) as Any)
+        for slot in added where keys.values[position].slots.insert(slot).inserted { holders[slot].insert(key) }
+        let kept = recency.remove(id: keys.values[position].use)
+        if keys.values[position].slots.isEmpty {
+            noted.released.append(keys.remove(at: position))
+            noted.released.append(kept as Any)
         } else {
-            held[key] = slots
-            _ = order.touch(key)
+            uses += 1
+            keys.values[position].use = uses
+            recency.append(kept ?? key, id: uses)
         }
         compact(&noted)
         return noted
@@ -121,23 +140,30 @@ struct EntityIndex: Sendable {
     mutating func note(_ key: HeldKey, holds list: [Int]) -> Noted {
         var noted = Noted()
         let slots = Set(list)
-        let before = held.removeValue(forKey: key)
-        if slots.isEmpty {
-            noted.released.append(order.remove(key) as Any)
-        } else {
-            held[key] = slots
-            if before != slots {
-                for slot in slots where before?.contains(slot) != true { holders[slot].insert(key) }
+        var before: Set<Int>?
+        if let position = keys.index(forKey: key) {
+            before = keys.values[position].slots
+            noted.released.append(recency.remove(id: keys.values[position].use) as Any)
+            if slots.isEmpty {
+                noted.released.append(keys.remove(at: position))
+            } else {
+                uses += 1
+                keys.values[position] = Holding(slots: slots, use: uses)
             }
-            if let old = order.add(key) { noted.released.append(old) }
+        } else if !slots.isEmpty {
+            uses += 1
+            keys[key] = Holding(slots: slots, use: uses)
         }
-        if let before, before != slots {
+        if !slots.isEmpty { recency.append(key, id: uses) }
+        if before != slots {
+            for slot in slots where before?.contains(slot) != true { holders[slot].insert(key) }
             // Only the slots the key no longer holds lose it (a copy it still holds stays known).
-            for slot in before where !slots.contains(slot) { drop(key, from: slot, into: &noted) }
+            for slot in before ?? [] where !slots.contains(slot) { drop(key, from: slot, into: &noted) }
         }
-        while let oldest = order.overflow() {
-            noted.released.append(oldest)
-            for slot in held.removeValue(forKey: oldest) ?? [] { drop(oldest, from: slot, into: &noted) }
+        while keys.count > keptKeys, let oldest = recency.popFirst() {
+            noted.released.append(oldest.element)
+            guard let forgotten = keys.removeValue(forKey: oldest.element) else { continue }
+            for slot in forgotten.slots { drop(oldest.element, from: slot, into: &noted) }
         }
         compact(&noted)
         return noted
@@ -146,9 +172,20 @@ struct EntityIndex: Sendable {
     /// Forgets the keys of store `store` (a clear), and the slots no other key holds.
     mutating func forget(store: Int) -> Noted {
         var noted = Noted()
-        for key in held.keys.filter({ $0.store == store }) {
-            for slot in held.removeValue(forKey: key) ?? [] { drop(key, from: slot, into: &noted) }
-            noted.released.append(order.remove(key) as Any)
+        if keys.keys.allSatisfy({ $0.store == store }) {
+            // Every key is the store's (the common case: one store shares the entities): all goes at once.
+            noted.released = [keys, recency, holders]
+            keys = [:]
+            recency = OrderedQueue()
+            (versions, holders, hashes, next) = ([], [], [], [])
+            buckets = [Int](repeating: -1, count: 8)
+            noted.emptied = true
+            return noted
+        }
+        for key in keys.keys.filter({ $0.store == store }) {
+            guard let forgotten = keys.removeValue(forKey: key) else { continue }
+            for slot in forgotten.slots { drop(key, from: slot, into: &noted) }
+            noted.released.append(recency.remove(id: forgotten.use) as Any)
             noted.released.append(key)
         }
         compact(&noted)
@@ -174,11 +211,11 @@ struct EntityIndex: Sendable {
                 hashes[slot] = hashes[last]
                 holders[slot] = holders[last]
                 link(slot)
-                var keys = Set<HeldKey>()
-                holders[slot].add(to: &keys)
-                for key in keys {
-                    held[key]?.remove(last)
-                    held[key]?.insert(slot)
+                var moved = Set<HeldKey>()
+                holders[slot].add(to: &moved)
+                for key in moved {
+                    keys[key]?.slots.remove(last)
+                    keys[key]?.slots.insert(slot)
                 }
             }
             versions.removeLast()
@@ -239,53 +276,5 @@ private struct Holders: Sendable {
         guard kept == key else { return others.remove(key) }
         first = others.popFirst()
         return kept
-    }
-}
-
-/// The keys an entity index follows, in the order they were last confirmed, at most `kept` of them past a note.
-struct KeyOrder: Sendable {
-    private var uses: [HeldKey: Int] = [:]
-    private var recency = OrderedQueue<HeldKey>()
-    private var used = 0
-    private let kept: Int
-
-    init(kept: Int) {
-        self.kept = max(1, kept)
-    }
-
-    func contains(_ key: HeldKey) -> Bool {
-        uses[key] != nil
-    }
-
-    /// Makes `key`, followed, the most recently used; `false` when it is not followed.
-    mutating func touch(_ key: HeldKey) -> Bool {
-        guard let use = uses[key] else { return false }
-        let kept = recency.remove(id: use) ?? key
-        used += 1
-        uses[key] = used
-        recency.append(kept, id: used)
-        return true
-    }
-
-    /// Follows `key` (or makes it the most recently used); returns the key as it was kept before, to release.
-    mutating func add(_ key: HeldKey) -> HeldKey? {
-        let old = uses[key].flatMap { recency.remove(id: $0) }
-        used += 1
-        uses[key] = used
-        recency.append(key, id: used)
-        return old
-    }
-
-    /// Stops following `key`; returns it as it was kept, to release.
-    mutating func remove(_ key: HeldKey) -> HeldKey? {
-        guard let use = uses.removeValue(forKey: key) else { return nil }
-        return recency.remove(id: use)
-    }
-
-    /// The least recently used key, no longer followed, while more than `kept` are.
-    mutating func overflow() -> HeldKey? {
-        guard uses.count > kept, let oldest = recency.popFirst() else { return nil }
-        uses[oldest.element] = nil
-        return oldest.element
     }
 }

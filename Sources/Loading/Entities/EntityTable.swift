@@ -18,22 +18,21 @@ struct HeldKey: Hashable, Sendable {
     }
 }
 
+/// What ``EntityTable/confirm(_:_:changed:replaced:of:whole:known:)`` decided under the lock.
+struct Confirming {
+    /// Whether only the part of the value that changed was judged (a key followed, that learned its value).
+    var windowed = false
+    /// The candidates (indices in the value) that have a copy to compare with, and the versions of those copies.
+    var compared: [Int] = []
+    var versions: [Int] = []
+    /// What was let go of, for the caller to release after unlocking.
+    var released: [Any] = []
+}
+
 /// What a ``SharedEntities`` knows, under its lock: the latest copy of each entity some key holds, in the slot the
 /// ``EntityIndex`` gives it, which keeps the rest (versions, holders, the order of use) in code that does not depend
 /// on the entity's type. Comparing copies is the caller's work, outside the lock: the table only stores and counts.
 struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: Sendable {
-    /// What ``confirm(_:_:changed:replaced:of:whole:)`` decided under the lock.
-    struct Confirming {
-        /// Whether only the part of the value that changed was judged (a key followed, that learned its value).
-        var windowed = false
-        /// The candidates (indices in the value) that have a copy to compare with, those copies and their versions.
-        var compared: [Int] = []
-        var copies: [Entity] = []
-        var versions: [Int] = []
-        /// What was let go of, for the caller to release after unlocking.
-        var released: [Any] = []
-    }
-
     /// What ``take(_:versions:)`` took.
     struct Taken {
         /// The ids of the copies taken in place of older ones, and the keys holding them.
@@ -89,10 +88,11 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
     /// Notes that `key` holds the entities of `value` now, and takes at once the copies of the entities no key holds
     /// yet (there is nothing to compare them with). When the key is followed and `changed` is given (the part of the
     /// value that changed, replacing the part `replaced` of the previous value), only that part is noted and judged;
-    /// otherwise the whole value. Returns the candidates to compare with the copies known.
+    /// otherwise the whole value. Returns the candidates to compare with the copies known, which it adds to
+    /// `known`.
     mutating func confirm(
         _ key: HeldKey, _ value: [Entity], changed: Range<Int>, replaced: Range<Int>, of previous: [Entity],
-        whole: Bool
+        whole: Bool, known: inout [Entity]
     ) -> Confirming {
         var confirming = Confirming()
         let windowed = !whole && index.follows(key)
@@ -105,7 +105,7 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
             if let slot = index.slot(hash: hash, where: { copies[$0].id == id }) {
                 holding.append(slot)
                 confirming.compared.append(position)
-                confirming.copies.append(copies[slot])
+                known.append(copies[slot])
                 confirming.versions.append(index.version(of: slot))
             } else {
                 holding.append(index.newSlot(hash: hash))
@@ -152,16 +152,19 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
     /// Forgets the keys of store `store` (a clear), and the entities no other key holds.
     mutating func forget(store: Int) -> [Any] {
         var noted = index.forget(store: store)
-        forget(noted.freed, into: &noted.released)
+        if noted.emptied {
+            noted.released.append(exchange(&copies, with: []))
+        } else {
+            forget(noted.freed, into: &noted.released)
+        }
         return noted.released
     }
 
     /// Forgets the copies of the slots the index freed, moving the last copy into each as the index did.
     private mutating func forget(_ freed: [Int], into released: inout [Any]) {
         for slot in freed {
-            released.append(copies[slot])
-            let last = copies.removeLast()
-            if slot < copies.count { copies[slot] = last }
+            copies.swapAt(slot, copies.count - 1)
+            released.append(copies.removeLast())
         }
     }
 }

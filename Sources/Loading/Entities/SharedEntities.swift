@@ -231,30 +231,42 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
     }
 
     /// The part of ``confirmed(_:previous:value:readBack:)`` that looks at the entities: the copies of entities no
-    /// key held are taken in the step that notes the key's; the others are compared here, unlocked, and taken
-    /// when newer, unless another copy came meanwhile.
+    /// key held are taken in the step that notes the key's.
     private func learned(
         _ key: HeldKey, previous: [Entity], value: [Entity], changed: Range<Int>, replaced: Range<Int>,
         _ readBack: Bool
     ) {
+        var known: [Entity] = []
         let confirming = state.withLock { table in
-            table.confirm(key, value, changed: changed, replaced: replaced, of: previous, whole: readBack)
+            table.confirm(
+                key, value, changed: changed, replaced: replaced, of: previous, whole: readBack, known: &known)
         }
         withExtendedLifetime(confirming.released) {}
         guard !confirming.compared.isEmpty else { return }
-        var before: [Entity.ID: Entity] = [:]
+        compare(
+            key, value, known, confirming, readBack: readBack,
+            before: previous[confirming.windowed ? replaced : 0..<previous.count])
+    }
+
+    /// Compares the candidates of `value` with the copies `known` (unlocked: the app's code), takes those newer
+    /// unless another copy came meanwhile, and brings the copies to the keys that hold older ones. `before` is what
+    /// the key held of them before: a copy not there was learned, unless the value was read back.
+    private func compare(
+        _ key: HeldKey, _ value: [Entity], _ known: [Entity], _ confirming: Confirming, readBack: Bool,
+        before: ArraySlice<Entity>
+    ) {
+        var held: [Entity.ID: Entity] = [:]
         if !readBack {
-            for position in confirming.windowed ? replaced : 0..<previous.count {
-                before[previous[position].id] = previous[position]
-            }
+            for entity in before { held[entity.id] = entity }
         }
         var olderHere = false
-        var (taking, versions) = ([Entity](), [Int]())
+        var taking: [Entity] = []
+        var versions: [Int] = []
         for (position, index) in confirming.compared.enumerated() {
-            let (entity, copy) = (value[index], confirming.copies[position])
-            if copy == entity { continue }
-            let learned = !readBack && before[entity.id] != entity  // new in this key, or changed in it
-            if isNewer(entity, than: copy, learned: learned) {
+            let entity = value[index]
+            if known[position] == entity { continue }
+            let learned = !readBack && held[entity.id] != entity  // new in this key, or changed in it
+            if isNewer(entity, than: known[position], learned: learned) {
                 taking.append(entity)
                 versions.append(confirming.versions[position])
             } else {

@@ -10,9 +10,10 @@ final class EntityTableTests: XCTestCase {
         var version: Int
     }
 
-    /// A key of store 1 whose object is made for it (compared by hash and type, as a store's key).
+    /// A key of store 1 (even numbers) or 2 (odd ones) whose object is made for it (compared by hash and type, as a
+    /// store's key).
     private func key(_ number: Int) -> HeldKey {
-        HeldKey(store: 1, object: StoreKey(number), hash: number.hashValue)
+        HeldKey(store: 1 + number % 2, object: StoreKey(number), hash: number.hashValue)
     }
 
     func test_randomHistories_keepEveryCopyAndHolder_asTheModelSays() {
@@ -30,14 +31,26 @@ final class EntityTableTests: XCTestCase {
                     chosen.insert(Int.random(in: 0..<12, using: &generator))
                 }
                 let ids = chosen.sorted()
-                let value = ids.map { Item(id: $0, version: step) }
-                let previous = (holds[keyNumber] ?? []).map { copies[$0] ?? Item(id: $0, version: -1) }
+                let value = ids.map { copies[$0] ?? Item(id: $0, version: step) }
+                let previous = (holds[keyNumber] ?? []).map { copies[$0]! }
+                // Judged whole, or only in the part that changed (the table judges a key it does not follow whole).
+                var (start, end, previousEnd) = (0, value.count, previous.count)
+                if Bool.random(using: &generator) {
+                    while start < end, start < previousEnd, previous[start] == value[start] { start += 1 }
+                    while end > start, previousEnd > start, previous[previousEnd - 1] == value[end - 1] {
+                        end -= 1
+                        previousEnd -= 1
+                    }
+                }
+                var known: [Item] = []
                 let confirming = table.confirm(
-                    key(keyNumber), value, changed: 0..<value.count, replaced: 0..<previous.count, of: previous,
-                    whole: true)
+                    key(keyNumber), value, changed: start..<end, replaced: start..<previousEnd, of: previous,
+                    whole: start == 0 && end == value.count, known: &known)
                 // The copies known are compared; the others were taken at once.
+                XCTAssertEqual(known.count, confirming.compared.count)
                 for (position, index) in confirming.compared.enumerated() {
-                    XCTAssertEqual(confirming.copies[position], copies[value[index].id])
+                    XCTAssertEqual(known[position], copies[value[index].id])
+                    XCTAssertEqual(confirming.versions[position], table.version(of: value[index].id))
                 }
                 for item in value where copies[item.id] == nil { copies[item.id] = item }
                 order.removeAll { $0 == keyNumber }
@@ -63,7 +76,15 @@ final class EntityTableTests: XCTestCase {
                     XCTAssertEqual(table.holders(of: id), Set(holders.map(key)), "holders of \(id) after \(step)")
                 }
                 XCTAssertEqual(table.keyCount, holds.count)
+                if Int.random(in: 0..<10, using: &generator) == 0 {
+                    _ = table.forget(store: 2)
+                    holds = holds.filter { $0.key % 2 == 0 }
+                    order.removeAll { $0 % 2 == 1 }
+                    let held = Set(holds.values.joined())
+                    copies = copies.filter { held.contains($0.key) }
+                }
             }
+            _ = table.forget(store: 2)
             _ = table.forget(store: 1)
             XCTAssertEqual(table.keyCount, 0)
             for id in 0..<12 { XCTAssertNil(table.copy(of: id)) }
@@ -72,13 +93,16 @@ final class EntityTableTests: XCTestCase {
 
     func test_aKeyConfirmedWithoutChange_isTouched_onlyWhenFollowed() {
         var table = EntityTable<Item>(keptKeys: 2)
+        var known: [Item] = []
         XCTAssertFalse(table.touch(key(0)), "a key not followed")
         for number in 0..<2 {
             _ = table.confirm(
-                key(number), [Item(id: number, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true)
+                key(number), [Item(id: number, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true,
+                known: &known)
         }
         XCTAssertTrue(table.touch(key(0)))  // now the most recently confirmed: key 1 goes first
-        _ = table.confirm(key(2), [Item(id: 2, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true)
+        _ = table.confirm(
+            key(2), [Item(id: 2, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true, known: &known)
         XCTAssertNotNil(table.copy(of: 0))
         XCTAssertNil(table.copy(of: 1), "the least recently confirmed key is let go of")
     }
