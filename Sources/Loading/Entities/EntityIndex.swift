@@ -14,10 +14,13 @@ struct EntityIndex: Sendable {
         var emptied = false
     }
 
-    /// A key followed: the slots it holds and its place in the order of use.
+    /// A key followed, in its place among the keys (`keys` gives it): the slots it holds, and its neighbours in the
+    /// order of use (-1: none), a chain from `oldest` to `newest`.
     private struct Holding {
-        var slots: Set<Int>
-        var use: Int
+        var key: HeldKey?
+        var slots: Set<Int> = []
+        var older = -1
+        var newer = -1
     }
 
     private var versions: [Int] = []
@@ -27,10 +30,11 @@ struct EntityIndex: Sendable {
     private var buckets = [Int](repeating: -1, count: 8)
     private var next: [Int] = []
     private var versionCount = 0
-    private var keys: [HeldKey: Holding] = [:]
-    /// The keys followed, the least recently confirmed first, by their `use`.
-    private var recency = OrderedQueue<HeldKey>()
-    private var uses = 0
+    private var keys: [HeldKey: Int] = [:]
+    private var holdings: [Holding] = []
+    private var freeHoldings: [Int] = []
+    private var oldest = -1
+    private var newest = -1
     private let keptKeys: Int
     private var stores = 0
 
@@ -104,11 +108,8 @@ struct EntityIndex: Sendable {
 
     /// Makes `key`, followed, the most recently confirmed; `false` when it is not followed.
     mutating func touch(_ key: HeldKey) -> Bool {
-        guard let position = keys.index(forKey: key) else { return false }
-        let kept = recency.remove(id: keys.values[position].use) ?? key
-        uses += 1
-        keys.values[position].use = uses
-        recency.append(kept, id: uses)
+        guard let place = keys[key] else { return false }
+        makeNewest(place)
         return true
     }
 
@@ -116,20 +117,16 @@ struct EntityIndex: Sendable {
     /// stay), as the most recently confirmed key.
     mutating func note(_ key: HeldKey, adding: [Int], removing: [Int]) -> Noted {
         var noted = Noted()
-        guard let position = keys.index(forKey: key) else { return noted }
+        guard let place = keys[key] else { return noted }
         let added = Set(adding)
-        for slot in removing where !added.contains(slot) && keys.values[position].slots.remove(slot) != nil {
+        for slot in removing where !added.contains(slot) && holdings[place].slots.remove(slot) != nil {
             drop(key, from: slot, into: &noted)
         }
-        for slot in added where keys.values[position].slots.insert(slot).inserted { holders[slot].insert(key) }
-        let kept = recency.remove(id: keys.values[position].use)
-        if keys.values[position].slots.isEmpty {
-            noted.released.append(keys.remove(at: position))
-            noted.released.append(kept as Any)
+        for slot in added where holdings[place].slots.insert(slot).inserted { holders[slot].insert(key) }
+        if holdings[place].slots.isEmpty {
+            noted.released.append(unfollow(place))
         } else {
-            uses += 1
-            keys.values[position].use = uses
-            recency.append(kept ?? key, id: uses)
+            makeNewest(place)
         }
         compact(&noted)
         return noted
@@ -141,29 +138,26 @@ struct EntityIndex: Sendable {
         var noted = Noted()
         let slots = Set(list)
         var before: Set<Int>?
-        if let position = keys.index(forKey: key) {
-            before = keys.values[position].slots
-            noted.released.append(recency.remove(id: keys.values[position].use) as Any)
+        if let place = keys[key] {
+            before = holdings[place].slots
             if slots.isEmpty {
-                noted.released.append(keys.remove(at: position))
+                noted.released.append(unfollow(place))
             } else {
-                uses += 1
-                keys.values[position] = Holding(slots: slots, use: uses)
+                holdings[place].slots = slots
+                makeNewest(place)
             }
         } else if !slots.isEmpty {
-            uses += 1
-            keys[key] = Holding(slots: slots, use: uses)
+            follow(key, holding: slots)
         }
-        if !slots.isEmpty { recency.append(key, id: uses) }
         if before != slots {
             for slot in slots where before?.contains(slot) != true { holders[slot].insert(key) }
             // Only the slots the key no longer holds lose it (a copy it still holds stays known).
             for slot in before ?? [] where !slots.contains(slot) { drop(key, from: slot, into: &noted) }
         }
-        while keys.count > keptKeys, let oldest = recency.popFirst() {
-            noted.released.append(oldest.element)
-            guard let forgotten = keys.removeValue(forKey: oldest.element) else { continue }
-            for slot in forgotten.slots { drop(oldest.element, from: slot, into: &noted) }
+        while keys.count > keptKeys {
+            let forgotten = holdings[oldest]
+            noted.released.append(unfollow(oldest))
+            for slot in forgotten.slots { drop(forgotten.key!, from: slot, into: &noted) }
         }
         compact(&noted)
         return noted
@@ -174,22 +168,57 @@ struct EntityIndex: Sendable {
         var noted = Noted()
         if keys.keys.allSatisfy({ $0.store == store }) {
             // Every key is the store's (the common case: one store shares the entities): all goes at once.
-            noted.released = [keys, recency, holders]
-            keys = [:]
-            recency = OrderedQueue()
+            noted.released = [keys, holdings, holders]
+            (keys, holdings, freeHoldings, oldest, newest) = ([:], [], [], -1, -1)
             (versions, holders, hashes, next) = ([], [], [], [])
             buckets = [Int](repeating: -1, count: 8)
             noted.emptied = true
             return noted
         }
-        for key in keys.keys.filter({ $0.store == store }) {
-            guard let forgotten = keys.removeValue(forKey: key) else { continue }
+        for (key, place) in keys.filter({ $0.key.store == store }) {
+            let forgotten = holdings[place]
+            noted.released.append(unfollow(place))
             for slot in forgotten.slots { drop(key, from: slot, into: &noted) }
-            noted.released.append(recency.remove(id: forgotten.use) as Any)
-            noted.released.append(key)
         }
         compact(&noted)
         return noted
+    }
+
+    /// Follows `key`, holding `slots`, as the most recently confirmed.
+    private mutating func follow(_ key: HeldKey, holding slots: Set<Int>) {
+        let place = freeHoldings.popLast() ?? holdings.count
+        if place == holdings.count { holdings.append(Holding()) }
+        holdings[place] = Holding(key: key, slots: slots)
+        keys[key] = place
+        linkNewest(place)
+    }
+
+    /// Stops following the key at `place`; returns what it held, to release after unlocking.
+    private mutating func unfollow(_ place: Int) -> Any {
+        unlinkOrder(place)
+        let gone = holdings[place]
+        holdings[place] = Holding()
+        freeHoldings.append(place)
+        return (gone, keys.removeValue(forKey: gone.key!)) as Any
+    }
+
+    private mutating func makeNewest(_ place: Int) {
+        guard place != newest else { return }
+        unlinkOrder(place)
+        linkNewest(place)
+    }
+
+    private mutating func unlinkOrder(_ place: Int) {
+        let (older, newer) = (holdings[place].older, holdings[place].newer)
+        if older >= 0 { holdings[older].newer = newer } else { oldest = newer }
+        if newer >= 0 { holdings[newer].older = older } else { newest = older }
+    }
+
+    private mutating func linkNewest(_ place: Int) {
+        holdings[place].older = newest
+        holdings[place].newer = -1
+        if newest >= 0 { holdings[newest].newer = place } else { oldest = place }
+        newest = place
     }
 
     /// Takes `key` off the holders of `slot`, noting the slot freed when no key holds it any more.
@@ -214,8 +243,9 @@ struct EntityIndex: Sendable {
                 var moved = Set<HeldKey>()
                 holders[slot].add(to: &moved)
                 for key in moved {
-                    keys[key]?.slots.remove(last)
-                    keys[key]?.slots.insert(slot)
+                    guard let place = keys[key] else { continue }
+                    holdings[place].slots.remove(last)
+                    holdings[place].slots.insert(slot)
                 }
             }
             versions.removeLast()

@@ -24,10 +24,10 @@ extension StoreEngine {
         // levels saved it): what a caller does next (a change of an entity elsewhere) finds this key among those
         // holding it. A key the machine no longer uses (a store that keeps no value and has no level) has nothing to
         // follow.
-        if let confirmation = more?.confirmation, let observer = confirmations, let key {
+        if effects.confirms, let observer = confirmations, let key {
             observer.confirmed(
-                key.object, hash: key.hash, previous: confirmation.previous, value: confirmation.value,
-                readBack: confirmation.readBack)
+                key.object, hash: key.hash, previous: effects.replaced?.value, value: effects.confirmedValue,
+                readBack: effects.confirmedReadBack)
         }
         if let more, !more.debounce.isEmpty {
             let key = Self.named(key, for: "a debounced write")

@@ -221,8 +221,7 @@ extension StoreMachine {
         var effects = Effects()
         effects.replaced = exchange(&entry.confirmed, with: stored)  // moved out, released after unlocking
         if reportsConfirmations {
-            effects.confirmation = Confirmation(
-                previous: effects.replaced?.value, value: stored?.value, readBack: readBack)
+            (effects.confirms, effects.confirmedValue, effects.confirmedReadBack) = (true, stored?.value, readBack)
         }
         entry.isKnown = true
         entry.confirmedVersion += 1

@@ -11,10 +11,9 @@ extension StoreMachine {
         let entry = ensureEntry(key)
         var effects = Effects()
         let dropped = dropQueuedByRemoval(of: entry)
-        if reportsConfirmations, let removed = entry.confirmed {
-            effects.confirmation = Confirmation(previous: removed.value, value: nil, readBack: false)
-        }
-        effects.garbage = [entry.confirmed as Any, dropped]
+        effects.confirms = reportsConfirmations && entry.confirmed != nil
+        effects.replaced = entry.confirmed  // released after unlocking
+        effects.garbage = [dropped]
         effects.fetchReplies = dropped.compactMap { $0.droppedReply }
         entry.generation = next()
         entry.isKnown = true

@@ -28,6 +28,12 @@ extension StoreMachine {
         var publishedLater: [Snapshot] = []
         /// The confirmed value a change replaced, released after unlocking.
         var replaced: StoredValue<Value>?
+        /// Whether the key's confirmed value changed, for a store that reports it (its entities), from the value
+        /// ``replaced`` holds to ``confirmedValue`` (`nil`: none), read back from a level when ``confirmedReadBack``.
+        /// Kept here rather than in ``more`` so that a write of a store sharing entities allocates nothing more.
+        var confirmedValue: Value?
+        var confirms = false
+        var confirmedReadBack = false
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
         var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.
@@ -53,8 +59,6 @@ extension StoreMachine {
             var debounce: [DebounceStart] = []
             /// Tickets to release last (work that waited for saves that were dropped or not needed).
             var released: [SaveTicket] = []
-            /// The key's confirmed value as it changed, for a store that reports it (its entities).
-            var confirmation: Confirmation?
 
             init() {}
 
@@ -67,7 +71,6 @@ extension StoreMachine {
                 copy.failedCommits = failedCommits
                 copy.debounce = debounce
                 copy.released = released
-                copy.confirmation = confirmation
                 return copy
             }
         }
@@ -122,18 +125,6 @@ extension StoreMachine {
             get { more?.released ?? [] }
             _modify { yield &uniqueMore().released }
         }
-        var confirmation: Confirmation? {
-            get { more?.confirmation }
-            _modify { yield &uniqueMore().confirmation }
-        }
-    }
-
-    /// A change of a key's confirmed value: the value before and after (`nil`: none), and whether the new one was
-    /// read back from a level rather than learned (fetched, written, changed, or saved there by another process).
-    struct Confirmation {
-        let previous: Value?
-        let value: Value?
-        let readBack: Bool
     }
 }
 

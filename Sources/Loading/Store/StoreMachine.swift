@@ -105,7 +105,7 @@ struct StoreMachine: Sendable {
     var dropped: [Key] = []
 
     /// Whether each confirmed value, removal and clear is handed out with the effects, for the store's entities
-    /// (``Effects/confirmation``).
+    /// (``Effects/confirms``).
     let reportsConfirmations: Bool
 
     /// For a value that came from each level: the age (seconds) past which none of the levels it is saved in (that
