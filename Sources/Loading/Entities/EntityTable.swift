@@ -119,7 +119,13 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
                 let id = previous[position].id
                 if let slot = index.slot(hash: id.hashValue, where: { copies[$0].id == id }) { removing.append(slot) }
             }
-            noted = index.note(key, adding: holding, removing: removing)
+            if removing == holding {
+                // An edit of entities the key holds already (the common change) only moves the key in the order.
+                noted = EntityIndex.Noted()
+                _ = index.touch(key)
+            } else {
+                noted = index.note(key, adding: holding, removing: removing)
+            }
         } else {
             noted = index.note(key, holds: holding)
         }

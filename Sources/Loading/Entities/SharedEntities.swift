@@ -91,9 +91,17 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             guard let (copy, version) = known, copy != entity, isNewer?(copy, entity) != true else { return }
             let taken = state.withLock { $0.take([entity], versions: [version]) }
             withExtendedLifetime(taken.released) {}
-            if taken.took { break }  // else another copy came meanwhile: judged against it
+            guard taken.took else { continue }  // another copy came meanwhile: judged against it
+            // Each key shows this copy in place of its own (applied again to what a fetch in flight brings, unless
+            // `isNewer` says the copy there is newer): no look-up of the table per key.
+            let isNewer = isNewer
+            let newer: @Sendable (Entity) -> Entity? = { shown in
+                guard shown.id == entity.id, shown != entity, isNewer?(shown, entity) != true else { return nil }
+                return entity
+            }
+            for key in taken.holders { stores.withLock({ $0[key.store] })?.update(key.object, newer, true) }
+            return
         }
-        for key in state.withLock({ $0.holders(of: entity.id) }) { bringNewerCopies(to: key, replays: true) }
     }
 
     /// Changes entity `id` with `change` in every key holding it, at once, and sends the change with `commit` (one
@@ -255,6 +263,9 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         _ key: HeldKey, _ value: [Entity], _ known: [Entity], _ confirming: Confirming, readBack: Bool,
         before: ArraySlice<Entity>
     ) {
+        // Most often the copies are those known (a key brought the copy the entities hold): nothing to judge.
+        let differing = confirming.compared.indices.filter { known[$0] != value[confirming.compared[$0]] }
+        guard !differing.isEmpty else { return }
         var held: [Entity.ID: Entity] = [:]
         if !readBack {
             for entity in before { held[entity.id] = entity }
@@ -262,9 +273,8 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         var olderHere = false
         var taking: [Entity] = []
         var versions: [Int] = []
-        for (position, index) in confirming.compared.enumerated() {
-            let entity = value[index]
-            if known[position] == entity { continue }
+        for position in differing {
+            let entity = value[confirming.compared[position]]
             let learned = !readBack && held[entity.id] != entity  // new in this key, or changed in it
             if isNewer(entity, than: known[position], learned: learned) {
                 taking.append(entity)
@@ -274,8 +284,10 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             }
         }
         var others = Set<HeldKey>()
+        var spread: [Entity.ID] = []
         if !taking.isEmpty {
             let taken = state.withLock { $0.take(taking, versions: versions) }
+            spread = taken.spread
             withExtendedLifetime(taken.released) {}
             olderHere = olderHere || taken.missed  // another copy came meanwhile: this key gets it
             others = taken.holders
@@ -292,7 +304,7 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             }
         }
         if olderHere { bringNewerCopies(to: key, replays: false) }
-        for other in others { bringNewerCopies(to: other, replays: false) }
+        for other in others { bringNewerCopies(to: other, replays: false, of: spread) }
     }
 
     /// Whether `entity` replaces `copy`: as `isNewer` says when it tells them apart, else when the key learned it.
@@ -305,12 +317,14 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
 
     /// Updates `key` with the copies known for the entities it holds, where they differ: copies another key learned
     /// (a fetch of `key` in flight brings a copy learned later, which wins), or a live update that `replays` (applied
-    /// again to what such a fetch brings).
-    private func bringNewerCopies(to key: HeldKey, replays: Bool) {
+    /// again to what such a fetch brings). Only the entities of `ids` are looked up when given (the others are not
+    /// newer here).
+    private func bringNewerCopies(to key: HeldKey, replays: Bool, of ids: [Entity.ID]? = nil) {
         guard let access = stores.withLock({ $0[key.store] }) else { return }
         access.update(
             key.object,
             { [weak self] entity in
+                if let ids, !ids.contains(entity.id) { return nil }
                 guard let copy = self?.state.withLock({ $0.copy(of: entity.id) }), copy != entity else {
                     return nil
                 }
