@@ -105,9 +105,12 @@ extension StoreMachine {
             _ = update(id) { $0.levelAnswer = (level, savedAt) }
         }
 
-        /// Fetch `id` ends; `nil` when it was not in flight.
+        /// Fetch `id` ends; `nil` when it was not in flight. The last to end lets the list's storage go: a key the
+        /// store keeps holds no room for fetches between them.
         mutating func end(_ id: Int) -> Fetch? {
-            fetches.firstIndex { $0.id == id }.map { fetches.remove(at: $0) }
+            guard let index = fetches.firstIndex(where: { $0.id == id }) else { return nil }
+            guard fetches.count > 1 else { return exchange(&fetches, with: []).first }
+            return fetches.remove(at: index)
         }
 
         /// Whether the value fetch `id` (ended) brought is confirmed: not when a fetch started after it was confirmed
