@@ -16,6 +16,11 @@ struct InlineFirstArray<Element> {
         head = element
     }
 
+    /// A list of `head` alone, or an empty one.
+    init(head: Element?) {
+        self.head = head
+    }
+
     /// A list of `elements`, in their order; the array's storage becomes the list's.
     init(_ elements: consuming [Element]) {
         guard !elements.isEmpty else { return }

@@ -8,7 +8,8 @@ extension StoreMachine {
     /// earlier one waits for it to land (replaced meanwhile by any newer write), so that a slow level saves the latest
     /// value next instead of every value in between.
     struct LevelWrites: Sendable {
-        private var ops: [LevelOp] = []
+        /// The first inline: a key's single operation, the usual case, needs no storage of its own, kept or made.
+        private var ops = InlineFirstArray<LevelOp>()
         /// Whether a caller is issuing the key's operations.
         private(set) var isIssuing = false
         private var debounced: [Int: DebouncedWrite] = [:]
@@ -36,15 +37,15 @@ extension StoreMachine {
             ops.append(operation)
         }
 
-        /// Takes every operation waiting, in order, for the caller issuing them. One operation, the usual case, is
-        /// moved out, and the list keeps its storage for the next.
+        /// Takes every operation waiting, in order, for the caller issuing them.
         mutating func takeOps() -> InlineFirstArray<LevelOp> {
-            ops.count == 1 ? InlineFirstArray(ops.removeLast()) : InlineFirstArray(exchange(&ops, with: []))
+            guard !ops.tail.isEmpty else { return InlineFirstArray(head: ops.head.take()) }
+            return exchange(&ops, with: InlineFirstArray())
         }
 
         /// Takes the operation waiting when it is the only one (a change applied at once, issued by its caller).
         mutating func takeOnlyOp() -> LevelOp? {
-            ops.count == 1 ? ops.removeLast() : nil
+            ops.tail.isEmpty ? ops.head.take() : nil
         }
 
         /// A caller issues the key's operations now.
@@ -132,7 +133,7 @@ extension StoreMachine {
         /// Drops everything waiting (a clear): returns the operations, whose tickets the caller releases, and the
         /// debounced writes' timers, to cancel. A caller issuing goes on, and finds none.
         mutating func removeAll() -> (ops: [LevelOp], timers: [any CancellationToken]) {
-            let dropped = exchange(&ops, with: [])
+            let dropped = ops.isEmpty ? [] : Array(exchange(&ops, with: InlineFirstArray()))
             // Never issued: their levels are not saving them.
             for case .flush(_, _, let level, _, _) in dropped { endSave(at: level) }
             return (dropped, dropDebounced())
