@@ -1,0 +1,170 @@
+import Foundation
+import LoadingTestHelpers
+import LoadingTestSupport
+import XCTest
+
+@testable import Loading
+
+/// Random histories over two stores sharing entities (lists of members, and one member's detail): fetches answered in
+/// any order or failed, the server's copies edited meanwhile, live updates, optimistic changes accepted or refused,
+/// writes, removals and clears. After every step, every key holding an entity shows the same copy of it, the one
+/// the entities hold, whatever order things happened in: the copies and the fetches agree.
+final class EntityAgreementTests: XCTestCase {
+    private struct Member: Identifiable, Equatable, Sendable, CustomStringConvertible {
+        let id: Int
+        var version: Int
+
+        var description: String { "\(id)@\(version)" }
+    }
+
+    /// A request a store sent, waiting for the history to answer it.
+    private struct Request: Sendable {
+        let list: Int?
+        let detail: Int?
+        let answer: @Sendable (Result<[Member], any Error>) -> Void
+    }
+
+    private static let ids = 0..<5
+    private static let listKeys = 0..<4
+
+    /// The members list `key` holds on the server.
+    private static func members(ofList key: Int) -> [Int] {
+        [key % ids.count, (key + 1) % ids.count]
+    }
+
+    func test_randomHistories_keepEveryCopyAgreed() {
+        for seed in UInt64(1)...400 {
+            var generator = SeededRandom(seed: seed)
+            if let failure = run(seed: seed, steps: 80, generator: &generator) {
+                return XCTFail("seed \(seed): \(failure)")
+            }
+        }
+    }
+
+    /// Runs one history; what disagreed, if anything.
+    private func run(seed: UInt64, steps: Int, generator: inout SeededRandom) -> String? {
+        var serverVersions = Dictionary(uniqueKeysWithValues: Self.ids.map { ($0, 1) })
+        var liveVersion = 1_000
+        let requests = Locked<[Request]>([])
+        let byVersion = seed % 2 == 0
+        let newerVersion: @Sendable (Member, Member) -> Bool = { $0.version > $1.version }
+        let members = SharedEntities<Member>(isNewer: byVersion ? newerVersion : nil)
+        let listFetch = LoaderFamily<Int, [Member]> { key in
+            AnyLoader<[Member]> { completion in
+                requests.withLock { $0.append(Request(list: key, detail: nil, answer: completion)) }
+                return AnyCancellationToken {}
+            }
+        }
+        let detailFetch = LoaderFamily<Int, Member> { key in
+            AnyLoader<Member> { completion in
+                let answer: @Sendable (Result<[Member], any Error>) -> Void = { completion($0.map { $0[0] }) }
+                requests.withLock { $0.append(Request(list: nil, detail: key, answer: answer)) }
+                return AnyCancellationToken {}
+            }
+        }
+        let inLists: EntitySharing<[Member]> = members.held(in: .elements)
+        let inDetails: EntitySharing<Member> = members.held(in: .whole)
+        let lists = Store<Int, [Member]>(
+            levels: [.cache(MemoryCache<Int, [Member]>(), name: "memory")], fetch: listFetch, entities: inLists)
+        let details = Store<Int, Member>(
+            levels: [.cache(MemoryCache<Int, Member>(), name: "memory")], fetch: detailFetch, entities: inDetails)
+        var log: [String] = []
+        for _ in 0..<steps {
+            let step = Int.random(in: 0..<100, using: &generator)
+            switch step {
+            case 0..<18:
+                let key = Self.listKeys.randomElement(using: &generator)!
+                log.append("refresh list \(key)")
+                _ = lists.freshValue(of: key).load { _ in }
+            case 18..<28:
+                let key = Self.ids.randomElement(using: &generator)!
+                log.append("refresh detail \(key)")
+                _ = details.freshValue(of: key).load { _ in }
+            case 28..<50:
+                let waiting = requests.withLock { $0.count }
+                guard waiting > 0 else { continue }
+                let index = Int.random(in: 0..<waiting, using: &generator)
+                let request = requests.withLock { $0.remove(at: index) }
+                let ids = request.list.map(Self.members(ofList:)) ?? [request.detail!]
+                let answer = ids.map { Member(id: $0, version: serverVersions[$0]!) }
+                log.append("answer \(request.list.map { "list \($0)" } ?? "detail \(request.detail!)") with \(answer)")
+                request.answer(.success(answer))
+            case 50..<55:
+                let waiting = requests.withLock { $0.count }
+                guard waiting > 0 else { continue }
+                let index = Int.random(in: 0..<waiting, using: &generator)
+                log.append("fail request \(index)")
+                requests.withLock { $0.remove(at: index) }.answer(.failure(TestError.model))
+            case 55..<67:
+                let id = Self.ids.randomElement(using: &generator)!
+                serverVersions[id]! += 1
+                log.append("server edits \(id) to \(serverVersions[id]!)")
+            case 67..<77:
+                let id = Self.ids.randomElement(using: &generator)!
+                liveVersion += 1
+                let copy = Member(id: id, version: liveVersion)
+                log.append("live update \(copy)")
+                members.update(copy)
+            case 77..<85:
+                let id = Self.ids.randomElement(using: &generator)!
+                let accepted = Bool.random(using: &generator)
+                liveVersion += 1
+                let version = liveVersion
+                log.append("mutate \(id) to \(version), \(accepted ? "accepted" : "refused")")
+                members.mutate(
+                    id, { Member(id: $0.id, version: version) },
+                    commit: AnyLoader<Void> { completion in
+                        completion(accepted ? .success(()) : .failure(TestError.model))
+                        return AnyCancellationToken {}
+                    })
+            case 85..<91:
+                let key = Self.listKeys.randomElement(using: &generator)!
+                let list = Self.members(ofList: key).map { Member(id: $0, version: serverVersions[$0]!) }
+                log.append("write list \(key) \(list)")
+                lists.write(list, for: key)
+            case 91..<95:
+                let key = Self.listKeys.randomElement(using: &generator)!
+                log.append("remove list \(key)")
+                lists.remove(key)
+            case 95..<98:
+                let key = Self.ids.randomElement(using: &generator)!
+                log.append("remove detail \(key)")
+                details.remove(key)
+            default:
+                log.append("clear lists")
+                lists.clear()
+            }
+            if let disagreement = check(members, lists, details) {
+                return "\(disagreement)\nafter:\n  " + log.joined(separator: "\n  ")
+            }
+        }
+        // Requests left waiting fail, so that nothing holds the stores.
+        for request in requests.withLock({ exchange(&$0, with: []) }) { request.answer(.failure(TestError.model)) }
+        return nil
+    }
+
+    /// Whether every key holding an entity shows the copy the entities hold; what differs, if not.
+    private func check(
+        _ members: SharedEntities<Member>, _ lists: Store<Int, [Member]>, _ details: Store<Int, Member>
+    ) -> String? {
+        var shown: [Int: [(String, Member)]] = [:]
+        for key in Self.listKeys {
+            for member in lists.state(for: key).value ?? [] {
+                shown[member.id, default: []].append(("list \(key)", member))
+            }
+        }
+        for key in Self.ids {
+            if let member = details.state(for: key).value {
+                shown[member.id, default: []].append(("detail \(key)", member))
+            }
+        }
+        for (id, copies) in shown {
+            let held = members.entity(id)
+            guard copies.allSatisfy({ $0.1 == held }) else {
+                let listed = copies.map { "\($0.0) shows \($0.1)" }.joined(separator: ", ")
+                return "member \(id): the entities hold \(held.map(String.init(describing:)) ?? "nothing"); \(listed)"
+            }
+        }
+        return nil
+    }
+}
