@@ -231,7 +231,7 @@ struct StoreMachine: Sendable {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
         guard entry.pending.isEmpty, entry.turn.isFree, let confirmed = entry.confirmed,
-            isFresh(entry, under: policy, now: now)
+            isFresh(confirmed, of: entry, under: policy, now: now)
         else { return .held }
         if let hit = entry.hitResponse, entry.hitConfirmedVersion == entry.confirmedVersion,
             hit.version == entry.version
@@ -256,6 +256,13 @@ struct StoreMachine: Sendable {
     /// Whether `policy` takes `entry`'s confirmed value as it is (see ``cached(_:under:now:)``).
     func isFresh(_ entry: Entry, under policy: ReadPolicy, now: Date) -> Bool {
         guard let confirmed = entry.confirmed else { return false }
+        return isFresh(confirmed, of: entry, under: policy, now: now)
+    }
+
+    /// Whether `policy` takes `confirmed`, `entry`'s confirmed value read already, as it is.
+    private func isFresh(
+        _ confirmed: StoredValue<Value>, of entry: Entry, under policy: ReadPolicy, now: Date
+    ) -> Bool {
         switch policy.kind {
         case .networkFirst, .networkOnly: return false
         case .cacheOnly: return true
