@@ -5,8 +5,8 @@ import XCTest
 
 @testable import Loading
 
-/// Random histories over two stores sharing entities (lists of members, and one member's detail): fetches answered in
-/// any order or failed, the server's copies edited meanwhile, live updates, optimistic changes accepted or refused,
+/// Random histories over three stores sharing entities (lists of members, one member's detail, and paged feeds of
+/// members): fetches and pages answered in any order or failed, the server's copies edited meanwhile, live updates, optimistic changes accepted or refused,
 /// writes, removals and clears. After every step, every key holding an entity shows the same copy of it, the one
 /// the entities hold, whatever order things happened in: the copies and the fetches agree.
 final class EntityAgreementTests: XCTestCase {
@@ -19,8 +19,10 @@ final class EntityAgreementTests: XCTestCase {
 
     /// A request a store sent, waiting for the history to answer it.
     private struct Request: Sendable {
-        let list: Int?
-        let detail: Int?
+        /// What is asked for, as the history prints it.
+        let name: String
+        /// The members the server answers with.
+        let ids: [Int]
         let answer: @Sendable (Result<[Member], any Error>) -> Void
     }
 
@@ -32,8 +34,15 @@ final class EntityAgreementTests: XCTestCase {
         [key % ids.count, (key + 1) % ids.count]
     }
 
+    /// The members on the page of feed `key` that `cursor` points to (two pages: `nil`, then 1).
+    private static func members(ofFeed key: Int, at cursor: Int?) -> [Int] {
+        cursor == nil ? [key % ids.count] : [(key + 2) % ids.count]
+    }
+
+    /// 400 histories, or `LOADING_MODEL_HISTORIES` of them (a longer hunt, as the model check's soak).
     func test_randomHistories_keepEveryCopyAgreed() {
-        for seed in UInt64(1)...400 {
+        let histories = UInt64(ProcessInfo.processInfo.environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 400
+        for seed in UInt64(1)...max(histories, 1) {
             var generator = SeededRandom(seed: seed)
             if let failure = run(seed: seed, steps: 80, generator: &generator) {
                 return XCTFail("seed \(seed): \(failure)")
@@ -51,14 +60,31 @@ final class EntityAgreementTests: XCTestCase {
         let members = SharedEntities<Member>(isNewer: byVersion ? newerVersion : nil)
         let listFetch = LoaderFamily<Int, [Member]> { key in
             AnyLoader<[Member]> { completion in
-                requests.withLock { $0.append(Request(list: key, detail: nil, answer: completion)) }
+                requests.withLock {
+                    $0.append(Request(name: "list \(key)", ids: Self.members(ofList: key), answer: completion))
+                }
                 return AnyCancellationToken {}
             }
         }
         let detailFetch = LoaderFamily<Int, Member> { key in
             AnyLoader<Member> { completion in
                 let answer: @Sendable (Result<[Member], any Error>) -> Void = { completion($0.map { $0[0] }) }
-                requests.withLock { $0.append(Request(list: nil, detail: key, answer: answer)) }
+                requests.withLock { $0.append(Request(name: "detail \(key)", ids: [key], answer: answer)) }
+                return AnyCancellationToken {}
+            }
+        }
+        let feeds = PagedStore<Int, Member, Int>(
+            levels: [.cache(MemoryCache<Int, PagedList<Member, Int>>(), name: "memory")],
+            entities: members.held(in: .items())
+        ) { key, cursor in
+            AnyLoader<Page<Member, Int>> { completion in
+                let answer: @Sendable (Result<[Member], any Error>) -> Void = { result in
+                    completion(result.map { Page(items: $0, nextCursor: cursor == nil ? 1 : nil) })
+                }
+                let name = "feed \(key) page \(cursor.map(String.init) ?? "first")"
+                requests.withLock {
+                    $0.append(Request(name: name, ids: Self.members(ofFeed: key, at: cursor), answer: answer))
+                }
                 return AnyCancellationToken {}
             }
         }
@@ -85,9 +111,8 @@ final class EntityAgreementTests: XCTestCase {
                 guard waiting > 0 else { continue }
                 let index = Int.random(in: 0..<waiting, using: &generator)
                 let request = requests.withLock { $0.remove(at: index) }
-                let ids = request.list.map(Self.members(ofList:)) ?? [request.detail!]
-                let answer = ids.map { Member(id: $0, version: serverVersions[$0]!) }
-                log.append("answer \(request.list.map { "list \($0)" } ?? "detail \(request.detail!)") with \(answer)")
+                let answer = request.ids.map { Member(id: $0, version: serverVersions[$0]!) }
+                log.append("answer \(request.name) with \(answer)")
                 request.answer(.success(answer))
             case 50..<55:
                 let waiting = requests.withLock { $0.count }
@@ -122,11 +147,19 @@ final class EntityAgreementTests: XCTestCase {
                 let list = Self.members(ofList: key).map { Member(id: $0, version: serverVersions[$0]!) }
                 log.append("write list \(key) \(list)")
                 lists.write(list, for: key)
-            case 91..<95:
+            case 91..<93:
                 let key = Self.listKeys.randomElement(using: &generator)!
                 log.append("remove list \(key)")
                 lists.remove(key)
-            case 95..<98:
+            case 93..<95:
+                let key = Self.listKeys.randomElement(using: &generator)!
+                log.append("next page of feed \(key)")
+                _ = feeds.nextPage(of: key).load { _ in }
+            case 95..<96:
+                let key = Self.listKeys.randomElement(using: &generator)!
+                log.append("refresh feed \(key)")
+                _ = feeds.store.freshValue(of: key).load { _ in }
+            case 96..<98:
                 let key = Self.ids.randomElement(using: &generator)!
                 log.append("remove detail \(key)")
                 details.remove(key)
@@ -134,7 +167,7 @@ final class EntityAgreementTests: XCTestCase {
                 log.append("clear lists")
                 lists.clear()
             }
-            if let disagreement = check(members, lists, details) {
+            if let disagreement = check(members, lists, details, feeds) {
                 return "\(disagreement)\nafter:\n  " + log.joined(separator: "\n  ")
             }
         }
@@ -145,12 +178,18 @@ final class EntityAgreementTests: XCTestCase {
 
     /// Whether every key holding an entity shows the copy the entities hold; what differs, if not.
     private func check(
-        _ members: SharedEntities<Member>, _ lists: Store<Int, [Member]>, _ details: Store<Int, Member>
+        _ members: SharedEntities<Member>, _ lists: Store<Int, [Member]>, _ details: Store<Int, Member>,
+        _ feeds: PagedStore<Int, Member, Int>
     ) -> String? {
         var shown: [Int: [(String, Member)]] = [:]
         for key in Self.listKeys {
             for member in lists.state(for: key).value ?? [] {
                 shown[member.id, default: []].append(("list \(key)", member))
+            }
+        }
+        for key in Self.listKeys {
+            for member in feeds.store.state(for: key).value?.items ?? [] {
+                shown[member.id, default: []].append(("feed \(key)", member))
             }
         }
         for key in Self.ids {
