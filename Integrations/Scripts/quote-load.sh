@@ -96,7 +96,8 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
-python3 - "$results" "$CHECK" <<'PY'
+# A failed check shows what the database reported too (its log goes with its folder).
+python3 - "$results" "$CHECK" <<'PY' || { status=$?; grep -E "ERROR|FATAL|PANIC" "$POSTGRES_DIR/log" | tail -20; exit $status; }
 import sys
 runs = {}
 for line in open(sys.argv[1]):

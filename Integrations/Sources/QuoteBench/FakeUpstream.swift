@@ -10,10 +10,11 @@ struct UpstreamQuote: ResponseCodable {
 }
 
 /// The upstream's calls since the last time they were asked for: each symbol with when it was called, in seconds
-/// since the upstream started.
+/// since the upstream started, and who called (the `caller` header, empty without one).
 struct CallLog: ResponseCodable {
     var symbols: [String] = []
     var seconds: [Double] = []
+    var callers: [String] = []
 }
 
 /// An upstream that answers every quote after `latency` and keeps a log of its calls (`GET /calls` takes it).
@@ -29,9 +30,9 @@ final class FakeUpstream: Sendable {
 
     func run(port: Int) async throws {
         let router = Router()
-        router.get("quotes/:symbol") { _, context -> UpstreamQuote in
+        router.get("quotes/:symbol") { request, context -> UpstreamQuote in
             let symbol = try context.parameters.require("symbol")
-            let version = self.record(symbol)
+            let version = self.record(symbol, from: request.headers[.init("caller")!] ?? "")
             try await Task.sleep(for: self.latency)
             return UpstreamQuote(symbol: symbol, price: Double(symbol.utf8.count * 10 + version), version: version)
         }
@@ -48,11 +49,12 @@ final class FakeUpstream: Sendable {
         try await app.runService()
     }
 
-    private func record(_ symbol: String) -> Int {
+    private func record(_ symbol: String, from caller: String) -> Int {
         let at = (ContinuousClock.now - started) / .seconds(1)
         log.withLockedValue { log in
             log.symbols.append(symbol)
             log.seconds.append(at)
+            log.callers.append(caller)
         }
         return versions.withLockedValue { versions in
             versions[symbol, default: 0] += 1

@@ -76,24 +76,29 @@ struct Load {
         func percentile(_ p: Double) -> Double {
             latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1_000
         }
-        var times: [String: [Double]] = [:]
-        for (symbol, at) in zip(calls.symbols, calls.seconds) { times[symbol, default: []].append(at) }
+        // Each symbol's calls, in order: when, and which target made it (its index, from the `caller` header).
+        var calledAt: [String: [(at: Double, by: String)]] = [:]
+        for index in calls.symbols.indices {
+            let by = targets.firstIndex { $0.hasSuffix(":\(calls.callers[index])") }.map { "instance \($0 + 1)" }
+            calledAt[calls.symbols[index], default: []].append((calls.seconds[index], by ?? "an unknown caller"))
+        }
         // The most calls any symbol got within one freshness window (any `maxAge` seconds).
         var mostPerWindow = 0
         var symbolsOverOne = 0
-        var closest: [(symbol: String, gap: Double)] = []
-        for (symbol, unsorted) in times {
-            let list = unsorted.sorted()
+        var closest: [(symbol: String, gap: Double, by: String)] = []
+        for (symbol, unsorted) in calledAt {
+            let list = unsorted.sorted { $0.at < $1.at }
             var first = 0
             var most = 0
             for last in list.indices {
-                while list[last] - list[first] >= maxAge { first += 1 }
+                while list[last].at - list[first].at >= maxAge { first += 1 }
                 most = max(most, last - first + 1)
             }
             mostPerWindow = max(mostPerWindow, most)
             if most > 1 {
                 symbolsOverOne += 1
-                closest.append((symbol, zip(list.dropFirst(), list).map { $0 - $1 }.min()!))
+                let pair = zip(list, list.dropFirst()).min { $0.1.at - $0.0.at < $1.1.at - $1.0.at }!
+                closest.append((symbol, pair.1.at - pair.0.at, "\(pair.0.by), then \(pair.1.by)"))
             }
         }
         let line = [
@@ -104,8 +109,8 @@ struct Load {
             "most calls per symbol per \(Int(maxAge)) s window \(mostPerWindow) (symbols over one: \(symbolsOverOne))",
         ]
         print(line.joined(separator: "  "))
-        for (symbol, gap) in closest.sorted(by: { $0.gap < $1.gap }).prefix(5) {
-            print("  \(symbol): two upstream calls \(String(format: "%.3f", gap)) s apart")
+        for (symbol, gap, by) in closest.sorted(by: { $0.gap < $1.gap }).prefix(5) {
+            print("  \(symbol): two upstream calls \(String(format: "%.3f", gap)) s apart (\(by))")
         }
         print(
             "RESULT label=\(label) requests=\(requests) failures=\(failures) cpu_us=\(cpu / Double(max(requests, 1)) * 1e6)"

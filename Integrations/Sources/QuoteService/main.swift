@@ -28,7 +28,7 @@ let postgres = PostgresClient(configuration: options.postgresConfiguration, back
 var upstreamConfiguration = HTTPClient.Configuration()
 upstreamConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
 let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: upstreamConfiguration)
-let upstream = Upstream(client: http, base: options.upstream)
+let upstream = Upstream(client: http, base: options.upstream, caller: "\(options.port)")
 let quotesTable = try PostgresLevel<String, Quote>(client: postgres, table: options.table, maxAge: options.maxAge)
 let quoteLeases = try PostgresFetchLease<String>(client: postgres, table: options.table + "_leases")
 
@@ -66,10 +66,13 @@ protocol QuoteSource: Sendable {
 struct Upstream: Sendable {
     let client: HTTPClient
     let base: String
+    /// How this instance names itself to the upstream (its port): the upstream's call log says who called.
+    let caller: String
 
     func quote(_ symbol: String) async throws -> Quote {
-        let response = try await client.execute(
-            HTTPClientRequest(url: "\(base)/quotes/\(symbol)"), timeout: .seconds(5))
+        var request = HTTPClientRequest(url: "\(base)/quotes/\(symbol)")
+        request.headers.add(name: "caller", value: caller)
+        let response = try await client.execute(request, timeout: .seconds(5))
         guard response.status == .ok else {
             throw HTTPError(.badGateway, message: "The upstream answered \(response.status).")
         }

@@ -78,19 +78,13 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
 }
 
 extension TypedStoreHooks {
-    /// What level `level` answered the read that starts fetch `id`, which missed every level: under a coordination
-    /// whose shared level it is, a value saved there later than that answer is the fetch's answer too (see
-    /// ``coordinatedLoad(_:of:object:in:under:completion:)``).
-    func noteLevelAnswer(
-        _ result: Result<CachedValue<any StoreValueBox>, any Error>, of level: Int, invalidated: Bool,
-        beforeFetch id: Int
-    ) {
-        guard let coordinator, level == coordinator.sharedLevel, !invalidated else { return }
-        switch result {
-        case .success(let cached): coordinator.read(cached.savedAt, beforeFetch: id)
-        case .failure(is CacheMiss): coordinator.read(nil, beforeFetch: id)
-        case .failure: return  // a level that failed says nothing of what it holds
-        }
+    var coordinatedLevel: Int? { coordinator?.sharedLevel }
+
+    /// What the read that starts fetch `id` found in the shared level and did not take (the date of its value, in
+    /// seconds since the reference date; `-infinity` for none): a value saved there later is the fetch's answer too
+    /// (see ``coordinatedLoad(_:of:object:in:under:completion:)``).
+    func noteSharedLevelRead(_ found: Double, beforeFetch id: Int) {
+        coordinator?.read(found, beforeFetch: id)
     }
 
     /// Fetch `id`'s upstream load under `coordinator`: answered by a newer value of the shared level (saved since the
@@ -226,11 +220,13 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
         _ = await boundedAnswer(within: callTimeout) { try await coordination.release(key) }
     }
 
-    func read(_ savedAt: Date?, beforeFetch id: Int) {
-        let seconds = savedAt?.timeIntervalSinceReferenceDate ?? -.infinity
-        reads.withLock { $0[id] = seconds }
+    /// Notes what the read that starts fetch `id` found in the shared level (see ``reads``).
+    func read(_ found: Double, beforeFetch id: Int) {
+        reads.withLock { $0[id] = found }
     }
 
+    /// What the read that started fetch `id` found in the shared level, if it read it: taken once the fetch's
+    /// upstream load starts.
     func takeRead(beforeFetch id: Int) -> Double? {
         reads.withLock { $0.removeValue(forKey: id) }
     }

@@ -113,14 +113,11 @@ extension StoreEngine {
         hooks?.tellHeldValueRead(key)
     }
 
-    /// What level `level` answered the read that starts fetch `id`, which missed every level (`invalidated` when
-    /// its value was judged stale): a coordination whose shared level it is takes a value saved there later as the
-    /// fetch's answer too.
-    func noteLevelAnswer(
-        _ result: Result<CachedValue<any StoreValueBox>, any Error>, of level: Int, invalidated: Bool,
-        beforeFetch id: Int
-    ) {
-        hooks?.noteLevelAnswer(result, of: level, invalidated: invalidated, beforeFetch: id)
+    /// What the read that starts fetch `id` found in the level the store shares with other processes and did not
+    /// take (the date of its value, `-infinity` for none): the coordination takes a value saved there later as the
+    /// fetch's answer.
+    func noteSharedLevelRead(_ found: Double, beforeFetch id: Int) {
+        hooks?.noteSharedLevelRead(found, beforeFetch: id)
     }
 
     /// What `key` shows now (no value when it shows nothing).

@@ -69,6 +69,9 @@ final class StoreEngine: Sendable {
     /// The work that needs the store's types beyond a load (events, a fetch context, a coordination), when the
     /// store has any: its upstream loads go through it.
     let hooks: (any StoreHooks)?
+    /// The index of the level the store shares with other processes under a coordination of its fetches, if any:
+    /// what a read finds there is noted for the fetch it starts.
+    let coordinatedLevel: Int?
     /// Told each change of a key's confirmed value and each clear, after unlocking, when the store shares entities.
     let confirmations: (any ConfirmationObserver)?
 
@@ -90,6 +93,7 @@ final class StoreEngine: Sendable {
         self.upstream = upstream
         self.network = network
         self.hooks = hooks
+        coordinatedLevel = hooks?.coordinatedLevel
         self.confirmations = confirmations
     }
 
@@ -215,11 +219,11 @@ protocol StoreHooks: AnyObject, Sendable {
     func tellJoined(_ id: Int, of key: StoreKeyRef)
     /// Tells the store's events that a read of `key` was answered by the value the store holds.
     func tellHeldValueRead(_ key: StoreKeyRef)
-    /// Notes what level `level` answered the read that starts fetch `id` (see
-    /// ``StoreEngine/noteLevelAnswer(_:of:invalidated:beforeFetch:)``).
-    func noteLevelAnswer(
-        _ result: Result<CachedValue<any StoreValueBox>, any Error>, of level: Int, invalidated: Bool,
-        beforeFetch id: Int)
+    /// The index of the level the store shares with other processes under a coordination of its fetches, if any.
+    var coordinatedLevel: Int? { get }
+    /// Notes what the read that starts fetch `id` found in the coordinated level (see
+    /// ``StoreEngine/noteSharedLevelRead(_:beforeFetch:)``).
+    func noteSharedLevelRead(_ found: Double, beforeFetch id: Int)
     /// Loads `key` from upstream for fetch `id` of `engine`, telling the store's events, in its fetch context, under
     /// its coordination with other processes (see ``StoreEngine/sendUpstream(_:of:completion:)``).
     func loadUpstreamWrapped(

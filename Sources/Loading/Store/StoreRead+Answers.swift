@@ -59,7 +59,9 @@ extension StoreRead {
         switch begun {
         case .answered(let snapshot): fetched(.success(snapshot))
         case .joined(let id, _): engine.tellJoined(id, of: key)
-        case .starts(let fetch, _): engine.startUpstream(fetch, of: object ?? key)
+        case .starts(let fetch, _):
+            noteSharedLevelRead(beforeFetch: fetch)
+            engine.startUpstream(fetch, of: object ?? key)
         }
     }
 

@@ -43,6 +43,11 @@ class StoreRead: CancellationToken, @unchecked Sendable {
     private var stamp = StoreMachine.ReadStamp(generation: 0, confirmedVersion: 0, staleMark: 0)
     private var inStep = false
     private var rules: StoreMachine.StaleRules?
+    /// What the read found in the level the store shares with other processes and did not take, for the fetch it
+    /// starts: the date of the value (seconds since the reference date), `-infinity` when the level had none; `nil`
+    /// until that level answers, or when it failed or its value may be stale for more than its age (it tells
+    /// nothing then). Set as that level answers.
+    private var foundInSharedLevel: Double?
     /// Whether the read holds its key in the store from a cache-then-network hit until its fetch has begun, so that
     /// the value it served stays shown meanwhile.
     private var holdsKey = false
@@ -264,6 +269,15 @@ class StoreRead: CancellationToken, @unchecked Sendable {
                 return engine.submit(hit, of: key)
             }
         }
+        if level == engine.coordinatedLevel {
+            foundInSharedLevel =
+                switch result {
+                case _ where invalidated: nil
+                case .success(let cached): cached.savedAt.timeIntervalSinceReferenceDate
+                case .failure(is CacheMiss): -.infinity
+                case .failure: nil
+                }
+        }
         // A miss of the last level begins the fetch under the same lock, keeping the key in use.
         let fetches = level + 1 == engine.levels.count && fetchesOnMiss(purpose)
         var object: StoreKeyRef?
@@ -281,9 +295,6 @@ class StoreRead: CancellationToken, @unchecked Sendable {
         guard !cancelled else { return }
         switch miss {
         case .fetch(let begun):
-            if case .starts(let fetch, _) = begun {
-                engine.noteLevelAnswer(result, of: level, invalidated: invalidated, beforeFetch: fetch)
-            }
             fetchBegun(begun, object: object)
         case .learned(let learned):
             // What the store learned answers (no value too, after a removal), unless it is a value too old.
@@ -304,6 +315,15 @@ class StoreRead: CancellationToken, @unchecked Sendable {
     }
 
     // MARK: Fetching
+
+    /// Tells the store's coordination with other processes what the read found in the level they share, before fetch
+    /// `id`, which the read starts, goes upstream: a value saved there later is the fetch's answer too (one
+    /// process fetches, the others take what it saved, even when it saved it while this read was still at a level
+    /// after the shared one).
+    func noteSharedLevelRead(beforeFetch id: Int) {
+        guard let found = foundInSharedLevel else { return }
+        engine.noteSharedLevelRead(found, beforeFetch: id)
+    }
 
     /// Joins the key's fetch in flight, or starts one on this thread. A read whose levels missed passes the stamp of
     /// its first level read: a value the store learned since is the answer, and no fetch starts.

@@ -255,6 +255,31 @@ final class FetchLeaseTests: XCTestCase {
         XCTAssertEqual(upstream.calls, 0)
     }
 
+    func test_aValueSavedWhileTheReadWentOnToALaterLevel_isTheAnswer_notASecondUpstreamCall() {
+        // The shared level comes before a level of this instance's own: the read misses the shared level, and the
+        // holder saves and gives the lease back while the read is at the later level.
+        let shared = SharedTable()
+        let own = HeldLevel()
+        let lease = MemoryLease()
+        let upstream = SlowUpstream()
+        let store = Store(
+            levels: [.cache(shared, name: "shared"), .cache(own, name: "own")],
+            fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
+
+        let response = Locked<StoreResponse<String>?>(nil)
+        store.read("ACME").load { result in response.withLock { $0 = try? result.get() } }
+        XCTAssertTrue(eventually { own.readsStarted == 1 }, "the shared level missed; the read is at its own level")
+        XCTAssertTrue(lease.take("ACME"), "another instance takes the lease")
+        shared.put("quote from the holder", for: "ACME", savedAt: Date())
+        lease.lapse("ACME")  // and gives it back once its value is saved
+        own.answerReads()
+        XCTAssertTrue(eventually { response.withLock { $0 } != nil })
+
+        XCTAssertEqual(response.withLock { $0 }?.value, "quote from the holder", "newer than what the read found")
+        XCTAssertEqual(upstream.calls, 0, "one upstream call across the instances: the holder's")
+    }
+
     func test_aKeyInvalidatedHere_doesNotTakeAValueSavedBeforeItsFetchBegan() {
         let shared = SharedTable()
         shared.put("old quote", for: "ACME", savedAt: Date().addingTimeInterval(-2))
@@ -419,6 +444,44 @@ private final class SharedTable: AsyncKeyedCache {
 
     func removeValue(for key: String) async throws { _ = state.withLock { $0.rows.removeValue(forKey: key) } }
     func removeAll() async throws { state.withLock { $0.rows = [:] } }
+}
+
+/// An instance's own level, empty, whose reads wait until the test answers them.
+private final class HeldLevel: AsyncKeyedCache {
+    private struct State {
+        var readsStarted = 0
+        var isOpen = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Locked(State())
+
+    var readsStarted: Int { state.withLock { $0.readsStarted } }
+
+    /// Answers the reads waiting, and every later read at once: nothing is here.
+    func answerReads() {
+        let waiting = state.withLock { state in
+            defer { state.waiting = [] }
+            state.isOpen = true
+            return state.waiting
+        }
+        for read in waiting { read.resume() }
+    }
+
+    func value(for key: String) async throws -> CachedValue<String>? {
+        await withCheckedContinuation { (read: CheckedContinuation<Void, Never>) in
+            let isOpen = state.withLock { state in
+                state.readsStarted += 1
+                if !state.isOpen { state.waiting.append(read) }
+                return state.isOpen
+            }
+            if isOpen { read.resume() }
+        }
+        return nil
+    }
+
+    func save(_ value: String, for key: String, savedAt: Date) async throws {}
+    func removeValue(for key: String) async throws {}
+    func removeAll() async throws {}
 }
 
 /// A lease whose database stopped answering: each acquire waits, deaf to cancellation (as a client waiting for a
