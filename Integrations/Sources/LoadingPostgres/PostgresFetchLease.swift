@@ -66,13 +66,16 @@ public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: Fetch
     /// Deletes a batch of at most `Table.sweepLimit` lapsed leases (their holders died, or gave them up unreleased),
     /// at most once every `interval` per instance: a lapsed row is a free lease, so deleting it changes no answer, and
     /// the table holds about the keys fetched lately. A failed sweep changes nothing.
+    ///
+    /// The lapse is judged again on the row deleted: a lease another instance took over while the sweep ran (its
+    /// transaction committed after the sweep chose the keys) is held, and stays.
     private func sweepLapsedLeases(every interval: Duration) async {
         guard leases.sweepIsDue(every: interval, now: Date()), (try? await leases.ensureCreated()) != nil else {
             return
         }
         _ = try? await client.query(
             """
-            DELETE FROM \(unescaped: table) WHERE key IN (
+            DELETE FROM \(unescaped: table) WHERE expires_at <= now() AND key IN (
                 SELECT key FROM \(unescaped: table) WHERE expires_at <= now() LIMIT \(Table.sweepLimit))
             """)
     }

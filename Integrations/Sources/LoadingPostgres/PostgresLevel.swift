@@ -91,6 +91,9 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
     /// Deletes a batch of at most `Table.sweepLimit` rows older than `maxAge` (by this level's `now`), the oldest
     /// first, at most once every `maxAge` per instance: the table keeps what can still be served, and the rows of keys
     /// no longer asked for go within about twice `maxAge`. A failed sweep changes nothing; the next one tries again.
+    ///
+    /// The age is judged again on the row deleted: a row another instance saved again while the sweep ran (its
+    /// transaction committed after the sweep chose the keys) is young, and stays.
     private func sweepRowsPastTheirAge() async {
         guard let maxAge else { return }
         let now = now()
@@ -98,7 +101,7 @@ public final class PostgresLevel<Key: Hashable & Sendable & Codable, Value: Send
         let cutoff = now.addingTimeInterval(-maxAge.seconds)
         _ = try? await client.query(
             """
-            DELETE FROM \(unescaped: table) WHERE key IN (
+            DELETE FROM \(unescaped: table) WHERE saved_at < \(cutoff) AND key IN (
                 SELECT key FROM \(unescaped: table) WHERE saved_at < \(cutoff) ORDER BY saved_at LIMIT \(Table.sweepLimit))
             """)
     }

@@ -62,6 +62,31 @@ final class PostgresFetchLeaseTests: XCTestCase {
         XCTAssertEqual(beforeTheNextSweep, 103, "a sweep at most once per lease duration")
     }
 
+    func test_aSweep_neverDeletesALeaseAnotherInstanceTookOverMeanwhile() async throws {
+        // Leases of no duration: this instance sweeps at each acquire.
+        let sweeping = try PostgresFetchLease<String>(client: client, table: table)
+        _ = try await sweeping.acquire("INIT", for: .zero)
+        try await client.query(
+            """
+            INSERT INTO \(unescaped: table) (key, holder, expires_at) VALUES ('"HOT"', 'gone', now() - interval '1 hour')
+            """)
+
+        // Another instance takes HOT's lapsed lease over; its transaction has not committed when a sweep begins.
+        let takenOver = try await HeldTransaction(
+            """
+            UPDATE \(unescaped: table) SET holder = 'another', expires_at = now() + interval '1 hour'
+            WHERE key = '"HOT"'
+            """, on: client)
+        let acquire = Task { try await sweeping.acquire("B", for: .zero) }
+        let blocked = try await HeldTransaction.untilASessionWaitsForALock(on: client)
+        XCTAssertTrue(blocked, "the sweep waits for the other instance's row")
+        try await takenOver.commit()
+        _ = try await acquire.value
+
+        let third = try await PostgresFetchLease<String>(client: client, table: table).acquire("HOT", for: .seconds(30))
+        XCTAssertFalse(third, "the lease taken over is held: the sweep left it")
+    }
+
     private func leaseRows() async throws -> Int {
         let rows = try await client.query("SELECT count(*) FROM \(unescaped: table)")
         for try await count in rows.decode(Int.self) { return count }

@@ -80,6 +80,32 @@ final class PostgresLevelTests: XCTestCase {
         XCTAssertEqual(served?.value.price, 4)
     }
 
+    func test_aSweep_neverDeletesARowAnotherInstanceSavedAgainMeanwhile() async throws {
+        let start = Date(timeIntervalSince1970: 1_700_000_000)
+        let clock = Locked(start)
+        let level = try PostgresLevel<String, Quote>(
+            client: client, table: table, maxAge: .seconds(60), now: { clock.withLock { $0 } })
+        try await level.save(Quote(symbol: "HOT", price: 1), for: "HOT", savedAt: start)  // the first sweep
+        clock.withLock { $0 = start.addingTimeInterval(61) }  // HOT's row is past its age: the next sweep's
+
+        // Another instance saves HOT again; its transaction has not committed when this instance's sweep begins.
+        let savedAgain = try await HeldTransaction(
+            """
+            UPDATE \(unescaped: table) SET value = '{"symbol":"HOT","price":2}'::jsonb,
+                saved_at = \(start.addingTimeInterval(61)) WHERE key = '"HOT"'
+            """, on: client)
+        let save = Task { [level] in
+            try await level.save(Quote(symbol: "B", price: 3), for: "B", savedAt: start.addingTimeInterval(61))
+        }
+        let blocked = try await HeldTransaction.untilASessionWaitsForALock(on: client)
+        XCTAssertTrue(blocked, "the sweep waits for the other instance's row")
+        try await savedAgain.commit()
+        try await save.value
+
+        let hot = try await level.value(for: "HOT")
+        XCTAssertEqual(hot?.value.price, 2, "the row saved again is young: the sweep leaves it")
+    }
+
     func test_aValueOlderThanMaxAge_isNotServed() async throws {
         let clock = Locked(Date(timeIntervalSince1970: 1_700_000_000))
         let level = try PostgresLevel<String, Quote>(
