@@ -25,10 +25,8 @@ struct EntityIndex: Sendable {
 
     private var versions: [Int] = []
     private var holders: [Holders] = []
-    private var hashes: [Int] = []
-    /// The first slot of each bucket (-1: none), chained by `next`; at least twice as many buckets as slots.
-    private var buckets = [Int](repeating: -1, count: 8)
-    private var next: [Int] = []
+    /// The slots, found by the hash value of their entity's id.
+    private var chains = HashChains()
     private var versionCount = 0
     private var keys: [HeldKey: Int] = [:]
     private var holdings: [Holding] = []
@@ -56,25 +54,17 @@ struct EntityIndex: Sendable {
 
     /// The slot of the entity whose id has `hash` and that `isEntity` recognizes, if it has one.
     func slot(hash: Int, where isEntity: (Int) -> Bool) -> Int? {
-        var slot = buckets[hash & (buckets.count - 1)]
-        while slot >= 0 {
-            if hashes[slot] == hash, isEntity(slot) { return slot }
-            slot = next[slot]
-        }
-        return nil
+        chains.slot(hash: hash, where: isEntity)
     }
 
     /// A slot (the next one, `count`) for an entity whose id has `hash` and that no key holds yet, its copy at a new
     /// version; held by no key until a note says so.
     mutating func newSlot(hash: Int) -> Int {
-        if count + 1 > buckets.count / 2 { rehash(into: buckets.count * 2) }
         versionCount += 1
-        let slot = count
         versions.append(versionCount)
         holders.append(Holders())
-        hashes.append(hash)
-        next.append(-1)
-        link(slot)
+        let slot = chains.addSlot()
+        chains.link(slot, hash: hash)
         return slot
     }
 
@@ -170,8 +160,8 @@ struct EntityIndex: Sendable {
             // Every key is the store's (the common case: one store shares the entities): all goes at once.
             noted.released = [keys, holdings, holders]
             (keys, holdings, freeHoldings, oldest, newest) = ([:], [], [], -1, -1)
-            (versions, holders, hashes, next) = ([], [], [], [])
-            buckets = [Int](repeating: -1, count: 8)
+            (versions, holders) = ([], [])
+            chains.removeAll()
             noted.emptied = true
             return noted
         }
@@ -232,14 +222,13 @@ struct EntityIndex: Sendable {
         guard !noted.freed.isEmpty else { return }
         noted.freed.sort(by: >)
         for slot in noted.freed {
-            unlink(slot)
+            chains.unlink(slot)
             let last = count - 1
             if slot != last {
-                unlink(last)
+                chains.unlink(last)
                 versions[slot] = versions[last]
-                hashes[slot] = hashes[last]
                 holders[slot] = holders[last]
-                link(slot)
+                chains.link(slot, hash: chains.hash(of: last))
                 var moved = Set<HeldKey>()
                 holders[slot].add(to: &moved)
                 for key in moved {
@@ -249,33 +238,9 @@ struct EntityIndex: Sendable {
                 }
             }
             versions.removeLast()
-            hashes.removeLast()
             holders.removeLast()
-            next.removeLast()
+            chains.removeLastSlot()
         }
-    }
-
-    private mutating func link(_ slot: Int) {
-        let bucket = hashes[slot] & (buckets.count - 1)
-        next[slot] = buckets[bucket]
-        buckets[bucket] = slot
-    }
-
-    private mutating func unlink(_ slot: Int) {
-        let bucket = hashes[slot] & (buckets.count - 1)
-        if buckets[bucket] == slot {
-            buckets[bucket] = next[slot]
-        } else {
-            var previous = buckets[bucket]
-            while next[previous] != slot { previous = next[previous] }
-            next[previous] = next[slot]
-        }
-        next[slot] = -1
-    }
-
-    private mutating func rehash(into count: Int) {
-        buckets = [Int](repeating: -1, count: count)
-        for slot in versions.indices { link(slot) }
     }
 }
 

@@ -6,12 +6,8 @@ struct StoreKeys: Sendable {
     /// A key as this table keeps it: the object the face made of it.
     typealias Object = AnyStoreKey
 
-    /// The first slot of each bucket (-1: none), a bucket being the low bits of a hash value (which Swift's hashing
-    /// spreads well): hashed once, by the key's type, not again by a dictionary. The slots of one bucket are chained
-    /// by `next`; there are at least twice as many buckets as keys.
-    private var buckets = [Int](repeating: -1, count: 8)
-    private var next: [Int] = []
-    private var hashes: [Int] = []
+    /// The slots, found by their key's hash value (hashed once, by the key's type, not again by a dictionary).
+    private var chains = HashChains()
     /// Each slot's key; `nil` for a free slot, or one given for an event and not kept yet.
     private var objects: [Object?] = []
     private var free: [Int] = []
@@ -28,21 +24,12 @@ struct StoreKeys: Sendable {
 
     /// The slot of the key with `hash` that `isKey` recognizes, if it has one.
     func slot(hash: Int, where isKey: (Object) -> Bool) -> Int? {
-        var slot = buckets[bucket(of: hash)]
-        while slot >= 0 {
-            if hashes[slot] == hash, let object = objects[slot], isKey(object) { return slot }
-            slot = next[slot]
-        }
-        return nil
-    }
-
-    private func bucket(of hash: Int) -> Int {
-        hash & (buckets.count - 1)
+        chains.slot(hash: hash) { slot in objects[slot].map(isKey) ?? false }
     }
 
     /// The key `slot` was given to, as the store's core holds it.
     func ref(at slot: Int) -> StoreKeyRef {
-        StoreKeyRef(object: object(at: slot), hash: hashes[slot])
+        StoreKeyRef(object: object(at: slot), hash: chains.hash(of: slot))
     }
 
     /// The key `slot` was given to.
@@ -56,30 +43,14 @@ struct StoreKeys: Sendable {
     mutating func takeSlot() -> Int {
         if let slot = free.popLast() { return slot }
         objects.append(nil)
-        next.append(-1)
-        hashes.append(0)
-        return objects.count - 1
+        return chains.addSlot()
     }
 
     /// Keeps `object`, whose hash value is `hash`, in `slot`, which ``takeSlot()`` gave.
     mutating func keep(_ object: Object, _ slot: Int, hash: Int) {
-        if count + 1 > buckets.count / 2 { rehash(into: buckets.count * 2) }
         objects[slot] = object
-        hashes[slot] = hash
-        let bucket = bucket(of: hash)
-        next[slot] = buckets[bucket]
-        buckets[bucket] = slot
+        chains.link(slot, hash: hash)
         count += 1
-    }
-
-    /// Places every key in `count` buckets.
-    private mutating func rehash(into count: Int) {
-        buckets = [Int](repeating: -1, count: count)
-        for slot in objects.indices where objects[slot] != nil {
-            let bucket = bucket(of: hashes[slot])
-            next[slot] = buckets[bucket]
-            buckets[bucket] = slot
-        }
     }
 
     /// Gives back a slot ``takeSlot()`` gave for an event that left nothing of its key.
@@ -93,15 +64,7 @@ struct StoreKeys: Sendable {
         guard let object = objects[slot] else { return nil }
         objects[slot] = nil
         count -= 1
-        let bucket = bucket(of: hashes[slot])
-        if buckets[bucket] == slot {
-            buckets[bucket] = next[slot]
-        } else {
-            var previous = buckets[bucket]
-            while next[previous] != slot { previous = next[previous] }
-            next[previous] = next[slot]
-        }
-        next[slot] = -1
+        chains.unlink(slot)
         free.append(slot)
         return object
     }
