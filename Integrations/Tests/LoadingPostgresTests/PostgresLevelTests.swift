@@ -52,8 +52,7 @@ final class PostgresLevelTests: XCTestCase {
     func test_rowsPastTheirAge_leaveTheTableAsItIsUsed_aBoundedBatchAtATime() async throws {
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         let clock = Locked(start)
-        let level = try PostgresLevel<String, Quote>(
-            client: client, table: table, maxAge: .seconds(60), now: { clock.withLock { $0 } })
+        let level = try levelAging(by: clock)
         try await level.save(Quote(symbol: "A", price: 1), for: "A", savedAt: start)  // makes the table
         // 600 rows an hour old: keys no instance asks for any more.
         try await client.query(
@@ -83,8 +82,7 @@ final class PostgresLevelTests: XCTestCase {
     func test_aSweep_neverDeletesARowAnotherInstanceSavedAgainMeanwhile() async throws {
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         let clock = Locked(start)
-        let level = try PostgresLevel<String, Quote>(
-            client: client, table: table, maxAge: .seconds(60), now: { clock.withLock { $0 } })
+        let level = try levelAging(by: clock)
         try await level.save(Quote(symbol: "HOT", price: 1), for: "HOT", savedAt: start)  // the first sweep
         clock.withLock { $0 = start.addingTimeInterval(61) }  // HOT's row is past its age: the next sweep's
 
@@ -108,8 +106,7 @@ final class PostgresLevelTests: XCTestCase {
 
     func test_aValueOlderThanMaxAge_isNotServed() async throws {
         let clock = Locked(Date(timeIntervalSince1970: 1_700_000_000))
-        let level = try PostgresLevel<String, Quote>(
-            client: client, table: table, maxAge: .seconds(60), now: { clock.withLock { $0 } })
+        let level = try levelAging(by: clock)
         try await level.save(Quote(symbol: "A", price: 1), for: "A", savedAt: clock.withLock { $0 })
 
         clock.withLock { $0 += 59 }
@@ -276,6 +273,11 @@ final class PostgresLevelTests: XCTestCase {
         let rows = try await client.query("SELECT count(*) FROM \(unescaped: table)")
         for try await count in rows.decode(Int.self) { return count }
         return 0
+    }
+
+    /// A level of this test's table whose values are served for 60 seconds, by `clock`.
+    private func levelAging(by clock: Locked<Date>) throws -> PostgresLevel<String, Quote> {
+        try PostgresLevel(client: client, table: table, maxAge: .seconds(60), now: { clock.withLock { $0 } })
     }
 
     /// A client for `LOADING_POSTGRES_URL` (`postgres://user@host:port/database`).

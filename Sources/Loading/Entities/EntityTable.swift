@@ -116,8 +116,7 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
         if windowed {
             var removing: [Int] = []
             for position in replaced {
-                let id = previous[position].id
-                if let slot = index.slot(hash: id.hashValue, where: { copies[$0].id == id }) { removing.append(slot) }
+                if let slot = slot(of: previous[position].id) { removing.append(slot) }
             }
             if removing == holding {
                 // An edit of entities the key holds already (the common change) only moves the key in the order.

@@ -236,8 +236,8 @@ protocol StoreHooks: AnyObject, Sendable {
 /// What follows a store's confirmed values from outside its core (the entities it shares with other keys): told after
 /// unlocking, in the order of the key's changes.
 protocol ConfirmationObserver: AnyObject, Sendable {
-    /// The confirmed value of `key` (whose hash value is `hash`) changed from `previous` to `value` (`nil`: none, as after a removal);
-    /// `readBack` when it was read back from a level rather than learned.
+    /// The confirmed value of `key` (whose hash value is `hash`) changed from `previous` to `value` (`nil`: none, as
+    /// after a removal); `readBack` when it was read back from a level rather than learned.
     func confirmed(
         _ key: AnyStoreKey, hash: Int, previous: (any StoreValueBox)?, value: (any StoreValueBox)?, readBack: Bool)
     /// The store was cleared.
