@@ -282,15 +282,26 @@ final class PostgresLevelTests: XCTestCase {
 
     /// A client for `LOADING_POSTGRES_URL` (`postgres://user@host:port/database`).
     static func makeClient() -> PostgresClient? {
+        serverURL().map { makeClient(host: $0.host, port: $0.port) }
+    }
+
+    /// A client for the database of `LOADING_POSTGRES_URL`, reached at `host`:`port` (a proxy in front of it).
+    static func makeClient(host: String, port: Int) -> PostgresClient {
+        let url = URLComponents(string: ProcessInfo.processInfo.environment["LOADING_POSTGRES_URL"] ?? "")
+        let configuration = PostgresClient.Configuration(
+            host: host, port: port, username: url?.user ?? "postgres", password: url?.password,
+            database: String(url?.path.dropFirst() ?? ""), tls: .disable)
+        var logger = Logger(label: "LoadingPostgresTests")
+        logger.logLevel = .critical  // a client nobody runs, or behind a faulty proxy, logs its failed connections
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+
+    /// The server's host and port in `LOADING_POSTGRES_URL`, when it names one.
+    static func serverURL() -> (host: String, port: Int)? {
         guard let text = ProcessInfo.processInfo.environment["LOADING_POSTGRES_URL"],
             let url = URLComponents(string: text), let host = url.host
         else { return nil }
-        let configuration = PostgresClient.Configuration(
-            host: host, port: url.port ?? 5432, username: url.user ?? "postgres", password: url.password,
-            database: String(url.path.dropFirst()), tls: .disable)
-        var logger = Logger(label: "LoadingPostgresTests")
-        logger.logLevel = .critical  // a client nobody runs logs its failed connections
-        return PostgresClient(configuration: configuration, backgroundLogger: logger)
+        return (host, url.port ?? 5432)
     }
 }
 

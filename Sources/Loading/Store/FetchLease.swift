@@ -101,11 +101,15 @@ extension TypedStoreHooks {
         // The task is the load's first step; the upstream load, when it starts, its second.
         pending.startStep {
             let task = Task { [self] in
-                let asked = await coordinator.acquire(key) ?? true  // an unreachable lease: fetch
-                let (answer, holds) =
-                    asked
-                    ? (await sharedValue(of: key, in: shared, newerThan: newer), true)
-                    : await awaitHolder(of: key, in: shared, newerThan: newer, under: coordinator)
+                let (answer, holds): (CachedValue<Value>?, Bool) =
+                    switch await coordinator.acquire(key) {
+                    case true?: (await sharedValue(of: key, in: shared, newerThan: newer), true)
+                    case false?: await awaitHolder(of: key, in: shared, newerThan: newer, under: coordinator)
+                    // An unreachable lease: fetch at once (its database may be the shared level's too, and another
+                    // read of that level would cost the miss one more timeout), and give back after the save what
+                    // the call may have taken without its answer reaching here.
+                    case nil: (nil, true)
+                    }
                 if let answer {
                     if holds { Task { await coordinator.release(key) } }
                     engine.run(object) {

@@ -68,15 +68,18 @@ final class FetchLeaseTests: XCTestCase {
 
     func test_aLeaseThatStopsAnswering_holdsAMissNoLongerThanItsTimeout_andALeaseTakenLateIsGivenBack() {
         let lease = SilentLease()
+        let shared = SharedTable()
         let upstream = SlowUpstream()
         let store = Store(
-            levels: [.cache(MemoryCache<String, String>(), name: "shared")],
+            levels: [.cache(shared, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
             coordination: .lease(lease, sharedLevel: "shared", timeout: .milliseconds(50)))
 
         // Unbounded, the read would wait for the lease for ever: its database stopped answering.
         XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1", "fetched without the lease")
         XCTAssertEqual(upstream.calls, 1)
+        // The shared level may be in the database that stopped: read again, it would cost the miss another timeout.
+        XCTAssertEqual(shared.reads, 1, "the read's own look at the shared level, and no other")
         XCTAssertTrue(eventually { lease.releases == 1 }, "what the fetch would hold is given back once saved")
 
         lease.answerEveryAcquire()  // the database answers after all: the lease was taken
