@@ -9,7 +9,8 @@ import XCTest
 /// behind ``FaultyDatabase``; the store's client goes through the proxy, the test's own client does not.
 ///
 /// What *On a server* promises: a cold key costs at most the level read's, the lease call's and the save's timeouts,
-/// plus the fetch, however the database fails; a value held in memory is served at once.
+/// plus the fetch, however the database fails (the save's not, when the level saves in the background); a value held
+/// in memory is served at once.
 final class DatabaseFaultTests: XCTestCase {
     /// Each call of the level and of the lease gives up after this.
     private static let timeout = Duration.milliseconds(300)
@@ -90,6 +91,19 @@ final class DatabaseFaultTests: XCTestCase {
         XCTAssertEqual(upstream.calls, 2, "kept in memory although the save never landed")
     }
 
+    func test_aHungDatabase_costsAColdKeyTheReadAndTheLeaseOnly_whenTheLevelSavesInTheBackground() async throws {
+        let upstream = SlowQuotes(latency: .zero)
+        let store = try instance(fetching: upstream, savingInBackground: true)
+        _ = try await store.read("WARM").load()
+
+        database.behave(.hanging)
+        let (cold, waited) = try await timed { try await store.read("COLD").load() }
+
+        XCTAssertEqual(cold.origin, .network)
+        XCTAssertLessThan(waited, Self.timeout * 2 + Self.scheduling, "took \(waited)")
+        XCTAssertEqual(upstream.calls, 2)
+    }
+
     func test_aHolderKilledMidLease_isTakenOverWhenTheLeaseLapses_notAfterWaiting() async throws {
         // An instance took the key's lease for a second, then was killed: it never saves, never gives it back.
         let holding = Duration.seconds(1)
@@ -109,18 +123,19 @@ final class DatabaseFaultTests: XCTestCase {
 
     // MARK: - Helpers
 
-    /// An instance of the service: the store's memory, this test's table and lease through the proxy (or `client`).
+    /// An instance of the service: the store's memory, this test's table and lease through the proxy (or `client`),
+    /// the table saving in the background when asked.
     private func instance(
         fetching upstream: SlowQuotes, holding: Duration = .seconds(10), waiting: Duration = .seconds(2),
-        client: PostgresClient? = nil
+        client: PostgresClient? = nil, savingInBackground: Bool = false
     ) throws -> Store<String, Quote> {
         let client = client ?? faulty!
+        let shared = StoreLevel.cache(
+            try PostgresLevel<String, Quote>(client: client, table: table), name: "postgres", timeout: Self.timeout)
         return Store(
             levels: [
                 .cache(MemoryCache<String, Quote>(), name: "memory"),
-                .cache(
-                    try PostgresLevel<String, Quote>(client: client, table: table), name: "postgres",
-                    timeout: Self.timeout),
+                savingInBackground ? shared.savingInBackground() : shared,
             ],
             fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
             coordination: .lease(

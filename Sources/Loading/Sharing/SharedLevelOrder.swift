@@ -102,7 +102,7 @@ final class SharedLevelOrder: Sendable {
     /// processes' order (a key `encodeKey` cannot encode is not recorded, nor ordered).
     var orderedLevel: BoxedLevel {
         let level = level
-        return BoxedLevel(
+        return level.wrapped(
             read: { [self] key, completion in
                 // A read behind a re-save cannot be stopped early; it still completes.
                 guard waits(key, { _ = level.read(key, completion) }) else { return level.read(key, completion) }
@@ -123,9 +123,7 @@ final class SharedLevelOrder: Sendable {
                     if case .success = result, let order { record(.cleared, order: order) }
                     completion(result)
                 }
-            },
-            writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit,
-            timeout: level.timeout)
+            })
     }
 
     /// Runs `body` once the saves the store heard landed so far are recorded in the journal (at once when they are).

@@ -128,9 +128,14 @@ extension StoreEngine {
         let done: @Sendable (Result<Void, any Error>) -> Void =
             if let ticket { { ticket.landed($0) } } else { reportFailure.call }
         switch consume operation {  // its payload moved out, not copied
-        case .save(let value, let savedAt, let targets, let skipsDebounced, _, let mark):
+        case .save(let value, let savedAt, let targets, let skipsDebounced, _, let answersFetch, let mark):
             let landed = saveLanded(of: key, mark: mark, then: done)
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
+                guard !(answersFetch && levels[index].savesInBackground) else {
+                    let inBackground = saveLanded(of: key, mark: mark, then: reportFailure.call)
+                    levels[index].save(value, savedAt, key.object, inBackground)
+                    continue
+                }
                 ticket?.hold(reportingTo: reportFailure)
                 levels[index].save(value, savedAt, key.object, landed)
             }
@@ -138,9 +143,13 @@ extension StoreEngine {
             ticket?.hold(reportingTo: reportFailure)
             let landed = saveLanded(of: key, mark: mark, flushedLevel: index, then: done)
             levels[index].save(value, savedAt, key.object, landed)
-        case .remove(let targets, _, let mark):
+        case .remove(let targets, _, let answersFetch, let mark):
             let landed = saveLanded(of: key, mark: mark, then: done)
             for index in targets {
+                guard !(answersFetch && levels[index].savesInBackground) else {
+                    levels[index].removeValue(key.object, saveLanded(of: key, mark: mark, then: reportFailure.call))
+                    continue
+                }
                 ticket?.hold(reportingTo: reportFailure)
                 levels[index].removeValue(key.object, landed)
             }

@@ -66,7 +66,7 @@ extension StoreLevel {
         }
         return StoreLevel(
             name: name,
-            boxed: BoxedLevel(
+            boxed: level.wrapped(
                 read: { key, completion in
                     level.read(key) { result in
                         let outcome: LevelReadOutcome =
@@ -78,10 +78,7 @@ extension StoreLevel {
                         events(.levelRead(StoreKey<Key>.key(of: key), level: name, outcome: outcome))
                         completion(result)
                     }
-                },
-                save: level.save, removeValue: level.removeValue, removeAll: level.removeAll,
-                writeDebounce: level.writeDebounce, scheduler: level.scheduler, ageLimit: level.ageLimit,
-                timeout: level.timeout))
+                }))
     }
 }
 

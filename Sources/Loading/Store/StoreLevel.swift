@@ -82,6 +82,32 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 }
 
+extension StoreLevel {
+    /// This level, saved in the background: a fetch's callers are answered once the store holds the value, without
+    /// waiting for this level to save it. What a server gives its shared level, so that a database that stops
+    /// answering costs a cold key the level's read (and the lease's call), not its save too.
+    ///
+    /// The trade-off: a caller answered may ask another instance before the level holds the value, which then misses
+    /// and fetches the key itself (an instance waiting for this one's lease still finds it: a lease is given back
+    /// once the save landed); a save that fails is reported to `onWriteFailure` after the callers got the value.
+    /// Within the store nothing changes: it keeps the value until the save landed, and a read never finds the
+    /// level's older value. Writes, confirmed changes and ``Store/flush(completion:)`` still wait for every level.
+    ///
+    /// ```swift
+    /// let store = Store(
+    ///     levels: [
+    ///         .cache(MemoryCache(), name: "memory"),
+    ///         .cache(sharedTable, name: "shared", timeout: .seconds(1)).savingInBackground(),
+    ///     ],
+    ///     fetch: LoaderFamily { (symbol: String) in api.quote(symbol) })
+    /// ```
+    public func savingInBackground() -> StoreLevel {
+        var boxed = boxed
+        boxed.savesInBackground = true
+        return StoreLevel(name: name, boxed: boxed)
+    }
+}
+
 /// A level as the store's core reads and writes it (the core is not generic): the value in its box, the key as its
 /// object. The closures unbox and box them, made with the level, where its types are known.
 @usableFromInline
@@ -103,6 +129,9 @@ struct BoxedLevel: Sendable {
     let ageLimit: Duration?
     /// How long each operation of the level may take, when it was given a timeout.
     let timeout: Duration?
+    /// Whether the answers of a fetch, and of a change the server confirmed, go out before the level's saves land
+    /// (see ``StoreLevel/savingInBackground()``).
+    var savesInBackground = false
 
     @usableFromInline
     init(
@@ -154,14 +183,30 @@ extension BoxedLevel {
                 }
             }
         }
-        return BoxedLevel(
-            read: level.read,
+        return wrapped(
             save: { value, savedAt, key, completion in
                 level.save(value, savedAt, key, ending(.save(key), completion))
             },
             removeValue: { key, completion in level.removeValue(key, ending(.removal(key), completion)) },
-            removeAll: { completion in level.removeAll(ending(.removalOfAll, completion)) },
-            writeDebounce: level.writeDebounce, scheduler: level.scheduler,
-            ageLimit: level.ageLimit, timeout: level.timeout)
+            removeAll: { completion in level.removeAll(ending(.removalOfAll, completion)) })
+    }
+
+    /// This level with other operations (each of these by default): a wrapper of the level, which keeps what the
+    /// level says of itself (its debounce, expiry, timeout, background saves).
+    func wrapped(
+        read: (
+            @Sendable (AnyStoreKey, @escaping @Sendable (Result<CachedValue<any StoreValueBox>, any Error>) -> Void)
+                -> (@Sendable () -> Void)?
+        )? = nil,
+        save: (@Sendable (any StoreValueBox, Double, AnyStoreKey, @escaping Completion) -> Void)? = nil,
+        removeValue: (@Sendable (AnyStoreKey, @escaping Completion) -> Void)? = nil,
+        removeAll: (@Sendable (@escaping Completion) -> Void)? = nil
+    ) -> BoxedLevel {
+        var wrapper = BoxedLevel(
+            read: read ?? self.read, save: save ?? self.save, removeValue: removeValue ?? self.removeValue,
+            removeAll: removeAll ?? self.removeAll, writeDebounce: writeDebounce, scheduler: scheduler,
+            ageLimit: ageLimit, timeout: timeout)
+        wrapper.savesInBackground = savesInBackground
+        return wrapper
     }
 }

@@ -113,9 +113,10 @@ extension StoreMachine {
             invalidations.noteStamp(savedAt)
         }
         let stored = value.map { StoredValue(value: $0, origin: origin, savedAt: savedAt) }
-        // The callers are answered once the value is saved to the levels.
+        // The callers are answered once the value is saved to the levels (but those saving in the background).
         let saved = SaveTicket()
-        var effects = confirm(stored, for: key, logging: nil, levels: levels, ticket: saved, answers: true)
+        var effects = confirm(
+            stored, for: key, logging: nil, levels: levels, ticket: saved, answers: true, answersFetch: true)
         let shown = effects.lastPublished
         saved.whenSaved(
             .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
@@ -211,11 +212,12 @@ extension StoreMachine {
     /// Replaces `key`'s confirmed value, notes the change for the fetches in flight, decides the level writes and
     /// publishes the new shown value (``Effects/lastPublished`` when it `answers` a caller too). When `debounces`, the
     /// debounced levels are written when their timers fire; otherwise every level at once (a debounced write waiting
-    /// is dropped: this one is newer). The writes hold `ticket`, released at once when there are none.
+    /// is dropped: this one is newer). The writes hold `ticket`, released at once when there are none (the writes of
+    /// the levels saving in the background do not, when it `answersFetch`).
     mutating func confirm(
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
         error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil, answers: Bool = false,
-        readBack: Bool = false
+        answersFetch: Bool = false, readBack: Bool = false
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects()
@@ -233,7 +235,7 @@ extension StoreMachine {
                 entry.writes.append(
                     .save(
                         stored.value, savedAt: stored.savedAtSeconds, levels: targets, skipsDebounced: debounces,
-                        ticket: ticket, mark: mark))
+                        ticket: ticket, answersFetch: answersFetch, mark: mark))
             } else if let ticket {
                 effects.released.append(ticket)
             }
@@ -249,7 +251,7 @@ extension StoreMachine {
             }
         } else {
             effects.cancels += entry.writes.dropDebounced()
-            entry.writes.append(.remove(levels: targets, ticket: ticket, mark: mark))
+            entry.writes.append(.remove(levels: targets, ticket: ticket, answersFetch: answersFetch, mark: mark))
         }
         effects.publish(publish(key, error: error, answers: answers))
         effects.issueLevels = startIssuing(key)

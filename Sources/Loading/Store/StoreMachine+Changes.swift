@@ -85,11 +85,11 @@ extension StoreMachine {
     /// Counts the level saves `operation` issues into its entry's saves in flight (the entry is kept until they land).
     func countSaves(in operation: LevelOp, of entry: Entry) {
         switch operation {
-        case .save(_, _, let targets, let skipsDebounced, _, let mark):
+        case .save(_, _, let targets, let skipsDebounced, _, _, let mark):
             let count = skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
             entry.saves.issue(count, version: mark.version)
         case .flush(_, _, _, _, let mark): entry.saves.issue(1, version: mark.version)
-        case .remove(let targets, _, let mark): entry.saves.issue(targets.count, version: mark.version)
+        case .remove(let targets, _, _, let mark): entry.saves.issue(targets.count, version: mark.version)
         case .waitForSaves: break
         }
     }

@@ -55,24 +55,28 @@ extension StoreMachine {
 }
 
 extension StoreMachine {
-    /// A write or removal for a key's levels, with the ticket it holds (work waiting for it to be saved).
+    /// A write or removal for a key's levels, with the ticket it holds (work waiting for it to be saved). The ticket
+    /// of a fetch's answer (`answersFetch`) is not held by the levels that save in the background.
     enum LevelOp: Sendable {
         /// Save to the levels of the range, dated `savedAt` (seconds since the reference date: when the store learned
         /// the value); when `skipsDebounced`, not to the debounced ones (they are written when their timers fire).
-        case save(Value, savedAt: Double, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, mark: SaveMark)
+        case save(
+            Value, savedAt: Double, levels: Range<Int>, skipsDebounced: Bool, ticket: SaveTicket?, answersFetch: Bool,
+            mark: SaveMark)
         /// A debounced level's write, once its timer fired or a flush asked for it.
         case flush(Value, savedAt: Double, level: Int, ticket: SaveTicket?, mark: SaveMark)
         /// Remove the key from the levels of the range (every level, unless the removal is what another process
         /// made in a level they share: then the faster ones); a removal no level could make is kept as a failed save
         /// is.
-        case remove(levels: Range<Int>, ticket: SaveTicket?, mark: SaveMark)
+        case remove(levels: Range<Int>, ticket: SaveTicket?, answersFetch: Bool = false, mark: SaveMark)
         /// A flush's wait: once the operations decided before it are issued, its ticket waits for the key's saves in
         /// flight (see ``StoreMachine/flushWaits(_:for:)``).
         case waitForSaves(ticket: SaveTicket)
 
         var ticket: SaveTicket? {
             switch self {
-            case .save(_, _, _, _, let ticket, _), .flush(_, _, _, let ticket, _), .remove(_, let ticket, _): ticket
+            case .save(_, _, _, _, let ticket, _, _), .remove(_, let ticket, _, _): ticket
+            case .flush(_, _, _, let ticket, _): ticket
             case .waitForSaves(let ticket): ticket
             }
         }

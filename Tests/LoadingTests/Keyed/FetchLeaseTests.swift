@@ -323,7 +323,7 @@ final class FetchLeaseTests: XCTestCase {
 
 /// A lease held in memory, as a database row would hold it for every instance; it counts the store's acquires and
 /// logs what the store did with it.
-private final class MemoryLease: FetchLease {
+final class MemoryLease: FetchLease {
     private struct State {
         var held: Set<String> = []
         var acquires = 0
@@ -392,7 +392,7 @@ private final class HandOverLease: FetchLease {
 }
 
 /// A level shared by instances: counts the reads and the saves the store makes, and holds its saves while told to.
-private final class SharedTable: AsyncKeyedCache {
+final class SharedTable: AsyncKeyedCache {
     private struct State {
         var rows: [String: CachedValue<String>] = [:]
         var reads = 0
@@ -400,6 +400,8 @@ private final class SharedTable: AsyncKeyedCache {
         var saves = 0
         /// While saves are held: the saves waiting.
         var held: [CheckedContinuation<Void, Never>]?
+        /// The failure each save ends with, when set.
+        var failure: (any Error)?
     }
     private let state = Locked(State())
 
@@ -413,6 +415,9 @@ private final class SharedTable: AsyncKeyedCache {
     }
 
     func holdSaves() { state.withLock { $0.held = $0.held ?? [] } }
+
+    /// Every save from now on fails with `error` (once released, when held).
+    func failSaves(with error: any Error) { state.withLock { $0.failure = error } }
 
     func releaseSaves() {
         let waiting = state.withLock { state in
@@ -439,7 +444,8 @@ private final class SharedTable: AsyncKeyedCache {
             }
             if !isHeld { save.resume() }
         }
-        state.withLock { state in
+        try state.withLock { state in
+            if let failure = state.failure { throw failure }
             state.saves += 1
             state.rows[key] = CachedValue(value, savedAt: savedAt)
         }

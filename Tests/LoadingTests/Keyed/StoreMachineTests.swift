@@ -55,7 +55,7 @@ final class StoreMachineTests: XCTestCase {
         let effects = try XCTUnwrap(machine.submit(external("theirs", stamp), for: K.a, now: now).effects)
 
         XCTAssertEqual(effects.allPublished.map { $0.confirmed.text }, ["theirs"])
-        guard case .save(_, _, let levels, _, _, _)? = machine.takeLevelOps(of: K.a)?.ops.head else {
+        guard case .save(_, _, let levels, _, _, _, _)? = machine.takeLevelOps(of: K.a)?.ops.head else {
             return XCTFail("expected a save")
         }
         XCTAssertEqual(levels, 0..<1, "the shared level is not written back")
@@ -72,7 +72,7 @@ final class StoreMachineTests: XCTestCase {
         let effects = try XCTUnwrap(machine.submit(external(nil, stamp), for: K.a, now: now).effects)
 
         XCTAssertEqual(effects.allPublished.map { $0.confirmed.text }, [nil])
-        guard case .remove(let levels, _, _)? = machine.takeLevelOps(of: K.a)?.ops.head else {
+        guard case .remove(let levels, _, _, _)? = machine.takeLevelOps(of: K.a)?.ops.head else {
             return XCTFail("expected a removal")
         }
         XCTAssertEqual(levels, 0..<1)
@@ -347,7 +347,9 @@ final class StoreMachineTests: XCTestCase {
         let ops = try XCTUnwrap(machine.takeLevelOps(of: K.a)).ops
 
         XCTAssertTrue(effects.debounce.isEmpty, "no timer: the value is written at once")
-        guard case .save(let v, _, levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = ops.first,
+        guard
+            case .save(let v, _, levels: 0..<2, skipsDebounced: false, let ticket?, answersFetch: true, let mark) =
+                ops.first,
             !mark.stale,
             (v as? ValueBox<String>)?.value == "v"
         else { return XCTFail("expected one save to both levels, with the callers' ticket: \(ops)") }
@@ -360,7 +362,7 @@ final class StoreMachineTests: XCTestCase {
         var machine = Machine(levelNames: ["memory", "database"], debouncedLevels: [1], keptValues: 0)
         _ = machine.submit(.write(stored("1")), for: K.a, now: now)
         _ = finishChanges(&machine, K.a)
-        guard case .save(_, _, _, _, _, let mark)? = machine.takeLevelOps(of: K.a)?.ops.head else {
+        guard case .save(_, _, _, _, _, _, let mark)? = machine.takeLevelOps(of: K.a)?.ops.head else {
             return XCTFail("expected the memory level's save")
         }
         _ = machine.saveLanded(K.a, mark: mark, failed: false, at: now)  // the memory level saved it
@@ -393,7 +395,7 @@ final class StoreMachineTests: XCTestCase {
         let effects = try XCTUnwrap(machine.submit(.flush(ticket), for: K.a, now: now).effects)
 
         XCTAssertTrue(effects.released.isEmpty, "the flush waits")
-        guard case .save(_, _, let levels, _, _, let mark) = issued else { return XCTFail("expected a save") }
+        guard case .save(_, _, let levels, _, _, _, let mark) = issued else { return XCTFail("expected a save") }
         XCTAssertEqual(levels, 0..<2)
         let first = machine.saveLanded(K.a, matching: nil, mark: mark, failed: false, at: now)
         XCTAssertTrue(first.flushed.isEmpty, "one level still saves it")
@@ -678,7 +680,7 @@ final class StoreMachineTests: XCTestCase {
         _ = machine.submit(.fetched(ValueBox("old"), fetch: fetch.fetch), for: K.a, now: now)
         _ = finishChanges(&machine, K.a)
         let ops = try XCTUnwrap(machine.takeLevelOps(of: K.a)).ops
-        guard case .save(_, _, _, _, _, let mark) = ops.first, mark.stale else {
+        guard case .save(_, _, _, _, _, _, let mark) = ops.first, mark.stale else {
             return XCTFail("a stale save: \(ops)")
         }
         _ = machine.takeLevelOps(of: K.a)
@@ -740,7 +742,7 @@ final class StoreMachineTests: XCTestCase {
 
         XCTAssertEqual(effects.allPublished.map(\.confirmed.text), ["1"])
         XCTAssertTrue(effects.issueLevels)
-        guard case .save(let value, _, let levels, _, _, _) = save else { return XCTFail("expected the save") }
+        guard case .save(let value, _, let levels, _, _, _, _) = save else { return XCTFail("expected the save") }
         XCTAssertEqual((value as? ValueBox<String>)?.value, "1")
         XCTAssertEqual(levels, 0..<2)
         XCTAssertNil(machine.takeLevelOps(of: K.a), "nothing else to issue: the writer's issuing ends")
@@ -763,8 +765,9 @@ final class StoreMachineTests: XCTestCase {
 
         XCTAssertEqual(machine.shown(K.a)?.confirmed.text, "v")
         XCTAssertTrue(effects.issueLevels)
-        guard case .save(let v, _, levels: 0..<2, skipsDebounced: false, let ticket?, let mark) = save, !mark.stale,
-            (v as? ValueBox<String>)?.value == "v"
+        guard
+            case .save(let v, _, levels: 0..<2, skipsDebounced: false, let ticket?, answersFetch: true, let mark) = save,
+            !mark.stale, (v as? ValueBox<String>)?.value == "v"
         else {
             return XCTFail("expected the save to both levels, with the callers' ticket: \(String(describing: save))")
         }
@@ -886,11 +889,11 @@ final class StoreMachineTests: XCTestCase {
     /// Lands each save `operation` issues to the two levels of ``makeMachine()``.
     private func land(_ operation: Machine.LevelOp?, _ machine: inout Machine, _ key: Int) {
         switch operation {
-        case .save(_, _, let levels, _, _, let mark):
+        case .save(_, _, let levels, _, _, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
         case .flush(_, _, let level, _, let mark):
             _ = machine.saveLanded(key, matching: nil, mark: mark, failed: false, at: now, flushedLevel: level)
-        case .remove(let levels, _, let mark):
+        case .remove(let levels, _, _, let mark):
             for _ in levels { _ = machine.saveLanded(key, mark: mark, failed: false, at: now) }
         case .waitForSaves(let ticket):
             if !machine.flushWaits(ticket, for: key) { ticket.release() }
