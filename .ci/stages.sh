@@ -143,6 +143,12 @@ integrations() {
     bash .ci/integration-tests
 }
 
+# The quote service's fault runs (a slow, hung and stopped PostgreSQL, a lease holder killed), short, on the debug
+# build: no failed request, and the killed holder's key taken over before the waiter's own deadline.
+fault_runs() {
+    CONFIGURATION=debug CHECK=1 RATE=50 DURATION=4 bash Integrations/Scripts/quote-faults.sh
+}
+
 # The suites where races live, under the thread sanitizer: the store and its parts, the mutation queue and items
 # created offline, sharing between processes, shared entities, and the model check (its CI budget).
 race_suites='StoreTests|StoreRaceTests|StoreKeysTests|StoreStateTests|StoreEngine|StoreMachine|StoreSaving|StoreFlush'

@@ -35,6 +35,10 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]),
+        // A TCP proxy that turns faulty (slow, hung, stopped), for the tests and the fault runs.
+        .target(
+            name: "FaultInjection",
+            dependencies: [.product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // A quote service over the store, the PostgreSQL level, the lease and the adapters, and the same service by
         // hand: what `Scripts/quote-load.sh` runs two instances of and measures.
         .executableTarget(
@@ -52,6 +56,7 @@ let package = Package(
         .executableTarget(
             name: "QuoteBench",
             dependencies: [
+                "FaultInjection",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -69,7 +74,7 @@ let package = Package(
         .testTarget(
             name: "LoadingPostgresTests",
             dependencies: [
-                "LoadingPostgres",
+                "LoadingPostgres", "FaultInjection",
                 .product(name: "Loading", package: "Loading"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]),

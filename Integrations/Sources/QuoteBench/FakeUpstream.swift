@@ -17,15 +17,18 @@ struct CallLog: ResponseCodable {
     var callers: [String] = []
 }
 
-/// An upstream that answers every quote after `latency` and keeps a log of its calls (`GET /calls` takes it).
+/// An upstream that answers every quote after `latency` (a symbol beginning with `SLOW` after `slowLatency`) and keeps
+/// a log of its calls (`GET /calls` takes it).
 final class FakeUpstream: Sendable {
     private let latency: Duration
+    private let slowLatency: Duration
     private let started = ContinuousClock.now
     private let log = NIOLockedValueBox(CallLog())
     private let versions = NIOLockedValueBox<[String: Int]>([:])
 
-    init(latency: Duration) {
+    init(latency: Duration, slowLatency: Duration) {
         self.latency = latency
+        self.slowLatency = slowLatency
     }
 
     func run(port: Int) async throws {
@@ -33,7 +36,7 @@ final class FakeUpstream: Sendable {
         router.get("quotes/:symbol") { request, context -> UpstreamQuote in
             let symbol = try context.parameters.require("symbol")
             let version = self.record(symbol, from: request.headers[.init("caller")!] ?? "")
-            try await Task.sleep(for: self.latency)
+            try await Task.sleep(for: symbol.hasPrefix("SLOW") ? self.slowLatency : self.latency)
             return UpstreamQuote(symbol: symbol, price: Double(symbol.utf8.count * 10 + version), version: version)
         }
         router.get("calls") { _, _ -> CallLog in

@@ -104,6 +104,7 @@ struct Load {
         let line = [
             "\(label):", "\(requests) requests in \(String(format: "%.1f", elapsed)) s", "failures \(failures)",
             "p50 \(String(format: "%.2f", percentile(0.5))) ms", "p99 \(String(format: "%.2f", percentile(0.99))) ms",
+            "max \(String(format: "%.2f", (latencies.last ?? .nan) * 1_000)) ms",
             "CPU \(String(format: "%.1f", cpu / Double(max(requests, 1)) * 1e6)) µs/request",
             "upstream calls \(calls.symbols.count) for \(requestedKeys) symbols asked",
             "most calls per symbol per \(Int(maxAge)) s window \(mostPerWindow) (symbols over one: \(symbolsOverOne))",
@@ -114,7 +115,8 @@ struct Load {
         }
         print(
             "RESULT label=\(label) requests=\(requests) failures=\(failures) cpu_us=\(cpu / Double(max(requests, 1)) * 1e6)"
-                + " p50_ms=\(percentile(0.5)) p99_ms=\(percentile(0.99)) calls=\(calls.symbols.count)"
+                + " p50_ms=\(percentile(0.5)) p99_ms=\(percentile(0.99)) max_ms=\((latencies.last ?? .nan) * 1_000)"
+                + " calls=\(calls.symbols.count)"
                 + " most_per_window=\(mostPerWindow) over_one=\(symbolsOverOne)")
     }
 }

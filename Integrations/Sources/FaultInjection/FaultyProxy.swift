@@ -1,5 +1,5 @@
 import Foundation
-import Loading
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
     import Glibc
@@ -7,12 +7,14 @@ import Loading
     import Darwin
 #endif
 
-/// A TCP proxy on loopback in front of a real PostgreSQL server, which a test turns faulty: it passes every message
-/// on, delays each one, swallows them all (a database that hangs), or stops (connections refused, the open ones
-/// dropped), as a database in production does. Blocking sockets, one thread per direction of each connection.
-final class FaultyDatabase: Sendable {
+/// A TCP proxy on loopback in front of a server (a real PostgreSQL), which a test or a fault run turns faulty: it
+/// passes every message on, delays each one, swallows them all (a database that hangs), or stops (connections
+/// refused, the open ones dropped), as a database in production does. Blocking sockets, one thread per direction of
+/// each connection.
+public final class FaultyProxy: Sendable {
     /// What the proxy does with the messages of both directions.
-    enum Behaviour: Sendable, Equatable {
+    public enum Behaviour: Sendable, Equatable {
+        /// Each message goes on at once.
         case passing
         /// Each message goes on after this delay.
         case delaying(Duration)
@@ -22,10 +24,10 @@ final class FaultyDatabase: Sendable {
     }
 
     /// The loopback port a client connects to instead of the server's.
-    let port: Int
+    public let port: Int
     private let server: (host: String, port: Int)
     private let listener: Int32
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     private struct State {
         var behaviour = Behaviour.passing
@@ -33,14 +35,14 @@ final class FaultyDatabase: Sendable {
         var sockets: Set<Int32> = []
     }
 
-    /// Listens on a loopback port of its own, in front of PostgreSQL at `host`:`port`.
-    init(host: String, port: Int) throws {
+    /// Listens on loopback port `listening` (a free one when zero), in front of the server at `host`:`port`.
+    public init(host: String, port: Int, listeningOn listening: Int = 0) throws {
         server = (host, port)
         let listener = socket(AF_INET, Self.streamType, 0)
         guard listener >= 0 else { throw ProxyError(step: "socket") }
         var yes: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(port: 0)
+        var address = Self.loopback(port: listening)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -61,13 +63,13 @@ final class FaultyDatabase: Sendable {
     }
 
     /// What the proxy does from now on with every message, on every connection.
-    func behave(_ behaviour: Behaviour) {
-        state.withLock { $0.behaviour = behaviour }
+    public func behave(_ behaviour: Behaviour) {
+        state.withLockedValue { $0.behaviour = behaviour }
     }
 
     /// Stops, as a database does: new connections are refused, the open ones dropped. For good.
-    func stop() {
-        let sockets = state.withLock { state -> Set<Int32> in
+    public func stop() {
+        let sockets = state.withLockedValue { state -> Set<Int32> in
             state.stopped = true
             return state.sockets
         }
@@ -100,7 +102,7 @@ final class FaultyDatabase: Sendable {
 
     /// Keeps `sockets` to drop them on a stop; `false` once stopped.
     private func register(_ sockets: [Int32]) -> Bool {
-        state.withLock { state in
+        state.withLockedValue { state in
             guard !state.stopped else { return false }
             state.sockets.formUnion(sockets)
             return true
@@ -131,7 +133,7 @@ final class FaultyDatabase: Sendable {
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { break }
-            switch state.withLock({ $0.behaviour }) {
+            switch state.withLockedValue({ $0.behaviour }) {
             case .passing: break
             case .delaying(let delay): Thread.sleep(forTimeInterval: delay / .seconds(1))
             case .hanging: continue
@@ -140,7 +142,7 @@ final class FaultyDatabase: Sendable {
         }
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(destination, Int32(SHUT_RDWR))
-        let last = state.withLock { state -> Bool in
+        let last = state.withLockedValue { state -> Bool in
             // The second direction to end closes both.
             let last = !state.sockets.contains(source) || !state.sockets.contains(destination)
             state.sockets.remove(source)
@@ -180,9 +182,12 @@ final class FaultyDatabase: Sendable {
     #endif
 }
 
-/// The proxy could not take a loopback port.
-struct ProxyError: Error, CustomStringConvertible {
-    let step: String
-    let code = errno
-    var description: String { "The faulty database's proxy could not \(step) a loopback socket (errno \(code))." }
+/// The proxy could not take its loopback port.
+public struct ProxyError: Error, CustomStringConvertible {
+    /// What the proxy was doing: "socket", "bind".
+    public let step: String
+    /// The system's error number.
+    public let code = errno
+
+    public var description: String { "The faulty proxy could not \(step) its loopback socket (errno \(code))." }
 }

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The quote service's two instances (the store, the PostgreSQL level, the lease) when their database fails, on
+# loopback: a proxy between the instances and PostgreSQL passes every message on, then delays each one by a second
+# (slow), then passes none (hung), then is stopped (connections refused), then passes again; each phase under a
+# steady load. Prints, per phase, the requests' latencies (the slowest is a cold key: its bound is the level read's,
+# the lease call's and the save's timeouts plus the upstream's latency), the failures and the upstream's calls, with
+# the machine's load average. Last, an instance is killed while it holds a key's lease: how long the other takes to
+# answer that key.
+#
+#   bash Integrations/Scripts/quote-faults.sh   # RATE=200 DURATION=10 LEVEL_TIMEOUT_MS=500 LEASE_WAIT_MS=30000
+#
+# Starts PostgreSQL as `.ci/run` does, in a temporary folder, and stops it. With CHECK=1 it fails when a request
+# failed, or the killed holder's key was not answered before the waiter's `LEASE_WAIT_MS` (`.ci/full` runs it so).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source .ci/postgres.sh
+
+RATE=${RATE:-200}
+DURATION=${DURATION:-10}
+KEYS=${KEYS:-100000}
+SKEW=${SKEW:-8}
+MAX_AGE=${MAX_AGE:-5}
+LATENCY_MS=${LATENCY_MS:-20}
+SLOW_LATENCY_MS=${SLOW_LATENCY_MS:-3000}  # the upstream's latency for the key whose holder is killed
+LEVEL_TIMEOUT_MS=${LEVEL_TIMEOUT_MS:-500}
+LEASE_WAIT_MS=${LEASE_WAIT_MS:-30000}  # longer than the lease's 10 s: a waiter must take a lapsed lease over
+CONFIGURATION=${CONFIGURATION:-release}
+CHECK=${CHECK:-0}
+
+build() { swift build -c "$CONFIGURATION" --package-path Integrations "$@"; }
+build --product QuoteService
+build --product QuoteBench
+bin=$(build --show-bin-path)
+
+pids=()
+results=$(mktemp)
+control=$(mktemp -u)
+mkfifo "$control"
+cleanup() {
+    exec 3>&- 2>/dev/null || true
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    postgres_stop
+    rm -f "$control" "$results"
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until `$1` answers (for a minute at most: a watchdog).
+wait_for() {
+    for _ in $(seq 1 1200); do
+        if curl -sf "$1" >/dev/null 2>&1; then return 0; fi
+        sleep 0.05
+    done
+    echo "$1 did not answer" >&2
+    return 1
+}
+
+postgres_start
+server_port=${LOADING_POSTGRES_URL##*:}
+server_port=${server_port%%/*}
+proxy_port=$(free_port)
+proxied_url=${LOADING_POSTGRES_URL/:$server_port\//:$proxy_port/}
+
+# The proxy reads what to do from the FIFO, which this script keeps open on descriptor 3.
+start_proxy() {
+    "$bin/QuoteBench" proxy --port "$proxy_port" --server-port "$server_port" <"$control" &
+    proxy_pid=$!
+    pids+=("$proxy_pid")
+    exec 3>"$control"
+}
+stop_proxy() {
+    kill -9 "$proxy_pid"
+    wait "$proxy_pid" 2>/dev/null || true
+    exec 3>&-
+}
+tell_proxy() { echo "$1" >&3; }
+
+upstream_port=$(free_port)
+"$bin/QuoteBench" upstream --port "$upstream_port" --latency-ms "$LATENCY_MS" --slow-latency-ms "$SLOW_LATENCY_MS" &
+pids+=($!)
+wait_for "http://127.0.0.1:$upstream_port/calls"
+start_proxy
+
+instance_pids=()
+targets=()
+for _ in 1 2; do
+    port=$(free_port)
+    "$bin/QuoteService" --port "$port" --upstream "http://127.0.0.1:$upstream_port" --postgres "$proxied_url" \
+        --mode store --events off --table quotes_faults --max-age "$MAX_AGE" --level-timeout "$LEVEL_TIMEOUT_MS" \
+        --lease-wait "$LEASE_WAIT_MS" &
+    instance_pids+=($!)
+    pids+=($!)
+    targets+=("http://127.0.0.1:$port")
+    wait_for "http://127.0.0.1:$port/health"
+done
+curl -sf "${targets[0]}/quotes/WARMUP" >/dev/null
+curl -sf "${targets[1]}/quotes/WARMUP" >/dev/null
+
+echo "machine: $(nproc) cores, $(uname -m); load: $RATE requests/s for $DURATION s per phase over $KEYS symbols" \
+    "(skew $SKEW), two instances, level timeout $LEVEL_TIMEOUT_MS ms, lease holding 10 s, waiting $LEASE_WAIT_MS ms," \
+    "upstream latency $LATENCY_MS ms"
+echo "a cold key's bound: 3 x $LEVEL_TIMEOUT_MS ms + $LATENCY_MS ms = $((3 * LEVEL_TIMEOUT_MS + LATENCY_MS)) ms"
+
+phase() {
+    echo "-- $1 (load average $(cut -d' ' -f1 /proc/loadavg))"
+    "$bin/QuoteBench" load --targets "$(IFS=,; echo "${targets[*]}")" --pids "$(IFS=,; echo "${instance_pids[*]}")" \
+        --upstream "http://127.0.0.1:$upstream_port" --rate "$RATE" --seconds "$DURATION" --keys "$KEYS" \
+        --skew "$SKEW" --max-age "$MAX_AGE" --label "$1" | tee -a "$results" | grep -v '^RESULT'
+}
+
+phase healthy
+tell_proxy "delay 1000"
+phase "slow (each message 1 s late)"
+stop_proxy  # its connections drop, with the messages still on their way
+start_proxy
+tell_proxy hang
+phase "hung (no message answered)"
+stop_proxy
+phase "stopped (connections refused)"
+start_proxy
+phase "back"
+
+# An instance killed while it holds a key's lease (its fetch takes SLOW_LATENCY_MS): the other waits for that key
+# until the lease lapses, then takes it over and fetches.
+echo "-- a holder killed (load average $(cut -d' ' -f1 /proc/loadavg))"
+curl -s "http://127.0.0.1:$upstream_port/calls" >/dev/null
+curl -s -o /dev/null "${targets[0]}/quotes/SLOWKILLED" &
+sleep 1  # instance 1 holds the lease and is fetching
+kill -9 "${instance_pids[0]}"
+wait "${instance_pids[0]}" 2>/dev/null || true
+started=$(date +%s.%N)
+curl -sf -o /dev/null --max-time 120 "${targets[1]}/quotes/SLOWKILLED"
+finished=$(date +%s.%N)
+calls=$(curl -s "http://127.0.0.1:$upstream_port/calls" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["symbols"]))')
+took=$(python3 -c "print(f'{$finished - $started:.2f}')")
+echo "instance 2 answered the key instance 1 held after $took s" \
+    "(the lease lapses 10 s after it was taken, then the fetch takes $SLOW_LATENCY_MS ms); upstream calls: $calls"
+
+failures=$(awk '/^RESULT/ { for (i = 1; i <= NF; i++) if ($i ~ /^failures=/) { sub("failures=", "", $i); n += $i } }
+    END { print n + 0 }' "$results")
+if [ "$CHECK" = 1 ]; then
+    if [ "$failures" != 0 ] || python3 -c "import sys; sys.exit($took * 1000 < $LEASE_WAIT_MS)"; then
+        echo "check failed: $failures failed requests; the killed holder's key answered after $took s"
+        exit 1
+    fi
+fi
