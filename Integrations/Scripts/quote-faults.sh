@@ -4,13 +4,14 @@
 # (slow), then passes none (hung), then is stopped (connections refused), then passes again; each phase under a
 # steady load. Prints, per phase, the requests' latencies (the slowest is a cold key: its bound is the level read's,
 # the lease call's and the save's timeouts plus the upstream's latency), the failures and the upstream's calls, with
-# the machine's load average. Last, an instance is killed while it holds a key's lease: how long the other takes to
-# answer that key.
+# the machine's load average. Last, an instance is stopped (SIGTERM), then another killed (SIGKILL), while it holds a
+# key's lease: how long the other takes to answer that key, and how many upstream calls it cost.
 #
 #   bash Integrations/Scripts/quote-faults.sh   # RATE=200 DURATION=10 LEVEL_TIMEOUT_MS=500 LEASE_WAIT_MS=30000
 #
 # Starts PostgreSQL as `.ci/run` does, in a temporary folder, and stops it. With CHECK=1 it fails when a request
-# failed, or the killed holder's key was not answered before the waiter's `LEASE_WAIT_MS` (`.ci/full` runs it so).
+# failed, the stopped holder's key cost a second upstream call, or the killed holder's key was not answered before the
+# waiter's `LEASE_WAIT_MS` (`.ci/full` runs it so).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source .ci/postgres.sh
@@ -87,18 +88,21 @@ start_proxy
 
 instance_pids=()
 targets=()
-for _ in 1 2; do
+# Starts instance `$1` (0 or 1) on a new port.
+start_instance() {
+    local port
     port=$(free_port)
     "$bin/QuoteService" --port "$port" --upstream "http://127.0.0.1:$upstream_port" --postgres "$proxied_url" \
         --mode store --events off --table quotes_faults --max-age "$MAX_AGE" --level-timeout "$LEVEL_TIMEOUT_MS" \
         --lease-wait "$LEASE_WAIT_MS" &
-    instance_pids+=($!)
+    instance_pids[$1]=$!
     pids+=($!)
-    targets+=("http://127.0.0.1:$port")
+    targets[$1]="http://127.0.0.1:$port"
     wait_for "http://127.0.0.1:$port/health"
-done
-curl -sf "${targets[0]}/quotes/WARMUP" >/dev/null
-curl -sf "${targets[1]}/quotes/WARMUP" >/dev/null
+    curl -sf "${targets[$1]}/quotes/WARMUP" >/dev/null
+}
+start_instance 0
+start_instance 1
 
 echo "machine: $(nproc) cores, $(uname -m); load: $RATE requests/s for $DURATION s per phase over $KEYS symbols" \
     "(skew $SKEW), two instances, level timeout $LEVEL_TIMEOUT_MS ms, lease holding 10 s, waiting $LEASE_WAIT_MS ms," \
@@ -124,6 +128,23 @@ phase "stopped (connections refused)"
 start_proxy
 phase "back"
 
+# Instance 1 stopped (SIGTERM) while it holds a key's lease and fetches it: it answers the request under way, saves,
+# gives its leases back and ends; instance 2, asked for that key meanwhile, takes the value it saved.
+echo "-- a holder stopped with SIGTERM (load average $(cut -d' ' -f1 /proc/loadavg))"
+curl -s "http://127.0.0.1:$upstream_port/calls" >/dev/null
+curl -s -o /dev/null "${targets[0]}/quotes/SLOWSTOPPED" &
+sleep 1  # instance 1 holds the lease and is fetching
+kill -TERM "${instance_pids[0]}"
+started=$(date +%s.%N)
+curl -sf -o /dev/null --max-time 120 "${targets[1]}/quotes/SLOWSTOPPED"
+finished=$(date +%s.%N)
+wait "${instance_pids[0]}" 2>/dev/null || true
+calls=$(curl -s "http://127.0.0.1:$upstream_port/calls" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["symbols"]))')
+stopped_calls=$calls
+echo "instance 2 answered the key instance 1 held after $(python3 -c "print(f'{$finished - $started:.2f}')") s" \
+    "(the holder's fetch had $((SLOW_LATENCY_MS - 1000)) ms to go); upstream calls: $calls"
+start_instance 0
+
 # An instance killed while it holds a key's lease (its fetch takes SLOW_LATENCY_MS): the other waits for that key
 # until the lease lapses, then takes it over and fetches.
 echo "-- a holder killed (load average $(cut -d' ' -f1 /proc/loadavg))"
@@ -143,8 +164,10 @@ echo "instance 2 answered the key instance 1 held after $took s" \
 failures=$(awk '/^RESULT/ { for (i = 1; i <= NF; i++) if ($i ~ /^failures=/) { sub("failures=", "", $i); n += $i } }
     END { print n + 0 }' "$results")
 if [ "$CHECK" = 1 ]; then
-    if [ "$failures" != 0 ] || python3 -c "import sys; sys.exit($took * 1000 < $LEASE_WAIT_MS)"; then
-        echo "check failed: $failures failed requests; the killed holder's key answered after $took s"
+    if [ "$failures" != 0 ] || [ "$stopped_calls" != 1 ] ||
+        python3 -c "import sys; sys.exit($took * 1000 < $LEASE_WAIT_MS)"; then
+        echo "check failed: $failures failed requests; $stopped_calls upstream calls for the stopped holder's key;" \
+            "the killed holder's key answered after $took s"
         exit 1
     fi
 fi

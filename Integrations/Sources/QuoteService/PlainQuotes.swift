@@ -33,6 +33,9 @@ final class PlainQuotes: QuoteSource {
         leaseWait = options.leaseWait
     }
 
+    /// Nothing to let go of: each request gives its lease back itself, and the server answered them all.
+    func shutDown() async {}
+
     func quote(_ symbol: String) async throws -> Quote {
         if let remembered = memory.withLockedValue({ $0[symbol] }), isFresh(remembered.savedAt) {
             return remembered.quote

@@ -46,7 +46,8 @@ router.get("health") { _, _ in "ok" }
 let app = Application(
     router: router, configuration: .init(address: .hostname("127.0.0.1", port: options.port)),
     services: [postgres], logger: logger)
-try await app.runService()
+try await app.runService()  // until SIGTERM or SIGINT, then until the requests under way are answered
+await quotes.shutDown()
 try await http.shutdown().get()
 
 /// A quote, as the upstream and the service send it.
@@ -60,6 +61,8 @@ struct Quote: ResponseCodable, Sendable {
 /// What answers `GET /quotes/{symbol}`.
 protocol QuoteSource: Sendable {
     func quote(_ symbol: String) async throws -> Quote
+    /// Lets go of what the instance holds for others (its leases), its server stopped.
+    func shutDown() async
 }
 
 /// The upstream's quotes over HTTP.
@@ -110,6 +113,10 @@ struct StoreQuotes: QuoteSource {
     func quote(_ symbol: String) async throws -> Quote {
         guard let quote = try await store.read(symbol).load().value else { throw HTTPError(.notFound) }
         return quote
+    }
+
+    func shutDown() async {
+        await store.shutDown(waitingAtMost: .seconds(5))
     }
 }
 

@@ -197,6 +197,9 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
     /// date; `-infinity` for none). Taken when the fetch's upstream load starts.
     private let reads = Locked<[Int: Double]>([:])
     private let releases = Locked<[Key: [@Sendable () -> Void]]>([:])
+    /// The leases this process took and has not given back, by key: how many times (its fetches of a key may take
+    /// the key's lease again), for a shutdown to hand them back.
+    private let held = Locked<[Key: Int]>([:])
 
     /// How long a call of the lease may take.
     private let callTimeout: Duration?
@@ -213,13 +216,33 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
     /// or did not answer within the call timeout: a lease taken after that is given back).
     func acquire(_ key: Key) async -> Bool? {
         let coordination = coordination
-        return await boundedAnswer(
+        let taken = await boundedAnswer(
             within: callTimeout, { try await coordination.acquire(key) },
-            late: { [self] holds in if holds { Task { await release(key) } } })
+            late: { [self] holds in if holds { Task { await giveBack(key) } } })
+        if taken == true { held.withLock { $0[key, default: 0] += 1 } }
+        return taken
     }
 
     /// Gives `key`'s lease back, waiting at most the call timeout (it lapses otherwise).
     func release(_ key: Key) async {
+        held.withLock { held in
+            guard let count = held[key] else { return }
+            held[key] = count > 1 ? count - 1 : nil
+        }
+        await giveBack(key)
+    }
+
+    /// Gives back every lease this process holds, at once and together, each call bounded by the call timeout: a
+    /// store shutting down. A fetch that ends later gives its lease back again, which changes nothing.
+    func releaseAll() async {
+        let keys = held.withLock { exchange(&$0, with: [:]) }.keys
+        await withTaskGroup(of: Void.self) { group in
+            for key in keys { group.addTask { [self] in await giveBack(key) } }
+        }
+    }
+
+    /// Calls the lease's release of `key`, waiting at most the call timeout.
+    private func giveBack(_ key: Key) async {
         let coordination = coordination
         _ = await boundedAnswer(within: callTimeout) { try await coordination.release(key) }
     }

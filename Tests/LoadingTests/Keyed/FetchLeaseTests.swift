@@ -525,7 +525,7 @@ private struct UnreachableLease: FetchLease {
 }
 
 /// An upstream counting its calls, whose answer says which call it was: at once, or once the test opens it.
-private final class SlowUpstream: Sendable {
+final class SlowUpstream: Sendable {
     enum Answers {
         case atOnce, whenOpened
     }
