@@ -2,7 +2,8 @@ import Loading
 import Logging
 
 /// A store's events as logs (swift-log): what failed at `warning` (a level's read or write, with the key and the
-/// level; a fetch, with its error), fetches at `debug` (started, joined, ended with their duration), hits at `trace`.
+/// level; a fetch, with its error; a lease waited out or unreachable), fetches at `debug` (started, joined, ended with
+/// their duration, coordinated with the other processes), hits at `trace`.
 ///
 /// ```swift
 /// let log = StoreEventLog<String>(store: "quotes", logger: Logger(label: "quotes"))
@@ -64,6 +65,16 @@ public struct StoreEventLog<Key: Hashable & Sendable>: Sendable {
                 logger.warning("fetch failed", metadata: metadata)
             } else {
                 logger.debug(error == nil ? "fetch ended" : "fetch cancelled", metadata: metadata)
+            }
+        case .fetchCoordinated(let key, let fetch, let outcome, let duration):
+            metadata["key"] = "\(key)"
+            metadata["fetch"] = "\(fetch)"
+            metadata["outcome"] = "\(outcome.rawValue)"
+            metadata["duration"] = "\(duration)"
+            switch outcome {
+            case .acquired, .answeredByHolder, .takenOver: logger.debug("fetch coordinated", metadata: metadata)
+            case .waitedOut: logger.warning("lease holder waited out: fetching without the lease", metadata: metadata)
+            case .unreachable: logger.warning("lease unreachable: fetching without it", metadata: metadata)
             }
         }
     }

@@ -9,7 +9,10 @@ import Metrics
 /// - `loading_fetches_total` (`outcome`: `success`, `failure` or `cancelled`) and `loading_fetch_duration_seconds`
 ///   (a timer): fetches that ended;
 /// - `loading_fetch_joins_total`: callers that joined a fetch in flight;
-/// - `loading_evictions_total`: kept values the store let go of to stay within its bound.
+/// - `loading_evictions_total`: kept values the store let go of to stay within its bound;
+/// - `loading_fetch_coordinations_total` (`outcome`: `acquired`, `answeredByHolder`, `takenOver`, `waitedOut` or
+///   `unreachable`) and `loading_fetch_coordination_duration_seconds` (a timer): how fetches under a
+///   `FetchCoordination` were settled, and how long it took.
 ///
 /// ```swift
 /// let metrics = StoreEventMetrics<String>(store: "quotes")
@@ -24,12 +27,15 @@ public final class StoreEventMetrics<Key: Hashable & Sendable>: Sendable {
     /// The counters made so far, by label and dimensions: made once each.
     private let counters = Locked<[String: Counter]>([:])
     private let fetchDuration: Timer
+    private let coordinationDuration: Timer
 
     /// Counts the events of the store named `store` with `factory` (by default the process's metrics backend).
     public init(store: String, factory: any MetricsFactory = MetricsSystem.factory) {
         self.store = store
         self.factory = factory
         fetchDuration = Timer(label: "loading_fetch_duration_seconds", dimensions: [("store", store)], factory: factory)
+        coordinationDuration = Timer(
+            label: "loading_fetch_coordination_duration_seconds", dimensions: [("store", store)], factory: factory)
     }
 
     /// Counts `event`.
@@ -58,6 +64,9 @@ public final class StoreEventMetrics<Key: Hashable & Sendable>: Sendable {
             let outcome = error == nil ? "success" : error is CancellationError ? "cancelled" : "failure"
             increment("loading_fetches_total", [("outcome", outcome)])
             fetchDuration.record(duration: duration)
+        case .fetchCoordinated(_, _, let outcome, let duration):
+            increment("loading_fetch_coordinations_total", [("outcome", outcome.rawValue)])
+            coordinationDuration.record(duration: duration)
         }
     }
 

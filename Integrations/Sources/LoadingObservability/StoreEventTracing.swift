@@ -4,7 +4,8 @@ import Tracing
 /// A store's fetches as spans (swift-distributed-tracing): one span `loading.fetch` per fetch, a child of the span of
 /// the request that started it (its task's context), ended when the fetch ends, with its error recorded. Each request
 /// that joins the fetch adds a link to the span from its own context, so that a trace of a request that waited for
-/// another's fetch leads to it.
+/// another's fetch leads to it. Under a `FetchCoordination`, the fetch's span has a child `loading.lease` for the time
+/// the processes took to settle who fetches, with its outcome (`loading.outcome`).
 ///
 /// ```swift
 /// let tracing = StoreEventTracing<String>(store: "quotes")
@@ -43,6 +44,18 @@ public final class StoreEventTracing<Key: Hashable & Sendable>: Sendable {
                 span.setStatus(SpanStatus(code: .error))
             }
             span.end()
+        case .fetchCoordinated(_, let fetch, let outcome, let duration):
+            guard let parent = spans.withLock({ $0[fetch] }) else { return }
+            // Told once settled: the span is dated back to when the coordination began.
+            let now = DefaultTracerClock.now.nanosecondsSinceEpoch
+            let began = now - min(now, UInt64(max(0, duration / .nanoseconds(1))))
+            let span = tracer.startSpan(
+                "loading.lease", context: parent.context, ofKind: .internal,
+                at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: began), function: #function, file: #fileID,
+                line: #line)
+            span.attributes["loading.store"] = store
+            span.attributes["loading.outcome"] = outcome.rawValue
+            span.end(at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: now))
         case .heldValueRead, .levelRead, .levelWritten, .evicted:
             return
         }

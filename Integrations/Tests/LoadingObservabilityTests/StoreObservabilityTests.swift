@@ -100,6 +100,55 @@ final class StoreObservabilityTests: XCTestCase {
         XCTAssertTrue(logged.contains { $0.hasPrefix("debug fetch started") })
         XCTAssertTrue(logged.contains { $0.hasPrefix("warning fetch failed") && $0.contains("duration=") })
     }
+
+    func test_aCoordinatedFetch_isCounted_logged_andAChildSpanOfItsFetch() throws {
+        let metrics = TestMetrics()
+        let counted = StoreEventMetrics<String>(store: "quotes", factory: metrics)
+        let tracer = InMemoryTracer()
+        let traced = StoreEventTracing<String>(store: "quotes", tracer: tracer)
+        let lines = Locked<[String]>([])
+        var logger = Logger(label: "quotes") { _ in LineHandler(lines: lines) }
+        logger.logLevel = .debug
+        let log = StoreEventLog<String>(store: "quotes", logger: logger)
+        let upstream = HeldQuotes()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, Double>(), name: "shared")],
+            fetch: LoaderFamily { (_: String) in upstream },
+            coordination: .lease(UnreachableLease(), sharedLevel: "shared"),
+            events: { event in
+                counted.record(event)
+                traced.record(event)
+                log.record(event)
+            })
+
+        let fetching = expectation(description: "fetching")
+        upstream.onLoad { fetching.fulfill() }
+        let answered = expectation(description: "answered")
+        store.read("ACME").load { _ in answered.fulfill() }
+        wait(for: [fetching], timeout: 60)
+        upstream.answerAll(with: 12.5)
+        wait(for: [answered], timeout: 60)
+
+        XCTAssertEqual(
+            try metrics.expectCounter(
+                "loading_fetch_coordinations_total", [("store", "quotes"), ("outcome", "unreachable")]
+            ).totalValue, 1)
+        XCTAssertEqual(
+            try metrics.expectTimer("loading_fetch_coordination_duration_seconds", [("store", "quotes")]).values
+                .count, 1)
+        let fetch = try XCTUnwrap(tracer.finishedSpans.first { $0.operationName == "loading.fetch" })
+        let lease = try XCTUnwrap(tracer.finishedSpans.first { $0.operationName == "loading.lease" })
+        XCTAssertEqual(lease.spanContext.parentSpanID, fetch.spanContext.spanID, "a child of the fetch's span")
+        XCTAssertEqual(lease.attributes["loading.outcome"]?.toSpanAttribute(), "unreachable")
+        XCTAssertTrue(
+            lines.withLock { $0 }.contains { $0.hasPrefix("warning lease unreachable") && $0.contains("key=ACME") })
+    }
+}
+
+/// A lease whose database cannot be reached.
+private struct UnreachableLease: FetchLease {
+    func acquire(_ key: String, for duration: Duration) async throws -> Bool { throw URLError(.cannotConnectToHost) }
+    func release(_ key: String) async throws { throw URLError(.cannotConnectToHost) }
 }
 
 /// A log handler that keeps each line as "level message key=value...".
@@ -140,10 +189,17 @@ private struct BrokenDisk: KeyedCache {
 /// An upstream holding its loads until told.
 private final class HeldQuotes: Loader, Sendable {
     private let waiting = Locked<[LoadCompletion<Double>]>([])
+    private let loaded = Locked<(@Sendable () -> Void)?>(nil)
 
     func load(completion: @escaping LoadCompletion<Double>) -> any CancellationToken {
         waiting.withLock { $0.append(completion) }
+        loaded.withLock { $0 }?()
         return Ignored()
+    }
+
+    /// Runs `body` at each load, from now on.
+    func onLoad(_ body: @escaping @Sendable () -> Void) {
+        loaded.withLock { $0 = body }
     }
 
     func answerAll(with price: Double) {

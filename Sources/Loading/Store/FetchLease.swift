@@ -101,15 +101,24 @@ extension TypedStoreHooks {
         // The task is the load's first step; the upstream load, when it starts, its second.
         pending.startStep {
             let task = Task { [self] in
-                let (answer, holds): (CachedValue<Value>?, Bool) =
+                let asked = ContinuousClock.now
+                let (answer, holds, outcome): (CachedValue<Value>?, Bool, CoordinationOutcome) =
                     switch await coordinator.acquire(key) {
-                    case true?: (await sharedValue(of: key, in: shared, newerThan: newer), true)
-                    case false?: await awaitHolder(of: key, in: shared, newerThan: newer, under: coordinator)
+                    case true?: (await sharedValue(of: key, in: shared, newerThan: newer), true, .acquired)
+                    case false?:
+                        switch await awaitHolder(of: key, in: shared, newerThan: newer, under: coordinator) {
+                        case (let value, true): (value, true, .takenOver)
+                        case (let value?, false): (value, false, .answeredByHolder)
+                        case (nil, false): (nil, false, .waitedOut)
+                        }
                     // An unreachable lease: fetch at once (its database may be the shared level's too, and another
                     // read of that level would cost the miss one more timeout), and give back after the save what
                     // the call may have taken without its answer reaching here.
-                    case nil: (nil, true)
+                    case nil: (nil, true, .unreachable)
                     }
+                if let events, !Task.isCancelled {
+                    events(.fetchCoordinated(key, fetch: id, outcome: outcome, duration: ContinuousClock.now - asked))
+                }
                 if let answer {
                     if holds { Task { await coordinator.release(key) } }
                     engine.run(object) {

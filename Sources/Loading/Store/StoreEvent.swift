@@ -5,7 +5,8 @@
 #endif
 
 /// What happened in a ``Store``, for logs, metrics and traces: hits and misses by level, level failures with the key
-/// and the level, fetches started, joined and ended with their duration.
+/// and the level, fetches started, joined and ended with their duration, and how the processes sharing a level
+/// settled who fetches.
 ///
 /// ```swift
 /// let store = Store(
@@ -39,6 +40,26 @@ public enum StoreEvent<Key: Hashable & Sendable>: Sendable {
     /// Fetch `fetch` of the key ended after `duration`: with a value, with `error`, or cancelled (a
     /// `CancellationError`) once no caller waited for it any more.
     case fetchEnded(Key, fetch: Int, duration: Duration, error: (any Error)?)
+    /// Under a ``FetchCoordination``, fetch `fetch` of the key learned after `duration` whether this process
+    /// fetches: it took the key's lease, another process's value came, or it fetches without the lease.
+    case fetchCoordinated(Key, fetch: Int, outcome: CoordinationOutcome, duration: Duration)
+}
+
+/// How the processes sharing a level settled who fetches a key (see
+/// ``StoreEvent/fetchCoordinated(_:fetch:outcome:duration:)``).
+public enum CoordinationOutcome: String, Sendable {
+    /// This process took the key's lease: it fetches (unless the shared level has a value saved just before).
+    case acquired
+    /// Another process held the lease, and its value arrived in the shared level while this one waited.
+    case answeredByHolder
+    /// Another process held the lease, and gave it back or let it lapse (it died) while this one waited: this one
+    /// took it over, and fetches (unless the value is in the shared level).
+    case takenOver
+    /// Another process held the lease for longer than `waiting`: this one fetches without it.
+    case waitedOut
+    /// The lease could not be reached (its call failed or took longer than its timeout): this one fetches
+    /// without it.
+    case unreachable
 }
 
 /// What a level's read found.

@@ -519,7 +519,7 @@ private final class SilentLease: FetchLease {
 }
 
 /// A lease whose database cannot be reached.
-private struct UnreachableLease: FetchLease {
+struct UnreachableLease: FetchLease {
     func acquire(_ key: String, for duration: Duration) async throws -> Bool { throw URLError(.cannotConnectToHost) }
     func release(_ key: String) async throws { throw URLError(.cannotConnectToHost) }
 }

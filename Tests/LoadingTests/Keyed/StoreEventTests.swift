@@ -216,6 +216,8 @@ private final class EventLog: Sendable {
             case .fetchJoined(let key, let fetch): "fetch \(key) joined \(number(fetch))"
             case .fetchEnded(let key, let fetch, _, let error):
                 "fetch \(key) ended \(number(fetch))" + (error == nil ? "" : " failed")
+            case .fetchCoordinated(let key, let fetch, let outcome, _):
+                "fetch \(key) coordinated \(number(fetch)) \(outcome.rawValue)"
             }
         }
     }
