@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Loading
+import LoadingTestHelpers
 import LoadingTestSupport
 import XCTest
 
@@ -56,6 +57,18 @@ extension XCTestCase {
         let marker = LeakMarker()
         trackForMemoryLeaks(marker, file: file, line: line)
         return { _ in marker.touch() }
+    }
+
+    /// The response a store's read answers, waited for under a watchdog (`nil` when it failed).
+    func awaitResponse<Value: Sendable>(_ read: AnyLoader<StoreResponse<Value>>) -> StoreResponse<Value>? {
+        let response = Locked<StoreResponse<Value>?>(nil)
+        let done = expectation(description: "answered")
+        read.load { result in
+            response.withLock { $0 = try? result.get() }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: .watchdog)
+        return response.withLock { $0 }
     }
 }
 

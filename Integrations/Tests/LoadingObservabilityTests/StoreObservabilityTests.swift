@@ -77,10 +77,7 @@ final class StoreObservabilityTests: XCTestCase {
     }
 
     func test_logging_warnsOfFailuresWithTheKeyAndTheLevel() {
-        let lines = Locked<[String]>([])
-        var logger = Logger(label: "quotes") { _ in LineHandler(lines: lines) }
-        logger.logLevel = .debug
-        let log = StoreEventLog<String>(store: "quotes", logger: logger)
+        let (log, lines) = debugLog()
         let upstream = HeldQuotes()
         let store = Store(
             levels: [.cache(BrokenDisk(), name: "disk")], fetch: LoaderFamily { (_: String) in upstream },
@@ -106,10 +103,7 @@ final class StoreObservabilityTests: XCTestCase {
         let counted = StoreEventMetrics<String>(store: "quotes", factory: metrics)
         let tracer = InMemoryTracer()
         let traced = StoreEventTracing<String>(store: "quotes", tracer: tracer)
-        let lines = Locked<[String]>([])
-        var logger = Logger(label: "quotes") { _ in LineHandler(lines: lines) }
-        logger.logLevel = .debug
-        let log = StoreEventLog<String>(store: "quotes", logger: logger)
+        let (log, lines) = debugLog()
         let upstream = HeldQuotes()
         let store = Store(
             levels: [.cache(MemoryCache<String, Double>(), name: "shared")],
@@ -142,6 +136,14 @@ final class StoreObservabilityTests: XCTestCase {
         XCTAssertEqual(lease.attributes["loading.outcome"]?.toSpanAttribute(), "unreachable")
         XCTAssertTrue(
             lines.withLock { $0 }.contains { $0.hasPrefix("warning lease unreachable") && $0.contains("key=ACME") })
+    }
+
+    /// A log of the store "quotes" from `debug` up, and the lines it wrote.
+    private func debugLog() -> (StoreEventLog<String>, Locked<[String]>) {
+        let lines = Locked<[String]>([])
+        var logger = Logger(label: "quotes") { _ in LineHandler(lines: lines) }
+        logger.logLevel = .debug
+        return (StoreEventLog<String>(store: "quotes", logger: logger), lines)
     }
 }
 

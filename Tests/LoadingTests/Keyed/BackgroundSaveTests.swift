@@ -124,17 +124,6 @@ final class BackgroundSaveTests: XCTestCase {
         XCTAssertEqual(lease.log, ["acquired ACME", "released ACME after 1 save"])
     }
 
-    /// The load's answer, waited for under a watchdog.
-    private func awaitResponse(_ loader: AnyLoader<StoreResponse<String>>) -> StoreResponse<String>? {
-        let response = Locked<StoreResponse<String>?>(nil)
-        let done = expectation(description: "answered")
-        loader.load { result in
-            response.withLock { $0 = try? result.get() }
-            done.fulfill()
-        }
-        wait(for: [done], timeout: .watchdog)
-        return response.withLock { $0 }
-    }
 }
 
 /// A quotes API answering at once, counting its calls.

@@ -10,7 +10,7 @@ final class CoordinationEventsTests: XCTestCase {
     func test_aFreeLease_isAcquired() {
         let (store, events) = instance(lease: MemoryLease())
 
-        XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1")
+        XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "quote ACME 1")
 
         XCTAssertEqual(events.outcomes, [.acquired])
     }
@@ -49,7 +49,7 @@ final class CoordinationEventsTests: XCTestCase {
         XCTAssertTrue(lease.take("ACME"))
         let (store, events) = instance(lease: lease, waiting: .milliseconds(50))
 
-        XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1")
+        XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "quote ACME 1")
 
         XCTAssertEqual(events.outcomes, [.waitedOut])
         XCTAssertGreaterThanOrEqual(events.durations.first ?? .zero, .milliseconds(50), "the wait's duration")
@@ -58,7 +58,7 @@ final class CoordinationEventsTests: XCTestCase {
     func test_anUnreachableLease_isToldSo() {
         let (store, events) = instance(lease: UnreachableLease())
 
-        XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1")
+        XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "quote ACME 1")
 
         XCTAssertEqual(events.outcomes, [.unreachable])
     }
@@ -79,16 +79,6 @@ final class CoordinationEventsTests: XCTestCase {
         return (store, told)
     }
 
-    private func awaitValue(_ loader: AnyLoader<StoreResponse<String>>) -> String? {
-        let value = Locked<String?>(nil)
-        let done = expectation(description: "answered")
-        loader.load { result in
-            value.withLock { $0 = try? result.get().value }
-            done.fulfill()
-        }
-        wait(for: [done], timeout: .watchdog)
-        return value.withLock { $0 }
-    }
 }
 
 /// The coordination events a store told.

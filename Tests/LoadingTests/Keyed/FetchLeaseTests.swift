@@ -49,7 +49,7 @@ final class FetchLeaseTests: XCTestCase {
             coordination: .lease(lease, sharedLevel: "shared", waiting: .milliseconds(200), polling: .milliseconds(5)))
 
         let started = ContinuousClock.now
-        let value = awaitValue(store.read("ACME"))
+        let value = awaitResponse(store.read("ACME"))?.value
 
         XCTAssertEqual(value, "quote ACME 1")
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .milliseconds(200), "it waited for the holder")
@@ -63,7 +63,7 @@ final class FetchLeaseTests: XCTestCase {
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
             coordination: .lease(UnreachableLease(), sharedLevel: "shared"))
 
-        XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1")
+        XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "quote ACME 1")
     }
 
     func test_aLeaseThatStopsAnswering_holdsAMissNoLongerThanItsTimeout_andALeaseTakenLateIsGivenBack() {
@@ -76,7 +76,7 @@ final class FetchLeaseTests: XCTestCase {
             coordination: .lease(lease, sharedLevel: "shared", timeout: .milliseconds(50)))
 
         // Unbounded, the read would wait for the lease for ever: its database stopped answering.
-        XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1", "fetched without the lease")
+        XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "quote ACME 1", "fetched without the lease")
         XCTAssertEqual(upstream.calls, 1)
         // The shared level may be in the database that stopped: read again, it would cost the miss another timeout.
         XCTAssertEqual(shared.reads, 1, "the read's own look at the shared level, and no other")
@@ -115,7 +115,7 @@ final class FetchLeaseTests: XCTestCase {
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
             coordination: .lease(lease, sharedLevel: "shared"))
 
-        XCTAssertEqual(awaitValue(store.read("ACME")), "quote ACME 1")
+        XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "quote ACME 1")
         lease.answerEveryAcquire()
     }
 
@@ -127,10 +127,11 @@ final class FetchLeaseTests: XCTestCase {
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
             coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2))
 
-        XCTAssertEqual(awaitValue(store.freshValue(of: "ACME")), "quote ACME 1")
+        XCTAssertEqual(awaitResponse(store.freshValue(of: "ACME"))?.value, "quote ACME 1")
         XCTAssertTrue(eventually { !lease.isHeld("ACME") })
         // A refresh that found the lease held would wait past the watchdog for a value that never comes.
-        XCTAssertEqual(awaitValue(store.freshValue(of: "ACME")), "quote ACME 2", "the refresh took the lease at once")
+        XCTAssertEqual(
+            awaitResponse(store.freshValue(of: "ACME"))?.value, "quote ACME 2", "the refresh took the lease at once")
     }
 
     func test_aFetchThatFails_givesTheLeaseBack() {
@@ -140,7 +141,7 @@ final class FetchLeaseTests: XCTestCase {
             fetch: LoaderFamily { (_: String) in FailingUpstream() },
             coordination: .lease(lease, sharedLevel: "shared"))
 
-        XCTAssertNil(awaitValue(store.read("ACME")))
+        XCTAssertNil(awaitResponse(store.read("ACME"))?.value)
 
         XCTAssertTrue(eventually { !lease.isHeld("ACME") }, "released, so that another instance may try")
     }
@@ -232,7 +233,7 @@ final class FetchLeaseTests: XCTestCase {
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
             coordination: .lease(lease, sharedLevel: "shared"))
 
-        XCTAssertEqual(awaitValue(store.read("ACME")), "quote from the holder")
+        XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "quote from the holder")
         XCTAssertEqual(upstream.calls, 0, "the value was there: no second upstream call")
         XCTAssertTrue(eventually { !lease.isHeld }, "and the lease it took is given back")
     }
@@ -293,7 +294,7 @@ final class FetchLeaseTests: XCTestCase {
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
             coordination: .lease(
                 lease, sharedLevel: "shared", waiting: .milliseconds(200), polling: .milliseconds(5)))
-        XCTAssertEqual(awaitValue(store.read("ACME")), "old quote")
+        XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "old quote")
         store.invalidate("ACME")
         XCTAssertTrue(lease.take("ACME"), "another instance holds the lease")
         let holdersAnswer = Date().addingTimeInterval(-1)
@@ -306,17 +307,6 @@ final class FetchLeaseTests: XCTestCase {
 
         XCTAssertEqual(response.withLock { $0 }?.value, "quote ACME 1", "fetched after its wait: nothing newer came")
         XCTAssertEqual(upstream.calls, 1)
-    }
-
-    private func awaitValue(_ loader: AnyLoader<StoreResponse<String>>) -> String? {
-        let value = Locked<String?>(nil)
-        let done = expectation(description: "answered")
-        loader.load { result in
-            value.withLock { $0 = try? result.get().value }
-            done.fulfill()
-        }
-        wait(for: [done], timeout: .watchdog)
-        return value.withLock { $0 }
     }
 
 }
