@@ -17,14 +17,25 @@ public struct ReadPolicy: Sendable, Equatable {
     let kind: Kind
     /// How old, in seconds, a value may be to be fresh (`nil`: any age).
     let maxAgeSeconds: Double?
+    /// How long past its age, in seconds, a value may still answer a read whose fetch failed (`nil`: any time).
+    let maxStaleSeconds: Double?
 
-    init(kind: Kind, maxAgeSeconds: Double?) {
+    init(kind: Kind, maxAgeSeconds: Double?, maxStaleSeconds: Double? = nil) {
         self.kind = kind
         self.maxAgeSeconds = maxAgeSeconds
+        self.maxStaleSeconds = maxStaleSeconds
     }
 
-    init(kind: Kind, maxAge: Duration? = nil) {
-        self.init(kind: kind, maxAgeSeconds: maxAge.map(\.seconds))
+    init(kind: Kind, maxAge: Duration? = nil, maxStale: Duration? = nil) {
+        self.init(kind: kind, maxAgeSeconds: maxAge.map(\.seconds), maxStaleSeconds: maxStale.map(\.seconds))
+    }
+
+    /// Whether a value saved at `savedAt` (`nil`: no date) may answer a read whose fetch failed at `now`: any value,
+    /// unless the policy bounds how stale (then one less than its maximum age plus `maxStale` old; one stamped later
+    /// than `now` is young).
+    func servesAfterFailure(savedAt: Date?, now: Date) -> Bool {
+        guard let maxStaleSeconds, let savedAt else { return true }
+        return now.timeIntervalSince(savedAt) < (maxAgeSeconds ?? 0) + maxStaleSeconds
     }
 
     /// Whether a value saved at `savedAt` is young enough for this policy at `now`: as `CacheExpiry.maxAge` judges,
@@ -40,7 +51,7 @@ public struct ReadPolicy: Sendable, Equatable {
         guard let defaultAge, maxAgeSeconds == nil, kind == .cacheFirst || kind == .cacheThenNetwork else {
             return self
         }
-        return ReadPolicy(kind: kind, maxAgeSeconds: defaultAge)
+        return ReadPolicy(kind: kind, maxAgeSeconds: defaultAge, maxStaleSeconds: maxStaleSeconds)
     }
 
     /// The store's or a level's fresh value when there is one, else the network; when the fetch fails, the value
@@ -51,6 +62,17 @@ public struct ReadPolicy: Sendable, Equatable {
     /// both fail.
     public static func cacheFirst(maxAge: Duration) -> ReadPolicy {
         ReadPolicy(kind: .cacheFirst, maxAge: maxAge)
+    }
+    /// Like ``cacheFirst(maxAge:)`` (the store's `maxAge` when `maxAge` is `nil`), and when the fetch fails, the
+    /// value shown or a level's with the error attached only while it is at most its age plus `maxStale` old
+    /// (stale-if-error, bounded); an older one fails the read as if there were none.
+    ///
+    /// ```swift
+    /// let quote = try await store.read(symbol, policy: .cacheFirst(maxAge: .seconds(5), maxStale: .seconds(60)))
+    ///     .load()
+    /// ```
+    public static func cacheFirst(maxAge: Duration? = nil, maxStale: Duration) -> ReadPolicy {
+        ReadPolicy(kind: .cacheFirst, maxAge: maxAge, maxStale: maxStale)
     }
     /// The cached value at once when there is one, then the network's (stale-while-revalidate).
     public static let cacheThenNetwork = ReadPolicy(kind: .cacheThenNetwork)

@@ -49,7 +49,7 @@ extension StoreRead {
             let fresh = hit != nil && engine.run(key) { $0.isFresh($1, under: policy, now: began) }
             if !fresh { startFetch() }
         case .fallback(let error):
-            if let hit, hit.error != nil { answer(hit) } else { reportOrFail(error) }
+            if let hit, hit.error != nil, servesAfterFailure(hit) { answer(hit) } else { reportOrFail(error) }
         }
     }
 

@@ -206,11 +206,18 @@ class StoreRead: CancellationToken, @unchecked Sendable {
         if takeAwaitedAnswer() { deliver(.failure(error)) }
     }
 
-    /// Attaches `error` to the key's shown value and answers with it, or fails when nothing is shown.
+    /// Attaches `error` to the key's shown value and answers with it, or fails when nothing is shown (or what is
+    /// shown is older than the policy serves after a failure).
     func reportOrFail(_ error: any Error) {
         guard let snapshot = engine.run(key, { $0.attach(error, to: $1) }) else { return fail(error) }
         engine.publish(snapshot)
+        guard servesAfterFailure(snapshot.response) else { return fail(error) }
         answer(snapshot.response)
+    }
+
+    /// Whether `response` may answer the read after its fetch failed (see ``ReadPolicy/cacheFirst(maxAge:maxStale:)``).
+    func servesAfterFailure(_ response: Response) -> Bool {
+        policy.maxStaleSeconds == nil || policy.servesAfterFailure(savedAt: response.savedAt, now: engine.now())
     }
 
     // MARK: Reading the levels
