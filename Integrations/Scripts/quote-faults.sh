@@ -4,14 +4,16 @@
 # (slow), then passes none (hung), then is stopped (connections refused), then passes again; each phase under a
 # steady load. Prints, per phase, the requests' latencies (the slowest is a cold key: its bound is the level read's,
 # the lease call's and the save's timeouts plus the upstream's latency), the failures and the upstream's calls, with
-# the machine's load average. Last, an instance is stopped (SIGTERM), then another killed (SIGKILL), while it holds a
-# key's lease: how long the other takes to answer that key, and how many upstream calls it cost.
+# the machine's load average. Then a symbol the upstream does not know (a 404) is asked for 20 times. Last, an
+# instance is stopped (SIGTERM), then another killed (SIGKILL), while it holds a key's lease: how long the other takes
+# to answer that key, and how many upstream calls it cost.
 #
 #   bash Integrations/Scripts/quote-faults.sh   # RATE=200 DURATION=10 LEVEL_TIMEOUT_MS=500 LEASE_WAIT_MS=30000
 #
 # Starts PostgreSQL as `.ci/run` does, in a temporary folder, and stops it. With CHECK=1 it fails when a request
-# failed, the stopped holder's key cost a second upstream call, or the killed holder's key was not answered before the
-# waiter's `LEASE_WAIT_MS` (`.ci/full` runs it so).
+# failed, an unknown symbol cost more than one upstream call per instance, the stopped holder's key cost a second
+# upstream call, or the killed holder's key was not answered before the waiter's `LEASE_WAIT_MS` (`.ci/full` runs it
+# so).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source .ci/postgres.sh
@@ -128,6 +130,18 @@ phase "stopped (connections refused)"
 start_proxy
 phase "back"
 
+# A symbol the upstream does not know (a 404), asked 20 times over both instances within one freshness window: each
+# instance remembers the failure for the window (`rememberingFailures`), so the upstream is asked once per instance.
+echo "-- an unknown symbol (load average $(cut -d' ' -f1 /proc/loadavg))"
+curl -s "http://127.0.0.1:$upstream_port/calls" >/dev/null
+statuses=""
+for request in $(seq 1 20); do
+    statuses+=" $(curl -s -o /dev/null -w '%{http_code}' "${targets[$((request % 2))]}/quotes/UNKNOWN1")"
+done
+unknown_calls=$(curl -s "http://127.0.0.1:$upstream_port/calls" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["symbols"]))')
+echo "20 requests answered $(tr ' ' '\n' <<<"${statuses# }" | sort | uniq -c | awk '{printf "%s x %s ", $1, $2}')" \
+    "with $unknown_calls upstream calls (two instances)"
+
 # Instance 1 stopped (SIGTERM) while it holds a key's lease and fetches it: it answers the request under way, saves,
 # gives its leases back and ends; instance 2, asked for that key meanwhile, takes the value it saved.
 echo "-- a holder stopped with SIGTERM (load average $(cut -d' ' -f1 /proc/loadavg))"
@@ -164,9 +178,10 @@ echo "instance 2 answered the key instance 1 held after $took s" \
 failures=$(awk '/^RESULT/ { for (i = 1; i <= NF; i++) if ($i ~ /^failures=/) { sub("failures=", "", $i); n += $i } }
     END { print n + 0 }' "$results")
 if [ "$CHECK" = 1 ]; then
-    if [ "$failures" != 0 ] || [ "$stopped_calls" != 1 ] ||
+    if [ "$failures" != 0 ] || [ "$stopped_calls" != 1 ] || [ "$unknown_calls" -gt 2 ] ||
         python3 -c "import sys; sys.exit($took * 1000 < $LEASE_WAIT_MS)"; then
-        echo "check failed: $failures failed requests; $stopped_calls upstream calls for the stopped holder's key;" \
+        echo "check failed: $failures failed requests; $unknown_calls upstream calls for an unknown symbol;" \
+            "$stopped_calls upstream calls for the stopped holder's key;" \
             "the killed holder's key answered after $took s"
         exit 1
     fi

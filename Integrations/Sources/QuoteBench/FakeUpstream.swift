@@ -17,8 +17,8 @@ struct CallLog: ResponseCodable {
     var callers: [String] = []
 }
 
-/// An upstream that answers every quote after `latency` (a symbol beginning with `SLOW` after `slowLatency`) and keeps
-/// a log of its calls (`GET /calls` takes it).
+/// An upstream that answers every quote after `latency` (a symbol beginning with `SLOW` after `slowLatency`; one
+/// beginning with `UNKNOWN` with a 404) and keeps a log of its calls (`GET /calls` takes it).
 final class FakeUpstream: Sendable {
     private let latency: Duration
     private let slowLatency: Duration
@@ -37,6 +37,7 @@ final class FakeUpstream: Sendable {
             let symbol = try context.parameters.require("symbol")
             let version = self.record(symbol, from: request.headers[.init("caller")!] ?? "")
             try await Task.sleep(for: symbol.hasPrefix("SLOW") ? self.slowLatency : self.latency)
+            guard !symbol.hasPrefix("UNKNOWN") else { throw HTTPError(.notFound) }
             return UpstreamQuote(symbol: symbol, price: Double(symbol.utf8.count * 10 + version), version: version)
         }
         router.get("calls") { _, _ -> CallLog in

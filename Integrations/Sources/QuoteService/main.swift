@@ -76,6 +76,7 @@ struct Upstream: Sendable {
         var request = HTTPClientRequest(url: "\(base)/quotes/\(symbol)")
         request.headers.add(name: "caller", value: caller)
         let response = try await client.execute(request, timeout: .seconds(5))
+        guard response.status != .notFound else { throw UnknownSymbol() }
         guard response.status == .ok else {
             throw HTTPError(.badGateway, message: "The upstream answered \(response.status).")
         }
@@ -84,7 +85,17 @@ struct Upstream: Sendable {
     }
 }
 
-/// The service with the library: a store over a memory level and the shared table, its fetches under the lease.
+/// The upstream does not know the symbol: a failure that lasts, answered with a 404.
+struct UnknownSymbol: HTTPResponseError {
+    var status: HTTPResponse.Status { .notFound }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status)
+    }
+}
+
+/// The service with the library: a store over a memory level and the shared table, its fetches under the lease, an
+/// unknown symbol remembered for a freshness window.
 struct StoreQuotes: QuoteSource {
     private let store: Store<String, Quote>
 
@@ -103,7 +114,8 @@ struct StoreQuotes: QuoteSource {
                 .cache(MemoryCache(countLimit: 100_000), name: "memory"),
                 .cache(table, name: "postgres", timeout: options.levelTimeout),
             ],
-            fetch: LoaderFamily { (symbol: String) in AnyLoader { try await upstream.quote(symbol) } },
+            fetch: LoaderFamily { (symbol: String) in AnyLoader { try await upstream.quote(symbol) } }
+                .rememberingFailures(for: options.maxAge, where: { $0 is UnknownSymbol }),
             keptValues: 5_000,
             maxAge: options.maxAge,
             coordination: .lease(leases, sharedLevel: "postgres", waiting: options.leaseWait),
