@@ -16,6 +16,9 @@ import PostgresNIO
 /// One row per key held: who holds it and until when, by the database's clock (`now()`), so that the instances'
 /// clocks do not matter. A lease that lapsed is taken over by the next instance that asks; an acquire deletes up to 500
 /// lapsed rows, at most once per lease duration per instance, so the rows of dead holders do not pile up.
+///
+/// Each `PostgresFetchLease` is one holder, and takes a key it holds again: give each store its own (two stores of one
+/// process sharing one would both take a key's lease, and both fetch it).
 public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: FetchLease {
     private let client: PostgresClient
     private let leases: Table

@@ -121,7 +121,8 @@ final class BackgroundSaveTests: XCTestCase {
         XCTAssertTrue(eventually { second.withLock { $0 } != nil })
         XCTAssertEqual(second.withLock { $0?.origin }, .cache("shared"), "found in the shared level")
         XCTAssertEqual(api.calls, 1)
-        XCTAssertEqual(lease.log, ["acquired ACME", "released ACME after 1 save"])
+        // The second instance may also take the lease given back, then find the value: it fetches nothing either way.
+        XCTAssertEqual(lease.log.prefix(2), ["acquired ACME", "released ACME after 1 save"], "given back once saved")
     }
 
 }
