@@ -17,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source .ci/postgres.sh
+source Integrations/Scripts/helpers.sh
 
 RATE=${RATE:-200}
 DURATION=${DURATION:-10}
@@ -47,20 +48,6 @@ cleanup() {
     rm -f "$control" "$results"
 }
 trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Waits until `$1` answers (for a minute at most: a watchdog).
-wait_for() {
-    for _ in $(seq 1 1200); do
-        if curl -sf "$1" >/dev/null 2>&1; then return 0; fi
-        sleep 0.05
-    done
-    echo "$1 did not answer" >&2
-    return 1
-}
 
 postgres_start
 server_port=${LOADING_POSTGRES_URL##*:}
