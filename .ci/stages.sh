@@ -155,7 +155,7 @@ race_suites='StoreTests|StoreRaceTests|StoreKeysTests|StoreStateTests|StoreEngin
 race_suites+='|MutationQueue|MutationLedger|MutationSending|OfflineCreation|NamedItems|SharedEntities|ExternalChanges'
 race_suites+='|SharedMutations|ChangeJournal|JournalingLevel|FetchLease|StoreModelCheckTests|PagedStoreTests'
 race_suites+='|SubjectTests|StreamConcurrencyTests|FriendsOfflineTests|LiveUpdatesDuringReadTests|SingleSourceOfTruth'
-race_suites+='|StoreShutdown|BackgroundSave|CoordinationEvents|RememberedFailures'
+race_suites+='|StoreShutdown|BackgroundSave|CoordinationEvents|RememberedFailures|SharedFailures'
 
 # A quarter of each heavy test and of the model check's histories: the sanitizer runs them some ten times slower, and
 # the gate's other stages run them whole.

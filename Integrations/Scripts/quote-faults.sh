@@ -4,14 +4,14 @@
 # (slow), then passes none (hung), then is stopped (connections refused), then passes again; each phase under a
 # steady load. Prints, per phase, the requests' latencies (the slowest is a cold key: its bound is the level read's,
 # the lease call's and the save's timeouts plus the upstream's latency), the failures and the upstream's calls, with
-# the machine's load average. Then a symbol the upstream does not know (a 404) is asked for 20 times. Last, an
-# instance is stopped (SIGTERM), then another killed (SIGKILL), while it holds a key's lease: how long the other takes
-# to answer that key, and how many upstream calls it cost.
+# the machine's load average. Then a symbol the upstream does not know (a 404) is asked for 20 times, and one it never
+# answers 40 times. Last, an instance is stopped (SIGTERM), then another killed (SIGKILL), while it holds a key's
+# lease: how long the other takes to answer that key, and how many upstream calls it cost.
 #
 #   bash Integrations/Scripts/quote-faults.sh   # RATE=200 DURATION=10 LEVEL_TIMEOUT_MS=500 LEASE_WAIT_MS=30000
 #
 # Starts PostgreSQL as `.ci/run` does, in a temporary folder, and stops it. With CHECK=1 it fails when a request
-# failed, an unknown symbol cost more than one upstream call per instance, the stopped holder's key cost a second
+# failed, the unknown or the hung symbol cost more than one upstream call, the stopped holder's key cost a second
 # upstream call, or the killed holder's key was not answered before the waiter's `LEASE_WAIT_MS` (`.ci/full` runs it
 # so).
 set -euo pipefail
@@ -28,6 +28,7 @@ LATENCY_MS=${LATENCY_MS:-20}
 SLOW_LATENCY_MS=${SLOW_LATENCY_MS:-3000}  # the upstream's latency for the key whose holder is killed
 LEVEL_TIMEOUT_MS=${LEVEL_TIMEOUT_MS:-500}
 LEASE_WAIT_MS=${LEASE_WAIT_MS:-30000}  # longer than the lease's 10 s: a waiter must take a lapsed lease over
+UPSTREAM_TIMEOUT_MS=${UPSTREAM_TIMEOUT_MS:-5000}  # past SLOW_LATENCY_MS, within LEASE_WAIT_MS: a waiter gets the timeout
 CONFIGURATION=${CONFIGURATION:-release}
 CHECK=${CHECK:-0}
 
@@ -83,7 +84,7 @@ start_instance() {
     port=$(free_port)
     "$bin/QuoteService" --port "$port" --upstream "http://127.0.0.1:$upstream_port" --postgres "$proxied_url" \
         --mode store --events off --table quotes_faults --max-age "$MAX_AGE" --level-timeout "$LEVEL_TIMEOUT_MS" \
-        --lease-wait "$LEASE_WAIT_MS" &
+        --lease-wait "$LEASE_WAIT_MS" --upstream-timeout "$UPSTREAM_TIMEOUT_MS" &
     instance_pids[$1]=$!
     pids+=($!)
     targets[$1]="http://127.0.0.1:$port"
@@ -117,22 +118,45 @@ phase "stopped (connections refused)"
 start_proxy
 phase "back"
 
-# A symbol the upstream does not know (a 404), asked 20 times over both instances within one freshness window: each
-# instance remembers the failure for the window (`rememberingFailures`), so the upstream is asked once per instance.
+upstream_calls() {
+    curl -s "http://127.0.0.1:$upstream_port/calls" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["symbols"]))'
+}
+# Counts the statuses in file $1, one per line: "20 x 404".
+count_statuses() { sort "$1" | uniq -c | awk '{printf "%s x %s ", $1, $2}'; }
+
+# A symbol the upstream does not know (a 404), asked 20 times over both instances within one freshness window: the
+# instance that asked leaves the failure on the lease for the window, and both answer it from there.
 echo "-- an unknown symbol (load average $(cut -d' ' -f1 /proc/loadavg))"
-curl -s "http://127.0.0.1:$upstream_port/calls" >/dev/null
-statuses=""
+upstream_calls >/dev/null
+statuses=$(mktemp)
 for request in $(seq 1 20); do
-    statuses+=" $(curl -s -o /dev/null -w '%{http_code}' "${targets[$((request % 2))]}/quotes/UNKNOWN1")"
+    curl -s -o /dev/null -w '%{http_code}\n' "${targets[$((request % 2))]}/quotes/UNKNOWN1" >>"$statuses"
 done
-unknown_calls=$(curl -s "http://127.0.0.1:$upstream_port/calls" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["symbols"]))')
-echo "20 requests answered $(tr ' ' '\n' <<<"${statuses# }" | sort | uniq -c | awk '{printf "%s x %s ", $1, $2}')" \
-    "with $unknown_calls upstream calls (two instances)"
+unknown_calls=$(upstream_calls)
+echo "20 requests answered $(count_statuses "$statuses")with $unknown_calls upstream calls (two instances)"
+
+# A symbol the upstream never answers: 20 requests at once over both instances (one instance asks and times out after
+# UPSTREAM_TIMEOUT_MS, leaving the timeout on the lease; the others wait for it), then 20 more in the same window.
+echo "-- a hung upstream (load average $(cut -d' ' -f1 /proc/loadavg))"
+: >"$statuses"
+started=$(date +%s.%N)
+for request in $(seq 1 20); do
+    curl -s -o /dev/null -w '%{http_code}\n' --max-time 120 "${targets[$((request % 2))]}/quotes/HUNG1" >>"$statuses" &
+done
+while [ "$(wc -l <"$statuses")" -lt 20 ]; do sleep 0.1; done
+finished=$(date +%s.%N)
+for request in $(seq 1 20); do
+    curl -s -o /dev/null -w '%{http_code}\n' "${targets[$((request % 2))]}/quotes/HUNG1" >>"$statuses"
+done
+hung_calls=$(upstream_calls)
+echo "40 requests answered $(count_statuses "$statuses")with $hung_calls upstream calls (two instances);" \
+    "the first 20 within $(python3 -c "print(f'{$finished - $started:.2f}')") s (upstream timeout $UPSTREAM_TIMEOUT_MS ms)"
+rm -f "$statuses"
 
 # Instance 1 stopped (SIGTERM) while it holds a key's lease and fetches it: it answers the request under way, saves,
 # gives its leases back and ends; instance 2, asked for that key meanwhile, takes the value it saved.
 echo "-- a holder stopped with SIGTERM (load average $(cut -d' ' -f1 /proc/loadavg))"
-curl -s "http://127.0.0.1:$upstream_port/calls" >/dev/null
+upstream_calls >/dev/null
 curl -s -o /dev/null "${targets[0]}/quotes/SLOWSTOPPED" &
 sleep 1  # instance 1 holds the lease and is fetching
 kill -TERM "${instance_pids[0]}"
@@ -140,7 +164,7 @@ started=$(date +%s.%N)
 curl -sf -o /dev/null --max-time 120 "${targets[1]}/quotes/SLOWSTOPPED"
 finished=$(date +%s.%N)
 wait "${instance_pids[0]}" 2>/dev/null || true
-calls=$(curl -s "http://127.0.0.1:$upstream_port/calls" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["symbols"]))')
+calls=$(upstream_calls)
 stopped_calls=$calls
 echo "instance 2 answered the key instance 1 held after $(python3 -c "print(f'{$finished - $started:.2f}')") s" \
     "(the holder's fetch had $((SLOW_LATENCY_MS - 1000)) ms to go); upstream calls: $calls"
@@ -149,7 +173,7 @@ start_instance 0
 # An instance killed while it holds a key's lease (its fetch takes SLOW_LATENCY_MS): the other waits for that key
 # until the lease lapses, then takes it over and fetches.
 echo "-- a holder killed (load average $(cut -d' ' -f1 /proc/loadavg))"
-curl -s "http://127.0.0.1:$upstream_port/calls" >/dev/null
+upstream_calls >/dev/null
 curl -s -o /dev/null "${targets[0]}/quotes/SLOWKILLED" &
 sleep 1  # instance 1 holds the lease and is fetching
 kill -9 "${instance_pids[0]}"
@@ -157,7 +181,7 @@ wait "${instance_pids[0]}" 2>/dev/null || true
 started=$(date +%s.%N)
 curl -sf -o /dev/null --max-time 120 "${targets[1]}/quotes/SLOWKILLED"
 finished=$(date +%s.%N)
-calls=$(curl -s "http://127.0.0.1:$upstream_port/calls" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["symbols"]))')
+calls=$(upstream_calls)
 took=$(python3 -c "print(f'{$finished - $started:.2f}')")
 echo "instance 2 answered the key instance 1 held after $took s" \
     "(the lease lapses 10 s after it was taken, then the fetch takes $SLOW_LATENCY_MS ms); upstream calls: $calls"
@@ -165,9 +189,10 @@ echo "instance 2 answered the key instance 1 held after $took s" \
 failures=$(awk '/^RESULT/ { for (i = 1; i <= NF; i++) if ($i ~ /^failures=/) { sub("failures=", "", $i); n += $i } }
     END { print n + 0 }' "$results")
 if [ "$CHECK" = 1 ]; then
-    if [ "$failures" != 0 ] || [ "$stopped_calls" != 1 ] || [ "$unknown_calls" -gt 2 ] ||
+    if [ "$failures" != 0 ] || [ "$stopped_calls" != 1 ] || [ "$unknown_calls" != 1 ] || [ "$hung_calls" != 1 ] ||
         python3 -c "import sys; sys.exit($took * 1000 < $LEASE_WAIT_MS)"; then
         echo "check failed: $failures failed requests; $unknown_calls upstream calls for an unknown symbol;" \
+            "$hung_calls for a hung one;" \
             "$stopped_calls upstream calls for the stopped holder's key;" \
             "the killed holder's key answered after $took s"
         exit 1

@@ -72,7 +72,8 @@ public struct StoreEventLog<Key: Hashable & Sendable>: Sendable {
             metadata["outcome"] = "\(outcome.rawValue)"
             metadata["duration"] = "\(duration)"
             switch outcome {
-            case .acquired, .answeredByHolder, .takenOver: logger.debug("fetch coordinated", metadata: metadata)
+            case .acquired, .answeredByHolder, .takenOver, .failedBefore:
+                logger.debug("fetch coordinated", metadata: metadata)
             case .waitedOut: logger.warning("lease holder waited out: fetching without the lease", metadata: metadata)
             case .unreachable: logger.warning("lease unreachable: fetching without it", metadata: metadata)
             }

@@ -10,8 +10,8 @@ import Metrics
 ///   (a timer): fetches that ended;
 /// - `loading_fetch_joins_total`: callers that joined a fetch in flight;
 /// - `loading_evictions_total`: kept values the store let go of to stay within its bound;
-/// - `loading_fetch_coordinations_total` (`outcome`: `acquired`, `answeredByHolder`, `takenOver`, `waitedOut` or
-///   `unreachable`) and `loading_fetch_coordination_duration_seconds` (a timer): how fetches under a
+/// - `loading_fetch_coordinations_total` (`outcome`: `acquired`, `answeredByHolder`, `takenOver`, `failedBefore`,
+///   `waitedOut` or `unreachable`) and `loading_fetch_coordination_duration_seconds` (a timer): how fetches under a
 ///   `FetchCoordination` were settled, and how long it took.
 ///
 /// ```swift

@@ -31,30 +31,57 @@ public final class PostgresFetchLease<Key: Hashable & Sendable & Codable>: Fetch
     public init(client: PostgresClient, table: String) throws {
         guard
             let leases = Table(
-                table, columns: "key text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL",
-                indexed: "expires_at", client: client)
+                table,
+                columns: "key text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL, failure text",
+                indexed: "expires_at", added: ["failure text"], client: client)
         else { throw PostgresLevelError.invalidTableName(table) }
         self.client = client
         self.leases = leases
     }
 
     /// Takes the lease of `key` for `duration` unless another instance holds one that has not lapsed (this instance
-    /// takes its own again).
+    /// takes its own again), or a failure left on it lasts.
     public func acquire(_ key: Key, for duration: Duration) async throws -> Bool {
         let id = try Table.rowKey(key)
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         await sweepLapsedLeases(every: duration)
         return try await attempt(.save, key: id) {
             let rows = try await client.query(
                 """
                 INSERT INTO \(unescaped: table) (key, holder, expires_at)
-                VALUES (\(id), \(holder), now() + make_interval(secs => \(seconds)))
-                ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-                WHERE \(unescaped: table).expires_at <= now() OR \(unescaped: table).holder = excluded.holder
+                VALUES (\(id), \(holder), now() + make_interval(secs => \(duration.seconds)))
+                ON CONFLICT (key) DO UPDATE
+                SET holder = excluded.holder, expires_at = excluded.expires_at, failure = NULL
+                WHERE \(unescaped: table).expires_at <= now()
+                    OR (\(unescaped: table).holder = excluded.holder AND \(unescaped: table).failure IS NULL)
                 RETURNING holder
                 """)
             for try await _ in rows.decode(String.self) { return true }
             return false
+        }
+    }
+
+    /// Gives back the lease of `key` when this instance holds it, leaving `failure` on it for `duration`: no instance
+    /// takes it meanwhile, and ``failure(of:)`` answers `failure`.
+    public func release(_ key: Key, leaving failure: String, for duration: Duration) async throws {
+        let id = try Table.rowKey(key)
+        try await attempt(.save, key: id) {
+            try await client.query(
+                """
+                UPDATE \(unescaped: table)
+                SET failure = \(failure), expires_at = now() + make_interval(secs => \(duration.seconds))
+                WHERE key = \(id) AND holder = \(holder)
+                """)
+        }
+    }
+
+    /// The failure left on the lease of `key`, while it lasts.
+    public func failure(of key: Key) async throws -> String? {
+        let id = try Table.rowKey(key)
+        return try await attempt(.read, key: id) {
+            let rows = try await client.query(
+                "SELECT failure FROM \(unescaped: table) WHERE key = \(id) AND expires_at > now()")
+            for try await failure in rows.decode(String?.self) { return failure }
+            return nil
         }
     }
 

@@ -173,8 +173,8 @@ public enum PostgresLevelError: Error, CustomStringConvertible, LocalizedError {
 }
 
 extension Duration {
-    /// The duration in seconds.
-    fileprivate var seconds: Double {
+    /// The duration in seconds, for PostgreSQL's intervals.
+    var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

@@ -9,6 +9,8 @@ final class Table: Sendable {
     private let columns: String
     /// The column kept indexed, for the sweeps that select by it.
     private let indexed: String?
+    /// The columns (SQL) a table made by an earlier version gets when first used.
+    private let added: [String]
     private let created = Locked(false)
     /// When this instance sweeps the table next.
     private let nextSweep = Locked(Date.distantPast)
@@ -17,19 +19,21 @@ final class Table: Sendable {
     static let sweepLimit = 500
 
     /// A table `name` with `columns` (SQL) and an index on the column `indexed` when given, through `client`; `nil`
-    /// when `name` is not one this package takes.
-    init?(_ name: String, columns: String, indexed: String? = nil, client: PostgresClient) {
+    /// when `name` is not one this package takes. `added` are the columns among `columns` that an earlier version's
+    /// table lacks.
+    init?(_ name: String, columns: String, indexed: String? = nil, added: [String] = [], client: PostgresClient) {
         guard Table.isName(name) else { return nil }
         self.name = name
         self.columns = columns
         self.indexed = indexed
+        self.added = added
         self.client = client
     }
 
     /// Whether this instance sweeps the table now: at most once every `interval` (by `now`), whatever the number of
     /// requests.
     func sweepIsDue(every interval: Duration, now: Date) -> Bool {
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        let seconds = interval.seconds
         return nextSweep.withLock { next in
             guard now >= next else { return false }
             next = now.addingTimeInterval(seconds)
@@ -58,6 +62,9 @@ final class Table: Sendable {
             } catch {
                 try await client.query(index)
             }
+        }
+        for column in added {
+            try await client.query("ALTER TABLE \(unescaped: name) ADD COLUMN IF NOT EXISTS \(unescaped: column)")
         }
         created.withLock { $0 = true }
     }

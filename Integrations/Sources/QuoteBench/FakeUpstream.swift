@@ -18,7 +18,8 @@ struct CallLog: ResponseCodable {
 }
 
 /// An upstream that answers every quote after `latency` (a symbol beginning with `SLOW` after `slowLatency`; one
-/// beginning with `UNKNOWN` with a 404) and keeps a log of its calls (`GET /calls` takes it).
+/// beginning with `UNKNOWN` with a 404; one beginning with `HUNG` never) and keeps a log of its calls (`GET /calls`
+/// takes it).
 final class FakeUpstream: Sendable {
     private let latency: Duration
     private let slowLatency: Duration
@@ -36,7 +37,9 @@ final class FakeUpstream: Sendable {
         router.get("quotes/:symbol") { request, context -> UpstreamQuote in
             let symbol = try context.parameters.require("symbol")
             let version = self.record(symbol, from: request.headers[.init("caller")!] ?? "")
-            try await Task.sleep(for: symbol.hasPrefix("SLOW") ? self.slowLatency : self.latency)
+            let latency: Duration =
+                symbol.hasPrefix("HUNG") ? .seconds(3_600) : symbol.hasPrefix("SLOW") ? self.slowLatency : self.latency
+            try await Task.sleep(for: latency)
             guard !symbol.hasPrefix("UNKNOWN") else { throw HTTPError(.notFound) }
             return UpstreamQuote(symbol: symbol, price: Double(symbol.utf8.count * 10 + version), version: version)
         }

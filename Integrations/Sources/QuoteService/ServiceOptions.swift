@@ -3,7 +3,8 @@ import PostgresNIO
 
 /// The service's command line: `--port`, `--upstream`, `--postgres`, `--mode store|plain`, `--events on|off` (the
 /// store's events to swift-metrics and swift-log), `--table`, `--max-age` (seconds), `--level-timeout` (milliseconds
-/// a PostgreSQL operation is given), `--lease-wait` (milliseconds an instance waits for the lease holder's value).
+/// a PostgreSQL operation is given), `--lease-wait` (milliseconds an instance waits for the lease holder's value),
+/// `--upstream-timeout` (milliseconds an upstream call is given).
 struct ServiceOptions {
     enum Mode: String {
         case store, plain
@@ -17,6 +18,7 @@ struct ServiceOptions {
     var maxAge = Duration.seconds(5)
     var levelTimeout = Duration.milliseconds(500)
     var leaseWait = Duration.seconds(2)
+    var upstreamTimeout = Duration.seconds(5)
     /// The client configuration for `--postgres` (`postgres://user@host:port/database`).
     let postgresConfiguration: PostgresClient.Configuration
 
@@ -39,6 +41,7 @@ struct ServiceOptions {
             case "--max-age": maxAge = .seconds(try Self.number(value, for: name))
             case "--level-timeout": levelTimeout = .milliseconds(try Self.number(value, for: name))
             case "--lease-wait": leaseWait = .milliseconds(try Self.number(value, for: name))
+            case "--upstream-timeout": upstreamTimeout = .milliseconds(try Self.number(value, for: name))
             default: throw OptionError("\(name) is not an option of the quote service.")
             }
         }

@@ -28,7 +28,8 @@ let postgres = PostgresClient(configuration: options.postgresConfiguration, back
 var upstreamConfiguration = HTTPClient.Configuration()
 upstreamConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
 let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: upstreamConfiguration)
-let upstream = Upstream(client: http, base: options.upstream, caller: "\(options.port)")
+let upstream = Upstream(
+    client: http, base: options.upstream, caller: "\(options.port)", timeout: options.upstreamTimeout)
 let quotesTable = try PostgresLevel<String, Quote>(client: postgres, table: options.table, maxAge: options.maxAge)
 let quoteLeases = try PostgresFetchLease<String>(client: postgres, table: options.table + "_leases")
 
@@ -71,11 +72,18 @@ struct Upstream: Sendable {
     let base: String
     /// How this instance names itself to the upstream (its port): the upstream's call log says who called.
     let caller: String
+    /// How long a call may take.
+    let timeout: Duration
 
     func quote(_ symbol: String) async throws -> Quote {
         var request = HTTPClientRequest(url: "\(base)/quotes/\(symbol)")
         request.headers.add(name: "caller", value: caller)
-        let response = try await client.execute(request, timeout: .seconds(5))
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: .milliseconds(Int64(timeout / .milliseconds(1))))
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
+            throw UpstreamTimedOut()
+        }
         guard response.status != .notFound else { throw UnknownSymbol() }
         guard response.status == .ok else {
             throw HTTPError(.badGateway, message: "The upstream answered \(response.status).")
@@ -94,8 +102,18 @@ struct UnknownSymbol: HTTPResponseError {
     }
 }
 
+/// The upstream did not answer in time: answered with a 504.
+struct UpstreamTimedOut: HTTPResponseError {
+    var status: HTTPResponse.Status { .gatewayTimeout }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status)
+    }
+}
+
 /// The service with the library: a store over a memory level and the shared table, its fetches under the lease, an
-/// unknown symbol remembered for a freshness window.
+/// unknown symbol remembered for a freshness window, and that failure and a timed out upstream shared by the
+/// instances through the lease for the same window.
 struct StoreQuotes: QuoteSource {
     private let store: Store<String, Quote>
 
@@ -118,7 +136,18 @@ struct StoreQuotes: QuoteSource {
                 .rememberingFailures(for: options.maxAge, where: { $0 is UnknownSymbol }),
             keptValues: 5_000,
             maxAge: options.maxAge,
-            coordination: .lease(leases, sharedLevel: "postgres", waiting: options.leaseWait),
+            coordination: .lease(
+                leases, sharedLevel: "postgres", waiting: options.leaseWait,
+                failures: FetchFailureSharing(
+                    for: options.maxAge,
+                    describe: { error in
+                        switch error {
+                        case is UnknownSymbol: "unknown symbol"
+                        case is UpstreamTimedOut: "upstream timed out"
+                        default: nil
+                        }
+                    },
+                    restore: { $0 == "unknown symbol" ? UnknownSymbol() as any Error : UpstreamTimedOut() })),
             events: options.events ? told : nil)
     }
 

@@ -124,6 +124,83 @@ final class PostgresFetchLeaseTests: XCTestCase {
         XCTAssertEqual(upstream.calls, 1, "one upstream call across both instances")
     }
 
+    func test_aFailureLeftOnALease_keepsEveryInstanceFromTakingIt_untilItsWindowEnds() async throws {
+        let first = try PostgresFetchLease<String>(client: client, table: table)
+        let second = try PostgresFetchLease<String>(client: client, table: table)
+
+        let taken = try await first.acquire("NOPE", for: .seconds(30))
+        try await first.release("NOPE", leaving: "unknown symbol", for: .milliseconds(300))
+        let refusedToTheOther = try await second.acquire("NOPE", for: .seconds(30))
+        let refusedToTheHolder = try await first.acquire("NOPE", for: .seconds(30))
+        let failure = try await second.failure(of: "NOPE")
+        let noFailure = try await second.failure(of: "ACME")
+        try await Task.sleep(for: .milliseconds(400))
+        let afterTheWindow = try await second.failure(of: "NOPE")
+        let takenAfterTheWindow = try await second.acquire("NOPE", for: .seconds(30))
+        let noFailureOnTheNewLease = try await first.failure(of: "NOPE")
+
+        XCTAssertTrue(taken)
+        XCTAssertFalse(refusedToTheOther)
+        XCTAssertFalse(refusedToTheHolder, "the failure lasts for its holder too")
+        XCTAssertEqual(failure, "unknown symbol")
+        XCTAssertNil(noFailure)
+        XCTAssertNil(afterTheWindow)
+        XCTAssertTrue(takenAfterTheWindow)
+        XCTAssertNil(noFailureOnTheNewLease, "a lease taken again holds no failure")
+    }
+
+    func test_aLeaseTableOfAnEarlierVersion_getsTheFailureColumn() async throws {
+        try await client.query(
+            """
+            CREATE TABLE \(unescaped: table) (key text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL)
+            """)
+        let lease = try PostgresFetchLease<String>(client: client, table: table)
+
+        let taken = try await lease.acquire("NOPE", for: .seconds(30))
+        try await lease.release("NOPE", leaving: "unknown symbol", for: .seconds(30))
+        let failure = try await lease.failure(of: "NOPE")
+
+        XCTAssertTrue(taken)
+        XCTAssertEqual(failure, "unknown symbol")
+    }
+
+    func test_aRefusingOrHungUpstream_isAskedOnceAcrossTwoInstances_whileItsFailureLasts() async throws {
+        // The upstream fails after 300 ms: a symbol it does not know, or a call that timed out.
+        let upstream = SlowQuotes(latency: .milliseconds(300), failing: true)
+        let instances = try (0..<2).map { _ in
+            Store(
+                levels: [
+                    .cache(MemoryCache<String, Quote>(), name: "memory"),
+                    .cache(
+                        try PostgresLevel<String, Quote>(client: client, table: table + "_values"), name: "postgres",
+                        timeout: .seconds(60)),
+                ],
+                fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+                // Waiting far past what a busy machine takes: a second upstream call could only be a defect.
+                coordination: .lease(
+                    try PostgresFetchLease<String>(client: client, table: table), sharedLevel: "postgres",
+                    waiting: .seconds(120), polling: .milliseconds(20),
+                    failures: FetchFailureSharing(
+                        for: .seconds(120), describe: { $0 is QuoteRefused ? "refused" : nil },
+                        restore: { _ in QuoteRefused() })))
+        }
+
+        func readEverywhere(_ count: Int) async -> [Bool] {
+            await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<count {
+                    group.addTask { (try? await instances[index % 2].read("NOPE").load()) == nil }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        let whileFetching = await readEverywhere(100)
+        let afterwards = await readEverywhere(100)
+
+        XCTAssertEqual(whileFetching.filter { $0 }.count, 100, "every read failed")
+        XCTAssertEqual(afterwards.filter { $0 }.count, 100)
+        XCTAssertEqual(upstream.calls, 1, "one upstream call across both instances, and none while the failure lasts")
+    }
+
     func test_theDocumentedStore_fetchesUnderItsLease() async throws {
         let client: PostgresClient = client
         let upstream = SlowQuotes(latency: .zero)
@@ -154,25 +231,31 @@ final class PostgresFetchLeaseTests: XCTestCase {
     }
 }
 
-/// An upstream that answers after `latency`, counting its calls.
+/// An upstream that answers after `latency` (or fails with ``QuoteRefused``), counting its calls.
 final class SlowQuotes: Sendable {
     private let count = Locked(0)
     private let latency: Duration
+    private let failing: Bool
 
-    init(latency: Duration) {
+    init(latency: Duration, failing: Bool = false) {
         self.latency = latency
+        self.failing = failing
     }
 
     var calls: Int { count.withLock { $0 } }
 
     func quote(_ symbol: String) -> AnyLoader<Quote> {
-        AnyLoader { [count, latency] completion in
+        AnyLoader { [count, latency, failing] completion in
             count.withLock { $0 += 1 }
             let task = Task {
                 try? await Task.sleep(for: latency)
-                if !Task.isCancelled { completion(.success(Quote(symbol: symbol, price: 100))) }
+                guard !Task.isCancelled else { return }
+                completion(failing ? .failure(QuoteRefused()) : .success(Quote(symbol: symbol, price: 100)))
             }
             return AnyCancellationToken { task.cancel() }
         }
     }
 }
+
+/// The upstream refused a quote.
+struct QuoteRefused: Error {}

@@ -16,6 +16,57 @@ public protocol FetchLease<Key>: Sendable {
     /// Gives back the lease of `key` this process holds: the store calls it once the value it fetched under the
     /// lease reached the shared level (its save there ended), or at once when the fetch failed.
     func release(_ key: Key) async throws
+
+    /// Gives back the lease of `key` this process holds, leaving `failure` on it for `duration`: until then no process
+    /// takes the lease (this one included), and ``failure(of:)`` answers `failure`. The store calls it when a fetch
+    /// under the lease failed with a failure its ``FetchFailureSharing`` describes. A lease that keeps no failure
+    /// gives the lease back (the default).
+    func release(_ key: Key, leaving failure: String, for duration: Duration) async throws
+
+    /// The failure a holder of `key`'s lease left on it, while it lasts; `nil` otherwise (the default).
+    func failure(of key: Key) async throws -> String?
+}
+
+extension FetchLease {
+    /// Gives the lease back, keeping no failure.
+    public func release(_ key: Key, leaving failure: String, for duration: Duration) async throws {
+        try await release(key)
+    }
+
+    /// No failure: this lease keeps none.
+    public func failure(of key: Key) async throws -> String? { nil }
+}
+
+/// Which failures of a fetch under a ``FetchLease`` the processes share, and for how long: a process that fetches a
+/// key and fails leaves a description of the failure on the lease, and every process that asks for the lease while
+/// it lasts fails with the failure the description gives back, without fetching (a key the upstream does not know, an
+/// upstream that stopped answering, asked once per window for them all).
+///
+/// ```swift
+/// let store = Store(
+///     levels: [.cache(MemoryCache(), name: "memory"), .cache(sharedTable, name: "shared", timeout: .seconds(1))],
+///     fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+///     coordination: .lease(
+///         quoteLeases, sharedLevel: "shared", waiting: .seconds(10),
+///         failures: FetchFailureSharing(
+///             for: .seconds(5), describe: { $0 is UnknownSymbol ? "unknown symbol" : nil },
+///             restore: { _ in UnknownSymbol() })))
+/// ```
+public struct FetchFailureSharing: Sendable {
+    let window: Duration
+    let describe: @Sendable (any Error) -> String?
+    let restore: @Sendable (String) -> any Error
+
+    /// Shares for `window` the failures `describe` gives a description of (`nil`: a failure the next fetch may not
+    /// meet, kept by nobody), turned back into errors by `restore` in the processes that read them.
+    public init(
+        for window: Duration, describe: @escaping @Sendable (any Error) -> String?,
+        restore: @escaping @Sendable (String) -> any Error
+    ) {
+        self.window = window
+        self.describe = describe
+        self.restore = restore
+    }
 }
 
 /// How a ``Store``'s fetches are coordinated with other processes over a level they share, so that a key missing
@@ -37,7 +88,11 @@ public protocol FetchLease<Key>: Sendable {
 /// the fetch found the shared level's value too old (or found none), saved after that value. At each of those reads the
 /// store asks for the lease again: one its holder gave back, or let lapse by dying, is taken, and the store fetches
 /// (a dead holder costs the others `holding` at most). Past `waiting`, or when the lease cannot be reached, the store
-/// fetches itself: a lease never fails a read, it only spares fetches.
+/// fetches itself: a lease never fails a read, it only spares fetches, unless the processes share failures
+/// (`failures:`): then a fetch that fails leaves its failure on the lease for a window, and every read that would
+/// fetch the key meanwhile, in any process, fails with it (before a wait, and at each look of one). Give `waiting`
+/// longer than a fetch takes at most (its timeout, its retries included): the waiters then get the holder's value or
+/// its failure, and an upstream that stopped answering is asked by one process per window.
 /// "Saved since" is judged by the processes' clocks (the holder's store dates the value): when the holder's clock is
 /// behind by more than a fetch takes, the waiting process may not take the value and fetches after `waiting`: a second
 /// upstream call, never an old answer.
@@ -48,6 +103,9 @@ public protocol FetchLease<Key>: Sendable {
 public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     let acquire: @Sendable (Key) async throws -> Bool
     let release: @Sendable (Key) async throws -> Void
+    let releaseLeaving: @Sendable (Key, String, Duration) async throws -> Void
+    let failure: @Sendable (Key) async throws -> String?
+    let failures: FetchFailureSharing?
     let sharedLevel: String
     let waiting: Duration
     let polling: Duration
@@ -66,13 +124,18 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     ///     by then counts as a lease that cannot be reached (the store fetches itself, and gives back a lease the
     ///     call takes later), a release is given up (the lease lapses after `holding`). `nil`: the shared level's
     ///     timeout (`StoreLevel.cache(_:name:timeout:scheduler:)`); a level without one leaves the calls unbounded.
+    ///   - failures: the failures of a fetch the processes share through the lease (`nil`: none; a process whose
+    ///     holder failed takes the lease and fetches itself).
     public static func lease(
         _ lease: some FetchLease<Key>, sharedLevel: String, holding: Duration = .seconds(10),
-        waiting: Duration = .seconds(2), polling: Duration = .milliseconds(50), timeout: Duration? = nil
+        waiting: Duration = .seconds(2), polling: Duration = .milliseconds(50), timeout: Duration? = nil,
+        failures: FetchFailureSharing? = nil
     ) -> FetchCoordination {
         FetchCoordination(
             acquire: { key in try await lease.acquire(key, for: holding) },
             release: { key in try await lease.release(key) },
+            releaseLeaving: { key, failure, window in try await lease.release(key, leaving: failure, for: window) },
+            failure: { key in try await lease.failure(of: key) }, failures: failures,
             sharedLevel: sharedLevel, waiting: waiting, polling: polling, timeout: timeout)
     }
 }
@@ -102,20 +165,27 @@ extension TypedStoreHooks {
         pending.startStep {
             let task = Task { [self] in
                 let asked = ContinuousClock.now
-                let (answer, holds, outcome): (CachedValue<Value>?, Bool, CoordinationOutcome) =
-                    switch await coordinator.acquire(key) {
-                    case true?: (await sharedValue(of: key, in: shared, newerThan: newer), true, .acquired)
-                    case false?:
-                        switch await awaitHolder(of: key, in: shared, newerThan: newer, under: coordinator) {
-                        case (let value, true): (value, true, .takenOver)
-                        case (let value?, false): (value, false, .answeredByHolder)
-                        case (nil, false): (nil, false, .waitedOut)
-                        }
-                    // An unreachable lease: fetch at once (its database may be the shared level's too, and another
-                    // read of that level would cost the miss one more timeout), and give back after the save what
-                    // the call may have taken without its answer reaching here.
-                    case nil: (nil, true, .unreachable)
+                var failure: String?
+                let (answer, holds, outcome): (CachedValue<Value>?, Bool, CoordinationOutcome)
+                switch await coordinator.acquire(key) {
+                case true?:
+                    (answer, holds, outcome) = (
+                        await sharedValue(of: key, in: shared, newerThan: newer), true, .acquired
+                    )
+                case false?:
+                    switch await awaitHolder(of: key, in: shared, newerThan: newer, under: coordinator) {
+                    case .taken(let value): (answer, holds, outcome) = (value, true, .takenOver)
+                    case .answered(let value): (answer, holds, outcome) = (value, false, .answeredByHolder)
+                    case .failed(let left):
+                        (answer, holds, outcome) = (nil, false, .failedBefore)
+                        failure = left
+                    case .waitedOut: (answer, holds, outcome) = (nil, false, .waitedOut)
                     }
+                // An unreachable lease: fetch at once (its database may be the shared level's too, and another read
+                // of that level would cost the miss one more timeout), and give back after the save what the call
+                // may have taken without its answer reaching here.
+                case nil: (answer, holds, outcome) = (nil, true, .unreachable)
+                }
                 if let events, !Task.isCancelled {
                     events(.fetchCoordinated(key, fetch: id, outcome: outcome, duration: ContinuousClock.now - asked))
                 }
@@ -126,6 +196,9 @@ extension TypedStoreHooks {
                     }
                     return pending.complete(.success(ValueBox(answer.value)))
                 }
+                if let failure, let failures = coordinator.coordination.failures {
+                    return pending.complete(.failure(failures.restore(failure)))
+                }
                 guard !Task.isCancelled else {
                     if holds { Task { await coordinator.release(key) } }
                     return
@@ -134,12 +207,13 @@ extension TypedStoreHooks {
                     engine.sendUpstream(id, of: object) { result in
                         if holds {
                             // Given back once the value reached the shared level: a process that takes the lease
-                            // then finds it there. A failure has nothing to wait for.
-                            let release: @Sendable () -> Void = { Task { await coordinator.release(key) } }
-                            if case .success = result {
-                                coordinator.add(release, afterNextSaveOf: key)
-                            } else {
-                                release()
+                            // then finds it there. A failure has nothing to wait for: it is left on the lease when
+                            // the processes share it.
+                            switch result {
+                            case .success:
+                                coordinator.add({ Task { await coordinator.release(key) } }, afterNextSaveOf: key)
+                            case .failure(let error):
+                                Task { await coordinator.release(key, failedWith: error) }
                             }
                         }
                         pending.complete(result)
@@ -153,25 +227,26 @@ extension TypedStoreHooks {
 
     /// Waits for the holder of `key`'s lease: a newer value of `key` in level `index`, read every `polling` for at
     /// most `waiting`, with the lease asked for again at each look (its holder may have given it back, or died and let
-    /// it lapse). Returns the value, `nil` when none came (or the wait was cancelled), and whether this process took
-    /// the lease meanwhile (the value is then the one it found right after).
+    /// it lapse), and the failure a holder left on it looked at before each wait.
     private func awaitHolder(
         of key: Key, in index: Int, newerThan newer: NewerThan, under coordinator: FetchCoordinator<Key>
-    ) async -> (value: CachedValue<Value>?, taken: Bool) {
+    ) async -> HolderWait<Value> {
         let coordination = coordinator.coordination
         let deadline = ContinuousClock.now + coordination.waiting
+        if let failure = await coordinator.failure(of: key) { return .failed(failure) }
         while ContinuousClock.now < deadline {
             do {
                 try await Task.sleep(for: coordination.polling)
             } catch {
-                return (nil, false)
+                return .waitedOut
             }
-            if let cached = await sharedValue(of: key, in: index, newerThan: newer) { return (cached, false) }
+            if let cached = await sharedValue(of: key, in: index, newerThan: newer) { return .answered(cached) }
             if await coordinator.acquire(key) == true {
-                return (await sharedValue(of: key, in: index, newerThan: newer), true)
+                return .taken(await sharedValue(of: key, in: index, newerThan: newer))
             }
+            if let failure = await coordinator.failure(of: key) { return .failed(failure) }
         }
-        return (nil, false)
+        return .waitedOut
     }
 
     /// The value of `key` in level `index`, when it is newer than what the fetch needs.
@@ -183,6 +258,18 @@ extension TypedStoreHooks {
         guard let cached, newer.accepts(cached.savedAt) else { return nil }
         return cached
     }
+}
+
+/// How a wait for the holder of a key's lease ended.
+private enum HolderWait<Value: Sendable> {
+    /// The holder's value arrived in the shared level.
+    case answered(CachedValue<Value>)
+    /// This process took the lease (given back, or lapsed), and found this in the shared level right after.
+    case taken(CachedValue<Value>?)
+    /// A holder's fetch failed and left this description on the lease.
+    case failed(String)
+    /// Nothing came within `waiting`, or the wait was cancelled.
+    case waitedOut
 }
 
 /// What a coordinated fetch takes from the shared level: a value saved since it began, or one newer than what its
@@ -234,11 +321,37 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
 
     /// Gives `key`'s lease back, waiting at most the call timeout (it lapses otherwise).
     func release(_ key: Key) async {
+        forget(key)
+        await giveBack(key)
+    }
+
+    /// Gives `key`'s lease back after a fetch under it failed with `error`: leaving the failure on it for the window
+    /// of the coordination's failure sharing when it describes `error`, plainly otherwise.
+    func release(_ key: Key, failedWith error: any Error) async {
+        guard let failures = coordination.failures, let failure = failures.describe(error) else {
+            return await release(key)
+        }
+        forget(key)
+        let coordination = coordination
+        _ = await boundedAnswer(within: callTimeout) {
+            try await coordination.releaseLeaving(key, failure, failures.window)
+        }
+    }
+
+    /// The failure a holder left on `key`'s lease, while it lasts: `nil` when the processes share none, or the lease
+    /// cannot be reached within the call timeout.
+    func failure(of key: Key) async -> String? {
+        guard coordination.failures != nil else { return nil }
+        let coordination = coordination
+        return await boundedAnswer(within: callTimeout) { try await coordination.failure(key) } ?? nil
+    }
+
+    /// Counts one lease of `key` fewer among those this process holds.
+    private func forget(_ key: Key) {
         held.withLock { held in
             guard let count = held[key] else { return }
             held[key] = count > 1 ? count - 1 : nil
         }
-        await giveBack(key)
     }
 
     /// Gives back every lease this process holds, at once and together, each call bounded by the call timeout: a

@@ -57,6 +57,9 @@ public enum CoordinationOutcome: String, Sendable {
     case takenOver
     /// Another process held the lease for longer than `waiting`: this one fetches without it.
     case waitedOut
+    /// A fetch under the lease failed a moment ago (in this process or another) and left its failure on it, still
+    /// lasting (see ``FetchFailureSharing``): this one fails with that failure, without fetching.
+    case failedBefore
     /// The lease could not be reached (its call failed or took longer than its timeout): this one fetches
     /// without it.
     case unreachable

@@ -104,9 +104,6 @@ final class RememberedFailuresTests: XCTestCase {
     }
 }
 
-/// The upstream does not know the symbol: a failure that lasts.
-private struct UnknownSymbol: Error, Equatable {}
-
 /// A quotes API answering at once: a quote, `UnknownSymbol` for the symbols it does not know, a timeout for those
 /// it is too busy for. It logs the symbols it was asked for.
 private final class SymbolAPI: Sendable {

@@ -316,6 +316,8 @@ final class FetchLeaseTests: XCTestCase {
 final class MemoryLease: FetchLease {
     private struct State {
         var held: Set<String> = []
+        /// The failures left on leases, by key, with the window they were left for.
+        var failures: [String: (failure: String, window: Duration)] = [:]
         var acquires = 0
         var log: [String] = []
     }
@@ -338,13 +340,18 @@ final class MemoryLease: FetchLease {
     /// Takes the lease for a test (standing for another instance).
     func take(_ key: String) -> Bool { state.withLock { $0.held.insert(key).inserted } }
 
-    /// The lease of `key` lapses (its holder died holding it).
-    func lapse(_ key: String) { _ = state.withLock { $0.held.remove(key) } }
+    /// The lease of `key` lapses (its holder died holding it, or the window of the failure left on it ended).
+    func lapse(_ key: String) {
+        state.withLock { state in
+            state.held.remove(key)
+            state.failures[key] = nil
+        }
+    }
 
     func acquire(_ key: String, for duration: Duration) async throws -> Bool {
         state.withLock { state in
             state.acquires += 1
-            guard state.held.insert(key).inserted else { return false }
+            guard state.failures[key] == nil, state.held.insert(key).inserted else { return false }
             state.log.append("acquired \(key)")
             return true
         }
@@ -356,6 +363,18 @@ final class MemoryLease: FetchLease {
             state.held.remove(key)
             state.log.append("released \(key) after \(saves) save\(saves == 1 ? "" : "s")")
         }
+    }
+
+    func release(_ key: String, leaving failure: String, for duration: Duration) async throws {
+        state.withLock { state in
+            state.held.remove(key)
+            state.failures[key] = (failure, duration)
+            state.log.append("left “\(failure)” on \(key) for \(duration)")
+        }
+    }
+
+    func failure(of key: String) async throws -> String? {
+        state.withLock { $0.failures[key]?.failure }
     }
 }
 

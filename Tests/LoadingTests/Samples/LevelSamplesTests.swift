@@ -47,6 +47,9 @@ final class FlakyQuotes: Sendable {
     }
 }
 
+/// The upstream does not know the symbol: a failure that lasts.
+struct UnknownSymbol: Error, Equatable {}
+
 /// Fetch leases of a service's instances, kept in memory.
 actor InstanceLeases: FetchLease {
     private var held: Set<String> = []
@@ -229,6 +232,41 @@ final class LevelSamplesTests: XCTestCase {
         let shared = try await second.read("ACME").load()
         XCTAssertEqual(shared.origin, .cache("shared"))
         XCTAssertEqual(upstream.calls.withLock { $0 }, 1)
+    }
+
+    func test_twoInstancesSharingTheirFailures_askForAnUnknownSymbolOnce() async throws {
+        let upstream = FlakyQuotes(failures: [UnknownSymbol()])
+        let sharedTable = MemoryCache<String, Quote>()
+        let quoteLeases = MemoryLease()
+        func instance() -> Store<String, Quote> {
+            // Sample: begin
+            let store = Store(
+                levels: [
+                    .cache(MemoryCache(), name: "memory"), .cache(sharedTable, name: "shared", timeout: .seconds(1)),
+                ],
+                fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+                coordination: .lease(
+                    quoteLeases, sharedLevel: "shared", waiting: .seconds(10),
+                    failures: FetchFailureSharing(
+                        for: .seconds(5), describe: { $0 is UnknownSymbol ? "unknown symbol" : nil },
+                        restore: { _ in UnknownSymbol() })))
+            // Sample: end
+            return store
+        }
+
+        let (first, second) = (instance(), instance())
+        let failed = try? await first.read("NOPE").load()
+        let left = await eventually { quoteLeases.log.last?.hasPrefix("left") == true }
+        do {
+            _ = try await second.read("NOPE").load()
+            XCTFail("the failure left on the lease answers the second instance")
+        } catch {
+            XCTAssertTrue(error is UnknownSymbol, "\(error)")
+        }
+
+        XCTAssertNil(failed)
+        XCTAssertTrue(left, "the failure was left on the lease")
+        XCTAssertEqual(upstream.attempts, 1, "the second instance did not ask")
     }
 
     func test_theArticlesStoreWithADatabaseLevel() async throws {
