@@ -67,6 +67,7 @@ let package = Package(
             dependencies: [
                 "LoadingObservability",
                 .product(name: "Loading", package: "Loading"),
+                .product(name: "LoadingTestSupport", package: "Loading"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

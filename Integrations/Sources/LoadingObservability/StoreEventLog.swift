@@ -3,7 +3,8 @@ import Logging
 
 /// A store's events as logs (swift-log): what failed at `warning` (a level's read or write, with the key and the
 /// level; a fetch, with its error; a lease waited out or unreachable), fetches at `debug` (started, joined, ended with
-/// their duration, coordinated with the other processes), hits at `trace`.
+/// their duration, coordinated with the other processes, their upstream calls with their duration), hits and level
+/// operations' durations at `trace`.
 ///
 /// ```swift
 /// let log = StoreEventLog<String>(store: "quotes", logger: Logger(label: "quotes"))
@@ -77,6 +78,16 @@ public struct StoreEventLog<Key: Hashable & Sendable>: Sendable {
             case .waitedOut: logger.warning("lease holder waited out: fetching without the lease", metadata: metadata)
             case .unreachable: logger.warning("lease unreachable: fetching without it", metadata: metadata)
             }
+        case .levelOperationEnded(let key, let level, let operation, let duration, _):
+            metadata["key"] = key.map { "\($0)" } ?? "every key"
+            metadata["level"] = "\(level)"
+            metadata["duration"] = "\(duration)"
+            logger.trace("level \(operation.rawValue) ended", metadata: metadata)
+        case .upstreamCalled(let key, let fetch, let duration, _):
+            metadata["key"] = "\(key)"
+            metadata["fetch"] = "\(fetch)"
+            metadata["duration"] = "\(duration)"
+            logger.debug("upstream call ended", metadata: metadata)
         }
     }
 }

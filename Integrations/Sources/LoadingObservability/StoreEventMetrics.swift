@@ -12,7 +12,10 @@ import Metrics
 /// - `loading_evictions_total`: kept values the store let go of to stay within its bound;
 /// - `loading_fetch_coordinations_total` (`outcome`: `acquired`, `answeredByHolder`, `takenOver`, `failedBefore`,
 ///   `waitedOut` or `unreachable`) and `loading_fetch_coordination_duration_seconds` (a timer): how fetches under a
-///   `FetchCoordination` were settled, and how long it took.
+///   `FetchCoordination` were settled, and how long it took;
+/// - `loading_level_operation_duration_seconds` (`level`, `operation`: `read`, `save`, `removal` or
+///   `removal of every value`; a timer): how long each level operation took;
+/// - `loading_upstream_duration_seconds` (a timer): how long the fetches' upstream calls took.
 ///
 /// ```swift
 /// let metrics = StoreEventMetrics<String>(store: "quotes")
@@ -26,8 +29,11 @@ public final class StoreEventMetrics<Key: Hashable & Sendable>: Sendable {
     private let factory: any MetricsFactory
     /// The counters made so far, by label and dimensions: made once each.
     private let counters = Locked<[String: Counter]>([:])
+    /// The timers of level operations made so far, by level and operation.
+    private let levelDurations = Locked<[String: Timer]>([:])
     private let fetchDuration: Timer
     private let coordinationDuration: Timer
+    private let upstreamDuration: Timer
 
     /// Counts the events of the store named `store` with `factory` (by default the process's metrics backend).
     public init(store: String, factory: any MetricsFactory = MetricsSystem.factory) {
@@ -36,6 +42,8 @@ public final class StoreEventMetrics<Key: Hashable & Sendable>: Sendable {
         fetchDuration = Timer(label: "loading_fetch_duration_seconds", dimensions: [("store", store)], factory: factory)
         coordinationDuration = Timer(
             label: "loading_fetch_coordination_duration_seconds", dimensions: [("store", store)], factory: factory)
+        upstreamDuration = Timer(
+            label: "loading_upstream_duration_seconds", dimensions: [("store", store)], factory: factory)
     }
 
     /// Counts `event`.
@@ -67,6 +75,23 @@ public final class StoreEventMetrics<Key: Hashable & Sendable>: Sendable {
         case .fetchCoordinated(_, _, let outcome, let duration):
             increment("loading_fetch_coordinations_total", [("outcome", outcome.rawValue)])
             coordinationDuration.record(duration: duration)
+        case .levelOperationEnded(_, let level, let operation, let duration, _):
+            levelDuration(level, operation).record(duration: duration)
+        case .upstreamCalled(_, _, let duration, _):
+            upstreamDuration.record(duration: duration)
+        }
+    }
+
+    /// The timer of `operation` on `level`, made on first use.
+    private func levelDuration(_ level: String, _ operation: LevelOperation) -> Timer {
+        levelDurations.withLock { timers in
+            let id = level + "|" + operation.rawValue
+            if let timer = timers[id] { return timer }
+            let timer = Timer(
+                label: "loading_level_operation_duration_seconds",
+                dimensions: [("store", store), ("level", level), ("operation", operation.rawValue)], factory: factory)
+            timers[id] = timer
+            return timer
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import InMemoryTracing
 import Loading
 import LoadingObservability
+import LoadingTestSupport
 import Logging
 import MetricsTestKit
 import Tracing
@@ -138,6 +139,81 @@ final class StoreObservabilityTests: XCTestCase {
             lines.withLock { $0 }.contains { $0.hasPrefix("warning lease unreachable") && $0.contains("key=ACME") })
     }
 
+    func test_levelOperationsAndUpstreamCalls_areTimed_andTracedAsSpans() throws {
+        let metrics = TestMetrics()
+        let counted = StoreEventMetrics<String>(store: "quotes", factory: metrics)
+        let tracer = InMemoryTracer()
+        let traced = StoreEventTracing<String>(store: "quotes", tracer: tracer)
+        let upstream = HeldQuotes()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, Double>(), name: "memory"), .cache(BrokenDisk(), name: "disk")],
+            fetch: LoaderFamily { (_: String) in upstream },
+            events: { event in
+                counted.record(event)
+                traced.record(event)
+            })
+
+        let request = tracer.startAnySpan("request", context: .topLevel)
+        let answered = expectation(description: "answered")
+        ServiceContext.withValue(request.context) {
+            _ = store.read("ACME").load { _ in answered.fulfill() }
+        }
+        upstream.answerAll(with: 12.5)
+        wait(for: [answered], timeout: 60)
+
+        for (level, operation) in [("memory", "read"), ("disk", "read"), ("memory", "save"), ("disk", "save")] {
+            XCTAssertEqual(
+                try metrics.expectTimer(
+                    "loading_level_operation_duration_seconds",
+                    [("store", "quotes"), ("level", level), ("operation", operation)]
+                ).values.count, 1, "\(level) \(operation)")
+        }
+        XCTAssertEqual(
+            try metrics.expectTimer("loading_upstream_duration_seconds", [("store", "quotes")]).values.count, 1)
+        let fetch = try XCTUnwrap(tracer.finishedSpans.first { $0.operationName == "loading.fetch" })
+        let call = try XCTUnwrap(tracer.finishedSpans.first { $0.operationName == "loading.upstream" })
+        XCTAssertEqual(
+            call.spanContext.parentSpanID, fetch.spanContext.spanID, "the upstream call is the fetch's child")
+        let reads = tracer.finishedSpans.filter {
+            $0.operationName == "loading.level" && $0.attributes["loading.operation"]?.toSpanAttribute() == "read"
+        }
+        XCTAssertEqual(
+            reads.map { $0.attributes["loading.level"]?.toSpanAttribute() }, ["memory", "disk"],
+            "the reads before the fetch, in the request's trace")
+        XCTAssertEqual(Set(reads.map(\.spanContext.parentSpanID)), [request.context.inMemorySpanContext?.spanID])
+        XCTAssertEqual(reads.last?.errors.count, 1, "the disk's failure recorded")
+    }
+
+    func test_aSharedLevelReadWhileWaitingForTheLeasesHolder_isAChildSpanOfTheFetch() throws {
+        let tracer = InMemoryTracer()
+        let traced = StoreEventTracing<String>(store: "quotes", tracer: tracer)
+        let shared = MemoryCache<String, Double>()
+        let lease = HeldLease()
+        let store = Store(
+            levels: [.cache(shared, name: "shared")],
+            fetch: LoaderFamily { (_: String) in HeldQuotes() },
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .seconds(120), polling: .milliseconds(5)),
+            events: traced.record)
+
+        let answered = expectation(description: "answered")
+        _ = store.read("ACME").load { _ in answered.fulfill() }
+        let waited = eventually {
+            tracer.finishedSpans.contains {
+                $0.operationName == "loading.level" && $0.attributes["loading.level"]?.toSpanAttribute() == "shared"
+                    && $0.spanContext.parentSpanID != nil
+            }
+        }
+        shared.save(12.5, for: "ACME") { _ in }  // the holder's value arrives
+        wait(for: [answered], timeout: 60)
+
+        XCTAssertTrue(waited, "a look at the shared level while waiting")
+        let fetch = try XCTUnwrap(tracer.finishedSpans.first { $0.operationName == "loading.fetch" })
+        let looks = tracer.finishedSpans.filter {
+            $0.operationName == "loading.level" && $0.spanContext.parentSpanID == fetch.spanContext.spanID
+        }
+        XCTAssertFalse(looks.isEmpty)
+    }
+
     /// A log of the store "quotes" from `debug` up, and the lines it wrote.
     private func debugLog() -> (StoreEventLog<String>, Locked<[String]>) {
         let lines = Locked<[String]>([])
@@ -151,6 +227,12 @@ final class StoreObservabilityTests: XCTestCase {
 private struct UnreachableLease: FetchLease {
     func acquire(_ key: String, for duration: Duration) async throws -> Bool { throw URLError(.cannotConnectToHost) }
     func release(_ key: String) async throws { throw URLError(.cannotConnectToHost) }
+}
+
+/// A lease another instance holds for ever.
+private struct HeldLease: FetchLease {
+    func acquire(_ key: String, for duration: Duration) async throws -> Bool { false }
+    func release(_ key: String) async throws {}
 }
 
 /// A log handler that keeps each line as "level message key=value...".

@@ -204,7 +204,7 @@ extension TypedStoreHooks {
                     return
                 }
                 pending.startStep {
-                    engine.sendUpstream(id, of: object) { result in
+                    callUpstream(id, of: key, object: object, in: engine) { result in
                         if holds {
                             // Given back once the value reached the shared level: a process that takes the lease
                             // then finds it there. A failure has nothing to wait for: it is left on the lease when

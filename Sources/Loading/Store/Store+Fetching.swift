@@ -93,7 +93,22 @@ final class TypedStoreHooks<Key: Hashable & Sendable, Value: Sendable>: StoreHoo
         _ id: Int, of key: Key, object: StoreKeyRef, in engine: StoreEngine,
         completion: @escaping LoadCompletion<any StoreValueBox>
     ) -> any CancellationToken {
-        guard let coordinator else { return engine.sendUpstream(id, of: object, completion: completion) }
+        guard let coordinator else {
+            return callUpstream(id, of: key, object: object, in: engine, completion: completion)
+        }
         return coordinatedLoad(id, of: key, object: object, in: engine, under: coordinator, completion: completion)
+    }
+
+    /// Sends fetch `id`'s upstream load, telling the store's events, when it has some, when the call ended.
+    func callUpstream(
+        _ id: Int, of key: Key, object: StoreKeyRef, in engine: StoreEngine,
+        completion: @escaping LoadCompletion<any StoreValueBox>
+    ) -> any CancellationToken {
+        guard let events else { return engine.sendUpstream(id, of: object, completion: completion) }
+        let started = ContinuousClock.now
+        return engine.sendUpstream(id, of: object) { result in
+            events(.upstreamCalled(key, fetch: id, duration: ContinuousClock.now - started, error: result.failure))
+            completion(result)
+        }
     }
 }

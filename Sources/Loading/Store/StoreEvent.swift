@@ -5,8 +5,8 @@
 #endif
 
 /// What happened in a ``Store``, for logs, metrics and traces: hits and misses by level, level failures with the key
-/// and the level, fetches started, joined and ended with their duration, and how the processes sharing a level
-/// settled who fetches.
+/// and the level, how long each level operation took, fetches started, joined and ended with their duration and that
+/// of their upstream call, and how the processes sharing a level settled who fetches.
 ///
 /// ```swift
 /// let store = Store(
@@ -43,6 +43,14 @@ public enum StoreEvent<Key: Hashable & Sendable>: Sendable {
     /// Under a ``FetchCoordination``, fetch `fetch` of the key learned after `duration` whether this process
     /// fetches: it took the key's lease, another process's value came, or it fetches without the lease.
     case fetchCoordinated(Key, fetch: Int, outcome: CoordinationOutcome, duration: Duration)
+    /// A level's operation ended after `duration`, with its failure (a timeout included) or `nil` (a read that found
+    /// no value did not fail); the key is `nil` for a removal of every value. Told right after the operation's
+    /// ``levelRead(_:level:outcome:)`` or ``levelWritten(_:level:operation:error:)``.
+    case levelOperationEnded(Key?, level: String, operation: LevelOperation, duration: Duration, error: (any Error)?)
+    /// Fetch `fetch`'s call of the upstream ended after `duration`, with its failure or `nil`: the part of the fetch
+    /// spent upstream, after its lease under a ``FetchCoordination`` (a fetch answered by another process asks
+    /// none). Told right before the fetch's ``fetchEnded(_:fetch:duration:error:)``.
+    case upstreamCalled(Key, fetch: Int, duration: Duration, error: (any Error)?)
 }
 
 /// How the processes sharing a level settled who fetches a key (see
@@ -76,33 +84,53 @@ public enum LevelReadOutcome: Sendable {
 }
 
 extension StoreLevel {
-    /// This level, telling `events` what each of its operations found, with the key and the level's name.
+    /// This level, telling `events` what each of its operations found and how long it took, with the key and the
+    /// level's name.
     func reporting(to events: @escaping @Sendable (StoreEvent<Key>) -> Void) -> StoreLevel {
         let name = name
-        let level = boxed.telling { change, result in
-            let (key, operation): (Key?, LevelOperation) =
-                switch change {
-                case .save(let key): (StoreKey<Key>.key(of: key), .save)
-                case .removal(let key): (StoreKey<Key>.key(of: key), .removal)
-                case .removalOfAll: (nil, .removalOfEveryValue)
-                }
-            events(.levelWritten(key, level: name, operation: operation, error: result.failure))
+        let level = boxed
+        @Sendable func written(_ key: Key?, _ operation: LevelOperation, _ completion: @escaping Completion<Void>)
+            -> Completion<Void>
+        {
+            let started = ContinuousClock.now
+            return { result in
+                let error = result.failure
+                events(.levelWritten(key, level: name, operation: operation, error: error))
+                events(
+                    .levelOperationEnded(
+                        key, level: name, operation: operation, duration: ContinuousClock.now - started, error: error))
+                completion(result)
+            }
         }
         return StoreLevel(
             name: name,
             boxed: level.wrapped(
                 read: { key, completion in
-                    level.read(key) { result in
+                    let started = ContinuousClock.now
+                    return level.read(key) { result in
+                        let key = StoreKey<Key>.key(of: key)
                         let outcome: LevelReadOutcome =
                             switch result {
                             case .success(let cached): .hit(savedAt: cached.savedAt)
                             case .failure(is CacheMiss): .miss
                             case .failure(let error): .failed(error)
                             }
-                        events(.levelRead(StoreKey<Key>.key(of: key), level: name, outcome: outcome))
+                        events(.levelRead(key, level: name, outcome: outcome))
+                        let error: (any Error)? = if case .failed(let error) = outcome { error } else { nil }
+                        events(
+                            .levelOperationEnded(
+                                key, level: name, operation: .read, duration: ContinuousClock.now - started,
+                                error: error))
                         completion(result)
                     }
-                }))
+                },
+                save: { value, savedAt, key, completion in
+                    level.save(value, savedAt, key, written(StoreKey<Key>.key(of: key), .save, completion))
+                },
+                removeValue: { key, completion in
+                    level.removeValue(key, written(StoreKey<Key>.key(of: key), .removal, completion))
+                },
+                removeAll: { completion in level.removeAll(written(nil, .removalOfEveryValue, completion)) }))
     }
 }
 
@@ -133,7 +161,7 @@ extension StoreEvent {
 
 extension Result {
     /// The failure, or `nil` for a success.
-    fileprivate var failure: Failure? {
+    var failure: Failure? {
         if case .failure(let error) = self { error } else { nil }
     }
 }

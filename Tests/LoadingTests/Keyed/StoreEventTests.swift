@@ -24,6 +24,42 @@ final class StoreEventTests: XCTestCase {
             ])
     }
 
+    func test_eachLevelOperationAndTheUpstreamCall_isToldWithItsDuration_rightAfterWhatItFound() throws {
+        let events = EventLog()
+        let upstream = HeldUpstream()
+        let disk = HeldReadsCache()
+        let store = Store(
+            levels: [.cache(MemoryCache<String, String>(), name: "memory"), .cache(disk, name: "disk")],
+            fetch: LoaderFamily { (_: String) in upstream }, keptValues: 0, events: events.record)
+
+        let answered = expectation(description: "answered")
+        let beforeTheRead = ContinuousClock.now
+        store.read("a").load { _ in answered.fulfill() }
+        XCTAssertTrue(eventually { disk.pendingReads == 1 })
+        let diskReadPending = ContinuousClock.now
+        Thread.sleep(forTimeInterval: 0.05)  // a floor for the disk read's duration, asserted below
+        disk.answerReads()
+        XCTAssertTrue(eventually { events.lines.contains("fetch a started 1") })
+        Thread.sleep(forTimeInterval: 0.05)  // a floor for the upstream call's duration
+        upstream.answer(with: .success("v"))
+        wait(for: [answered], timeout: .watchdog)
+        let afterTheAnswer = ContinuousClock.now
+
+        XCTAssertEqual(
+            events.linesWithDurations,
+            [
+                "read a memory miss", "took read a memory", "read a disk miss", "took read a disk", "fetch a started 1",
+                "took upstream a 1", "fetch a ended 1", "save a memory", "took save a memory", "save a disk",
+                "took save a disk",
+            ])
+        let diskRead = try XCTUnwrap(events.levelDurations.first { $0.level == "disk" }?.duration)
+        XCTAssertGreaterThanOrEqual(diskRead, .milliseconds(50), "from the read's start to its answer")
+        XCTAssertLessThanOrEqual(diskRead, afterTheAnswer - beforeTheRead)
+        let upstreamCall = try XCTUnwrap(events.upstreamDurations.first)
+        XCTAssertGreaterThanOrEqual(upstreamCall, .milliseconds(50), "from the call to its answer")
+        XCTAssertLessThanOrEqual(upstreamCall, afterTheAnswer - diskReadPending, "it began after the disk read")
+    }
+
     func test_aLevelHit_isToldWithItsSaveDate_andAHeldValue_asHeld() throws {
         let events = EventLog()
         let memory = MemoryCache<String, String>()
@@ -194,8 +230,14 @@ private final class EventLog: Sendable {
         { [events] event in events.withLock { $0.append(event) } }
     }
 
-    /// One line per event; fetches are numbered in the order they started, from 1.
+    /// One line per event but the durations of level operations and upstream calls; fetches are numbered in the
+    /// order they started, from 1.
     var lines: [String] {
+        linesWithDurations.filter { !$0.hasPrefix("took") }
+    }
+
+    /// One line per event, the durations of level operations and upstream calls as "took …" lines.
+    var linesWithDurations: [String] {
         var numbers: [Int: Int] = [:]
         func number(_ fetch: Int) -> Int {
             if let known = numbers[fetch] { return known }
@@ -218,13 +260,32 @@ private final class EventLog: Sendable {
                 "fetch \(key) ended \(number(fetch))" + (error == nil ? "" : " failed")
             case .fetchCoordinated(let key, let fetch, let outcome, _):
                 "fetch \(key) coordinated \(number(fetch)) \(outcome.rawValue)"
+            case .levelOperationEnded(let key, let level, let operation, _, let error):
+                "took \(operation.rawValue) \(key ?? "-") \(level)" + (error == nil ? "" : " failed")
+            case .upstreamCalled(let key, let fetch, _, let error):
+                "took upstream \(key) \(number(fetch))" + (error == nil ? "" : " failed")
             }
         }
     }
 
+    /// The durations of the fetches that ended.
     var durations: [Duration] {
         events.withLock { $0 }.compactMap { event in
             if case .fetchEnded(_, _, let duration, _) = event { duration } else { nil }
+        }
+    }
+
+    /// The durations of the upstream calls that ended.
+    var upstreamDurations: [Duration] {
+        events.withLock { $0 }.compactMap { event in
+            if case .upstreamCalled(_, _, let duration, _) = event { duration } else { nil }
+        }
+    }
+
+    /// The durations of the level operations that ended, with their level.
+    var levelDurations: [(level: String, duration: Duration)] {
+        events.withLock { $0 }.compactMap { event in
+            if case .levelOperationEnded(_, let level, _, let duration, _) = event { (level, duration) } else { nil }
         }
     }
 }
@@ -272,4 +333,30 @@ private final class HeldUpstream: Loader, Sendable {
 /// A token with nothing to cancel.
 private struct Idle: CancellationToken {
     func cancel() {}
+}
+
+/// A level that holds every read until told to answer it (with no value); it saves nothing.
+private final class HeldReadsCache: KeyedCache {
+    private let reads = Locked<[@Sendable () -> Void]>([])
+
+    /// How many reads wait for an answer.
+    var pendingReads: Int { reads.withLock { $0.count } }
+
+    /// Answers the reads that wait: no value.
+    func answerReads() {
+        for answer in reads.withLock({ exchange(&$0, with: []) }) { answer() }
+    }
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
+        reads.withLock { $0.append { completion(.failure(CacheMiss.absent)) } }
+    }
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        completion(.success(()))
+    }
 }
