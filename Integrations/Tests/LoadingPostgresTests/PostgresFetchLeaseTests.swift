@@ -201,6 +201,35 @@ final class PostgresFetchLeaseTests: XCTestCase {
         XCTAssertEqual(upstream.calls, 1, "one upstream call across both instances, and none while the failure lasts")
     }
 
+    func test_aSaveLandingAfterItsTimeout_asOnASaturatedMachine_costsNoSecondUpstreamCall() async throws {
+        let upstream = SlowQuotes(latency: .milliseconds(50))
+        // Every save lands 300 ms late, past the level's 100 ms timeout: what a machine too busy to keep up does.
+        let table = LateSaves(try PostgresLevel<String, Quote>(client: client, table: table + "_values"))
+        let instances = try (0..<2).map { _ in
+            Store(
+                levels: [
+                    .cache(MemoryCache<String, Quote>(), name: "memory"),
+                    .cache(table, name: "postgres", timeout: .milliseconds(100)),
+                ],
+                fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+                // Waiting far past what a busy machine takes: a second upstream call could only be a defect.
+                coordination: .lease(
+                    try PostgresFetchLease<String>(client: client, table: self.table), sharedLevel: "postgres",
+                    waiting: .seconds(120), polling: .milliseconds(20), timeout: .seconds(60)))
+        }
+
+        let prices = try await withThrowingTaskGroup(of: Double?.self) { group in
+            for index in 0..<200 {
+                group.addTask { try await instances[index % 2].read("ACME").load().value?.price }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+
+        XCTAssertEqual(prices.count, 200)
+        XCTAssertEqual(Set(prices), [100])
+        XCTAssertEqual(upstream.calls, 1, "the other instance found the late save, and did not fetch")
+    }
+
     func test_theDocumentedStore_fetchesUnderItsLease() async throws {
         let client: PostgresClient = client
         let upstream = SlowQuotes(latency: .zero)
@@ -259,3 +288,25 @@ final class SlowQuotes: Sendable {
 
 /// The upstream refused a quote.
 struct QuoteRefused: Error {}
+
+/// A level whose saves land 300 ms late.
+struct LateSaves: AsyncKeyedCache {
+    let level: PostgresLevel<String, Quote>
+
+    init(_ level: PostgresLevel<String, Quote>) {
+        self.level = level
+    }
+
+    func value(for key: String) async throws -> CachedValue<Quote>? { try await level.value(for: key) }
+
+    func save(_ value: Quote, for key: String, savedAt: Date) async throws {
+        // In a task of its own, not cancelled with the save's (which the timeout cancels): a query sent lands.
+        try await Task { [level] in
+            try await Task.sleep(for: .milliseconds(300))
+            try await level.save(value, for: key, savedAt: savedAt)
+        }.value
+    }
+
+    func removeValue(for key: String) async throws { try await level.removeValue(for: key) }
+    func removeAll() async throws { try await level.removeAll() }
+}

@@ -14,7 +14,8 @@ public protocol FetchLease<Key>: Sendable {
     func acquire(_ key: Key, for duration: Duration) async throws -> Bool
 
     /// Gives back the lease of `key` this process holds: the store calls it once the value it fetched under the
-    /// lease reached the shared level (its save there ended), or at once when the fetch failed.
+    /// lease reached the shared level (its save there ended, even past the level's timeout), or at once when the
+    /// fetch failed.
     func release(_ key: Key) async throws
 
     /// Gives back the lease of `key` this process holds, leaving `failure` on it for `duration`: until then no process
@@ -82,7 +83,8 @@ public struct FetchFailureSharing: Sendable {
 /// Before a fetch goes upstream, the store takes the key's lease. Holding it, it reads the shared level once more (the
 /// previous holder may have saved the value and given the lease back since the read missed), then fetches, and gives
 /// the lease back once the value reached the shared level, or at once when the fetch failed (a lease whose process
-/// died lapses after `holding`). When another process holds it, the store reads the shared level every `polling`, for
+/// died lapses after `holding`). A save the level's timeout gave up on may still land (a busy database answers it
+/// late): the lease waits for its real end, so that a waiting process finds the value rather than fetching again. When another process holds it, the store reads the shared level every `polling`, for
 /// at most `waiting`. Either way, a newer value found there is the fetch's answer, with its date and its level as its
 /// origin, saved to the faster levels only: newer means saved since the fetch began, or, when the read that started
 /// the fetch found the shared level's value too old (or found none), saved after that value. At each of those reads the
@@ -404,11 +406,15 @@ extension StoreLevel {
         StoreLevel(
             name: name,
             boxed: boxed.telling(
-                { change, _ in
-                    switch change {
-                    case .save(let key), .removal(let key): coordinator.saved(StoreKey<Key>.key(of: key))
-                    case .removalOfAll: coordinator.removedAll()
-                    }
+                { change, result in
+                    // A save the level's timeout gave up on may still land: its leases wait for its real end.
+                    let lateEnd = (result.failure as? LevelTimeoutError)?.lateEnd
+                    let ended: @Sendable () -> Void =
+                        switch change {
+                        case .save(let key), .removal(let key): { coordinator.saved(StoreKey<Key>.key(of: key)) }
+                        case .removalOfAll: { coordinator.removedAll() }
+                        }
+                    if let lateEnd { lateEnd.whenEnded(ended) } else { ended() }
                 }, afterCompletion: true))
     }
 }

@@ -175,8 +175,10 @@ private final class LevelDeadline: Sendable {
     ) -> (@Sendable () -> Void)? {
         guard let interval else { return start(completion) }
         let answer = FirstAnswer(completion)
-        let error = LevelTimeoutError(level: level, operation: operation, interval: interval)
-        let running = Running(deadline: scheduler.now + interval) { answer.expire(with: error) }
+        let level = level
+        let running = Running(deadline: scheduler.now + interval) {
+            answer.expire { LevelTimeoutError(level: level, operation: operation, interval: interval, lateEnd: $0) }
+        }
         let (id, startsTicking) = state.withLock { state in
             state.nextID += 1
             state.running[state.nextID] = running
@@ -207,12 +209,15 @@ private final class LevelDeadline: Sendable {
     }
 }
 
-/// A completion called once, with the first answer given: the operation's, or a timeout's (which cancels it).
+/// A completion called once, with the first answer given: the operation's, or a timeout's (which cancels it, and
+/// tells the timeout's ``LateEnd`` when the operation answers after all).
 private final class FirstAnswer<Output: Sendable>: Sendable {
     private struct State {
         var completion: (@Sendable (Result<Output, any Error>) -> Void)?
         var cancel: (@Sendable () -> Void)?
         var hasExpired = false
+        /// Once the timeout answered: the end of the operation, to tell when it comes.
+        var lateEnd: LateEnd?
     }
     private let state: Locked<State>
 
@@ -220,23 +225,28 @@ private final class FirstAnswer<Output: Sendable>: Sendable {
         state = Locked(State(completion: completion))
     }
 
-    /// Calls the completion with `result` if no answer came before.
+    /// Calls the completion with `result` if no answer came before; tells the operation's late end otherwise.
     func give(_ result: Result<Output, any Error>) {
         // Taken under the lock, called and released after it: both are the caller's code.
-        let (completion, cancel) = state.withLock { state in (state.completion.take(), state.cancel.take()) }
+        let (completion, cancel, lateEnd) = state.withLock { state in
+            (state.completion.take(), state.cancel.take(), state.lateEnd.take())
+        }
         withExtendedLifetime(cancel) { completion?(result) }
+        lateEnd?.end()
     }
 
-    /// Ends the operation with `error` if no answer came before, and cancels it.
-    func expire(with error: any Error) {
+    /// Ends the operation with the error `timeout` makes of its late end if no answer came before, and cancels it.
+    func expire(with timeout: (LateEnd) -> any Error) {
+        let lateEnd = LateEnd()
         let (completion, cancel) = state.withLock { state in
             let completion = state.completion.take()
             state.hasExpired = completion != nil
+            if completion != nil { state.lateEnd = lateEnd }
             return (completion, state.cancel.take())
         }
         guard let completion else { return }
         cancel?()
-        completion(.failure(error))
+        completion(.failure(timeout(lateEnd)))
     }
 
     /// Keeps what cancels the operation, for a timeout; cancels it now if the timeout came already, drops it if the
@@ -271,15 +281,47 @@ public struct LevelTimeoutError: Error, Equatable, CustomStringConvertible {
     public let operation: LevelOperation
     /// The time the level's operations are given.
     public let interval: Duration
+    /// When the operation really ends (a save under way may still land): `nil` for an error made otherwise.
+    let lateEnd: LateEnd?
 
     /// Creates the error of `level`'s `operation`, which did not finish within `interval`.
-    init(level: String, operation: LevelOperation, interval: Duration) {
+    init(level: String, operation: LevelOperation, interval: Duration, lateEnd: LateEnd? = nil) {
         self.level = level
         self.operation = operation
         self.interval = interval
+        self.lateEnd = lateEnd
+    }
+
+    /// Whether both are timeouts of the same operation of the same level, given the same time.
+    public static func == (lhs: LevelTimeoutError, rhs: LevelTimeoutError) -> Bool {
+        lhs.level == rhs.level && lhs.operation == rhs.operation && lhs.interval == rhs.interval
     }
 
     public var description: String {
         "The level “\(level)” did not finish a \(operation.rawValue) within \(interval)."
+    }
+}
+
+/// The end of an operation a level's timeout gave up on, which may still be under way (a save whose query was sent
+/// lands when the database answers it): what waits for it runs once the operation answers, at once if it did.
+final class LateEnd: Sendable {
+    private let state = Locked<(hasEnded: Bool, waiting: [@Sendable () -> Void])>((false, []))
+
+    /// Runs `action` once the operation ended.
+    func whenEnded(_ action: @escaping @Sendable () -> Void) {
+        let hasEnded = state.withLock { state in
+            if !state.hasEnded { state.waiting.append(action) }
+            return state.hasEnded
+        }
+        if hasEnded { action() }
+    }
+
+    /// The operation ended: what waits for it runs.
+    func end() {
+        let waiting = state.withLock { state in
+            state.hasEnded = true
+            return exchange(&state.waiting, with: [])
+        }
+        for action in waiting { action() }
     }
 }

@@ -134,6 +134,32 @@ final class FetchLeaseTests: XCTestCase {
             awaitResponse(store.freshValue(of: "ACME"))?.value, "quote ACME 2", "the refresh took the lease at once")
     }
 
+    func test_aSaveTheTimeoutGaveUpOn_keepsTheLeaseUntilItReallyEnds_soThatAWaiterTakesItsValueInsteadOfFetching() {
+        let table = SharedTable()
+        let lease = MemoryLease(savesOf: table)
+        let upstream = SlowUpstream()
+        // Waiting for the holder longer than the watchdog: the value arriving is the only way a wait ends in time.
+        let instances = (0..<2).map { _ in
+            Store(
+                levels: [.cache(table, name: "shared", timeout: .milliseconds(50))],
+                fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
+                coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
+        }
+        table.holdSaves()  // a database too busy to answer the save in time; its query lands later all the same
+
+        XCTAssertEqual(awaitResponse(instances[0].read("ACME"))?.value, "quote ACME 1", "answered past the timeout")
+        let waiter = LoadRecorder<StoreResponse<String>>()
+        _ = waiter.load(instances[1].read("ACME"))
+        XCTAssertTrue(eventually { lease.acquires >= 4 }, "the other instance waits, asking for the lease at each look")
+        XCTAssertEqual(upstream.calls, 1, "the lease is still held: the save may land")
+
+        table.releaseSaves()  // it lands
+
+        XCTAssertTrue(eventually { waiter.values.first?.value == "quote ACME 1" }, "the holder's value, from the table")
+        XCTAssertEqual(upstream.calls, 1)
+        XCTAssertTrue(eventually { lease.log.last == "released ACME after 1 save" }, "given back once it landed")
+    }
+
     func test_aFetchThatFails_givesTheLeaseBack() {
         let lease = MemoryLease()
         let store = Store(
