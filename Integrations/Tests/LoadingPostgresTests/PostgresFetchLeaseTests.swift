@@ -230,6 +230,37 @@ final class PostgresFetchLeaseTests: XCTestCase {
         XCTAssertEqual(upstream.calls, 1, "the other instance found the late save, and did not fetch")
     }
 
+    func test_aStoreShutDownMidFetch_givesItsLeaseBack_soThatAnotherInstanceTakesItAtOnce() async throws {
+        let upstream = SlowQuotes(latency: .seconds(3_600))  // the fetch is under way when the store shuts down
+        let store = Store(
+            levels: [
+                .cache(
+                    try PostgresLevel<String, Quote>(client: client, table: table + "_values"), name: "postgres",
+                    timeout: .seconds(60))
+            ],
+            fetch: LoaderFamily { (symbol: String) in upstream.quote(symbol) },
+            coordination: .lease(
+                try PostgresFetchLease<String>(client: client, table: table), sharedLevel: "postgres",
+                holding: .seconds(3_600)))
+        let other = try PostgresFetchLease<String>(client: client, table: table)
+        let read = Task { try await store.read("ACME").load() }
+        defer { read.cancel() }
+        var fetching = false
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !fetching, ContinuousClock.now < deadline {
+            fetching = upstream.calls == 1
+            if !fetching { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let heldWhileFetching = try await other.acquire("ACME", for: .seconds(30))
+
+        await store.shutDown(waitingAtMost: .seconds(5))
+        let takenAfterTheShutdown = try await other.acquire("ACME", for: .seconds(30))
+
+        XCTAssertTrue(fetching, "the store took the lease and asked the upstream")
+        XCTAssertFalse(heldWhileFetching, "the lease is held for an hour")
+        XCTAssertTrue(takenAfterTheShutdown, "given back by the shutdown")
+    }
+
     func test_theDocumentedStore_fetchesUnderItsLease() async throws {
         let client: PostgresClient = client
         let upstream = SlowQuotes(latency: .zero)
