@@ -51,11 +51,7 @@ public final class StoreEventTracing<Key: Hashable & Sendable>: Sendable {
                 return inFlight.spans.removeValue(forKey: fetch)
             }
             guard let span = ended else { return }
-            if let error {
-                span.recordError(error)
-                span.setStatus(SpanStatus(code: .error))
-            }
-            span.end()
+            end(span, error: error)
         case .fetchCoordinated(_, let fetch, let outcome, let duration):
             guard let parent = inFlight.withLock({ $0.spans[fetch] }) else { return }
             let span = startSpan("loading.lease", under: parent.context, lasting: duration)
