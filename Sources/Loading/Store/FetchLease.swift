@@ -101,7 +101,10 @@ public struct FetchFailureSharing: Sendable {
 ///
 /// Every call of the lease is bounded by `timeout` (the shared level's own timeout unless given): a lease that does
 /// not answer by then counts as one that cannot be reached, so a database that stops answering delays a miss by at
-/// most that much at the lease, and a lease such a call takes after all is given back.
+/// most that much at the lease, and a lease such a call takes after all is given back. Without a `timeout` of its
+/// own, the first call of a fetch whose read of the shared level answered (a value too old, or none) gets `waiting`
+/// when that is longer: the database is up, and a call slower than the level's timeout is a machine too busy to keep
+/// up, not an outage; counted as unreachable, it would cost a second upstream call.
 public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     let acquire: @Sendable (Key) async throws -> Bool
     let release: @Sendable (Key) async throws -> Void
@@ -125,7 +128,8 @@ public struct FetchCoordination<Key: Hashable & Sendable>: Sendable {
     ///   - timeout: how long each call of the lease may take (`acquire`, `release`): an acquire that has not answered
     ///     by then counts as a lease that cannot be reached (the store fetches itself, and gives back a lease the
     ///     call takes later), a release is given up (the lease lapses after `holding`). `nil`: the shared level's
-    ///     timeout (`StoreLevel.cache(_:name:timeout:scheduler:)`); a level without one leaves the calls unbounded.
+    ///     timeout (`StoreLevel.cache(_:name:timeout:scheduler:)`), or `waiting` for a fetch's first acquire when the
+    ///     shared level just answered its read; a level without a timeout leaves the calls unbounded.
     ///   - failures: the failures of a fetch the processes share through the lease (`nil`: none; a process whose
     ///     holder failed takes the lease and fetches itself).
     public static func lease(
@@ -169,7 +173,8 @@ extension TypedStoreHooks {
                 let asked = ContinuousClock.now
                 var failure: String?
                 let (answer, holds, outcome): (CachedValue<Value>?, Bool, CoordinationOutcome)
-                switch await coordinator.acquire(key) {
+                // The shared level answered the read that began the fetch: its database is up.
+                switch await coordinator.acquire(key, levelAnswered: newer.read != nil) {
                 case true?:
                     (answer, holds, outcome) = (
                         await sharedValue(of: key, in: shared, newerThan: newer), true, .acquired
@@ -311,11 +316,19 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Takes `key`'s lease: whether this process holds it now; `nil` when the lease could not be reached (it failed,
-    /// or did not answer within the call timeout: a lease taken after that is given back).
-    func acquire(_ key: Key) async -> Bool? {
+    /// or did not answer within the call timeout: a lease taken after that is given back). When the shared level
+    /// answered the read that began the fetch (`levelAnswered`) and the coordination gives no timeout of its own, the
+    /// lease's database is up and a slow call is load, not an outage: the call gets `waiting`, if longer.
+    func acquire(_ key: Key, levelAnswered: Bool = false) async -> Bool? {
         let coordination = coordination
+        let bound =
+            if levelAnswered, coordination.timeout == nil, let callTimeout {
+                max(callTimeout, coordination.waiting)
+            } else {
+                callTimeout
+            }
         let taken = await boundedAnswer(
-            within: callTimeout, { try await coordination.acquire(key) },
+            within: bound, { try await coordination.acquire(key) },
             late: { [self] holds in if holds { Task { await giveBack(key) } } })
         if taken == true { held.withLock { $0[key, default: 0] += 1 } }
         return taken

@@ -107,16 +107,41 @@ final class FetchLeaseTests: XCTestCase {
         XCTAssertTrue(eventually { lease.log.last == "released ACME after 0 saves" }, "and given back")
     }
 
-    func test_aLeaseCall_isBoundedByTheSharedLevelsTimeout_unlessTheCoordinationSays() {
+    func test_aLeaseCall_isBoundedByTheSharedLevelsTimeout_whenTheLevelsReadFailed() {
         let lease = SilentLease()
         let upstream = SlowUpstream()
+        // Waiting past the watchdog: a call given `waiting` rather than the level's timeout could only time out.
         let store = Store(
-            levels: [.cache(SharedTable(), name: "shared", timeout: .milliseconds(50))],
+            levels: [.cache(UnreadableTable(), name: "shared", timeout: .milliseconds(50))],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
-            coordination: .lease(lease, sharedLevel: "shared"))
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2))
 
         XCTAssertEqual(awaitResponse(store.read("ACME"))?.value, "quote ACME 1")
         lease.answerEveryAcquire()
+    }
+
+    func test_aSlowLeaseCall_afterTheSharedLevelAnsweredTheRead_isWaitedFor_notCountedUnreachable() {
+        let lease = SilentLease()
+        let upstream = SlowUpstream()
+        let outcomes = Locked<[CoordinationOutcome]>([])
+        let store = Store(
+            levels: [.cache(SharedTable(), name: "shared", timeout: .milliseconds(50))],
+            fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2),
+            events: { event in
+                if case .fetchCoordinated(_, _, let outcome, _) = event { outcomes.withLock { $0.append(outcome) } }
+            })
+        let answer = LoadRecorder<StoreResponse<String>>()
+        _ = answer.load(store.read("ACME"))
+        XCTAssertTrue(eventually { lease.pendingAcquires == 1 })
+        // Proof of absence: a call given the level's 50 ms would have counted as unreachable, and fetched, by now.
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(upstream.calls, 0, "the store waits for the lease: its database answered the read")
+
+        lease.answerEveryAcquire()  // a busy machine's answer, late
+
+        XCTAssertTrue(eventually { answer.values.first?.value == "quote ACME 1" })
+        XCTAssertEqual(outcomes.withLock { $0 }, [.acquired])
     }
 
     func test_aFetchThatEnds_givesTheLeaseBack_soThatTheNextOneNeedNotWait() {
@@ -536,6 +561,9 @@ private final class SilentLease: FetchLease {
 
     var releases: Int { released.withLock { $0 } }
 
+    /// How many acquires wait for an answer.
+    var pendingAcquires: Int { waiting.withLock { $0.count } }
+
     func acquire(_ key: String, for duration: Duration) async throws -> Bool {
         await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
     }
@@ -551,6 +579,14 @@ private final class SilentLease: FetchLease {
         }
         for acquire in answered { acquire.resume(returning: true) }
     }
+}
+
+/// A shared level whose reads fail: its database cannot be reached.
+private struct UnreadableTable: AsyncKeyedCache {
+    func value(for key: String) async throws -> CachedValue<String>? { throw URLError(.cannotConnectToHost) }
+    func save(_ value: String, for key: String, savedAt: Date) async throws {}
+    func removeValue(for key: String) async throws {}
+    func removeAll() async throws {}
 }
 
 /// A lease whose database cannot be reached.
