@@ -22,6 +22,7 @@ final class EveryPublicErrorReadsAsASentenceTests: XCTestCase {
             StoreError.discarded, StoreError.cleared,
             OfflineError(), FriendsComposer.AdditionUnavailable(),
             MutationQueueError.sentByAnotherProcess, MutationQueueError.creationRefused(temporaryID: "local-1"),
+            MutationConflictError.noConflict(id: "m-1"), MutationConflictError.replacedByServerCopy,
             MutationStorageError(operation: .save, id: "m1", file: file, underlyingError: POSIXError(.ENOSPC)),
             MutationStorageError(operation: .remove, id: "m1", file: file, underlyingError: POSIXError(.EACCES)),
             MutationStorageError(

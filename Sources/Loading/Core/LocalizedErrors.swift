@@ -36,6 +36,7 @@ extension StoreError: LoadingError {}
 extension OfflineError: LoadingError {}
 extension MutationStorageError: LoadingError {}
 extension MutationQueueError: LoadingError {}
+extension MutationConflictError: LoadingError {}
 extension ProcessSharingError: LoadingError {}
 extension DiskCacheError: LoadingError {}
 extension LevelTimeoutError: LoadingError {}

@@ -217,10 +217,11 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         withExtendedLifetime(access) {}
     }
 
-    /// `key`'s confirmed value changed from one holding `previous` to one holding `value`; `readBack` when it was read
-    /// back from a level. Takes the copies the key learned, brings them to the other keys, and brings newer copies to
-    /// this key when it holds older ones.
-    func confirmed(_ key: HeldKey, previous: [Entity], value: [Entity], readBack: Bool) {
+    /// `key`'s confirmed value changed from one holding `previous` to one holding `value`, coming from `source`.
+    /// Takes the copies the key learned, brings them to the other keys, and brings newer copies to this key when it
+    /// holds older ones.
+    func confirmed(_ key: HeldKey, previous: [Entity], value: [Entity], source: ConfirmationSource) {
+        let readBack = source == .level
         // A key followed that learned a value looks only at what changed in it: the entities between the beginning
         // and the end the two values share (an edit of one friend in a long list costs the comparison, not an index
         // of the list). The others were judged when the key last confirmed, and a newer copy taken since is on its
@@ -235,24 +236,24 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             }
             if start == end, start == previousEnd, state.withLock({ $0.touch(key) }) { return }
         }
-        learned(key, previous: previous, value: value, changed: start..<end, replaced: start..<previousEnd, readBack)
+        learned(key, previous: previous, value: value, changed: start..<end, replaced: start..<previousEnd, source)
     }
 
-    /// The part of ``confirmed(_:previous:value:readBack:)`` that looks at the entities: the copies of entities no
+    /// The part of ``confirmed(_:previous:value:source:)`` that looks at the entities: the copies of entities no
     /// key held are taken in the step that notes the key's.
     private func learned(
         _ key: HeldKey, previous: [Entity], value: [Entity], changed: Range<Int>, replaced: Range<Int>,
-        _ readBack: Bool
+        _ source: ConfirmationSource
     ) {
         var known: [Entity] = []
         let confirming = state.withLock { table in
             table.confirm(
-                key, value, changed: changed, replaced: replaced, of: previous, whole: readBack, known: &known)
+                key, value, changed: changed, replaced: replaced, of: previous, whole: source == .level, known: &known)
         }
         withExtendedLifetime(confirming.released) {}
         guard !confirming.compared.isEmpty else { return }
         compare(
-            key, value, known, confirming, readBack: readBack,
+            key, value, known, confirming, source: source,
             before: previous[confirming.windowed ? replaced : 0..<previous.count])
     }
 
@@ -260,12 +261,13 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
     /// unless another copy came meanwhile, and brings the copies to the keys that hold older ones. `before` is what
     /// the key held of them before: a copy not there was learned, unless the value was read back.
     private func compare(
-        _ key: HeldKey, _ value: [Entity], _ known: [Entity], _ confirming: Confirming, readBack: Bool,
+        _ key: HeldKey, _ value: [Entity], _ known: [Entity], _ confirming: Confirming, source: ConfirmationSource,
         before: ArraySlice<Entity>
     ) {
         // Most often the copies are those known (a key brought the copy the entities hold): nothing to judge.
         let differing = confirming.compared.indices.filter { known[$0] != value[confirming.compared[$0]] }
         guard !differing.isEmpty else { return }
+        let readBack = source == .level
         var held: [Entity.ID: Entity] = [:]
         if !readBack {
             for entity in before { held[entity.id] = entity }
@@ -292,8 +294,9 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             olderHere = olderHere || taken.missed  // another copy came meanwhile: this key gets it
             others = taken.holders
             others.remove(key)
-            if !others.isEmpty {
-                // The keys changing the entity with this one confirm the change themselves.
+            // The keys changing the entity with this one confirm the change themselves; a server's copy met as a
+            // conflict is no such change: they get it too, under their change.
+            if !others.isEmpty, source != .serverCopy {
                 changing.withLock { changing in
                     for id in taken.spread {
                         for keys in (changing.keys[id] ?? [:]).values where keys.contains(key) {

@@ -20,10 +20,10 @@ where Entity.ID: Sendable {
         let (entities, path) = (entities, path)
         let store = entities.addStore()
         return EntityObserver(
-            confirmed: { key, hash, previous, value, readBack in
+            confirmed: { key, hash, previous, value, source in
                 entities.confirmed(
                     HeldKey(store: store, object: key, hash: hash), previous: Self.entities(in: previous, at: path),
-                    value: Self.entities(in: value, at: path), readBack: readBack)
+                    value: Self.entities(in: value, at: path), source: source)
             },
             forget: { entities.forget(store: store) },
             release: { entities.removeStore(store) },
@@ -104,7 +104,7 @@ final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: Confirmat
     /// A key's confirmed value changed: its object and hash value, the boxes of the values before and after, and
     /// whether it was read back.
     typealias Confirmed =
-        @Sendable (AnyStoreKey, Int, (any StoreValueBox)?, (any StoreValueBox)?, Bool) -> Void
+        @Sendable (AnyStoreKey, Int, (any StoreValueBox)?, (any StoreValueBox)?, ConfirmationSource) -> Void
 
     /// A store's optimistic change of a key, with its commit: sent through the entities when it changes copies of
     /// entities (`nil` when it changes none); `origin` makes the change in the key itself.
@@ -148,9 +148,9 @@ final class EntityObserver<Key: Hashable & Sendable, Value: Sendable>: Confirmat
 
     func confirmed(
         _ key: StoreKeys.Object, hash: Int, previous: (any StoreValueBox)?, value: (any StoreValueBox)?,
-        readBack: Bool
+        source: ConfirmationSource
     ) {
-        confirmedValues(key, hash, previous, value, readBack)
+        confirmedValues(key, hash, previous, value, source)
     }
 
     func cleared() {

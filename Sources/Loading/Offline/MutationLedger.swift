@@ -28,6 +28,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
         fileprivate(set) var record: StoredMutation<Input>
         fileprivate(set) var status: PendingMutation<Input>.Status = .waiting
         fileprivate(set) var lastError: (any Error)?
+        /// Whether the server answered it with a conflict not resolved yet: it holds the queue.
+        fileprivate(set) var isConflicted = false
         /// Whether its change is in the store (its save is over and no clear came first).
         fileprivate(set) var isShown = false
         /// The store's commit of the change, waiting for the server's answer.
@@ -92,7 +94,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
         entries.inOrder.map {
             PendingMutation(
                 id: $0.record.id, input: $0.record.input, createdAt: $0.record.createdAt, status: $0.status,
-                attempts: $0.record.attempts, lastError: $0.lastError)
+                attempts: $0.record.attempts, lastError: $0.lastError, awaitsResolution: $0.record.awaitsResolution)
         }
     }
 
@@ -119,7 +121,9 @@ struct MutationLedger<Input: Sendable>: Sendable {
     ) {
         nextSequence = (records.map(\.sequence).max() ?? -1) + 1
         for (index, record) in records.enumerated() {
-            append(Entry(record: record, completion: nil), naming: index < names.count ? names[index] : [])
+            var entry = Entry(record: record, completion: nil)
+            entry.isConflicted = record.awaitsResolution
+            append(entry, naming: index < names.count ? names[index] : [])
         }
         for (temporary, server) in assigned { items.assign(server, to: temporary) }
     }
@@ -300,7 +304,9 @@ struct MutationLedger<Input: Sendable>: Sendable {
         case .closed: return .none
         case .open: break
         }
-        guard let id = entries.firstID(), let entry = entries[id], entry.commit != nil else { return .none }
+        // A conflict waiting for the app holds the queue: nothing after it is sent.
+        guard let id = entries.firstID(), let entry = entries[id], entry.commit != nil, !entry.isConflicted
+        else { return .none }
         let serial = sending.begin(id)
         // Recording the attempt is a save a clear waits for.
         saves.enter()
@@ -354,6 +360,78 @@ struct MutationLedger<Input: Sendable>: Sendable {
         guard isThere else { return nil }
         sending.waitToRetry()
         return (attempt, attempts)
+    }
+
+    // MARK: Conflicts
+
+    /// The server answered attempt `serial` with a conflict (`error`): the attempt ends, and its mutation stays first,
+    /// conflicted, holding the queue until it is resolved. Returns the attempt (its lease to release), the mutation
+    /// and its change in the store; `nil` when the attempt was taken back meanwhile.
+    mutating func conflict(
+        _ serial: Int, with error: any Error
+    ) -> (attempt: Attempt, record: StoredMutation<Input>, shown: ShownChange?)? {
+        guard let attempt = sending.take(serial) else { return nil }
+        var found: (StoredMutation<Input>, ShownChange?)?
+        entries.update(attempt.id) { entry in
+            entry.status = .waiting
+            entry.isConflicted = true
+            entry.lastError = error
+            found = (entry.record, entry.shown)
+        }
+        guard let (record, shown) = found else { return nil }
+        return (attempt, record, shown)
+    }
+
+    /// Conflicted mutation `id` is sent again (a rebase, or a merge with `input`): it waits for its turn, counted as
+    /// one more resend (an idempotency key of its own). Returns it as it stands, to save (counted among the saves
+    /// under way: the caller leaves `saves` once it is written), with its change in the store; `nil` when it is not
+    /// conflicted.
+    mutating func resend(
+        _ id: String, input: Input?
+    ) -> (record: StoredMutation<Input>, shown: ShownChange?, saves: DispatchGroup)? {
+        guard entries[id]?.isConflicted == true else { return nil }
+        var found: (StoredMutation<Input>, ShownChange?)?
+        entries.update(id) { entry in
+            entry.isConflicted = false
+            entry.lastError = nil
+            entry.record.resends += 1
+            entry.record.awaitsResolution = false
+            if let input {
+                entry.record.input = input
+                entry.rewrites += 1
+            }
+            found = (entry.record, entry.shown)
+        }
+        guard let (record, shown) = found else { return nil }
+        saves.enter()
+        return (record, shown, saves)
+    }
+
+    /// Conflicted mutation `id` waits for the app's answer, across restarts: returns it as it stands, to save
+    /// (counted among the saves under way); `nil` when it is not conflicted.
+    mutating func awaitResolution(_ id: String) -> (record: StoredMutation<Input>, saves: DispatchGroup)? {
+        guard entries[id]?.isConflicted == true else { return nil }
+        var record: StoredMutation<Input>?
+        entries.update(id) { entry in
+            entry.record.awaitsResolution = true
+            record = entry.record
+        }
+        guard let record else { return nil }
+        saves.enter()
+        return (record, saves)
+    }
+
+    /// Conflicted mutation `id` gives way to the server's copy: takes out the store's commit, which the caller fails
+    /// (the store then undoes the change and settles it; without its commit it is not sent meanwhile). `nil` when it
+    /// is not conflicted.
+    mutating func giveWay(_ id: String) -> (record: StoredMutation<Input>, commit: LoadCompletion<Void>?)? {
+        guard let entry = entries[id], entry.isConflicted else { return nil }
+        var commit: LoadCompletion<Void>?
+        entries.update(id) { entry in
+            entry.isConflicted = false
+            commit = entry.commit.take()
+        }
+        return (entry.record, commit)
     }
 
     /// Another process sends from the storage now: attempt `serial` did not begin, and the queue waits a moment.

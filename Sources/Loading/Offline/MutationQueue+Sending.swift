@@ -51,7 +51,9 @@ extension MutationQueue {
         if let creation, creation.temporaryID(record.input) != nil {
             token = sendCreation(record, with: creation) { [self] result in answered(record, serial, result) }
         } else {
-            token = send(record.input, record.id).load { [self] result in answered(record, serial, result.map { nil }) }
+            token = send(record.input, record.idempotencyKey).load { [self] result in
+                answered(record, serial, result.map { nil })
+            }
         }
         // Not kept when it was answered already, or cancelled meanwhile.
         if !ledger.withLock({ $0.keepToken(token, of: serial) }) { token.cancel() }
@@ -65,7 +67,7 @@ extension MutationQueue {
         answer: @escaping @Sendable (Result<String?, any Error>) -> Void
     ) -> any CancellationToken {
         guard let serverID = record.serverID else {
-            return creation.send(record.input, record.id).load { result in answer(result.map { $0 }) }
+            return creation.send(record.input, record.idempotencyKey).load { result in answer(result.map { $0 }) }
         }
         answer(.success(serverID))
         return FinishedToken()
@@ -79,11 +81,15 @@ extension MutationQueue {
         case .success(let serverID):
             if let temporary, let serverID, !assign(serverID, to: temporary, created: record, serial) { break }
             ledger.withLock { $0.accept(serial) }?(.success(()))
-        case .failure(let error) where isRefused(error):
+        case .failure(let error):
+            // A conflict first: the app's `isRefused` may take the server's answer for a refusal too.
+            if conflicted(record, serial, error) { break }
+            guard isRefused(error) else {
+                waitToRetry(record, serial, after: error)
+                break
+            }
             guard refuse(record, serial, because: error), let temporary else { break }
             takeOutNaming(temporary, because: MutationQueueError.creationRefused(temporaryID: temporary))
-        case .failure(let error):
-            waitToRetry(record, serial, after: error)
         }
         pump()
     }

@@ -69,6 +69,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     let change: @Sendable (Input, Value?) -> Value?
     let send: @Sendable (Input, _ idempotencyKey: String) -> AnyLoader<Void>
     let isRefused: @Sendable (any Error) -> Bool
+    /// How a conflict is found in a failure, and resolved.
+    let conflicts: MutationConflicts<Value, Input>?
     /// How the mutations that create items offline are sent, and their ids followed.
     let creation: OfflineCreation<Input>?
     /// How the value a key shows names the items created offline, to rewrite it with an id the server gave.
@@ -99,6 +101,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     ///     acceptance. With `creation`, it is never given a mutation that creates an item: `creation` sends those.
     ///   - isRefused: whether a failure of `send` is the server refusing the mutation (it is then undone and
     ///     dropped); any other failure is transient.
+    ///   - conflicts: how a failure of `send` that carries the server's copy (a conflict) is found, and what is done
+    ///     with its mutation (see ``MutationConflicts``); `nil`: every failure is refused or transient.
     ///   - creation: how mutations that create items offline, under temporary ids, are sent, and the ids the server
     ///     gives them followed (see ``OfflineCreation``); `nil`: every mutation is sent with `send`.
     ///   - replacingIDsInValue: with `creation`, returns a value a key shows with each id that `serverID` knows
@@ -121,6 +125,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         change: @escaping @Sendable (Input, Value?) -> Value?,
         send: @escaping @Sendable (Input, _ idempotencyKey: String) -> Sender,
         isRefused: @escaping @Sendable (any Error) -> Bool,
+        conflicts: MutationConflicts<Value, Input>? = nil,
         creation: OfflineCreation<Input>? = nil,
         replacingIDsInValue: (@Sendable (Value, _ serverID: (String) -> String?) -> Value)? = nil,
         onStorageFailure: @escaping @Sendable (any Error) -> Void = { _ in },
@@ -142,6 +147,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         self.change = change
         self.send = { input, idempotencyKey in AnyLoader(send(input, idempotencyKey)) }
         self.isRefused = isRefused
+        self.conflicts = conflicts
         self.creation = creation
         self.replacingIDsInValue = replacingIDsInValue
         self.onStorageFailure = onStorageFailure

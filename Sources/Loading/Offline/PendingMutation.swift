@@ -25,13 +25,17 @@ public struct PendingMutation<Input: Sendable>: Sendable, Identifiable {
     public let status: Status
     /// How many times it was sent, across launches.
     public let attempts: Int
-    /// The failure of its last attempt, while it waits to be sent again.
+    /// The failure of its last attempt, while it waits to be sent again (or the conflict, while it
+    /// ``awaitsResolution``; after a restart, `nil`).
     public let lastError: (any Error)?
+    /// Whether the server answered with a conflict that the app has not resolved yet (``ConflictResolution/ask``):
+    /// it waits, and nothing after it is sent, until ``MutationQueue/resolveConflict(_:with:)`` answers.
+    public let awaitsResolution: Bool
 }
 
 /// A mutation as a ``MutationStorage`` keeps it: enough to show it again and send it again after a restart.
 public struct StoredMutation<Input: Sendable>: Sendable {
-    /// The mutation's identity and idempotency key.
+    /// The mutation's identity, and its idempotency key until a conflict was resolved (see ``idempotencyKey``).
     public let id: String
     /// Its place in the queue: mutations are sent in increasing order.
     public let sequence: Int
@@ -43,10 +47,22 @@ public struct StoredMutation<Input: Sendable>: Sendable {
     public var attempts: Int
     /// For a creation (see ``OfflineCreation``): the id the server gave the item, once it answered.
     public var serverID: String?
+    /// How many conflicts were resolved by sending the mutation again (``ConflictResolution/rebase`` or
+    /// ``ConflictResolution/merge(_:)``): each such send is a new request, with an idempotency key of its own.
+    public var resends: Int
+    /// Whether the server answered with a conflict that the app has not resolved yet (``ConflictResolution/ask``).
+    public var awaitsResolution: Bool
+
+    /// The idempotency key its attempts carry: its id, then a key of its own after each resend over a conflict (a
+    /// server that remembers the answer of a key would answer the resend with the same conflict).
+    public var idempotencyKey: String {
+        resends == 0 ? id : "\(id).\(resends)"
+    }
 
     /// Creates a stored mutation.
     public init(
-        id: String, sequence: Int, input: Input, createdAt: Date, attempts: Int, serverID: String? = nil
+        id: String, sequence: Int, input: Input, createdAt: Date, attempts: Int, serverID: String? = nil,
+        resends: Int = 0, awaitsResolution: Bool = false
     ) {
         self.id = id
         self.sequence = sequence
@@ -54,10 +70,42 @@ public struct StoredMutation<Input: Sendable>: Sendable {
         self.createdAt = createdAt
         self.attempts = attempts
         self.serverID = serverID
+        self.resends = resends
+        self.awaitsResolution = awaitsResolution
     }
 }
 
-extension StoredMutation: Codable where Input: Codable {}
+extension StoredMutation: Codable where Input: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case id, sequence, input, createdAt, attempts, serverID, resends, awaitsResolution
+    }
+
+    /// Decodes a stored mutation; one kept by an earlier version (without the conflict's fields) has none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(
+            id: container.decode(String.self, forKey: .id), sequence: container.decode(Int.self, forKey: .sequence),
+            input: container.decode(Input.self, forKey: .input),
+            createdAt: container.decode(Date.self, forKey: .createdAt),
+            attempts: container.decode(Int.self, forKey: .attempts),
+            serverID: container.decodeIfPresent(String.self, forKey: .serverID),
+            resends: container.decodeIfPresent(Int.self, forKey: .resends) ?? 0,
+            awaitsResolution: container.decodeIfPresent(Bool.self, forKey: .awaitsResolution) ?? false)
+    }
+
+    /// Encodes the stored mutation.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(sequence, forKey: .sequence)
+        try container.encode(input, forKey: .input)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encodeIfPresent(serverID, forKey: .serverID)
+        try container.encode(resends, forKey: .resends)
+        try container.encode(awaitsResolution, forKey: .awaitsResolution)
+    }
+}
 extension StoredMutation: Equatable where Input: Equatable {}
 
 /// How a mutation of a ``MutationQueue`` ended, as its `onSettled` is told.

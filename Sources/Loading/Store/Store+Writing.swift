@@ -264,6 +264,19 @@ extension Store {
         return (id, token)
     }
 
+    /// Confirms `value`, the server's copy that a queue's change `mutation` of `key` met as a conflict, and writes it
+    /// to every level, the change (and the key's other pending changes) still shown over it: nothing when the change
+    /// is no longer pending (settled, or dropped by a clear).
+    func confirmServerCopy(_ value: Value, underMutation mutation: Int, of key: Key) {
+        let stored = StoredValue<any StoreValueBox>(value: ValueBox(value), origin: .network, savedAt: engine.now())
+        submit(.serverCopy(stored, underMutation: mutation), for: key)
+    }
+
+    /// What `key` shows now (its confirmed value with the pending changes applied), `nil` when nothing.
+    func shownValue(of key: Key) -> Value? {
+        StoreResponse<Value>(engine.shownResponse(of: StoreKeyRef(object: StoreKey(key), hash: key.hashValue))).value
+    }
+
     /// A number that orders the changes made: those made from now on are after it (see ``rewriting(_:shown:)``).
     var changesMade: Int {
         locked { $0.lastNumber }

@@ -27,7 +27,7 @@ extension StoreEngine {
         if effects.confirms, let observer = confirmations, let key {
             observer.confirmed(
                 key.object, hash: key.hash, previous: effects.replaced?.value, value: effects.confirmedValue,
-                readBack: effects.confirmedReadBack)
+                source: effects.confirmedFrom)
         }
         if let more, !more.debounce.isEmpty {
             let key = Self.named(key, for: "a debounced write")

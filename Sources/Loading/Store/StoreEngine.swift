@@ -233,13 +233,25 @@ protocol StoreHooks: AnyObject, Sendable {
     func tellEvicted(_ keys: [AnyStoreKey])
 }
 
+/// Where a key's newly confirmed value comes from, as the entities it holds judge it.
+enum ConfirmationSource: Sendable {
+    /// A change of the key (a write, an update, a fetch, an accepted optimistic change): what it holds is learned.
+    case change
+    /// A level's value, read back: judged whole, and not learned.
+    case level
+    /// The server's copy that a queued change met as a conflict: learned, and brought to every key holding its
+    /// entities, those showing the same change included.
+    case serverCopy
+}
+
 /// What follows a store's confirmed values from outside its core (the entities it shares with other keys): told after
 /// unlocking, in the order of the key's changes.
 protocol ConfirmationObserver: AnyObject, Sendable {
     /// The confirmed value of `key` (whose hash value is `hash`) changed from `previous` to `value` (`nil`: none, as
-    /// after a removal); `readBack` when it was read back from a level rather than learned.
+    /// after a removal), coming from `source`.
     func confirmed(
-        _ key: AnyStoreKey, hash: Int, previous: (any StoreValueBox)?, value: (any StoreValueBox)?, readBack: Bool)
+        _ key: AnyStoreKey, hash: Int, previous: (any StoreValueBox)?, value: (any StoreValueBox)?,
+        source: ConfirmationSource)
     /// The store was cleared.
     func cleared()
 }

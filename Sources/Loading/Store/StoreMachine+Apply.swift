@@ -11,6 +11,9 @@ extension StoreMachine {
         switch job {
         case .write(let stored):
             return confirmWrite(stored, for: key)
+        case .serverCopy(let stored, let mutation):
+            guard entry.pending.mutation(mutation) != nil else { return Effects(garbage: [stored]) }
+            return confirmWrite(stored, for: key, source: .serverCopy)
         case .update(let change, let reply, let replays):
             // Not applied again by a fetch in flight, unless it `replays` (a change noted as made while none was).
             let change = replays || entry.fetches.isEmpty ? change : nil
@@ -62,7 +65,9 @@ extension StoreMachine {
     }
 
     /// Confirms a value the app wrote, for every level (a debounced one gets it with its burst).
-    mutating func confirmWrite(_ stored: StoredValue<Value>, for key: Key) -> Effects {
+    mutating func confirmWrite(
+        _ stored: StoredValue<Value>, for key: Key, source: ConfirmationSource = .change
+    ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         changeMakesFresh(key)
         // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
@@ -72,7 +77,7 @@ extension StoreMachine {
         } else {
             change = { _ in stored.value }
         }
-        return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
+        return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true, source: source)
     }
 
     mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
@@ -140,7 +145,7 @@ extension StoreMachine {
         // that matched the key while it was read: that one marked the entry, which the read holds.
         entry.staleness.confirmLevelValue(staleSince: staleSince, markWhenRead: stamp.staleMark)
         var effects = confirm(
-            stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true, readBack: true)
+            stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true, source: .level)
         effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
         return effects
     }
@@ -217,13 +222,13 @@ extension StoreMachine {
     mutating func confirm(
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
         error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil, answers: Bool = false,
-        answersFetch: Bool = false, readBack: Bool = false
+        answersFetch: Bool = false, source: ConfirmationSource = .change
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects()
         effects.replaced = exchange(&entry.confirmed, with: stored)  // moved out, released after unlocking
         if reportsConfirmations {
-            (effects.confirms, effects.confirmedValue, effects.confirmedReadBack) = (true, stored?.value, readBack)
+            (effects.confirms, effects.confirmedValue, effects.confirmedFrom) = (true, stored?.value, source)
         }
         entry.isKnown = true
         entry.confirmedVersion += 1

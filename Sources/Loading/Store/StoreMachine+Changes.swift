@@ -170,7 +170,7 @@ extension StoreMachine {
             // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
             // again on what is confirmed now, a fetch or a hit is judged stale and answers its callers.
             switch job {
-            case .update, .write, .load:
+            case .update, .write, .load, .serverCopy:
                 return Effects(fetchReplies: job.droppedReply.map { [$0] } ?? [], garbage: [job, result as Any])
             case .settle:
                 entry.turn.putBack(job)

@@ -29,11 +29,11 @@ extension StoreMachine {
         /// The confirmed value a change replaced, released after unlocking.
         var replaced: StoredValue<Value>?
         /// Whether the key's confirmed value changed, for a store that reports it (its entities), from the value
-        /// ``replaced`` holds to ``confirmedValue`` (`nil`: none), read back from a level when ``confirmedReadBack``.
+        /// ``replaced`` holds to ``confirmedValue`` (`nil`: none), from ``confirmedFrom``.
         /// Kept here rather than in ``more`` so that a write of a store sharing entities allocates nothing more.
         var confirmedValue: Value?
         var confirms = false
-        var confirmedReadBack = false
+        var confirmedFrom = ConfirmationSource.change
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
         var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.

@@ -41,13 +41,17 @@ extension StoreMachine {
         /// Each pending change named now does the change given (queued changes whose inputs were rewritten: an id
         /// the server gave); each keeps its place and its commit, and the key shows them in one publication.
         case replace(Replacement)
+        /// The server's copy of the key's value, answered to pending change `mutation` as a conflict: confirmed and
+        /// written to every level like a write, with the change (and the others) still shown over it; nothing when
+        /// the change is no longer pending (settled, or dropped by a clear).
+        case serverCopy(StoredValue<Value>, underMutation: Int)
 
         /// Whether the job applies a change to the confirmed value, which must be read from the levels first
         /// when the key is not known.
         var needsBase: Bool {
             switch self {
             case .update, .load, .settle(_, accepted: true, _, _): true
-            case .write, .fetched, .hit, .external, .settle, .flush, .barrier, .add, .replace: false
+            case .write, .fetched, .hit, .external, .settle, .flush, .barrier, .add, .replace, .serverCopy: false
             }
         }
 
@@ -55,7 +59,7 @@ extension StoreMachine {
         var endsLevelRead: Bool {
             switch self {
             case .hit, .external: true
-            case .write, .update, .fetched, .settle, .load, .flush, .barrier, .add, .replace: false
+            case .write, .update, .fetched, .settle, .load, .flush, .barrier, .add, .replace, .serverCopy: false
             }
         }
 
@@ -63,6 +67,8 @@ extension StoreMachine {
         func base(in entry: Entry) -> Value? {
             switch self {
             case .write(let stored): stored.value
+            case .serverCopy(let stored, let mutation):
+                entry.pending.mutation(mutation) != nil ? stored.value : entry.confirmed?.value
             case .fetched(let value, _): value
             case .hit(let cached, _, _, _, _, _): cached.value
             case .external(let cached, _, _): cached?.value
@@ -86,7 +92,7 @@ extension StoreMachine {
                 guard let fetch = entry.fetches.fetch(id) else { return nil }
                 let changes = entry.log.changes(for: fetch)
                 return changes.isEmpty ? nil : changes
-            case .write, .hit, .external, .settle, .load, .flush, .barrier, .add, .replace:
+            case .write, .hit, .external, .settle, .load, .flush, .barrier, .add, .replace, .serverCopy:
                 return nil
             }
         }
@@ -102,7 +108,7 @@ extension StoreMachine {
         /// shown too (``added``); a removal keeps it, as it keeps those shown.
         var isDroppedByRemoval: Bool {
             switch self {
-            case .write, .update, .load: true
+            case .write, .update, .load, .serverCopy: true
             case .fetched, .hit, .external, .settle, .flush, .barrier, .add, .replace: false
             }
         }

@@ -16,6 +16,11 @@ final class SharedEntitiesQueuedChangesTests: XCTestCase {
 
     private struct Refusal: Error {}
 
+    /// The server's answer to a rename made against an older copy: its own.
+    private struct PersonConflict: Error {
+        let copy: Person
+    }
+
     private let ada = Person(id: "ada", name: "Ada")
     private let grace = Person(id: "grace", name: "Grace")
     private let renamed = Person(id: "ada", name: "Ada L.")
@@ -30,7 +35,8 @@ final class SharedEntitiesQueuedChangesTests: XCTestCase {
     }
 
     private func makeWorld(
-        over folder: URL? = nil, file: StaticString = #filePath, line: UInt = #line
+        over folder: URL? = nil, conflicts: MutationConflicts<Person, String>? = nil, file: StaticString = #filePath,
+        line: UInt = #line
     ) throws -> World {
         let people = SharedEntities<Person>()
         let (ada, grace) = (ada, grace)
@@ -53,7 +59,7 @@ final class SharedEntitiesQueuedChangesTests: XCTestCase {
                 let send = LoaderSpy<Void>()
                 sends.withLock { $0.append(send) }
                 return send
-            }, isRefused: { $0 is Refusal })
+            }, isRefused: { $0 is Refusal }, conflicts: conflicts)
         return World(lists: lists, details: details, queue: queue, sends: sends)
     }
 
@@ -66,6 +72,44 @@ final class SharedEntitiesQueuedChangesTests: XCTestCase {
 
     private func enqueue(_ name: String, in world: World) throws {
         try world.queue.enqueue(name, completion: { _ in })
+    }
+
+    func test_aConflictResolvedWithTheServersCopy_showsTheCopyInEveryKeyHoldingTheEntity() throws {
+        let copy = Person(id: "ada", name: "Ada Lovelace")
+        let world = try makeWorld(
+            conflicts: MutationConflicts(serverCopy: { ($0 as? PersonConflict)?.copy }) { _ in .takeServerCopy })
+        try enqueue("Ada L.", in: world)
+        XCTAssertTrue(eventually { world.sends.withLock { $0.count } == 1 })
+
+        world.sends.withLock { $0 }[0].fail(with: PersonConflict(copy: copy))
+
+        XCTAssertEqual(world.details.state(for: "ada").value, copy)
+        XCTAssertFalse(world.details.state(for: "ada").hasPendingChanges)
+        for key in 0..<2 {
+            XCTAssertEqual(world.lists.state(for: key).value, [copy, grace], "the server's copy in list \(key)")
+            XCTAssertFalse(world.lists.state(for: key).hasPendingChanges, "the change undone in list \(key)")
+        }
+        XCTAssertFalse(world.queue.isMutating)
+    }
+
+    func test_aConflictRebased_showsTheChangeOverTheServersCopyEverywhere_thenConfirmsIt() throws {
+        let copy = Person(id: "ada", name: "Ada Lovelace")
+        let world = try makeWorld(
+            conflicts: MutationConflicts(serverCopy: { ($0 as? PersonConflict)?.copy }) { _ in .rebase })
+        try enqueue("Ada L.", in: world)
+        XCTAssertTrue(eventually { world.sends.withLock { $0.count } == 1 })
+
+        world.sends.withLock { $0 }[0].fail(with: PersonConflict(copy: copy))
+
+        XCTAssertTrue(eventually { world.sends.withLock { $0.count } == 2 }, "sent again")
+        XCTAssertEqual(world.details.state(for: "ada").value, renamed, "the change over the server's copy")
+        world.sends.withLock { $0 }[1].complete(with: ())
+        XCTAssertEqual(world.details.state(for: "ada").value, renamed)
+        XCTAssertFalse(world.details.state(for: "ada").hasPendingChanges)
+        for key in 0..<2 {
+            XCTAssertEqual(world.lists.state(for: key).value, [renamed, grace], "confirmed in list \(key)")
+            XCTAssertFalse(world.lists.state(for: key).hasPendingChanges)
+        }
     }
 
     func test_aQueuedChangeOfAnEntity_showsInEveryKeyHoldingIt_atOnce_andIsConfirmedInAllWhenAccepted() throws {

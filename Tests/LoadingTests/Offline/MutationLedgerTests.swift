@@ -48,6 +48,52 @@ final class MutationLedgerTests: XCTestCase {
         guard case .none = ledger.beginAttempt(byBudget: false) else { return XCTFail("a second attempt began") }
     }
 
+    func test_aConflict_holdsTheQueue_untilItIsResolved_onceWhicheverWay() {
+        addShown("a")
+        addShown("b")
+        let first = begin()!
+
+        XCTAssertNotNil(ledger.conflict(first.serial, with: Refusal()))
+        XCTAssertNil(ledger.conflict(first.serial, with: Refusal()), "one answer per attempt")
+        XCTAssertNil(begin(), "nothing is sent while the conflict waits, the next neither")
+        let asked = ledger.awaitResolution("a")
+        asked?.saves.leave()
+        XCTAssertEqual(asked?.record.awaitsResolution, true)
+        XCTAssertEqual(ledger.list.map(\.awaitsResolution), [true, false])
+
+        let resent = ledger.resend("a", input: "a2")
+        resent?.saves.leave()
+        XCTAssertEqual(resent?.record.resends, 1)
+        XCTAssertEqual(resent?.record.idempotencyKey, "a.1")
+        XCTAssertNil(ledger.resend("a", input: nil), "resolved once")
+        XCTAssertNil(ledger.giveWay("a"))
+        XCTAssertEqual(begin()?.record.input, "a2", "sent again, merged")
+
+        XCTAssertNil(begin(), "one attempt at a time")
+    }
+
+    func test_aConflictGivingWay_isNotSentAgain_whileTheStoreSettlesIt() {
+        addShown("a")
+        let first = begin()!
+        XCTAssertNotNil(ledger.conflict(first.serial, with: Refusal()))
+
+        XCTAssertNotNil(ledger.giveWay("a")?.commit, "the commit to fail")
+        XCTAssertNil(ledger.giveWay("a"), "given way once")
+        XCTAssertNil(begin(), "its commit is gone: not sent")
+    }
+
+    func test_aRestoredMutationWaitingForTheApp_holdsTheQueue() {
+        ledger.restore([
+            StoredMutation(
+                id: "kept", sequence: 0, input: "kept", createdAt: Date(), attempts: 1, awaitsResolution: true)
+        ])
+        ledger.keepCommit({ _ in }, of: "kept")
+        XCTAssertNil(begin())
+        XCTAssertEqual(ledger.list.first?.awaitsResolution, true)
+        ledger.resend("kept", input: nil)?.saves.leave()
+        XCTAssertEqual(begin()?.record.id, "kept")
+    }
+
     func test_aLateAnswerOfAnAttemptTakenBack_changesNothing() {
         addShown("a")
         let first = begin()!
