@@ -10,20 +10,29 @@
 /// When `serverCopy` finds a copy in a failure, the queue first confirms that copy as the key's value (written to
 /// every level, shown in every key holding its entities), the mutation's change still shown over it; then `resolve`
 /// answers what to do with the mutation.
+///
+/// A server that checks a precondition (an `If-Match` with the version the change was made against) refuses the same
+/// request again: give `rebasing`, which makes the input anew against the server's copy (its version), and a
+/// ``ConflictResolution/rebase`` sends that.
 public struct MutationConflicts<Value: Sendable, Input: Sendable>: Sendable {
     let serverCopy: @Sendable (any Error) -> Value?
+    let rebasing: (@Sendable (Input, Value) -> Input)?
     let resolve: @Sendable (MutationConflict<Value, Input>) -> ConflictResolution<Input>
 
     /// Creates the conflict step of a queue.
     /// - Parameters:
     ///   - serverCopy: the server's copy of the key's value that a failure of `send` carries, decoded; `nil` when
     ///     the failure is not a conflict (then `isRefused` judges it). Asked before `isRefused`.
+    ///   - rebasing: the input made again against the server's copy, for a ``ConflictResolution/rebase`` (the
+    ///     copy's version as its precondition); `nil`: the input is sent again as it is.
     ///   - resolve: what to do with a mutation that met a conflict; called outside every lock, once per conflict.
     public init(
         serverCopy: @escaping @Sendable (any Error) -> Value?,
+        rebasing: (@Sendable (Input, Value) -> Input)? = nil,
         resolve: @escaping @Sendable (MutationConflict<Value, Input>) -> ConflictResolution<Input>
     ) {
         self.serverCopy = serverCopy
+        self.rebasing = rebasing
         self.resolve = resolve
     }
 }
@@ -45,7 +54,8 @@ public struct MutationConflict<Value: Sendable, Input: Sendable>: Sendable {
 /// What a ``MutationQueue`` does with a mutation that met a conflict.
 public enum ConflictResolution<Input: Sendable>: Sendable {
     /// Apply the change again over the server's copy, show it, and send it again (a new attempt, with an idempotency
-    /// key of its own: see ``StoredMutation/idempotencyKey``).
+    /// key of its own: see ``StoredMutation/idempotencyKey``), made anew against the copy when the queue's
+    /// ``MutationConflicts`` has `rebasing`.
     case rebase
     /// Undo this change alone and keep the server's copy: the mutation ends refused with
     /// ``MutationConflictError/replacedByServerCopy``.

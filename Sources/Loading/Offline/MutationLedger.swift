@@ -30,6 +30,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
         fileprivate(set) var lastError: (any Error)?
         /// Whether the server answered it with a conflict not resolved yet: it holds the queue.
         fileprivate(set) var isConflicted = false
+        /// The server's copy its conflict came with (the queue's value type), while it waits, in this launch.
+        fileprivate(set) var serverCopy: (any Sendable)?
         /// Whether its change is in the store (its save is over and no clear came first).
         fileprivate(set) var isShown = false
         /// The store's commit of the change, waiting for the server's answer.
@@ -368,13 +370,14 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// conflicted, holding the queue until it is resolved. Returns the attempt (its lease to release), the mutation
     /// and its change in the store; `nil` when the attempt was taken back meanwhile.
     mutating func conflict(
-        _ serial: Int, with error: any Error
+        _ serial: Int, with error: any Error, serverCopy: any Sendable
     ) -> (attempt: Attempt, record: StoredMutation<Input>, shown: ShownChange?)? {
         guard let attempt = sending.take(serial) else { return nil }
         var found: (StoredMutation<Input>, ShownChange?)?
         entries.update(attempt.id) { entry in
             entry.status = .waiting
             entry.isConflicted = true
+            entry.serverCopy = serverCopy
             entry.lastError = error
             found = (entry.record, entry.shown)
         }
@@ -393,6 +396,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
         var found: (StoredMutation<Input>, ShownChange?)?
         entries.update(id) { entry in
             entry.isConflicted = false
+            entry.serverCopy = nil
             entry.lastError = nil
             entry.record.resends += 1
             entry.record.awaitsResolution = false
@@ -405,6 +409,13 @@ struct MutationLedger<Input: Sendable>: Sendable {
         guard let (record, shown) = found else { return nil }
         saves.enter()
         return (record, shown, saves)
+    }
+
+    /// Conflicted mutation `id` as it stands, with the server's copy its conflict came with in this launch; `nil` when
+    /// it is not conflicted.
+    func conflicted(_ id: String) -> (record: StoredMutation<Input>, serverCopy: (any Sendable)?)? {
+        guard let entry = entries[id], entry.isConflicted else { return nil }
+        return (entry.record, entry.serverCopy)
     }
 
     /// Conflicted mutation `id` waits for the app's answer, across restarts: returns it as it stands, to save

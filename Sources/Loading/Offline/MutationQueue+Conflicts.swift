@@ -36,7 +36,7 @@ extension MutationQueue {
         guard let conflicts, let serverCopy = conflicts.serverCopy(error) else { return false }
         let key = key(record.input)
         let shown = store.shownValue(of: key)
-        guard let (attempt, record, change) = ledger.withLock({ $0.conflict(serial, with: error) }) else { return true }
+        guard let (attempt, record, change) = ledger.withLock({ $0.conflict(serial, with: error, serverCopy: serverCopy) }) else { return true }
         // Only while the change is pending: after a logout, the old user's copy is not shown.
         if let change { store.confirmServerCopy(serverCopy, underMutation: change.id, of: key) }
         publish()
@@ -56,7 +56,7 @@ extension MutationQueue {
         _ id: String, with resolution: ConflictResolution<Input>, releasing lease: MutationSendingLease?
     ) -> Bool {
         switch resolution {
-        case .rebase: return resend(id, input: nil, releasing: lease)
+        case .rebase: return rebase(id, releasing: lease)
         case .merge(let input): return resend(id, input: input, releasing: lease)
         case .ask:
             guard let (record, saves) = ledger.withLock({ $0.awaitResolution(id) }) else { return false }
@@ -76,6 +76,16 @@ extension MutationQueue {
             }
             return true
         }
+    }
+
+    /// Sends conflicted mutation `id` again over the server's copy: made anew against it with `rebasing` when the
+    /// queue has it (the copy its conflict came with, or after a restart the key's confirmed value, which is that
+    /// copy unless the key changed since), else as it is.
+    private func rebase(_ id: String, releasing lease: MutationSendingLease?) -> Bool {
+        guard let rebasing = conflicts?.rebasing else { return resend(id, input: nil, releasing: lease) }
+        guard let (record, kept) = ledger.withLock({ $0.conflicted(id) }) else { return false }
+        let copy = (kept as? Value) ?? store.confirmedValue(of: key(record.input))
+        return resend(id, input: copy.map { rebasing(record.input, $0) }, releasing: lease)
     }
 
     /// Makes conflicted mutation `id` wait to be sent again, with `input` when merged (shown at once over the

@@ -277,6 +277,12 @@ extension Store {
         StoreResponse<Value>(engine.shownResponse(of: StoreKeyRef(object: StoreKey(key), hash: key.hashValue))).value
     }
 
+    /// `key`'s confirmed value now, under its pending changes; `nil` when the store holds none.
+    func confirmedValue(of key: Key) -> Value? {
+        let confirmed = engine.run(StoreKeyRef(object: StoreKey(key), hash: key.hashValue)) { $0.shown($1)?.confirmed }
+        return confirmed.flatMap { StoreResponse<Value>($0).value }
+    }
+
     /// A number that orders the changes made: those made from now on are after it (see ``rewriting(_:shown:)``).
     var changesMade: Int {
         locked { $0.lastNumber }

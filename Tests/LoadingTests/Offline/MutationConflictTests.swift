@@ -40,6 +40,51 @@ final class MutationConflictTests: XCTestCase {
         XCTAssertFalse(queue.isMutating)
     }
 
+    func test_rebase_againstAServerCheckingAVersion_sendsTheInputMadeAnewAgainstItsCopy() throws {
+        /// A document at a version; a rename names the version it was made against.
+        struct Document: Equatable, Sendable {
+            var version: Int
+            var title: String
+        }
+        struct Rename: Equatable, Sendable, Codable {
+            var title: String
+            var basedOn: Int
+        }
+        struct Stale: Error {
+            let current: Document
+        }
+        let server = Locked(Document(version: 2, title: "Theirs"))  // renamed on the server since version 1
+        let sent = Locked<[Rename]>([])
+        let store = Store<String, Document>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Document>() })
+        store.write(Document(version: 1, title: "Draft"), for: "doc")
+        let queue = try MutationQueue(
+            store: store, storage: FileMutationStorage<Rename>(directory: makeDirectory()), key: { _ in "doc" },
+            change: { rename, document in document.map { Document(version: $0.version, title: rename.title) } },
+            send: { rename, _ in
+                AnyLoader<Void> { completion in
+                    sent.withLock { $0.append(rename) }
+                    let answer: Result<Void, any Error> = server.withLock { current in
+                        guard rename.basedOn == current.version else { return .failure(Stale(current: current)) }
+                        current = Document(version: current.version + 1, title: rename.title)
+                        return .success(())
+                    }
+                    completion(answer)
+                    return AnyCancellationToken {}
+                }
+            }, isRefused: { _ in false },
+            conflicts: MutationConflicts(
+                serverCopy: { ($0 as? Stale)?.current },
+                rebasing: { rename, copy in Rename(title: rename.title, basedOn: copy.version) },
+                resolve: { _ in .rebase }))
+
+        try queue.enqueue(Rename(title: "Mine", basedOn: 1), completion: { _ in })
+
+        XCTAssertEqual(sent.withLock { $0 }, [Rename(title: "Mine", basedOn: 1), Rename(title: "Mine", basedOn: 2)])
+        XCTAssertEqual(server.withLock { $0 }, Document(version: 3, title: "Mine"), "the rebased rename went through")
+        XCTAssertEqual(awaitResponse(store.read("doc", policy: .cacheOnly))?.value?.title, "Mine")
+        XCTAssertFalse(queue.isMutating)
+    }
+
     func test_takeServerCopy_undoesThisChangeAlone_keepsTheCopy_andSendsTheNext() async throws {
         let (store, storage, server) = makeEnvironment()
         let queue = try makeSUT(store, storage, server) { _ in .takeServerCopy }

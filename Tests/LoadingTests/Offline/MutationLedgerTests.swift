@@ -53,9 +53,10 @@ final class MutationLedgerTests: XCTestCase {
         addShown("b")
         let first = begin()!
 
-        XCTAssertNotNil(ledger.conflict(first.serial, with: Refusal()))
-        XCTAssertNil(ledger.conflict(first.serial, with: Refusal()), "one answer per attempt")
+        XCTAssertNotNil(ledger.conflict(first.serial, with: Refusal(), serverCopy: "copy"))
+        XCTAssertNil(ledger.conflict(first.serial, with: Refusal(), serverCopy: "copy"), "one answer per attempt")
         XCTAssertNil(begin(), "nothing is sent while the conflict waits, the next neither")
+        XCTAssertEqual(ledger.conflicted("a")?.serverCopy as? String, "copy", "kept for a rebase")
         let asked = ledger.awaitResolution("a")
         asked?.saves.leave()
         XCTAssertEqual(asked?.record.awaitsResolution, true)
@@ -75,7 +76,7 @@ final class MutationLedgerTests: XCTestCase {
     func test_aConflictGivingWay_isNotSentAgain_whileTheStoreSettlesIt() {
         addShown("a")
         let first = begin()!
-        XCTAssertNotNil(ledger.conflict(first.serial, with: Refusal()))
+        XCTAssertNotNil(ledger.conflict(first.serial, with: Refusal(), serverCopy: "copy"))
 
         XCTAssertNotNil(ledger.giveWay("a")?.commit, "the commit to fail")
         XCTAssertNil(ledger.giveWay("a"), "given way once")
