@@ -36,7 +36,8 @@ extension MutationQueue {
         guard let conflicts, let serverCopy = conflicts.serverCopy(error) else { return false }
         let key = key(record.input)
         let shown = store.shownValue(of: key)
-        guard let (attempt, record, change) = ledger.withLock({ $0.conflict(serial, with: error, serverCopy: serverCopy) }) else { return true }
+        let met = ledger.withLock { $0.conflict(serial, with: error, serverCopy: serverCopy) }
+        guard let (attempt, record, change) = met else { return true }
         // Only while the change is pending: after a logout, the old user's copy is not shown.
         if let change { store.confirmServerCopy(serverCopy, underMutation: change.id, of: key) }
         publish()
