@@ -3,7 +3,7 @@
 ///
 /// ```swift
 /// let conflicts = MutationConflicts<[String], String>(  // a list, and the item a mutation removes
-///     serverCopy: { error in (error as? Conflict)?.copy },
+///     serverCopy: { error, _ in (error as? Conflict)?.copy },
 ///     resolve: { conflict in conflict.serverCopy.contains(conflict.input) ? .rebase : .takeServerCopy })
 /// ```
 ///
@@ -15,19 +15,21 @@
 /// request again: give `rebasing`, which makes the input anew against the server's copy (its version), and a
 /// ``ConflictResolution/rebase`` sends that.
 public struct MutationConflicts<Value: Sendable, Input: Sendable>: Sendable {
-    let serverCopy: @Sendable (any Error) -> Value?
+    let serverCopy: @Sendable (any Error, _ confirmed: Value?) -> Value?
     let rebasing: (@Sendable (Input, Value) -> Input)?
     let resolve: @Sendable (MutationConflict<Value, Input>) -> ConflictResolution<Input>
 
     /// Creates the conflict step of a queue.
     /// - Parameters:
     ///   - serverCopy: the server's copy of the key's value that a failure of `send` carries, decoded; `nil` when
-    ///     the failure is not a conflict (then `isRefused` judges it). Asked before `isRefused`.
+    ///     the failure is not a conflict (then `isRefused` judges it). Asked before `isRefused`, with the key's
+    ///     confirmed value (`nil` when the store holds none), for a server that answers with a part of it (the one
+    ///     entity of a list that changed): the copy is then that value with the part replaced.
     ///   - rebasing: the input made again against the server's copy, for a ``ConflictResolution/rebase`` (the
     ///     copy's version as its precondition); `nil`: the input is sent again as it is.
     ///   - resolve: what to do with a mutation that met a conflict; called outside every lock, once per conflict.
     public init(
-        serverCopy: @escaping @Sendable (any Error) -> Value?,
+        serverCopy: @escaping @Sendable (any Error, _ confirmed: Value?) -> Value?,
         rebasing: (@Sendable (Input, Value) -> Input)? = nil,
         resolve: @escaping @Sendable (MutationConflict<Value, Input>) -> ConflictResolution<Input>
     ) {

@@ -33,8 +33,9 @@ extension MutationQueue {
     /// which this then handles: the server's copy is confirmed under the mutation's change, and the app's resolution
     /// carried out. An answer of an attempt taken back (a logout, a discard) changes nothing, but is a conflict still.
     func conflicted(_ record: StoredMutation<Input>, _ serial: Int, _ error: any Error) -> Bool {
-        guard let conflicts, let serverCopy = conflicts.serverCopy(error) else { return false }
+        guard let conflicts else { return false }
         let key = key(record.input)
+        guard let serverCopy = conflicts.serverCopy(error, store.confirmedValue(of: key)) else { return false }
         let shown = store.shownValue(of: key)
         let met = ledger.withLock { $0.conflict(serial, with: error, serverCopy: serverCopy) }
         guard let (attempt, record, change) = met else { return true }

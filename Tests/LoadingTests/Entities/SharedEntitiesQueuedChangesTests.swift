@@ -77,7 +77,9 @@ final class SharedEntitiesQueuedChangesTests: XCTestCase {
     func test_aConflictResolvedWithTheServersCopy_showsTheCopyInEveryKeyHoldingTheEntity() throws {
         let copy = Person(id: "ada", name: "Ada Lovelace")
         let world = try makeWorld(
-            conflicts: MutationConflicts(serverCopy: { ($0 as? PersonConflict)?.copy }) { _ in .takeServerCopy })
+            conflicts: MutationConflicts(serverCopy: { error, _ in (error as? PersonConflict)?.copy }) { _ in
+                .takeServerCopy
+            })
         try enqueue("Ada L.", in: world)
         XCTAssertTrue(eventually { world.sends.withLock { $0.count } == 1 })
 
@@ -95,7 +97,7 @@ final class SharedEntitiesQueuedChangesTests: XCTestCase {
     func test_aConflictRebased_showsTheChangeOverTheServersCopyEverywhere_thenConfirmsIt() throws {
         let copy = Person(id: "ada", name: "Ada Lovelace")
         let world = try makeWorld(
-            conflicts: MutationConflicts(serverCopy: { ($0 as? PersonConflict)?.copy }) { _ in .rebase })
+            conflicts: MutationConflicts(serverCopy: { error, _ in (error as? PersonConflict)?.copy }) { _ in .rebase })
         try enqueue("Ada L.", in: world)
         XCTAssertTrue(eventually { world.sends.withLock { $0.count } == 1 })
 

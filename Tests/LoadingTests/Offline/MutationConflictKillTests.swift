@@ -136,7 +136,7 @@ final class MutationConflictKillChild: XCTestCase {
                 }
             },
             isRefused: { _ in false },
-            conflicts: MutationConflicts(serverCopy: { ($0 as? Conflict)?.copy }, resolve: resolve))
+            conflicts: MutationConflicts(serverCopy: { error, _ in (error as? Conflict)?.copy }, resolve: resolve))
         return (store, storage, queue)
     }
 

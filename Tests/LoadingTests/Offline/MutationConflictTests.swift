@@ -73,7 +73,7 @@ final class MutationConflictTests: XCTestCase {
                 }
             }, isRefused: { _ in false },
             conflicts: MutationConflicts(
-                serverCopy: { ($0 as? Stale)?.current },
+                serverCopy: { error, _ in (error as? Stale)?.current },
                 rebasing: { rename, copy in Rename(title: rename.title, basedOn: copy.version) },
                 resolve: { _ in .rebase }))
 
@@ -256,7 +256,7 @@ final class MutationConflictTests: XCTestCase {
         let (store, storage, server) = makeEnvironment()
         // Sample: begin
         let conflicts = MutationConflicts<[String], String>(  // a list, and the item a mutation removes
-            serverCopy: { error in (error as? Conflict)?.copy },
+            serverCopy: { error, _ in (error as? Conflict)?.copy },
             resolve: { conflict in conflict.serverCopy.contains(conflict.input) ? .rebase : .takeServerCopy })
         // Sample: end
         let atOnce = try MutationQueue(
@@ -326,7 +326,7 @@ final class MutationConflictTests: XCTestCase {
             key: { _ in "list" }, change: { item, list in list?.filter { $0 != item } },
             send: { item, idempotencyKey in server.send(item, idempotencyKey) },
             isRefused: { $0 is Refused || $0 is Conflict },
-            conflicts: MutationConflicts(serverCopy: { ($0 as? Conflict)?.copy }, resolve: resolve))
+            conflicts: MutationConflicts(serverCopy: { error, _ in (error as? Conflict)?.copy }, resolve: resolve))
     }
 
     private func makeDirectory() -> URL {
