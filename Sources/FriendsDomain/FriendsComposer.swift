@@ -28,6 +28,11 @@ import Loading
 /// let subscription = composer.friendsStream().sink { _ in } receiveValue: { list in render(list) }  // then every change
 /// ```
 public struct FriendsComposer: Sendable {
+    /// What a rename does when the server renamed the same friend meanwhile (see
+    /// ``Configuration/resolveRenameConflict``).
+    public typealias RenameConflictResolver =
+        @Sendable (MutationConflict<[Friend], FriendRename>) -> ConflictResolution<FriendRename>
+
     /// The knobs of the composition.
     public struct Configuration: Sendable {
         /// The friends API, for example `https://api.example.com/v1`.
@@ -65,6 +70,13 @@ public struct FriendsComposer: Sendable {
         /// saves, deletes or wipes there, so that each shows what the others changed (see `ProcessSharing`);
         /// `nil` (the default) when this process is the only one using the database.
         public var changeJournalURL: URL?
+        /// Where renames wait for the server, across launches (one file each). By default a folder beside the
+        /// database, named after it with `-pending-renames`.
+        public var pendingRenamesDirectory: URL
+        /// What a rename does when the server renamed the same friend meanwhile (it answers with its copy): by
+        /// default `.rebase`, this device's name made again over the server's copy and sent; `.takeServerCopy` keeps
+        /// the server's; `.ask` waits for ``FriendsComposer/pendingRenames``'s `resolveConflict(_:with:)`.
+        public var resolveRenameConflict: RenameConflictResolver
 
         /// Creates a configuration; the defaults suit a phone app.
         public init(
@@ -80,8 +92,15 @@ public struct FriendsComposer: Sendable {
             pendingDeletesDirectory: URL? = nil,
             pageSize: Int = 20,
             changeJournalURL: URL? = nil,
-            pendingAdditionsDirectory: URL? = nil
+            pendingAdditionsDirectory: URL? = nil,
+            pendingRenamesDirectory: URL? = nil,
+            resolveRenameConflict: @escaping RenameConflictResolver = { _ in .rebase }
         ) {
+            self.pendingRenamesDirectory =
+                pendingRenamesDirectory
+                ?? databaseURL.deletingLastPathComponent().appendingPathComponent(
+                    databaseURL.deletingPathExtension().lastPathComponent + "-pending-renames")
+            self.resolveRenameConflict = resolveRenameConflict
             self.changeJournalURL = changeJournalURL
             self.pendingAdditionsDirectory =
                 pendingAdditionsDirectory
@@ -159,6 +178,11 @@ public struct FriendsComposer: Sendable {
     /// (``addFriend(named:completion:)`` adds them): each added friend shows at once under a temporary id, which the
     /// server's id replaces once it accepts it. `nil` when the composition has no creator or no storage for them.
     public let pendingAdditions: MutationQueue<FriendsKey, [Friend], NewFriendChange>?
+    /// Renames waiting for the server, kept on disk across launches (``renameFriend(_:to:completion:)`` adds them).
+    /// A rename the server refuses because the friend changed there meanwhile is a conflict, resolved as the
+    /// configuration says (by default this device's name, made again over the server's copy). `nil` when the
+    /// composition has no renamer or no storage for them.
+    public let pendingRenames: MutationQueue<FriendsKey, [Friend], FriendRename>?
     /// The friends list a page at a time (`GET /friends?page=N`), for an endless list: `nil` when the composition has
     /// no page source.
     public let friendPages: PagedStore<FriendsKey, Friend, Int>?
@@ -205,6 +229,7 @@ public struct FriendsComposer: Sendable {
                 baseURL: configuration.baseURL, configuration: session.configuration, scheduler: scheduler),
             deleter: RemoteFriendsDeleter(baseURL: configuration.baseURL, client: client),
             creator: RemoteFriendsCreator(baseURL: configuration.baseURL, client: client),
+            renamer: RemoteFriendsRenamer(baseURL: configuration.baseURL, client: client),
             pages: LoaderFamily { page in
                 RemoteFriendsPageLoader(page: page, perPage: pageSize, baseURL: baseURL, client: client)
                     .timeout(after: timeout, scheduler: scheduler)
@@ -212,6 +237,8 @@ public struct FriendsComposer: Sendable {
             },
             pendingDeletes: FileMutationStorage(directory: configuration.pendingDeletesDirectory),
             pendingAdditions: FileMutationStorage(directory: configuration.pendingAdditionsDirectory),
+            pendingRenames: FileMutationStorage(directory: configuration.pendingRenamesDirectory),
+            resolveRenameConflict: configuration.resolveRenameConflict,
             sharing: configuration.changeJournalURL.flatMap { journal in
                 do {
                     return try .journal(at: journal, sharedLevel: Source.database.rawValue)
@@ -242,9 +269,12 @@ public struct FriendsComposer: Sendable {
         updates: (any FriendsUpdatesSource)? = nil,
         deleter: RemoteFriendsDeleter? = nil,
         creator: RemoteFriendsCreator? = nil,
+        renamer: RemoteFriendsRenamer? = nil,
         pages: LoaderFamily<Int, Page<Friend, Int>>? = nil,
         pendingDeletes: (any MutationStorage<Friend.ID>)? = nil,
         pendingAdditions: (any MutationStorage<NewFriendChange>)? = nil,
+        pendingRenames: (any MutationStorage<FriendRename>)? = nil,
+        resolveRenameConflict: @escaping RenameConflictResolver = { _ in .rebase },
         sharing: ProcessSharing<FriendsKey>? = nil,
         connectivity: (any ConnectivityMonitor)? = nil,
         lifecycle: (any AppLifecycle)? = nil,
@@ -315,6 +345,9 @@ public struct FriendsComposer: Sendable {
         self.pendingAdditions = Self.pendingAdditions(
             of: store, storage: pendingAdditions, creator: creator, deleter: deleter, connectivity: connectivity,
             scheduler: scheduler, onEvent: onEvent)
+        self.pendingRenames = Self.pendingRenames(
+            of: store, storage: pendingRenames, renamer: renamer, connectivity: connectivity, scheduler: scheduler,
+            resolve: resolveRenameConflict, onEvent: onEvent)
         let listPolicy: ReadPolicy = maxAge.map { .cacheFirst(maxAge: $0) } ?? .cacheFirst
         self.store = store
         self.listPolicy = listPolicy
@@ -430,6 +463,35 @@ public struct FriendsComposer: Sendable {
         return id
     }
 
+    /// Renames `friend` (as the list shows it) to `name`: renamed in the list at once, kept on disk, and sent when the
+    /// network allows, across launches. When the server renamed the same friend meanwhile it answers with its copy,
+    /// which the list shows at once, and the configuration's `resolveRenameConflict` decides: by default this
+    /// device's name wins, sent again over the server's copy. `completion` receives a success once the server renamed
+    /// the friend and the database holds it; `MutationConflictError.replacedByServerCopy` when the server's name was
+    /// kept; the server's refusal; or ``StoreError/cleared`` when a logout came first.
+    /// - Throws: ``FriendsComposer/RenameUnavailable`` without ``pendingRenames``; the storage's error when the rename
+    ///   could not be saved (nothing is shown).
+    public func renameFriend(
+        _ friend: Friend, to name: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }
+    ) throws {
+        guard let pendingRenames else { throw RenameUnavailable() }
+        try pendingRenames.enqueue(
+            FriendRename(friendID: friend.id, name: name, basedOn: friend.updatedAt), completion: completion)
+    }
+
+    /// Why ``renameFriend(_:to:completion:)`` could not rename a friend: the composition has no renamer or no storage
+    /// for renames.
+    public struct RenameUnavailable: Error, Equatable, CustomStringConvertible, LocalizedError {
+        /// Creates the error.
+        public init() {}
+
+        public var description: String {
+            "Friends cannot be renamed: this composition has no way to rename them on the server."
+        }
+
+        public var errorDescription: String? { description }
+    }
+
     /// Why ``addFriend(named:completion:)`` could not add a friend: the composition has no creator or no storage for
     /// additions.
     public struct AdditionUnavailable: Error, Equatable, CustomStringConvertible, LocalizedError {
@@ -482,6 +544,38 @@ public struct FriendsComposer: Sendable {
                         }
                     }),
                 replacingIDsInValue: { list, serverID in NewFriendChange.replacingIDs(in: list, serverID) },
+                onStorageFailure: { onEvent(.saveFailed(.database, $0)) })
+        } catch {
+            onEvent(.failed(.database, error))
+            return nil
+        }
+    }
+
+    /// The queue of renames over `store`, kept in `storage`, its conflicts resolved by `resolve`: `nil` without a
+    /// renamer or a storage, or when the storage cannot be read (reported as a failed database read).
+    private static func pendingRenames(
+        of store: Store<FriendsKey, [Friend]>, storage: (any MutationStorage<FriendRename>)?,
+        renamer: RemoteFriendsRenamer?, connectivity: (any ConnectivityMonitor)?, scheduler: some Scheduler,
+        resolve: @escaping RenameConflictResolver, onEvent: @escaping @Sendable (Event) -> Void
+    ) -> MutationQueue<FriendsKey, [Friend], FriendRename>? {
+        guard let storage, let renamer else { return nil }
+        do {
+            return try MutationQueue(
+                store: store, storage: storage, connectivity: connectivity, scheduler: scheduler,
+                key: { _ in .all },
+                change: { rename, list in rename.applied(to: list) },
+                send: { rename, idempotencyKey in
+                    AnyLoader<Void> { completion in
+                        renamer.rename(rename, idempotencyKey: idempotencyKey) { completion($0.map { _ in () }) }
+                    }
+                },
+                isRefused: { !FriendsAPIError.isTransient($0) },
+                // The server answers a conflict with its friend: the list it holds is the confirmed one with that
+                // friend in place, and a rename sent again names that friend's version.
+                conflicts: MutationConflicts(
+                    serverCopy: { error, list in (error as? FriendRenameConflict)?.replacing(in: list) },
+                    rebasing: { rename, list in rename.rebased(on: list) },
+                    resolve: resolve),
                 onStorageFailure: { onEvent(.saveFailed(.database, $0)) })
         } catch {
             onEvent(.failed(.database, error))

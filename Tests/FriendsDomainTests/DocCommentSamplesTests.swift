@@ -74,6 +74,10 @@ final class FriendsDocCommentSamplesTests: XCTestCase {
         let creator = RemoteFriendsCreator(baseURL: api, client: URLSessionHTTPClient(session: .shared))
         // Sample: end
         _ = creator
+        // Sample: begin
+        let renamer = RemoteFriendsRenamer(baseURL: api, client: URLSessionHTTPClient(session: .shared))
+        // Sample: end
+        _ = renamer
         do {
             // Sample: begin
             let database = FriendsCache(store: SQLiteFriendsStore(fileURL: url), expiry: .maxAge(.seconds(86_400)))

@@ -141,6 +141,45 @@ final class RemoteFriendsLoaderTests: XCTestCase {
         }
     }
 
+    func test_rename_sendsPATCHWithTheVersionItWasMadeAgainst_andMapsAConflictToTheServersFriend() throws {
+        let renamer = RemoteFriendsRenamer(
+            baseURL: baseURL, client: URLSessionHTTPClient(session: URLProtocolStub.makeSession()))
+        let seen = Date(timeIntervalSince1970: 1_700_000_000.25)
+        let rename = FriendRename(friendID: "u1", name: "Ada L.", basedOn: seen)
+        let theirs = Friend(id: "u1", name: "Ada Lovelace", status: "online", updatedAt: seen.addingTimeInterval(60))
+        let body = try Friend.makeEncoder().encode(theirs)
+
+        URLProtocolStub.stub(.response(status: 200, body: body))
+        XCTAssertEqual(try awaitResult { renamer.rename(rename, idempotencyKey: "k", completion: $0) }?.get(), theirs)
+        let request = try XCTUnwrap(URLProtocolStub.requests.last)
+        XCTAssertEqual(request.httpMethod, "PATCH")
+        XCTAssertEqual(request.url?.absoluteString, "https://api.example.com/v1/friends/u1")
+        XCTAssertEqual(request.value(forHTTPHeaderField: "If-Match"), "\"1700000000250\"")
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Idempotency-Key"), "k")
+
+        URLProtocolStub.stub(.response(status: 409, body: body))
+        let conflict = awaitResult { renamer.rename(rename, idempotencyKey: nil, completion: $0) }
+        guard case .failure(let error as FriendRenameConflict)? = conflict else { return XCTFail("409: a conflict") }
+        XCTAssertEqual(error.current, theirs)
+        XCTAssertEqual(
+            error.localizedDescription,
+            "The friend was changed on the server meanwhile (now named Ada Lovelace): the rename was made against an "
+                + "older copy.")
+
+        URLProtocolStub.stub(.response(status: 409, body: Data("{}".utf8)))
+        guard
+            case .failure(FriendsAPIError.invalidData)? = awaitResult({
+                renamer.rename(rename, idempotencyKey: nil, completion: $0)
+            })
+        else { return XCTFail("a 409 without the friend is invalid data") }
+        URLProtocolStub.stub(.response(status: 404, body: Data()))
+        guard
+            case .failure(FriendsAPIError.notFound)? = awaitResult({
+                renamer.rename(rename, idempotencyKey: nil, completion: $0)
+            })
+        else { return XCTFail("404 should give notFound") }
+    }
+
     func test_load_busyServerThatSaysWhenToRetry_givesBusyWithTheWait() {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

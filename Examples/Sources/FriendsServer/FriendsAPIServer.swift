@@ -43,6 +43,10 @@ public final class FriendsAPIServer: Sendable {
         var createdForKeys: [String: Friend] = [:]
         var createRequests = 0
         var nextID = 1
+        var renameRequests = 0
+        /// The answer given to each rename's idempotency key: a rename sent again with one gets it, and changes
+        /// nothing.
+        var renamedForKeys: [String: (status: Int, friend: Friend?)] = [:]
     }
 
     private let state: Locked<State>
@@ -92,6 +96,18 @@ public final class FriendsAPIServer: Sendable {
     public var deleteKeys: [String?] { state.withLock { $0.deletes.map(\.key) } }
     /// How many `POST /friends` requests arrived.
     public var createRequestCount: Int { state.withLock { $0.createRequests } }
+    /// How many `PATCH /friends/{id}` requests arrived.
+    public var renameRequestCount: Int { state.withLock { $0.renameRequests } }
+    /// Renames the friend with `id` to `name` on the server, as another device would (its version changes): a rename
+    /// made on a device against the older version then meets a conflict. The friend renamed, `nil` for an unknown id.
+    @discardableResult
+    public func renameOnServer(_ id: String, to name: String) -> Friend? {
+        state.withLock { state in
+            guard let index = state.friends.firstIndex(where: { $0.id == id }) else { return nil }
+            state.friends[index] = Self.renamed(state.friends[index], to: name)
+            return state.friends[index]
+        }
+    }
     /// How many `GET /friends/{id}` requests arrived.
     public var friendRequestCount: Int { state.withLock { $0.friendRequests } }
     /// How many event-stream connections were opened.
@@ -148,6 +164,10 @@ public final class FriendsAPIServer: Sendable {
         case ("POST", ["friends"]): create(request.body, key: request.headers["idempotency-key"], connection)
         case ("DELETE", let parts) where parts.count == 2 && parts[0] == "friends":
             delete(parts[1], key: request.headers["idempotency-key"], connection)
+        case ("PATCH", let parts) where parts.count == 2 && parts[0] == "friends":
+            rename(
+                parts[1], request.body, ifMatch: request.headers["if-match"], key: request.headers["idempotency-key"],
+                connection)
         default: connection.respond(status: 404)
         }
     }
@@ -263,6 +283,49 @@ public final class FriendsAPIServer: Sendable {
         }
         sleep(latency)
         connection.respond(status: status)
+    }
+
+    /// `PATCH /friends/{id}` with `{"name": …}`: 200 with the renamed friend; 409 with the server's friend when
+    /// `If-Match` names another version of it (renamed elsewhere since); 404 for an unknown id, 400 without a name. A
+    /// request with an `Idempotency-Key` already answered gets that answer again and changes nothing.
+    private func rename(
+        _ id: String, _ body: Data, ifMatch: String?, key: String?, _ connection: LoopbackHTTPServer.Connection
+    ) {
+        struct Rename: Decodable { let name: String }
+        let name = (try? JSONDecoder().decode(Rename.self, from: body))?.name
+        let (latency, status, friend) = state.withLock { state -> (Duration, Int, Friend?) in
+            state.renameRequests += 1
+            if let key, let answered = state.renamedForKeys[key] {
+                return (state.latency, answered.status, answered.friend)
+            }
+            var answer: (status: Int, friend: Friend?) = (404, nil)
+            if let index = state.friends.firstIndex(where: { $0.id == id }) {
+                let current = state.friends[index]
+                if let ifMatch, ifMatch != current.entityTag {
+                    answer = (409, current)
+                } else if let name, !name.isEmpty {
+                    state.friends[index] = Self.renamed(current, to: name)
+                    answer = (200, state.friends[index])
+                } else {
+                    answer = (400, nil)
+                }
+            }
+            if let key { state.renamedForKeys[key] = answer }
+            return (state.latency, answer.status, answer.friend)
+        }
+        sleep(latency)
+        guard let friend, let body = try? Friend.makeEncoder().encode(friend) else {
+            return connection.respond(status: status)
+        }
+        connection.respond(status: status, headers: json, body: body)
+    }
+
+    /// `friend` named `name`, as a new version: dated now, and always after the version it replaces.
+    private static func renamed(_ friend: Friend, to name: String) -> Friend {
+        var renamed = friend
+        renamed.name = name
+        renamed.updatedAt = max(Date(), friend.updatedAt.addingTimeInterval(0.001))
+        return renamed
     }
 
     private func events(_ connection: LoopbackHTTPServer.Connection) {

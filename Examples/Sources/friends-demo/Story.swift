@@ -139,11 +139,12 @@ final class Story: Sendable {
             record("Added offline, restart", await offlineAddition(server: server))
             record("Pages of the list", await pages(server: server))
             record("Renamed once, shown everywhere", await renamedEverywhere(server: server))
+            record("Rename met a conflict", await renameConflicts(server: server))
         } else {
             for title in [
                 "Server fails twice, recovers", "Burst of live updates", "Optimistic delete refused",
                 "Offline deletes, restart", "Added offline, restart", "Pages of the list",
-                "Renamed once, shown everywhere",
+                "Renamed once, shown everywhere", "Rename met a conflict",
             ] {
                 output.skip(title, because: "needs the embedded server")
             }
@@ -157,7 +158,8 @@ final class Story: Sendable {
 
     private func makeComposer(
         databaseURL: URL? = nil, connectivity: (any ConnectivityMonitor)? = nil, pageSize: Int = 20,
-        changeJournalURL: URL? = nil
+        changeJournalURL: URL? = nil,
+        resolveRenameConflict: @escaping FriendsComposer.RenameConflictResolver = { _ in .rebase }
     ) -> FriendsComposer {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 10
@@ -166,7 +168,8 @@ final class Story: Sendable {
                 baseURL: baseURL, databaseURL: databaseURL ?? self.databaseURL, maxAge: maxAge,
                 retry: .exponential(initial: .milliseconds(200), maxDelay: .seconds(2), maxAttempts: 3),
                 timeout: .seconds(5), saveDebounce: .milliseconds(250), connectivity: connectivity,
-                pageSize: pageSize, changeJournalURL: changeJournalURL),
+                pageSize: pageSize, changeJournalURL: changeJournalURL,
+                resolveRenameConflict: resolveRenameConflict),
             session: URLSession(configuration: configuration),
             currentDate: { [clock] in clock.now },
             onEvent: log.record)
@@ -346,6 +349,61 @@ final class Story: Sendable {
             note: "one friend, under the server's id")
         for line in details { output.detail(line) }
         return passed
+    }
+
+    /// A friend renamed on this device while offline, and on the server by someone else meanwhile: the server answers
+    /// the rename with a conflict and its copy. Once with the default answer, a rebase (this device's name, sent again
+    /// over the server's copy: the server and the list end with it), once keeping the server's copy (the server keeps
+    /// its name, and the list shows it).
+    private func renameConflicts(server: FriendsAPIServer) async -> Bool {
+        let title = "Rename met a conflict"
+        let start = ContinuousClock.now
+        var details: [String] = []
+        let rebased = await renameConflict(server: server, keeping: .rebase, details: &details)
+        let kept = await renameConflict(server: server, keeping: .takeServerCopy, details: &details)
+        let passed = rebased && kept
+        output.row(
+            title, source: "network", count: nil, elapsed: ContinuousClock.now - start, passed: passed,
+            note: "a 409 with the server's copy, resolved two ways")
+        for line in details { output.detail(line) }
+        return passed
+    }
+
+    /// One conflict of ``renameConflicts(server:)``, resolved with `resolution`: whether the server and the list end
+    /// with the name it keeps.
+    private func renameConflict(
+        server: FriendsAPIServer, keeping resolution: ConflictResolution<FriendRename>, details: inout [String]
+    ) async -> Bool {
+        let rebases = if case .rebase = resolution { true } else { false }
+        let connectivity = ManualConnectivity(isOnline: false)
+        let composer = makeComposer(connectivity: connectivity, resolveRenameConflict: { _ in resolution })
+        let onServer = Set(server.friends.map(\.id))
+        guard let list = try? await composer.friendsLoader.load(),
+            let friend = list.last(where: { onServer.contains($0.id) && !$0.name.hasSuffix(")") })
+        else {
+            details.append("no friend to rename")
+            return false
+        }
+        let (mine, theirs) = (friend.name + " (mine)", friend.name + " (theirs)")
+        guard (try? composer.renameFriend(friend, to: mine)) != nil else {
+            details.append("the rename of \(friend.id) could not be saved")
+            return false
+        }
+        let shownAtOnce = (try? await composer.friendsLoader.load())?.first { $0.id == friend.id }?.name == mine
+        server.renameOnServer(friend.id, to: theirs)
+        let requestsBefore = server.renameRequestCount
+        connectivity.setOnline(true)
+        let settled = await eventually { composer.pendingRenames?.isMutating == false }
+        let expected = rebases ? mine : theirs
+        let serverName = server.friends.first { $0.id == friend.id }?.name
+        let listName = (try? await composer.friendsLoader.load())?.first { $0.id == friend.id }?.name
+        // The conflict, then (for a rebase) the rename sent again against the server's copy.
+        let requests = server.renameRequestCount - requestsBefore
+        details.append(
+            "\(rebases ? "rebase" : "take the server's"): \(friend.id) renamed offline to \"\(mine)\" (shown at once: "
+                + "\(shownAtOnce ? "yes" : "no")), on the server to \"\(theirs)\"; the server ends with "
+                + "\"\(serverName ?? "nothing")\", the list with \"\(listName ?? "nothing")\" (\(requests) requests)")
+        return shownAtOnce && settled && serverName == expected && listName == expected && requests == (rebases ? 2 : 1)
     }
 
     /// The list a page at a time from `GET /friends?page=N`, to its end.

@@ -160,6 +160,42 @@ final class EndToEndTests: XCTestCase {
         subscription.cancel()
     }
 
+    func test_aRenameMadeOfflineWhileTheServerRenamedTheFriend_isRebasedOrGivesWay() throws {
+        for keepsMine in [true, false] {
+            let server = try makeServer(for: self)
+            let databaseURL = makeDatabaseURL(for: self)
+            let connectivity = ManualConnectivity(isOnline: false)
+            let composer = FriendsComposer(
+                configuration: .init(
+                    baseURL: server.baseURL, databaseURL: databaseURL, connectivity: connectivity,
+                    resolveRenameConflict: { _ in keepsMine ? .rebase : .takeServerCopy }),
+                session: makeSession())
+            connectivity.setOnline(true)
+            let ada = try XCTUnwrap(try load(composer.friendsLoader)?.get().first)
+            connectivity.setOnline(false)
+            let outcome = Locked<Result<Void, any Error>?>(nil)
+
+            try composer.renameFriend(ada, to: "Ada (mine)") { result in outcome.withLock { $0 = result } }
+            XCTAssertEqual(try load(composer.friendsLoader)?.get().first?.name, "Ada (mine)", "renamed at once")
+            server.renameOnServer(ada.id, to: "Ada (theirs)")
+            connectivity.setOnline(true)
+            waitUntil { outcome.withLock { $0 } != nil }
+
+            let expected = keepsMine ? "Ada (mine)" : "Ada (theirs)"
+            XCTAssertEqual(server.friends.first?.name, expected, "the server, keeping mine: \(keepsMine)")
+            XCTAssertEqual(try load(composer.friendsLoader)?.get().first?.name, expected, "the list agrees")
+            XCTAssertEqual(server.renameRequestCount, keepsMine ? 2 : 1, "the conflict, then the rebased rename")
+            if keepsMine {
+                XCTAssertNoThrow(try outcome.withLock { $0 }?.get())
+            } else {
+                XCTAssertThrowsError(try outcome.withLock { $0 }?.get()) { error in
+                    XCTAssertEqual(error as? MutationConflictError, .replacedByServerCopy)
+                }
+            }
+            waitUntil { self.storedFriends(at: databaseURL)?.first?.name == expected }
+        }
+    }
+
     func test_logoutWithALiveSubscriptionAndADebouncedSavePending_leavesNothingOnDisk() throws {
         let server = try makeServer(for: self)
         let databaseURL = makeDatabaseURL(for: self)

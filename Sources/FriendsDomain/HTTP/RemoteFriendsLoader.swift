@@ -141,6 +141,60 @@ public struct RemoteFriendsCreator: Sendable {
     }
 }
 
+/// Renames friends through the API: `PATCH {baseURL}/friends/{id}` with `{"name": …}` and `If-Match` carrying the
+/// version the rename was made against; answered `200` with the renamed friend, or `409` with the server's friend
+/// when it changed since.
+///
+/// ```swift
+/// let renamer = RemoteFriendsRenamer(baseURL: api, client: URLSessionHTTPClient(session: .shared))
+/// ```
+public struct RemoteFriendsRenamer: Sendable {
+    private let baseURL: URL
+    private let client: any HTTPClient
+
+    /// Creates a renamer for the API at `baseURL`.
+    public init(baseURL: URL, client: any HTTPClient) {
+        self.baseURL = baseURL
+        self.client = client
+    }
+
+    /// Sends `rename`, with `idempotencyKey` in the `Idempotency-Key` header (when given): success on 200 with the
+    /// renamed friend; ``FriendRenameConflict`` on 409 or 412 with the server's friend; ``FriendsAPIError/notFound``
+    /// on 404; ``FriendsAPIError/invalidData`` for a body that is not a friend; otherwise
+    /// ``FriendsAPIError/unexpectedStatus(_:)`` or ``FriendsAPIError/connectivity(underlying:)``.
+    @discardableResult
+    public func rename(
+        _ rename: FriendRename, idempotencyKey: String?,
+        completion: @escaping @Sendable (Result<Friend, any Error>) -> Void
+    ) -> any CancellationToken {
+        guard let url = FriendURL.make(for: rename.friendID, in: baseURL) else {
+            completion(.failure(FriendsAPIError.invalidID(rename.friendID)))
+            return AnyCancellationToken {}
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = "PATCH"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let seen = Friend(id: rename.friendID, name: rename.name, status: .offline, updatedAt: rename.basedOn)
+        request.setValue(seen.entityTag, forHTTPHeaderField: "If-Match")
+        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
+        request.httpBody = try? JSONEncoder().encode(["name": rename.name])
+        return client.perform(request) { result in
+            completion(
+                result.mapError(FriendsAPIError.transport).flatMap { data, response in
+                    let friend = try? Friend.makeDecoder().decode(Friend.self, from: data)
+                    switch response.statusCode {
+                    case 200: return friend.map { .success($0) } ?? .failure(FriendsAPIError.invalidData)
+                    case 409, 412:
+                        return .failure(friend.map { FriendRenameConflict(current: $0) } ?? FriendsAPIError.invalidData)
+                    case 404: return .failure(FriendsAPIError.notFound)
+                    default: return .failure(FriendsAPIError.status(of: response))
+                    }
+                })
+        }
+    }
+}
+
 /// Loads one page of the friends list: `GET {baseURL}/friends?page=N&per_page=M` (pages from 1), whose body is the
 /// list's format with `next_page` when more follow.
 ///
