@@ -1,7 +1,8 @@
 import Foundation
-import Loading
 import LoadingTestSupport
 import XCTest
+
+@testable import Loading
 
 /// A step of a mutation queue's history: the app's calls, the server's answers, the network, the retry timer, a
 /// logout and a restart of the process (a new store and a new queue over the same storage and disk).
@@ -13,6 +14,12 @@ enum QueueStep: Hashable, Sendable, CustomStringConvertible {
         case .refuse(let attempt) where attempt > 0: [.refuse(attempt: attempt - 1), .refuse(attempt: 0)]
         case .failForNow(let attempt) where attempt > 0: [.failForNow(attempt: attempt - 1), .failForNow(attempt: 0)]
         case .discard(let mutation) where mutation > 1: [.discard(mutation: mutation - 1), .discard(mutation: 1)]
+        case .conflict(let attempt, let copy, let answer):
+            (attempt > 0 ? [.conflict(attempt: attempt - 1, copy: copy, answer: answer)] : [])
+                + (copy.isEmpty ? [] : [.conflict(attempt: attempt, copy: [], answer: answer)])
+                + (answer == .rebase ? [] : [.conflict(attempt: attempt, copy: copy, answer: .rebase)])
+        case .resolve(let mutation, let answer) where mutation > 1:
+            [.resolve(mutation: mutation - 1, answer: answer), .resolve(mutation: 1, answer: answer)]
         default: []
         }
     }
@@ -28,6 +35,10 @@ enum QueueStep: Hashable, Sendable, CustomStringConvertible {
     case discard(mutation: Int)
     case clear
     case restart
+    /// The server answers attempt `attempt` with a conflict and its copy; the app's resolver answers `answer`.
+    case conflict(attempt: Int, copy: Items, answer: ConflictAnswer)
+    /// The app resolves the conflict mutation `mutation` waits with (see ``ConflictAnswer/ask``).
+    case resolve(mutation: Int, answer: ConflictAnswer)
 
     var description: String {
         switch self {
@@ -40,8 +51,29 @@ enum QueueStep: Hashable, Sendable, CustomStringConvertible {
         case .discard(let mutation): ".discard(mutation: \(mutation))"
         case .clear: ".clear"
         case .restart: ".restart"
+        case .conflict(let attempt, let copy, let answer):
+            ".conflict(attempt: \(attempt), copy: \(copy), answer: .\(answer))"
+        case .resolve(let mutation, let answer): ".resolve(mutation: \(mutation), answer: .\(answer))"
         }
     }
+}
+
+/// How the app resolves a conflict in a queue's history.
+enum ConflictAnswer: Hashable, Sendable {
+    case rebase, takeServerCopy, ask
+
+    var resolution: ConflictResolution<Numbered> {
+        switch self {
+        case .rebase: .rebase
+        case .takeServerCopy: .takeServerCopy
+        case .ask: .ask
+        }
+    }
+}
+
+/// A server's conflict in a queue's history: its copy of the key's value.
+struct ModelConflict: Error {
+    let copy: Items
 }
 
 /// What a queue's history left: what the key shows, what the storage keeps, what reached the server, how each
@@ -77,6 +109,8 @@ struct QueueModel: ModelCheck.System {
         let number: Int
         let edit: Edit
         var attempts = 0
+        /// Waiting for the app to resolve its conflict (kept so across restarts): it holds the queue.
+        var awaitsResolution = false
     }
 
     /// The confirmed value (the disk level keeps it across restarts).
@@ -122,8 +156,29 @@ struct QueueModel: ModelCheck.System {
             // A new process: nothing in flight, the network as it was, the timer gone.
             sending = nil
             waitingForRetry = false
+        case .conflict(let attempt, let copy, let answer):
+            guard let sending, sending.attempt == attempt else { break }
+            self.sending = nil
+            // The server's copy is confirmed under the change, whatever the answer.
+            confirmed = copy
+            resolve(sending.mutation, answer)
+        case .resolve(let number, let answer):
+            guard queue.first(where: { $0.number == number })?.awaitsResolution == true else { break }
+            resolve(number, answer)
         }
         sendFirst()
+    }
+
+    /// Carries out `answer` for mutation `number`, which met a conflict.
+    private mutating func resolve(_ number: Int, _ answer: ConflictAnswer) {
+        guard let index = queue.firstIndex(where: { $0.number == number }) else { return }
+        switch answer {
+        case .rebase: queue[index].awaitsResolution = false
+        case .ask: queue[index].awaitsResolution = true
+        case .takeServerCopy:
+            queue.remove(at: index)
+            outcomes[number] = "replaced"
+        }
     }
 
     /// The attempt in flight, for a generator's answers.
@@ -132,12 +187,14 @@ struct QueueModel: ModelCheck.System {
     var attemptsSent: Int { sent.count }
     /// The mutations pending, for a generator's discards.
     var pendingNumbers: [Int] { queue.map(\.number) }
+    /// The mutations waiting for the app to resolve their conflict, for a generator's resolutions.
+    var awaitingNumbers: [Int] { queue.filter(\.awaitsResolution).map(\.number) }
 
     var checkpoint: QueueCheckpoint {
         let shownValue = queue.reduce(confirmed) { $1.edit.applied(to: $0) }
         return QueueCheckpoint(
             shown: Shown(value: shownValue, hasPendingChanges: !queue.isEmpty),
-            kept: queue.map { "#\($0.number)×\($0.attempts)" },
+            kept: queue.map { "#\($0.number)×\($0.attempts)\($0.awaitsResolution ? "?" : "")" },
             pending: queue.map { "#\($0.number)" }, sent: sent, outcomes: outcomes)
     }
 
@@ -152,7 +209,7 @@ struct QueueModel: ModelCheck.System {
     }
 
     private mutating func sendFirst() {
-        guard online, sending == nil, !waitingForRetry, !queue.isEmpty else { return }
+        guard online, sending == nil, !waitingForRetry, let first = queue.first, !first.awaitsResolution else { return }
         queue[0].attempts += 1
         sent.append(queue[0].number)
         sending = (sent.count - 1, queue[0].number)
@@ -184,6 +241,8 @@ final class QueueUnderTest: ModelCheck.System {
     private let server = LoaderSpy<Void>()
     private let sent = Locked<[Int]>([])
     private let outcomes = Locked<[Int: String]>([:])
+    /// What the app's resolver answers to the next conflict.
+    private let nextAnswer = Locked(ConflictAnswer.rebase)
     /// The ids the queue gave the mutations, by the number they were enqueued with.
     private let ids = Locked<[Int: String]>([:])
     private var online = false
@@ -193,7 +252,8 @@ final class QueueUnderTest: ModelCheck.System {
     init() {
         disk = ModelLevel(clock: clock)
         launch = Self.start(
-            clock: clock, disk: disk, storage: storage, online: false, server: server, sent: sent, outcomes: outcomes)
+            clock: clock, disk: disk, storage: storage, online: false, server: server, sent: sent, outcomes: outcomes,
+            answers: nextAnswer)
     }
 
     deinit {
@@ -229,7 +289,14 @@ final class QueueUnderTest: ModelCheck.System {
             Self.end(launch)
             launch = Self.start(
                 clock: clock, disk: disk, storage: storage, online: online, server: server, sent: sent,
-                outcomes: outcomes)
+                outcomes: outcomes, answers: nextAnswer)
+        case .conflict(let attempt, let copy, let answer):
+            nextAnswer.withLock { $0 = answer }
+            server.fail(with: ModelConflict(copy: copy), at: attempt)
+        case .resolve(let number, let answer):
+            if let id = ids.withLock({ $0[number] }) {
+                try? launch.queue.resolveConflictNow(id, with: answer.resolution)
+            }
         }
     }
 
@@ -237,7 +304,7 @@ final class QueueUnderTest: ModelCheck.System {
         let last = launch.observer.values.last
         return QueueCheckpoint(
             shown: Shown(value: last?.value, hasPendingChanges: last?.hasPendingChanges ?? false),
-            kept: storage.kept.map { "#\($0.input.number)×\($0.attempts)" },
+            kept: storage.kept.map { "#\($0.input.number)×\($0.attempts)\($0.awaitsResolution ? "?" : "")" },
             pending: launch.queue.pending.map { "#\($0.input.number)" }, sent: sent.withLock { $0 },
             outcomes: outcomes.withLock { $0 })
     }
@@ -245,7 +312,8 @@ final class QueueUnderTest: ModelCheck.System {
     /// A new process: a new store (its memory level empty) and a new queue over the same storage and disk.
     private static func start(
         clock: TestClock, disk: ModelLevel<Items>, storage: ModelStorage<Numbered>, online: Bool,
-        server: LoaderSpy<Void>, sent: Locked<[Int]>, outcomes: Locked<[Int: String]>
+        server: LoaderSpy<Void>, sent: Locked<[Int]>, outcomes: Locked<[Int: String]>,
+        answers: Locked<ConflictAnswer>
     ) -> Launch {
         let link = ProcessLink()
         let connectivity = ManualConnectivity(isOnline: online)
@@ -272,10 +340,14 @@ final class QueueUnderTest: ModelCheck.System {
                 }
             },
             isRefused: { $0 is Refused },
+            conflicts: MutationConflicts(
+                serverCopy: { error, _ in (error as? ModelConflict)?.copy },
+                resolve: { _ in answers.withLock { $0 }.resolution }),
             onSettled: { settled in
                 let outcome =
                     switch settled.outcome {
                     case .accepted: "accepted"
+                    case .refused(MutationConflictError.replacedByServerCopy): "replaced"
                     case .refused: "refused"
                     case .discarded: "discarded"
                     case .cleared: "cleared"
@@ -407,9 +479,12 @@ extension ModelCheck {
                 guard
                     let attempt = late ? Int.random(in: 0..<model.attemptsSent, using: &random) : model.attemptInFlight
                 else { continue }
+                let copy = (0..<Int.random(in: 0..<3, using: &random)).map { _ in Int.random(in: 0..<4, using: &random)
+                }
+                let answer = [ConflictAnswer.rebase, .takeServerCopy, .ask].randomElement(using: &random)!
                 let answers: [QueueStep] = [
                     .accept(attempt: attempt), .accept(attempt: attempt), .refuse(attempt: attempt),
-                    .failForNow(attempt: attempt),
+                    .failForNow(attempt: attempt), .conflict(attempt: attempt, copy: copy, answer: answer),
                 ]
                 step = answers.randomElement(using: &random)!
             case 55..<63: step = .retryTimerFires
@@ -418,6 +493,9 @@ extension ModelCheck {
                 guard let number = model.pendingNumbers.randomElement(using: &random) else { continue }
                 step = .discard(mutation: number)
             case 84..<91: step = .clear
+            case 91..<95:
+                guard let number = model.awaitingNumbers.randomElement(using: &random) else { continue }
+                step = .resolve(mutation: number, answer: Bool.random(using: &random) ? .rebase : .takeServerCopy)
             default: step = .restart
             }
             model.apply(step)
