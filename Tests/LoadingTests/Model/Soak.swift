@@ -13,17 +13,18 @@ extension ModelCheck {
     }
 
     /// Checks one seed after another: from `LOADING_MODEL_SEED` (else 1), `LOADING_MODEL_HISTORIES` of them (else
-    /// 1,000, what CI runs), or as many as fit in `LOADING_MODEL_SOAK_SECONDS`; each `LOADING_MODEL_REPEAT` times
+    /// `histories`, what CI runs: 1,000 unless a check on files asks fewer), or as many as fit in
+    /// `LOADING_MODEL_SOAK_SECONDS`; each `LOADING_MODEL_REPEAT` times
     /// (else once), to chase a failure that needs a rare interleaving. `check` gets a seed and its history's length
     /// (`LOADING_MODEL_LENGTH`, else 40 to 240 steps). The first failure fails the test; the totals are printed, with
     /// the rate a soak runs at.
     static func soak(
-        _ name: String, file: StaticString = #filePath, line: UInt = #line,
+        _ name: String, histories: Int = 1_000, file: StaticString = #filePath, line: UInt = #line,
         check: (_ seed: UInt64, _ length: Int) -> Outcome
     ) {
         let environment = ProcessInfo.processInfo.environment
         let seconds = environment["LOADING_MODEL_SOAK_SECONDS"].flatMap(Double.init)
-        let budget = seconds == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? 1_000 : .max
+        let budget = seconds == nil ? Int(environment["LOADING_MODEL_HISTORIES"] ?? "") ?? histories : .max
         let firstSeed = UInt64(environment["LOADING_MODEL_SEED"] ?? "") ?? 1
         let repeats = max(Int(environment["LOADING_MODEL_REPEAT"] ?? "") ?? 1, 1)
         let length = environment["LOADING_MODEL_LENGTH"].flatMap(Int.init)

@@ -1,0 +1,259 @@
+import Dispatch
+import Foundation
+import LoadingTestHelpers
+import LoadingTestSupport
+import XCTest
+
+@testable import Loading
+
+/// A step of a history of two stores standing for two processes over one shared disk level and its journal (an app
+/// and its widget), in one process: the journal is read as a step of the history, not on a timer, so a history is
+/// reproducible from its seed.
+enum SharingStep: Hashable, Sendable, CustomStringConvertible {
+    /// Store `store` (0 or 1) writes `value` to the shared key.
+    case write(store: Int, value: Int)
+    /// Store `store` removes the shared key.
+    case remove(store: Int)
+    /// Store `store`'s writes to the shared level wait from now (a slow disk), until the next ``settle``.
+    case hold(store: Int)
+    /// Store `store` reads the journal: what the other changed since.
+    case learn(store: Int)
+    /// Every held save lands, and both stores learn until neither changes: where the history is compared.
+    case settle
+
+    /// Simpler forms of this step, for shrinking: none (the values are only told apart).
+    var simpler: [SharingStep] { [] }
+
+    var description: String {
+        switch self {
+        case .write(let store, let value): ".write(store: \(store), value: \(value))"
+        case .remove(let store): ".remove(store: \(store))"
+        case .hold(let store): ".hold(store: \(store))"
+        case .learn(let store): ".learn(store: \(store))"
+        case .settle: ".settle"
+        }
+    }
+}
+
+/// What a sharing history left once settled: what each store shows of the key, and what the shared level holds.
+/// Between settles nothing is compared (`nil`): each store may show its own change until it learns the other's.
+struct SharingCheckpoint: Equatable, CustomStringConvertible {
+    var settled: [String]?
+
+    var description: String {
+        settled.map { "store 0 shows \($0[0]), store 1 shows \($0[1]), the shared level holds \($0[2])" }
+            ?? "(not settled)"
+    }
+}
+
+/// What processes sharing a level promise: once every save landed and each learned the other's changes, both show
+/// the change asked last (in the history's order, whichever save landed last), and the shared level holds it.
+struct SharingModel: ModelCheck.System {
+    /// The value of the change asked last: `nil` after a removal, or before any change.
+    private var last: Int?
+    private var settled = false
+
+    mutating func apply(_ step: SharingStep) {
+        settled = false
+        switch step {
+        case .write(_, let value): last = value
+        case .remove: last = nil
+        case .hold, .learn: break
+        case .settle: settled = true
+        }
+    }
+
+    var checkpoint: SharingCheckpoint {
+        let shown = last.map { "v\($0)" } ?? "nothing"
+        return SharingCheckpoint(settled: settled ? [shown, shown, shown] : nil)
+    }
+}
+
+/// The real stores a sharing history runs on: each with a memory level and the shared disk level (a `DiskCache` of
+/// its own over one folder), whose saves a step can hold, and its own journal over one file, read only when a step
+/// says so (its timer is an hour).
+final class SharingUnderTest: ModelCheck.System {
+    private struct Process {
+        let store: Store<String, String>
+        let shared: DiskCache<String, String>
+        let gate: SaveGate
+    }
+
+    private let folder: URL
+    private let processes: [Process]
+    private var settled: [String]?
+
+    init() {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("sharing-model-\(UUID().uuidString)")
+        let folder = folder
+        try! FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        processes = (0..<2).map { _ in
+            let shared = DiskCache<String, String>(directory: folder.appendingPathComponent("shared"))
+            let gate = SaveGate()
+            let store = Store(
+                levels: [
+                    .cache(MemoryCache<String, String>(), name: "memory"),
+                    .cache(GatedCache(base: shared, gate: gate), name: "shared"),
+                ],
+                fetch: LoaderFamily { (_: String) in
+                    AnyLoader<String> { completion in
+                        completion(.failure(URLError(.notConnectedToInternet)))
+                        return AnyCancellationToken {}
+                    }
+                },
+                sharing: try! .journal(
+                    at: folder.appendingPathComponent("changes.journal"), sharedLevel: "shared",
+                    polling: .seconds(3_600)))
+            return Process(store: store, shared: shared, gate: gate)
+        }
+    }
+
+    deinit {
+        for process in processes { process.gate.release() }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    func apply(_ step: SharingStep) {
+        settled = nil
+        switch step {
+        case .write(let store, let value): processes[store].store.write("v\(value)", for: "k")
+        case .remove(let store): processes[store].store.remove("k")
+        case .hold(let store): processes[store].gate.hold()
+        case .learn(let store): processes[store].store.learnOtherProcessesChanges()
+        case .settle: settle()
+        }
+    }
+
+    var checkpoint: SharingCheckpoint { SharingCheckpoint(settled: settled) }
+
+    /// Lets every save land and each store learn the other's changes, a few rounds (a store whose own change is newer
+    /// saves it again, which the other then learns), then reads what each shows and what the level holds.
+    private func settle() {
+        for _ in 0..<3 {
+            for process in processes {
+                process.gate.release()
+                Self.wait { done in process.store.flush(completion: done) }
+            }
+            for process in processes {
+                process.store.learnOtherProcessesChanges()
+                // The store's read of the shared level goes first on its disk cache's queue: this one ends after it.
+                Self.wait { done in process.shared.value(for: "k") { _ in done() } }
+            }
+        }
+        let shown = processes.map { process in
+            Self.answer { done in
+                _ = process.store.read("k", policy: .cacheOnly).load { done((try? $0.get())?.value ?? "nothing") }
+            }
+        }
+        let level = Self.answer { done in
+            processes[0].shared.value(for: "k") { done((try? $0.get())?.value ?? "nothing") }
+        }
+        settled = shown + [level]
+    }
+
+    private static func wait(_ start: (@escaping @Sendable () -> Void) -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        start { done.signal() }
+        if done.wait(timeout: .now() + .watchdog) == .timedOut { XCTFail("a store did not settle") }
+    }
+
+    private static func answer(_ start: (@escaping @Sendable (String) -> Void) -> Void) -> String {
+        let value = Locked("(no answer)")
+        wait { done in
+            start { answer in
+                value.withLock { $0 = answer }
+                done()
+            }
+        }
+        return value.withLock { $0 }
+    }
+}
+
+/// Holds a store's writes to the shared level (a slow disk) until released.
+private final class SaveGate: Sendable {
+    private let state = Locked<(holding: Bool, saves: [@Sendable () -> Void])>((false, []))
+
+    func hold() { state.withLock { $0.holding = true } }
+
+    /// Runs `save` now, or once released while holding.
+    func pass(_ save: @escaping @Sendable () -> Void) {
+        let held = state.withLock { state -> Bool in
+            guard state.holding else { return false }
+            state.saves.append(save)
+            return true
+        }
+        if !held { save() }
+    }
+
+    /// Lets the held saves land, in order, and the later ones straight through.
+    func release() {
+        let saves = state.withLock { state -> [@Sendable () -> Void] in
+            state.holding = false
+            return exchange(&state.saves, with: [])
+        }
+        for save in saves { save() }
+    }
+}
+
+/// A shared level whose writes (saves and removals, in the order they were issued, as a slow disk takes them) pass
+/// its gate; reads go straight through.
+private struct GatedCache: KeyedCache {
+    let base: DiskCache<String, String>
+    let gate: SaveGate
+
+    func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
+        base.value(for: key, completion: completion)
+    }
+
+    func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        gate.pass { [base] in base.save(value, for: key, completion: completion) }
+    }
+
+    func save(
+        _ value: String, for key: String, savedAt: Date,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        gate.pass { [base] in base.save(value, for: key, savedAt: savedAt, completion: completion) }
+    }
+
+    func removeValue(for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        gate.pass { [base] in base.removeValue(for: key, completion: completion) }
+    }
+
+    func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        gate.pass { [base] in base.removeAll(completion: completion) }
+    }
+}
+
+extension ModelCheck {
+    /// Runs a sharing history: two real stores over one shared level against ``SharingModel``.
+    static func run(_ history: [SharingStep]) -> Disagreement<SharingStep, SharingCheckpoint>? {
+        run(history, model: { SharingModel() }, system: { SharingUnderTest() })
+    }
+
+    /// Fails the test when `history` disagrees with the sharing model.
+    static func assertSharingAgrees(_ history: [SharingStep], file: StaticString = #filePath, line: UInt = #line) {
+        if let disagreement = run(history) { XCTFail("\(disagreement)", file: file, line: line) }
+    }
+
+    /// A random sharing history of `length` steps from `seed`, ending settled.
+    static func sharingHistory(seed: UInt64, length: Int) -> [SharingStep] {
+        var random = SeededRandom(seed: seed)
+        var steps: [SharingStep] = []
+        var value = 0
+        while steps.count < length - 1 {
+            let store = Int.random(in: 0..<2, using: &random)
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<45:
+                value += 1
+                steps.append(.write(store: store, value: value))
+            case 45..<52: steps.append(.remove(store: store))
+            case 52..<70: steps.append(.hold(store: store))
+            case 70..<90: steps.append(.learn(store: store))
+            default: steps.append(.settle)
+            }
+        }
+        steps.append(.settle)
+        return steps
+    }
+}
