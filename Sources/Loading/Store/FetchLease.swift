@@ -15,7 +15,8 @@ public protocol FetchLease<Key>: Sendable {
 
     /// Gives back the lease of `key` this process holds: the store calls it once the value it fetched under the
     /// lease reached the shared level (its save there ended, even past the level's timeout), or at once when the
-    /// fetch failed.
+    /// fetch failed with a failure the coordination does not share (one it shares goes to
+    /// ``release(_:leaving:for:)``).
     func release(_ key: Key) async throws
 
     /// Gives back the lease of `key` this process holds, leaving `failure` on it for `duration`: until then no process
@@ -82,10 +83,11 @@ public struct FetchFailureSharing: Sendable {
 ///
 /// Before a fetch goes upstream, the store takes the key's lease. Holding it, it reads the shared level once more (the
 /// previous holder may have saved the value and given the lease back since the read missed), then fetches, and gives
-/// the lease back once the value reached the shared level, or at once when the fetch failed (a lease whose process
-/// died lapses after `holding`). A save the level's timeout gave up on may still land (a busy database answers it
-/// late): the lease waits for its real end, so that a waiting process finds the value rather than fetching again. When another process holds it, the store reads the shared level every `polling`, for
-/// at most `waiting`. Either way, a newer value found there is the fetch's answer, with its date and its level as its
+/// the lease back once the value reached the shared level, or at once when the fetch failed, leaving the failure on
+/// it when the coordination shares it (a lease whose process died lapses after `holding`). A save the level's timeout
+/// gave up on may still land (a busy database answers it late): the lease waits for its real end, so that a waiting
+/// process finds the value rather than fetching again. When another process holds it, the store reads the shared
+/// level every `polling`, for at most `waiting`. Either way, a newer value found there is the fetch's answer, with its date and its level as its
 /// origin, saved to the faster levels only: newer means saved since the fetch began, or, when the read that started
 /// the fetch found the shared level's value too old (or found none), saved after that value. At each of those reads the
 /// store asks for the lease again: one its holder gave back, or let lapse by dying, is taken, and the store fetches
