@@ -6,9 +6,12 @@ import XCTest
 @testable import Loading
 
 /// Random histories over three stores sharing entities (lists of members, one member's detail, and paged feeds of
-/// members): fetches and pages answered in any order or failed, the server's copies edited meanwhile, live updates, optimistic changes accepted or refused,
-/// writes, removals and clears. After every step, every key holding an entity shows the same copy of it, the one
-/// the entities hold, whatever order things happened in: the copies and the fetches agree.
+/// members): fetches and pages answered in any order or failed, the server's copies edited meanwhile, live updates,
+/// optimistic changes accepted or refused, writes, removals and clears. After every step, every key holding an entity
+/// shows the same copy of it, the one the entities hold, whatever order things happened in: the copies and the fetches
+/// agree. One history in three only races fetches (refreshes answered in any order or failed, the server editing
+/// meanwhile): there the copy shown is also the one the rule names, the copy learned last (or, with `isNewer`, the
+/// newest learned).
 final class EntityAgreementTests: XCTestCase {
     private struct Member: Identifiable, Equatable, Sendable, CustomStringConvertible {
         let id: Int
@@ -24,6 +27,8 @@ final class EntityAgreementTests: XCTestCase {
         /// The members the server answers with.
         let ids: [Int]
         let answer: @Sendable (Result<[Member], any Error>) -> Void
+        /// When it was sent, among the requests of its history.
+        var sent = 0
     }
 
     private static let ids = 0..<5
@@ -55,7 +60,14 @@ final class EntityAgreementTests: XCTestCase {
         var serverVersions = Dictionary(uniqueKeysWithValues: Self.ids.map { ($0, 1) })
         var liveVersion = 1_000
         let requests = Locked<[Request]>([])
+        var sentCount = 0
+        /// The newest request answered for each thing asked for: an older one answered later is not taken (a fetch
+        /// started after it was confirmed first).
+        var newestAnswered: [String: Int] = [:]
         let byVersion = seed % 2 == 0
+        let racesOnly = seed % 3 == 0
+        /// The copy of each member the rule names, in a history that only races fetches.
+        var expected: [Int: Member] = [:]
         let newerVersion: @Sendable (Member, Member) -> Bool = { $0.version > $1.version }
         let members = SharedEntities<Member>(isNewer: byVersion ? newerVersion : nil)
         let listFetch = LoaderFamily<Int, [Member]> { key in
@@ -96,7 +108,8 @@ final class EntityAgreementTests: XCTestCase {
             levels: [.cache(MemoryCache<Int, Member>(), name: "memory")], fetch: detailFetch, entities: inDetails)
         var log: [String] = []
         for _ in 0..<steps {
-            let step = Int.random(in: 0..<100, using: &generator)
+            var step = Int.random(in: 0..<100, using: &generator)
+            if racesOnly, step >= 67 { step -= 67 }  // refreshes, answers, failures and the server's edits only
             switch step {
             case 0..<18:
                 let key = Self.listKeys.randomElement(using: &generator)!
@@ -114,6 +127,11 @@ final class EntityAgreementTests: XCTestCase {
                 let answer = request.ids.map { Member(id: $0, version: serverVersions[$0]!) }
                 log.append("answer \(request.name) with \(answer)")
                 request.answer(.success(answer))
+                let taken = request.sent > newestAnswered[request.name] ?? -1
+                newestAnswered[request.name] = max(request.sent, newestAnswered[request.name] ?? -1)
+                for copy in answer where taken && (!byVersion || copy.version >= (expected[copy.id]?.version ?? 0)) {
+                    expected[copy.id] = copy
+                }
             case 50..<55:
                 let waiting = requests.withLock { $0.count }
                 guard waiting > 0 else { continue }
@@ -167,7 +185,14 @@ final class EntityAgreementTests: XCTestCase {
                 log.append("clear lists")
                 lists.clear()
             }
-            if let disagreement = check(members, lists, details, feeds) {
+            // The requests the step sent, numbered in the order they were sent.
+            requests.withLock { waiting in
+                for index in waiting.indices where waiting[index].sent == 0 {
+                    sentCount += 1
+                    waiting[index].sent = sentCount
+                }
+            }
+            if let disagreement = check(members, lists, details, feeds, expected: racesOnly ? expected : nil) {
                 return "\(disagreement)\nafter:\n  " + log.joined(separator: "\n  ")
             }
         }
@@ -176,10 +201,11 @@ final class EntityAgreementTests: XCTestCase {
         return nil
     }
 
-    /// Whether every key holding an entity shows the copy the entities hold; what differs, if not.
+    /// Whether every key holding an entity shows the copy the entities hold, and that copy is the `expected` one when
+    /// given; what differs, if not.
     private func check(
         _ members: SharedEntities<Member>, _ lists: Store<Int, [Member]>, _ details: Store<Int, Member>,
-        _ feeds: PagedStore<Int, Member, Int>
+        _ feeds: PagedStore<Int, Member, Int>, expected: [Int: Member]?
     ) -> String? {
         var shown: [Int: [(String, Member)]] = [:]
         for key in Self.listKeys {
@@ -202,6 +228,10 @@ final class EntityAgreementTests: XCTestCase {
             guard copies.allSatisfy({ $0.1 == held }) else {
                 let listed = copies.map { "\($0.0) shows \($0.1)" }.joined(separator: ", ")
                 return "member \(id): the entities hold \(held.map(String.init(describing:)) ?? "nothing"); \(listed)"
+            }
+            if let expected, let rule = expected[id], held != rule {
+                return
+                    "member \(id): the copy learned last is \(rule), the keys show \(held.map(String.init(describing:)) ?? "nothing")"
             }
         }
         return nil
