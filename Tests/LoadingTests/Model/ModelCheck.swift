@@ -115,21 +115,21 @@ enum ModelCheck {
     /// Runs the store's histories: the real store against ``StoreModel``, both with the `network` mode, keeping the
     /// values of keys no longer in use (the default) or none.
     static func run(
-        _ history: [Step], network: ModelNetwork = .always, keepsValues: Bool = true
+        _ history: [Step], network: ModelNetwork = .always, keepsValues: Bool = true, levelMaxAge: Int? = nil
     ) -> Disagreement<Step, Checkpoint>? {
         run(
-            history, model: { StoreModel(network: network, keepsValues: keepsValues) },
-            system: { StoreUnderTest(network: network, keepsValues: keepsValues) })
+            history, model: { StoreModel(network: network, keepsValues: keepsValues, levelMaxAge: levelMaxAge) },
+            system: { StoreUnderTest(network: network, keepsValues: keepsValues, levelMaxAge: levelMaxAge) })
     }
 
     /// Fails the test when `history` disagrees with the store's model, saying where and how; for a store that keeps
     /// the values of keys no longer in use and for one that keeps none, unless `keepsValues` says which.
     static func assertAgrees(
-        _ history: [Step], network: ModelNetwork = .always, keepsValues: Bool? = nil, file: StaticString = #filePath,
-        line: UInt = #line
+        _ history: [Step], network: ModelNetwork = .always, keepsValues: Bool? = nil, levelMaxAge: Int? = nil,
+        file: StaticString = #filePath, line: UInt = #line
     ) {
         for keeps in keepsValues.map({ [$0] }) ?? [false, true] {
-            if let disagreement = run(history, network: network, keepsValues: keeps) {
+            if let disagreement = run(history, network: network, keepsValues: keeps, levelMaxAge: levelMaxAge) {
                 XCTFail("\(keeps ? "keeping values" : "keeping none"): \(disagreement)", file: file, line: line)
             }
         }
@@ -146,6 +146,12 @@ enum ModelCheck {
         (seed / 3) % 2 == 0
     }
 
+    /// The age at which the levels of the history of `seed` expire what they hold: one history in three, 60 seconds
+    /// (a few of the clock's steps); the others keep it for ever.
+    static func levelMaxAge(seed: UInt64) -> Int? {
+        (seed / 6) % 3 == 2 ? 60 : nil
+    }
+
     // MARK: Histories
 
     static let keys = ["a", "b"]
@@ -153,10 +159,11 @@ enum ModelCheck {
     /// A random history of `length` steps from `seed`, for a store in the `network` mode (whose connectivity it
     /// toggles, unless `.always`). It is made with the model at hand, so that its answers name requests that are
     /// waiting, its settlements mutations that are pending, and so on.
-    static func history(seed: UInt64, length: Int, network: ModelNetwork = .always, keepsValues: Bool = true) -> [Step]
-    {
+    static func history(
+        seed: UInt64, length: Int, network: ModelNetwork = .always, keepsValues: Bool = true, levelMaxAge: Int? = nil
+    ) -> [Step] {
         var random = SeededRandom(seed: seed)
-        var model = StoreModel(network: network, keepsValues: keepsValues)
+        var model = StoreModel(network: network, keepsValues: keepsValues, levelMaxAge: levelMaxAge)
         var steps: [Step] = []
         var invalidations = 0
         var mutations = 0

@@ -139,10 +139,26 @@ struct StoreModel: ModelCheck.System, Hashable {
     private var observerKeys: [Int: String] = [:]
     /// Whether the store keeps the values of keys no longer in use (its default), rather than none.
     let keepsValues: Bool
+    /// The age (seconds) at which both levels expire what they hold (`nil`: never): a level then serves nothing older
+    /// (or stamped later than now), and a cache-first read takes no value the store holds that no level would serve.
+    let levelMaxAge: Int?
 
-    init(network: ModelNetwork = .always, keepsValues: Bool = true) {
+    init(network: ModelNetwork = .always, keepsValues: Bool = true, levelMaxAge: Int? = nil) {
         self.network = network
         self.keepsValues = keepsValues
+        self.levelMaxAge = levelMaxAge
+    }
+
+    /// What `level` serves of `name` now: nothing once its value expired.
+    private func served(_ level: Int, _ name: String) -> Saved? {
+        guard let saved = levels[level][name] else { return nil }
+        return isHeldByLevels(savedAt: saved.savedAt) ? saved : nil
+    }
+
+    /// Whether a value saved at `savedAt` is young enough for the levels to serve it still.
+    private func isHeldByLevels(savedAt: Int) -> Bool {
+        guard let levelMaxAge else { return true }
+        return savedAt <= now && now - savedAt < levelMaxAge
     }
 
     /// How many times `name` was removed or cleared: a read that began before the last one was overtaken by it.
@@ -349,7 +365,9 @@ struct StoreModel: ModelCheck.System, Hashable {
         let held = key.known && key.value != nil
         switch policy {
         case .cacheFirst, .cacheFirstYoungerThan:
-            if held, takes(key.savedAt, stale: key.stale, policy) { return answer(read, shown(name)) }
+            if held, takes(key.savedAt, stale: key.stale, policy), isHeldByLevels(savedAt: key.savedAt) {
+                return answer(read, shown(name))
+            }
             if readLevels(name, policy) { return answer(read, shown(name)) }
             beginFetch(name, for: .read(read, policy), joining: true)
         case .cacheOnly:
@@ -396,7 +414,7 @@ struct StoreModel: ModelCheck.System, Hashable {
         // Levels that could not save what the store confirmed hold something older: nothing is taken from them.
         guard !keys[name]!.unsaved else { return false }
         for level in levels.indices {
-            guard let saved = levels[level][name] else { continue }
+            guard let saved = served(level, name) else { continue }
             let (items, savedAt) = (saved.items, saved.savedAt)
             let stale = keys[name]!.stale
             guard takes(savedAt, stale: stale, policy) else { continue }
@@ -411,7 +429,7 @@ struct StoreModel: ModelCheck.System, Hashable {
         guard !keys[name]!.known else { return }
         keys[name]!.known = true
         keys[name]!.value = nil
-        guard let saved = levels.lazy.compactMap({ $0[name] }).first else { return }
+        guard let saved = levels.indices.compactMap({ served($0, name) }).first else { return }
         keys[name]!.value = saved.items
         keys[name]!.savedAt = saved.savedAt
     }

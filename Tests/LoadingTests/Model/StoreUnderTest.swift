@@ -24,9 +24,9 @@ final class StoreUnderTest: ModelCheck.System {
     private var mutationCount = 0
     private var keysSeen: Set<String> = []
 
-    init(network mode: ModelNetwork = .always, keepsValues: Bool = true) {
+    init(network mode: ModelNetwork = .always, keepsValues: Bool = true, levelMaxAge: Int? = nil) {
         let clock = clock
-        levels = [ModelLevel(clock: clock), ModelLevel(clock: clock)]
+        levels = [ModelLevel(clock: clock, maxAge: levelMaxAge), ModelLevel(clock: clock, maxAge: levelMaxAge)]
         let network = network
         let networkMode: NetworkMode =
             switch mode {
@@ -169,10 +169,14 @@ final class ModelLevel<Value: Sendable>: KeyedCache {
     /// The operations of a slow level not answered yet.
     private let inFlight = DispatchGroup()
 
-    init(clock: TestClock, slow: Bool = false) {
+    init(clock: TestClock, slow: Bool = false, maxAge: Int? = nil) {
         self.clock = clock
         slowness = slow ? DispatchQueue(label: "ModelLevel") : nil
+        expiry = maxAge.map { .maxAge(.seconds($0)) } ?? .never
     }
+
+    /// How long the level serves what it holds.
+    let expiry: CacheExpiry<Value>
 
     /// Whether every operation asked of it has answered.
     var isIdle: Bool { inFlight.wait(timeout: .now()) == .success }
@@ -201,9 +205,12 @@ final class ModelLevel<Value: Sendable>: KeyedCache {
     }
 
     func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<Value>, any Error>) -> Void) {
-        perform { [values] in
-            let value = values.withLock { $0[key] }
-            completion(value.map { .success($0) } ?? .failure(CacheMiss.absent))
+        perform { [values, clock, expiry] in
+            guard let value = values.withLock({ $0[key] }) else { return completion(.failure(CacheMiss.absent)) }
+            guard expiry.isFresh(value.value, savedAt: value.savedAt, now: clock.now) else {
+                return completion(.failure(CacheMiss.expired(savedAt: value.savedAt)))
+            }
+            completion(.success(value))
         }
     }
 
