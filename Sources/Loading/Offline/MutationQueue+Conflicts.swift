@@ -82,7 +82,8 @@ extension MutationQueue {
 
     /// Sends conflicted mutation `id` again over the server's copy: made anew against it with `rebasing` when the
     /// queue has it (the copy its conflict came with, or after a restart the key's confirmed value, which is that
-    /// copy unless the key changed since), else as it is.
+    /// copy unless the key changed since), else as it is. A store that holds no value of the key after a restart sends
+    /// it as it is too: a server that checks a version answers with the conflict again, and its copy.
     private func rebase(_ id: String, releasing lease: MutationSendingLease?) -> Bool {
         guard let rebasing = conflicts?.rebasing else { return resend(id, input: nil, releasing: lease) }
         guard let (record, kept) = ledger.withLock({ $0.conflicted(id) }) else { return false }
