@@ -69,9 +69,9 @@ struct SharingModel: ModelCheck.System {
     }
 }
 
-/// The real stores a sharing history runs on: each with a memory level and the shared disk level (a `DiskCache` of
-/// its own over one folder), whose saves a step can hold, and its own journal over one file, read only when a step
-/// says so (its timer is an hour).
+/// The real stores a sharing history runs on: each with a memory level and the shared disk level (one `DiskCache`),
+/// whose writes a step can hold, and its own journal over one file, read only when a step says so (its timer is an
+/// hour).
 final class SharingUnderTest: ModelCheck.System {
     private struct Process {
         let store: Store<String, String>
@@ -87,8 +87,10 @@ final class SharingUnderTest: ModelCheck.System {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("sharing-model-\(UUID().uuidString)")
         let folder = folder
         try! FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        // One disk cache for both: its queue lands their writes in the order they were issued (held ones once
+        // released), so that a history is reproducible from its seed.
+        let shared = DiskCache<String, String>(directory: folder.appendingPathComponent("shared"))
         processes = (0..<2).map { _ in
-            let shared = DiskCache<String, String>(directory: folder.appendingPathComponent("shared"))
             let gate = SaveGate()
             let store = Store(
                 levels: [

@@ -206,14 +206,16 @@ struct StoreModel: ModelCheck.System, Hashable {
         case .levelsFail(let failing): levelsFail = failing
         case .connectivity(let online): connectivity(online)
         }
-        for name in Array(keys.keys) where !keys[name]!.isInUse {
-            // A value the store keeps stays as it is.
-            if keepsValues, keys[name]!.held, keys[name]!.known, keys[name]!.value != nil { continue }
-            // Nothing needs the key: the levels hold its value.
-            keys[name]!.held = false
-            keys[name]!.known = false
-            keys[name]!.value = nil
-        }
+        for name in Array(keys.keys) { letGoIfUnused(name) }
+    }
+
+    /// Lets go of `name` when nothing needs it: the levels hold its value (a value the store keeps stays as it is).
+    private mutating func letGoIfUnused(_ name: String) {
+        guard let key = keys[name], !key.isInUse else { return }
+        if keepsValues, key.held, key.known, key.value != nil { return }
+        keys[name]!.held = false
+        keys[name]!.known = false
+        keys[name]!.value = nil
     }
 
     /// What the observers, callers and levels are left with now.
@@ -612,8 +614,11 @@ struct StoreModel: ModelCheck.System, Hashable {
     /// The reads whose fetch a removal or a clear overtook and that have not answered yet, by read.
     private var overtakenReads: [Int: String] = [:]
 
-    /// A read overtaken by a removal or a clear answers with what a cache-only read finds after it.
+    /// A read overtaken by a removal or a clear answers with what a cache-only read finds after it: the key its fetch
+    /// no longer needs is let go of first (the levels then answer, as they judge their values' age).
     private mutating func answerOvertaken(_ read: Int, _ name: String) {
+        letGoIfUnused(name)
+        hold(name)
         let key = keys[name]!
         if !(key.known && key.value != nil) { _ = readLevels(name, .cacheOnly) }
         answer(read, shown(name))
