@@ -98,7 +98,7 @@ final class MutationConflictKillTests: XCTestCase {
                 try await queue.waitUntilSettled()
                 settled.fulfill()
             }
-            XCTAssertEqual(XCTWaiter.wait(for: [settled], timeout: 10), .completed)
+            XCTAssertEqual(XCTWaiter.wait(for: [settled], timeout: .watchdog), .completed)
         }
     }
 }
@@ -155,12 +155,12 @@ final class MutationConflictKillChild: XCTestCase {
         store.write(["a", "b", "c"], for: "list")
         let flushed = expectation(description: "flushed")
         store.flush { flushed.fulfill() }
-        wait(for: [flushed], timeout: 10)
+        wait(for: [flushed], timeout: .watchdog)
         let id = try queue.enqueue("b")  // the server answers at once, with a conflict
         XCTAssertEqual(queue.pending.first?.awaitsResolution, true)
         let saved = expectation(description: "the server's copy saved")
         store.flush { saved.fulfill() }
-        wait(for: [saved], timeout: 10)
+        wait(for: [saved], timeout: .watchdog)
         sayKillNow("conflicted \(id)")
         waitToBeKilled()
     }

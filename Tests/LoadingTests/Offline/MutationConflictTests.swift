@@ -211,7 +211,7 @@ final class MutationConflictTests: XCTestCase {
 
         store.clear { cleared.fulfill() }
         server.conflict(0, copy: serverCopy)  // the answer of the attempt the logout cancelled
-        wait(for: [cleared], timeout: 10)
+        wait(for: [cleared], timeout: .watchdog)
 
         XCTAssertNil(shown(store), "the old user's copy is not shown")
         XCTAssertEqual(resolveCalls.withLock { $0 }, 0, "nothing left to resolve")
