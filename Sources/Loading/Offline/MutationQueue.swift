@@ -37,6 +37,8 @@ import Dispatch
 ///   Any other failure is transient: the mutation stays first, and is sent again after `retryDelays` (its
 ///   attempts count) or as soon as the network comes back. `onSettled` is told how each mutation ended, restored
 ///   ones included.
+/// - **Conflicts the app resolves**: with `conflicts:` (``MutationConflicts``), a failure that carries the server's
+///   copy confirms that copy under the change, and the app rebases, merges, keeps the server's copy, or asks.
 /// - **A logout drops them**: ``Store/clear(completion:)`` first stops the queue (it starts nothing more, and the
 ///   attempt in flight is cancelled: its answer, if one still comes, changes nothing), then forgets every mutation,
 ///   in memory at once and in the storage as soon as no save is under way; their completions receive

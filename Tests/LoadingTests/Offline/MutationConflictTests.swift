@@ -27,7 +27,7 @@ final class MutationConflictTests: XCTestCase {
         XCTAssertEqual(conflict.input, "b")
         XCTAssertEqual(conflict.serverCopy, serverCopy)
         XCTAssertEqual(conflict.shown, ["a", "c"], "what the user saw")
-        XCTAssertEqual(shown(store), ["a", "c", "z"], "the change applied again over the server's copy")
+        XCTAssertEqual(shownList(store), ["a", "c", "z"], "the change applied again over the server's copy")
         XCTAssertEqual(server.sent, ["b", "b"], "sent again at once")
         XCTAssertEqual(server.keys, [id, "\(id).1"], "a new request: an idempotency key of its own")
         XCTAssertEqual(try storage.loadAll().map(\.resends), [1], "the resend is on disk")
@@ -35,7 +35,7 @@ final class MutationConflictTests: XCTestCase {
         server.answer(1)
 
         XCTAssertEqual(outcome.count, 1)
-        XCTAssertEqual(confirmed(store), ["a", "c", "z"], "the rebased change joins the server's copy")
+        XCTAssertEqual(confirmedList(store), ["a", "c", "z"], "the rebased change joins the server's copy")
         XCTAssertEqual(try storage.loadAll().count, 0)
         XCTAssertFalse(queue.isMutating)
     }
@@ -58,7 +58,8 @@ final class MutationConflictTests: XCTestCase {
         let store = Store<String, Document>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Document>() })
         store.write(Document(version: 1, title: "Draft"), for: "doc")
         let queue = try MutationQueue(
-            store: store, storage: FileMutationStorage<Rename>(directory: makeDirectory()), key: { _ in "doc" },
+            store: store, storage: FileMutationStorage<Rename>(directory: makeQueueDirectory("conflicts")),
+            key: { _ in "doc" },
             change: { rename, document in document.map { Document(version: $0.version, title: rename.title) } },
             send: { rename, _ in
                 AnyLoader<Void> { completion in
@@ -94,7 +95,7 @@ final class MutationConflictTests: XCTestCase {
 
         server.conflict(0, copy: serverCopy)
 
-        XCTAssertEqual(shown(store), ["a", "b", "z"], "the server's copy, with the next change still shown")
+        XCTAssertEqual(shownList(store), ["a", "b", "z"], "the server's copy, with the next change still shown")
         XCTAssertEqual(outcome.errors.first as? MutationConflictError, .replacedByServerCopy)
         XCTAssertEqual(
             outcome.errors.first?.localizedDescription,
@@ -105,7 +106,7 @@ final class MutationConflictTests: XCTestCase {
         XCTAssertEqual(try storage.loadAll().map(\.input), ["c"], "the conflicted one left the storage")
 
         server.answer(1)
-        XCTAssertEqual(confirmed(store), ["a", "b", "z"])
+        XCTAssertEqual(confirmedList(store), ["a", "b", "z"])
     }
 
     func test_merge_sendsTheInputTheAppComputed_shownOverTheServersCopy() throws {
@@ -118,13 +119,13 @@ final class MutationConflictTests: XCTestCase {
 
         server.conflict(0, copy: serverCopy)
 
-        XCTAssertEqual(shown(store), ["a", "b", "c"], "the merged change over the server's copy")
+        XCTAssertEqual(shownList(store), ["a", "b", "c"], "the merged change over the server's copy")
         XCTAssertEqual(server.sent, ["b", "z"])
         XCTAssertEqual(server.keys, [id, "\(id).1"])
         XCTAssertEqual(try storage.loadAll().map(\.input), ["z"], "the merged input is what a restart sends")
 
         server.answer(1)
-        XCTAssertEqual(confirmed(store), ["a", "b", "c"])
+        XCTAssertEqual(confirmedList(store), ["a", "b", "c"])
     }
 
     func test_ask_holdsTheMutationAndTheQueue_untilTheAppAnswers() async throws {
@@ -139,7 +140,7 @@ final class MutationConflictTests: XCTestCase {
         XCTAssertEqual(queue.pending.map(\.status), [.waiting, .waiting])
         XCTAssertTrue(queue.pending.first?.lastError is Conflict)
         XCTAssertEqual(server.sent, ["b"], "nothing after it is sent")
-        XCTAssertEqual(shown(store), ["a", "z"], "both changes shown over the server's copy meanwhile")
+        XCTAssertEqual(shownList(store), ["a", "z"], "both changes shown over the server's copy meanwhile")
         XCTAssertEqual(try storage.loadAll().map(\.awaitsResolution), [true, false], "the wait is on disk")
 
         try await queue.resolveConflict(first, with: .rebase)
@@ -150,7 +151,7 @@ final class MutationConflictTests: XCTestCase {
         server.answer(1)
         server.answer(2)
         XCTAssertEqual(server.sent, ["b", "b", "c"])
-        XCTAssertEqual(confirmed(store), ["a", "z"])
+        XCTAssertEqual(confirmedList(store), ["a", "z"])
         XCTAssertFalse(queue.isMutating)
     }
 
@@ -166,7 +167,7 @@ final class MutationConflictTests: XCTestCase {
     }
 
     func test_aConflictWaitingForTheApp_survivesARestart_andIsResolvedThen() async throws {
-        let directory = makeDirectory()
+        let directory = makeQueueDirectory("conflicts")
         let id: String
         do {
             let (store, _, server) = makeEnvironment()
@@ -185,13 +186,13 @@ final class MutationConflictTests: XCTestCase {
         }
         XCTAssertEqual(queue.pending.map(\.awaitsResolution), [true, false])
         XCTAssertEqual(server.sent, [], "nothing is sent while the conflict waits")
-        XCTAssertEqual(shown(store), ["a"], "both changes shown again")
+        XCTAssertEqual(shownList(store), ["a"], "both changes shown again")
 
         try await queue.resolveConflict(id, with: .takeServerCopy)
 
         let ended = try await queue.outcome(of: id)
         XCTAssertTrue(isReplacedByServerCopy(ended))
-        XCTAssertEqual(shown(store), ["a", "b"], "this change alone is undone")
+        XCTAssertEqual(shownList(store), ["a", "b"], "this change alone is undone")
         XCTAssertEqual(server.sent, ["c"], "the next goes")
         XCTAssertEqual(resolveCalls.withLock { $0 }, 0, "the app answered; the resolver was not asked again")
         server.answer(0)
@@ -213,7 +214,7 @@ final class MutationConflictTests: XCTestCase {
         server.conflict(0, copy: serverCopy)  // the answer of the attempt the logout cancelled
         wait(for: [cleared], timeout: .watchdog)
 
-        XCTAssertNil(shown(store), "the old user's copy is not shown")
+        XCTAssertNil(shownList(store), "the old user's copy is not shown")
         XCTAssertEqual(resolveCalls.withLock { $0 }, 0, "nothing left to resolve")
         XCTAssertEqual(outcome.errors.first as? StoreError, .cleared)
         XCTAssertEqual(try storage.loadAll().count, 0)
@@ -234,7 +235,7 @@ final class MutationConflictTests: XCTestCase {
         XCTAssertEqual(try storage.loadAll().count, 0, "forgotten on disk too")
         let error = await resolutionError(queue, id)
         XCTAssertEqual(error as? MutationConflictError, .noConflict(id: id))
-        XCTAssertNil(shown(store))
+        XCTAssertNil(shownList(store))
     }
 
     func test_aFailureWithoutTheServersCopy_isRefusedOrTransientAsBefore() throws {
@@ -248,7 +249,7 @@ final class MutationConflictTests: XCTestCase {
 
         server.refuse(0)
 
-        XCTAssertEqual(shown(store), ["a", "b"], "refused: undone alone")
+        XCTAssertEqual(shownList(store), ["a", "b"], "refused: undone alone")
         XCTAssertEqual(server.sent, ["b", "c"])
     }
 
@@ -265,7 +266,7 @@ final class MutationConflictTests: XCTestCase {
             conflicts: conflicts)
         try atOnce.enqueue("b", completion: { _ in })
         server.conflict(0, copy: ["a", "c"])  // "b" is gone on the server: its copy is kept
-        XCTAssertEqual(shown(store), ["a", "c"])
+        XCTAssertEqual(shownList(store), ["a", "c"])
         XCTAssertFalse(atOnce.isMutating)
 
         let asking = try makeSUT(store, makeStorage(), server) { _ in .ask }
@@ -283,7 +284,7 @@ final class MutationConflictTests: XCTestCase {
         server.conflict(3, copy: ["c", "z"])
         let id = try XCTUnwrap(outbox.pending.first?.id)
         try await outbox.resolveConflict(id, with: .takeServerCopy)
-        XCTAssertEqual(shown(store), ["c", "z"])
+        XCTAssertEqual(shownList(store), ["c", "z"])
         XCTAssertFalse(outbox.isMutating)
     }
 
@@ -300,7 +301,7 @@ final class MutationConflictTests: XCTestCase {
     }
 
     private func makeStorage() -> FileMutationStorage<String> {
-        FileMutationStorage(directory: makeDirectory())
+        FileMutationStorage(directory: makeQueueDirectory("conflicts"))
     }
 
     private func isReplacedByServerCopy(_ outcome: SettledMutation<String>.Outcome?) -> Bool {
@@ -313,7 +314,7 @@ final class MutationConflictTests: XCTestCase {
     ) -> (Store<String, [String]>, FileMutationStorage<String>, ConflictingServer) {
         let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
         store.write(["a", "b", "c"], for: "list")
-        let directory = directory ?? makeDirectory()
+        let directory = directory ?? makeQueueDirectory("conflicts")
         return (store, FileMutationStorage(directory: directory), ConflictingServer())
     }
 
@@ -329,23 +330,6 @@ final class MutationConflictTests: XCTestCase {
             conflicts: MutationConflicts(serverCopy: { error, _ in (error as? Conflict)?.copy }, resolve: resolve))
     }
 
-    private func makeDirectory() -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("conflicts-\(UUID().uuidString)")
-        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
-        return directory
-    }
-
-    private func shown(_ store: Store<String, [String]>) -> [String]? {
-        let recorder = LoadRecorder<StoreResponse<[String]>>()
-        _ = recorder.load(store.read("list", policy: .cacheOnly))
-        return recorder.values.first?.value
-    }
-
-    private func confirmed(_ store: Store<String, [String]>) -> [String]? {
-        let recorder = LoadRecorder<StoreResponse<[String]>>()
-        _ = recorder.load(store.read("list", policy: .cacheOnly))
-        return recorder.values.first.flatMap { $0.hasPendingChanges ? nil : $0.value }
-    }
 }
 
 /// A server's conflict: the change was made against a copy older than the server's, which comes with the answer.

@@ -16,7 +16,7 @@ final class MutationQueueTests: XCTestCase {
         let id = try queue.enqueue("b") { outcome.record($0) }
 
         XCTAssertEqual(try storage.loadAll().map(\.id), [id], "on disk once enqueue returned")
-        XCTAssertEqual(shown(store), ["a", "c"], "shown at once")
+        XCTAssertEqual(shownList(store), ["a", "c"], "shown at once")
         XCTAssertEqual(server.sent, ["b"])
         XCTAssertEqual(server.keys, [id], "its id is its idempotency key")
         XCTAssertTrue(queue.isMutating)
@@ -24,8 +24,8 @@ final class MutationQueueTests: XCTestCase {
         server.answer(0)
 
         XCTAssertEqual(outcome.count, 1)
-        XCTAssertEqual(shown(store), ["a", "c"])
-        XCTAssertEqual(confirmed(store), ["a", "c"], "joins the confirmed value")
+        XCTAssertEqual(shownList(store), ["a", "c"])
+        XCTAssertEqual(confirmedList(store), ["a", "c"], "joins the confirmed value")
         XCTAssertEqual(try storage.loadAll().count, 0, "and leaves the storage")
         XCTAssertFalse(queue.isMutating)
     }
@@ -37,7 +37,7 @@ final class MutationQueueTests: XCTestCase {
 
         try queue.enqueue("a")
         try queue.enqueue("b")
-        XCTAssertEqual(shown(store), ["c"])
+        XCTAssertEqual(shownList(store), ["c"])
         XCTAssertEqual(server.sent, [], "offline: nothing is sent")
         XCTAssertEqual(queue.pending.map(\.status), [.waiting, .waiting])
 
@@ -47,11 +47,11 @@ final class MutationQueueTests: XCTestCase {
         server.answer(0)
         XCTAssertEqual(server.sent, ["a", "b"], "the next once the first is settled")
         server.answer(1)
-        XCTAssertEqual(confirmed(store), ["c"])
+        XCTAssertEqual(confirmedList(store), ["c"])
     }
 
     func test_aRefusedReplayedMutation_isUndoneAlone_andTheNextIsStillSent() throws {
-        let directory = makeDirectory()
+        let directory = makeQueueDirectory("outbox")
         let offline = ManualConnectivity(isOnline: false)
         do {
             let (store, _, server) = makeEnvironment()
@@ -63,15 +63,15 @@ final class MutationQueueTests: XCTestCase {
         let (store, storage, server) = makeEnvironment(directory: directory)
         let connectivity = ManualConnectivity(isOnline: false)
         let queue = try makeSUT(store, storage, server, connectivity: connectivity)
-        XCTAssertEqual(shown(store), ["c"], "both shown again before anything is sent")
+        XCTAssertEqual(shownList(store), ["c"], "both shown again before anything is sent")
 
         connectivity.setOnline(true)
         server.refuse(0)
-        XCTAssertEqual(shown(store), ["a", "c"], "the refused one is undone alone")
+        XCTAssertEqual(shownList(store), ["a", "c"], "the refused one is undone alone")
         server.answer(1)
 
         XCTAssertEqual(server.sent, ["a", "b"])
-        XCTAssertEqual(confirmed(store), ["a", "c"])
+        XCTAssertEqual(confirmedList(store), ["a", "c"])
         XCTAssertEqual(try storage.loadAll().count, 0)
         XCTAssertFalse(queue.isMutating)
     }
@@ -85,7 +85,7 @@ final class MutationQueueTests: XCTestCase {
 
         server.fail(0, with: URLError(.timedOut))
 
-        XCTAssertEqual(shown(store), ["c"], "still shown")
+        XCTAssertEqual(shownList(store), ["c"], "still shown")
         XCTAssertEqual(queue.pending.map(\.attempts), [1, 0])
         XCTAssertNotNil(queue.pending.first?.lastError)
         XCTAssertEqual(try storage.loadAll().map(\.attempts), [1, 0], "the attempt is on disk")
@@ -97,7 +97,7 @@ final class MutationQueueTests: XCTestCase {
         XCTAssertEqual(server.keys[0], server.keys[1], "the same idempotency key each time")
         server.answer(1)
         server.answer(2)
-        XCTAssertEqual(confirmed(store), ["c"])
+        XCTAssertEqual(confirmedList(store), ["c"])
     }
 
     func test_theNetworkComingBack_sendsAFailedMutationAgainAtOnce() throws {
@@ -153,7 +153,7 @@ final class MutationQueueTests: XCTestCase {
         queue.discard(first)
 
         XCTAssertEqual(server.cancelled, [0])
-        XCTAssertEqual(shown(store), ["a", "c"])
+        XCTAssertEqual(shownList(store), ["a", "c"])
         XCTAssertEqual(try storage.loadAll().map(\.input), ["b"])
         XCTAssertEqual(server.sent, ["a", "b"])
     }
@@ -164,7 +164,7 @@ final class MutationQueueTests: XCTestCase {
 
         XCTAssertThrowsError(try queue.enqueue("a"))
 
-        XCTAssertEqual(shown(store), ["a", "b", "c"])
+        XCTAssertEqual(shownList(store), ["a", "b", "c"])
         XCTAssertEqual(server.sent, [])
         XCTAssertFalse(queue.isMutating)
     }
@@ -185,7 +185,7 @@ final class MutationQueueTests: XCTestCase {
     }
 
     func test_aThousandMutationsAnsweredAtOnce_replayInOrder_inConstantStackDepth() throws {
-        let directory = makeDirectory()
+        let directory = makeQueueDirectory("outbox")
         let storage = FileMutationStorage<String>(directory: directory)
         for index in 0..<1_000 {
             try storage.save(
@@ -204,13 +204,13 @@ final class MutationQueueTests: XCTestCase {
             }, isRefused: { _ in false })
 
         XCTAssertEqual(sent.withLock { $0 }, (0..<1_000).map { "x\($0)" })
-        XCTAssertEqual(confirmed(store)?.count, 1_003)
+        XCTAssertEqual(confirmedList(store)?.count, 1_003)
         XCTAssertFalse(queue.isMutating)
         XCTAssertEqual(try storage.loadAll().count, 0)
     }
 
     func test_concurrentEnqueuesAndALogoutRace_eachMutationIsSentAtMostOnce_inTheOrderItWasNumbered() throws {
-        let directory = makeDirectory()
+        let directory = makeQueueDirectory("outbox")
         let storage = FileMutationStorage<String>(directory: directory)
         let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
         store.write([], for: "list")
@@ -257,7 +257,7 @@ final class MutationQueueTests: XCTestCase {
     ) -> (Store<String, [String]>, FileMutationStorage<String>, ServerSpy) {
         let store = Store<String, [String]>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<[String]>() })
         store.write(["a", "b", "c"], for: "list")
-        return (store, FileMutationStorage(directory: directory ?? makeDirectory()), ServerSpy())
+        return (store, FileMutationStorage(directory: directory ?? makeQueueDirectory("outbox")), ServerSpy())
     }
 
     private func makeSUT(
@@ -271,19 +271,25 @@ final class MutationQueueTests: XCTestCase {
             isRefused: { $0 is Refused })
     }
 
-    private func makeDirectory() -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID().uuidString)")
+}
+
+extension XCTestCase {
+    /// A folder for a queue's storage, named with `prefix`, removed when the test ends.
+    func makeQueueDirectory(_ prefix: String) -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
         return directory
     }
 
-    private func shown(_ store: Store<String, [String]>) -> [String]? {
+    /// What the queue tests' key `"list"` shows: a cache-only read's value.
+    func shownList(_ store: Store<String, [String]>) -> [String]? {
         let recorder = LoadRecorder<StoreResponse<[String]>>()
         _ = recorder.load(store.read("list", policy: .cacheOnly))
         return recorder.values.first?.value
     }
 
-    private func confirmed(_ store: Store<String, [String]>) -> [String]? {
+    /// The confirmed value of the queue tests' key `"list"`: `nil` while it shows pending changes.
+    func confirmedList(_ store: Store<String, [String]>) -> [String]? {
         let recorder = LoadRecorder<StoreResponse<[String]>>()
         let subscription = store.changes(for: "list").sink { _ in }
         _ = recorder.load(store.read("list", policy: .cacheOnly))
