@@ -12,8 +12,9 @@
 /// This process's latest change of a key is its claim on the key. When another process's record of the key comes
 /// with an earlier place, the claim is newer: this process keeps showing its value, and since the earlier save may
 /// have landed after its own, saves it again (with its own place, once its save landed) — the other process learns
-/// that record, sees a later place than its own, and shows what the level holds. A record with a later place ends the
-/// claim: the store reads the level, as it did before.
+/// that record, sees a later place than its own, and shows what the level holds. This process reads the key again
+/// once its re-save landed: a read of the level may have found the earlier change in between. A record with a later
+/// place ends the claim: the store reads the level, as it did before.
 ///
 /// Every operation a key's re-save overtakes waits behind it (the level then gets them in the order they were issued,
 /// as a shared level must answer). The claims are bounded: past ``claimLimit``, the oldest landed ones are let go of
@@ -80,7 +81,7 @@ final class SharedLevelOrder: Sendable {
     private let onFailure: @Sendable (any Error) -> Void
     private let state = Locked(State())
     private let recording = Locked(Recording())
-    /// What reads a key again once a change that outlived another process's clear landed.
+    /// What reads a key again once a re-save, or a change that outlived another process's clear, landed.
     private let relearn = Locked<(@Sendable (AnyStoreKey) -> Void)?>(nil)
     /// The clears learned from other processes that the store is making, the latest one's place, and the keys other
     /// processes changed after it meanwhile: a read made during a clear finds nothing, so they are read again once
@@ -139,7 +140,7 @@ final class SharedLevelOrder: Sendable {
     /// How many keys this process's latest changes are remembered for (bounded: see ``claimLimit``).
     var claimCount: Int { state.withLock { $0.claims.count } }
 
-    /// Reads a key again, in the store, once its change that outlived another process's clear landed.
+    /// Reads a key again, in the store, once its re-save, or its change that outlived another process's clear, landed.
     func onRelearn(_ body: @escaping @Sendable (AnyStoreKey) -> Void) {
         relearn.withLock { $0 = body }
     }
@@ -211,9 +212,11 @@ final class SharedLevelOrder: Sendable {
         if let box { level.save(box, savedAt, key, completion) } else { level.removeValue(key, completion) }
     }
 
-    /// A save (or a re-save) of `claim` landed: it is recorded, and saved again when an earlier change was learned
-    /// meanwhile (it may have landed after this one).
-    private func landed(_ claim: Claim, of encoded: Data, result: Result<Void, any Error>) {
+    /// A save (or a re-save, `resaved`) of `claim` landed: it is recorded, and saved again when an earlier change was
+    /// learned meanwhile (it may have landed after this one). Once a re-save landed, the store reads the key again: an
+    /// earlier change that landed after this process's may have been read from the level meanwhile, and nothing else
+    /// would tell the store that its own change is what the level holds again.
+    private func landed(_ claim: Claim, of encoded: Data, result: Result<Void, any Error>, resaved: Bool = false) {
         guard case .success = result else {
             // The level does not hold it: nothing to keep there.
             let dropped = state.withLock { state in
@@ -227,7 +230,7 @@ final class SharedLevelOrder: Sendable {
             guard var current = state.claims[encoded], current.order == claim.order else { return (false, false) }
             current.landed = !current.overtaken
             current.overtaken = false
-            let relearns = current.landed && exchange(&current.outlivedClear, with: false)
+            let relearns = current.landed && (exchange(&current.outlivedClear, with: false) || resaved)
             state.claims[encoded] = current
             if current.landed { dropped = trimClaims(&state) }
             return (!current.landed, relearns)
@@ -243,7 +246,7 @@ final class SharedLevelOrder: Sendable {
         let saveAgain: @Sendable () -> Void = { [self] in
             guard let claim = state.withLock({ $0.claims[encoded] }), claim.order == order else { return }
             issue(claim.value, savedAt: claim.savedAt, of: claim.key) { [self] result in
-                landed(claim, of: encoded, result: result)
+                landed(claim, of: encoded, result: result, resaved: true)
             }
         }
         let issuing = state.withLock { state in

@@ -14,8 +14,12 @@ enum SharingStep: Hashable, Sendable, CustomStringConvertible {
     case write(store: Int, value: Int)
     /// Store `store` removes the shared key.
     case remove(store: Int)
-    /// Store `store`'s writes to the shared level wait from now (a slow disk), until the next ``settle``.
+    /// Store `store`'s operations on the shared level wait from now (a slow disk), until it lets them land.
     case hold(store: Int)
+    /// Store `store`'s held writes land, in order; its later ones go straight through.
+    case release(store: Int)
+    /// Store `store` reads the key from its levels (nothing fetched), as a screen opening would.
+    case read(store: Int)
     /// Store `store` reads the journal: what the other changed since.
     case learn(store: Int)
     /// Every held save lands, and both stores learn until neither changes: where the history is compared.
@@ -29,6 +33,8 @@ enum SharingStep: Hashable, Sendable, CustomStringConvertible {
         case .write(let store, let value): ".write(store: \(store), value: \(value))"
         case .remove(let store): ".remove(store: \(store))"
         case .hold(let store): ".hold(store: \(store))"
+        case .release(let store): ".release(store: \(store))"
+        case .read(let store): ".read(store: \(store))"
         case .learn(let store): ".learn(store: \(store))"
         case .settle: ".settle"
         }
@@ -58,7 +64,7 @@ struct SharingModel: ModelCheck.System {
         switch step {
         case .write(_, let value): last = value
         case .remove: last = nil
-        case .hold, .learn: break
+        case .hold, .release, .read, .learn: break
         case .settle: settled = true
         }
     }
@@ -121,6 +127,10 @@ final class SharingUnderTest: ModelCheck.System {
         case .write(let store, let value): processes[store].store.write("v\(value)", for: "k")
         case .remove(let store): processes[store].store.remove("k")
         case .hold(let store): processes[store].gate.hold()
+        case .release(let store): processes[store].gate.release()
+        case .read(let store):
+            // Answered once what the read waits for lands: a held save, or the level's queue.
+            _ = processes[store].store.read("k", policy: .cacheOnly).load { _ in }
         case .learn(let store): processes[store].store.learnOtherProcessesChanges()
         case .settle: settle()
         }
@@ -129,12 +139,16 @@ final class SharingUnderTest: ModelCheck.System {
     var checkpoint: SharingCheckpoint { SharingCheckpoint(settled: settled) }
 
     /// Lets every save land and each store learn the other's changes, a few rounds (a store whose own change is newer
-    /// saves it again, which the other then learns), then reads what each shows and what the level holds.
+    /// saves it again, which the other then learns), each store reading the key as its saves landed (before it
+    /// learned what the other changed), then reads what each shows and what the level holds.
     private func settle() {
         for _ in 0..<3 {
             for process in processes {
                 process.gate.release()
                 Self.wait { done in process.store.flush(completion: done) }
+            }
+            for process in processes {
+                Self.wait { done in _ = process.store.read("k", policy: .cacheOnly).load { _ in done() } }
             }
             for process in processes {
                 process.store.learnOtherProcessesChanges()
@@ -171,20 +185,20 @@ final class SharingUnderTest: ModelCheck.System {
     }
 }
 
-/// Holds a store's writes to the shared level (a slow disk) until released.
+/// Holds a store's operations on the shared level (a slow disk) until released.
 private final class SaveGate: Sendable {
     private let state = Locked<(holding: Bool, saves: [@Sendable () -> Void])>((false, []))
 
     func hold() { state.withLock { $0.holding = true } }
 
-    /// Runs `save` now, or once released while holding.
-    func pass(_ save: @escaping @Sendable () -> Void) {
+    /// Runs `operation` now, or once released while holding.
+    func pass(_ operation: @escaping @Sendable () -> Void) {
         let held = state.withLock { state -> Bool in
             guard state.holding else { return false }
-            state.saves.append(save)
+            state.saves.append(operation)
             return true
         }
-        if !held { save() }
+        if !held { operation() }
     }
 
     /// Lets the held saves land, in order, and the later ones straight through.
@@ -197,14 +211,14 @@ private final class SaveGate: Sendable {
     }
 }
 
-/// A shared level whose writes (saves and removals, in the order they were issued, as a slow disk takes them) pass
-/// its gate; reads go straight through.
+/// A shared level whose operations pass its gate in the order they were issued, as a slow disk takes them: a read
+/// answers with what the writes issued before it left, as a shared level must.
 private struct GatedCache: KeyedCache {
     let base: DiskCache<String, String>
     let gate: SaveGate
 
     func value(for key: String, completion: @escaping @Sendable (Result<CachedValue<String>, any Error>) -> Void) {
-        base.value(for: key, completion: completion)
+        gate.pass { [base] in base.value(for: key, completion: completion) }
     }
 
     func save(_ value: String, for key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
@@ -246,12 +260,14 @@ extension ModelCheck {
         while steps.count < length - 1 {
             let store = Int.random(in: 0..<2, using: &random)
             switch Int.random(in: 0..<100, using: &random) {
-            case 0..<45:
+            case 0..<34:
                 value += 1
                 steps.append(.write(store: store, value: value))
-            case 45..<52: steps.append(.remove(store: store))
-            case 52..<70: steps.append(.hold(store: store))
-            case 70..<90: steps.append(.learn(store: store))
+            case 34..<46: steps.append(.remove(store: store))
+            case 46..<58: steps.append(.hold(store: store))
+            case 58..<66: steps.append(.release(store: store))
+            case 66..<80: steps.append(.read(store: store))
+            case 80..<93: steps.append(.learn(store: store))
             default: steps.append(.settle)
             }
         }
