@@ -72,10 +72,11 @@ extension MutationQueue {
             // Forgotten first: a kill from now on does not send it again, nor does another process.
             forget(record)
             lease?.release()
-            commit?(.failure(MutationConflictError.replacedByServerCopy))
+            // What names a creation's item goes first: the creation's settling sends the next mutation.
             if let temporary = creation?.temporaryID(record.input) {
-                takeOutNaming(temporary, because: MutationConflictError.replacedByServerCopy)
+                takeOutNaming(temporary, because: MutationConflictError.replacedByServerCopy, sparing: record.id)
             }
+            commit?(.failure(MutationConflictError.replacedByServerCopy))
             return true
         }
     }

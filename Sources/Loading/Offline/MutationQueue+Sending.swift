@@ -88,8 +88,7 @@ extension MutationQueue {
                 waitToRetry(record, serial, after: error)
                 break
             }
-            guard refuse(record, serial, because: error), let temporary else { break }
-            takeOutNaming(temporary, because: MutationQueueError.creationRefused(temporaryID: temporary))
+            refuse(record, serial, because: error, creating: temporary)
         }
         pump()
     }
@@ -164,16 +163,21 @@ extension MutationQueue {
     }
 
     /// Completes the store's commit of `record` with the server's refusal (the store then undoes it). The storage
-    /// forgets it at once, before the attempt's lease is released: another process never sends it again. `false`
+    /// forgets it at once, before the attempt's lease is released: another process never sends it again. Nothing
     /// when the attempt was taken back meanwhile. (An accepted mutation's attempt runs on until the store saved it:
-    /// see ``settled(_:_:)``.)
-    @discardableResult
-    private func refuse(_ record: StoredMutation<Input>, _ serial: Int, because error: any Error) -> Bool {
-        guard let (attempt, commit) = ledger.withLock({ $0.answer(serial) }) else { return false }
+    /// see ``settled(_:_:)``.) A creation (of the item `temporary` names) takes the mutations naming its item out
+    /// first: its settling sends the next mutation.
+    private func refuse(
+        _ record: StoredMutation<Input>, _ serial: Int, because error: any Error, creating temporary: String? = nil
+    ) {
+        guard let (attempt, commit) = ledger.withLock({ $0.answer(serial) }) else { return }
         forget(record)
         attempt.lease?.release()
+        if let temporary {
+            takeOutNaming(
+                temporary, because: MutationQueueError.creationRefused(temporaryID: temporary), sparing: record.id)
+        }
         commit?(.failure(error))
-        return true
     }
 
     /// Keeps `record` first after a transient failure, and sends it again later.

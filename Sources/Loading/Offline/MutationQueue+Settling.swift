@@ -117,12 +117,13 @@ extension MutationQueue {
     }
 
     /// Takes out the mutations naming the item created under `temporary`, whose creation left the queue unaccepted
-    /// (and, in turn, those naming the items they create): refused with `refusal`, or discarded when it is `nil`.
-    func takeOutNaming(_ temporary: String, because refusal: (any Error)?) {
+    /// (and, in turn, those naming the items they create): refused with `refusal`, or discarded when it is `nil`. The
+    /// creation itself, `sparing`, settles on its own when it is still in the queue.
+    func takeOutNaming(_ temporary: String, because refusal: (any Error)?, sparing creationID: String? = nil) {
         guard let creation else { return }
         var gone = [temporary]
         while let item = gone.popLast() {
-            for record in ledger.withLock({ $0.records(naming: item) }) {
+            for record in ledger.withLock({ $0.records(naming: item) }) where record.id != creationID {
                 guard let entry = takeOut(record.id) else { continue }
                 if let created = creation.temporaryID(record.input), created != item { gone.append(created) }
                 settleTakenOut(entry, because: refusal)

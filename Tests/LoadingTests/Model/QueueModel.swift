@@ -6,6 +6,9 @@ import XCTest
 
 /// A step of a mutation queue's history: the app's calls, the server's answers, the network, the retry timer, a
 /// logout and a restart of the process (a new store and a new queue over the same storage and disk).
+///
+/// An item created offline is inserted under a temporary id, a negative number (`.insert(-1)` creates item `-1`);
+/// `.delete(-1)` names it. The server gives it the id `10 + 1` (see ``Edit/serverID``).
 enum QueueStep: Hashable, Sendable, CustomStringConvertible {
     /// Simpler forms of this step, for shrinking: the attempts and mutations it names by smaller numbers.
     var simpler: [QueueStep] {
@@ -71,6 +74,31 @@ enum ConflictAnswer: Hashable, Sendable {
     }
 }
 
+extension Edit {
+    /// The number this change names.
+    var named: Int {
+        switch self {
+        case .insert(let number), .delete(let number): number
+        }
+    }
+
+    /// The temporary id of the item this change creates offline: an insert of a negative number.
+    var createdID: Int? {
+        if case .insert(let number) = self, number < 0 { number } else { nil }
+    }
+
+    /// The id the server gives the item created under temporary id `temporary`.
+    static func serverID(of temporary: Int) -> Int { 10 - temporary }
+
+    /// This change, naming `number` instead.
+    func naming(_ number: Int) -> Edit {
+        switch self {
+        case .insert: .insert(number)
+        case .delete: .delete(number)
+        }
+    }
+}
+
 /// A server's conflict in a queue's history: its copy of the key's value.
 struct ModelConflict: Error {
     let copy: Items
@@ -87,10 +115,13 @@ struct QueueCheckpoint: Equatable, CustomStringConvertible {
     /// What reached the server, in order: each attempt's mutation.
     var sent: [Int]
     var outcomes: [Int: String]
+    /// Whether the key was published at most once in the step, as an enqueue and an accepted change (a creation's
+    /// among them: its server id shows once) publish it.
+    var publishedAtMostOnce = true
 
     var description: String {
         """
-        shown \(shown)
+        shown \(shown)\(publishedAtMostOnce ? "" : ", published more than once in the step")
         kept \(kept)
         pending \(pending)
         sent \(sent)
@@ -103,11 +134,12 @@ struct QueueCheckpoint: Equatable, CustomStringConvertible {
 /// in order while online, each attempt counted before it is sent; accepted ones join the confirmed value, refused
 /// ones are undone alone, transient failures wait for the retry or the network; a logout drops every mutation at
 /// once (nothing of before is shown or sent after it, restarts included); a restart shows the kept mutations again and
-/// sends them.
+/// sends them. An item created offline takes the id the server gives it in the value and in every mutation naming it
+/// (those enqueued later in the same process too); a refused or discarded creation takes them out with it.
 struct QueueModel: ModelCheck.System {
     private struct Mutation {
         let number: Int
-        let edit: Edit
+        var edit: Edit
         var attempts = 0
         /// Waiting for the app to resolve its conflict (kept so across restarts): it holds the queue.
         var awaitsResolution = false
@@ -123,12 +155,18 @@ struct QueueModel: ModelCheck.System {
     private var sent: [Int] = []
     private var outcomes: [Int: String] = [:]
     private var enqueued = 0
+    /// The ids the server gave the items created offline, by temporary id, as this process knows them (a restart
+    /// knows those of the creations kept only: none, as an accepted one leaves at once here).
+    private var serverIDs: [Int: Int] = [:]
+    /// The temporary ids given so far, for a generator's creations and the changes naming them.
+    private(set) var temporaryIDs: [Int] = []
 
     mutating func apply(_ step: QueueStep) {
         switch step {
         case .enqueue(let edit):
             enqueued += 1
-            queue.append(Mutation(number: enqueued, edit: edit))
+            if let created = edit.createdID { temporaryIDs.append(created) }
+            queue.append(Mutation(number: enqueued, edit: serverIDs[edit.named].map(edit.naming) ?? edit))
         case .accept(let attempt): answered(attempt, accepted: true)
         case .refuse(let attempt): answered(attempt, accepted: false)
         case .failForNow(let attempt):
@@ -140,22 +178,19 @@ struct QueueModel: ModelCheck.System {
             // The network coming back sends a mutation waiting for its retry at once; staying online changes nothing.
             if isOnline, !online { waitingForRetry = false }
             online = isOnline
-        case .discard(let number):
-            guard let index = queue.firstIndex(where: { $0.number == number }) else { break }
-            queue.remove(at: index)
-            if sending?.mutation == number { sending = nil }
-            if index == 0 { waitingForRetry = false }
-            outcomes[number] = "discarded"
+        case .discard(let number): takeOut(number, as: "discarded")
         case .clear:
             for mutation in queue { outcomes[mutation.number] = "cleared" }
             queue = []
             sending = nil
             waitingForRetry = false
             confirmed = nil
+            serverIDs = [:]
         case .restart:
-            // A new process: nothing in flight, the network as it was, the timer gone.
+            // A new process: nothing in flight, the network as it was, the timer gone, the server's ids forgotten.
             sending = nil
             waitingForRetry = false
+            serverIDs = [:]
         case .conflict(let attempt, let copy, let answer):
             guard let sending, sending.attempt == attempt else { break }
             self.sending = nil
@@ -175,14 +210,26 @@ struct QueueModel: ModelCheck.System {
         switch answer {
         case .rebase: queue[index].awaitsResolution = false
         case .ask: queue[index].awaitsResolution = true
-        case .takeServerCopy:
-            queue.remove(at: index)
-            outcomes[number] = "replaced"
+        case .takeServerCopy: takeOut(number, as: "replaced")  // a creation with what names its item
         }
+    }
+
+    /// Takes mutation `number` out as `outcome`, with the mutations naming the item it creates.
+    private mutating func takeOut(_ number: Int, as outcome: String) {
+        guard let index = queue.firstIndex(where: { $0.number == number }) else { return }
+        let created = queue[index].edit.createdID
+        let taken = queue.indices.filter { $0 == index || (created != nil && queue[$0].edit.named == created) }
+        for index in taken.reversed() {
+            let mutation = queue.remove(at: index)
+            outcomes[mutation.number] = outcome
+            if sending?.mutation == mutation.number { sending = nil }
+        }
+        if taken.first == 0 { waitingForRetry = false }
     }
 
     /// The attempt in flight, for a generator's answers.
     var attemptInFlight: Int? { sending?.attempt }
+
     /// Every attempt the server received, for late answers of cancelled ones.
     var attemptsSent: Int { sent.count }
     /// The mutations pending, for a generator's discards.
@@ -203,9 +250,19 @@ struct QueueModel: ModelCheck.System {
             let index = queue.firstIndex(where: { $0.number == sending.mutation })
         else { return }
         self.sending = nil
+        guard accepted else { return takeOut(sending.mutation, as: "refused") }
         let mutation = queue.remove(at: index)
-        if accepted { confirmed = mutation.edit.applied(to: confirmed) }
-        outcomes[mutation.number] = accepted ? "accepted" : "refused"
+        outcomes[mutation.number] = "accepted"
+        guard let created = mutation.edit.createdID else {
+            confirmed = mutation.edit.applied(to: confirmed)
+            return
+        }
+        let server = Edit.serverID(of: created)
+        serverIDs[created] = server
+        confirmed = Edit.insert(server).applied(to: confirmed)
+        for index in queue.indices where queue[index].edit.named == created {
+            queue[index].edit = queue[index].edit.naming(server)
+        }
     }
 
     private mutating func sendFirst() {
@@ -238,7 +295,10 @@ final class QueueUnderTest: ModelCheck.System {
     private let clock = TestClock()
     private let disk: ModelLevel<Items>
     private let storage = ModelStorage<Numbered>()
-    private let server = LoaderSpy<Void>()
+    /// Every attempt, of every process, in the order it reached the server: a creation's success is the item's id.
+    private let server = LoaderSpy<String>()
+    /// What each attempt sends, in the same order.
+    private let attempted = Locked<[Numbered]>([])
     private let sent = Locked<[Int]>([])
     private let outcomes = Locked<[Int: String]>([:])
     /// What the app's resolver answers to the next conflict.
@@ -248,12 +308,17 @@ final class QueueUnderTest: ModelCheck.System {
     private var online = false
     private var enqueued = 0
     private var launch: Launch
+    private let rewritesValues: Bool
+    private var publishedAtMostOnce = true
 
-    init() {
+    /// A queue whose creations' answers rewrite the value shown when `rewritesValues` (its `replacingIDsInValue`),
+    /// or apply the changes pending again.
+    init(rewritesValues: Bool = true) {
         disk = ModelLevel(clock: clock)
+        self.rewritesValues = rewritesValues
         launch = Self.start(
-            clock: clock, disk: disk, storage: storage, online: false, server: server, sent: sent, outcomes: outcomes,
-            answers: nextAnswer)
+            clock: clock, disk: disk, storage: storage, online: false, server: server, attempted: attempted, sent: sent,
+            outcomes: outcomes, answers: nextAnswer, rewritesValues: rewritesValues)
     }
 
     deinit {
@@ -269,13 +334,24 @@ final class QueueUnderTest: ModelCheck.System {
     }
 
     func apply(_ step: QueueStep) {
+        let published = launch.observer.values.count
+        run(step)
+        switch step {
+        case .enqueue, .accept: publishedAtMostOnce = launch.observer.values.count - published <= 1
+        default: publishedAtMostOnce = true
+        }
+    }
+
+    private func run(_ step: QueueStep) {
         switch step {
         case .enqueue(let edit):
             enqueued += 1
             if let id = try? launch.queue.enqueue(Numbered(number: enqueued, edit: edit)) {
                 ids.withLock { $0[enqueued] = id }
             }
-        case .accept(let attempt): server.complete(with: (), at: attempt)
+        case .accept(let attempt):
+            let created = attempted.withLock { $0.indices.contains(attempt) ? $0[attempt].edit.createdID : nil }
+            server.complete(with: created.map { "\(Edit.serverID(of: $0))" } ?? "", at: attempt)
         case .refuse(let attempt): server.fail(with: Refused(), at: attempt)
         case .failForNow(let attempt): server.fail(with: URLError(.timedOut), at: attempt)
         case .retryTimerFires: launch.scheduler.advance(by: .seconds(60))
@@ -288,8 +364,8 @@ final class QueueUnderTest: ModelCheck.System {
         case .restart:
             Self.end(launch)
             launch = Self.start(
-                clock: clock, disk: disk, storage: storage, online: online, server: server, sent: sent,
-                outcomes: outcomes, answers: nextAnswer)
+                clock: clock, disk: disk, storage: storage, online: online, server: server, attempted: attempted,
+                sent: sent, outcomes: outcomes, answers: nextAnswer, rewritesValues: rewritesValues)
         case .conflict(let attempt, let copy, let answer):
             nextAnswer.withLock { $0 = answer }
             server.fail(with: ModelConflict(copy: copy), at: attempt)
@@ -306,14 +382,14 @@ final class QueueUnderTest: ModelCheck.System {
             shown: Shown(value: last?.value, hasPendingChanges: last?.hasPendingChanges ?? false),
             kept: storage.kept.map { "#\($0.input.number)×\($0.attempts)\($0.awaitsResolution ? "?" : "")" },
             pending: launch.queue.pending.map { "#\($0.input.number)" }, sent: sent.withLock { $0 },
-            outcomes: outcomes.withLock { $0 })
+            outcomes: outcomes.withLock { $0 }, publishedAtMostOnce: publishedAtMostOnce)
     }
 
     /// A new process: a new store (its memory level empty) and a new queue over the same storage and disk.
     private static func start(
         clock: TestClock, disk: ModelLevel<Items>, storage: ModelStorage<Numbered>, online: Bool,
-        server: LoaderSpy<Void>, sent: Locked<[Int]>, outcomes: Locked<[Int: String]>,
-        answers: Locked<ConflictAnswer>
+        server: LoaderSpy<String>, attempted: Locked<[Numbered]>, sent: Locked<[Int]>,
+        outcomes: Locked<[Int: String]>, answers: Locked<ConflictAnswer>, rewritesValues: Bool
     ) -> Launch {
         let link = ProcessLink()
         let connectivity = ManualConnectivity(isOnline: online)
@@ -327,22 +403,38 @@ final class QueueUnderTest: ModelCheck.System {
             fetch: LoaderFamily { _ in LoaderSpy<Items>() }, now: { clock.now })
         let observer = StreamRecorder(store.changes(for: "q"))
         _ = store.read("q", policy: .cacheOnly).load { _ in }  // what the disk holds, shown
+        // Every attempt, a creation's or another's, goes to the one server, in order.
+        let attempt: @Sendable (Numbered, @escaping LoadCompletion<String>) -> any CancellationToken = {
+            item, completion in
+            if link.isAlive { sent.withLock { $0.append(item.number) } }
+            attempted.withLock { $0.append(item) }
+            let token = server.load(completion: completion)
+            attempts.withLock { $0.append(token) }
+            return token
+        }
+        let creation = OfflineCreation<Numbered>(
+            temporaryID: { item in item.edit.createdID.map { String($0) } },
+            replacingIDs: { item, serverID in
+                serverID(String(item.edit.named)).flatMap { Int($0) }.map {
+                    Numbered(number: item.number, edit: item.edit.naming($0))
+                }
+            },
+            send: { item, _ in AnyLoader<String> { completion in attempt(item, completion) } })
+        let rewrite: @Sendable (Items, (String) -> String?) -> Items = { items, serverID in
+            Array(Set(items.map { serverID(String($0)).flatMap { Int($0) } ?? $0 })).sorted()
+        }
         let queue = try! MutationQueue(
             store: store, storage: LinkedStorage(storage, link: link), connectivity: connectivity,
             retryDelays: .constant(.seconds(5)), scheduler: scheduler, key: { _ in "q" },
             change: { item, value in item.edit.applied(to: value) },
             send: { item, _ in
-                AnyLoader<Void> { completion in
-                    if link.isAlive { sent.withLock { $0.append(item.number) } }
-                    let token = server.load(completion: completion)
-                    attempts.withLock { $0.append(token) }
-                    return token
-                }
+                AnyLoader<Void> { completion in attempt(item) { completion($0.map { _ in () }) } }
             },
             isRefused: { $0 is Refused },
             conflicts: MutationConflicts(
                 serverCopy: { error, _ in (error as? ModelConflict)?.copy },
                 resolve: { _ in answers.withLock { $0 }.resolution }),
+            creation: creation, replacingIDsInValue: rewritesValues ? rewrite : nil,
             onSettled: { settled in
                 let outcome =
                     switch settled.outcome {
@@ -452,13 +544,18 @@ final class ModelStorage<Input: Sendable>: MutationStorage {
 
 extension ModelCheck {
     /// Runs a queue's history: the real queue against ``QueueModel``.
-    static func run(_ history: [QueueStep]) -> Disagreement<QueueStep, QueueCheckpoint>? {
-        run(history, model: { QueueModel() }, system: { QueueUnderTest() })
+    static func run(_ history: [QueueStep], rewritesValues: Bool = true) -> Disagreement<QueueStep, QueueCheckpoint>? {
+        run(history, model: { QueueModel() }, system: { QueueUnderTest(rewritesValues: rewritesValues) })
     }
 
-    /// Fails the test when `history` disagrees with the queue's model.
+    /// Fails the test when `history` disagrees with the queue's model, with the value's ids rewritten by the queue
+    /// and without.
     static func assertQueueAgrees(_ history: [QueueStep], file: StaticString = #filePath, line: UInt = #line) {
-        if let disagreement = run(history) { XCTFail("\(disagreement)", file: file, line: line) }
+        for rewritesValues in [true, false] {
+            if let disagreement = run(history, rewritesValues: rewritesValues) {
+                XCTFail("rewriting the value's ids: \(rewritesValues), \(disagreement)", file: file, line: line)
+            }
+        }
     }
 
     /// A random queue history of `length` steps from `seed`, made with the model at hand.
@@ -472,7 +569,13 @@ extension ModelCheck {
             switch roll {
             case 0..<25:
                 let number = Int.random(in: 0..<4, using: &random)
-                step = .enqueue(Bool.random(using: &random) ? .insert(number) : .delete(number))
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<2: step = .enqueue(.insert(-(model.temporaryIDs.count + 1)))  // an item created offline
+                case 2..<4:
+                    guard let created = model.temporaryIDs.randomElement(using: &random) else { continue }
+                    step = .enqueue(.delete(created))
+                default: step = .enqueue(Bool.random(using: &random) ? .insert(number) : .delete(number))
+                }
             case 25..<55:
                 // The attempt in flight mostly; sometimes a late answer of an earlier one.
                 let late = model.attemptsSent > 0 && Int.random(in: 0..<5, using: &random) == 0

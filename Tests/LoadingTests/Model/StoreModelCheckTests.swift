@@ -38,12 +38,16 @@ final class StoreModelCheckTests: XCTestCase {
     func test_randomQueueHistories_agreeWithTheModel() {
         ModelCheck.soak("Queue model check") { seed, length in
             let history = ModelCheck.queueHistory(seed: seed, length: length)
-            guard let disagreement = ModelCheck.run(history) else { return .agreed }
-            let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler, run: ModelCheck.run)
+            // Every other seed, the creations' answers apply the changes pending again instead of rewriting the value.
+            let rewritesValues = seed % 2 == 0
+            guard let disagreement = ModelCheck.run(history, rewritesValues: rewritesValues) else { return .agreed }
+            let shrunk = ModelCheck.shrink(disagreement, simpler: \.simpler) {
+                ModelCheck.run($0, rewritesValues: rewritesValues)
+            }
             return .failed(
                 """
                 the queue disagreed with the model (\(disagreement.history.count) steps, shrunk to \
-                \(shrunk.history.count)):
+                \(shrunk.history.count), rewriting the value's ids: \(rewritesValues)):
                 \(shrunk)
                 Paste as a test:
                 \(ModelCheck.testCase(shrunk, seed: seed, assertion: "ModelCheck.assertQueueAgrees"))
@@ -380,6 +384,28 @@ final class StoreModelCheckTests: XCTestCase {
         ModelCheck.assertSharingAgrees([
             .hold(store: 1), .write(store: 1, value: 8), .write(store: 0, value: 9), .release(store: 1),
             .read(store: 0), .settle,
+        ])
+    }
+
+    /// The double publication of an id swap, put back by hand (the creation's key shown with the server's id before
+    /// the store confirmed it): found by the queue model check at seed 1, 90 steps shrunk to 7; these are its core.
+    func test_aCreationsServerID_showsInOnePublication() {
+        ModelCheck.assertQueueAgrees([.online(true), .enqueue(.insert(-1)), .accept(attempt: 0)])
+        ModelCheck.assertQueueAgrees([
+            .enqueue(.insert(-1)), .enqueue(.delete(-1)), .enqueue(.insert(2)), .online(true), .accept(attempt: 0),
+        ])
+    }
+
+    /// Found by the queue model check once it created items (seed 2, 140 steps, shrunk to 59; this is its end): a
+    /// mutation naming the item of a creation the server refused, or that gave way to the server's copy, was sent
+    /// when it came next, before it was taken out with its creation.
+    func test_theMutationsNamingARefusedCreationsItem_areNotSent() {
+        ModelCheck.assertQueueAgrees([
+            .online(true), .enqueue(.insert(-1)), .enqueue(.delete(-1)), .refuse(attempt: 0),
+        ])
+        ModelCheck.assertQueueAgrees([
+            .online(true), .enqueue(.insert(-1)), .enqueue(.delete(-1)),
+            .conflict(attempt: 0, copy: [], answer: .takeServerCopy),
         ])
     }
 

@@ -143,6 +143,24 @@ final class OfflineCreationTests: XCTestCase {
         XCTAssertFalse(queue.isMutating)
     }
 
+    func test_aMutationNamingARefusedCreationsItem_isNeverSent_evenWhenItComesNext() throws {
+        let environment = try Environment(directory: makeDirectory())
+        let settled = Locked<[SettledMutation<ItemChange>]>([])
+        let queue = try environment.makeQueue { mutation in settled.withLock { $0.append(mutation) } }
+        try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+        try queue.enqueue(.rename(id: "tmp-1", name: "Anna"))
+        try queue.enqueue(.add(id: "tmp-2", name: "Bob"))
+        environment.connectivity.setOnline(true)
+
+        environment.creations.refuse(0)
+
+        XCTAssertEqual(environment.edits.requests, [], "the edit of the refused item is not sent")
+        XCTAssertEqual(environment.creations.requests.map(\.createdID), ["tmp-1", "tmp-2"], "the next creation is")
+        XCTAssertEqual(queue.pending.map(\.input), [.add(id: "tmp-2", name: "Bob")])
+        XCTAssertEqual(environment.shown(), [TestItem(id: "tmp-2", name: "Bob")])
+        XCTAssertEqual(settled.withLock { $0.map(\.outcome.description) }.count, 2)
+    }
+
     func test_aDiscardedCreation_takesTheMutationsNamingItsItemWithIt() throws {
         let environment = try Environment(directory: makeDirectory())
         let queue = try environment.makeQueue()
