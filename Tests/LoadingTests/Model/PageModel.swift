@@ -1,7 +1,9 @@
-/// A step of a paged store's history: the app's calls (load the next page, refresh, a live change, remove, clear),
-/// the server's answers to the page requests waiting (in any order), and the server's pages changing.
+/// A step of a paged store's history: the app's calls (load the next or the previous page, refresh, a live change,
+/// remove, clear), the server's answers to the page requests waiting (in any order), and the server's pages changing.
 enum PageStep: Hashable, Sendable, CustomStringConvertible {
     case loadNextPage(String)
+    /// The page before the list's first (a server that opens its lists in the middle gives previous cursors).
+    case loadPreviousPage(String)
     /// The store's fetch of the key: its loaded pages again (``Store/refresh(_:)``).
     case refresh(String)
     /// The server answers the request waiting at `request` (in the order they were made) with its page now.
@@ -21,6 +23,7 @@ enum PageStep: Hashable, Sendable, CustomStringConvertible {
     var description: String {
         switch self {
         case .loadNextPage(let key): ".loadNextPage(\"\(key)\")"
+        case .loadPreviousPage(let key): ".loadPreviousPage(\"\(key)\")"
         case .refresh(let key): ".refresh(\"\(key)\")"
         case .answer(let request): ".answer(request: \(request))"
         case .fail(let request): ".fail(request: \(request))"
@@ -44,26 +47,42 @@ enum PageStep: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A page as the model sees it: the cursor it was loaded with (a page number; `nil` for the first), its items, and
-/// its next cursor.
+/// A page as the model sees it: the cursor it was loaded with (a page number; `nil` for the first), its items, its
+/// next cursor, its previous one (from a server that gives them), and whether it was loaded as a previous page.
 struct ModelPage: Hashable, CustomStringConvertible {
     let cursor: Int?
     var items: [Int]
     let next: Int?
+    var previous: Int? = nil
+    var isPrevious = false
 
-    var description: String { "\(cursor.map(String.init) ?? "first"):\(items)\(next.map { "→\($0)" } ?? ".")" }
+    var description: String {
+        "\(isPrevious ? "↑" : "")\(previous.map { "\($0)←" } ?? "")\(cursor.map(String.init) ?? "first"):\(items)"
+            + (next.map { "→\($0)" } ?? ".")
+    }
+
+    /// Whether `page` is this one, as a refresh compares them: by the page alone, or by the cursor it was loaded with
+    /// too (`byCursor`).
+    func isSame(as page: ModelPage, byCursor: Bool) -> Bool {
+        items == page.items && next == page.next && previous == page.previous && (!byCursor || cursor == page.cursor)
+    }
 }
 
-/// The server of a page history: a few pages per key, each a few numbers; page `n`'s cursor is `n`.
+/// The server of a page history: a few pages per key, each a few numbers; page `n`'s cursor is `n`. One that
+/// opens its lists in the middle (`bothWays`) answers the first page with its second (when it has two), and gives
+/// each page the cursor of the one before.
 struct PageServer {
     private var pages: [String: [[Int]]] = [:]
+    var bothWays = false
 
     /// Page `cursor` (the first when `nil`) of `key`, as the server has it now: an empty last page past its end.
     func page(of key: String, at cursor: Int?) -> ModelPage {
         let pages = pages[key] ?? Self.initial
-        let index = cursor ?? 0
+        let index = cursor ?? (bothWays && pages.count > 1 ? 1 : 0)
         guard index < pages.count else { return ModelPage(cursor: cursor, items: [], next: nil) }
-        return ModelPage(cursor: cursor, items: pages[index], next: index + 1 < pages.count ? index + 1 : nil)
+        return ModelPage(
+            cursor: cursor, items: pages[index], next: index + 1 < pages.count ? index + 1 : nil,
+            previous: bothWays && index > 0 ? index - 1 : nil)
     }
 
     /// Applies the server's side of `step`.
@@ -133,13 +152,15 @@ struct PageModel: ModelCheck.System {
     enum Change: Hashable {
         /// The page appended after `before`, the list's last page when its request went out.
         case append(ModelPage, after: ModelPage?)
+        /// The page prepended before `after`, the list's first page when its request went out.
+        case prepend(ModelPage, before: ModelPage?)
         case liveInsert(index: Int, Int)
     }
 
     enum Caller: Hashable {
         case refresh(Int)
-        /// The next-page load of the key, waiting for the store's read of its first page.
-        case load
+        /// The next-page (or previous-page, `before`) load of the key, waiting for the store's read of its first page.
+        case load(before: Bool)
     }
 
     struct Fetch: Hashable {
@@ -163,12 +184,13 @@ struct PageModel: ModelCheck.System {
         var logSequence = 0
         var fetches: [Fetch] = []
         var lastConfirmedFetch = 0
-        /// The callers of the next-page load under way, if one is.
-        var loadCallers: [Int]?
+        /// The callers of the next-page (`false`) and previous-page (`true`) loads under way.
+        var loadCallers: [Bool: [Int]] = [:]
     }
 
     enum Purpose: Hashable {
         case append(after: ModelPage?)
+        case prepend(before: ModelPage?)
         case walk(fetch: Int)
     }
 
@@ -177,8 +199,13 @@ struct PageModel: ModelCheck.System {
         let cursor: Int?
         let purpose: Purpose
 
-        var isAppend: Bool {
-            if case .append = purpose { true } else { false }
+        /// Whether it loads a page to add before the list's first (`before`) or after its last.
+        func adds(before: Bool) -> Bool {
+            switch purpose {
+            case .append: !before
+            case .prepend: before
+            case .walk: false
+            }
         }
     }
 
@@ -190,8 +217,9 @@ struct PageModel: ModelCheck.System {
     private(set) var callerCount = 0
     private var fetchCount = 0
 
-    init(maxPages: Int?) {
+    init(maxPages: Int?, bothWays: Bool = false) {
         self.maxPages = maxPages
+        server.bothWays = bothWays
     }
 
     var checkpoint: PageCheckpoint {
@@ -208,7 +236,8 @@ struct PageModel: ModelCheck.System {
     mutating func apply(_ step: PageStep) {
         server.apply(step)
         switch step {
-        case .loadNextPage(let name): loadNextPage(name)
+        case .loadNextPage(let name): loadPage(name, before: false)
+        case .loadPreviousPage(let name): loadPage(name, before: true)
         case .refresh(let name):
             callerCount += 1
             answers[callerCount] = []
@@ -226,30 +255,38 @@ struct PageModel: ModelCheck.System {
         }
     }
 
-    // MARK: Loading the next page
+    // MARK: Loading the next page, or the previous one
 
-    private mutating func loadNextPage(_ name: String) {
+    private mutating func loadPage(_ name: String, before: Bool) {
         callerCount += 1
         answers[callerCount] = []
-        if keys[name]!.loadCallers != nil { return keys[name]!.loadCallers!.append(callerCount) }
-        keys[name]!.loadCallers = [callerCount]
-        guard let list = keys[name]!.list else { return beginFetch(name, for: .load, joining: true) }
-        guard let next = list.last?.next else { return endLoad(name, with: .list(list, withError: false)) }
-        requests.append(Request(key: name, cursor: next, purpose: .append(after: list.last)))
+        if keys[name]!.loadCallers[before] != nil { return keys[name]!.loadCallers[before]!.append(callerCount) }
+        keys[name]!.loadCallers[before] = [callerCount]
+        guard let list = keys[name]!.list else { return beginFetch(name, for: .load(before: before), joining: true) }
+        guard let cursor = before ? list.first?.previous : list.last?.next else {
+            return endLoad(name, before: before, with: .list(list, withError: false))
+        }
+        let purpose: Purpose = before ? .prepend(before: list.first) : .append(after: list.last)
+        requests.append(Request(key: name, cursor: cursor, purpose: purpose))
     }
 
-    private mutating func endLoad(_ name: String, with answer: PageAnswer) {
-        for caller in keys[name]!.loadCallers ?? [] { answers[caller]!.append(answer) }
-        keys[name]!.loadCallers = nil
+    private mutating func endLoad(_ name: String, before: Bool, with answer: PageAnswer) {
+        for caller in keys[name]!.loadCallers[before] ?? [] { answers[caller]!.append(answer) }
+        keys[name]!.loadCallers[before] = nil
     }
 
     private mutating func received(_ result: Result<ModelPage, TestError>, for request: Request) {
         switch (request.purpose, result) {
         case (.append(let last), .success(let page)):
             change(request.key, .append(page, after: last))
-            endLoad(request.key, with: .list(keys[request.key]!.list, withError: false))
+            endLoad(request.key, before: false, with: .list(keys[request.key]!.list, withError: false))
+        case (.prepend(let first), .success(let page)):
+            change(request.key, .prepend(page, before: first))
+            endLoad(request.key, before: true, with: .list(keys[request.key]!.list, withError: false))
         case (.append, .failure):
-            endLoad(request.key, with: .failed)
+            endLoad(request.key, before: false, with: .failed)
+        case (.prepend, .failure):
+            endLoad(request.key, before: true, with: .failed)
         case (.walk(let id), _):
             guard let index = keys[request.key]!.fetches.firstIndex(where: { $0.id == id }) else { return }
             walk(request.key, fetch: index, received: result)
@@ -261,13 +298,14 @@ struct PageModel: ModelCheck.System {
     private mutating func cancel(_ caller: Int) {
         guard answers[caller]?.isEmpty == true else { return }
         for name in keys.keys.sorted() {
-            if let callers = keys[name]!.loadCallers, callers.contains(caller) {
-                keys[name]!.loadCallers!.removeAll { $0 == caller }
-                guard keys[name]!.loadCallers!.isEmpty else { return }
-                keys[name]!.loadCallers = nil
+            for before in [false, true] {
+                guard let callers = keys[name]!.loadCallers[before], callers.contains(caller) else { continue }
+                keys[name]!.loadCallers[before]!.removeAll { $0 == caller }
+                guard keys[name]!.loadCallers[before]!.isEmpty else { return }
+                keys[name]!.loadCallers[before] = nil
                 // The page it waits for, or else the store's read of the first page.
-                guard let request = requests.firstIndex(where: { $0.key == name && $0.isAppend }) else {
-                    return leave(name, .load)
+                guard let request = requests.firstIndex(where: { $0.key == name && $0.adds(before: before) }) else {
+                    return leave(name, .load(before: before))
                 }
                 requests.remove(at: request)
                 return
@@ -302,8 +340,23 @@ struct PageModel: ModelCheck.System {
         case .append(let page, let last):
             // A list whose last page changed under the request does not get it.
             guard list.last == last else { return list }
+            var page = page
+            // A next cursor loaded already ends the list.
+            if let next = page.next, next == page.cursor || list.contains(where: { $0.cursor == next }) {
+                page = ModelPage(cursor: page.cursor, items: page.items, next: nil, previous: page.previous)
+            }
             list.append(page)
             if let maxPages, list.count > max(1, maxPages) { list.removeFirst(list.count - max(1, maxPages)) }
+        case .prepend(var page, let first):
+            guard list.first == first else { return list }
+            // A previous cursor loaded already ends the list upward.
+            if let previous = page.previous, previous == page.cursor || list.contains(where: { $0.cursor == previous })
+            {
+                page.previous = nil
+            }
+            page.isPrevious = true
+            list.insert(page, at: 0)
+            if let maxPages, list.count > max(1, maxPages) { list.removeLast(list.count - max(1, maxPages)) }
         case .liveInsert(let index, let number):
             var start = 0
             for page in list.indices {
@@ -340,12 +393,15 @@ struct PageModel: ModelCheck.System {
     }
 
     private mutating func walk(_ name: String, fetch index: Int, received result: Result<ModelPage, TestError>) {
-        guard case .success(let page) = result else { return endFetch(name, fetch: index, with: nil) }
+        guard case .success(var page) = result else { return endFetch(name, fetch: index, with: nil) }
         let fetch = keys[name]!.fetches[index]
         let position = fetch.fresh.count
-        if position < fetch.old.count, fetch.old[position] == page {
+        // A list that grew upward is walked by next cursors: its pages are compared by the page alone.
+        let grewUpward = fetch.old.first?.isPrevious == true
+        if position < fetch.old.count, fetch.old[position].isSame(as: page, byCursor: !grewUpward) {
             return endFetch(name, fetch: index, with: fetch.fresh + fetch.old[position...])
         }
+        page.isPrevious = position == 0 && grewUpward  // the first page keeps how it was loaded
         keys[name]!.fetches[index].fresh.append(page)
         guard let next = page.next, position + 1 < fetch.old.count else {
             return endFetch(name, fetch: index, with: keys[name]!.fetches[index].fresh)
@@ -370,13 +426,13 @@ struct PageModel: ModelCheck.System {
                 // A refresh overtaken by a removal or a clear fails; one overtaken by a later fetch shows its list.
                 let overtaken = list == nil || fetch.generation != key.generation
                 answers[id]!.append(overtaken ? .failed : .list(shown, withError: false))
-            case .load:
+            case .load(let before):
                 // The store's read: on a failure, what the key shows with the error, or the failure.
                 let answer: PageAnswer =
                     list != nil
                     ? .list(shown, withError: false)
                     : shown == nil ? .failed : .list(shown, withError: true)
-                endLoad(name, with: answer)
+                endLoad(name, before: before, with: answer)
             }
         }
         if keys[name]!.fetches.isEmpty { keys[name]!.log = [] }

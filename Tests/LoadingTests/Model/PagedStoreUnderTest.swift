@@ -26,7 +26,8 @@ final class PagedStoreUnderTest: ModelCheck.System {
     private var callerCount = 0
     private var tokens: [Int: any CancellationToken] = [:]
 
-    init(maxPages: Int?) {
+    init(maxPages: Int?, bothWays: Bool = false) {
+        server.bothWays = bothWays
         let waiting = waiting
         let requestCount = Locked(0)
         let pages = PagedStore(levels: [.cache(level, name: "memory")], maxPages: maxPages) { key, cursor in
@@ -60,6 +61,11 @@ final class PagedStoreUnderTest: ModelCheck.System {
             tokens[caller] = pages.nextPage(of: key).load { [answers] result in
                 answers.withLock { $0[caller]!.append(PageAnswer(result)) }
             }
+        case .loadPreviousPage(let key):
+            let caller = newCaller()
+            tokens[caller] = pages.previousPage(of: key).load { [answers] result in
+                answers.withLock { $0[caller]!.append(PageAnswer(result)) }
+            }
         case .refresh(let key):
             let caller = newCaller()
             tokens[caller] = pages.store.freshValue(of: key).load { [answers] result in
@@ -68,7 +74,8 @@ final class PagedStoreUnderTest: ModelCheck.System {
         case .answer(let index):
             guard let request = take(index) else { return }
             let page = server.page(of: request.key, at: request.cursor)
-            request.completion(.success(Page(items: page.items, nextCursor: page.next)))
+            request.completion(
+                .success(Page(items: page.items, nextCursor: page.next, previousCursor: page.previous)))
         case .fail(let index):
             take(index)?.completion(.failure(TestError.model))
         case .liveInsert(let key, let index, let number):
@@ -106,7 +113,11 @@ final class PagedStoreUnderTest: ModelCheck.System {
 
 extension PagedList<Int, Int> {
     var modelPages: [ModelPage] {
-        pages.map { ModelPage(cursor: $0.cursor, items: $0.page.items, next: $0.page.nextCursor) }
+        pages.map {
+            ModelPage(
+                cursor: $0.cursor, items: $0.page.items, next: $0.page.nextCursor, previous: $0.page.previousCursor,
+                isPrevious: $0.isPrevious)
+        }
     }
 }
 
@@ -120,31 +131,38 @@ extension PageAnswer {
 }
 
 extension ModelCheck {
-    /// Runs a page history on the real paged store and on ``PageModel``, both keeping at most `maxPages`.
-    static func run(_ history: [PageStep], maxPages: Int?) -> Disagreement<PageStep, PageCheckpoint>? {
-        run(history, model: { PageModel(maxPages: maxPages) }, system: { PagedStoreUnderTest(maxPages: maxPages) })
+    /// Runs a page history on the real paged store and on ``PageModel``, both keeping at most `maxPages`, over a
+    /// server that opens its lists in the middle when `bothWays`.
+    static func run(
+        _ history: [PageStep], maxPages: Int?, bothWays: Bool = false
+    ) -> Disagreement<PageStep, PageCheckpoint>? {
+        run(
+            history, model: { PageModel(maxPages: maxPages, bothWays: bothWays) },
+            system: { PagedStoreUnderTest(maxPages: maxPages, bothWays: bothWays) })
     }
 
     /// Fails the test when `history` disagrees with the paged store's model, saying where and how.
     static func assertPagesAgree(
-        _ history: [PageStep], maxPages: Int? = nil, file: StaticString = #filePath, line: UInt = #line
+        _ history: [PageStep], maxPages: Int? = nil, bothWays: Bool = false, file: StaticString = #filePath,
+        line: UInt = #line
     ) {
-        if let disagreement = run(history, maxPages: maxPages) {
+        if let disagreement = run(history, maxPages: maxPages, bothWays: bothWays) {
             XCTFail("\(disagreement)", file: file, line: line)
         }
     }
 
     /// A random page history of `length` steps from `seed`, made with the model at hand so that its answers name
-    /// requests that wait.
-    static func pageHistory(seed: UInt64, length: Int, maxPages: Int?) -> [PageStep] {
+    /// requests that wait; with `bothWays`, previous pages are loaded too.
+    static func pageHistory(seed: UInt64, length: Int, maxPages: Int?, bothWays: Bool = false) -> [PageStep] {
         var random = SeededRandom(seed: seed)
-        var model = PageModel(maxPages: maxPages)
+        var model = PageModel(maxPages: maxPages, bothWays: bothWays)
         var steps: [PageStep] = []
         while steps.count < length {
             let key = keys.randomElement(using: &random)!
             let step: PageStep
             switch Int.random(in: 0..<100, using: &random) {
-            case 0..<25: step = .loadNextPage(key)
+            case 0..<25:
+                step = bothWays && Bool.random(using: &random) ? .loadPreviousPage(key) : .loadNextPage(key)
             case 25..<35: step = .refresh(key)
             case 35..<70:
                 guard !model.requests.isEmpty else { continue }
