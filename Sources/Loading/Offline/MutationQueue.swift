@@ -186,7 +186,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     }
 
     /// The id the server gave the item created offline under `temporaryID` (see ``OfflineCreation``), once its
-    /// creation was accepted; the queue knows the most recent ones.
+    /// creation was accepted; the queue knows the most recent ones given since it started, and those of the creations
+    /// still queued.
     public func serverID(for temporaryID: String) -> String? {
         ledger.withLock { $0.serverID(for: temporaryID) }
     }

@@ -4,7 +4,9 @@
 /// An item created offline has no server id yet: the app gives it a temporary one (any string the server never
 /// uses), shows it and edits it under that id. When the server accepts the creation, its answer is the item's
 /// server id, and the queue replaces the temporary id with it everywhere it stands: in the store's value, in every
-/// later queued mutation (in memory and in the storage), and in mutations enqueued later still under the old id.
+/// later queued mutation (in memory and in the storage), and in mutations enqueued later still under the old id (while
+/// the process runs: a new one knows the ids of the creations still queued only, so keep the server's id where the
+/// app keeps the item).
 ///
 /// ```swift
 /// let creation = OfflineCreation<ItemChange>(

@@ -8,7 +8,7 @@ import XCTest
 /// logout and a restart of the process (a new store and a new queue over the same storage and disk).
 ///
 /// An item created offline is inserted under a temporary id, a negative number (`.insert(-1)` creates item `-1`);
-/// `.delete(-1)` names it. The server gives it the id `10 + 1` (see ``Edit/serverID``).
+/// `.delete(-1)` names it. The server gives it the id `10 + 1` (see `Edit.serverID(of:)`).
 enum QueueStep: Hashable, Sendable, CustomStringConvertible {
     /// Simpler forms of this step, for shrinking: the attempts and mutations it names by smaller numbers.
     var simpler: [QueueStep] {
@@ -229,7 +229,6 @@ struct QueueModel: ModelCheck.System {
 
     /// The attempt in flight, for a generator's answers.
     var attemptInFlight: Int? { sending?.attempt }
-
     /// Every attempt the server received, for late answers of cancelled ones.
     var attemptsSent: Int { sent.count }
     /// The mutations pending, for a generator's discards.
