@@ -594,6 +594,10 @@ struct StoreModel: ModelCheck.System, Hashable {
     /// What a read whose fetch failed answers: the value shown with the error (unless it asked for the network
     /// first), else the levels' value with the error, else the failure.
     private mutating func fallBack(_ read: Int, _ policy: ModelPolicy, _ name: String) {
+        // The key its fetch no longer needs is let go of first (the levels then answer, as they judge their values'
+        // age).
+        letGoIfUnused(name)
+        hold(name)
         let showsSomething = keys[name]!.shown != nil
         if policy != .networkFirst, showsSomething { return answer(read, shown(name), withError: true) }
         // The levels, any value, shown with the error.

@@ -360,6 +360,19 @@ final class StoreModelCheckTests: XCTestCase {
             network: .waitsForNetwork, keepsValues: false, levelMaxAge: 60)
     }
 
+    /// Found by a soak (seed 2519, shrunk to 10): the model answered a network-first read whose fetch failed from the
+    /// value of a key nothing needed any more once the fetch ended, which the store had let go of (its levels, which
+    /// expired it, answer instead: the read fails).
+    func test_aFailedNetworkFirstRead_answersWhatTheLevelsServe_onceNothingNeedsTheKey() {
+        ModelCheck.assertAgrees(
+            [
+                .read("b", .networkOnly), .answer("b", request: 0, []), .observe("b"), .write("b", []),
+                .read("b", .networkFirst), .advanceClock(seconds: 10), .advanceClock(seconds: 40),
+                .advanceClock(seconds: 10), .stopObserving(observer: 1), .fail("b", request: 1),
+            ],
+            network: .answersFromCache, keepsValues: false, levelMaxAge: 60)
+    }
+
     /// Found by the sharing model check with the processes' order taken out (a store reading the shared level on
     /// every record it learns: landing order decides): seed 3, 47 steps, shrunk to 4 (the first history here, the case
     /// of the defect's report: the earlier write's save lands after the later one's).
