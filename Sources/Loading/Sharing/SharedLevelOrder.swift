@@ -7,8 +7,9 @@
 /// Keeps the change made last (in the order every process over the journal agrees on) in a level that processes
 /// share, whichever save lands last.
 ///
-/// Each save or removal of a key this process issues to the shared level takes its place in the processes' order when
-/// it is issued (right after the store made the change), and is recorded in the journal with it once it landed.
+/// Each save or removal of a key this process makes in the shared level takes its place in the processes' order when
+/// the store makes the change (under its lock, so that a change made after it, by any caller, takes a later place even
+/// when its save is issued first), and is recorded in the journal with it once it landed.
 /// This process's latest change of a key is its claim on the key. When another process's record of the key comes
 /// with an earlier place, the claim is newer: this process keeps showing its value, and since the earlier save may
 /// have landed after its own, saves it again (with its own place, once its save landed) — the other process learns
@@ -171,11 +172,20 @@ final class SharedLevelOrder: Sendable {
 
     // MARK: What this process changes
 
-    /// Issues a save (or a removal, `box` being `nil`) of `key`, claiming it at a place taken now.
-    private func change(
-        _ key: AnyStoreKey, to box: (any StoreValueBox)?, savedAt: Double, completion: @escaping BoxedLevel.Completion
+    /// A place in the processes' order for a change the store makes now, under its lock (no app code runs here);
+    /// ``StoreMachine/SaveMark/unplaced`` when the journal cannot give one: the change's save then takes one as it is
+    /// issued, and reports the failure.
+    func takePlace() -> UInt64 {
+        (try? journal.takeOrder()) ?? StoreMachine.SaveMark.unplaced
+    }
+
+    /// Issues a save (or a removal, `box` being `nil`) of `key`, claiming it at `place`, taken when the store made
+    /// the change (``takePlace()``); a place is taken now when it has none.
+    func change(
+        _ key: AnyStoreKey, to box: (any StoreValueBox)?, savedAt: Double, at place: UInt64? = nil,
+        completion: @escaping BoxedLevel.Completion
     ) {
-        guard let encoded = encodeKey(key), let order = takeOrder() else {
+        guard let encoded = encodeKey(key), let order = place ?? takeOrder() else {
             return issue(box, savedAt: savedAt, of: key, completion: completion)
         }
         let claim = Claim(order: order, key: key, value: box, savedAt: savedAt)

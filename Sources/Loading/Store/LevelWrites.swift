@@ -37,6 +37,16 @@ extension StoreMachine {
             ops.append(operation)
         }
 
+        /// Gives the first operation waiting for its place in the processes' order that place (see
+        /// ``SaveMark/wanted``), if one waits.
+        mutating func place(at place: UInt64) {
+            if ops.head?.wantsPlace == true {
+                ops.head?.place(at: place)
+            } else if let index = ops.tail.firstIndex(where: { $0.wantsPlace }) {
+                ops.tail[index].place(at: place)
+            }
+        }
+
         /// Takes every operation waiting, in order, for the caller issuing them.
         mutating func takeOps() -> InlineFirstArray<LevelOp> {
             guard !ops.tail.isEmpty else { return InlineFirstArray(head: ops.head.take()) }

@@ -175,14 +175,14 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             machine: Machine(
                 levelNames: levels.map { $0.name }, debouncedLevels: debounced, keptValues: kept,
                 recordsEvictions: events != nil, reportsConfirmations: entityObserver != nil,
-                levelAgeLimits: levels.map { $0.boxed.ageLimit?.seconds }),
+                levelAgeLimits: levels.map { $0.boxed.ageLimit?.seconds }, sharedLevel: shared),
             levels: levels.map { $0.boxed }, reportFailure: reportFailure, maxAgeSeconds: maxAge?.seconds, now: now,
             upstream: upstream, network: network,
             hooks: hasHooks
                 ? TypedStoreHooks(
                     events: events, fetchContext: fetchContext, coordinator: coordinator, levels: levels, now: now)
                 : nil,
-            confirmations: entityObserver)
+            confirmations: entityObserver, sharedOrder: otherProcesses?.order)
         self.entityObserver = entityObserver
         entityObserver?.attach(self)
         otherProcesses?.order.onRelearn { [weak self] object in self?.relearn(object) }

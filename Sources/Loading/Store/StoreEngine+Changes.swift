@@ -42,8 +42,10 @@ extension StoreEngine {
         let stored = StoredValue(value: value, origin: .local, savedAt: now())
         var save: StoreMachine.LevelOp?
         var object: StoreKeyRef?
-        let effects = run(hash: hash, where: isKey, making: make, keeping: &object) {
-            $0.writeAtOnce(stored, for: $1, save: &save)
+        let effects = run(hash: hash, where: isKey, making: make, keeping: &object) { machine, slot in
+            let effects = machine.writeAtOnce(stored, for: slot, save: &save)
+            place(&save, in: &machine)
+            return effects
         }
         guard let effects else { return submit(.write(stored), hash: hash, where: isKey, making: make) }
         perform(effects, for: object, issuingFirst: save)

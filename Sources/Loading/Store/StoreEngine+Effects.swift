@@ -133,11 +133,11 @@ extension StoreEngine {
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
                 guard !(answersFetch && levels[index].savesInBackground) else {
                     let inBackground = saveLanded(of: key, mark: mark, then: reportFailure.call)
-                    levels[index].save(value, savedAt, key.object, inBackground)
+                    save(value, savedAt: savedAt, of: key, at: index, place: mark.givenPlace, completion: inBackground)
                     continue
                 }
                 ticket?.hold(reportingTo: reportFailure)
-                levels[index].save(value, savedAt, key.object, landed)
+                save(value, savedAt: savedAt, of: key, at: index, place: mark.givenPlace, completion: landed)
             }
         case .flush(let value, let savedAt, let index, _, let mark):
             ticket?.hold(reportingTo: reportFailure)
@@ -147,17 +147,33 @@ extension StoreEngine {
             let landed = saveLanded(of: key, mark: mark, then: done)
             for index in targets {
                 guard !(answersFetch && levels[index].savesInBackground) else {
-                    levels[index].removeValue(key.object, saveLanded(of: key, mark: mark, then: reportFailure.call))
+                    let inBackground = saveLanded(of: key, mark: mark, then: reportFailure.call)
+                    save(nil, savedAt: 0, of: key, at: index, place: mark.givenPlace, completion: inBackground)
                     continue
                 }
                 ticket?.hold(reportingTo: reportFailure)
-                levels[index].removeValue(key.object, landed)
+                save(nil, savedAt: 0, of: key, at: index, place: mark.givenPlace, completion: landed)
             }
         case .waitForSaves(let flush):
             // The flush's hold goes to the saves in flight, when there are any.
             if run(key, { $0.flushWaits(flush, for: $1) }) { return }
         }
         ticket?.release()  // the operation's own hold: it is issued
+    }
+
+    /// Saves `value` of `key` to level `index` (removes it, `value` being `nil`); the shared level's change keeps the
+    /// place the store gave it as it made the change, if it has one.
+    private func save(
+        _ value: StoreMachine.Value?, savedAt: Double, of key: StoreKeyRef, at index: Int, place: UInt64?,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        if index == sharedLevel, let place, let sharedOrder {
+            sharedOrder.change(key.object, to: value, savedAt: savedAt, at: place, completion: completion)
+        } else if let value {
+            levels[index].save(value, savedAt, key.object, completion)
+        } else {
+            levels[index].removeValue(key.object, completion)
+        }
     }
 
     /// `done`, after telling the machine that a save of `key` landed (see ``StoreMachine/saveLanded(_:mark:failed:at:)``).

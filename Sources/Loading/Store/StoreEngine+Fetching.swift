@@ -133,7 +133,12 @@ extension StoreEngine {
         case .success(let box):
             let now = now()
             var save: StoreMachine.LevelOp?
-            guard let effects = run(key, { $0.fetchedAtOnce(box, fetch: id, for: $1, now: now, save: &save) }) else {
+            let effects = run(key) { machine, slot in
+                let effects = machine.fetchedAtOnce(box, fetch: id, for: slot, now: now, save: &save)
+                place(&save, in: &machine)
+                return effects
+            }
+            guard let effects else {
                 return submit(.fetched(box, fetch: id), of: key)  // it takes its turn
             }
             perform(effects, for: key, issuingFirst: save)

@@ -74,6 +74,11 @@ final class StoreEngine: Sendable {
     let coordinatedLevel: Int?
     /// Told each change of a key's confirmed value and each clear, after unlocking, when the store shares entities.
     let confirmations: (any ConfirmationObserver)?
+    /// What orders the changes of the level the store shares with other processes (the machine's
+    /// ``StoreMachine/sharedLevel``), if it shares one.
+    let sharedOrder: SharedLevelOrder?
+    /// The index of that level.
+    let sharedLevel: Int?
 
     /// Loads a call's key from upstream, answering the call with the value boxed: made by the store's face where
     /// the key's and value's types are known.
@@ -82,8 +87,14 @@ final class StoreEngine: Sendable {
     init(
         machine: StoreMachine, levels: [BoxedLevel], reportFailure: StoreMachine.SaveTicket.Report,
         maxAgeSeconds: Double?, now: @escaping @Sendable () -> Date, upstream: @escaping Upstream,
-        network: NetworkMode, hooks: (any StoreHooks)?, confirmations: (any ConfirmationObserver)? = nil
+        network: NetworkMode, hooks: (any StoreHooks)?, confirmations: (any ConfirmationObserver)? = nil,
+        sharedOrder: SharedLevelOrder? = nil
     ) {
+        precondition(
+            (machine.sharedLevel == nil) == (sharedOrder == nil),
+            "A store shares a level with other processes, and orders its changes, or neither")
+        self.sharedOrder = sharedOrder
+        sharedLevel = machine.sharedLevel
         levelsLimitAge = machine.levelsLimitAge
         state = Locked(State(machine: machine))
         self.levels = levels
@@ -183,6 +194,23 @@ final class StoreEngine: Sendable {
         withState { body(&$0.machine, &$0.keys) }
     }
 
+    /// Gives the changes the event decided for the shared level their places in the processes' order, before
+    /// unlocking: a change made after one of them, by any caller, here or in another process, then takes a later
+    /// place, whichever of their saves is issued first. (The journal's counter is a file: two system calls under the
+    /// lock, made only by a store that shares a level, for its changes.)
+    private func place(_ machine: inout StoreMachine) {
+        for key in machine.takePlacesWanted() {
+            machine.place(at: sharedOrder?.takePlace() ?? StoreMachine.SaveMark.unplaced, forChangeOf: key)
+        }
+    }
+
+    /// Gives `save`, handed out by a change applied at once, its place in the processes' order when it waits for one
+    /// (see ``place(_:)``): under the lock, called in the event's body.
+    func place(_ save: inout StoreMachine.LevelOp?, in machine: inout StoreMachine) {
+        guard let sharedOrder, save?.wantsPlace == true else { return }
+        machine.place(&save!, at: sharedOrder.takePlace())
+    }
+
     /// Runs `body` under the lock and settles the event: the slots of the keys the machine let go of are given
     /// back, and what it let go of, those keys too, is released after unlocking.
     private func withState<Result>(_ body: (inout State) -> Result) -> Result {
@@ -190,6 +218,7 @@ final class StoreEngine: Sendable {
         var keys = InlineFirstArray<AnyStoreKey>()
         let result = state.withLock { state in
             let result = body(&state)
+            if !state.machine.placesWanted.isEmpty { place(&state.machine) }
             keys = state.settle()
             released = state.machine.takeReleased()
             return result

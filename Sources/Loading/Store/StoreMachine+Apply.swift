@@ -233,8 +233,9 @@ extension StoreMachine {
         entry.isKnown = true
         entry.confirmedVersion += 1
         if let change { log(change, for: key) }
-        let mark = SaveMark(
-            generation: entry.generation, version: entry.confirmedVersion, staleSince: entry.staleness.mark)
+        let mark = saveMark(
+            for: key, generation: entry.generation, version: entry.confirmedVersion, staleSince: entry.staleness.mark,
+            targets: targets, debounces: debounces)
         if let stored {
             if !targets.isEmpty {
                 entry.writes.append(

@@ -21,11 +21,10 @@ extension StoreMachine {
         entry.staleness.reset()  // what made it stale is gone with the value
         entry.confirmedVersion += 1
         effects.cancels = entry.writes.dropDebounced()
-        entry.writes.append(
-            .remove(
-                levels: levelNames.indices, ticket: nil,
-                mark: SaveMark(generation: entry.generation, version: entry.confirmedVersion, staleSince: 0)
-            ))
+        let mark = saveMark(
+            for: key, generation: entry.generation, version: entry.confirmedVersion, staleSince: 0,
+            targets: levelNames.indices)
+        entry.writes.append(.remove(levels: levelNames.indices, ticket: nil, mark: mark))
         effects.publish(publish(key))
         effects.issueLevels = startIssuing(key)
         return effects

@@ -73,6 +73,29 @@ extension StoreMachine {
         /// flight (see ``StoreMachine/flushWaits(_:for:)``).
         case waitForSaves(ticket: SaveTicket)
 
+        /// Whether it waits for its place in the processes' order (see ``SaveMark/wanted``).
+        var wantsPlace: Bool {
+            switch self {
+            case .save(_, _, _, _, _, _, let mark), .remove(_, _, _, let mark): mark.place == SaveMark.wanted
+            case .flush, .waitForSaves: false
+            }
+        }
+
+        /// Gives the operation its place in the processes' order (see ``SaveMark/wanted``).
+        mutating func place(at place: UInt64) {
+            switch self {
+            case .save(let value, let savedAt, let levels, let skipsDebounced, let ticket, let answersFetch, var mark):
+                mark.place = place
+                self = .save(
+                    value, savedAt: savedAt, levels: levels, skipsDebounced: skipsDebounced, ticket: ticket,
+                    answersFetch: answersFetch, mark: mark)
+            case .remove(let levels, let ticket, let answersFetch, var mark):
+                mark.place = place
+                self = .remove(levels: levels, ticket: ticket, answersFetch: answersFetch, mark: mark)
+            case .flush, .waitForSaves: break
+            }
+        }
+
         var ticket: SaveTicket? {
             switch self {
             case .save(_, _, _, _, let ticket, _, _), .remove(_, let ticket, _, _): ticket
@@ -85,19 +108,34 @@ extension StoreMachine {
     /// What a save reports when it lands: which value it was (the entry's generation and confirmed version), and when
     /// that value went stale (`staleSince`, the entry's stale mark; zero when fresh): it is recorded stale once
     /// saved, as a level may stamp it with its own time (a cache that does not keep the date the store gives).
+    ///
+    /// A save or removal of the level the store shares with other processes also carries its `place` in the
+    /// processes' order, taken when the store made the change (see ``StoreMachine/placesWanted``): ``wanted`` until
+    /// the store gives it, before unlocking; ``unplaced`` when it takes one as it is issued (a debounced write's, or
+    /// when the journal could not give one then).
     struct SaveMark: Sendable {
         let generation: Int
         let version: Int
         let staleSince: Int
+        var place: UInt64
 
-        init(generation: Int, version: Int, staleSince: Int) {
+        /// The place of a change that has none yet, and is given one before the store unlocks.
+        static let wanted = UInt64.max
+        /// The place of a change that takes one when its save is issued.
+        static let unplaced: UInt64 = 0
+
+        init(generation: Int, version: Int, staleSince: Int, place: UInt64 = unplaced) {
             self.generation = generation
             self.version = version
             self.staleSince = staleSince
+            self.place = place
         }
 
         /// Whether the value saved was stale.
         var stale: Bool { staleSince != 0 }
+
+        /// The place the store gave the change, if it gave one.
+        var givenPlace: UInt64? { place == Self.unplaced || place == Self.wanted ? nil : place }
     }
 
     struct DebouncedWrite: Sendable {

@@ -7,7 +7,8 @@
 /// What a ``Store`` knows of its keys, and what must happen when something happens to one: a value with no lock, no
 /// clock and no closure it runs. Each event is a method call (with the time it happened, where that matters); each
 /// returns the actions the store performs after unlocking, in order (``Effects``). The store holds the machine
-/// behind one lock and does nothing else under it.
+/// behind one lock and does nothing else under it, but give the changes of a level it shares with other processes
+/// their places in the processes' order (``placesWanted``).
 ///
 /// The machine is not generic: it knows a key by the slot the store gave it (``StoreKeys``) and a value as a box
 /// (``StoreValueBox``), so it is compiled once, in this module, and runs as fast wherever the store is used; the
@@ -78,6 +79,13 @@ struct StoreMachine: Sendable {
     var entries = EntryTable()
     let levelNames: [String]
     let debouncedLevels: Set<Int>
+    /// The level the store shares with other processes, if any: a change saved or removed there at once takes its
+    /// place in the processes' order as the store makes it (``placesWanted``), so that a change made after it, in any
+    /// process, is ordered after it, however late another caller issues its save.
+    let sharedLevel: Int?
+    /// The keys whose changes decided in this event save to the shared level and wait for their places, in the order
+    /// they were decided: the store gives them (``place(at:forChangeOf:)``) before it unlocks.
+    private(set) var placesWanted = InlineFirstArray<Key>()
     let keptValues: Int
     /// Keys that fell out of use with a value, oldest first, within `keptValues`.
     var kept = KeptValues()
@@ -115,8 +123,9 @@ struct StoreMachine: Sendable {
 
     init(
         levelNames: [String], debouncedLevels: Set<Int>, keptValues: Int, recordsEvictions: Bool = false,
-        reportsConfirmations: Bool = false, levelAgeLimits: [Double?] = []
+        reportsConfirmations: Bool = false, levelAgeLimits: [Double?] = [], sharedLevel: Int? = nil
     ) {
+        self.sharedLevel = sharedLevel
         var limits: [Double?] = []
         if levelAgeLimits.contains(where: { $0 != nil }) {
             var longest: Double? = 0
@@ -131,6 +140,37 @@ struct StoreMachine: Sendable {
         self.keptValues = max(0, keptValues)
         self.recordsEvictions = recordsEvictions
         self.reportsConfirmations = reportsConfirmations
+    }
+
+    /// The mark of a change of `key` decided now that saves to (or removes from) `targets` at once: when the shared
+    /// level is among them, its place is wanted (see ``placesWanted``).
+    mutating func saveMark(
+        for key: Key, generation: Int, version: Int, staleSince: Int, targets: Range<Int>, debounces: Bool = false
+    ) -> SaveMark {
+        var mark = SaveMark(generation: generation, version: version, staleSince: staleSince)
+        if let shared = sharedLevel, targets.contains(shared), !(debounces && debouncedLevels.contains(shared)) {
+            mark.place = SaveMark.wanted
+            placesWanted.append(key)
+        }
+        return mark
+    }
+
+    /// Gives the first change of `key` waiting for its place in the processes' order that place (``SaveMark/unplaced``:
+    /// it takes one when its save is issued); the keys waiting are taken with ``takePlacesWanted()``.
+    mutating func place(at place: UInt64, forChangeOf key: Key) {
+        entry(key)?.writes.place(at: place)
+    }
+
+    /// The keys whose changes wait for their places, in the order they were decided; forgotten here.
+    mutating func takePlacesWanted() -> InlineFirstArray<Key> {
+        exchange(&placesWanted, with: InlineFirstArray())
+    }
+
+    /// Gives `operation`, the save a change applied at once handed out (``writeAtOnce(_:for:save:)``), the place it
+    /// waited for: it was the last wanted.
+    mutating func place(_ operation: inout LevelOp, at place: UInt64) {
+        operation.place(at: place)
+        placesWanted.remove(at: placesWanted.endIndex - 1)
     }
 
     /// The keys whose kept values the bound let go of since the last call (recorded only for a store with events).

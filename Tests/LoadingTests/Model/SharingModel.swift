@@ -16,7 +16,7 @@ enum SharingStep: Hashable, Sendable, CustomStringConvertible {
     case remove(store: Int)
     /// Store `store`'s operations on the shared level wait from now (a slow disk), until it lets them land.
     case hold(store: Int)
-    /// Store `store`'s held writes land, in order; its later ones go straight through.
+    /// Store `store`'s held operations land, in order; its later ones go straight through.
     case release(store: Int)
     /// Store `store` reads the key from its levels (nothing fetched), as a screen opening would.
     case read(store: Int)

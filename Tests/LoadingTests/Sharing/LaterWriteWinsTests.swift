@@ -33,19 +33,28 @@ final class LaterWriteWinsTests: XCTestCase {
         let shared: DiskCache<String, String>
     }
 
-    private func makeProcess(in folder: String = "", holding held: HeldSaves? = nil) throws -> Process {
-        try makeProcess(at: directory.appendingPathComponent(folder), holding: held)
+    /// `blocking`: the first save to the process's memory level blocks its thread until released.
+    private func makeProcess(
+        in folder: String = "", holding held: HeldSaves? = nil, blocking: BlockingSaves? = nil
+    ) throws -> Process {
+        try makeProcess(at: directory.appendingPathComponent(folder), holding: held, blocking: blocking)
     }
 
-    private func makeProcess(at directory: URL, holding held: HeldSaves? = nil) throws -> Process {
+    private func makeProcess(
+        at directory: URL, holding held: HeldSaves? = nil, blocking: BlockingSaves? = nil
+    ) throws -> Process {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let shared = DiskCache<String, String>(directory: directory.appendingPathComponent("shared"))
         let level: StoreLevel<String, String> =
             if let held { .cache(HoldingCache(base: shared, held: held), name: "shared") } else {
                 .cache(shared, name: "shared")
             }
+        let memory: StoreLevel<String, String> =
+            if let blocking { .cache(BlockingCache(base: MemoryCache(), blocking: blocking), name: "memory") } else {
+                .cache(MemoryCache<String, String>(), name: "memory")
+            }
         let store = Store(
-            levels: [.cache(MemoryCache<String, String>(), name: "memory"), level],
+            levels: [memory, level],
             fetch: LoaderFamily { (_: String) in
                 AnyLoader<String> { completion in
                     completion(.failure(URLError(.notConnectedToInternet)))
@@ -116,6 +125,25 @@ final class LaterWriteWinsTests: XCTestCase {
         flush(widget.store)
 
         assertBothShow(nil, app: app, widget: widget, "the removal wins")
+    }
+
+    /// A write made while another caller issues the key's level operations returns before its own save is issued
+    /// (here the other caller is blocked in the faster level). A removal made after the write returned, in another
+    /// process, is the later change all the same: it wins, though the write's save reaches the shared level last.
+    func test_aWriteWhoseSaveAnotherCallerIssuesLate_losesToARemovalMadeAfterIt() throws {
+        let blocking = BlockingSaves()
+        let app = try makeProcess(blocking: blocking)
+        let widget = try makeProcess()
+
+        DispatchQueue.global().async { app.store.write("first", for: "k") }
+        XCTAssertEqual(blocking.entered.wait(timeout: .now() + .watchdog), .success, "the first write's save blocks")
+        app.store.write("second", for: "k")  // its save waits behind the first's, issued by the blocked thread
+        widget.store.remove("k")
+        flush(widget.store)
+        blocking.release()
+        flush(app.store)
+
+        assertBothShow(nil, app: app, widget: widget, "the removal, made last, wins")
     }
 
     /// A write made after a clear in another process, whose save landed before that clear emptied the level: the
