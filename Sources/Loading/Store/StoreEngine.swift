@@ -196,8 +196,8 @@ final class StoreEngine: Sendable {
 
     /// Gives the changes the event decided for the shared level their places in the processes' order, before
     /// unlocking: a change made after one of them, by any caller, here or in another process, then takes a later
-    /// place, whichever of their saves is issued first. (The journal's counter is a file: two system calls under the
-    /// lock, made only by a store that shares a level, for its changes.)
+    /// place, whichever of their saves is issued first. (The journal's counter is a file, read and written under a file
+    /// lock: work under the store's lock, done only by a store that shares a level, for its changes.)
     private func place(_ machine: inout StoreMachine) {
         for key in machine.takePlacesWanted() {
             machine.place(at: sharedOrder?.takePlace() ?? StoreMachine.SaveMark.unplaced, forChangeOf: key)
