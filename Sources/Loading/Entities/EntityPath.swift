@@ -24,6 +24,7 @@ public struct EntityPath<Value, Entity>: Sendable {
 
 extension EntityPath where Value == Entity {
     /// The value is the entity itself (a detail screen's friend).
+    @inlinable  // so that its closures are compiled for the app's types: they run for each key an edit reaches
     public static var whole: EntityPath {
         EntityPath(entities: { [$0] }, replacing: { entity, newer in newer(entity) })
     }
@@ -31,6 +32,7 @@ extension EntityPath where Value == Entity {
 
 extension EntityPath where Value == [Entity] {
     /// The entities are the elements of the value (a list of friends).
+    @inlinable  // as `whole` is
     public static var elements: EntityPath {
         EntityPath(entities: { $0 }, replacing: { list, newer in list.replacingElements(with: newer) })
     }
@@ -38,6 +40,7 @@ extension EntityPath where Value == [Entity] {
 
 extension EntityPath {
     /// The entities are the items of the value's pages (a ``PagedStore``'s list).
+    @inlinable  // as `whole` is
     public static func items<Cursor>() -> EntityPath where Value == PagedList<Entity, Cursor> {
         EntityPath(
             entities: { $0.items },
@@ -55,7 +58,8 @@ extension EntityPath {
 
 extension Array {
     /// The array with each element for which `newer` gives a copy replaced by it; `nil` when it gives none.
-    fileprivate func replacingElements(with newer: (Element) -> Element?) -> [Element]? {
+    @inlinable
+    func replacingElements(with newer: (Element) -> Element?) -> [Element]? {
         var result: [Element]?
         for index in indices {
             guard let copy = newer(self[index]) else { continue }

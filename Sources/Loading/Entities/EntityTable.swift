@@ -16,6 +16,9 @@ struct HeldKey: Hashable, Sendable {
         hasher.combine(store)
         hasher.combine(hash)
     }
+
+    /// The key as its store's core names it.
+    var ref: StoreKeyRef { StoreKeyRef(object: object, hash: hash) }
 }
 
 /// What ``EntityTable/confirm(_:_:changed:replaced:of:whole:known:)`` decided under the lock.

@@ -50,11 +50,12 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
 
     /// How the entities reach one store's keys.
     struct StoreAccess: Sendable {
-        /// Updates a key with the newer copies `newer` gives; applied again to what a fetch of the key in flight
-        /// brings when it `replays` (a live update), not otherwise (copies another key learned).
+        /// Updates a key (named as the store holds it: no look-up by its own type) with the newer copies `newer`
+        /// gives; applied again to what a fetch of the key in flight brings when it `replays` (a live update), not
+        /// otherwise (copies another key learned).
         let update:
             @Sendable (
-                _ key: AnyStoreKey, _ newer: @escaping @Sendable (Entity) -> Entity?, _ replays: Bool
+                _ key: StoreKeyRef, _ newer: @escaping @Sendable (Entity) -> Entity?, _ replays: Bool
             ) -> Void
         /// Changes a key optimistically with `newer`, sent with `commit`.
         let mutate:
@@ -99,7 +100,7 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
                 guard shown.id == entity.id, shown != entity, isNewer?(shown, entity) != true else { return nil }
                 return entity
             }
-            for key in taken.holders { stores.withLock({ $0[key.store] })?.update(key.object, newer, true) }
+            for key in taken.holders { stores.withLock({ $0[key.store] })?.update(key.ref, newer, true) }
             return
         }
     }
@@ -325,7 +326,7 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
     private func bringNewerCopies(to key: HeldKey, replays: Bool, of ids: [Entity.ID]? = nil) {
         guard let access = stores.withLock({ $0[key.store] }) else { return }
         access.update(
-            key.object,
+            key.ref,
             { [weak self] entity in
                 if let ids, !ids.contains(entity.id) { return nil }
                 guard let copy = self?.state.withLock({ $0.copy(of: entity.id) }), copy != entity else {

@@ -69,17 +69,21 @@ where Entity.ID: Sendable {
         to store: Store<Key, Value>, path: EntityPath<Value, Entity>
     ) -> SharedEntities<Entity>.StoreAccess {
         @Sendable func replacing(_ newer: @escaping @Sendable (Entity) -> Entity?) -> @Sendable (Value?) -> Value? {
-            { value in value.map { path.replacing($0, newer) ?? $0 } }
+            { value in
+                guard let value else { return nil }
+                return path.replacing(value, newer) ?? value
+            }
         }
         return SharedEntities<Entity>.StoreAccess(
             update: { [weak store] key, newer, replays in
                 guard let store else { return }
-                let key = StoreKey<Key>.key(of: key)
-                if replays {
-                    store.update(key, replacing(newer))
-                } else {
-                    store.updateWithLearnedCopies(key, replacing(newer))
+                // The change runs on the box the store keeps: a value none of whose entities is newer keeps its box.
+                let change: StoreMachine.Change = { box in
+                    guard let box else { return nil }
+                    guard let replaced = path.replacing((box as! ValueBox<Value>).value, newer) else { return box }
+                    return ValueBox(replaced)
                 }
+                store.updateEntities(of: key, change, replays: replays)
             },
             mutate: { [weak store] key, newer, commit, completion in
                 guard let store else {

@@ -25,10 +25,12 @@ extension Store {
         submit(.update(Self.erase(transform), reply: nil, replays: true), for: key)
     }
 
-    /// ``update(_:_:)`` with a copy of an entity another key learned: a fetch of the key in flight does not apply it
-    /// again to what it brings, which is learned later (and reaches the other keys in turn).
-    func updateWithLearnedCopies(_ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?) {
-        submit(.update(Self.erase(transform), reply: nil, replays: false), for: key)
+    /// ``update(_:_:)`` with the newer copies of entities the key holds, as a change of the value the store keeps:
+    /// applied again to what a fetch of the key in flight brings when it `replays` (a live update), not when the
+    /// copies are ones another key learned (what the fetch brings is learned later, and reaches the other keys in
+    /// turn).
+    func updateEntities(of key: StoreKeyRef, _ change: @escaping Machine.Change, replays: Bool) {
+        engine.submit(.update(change, reply: nil, replays: replays), of: key)
     }
 
     /// ``update(_:_:)`` with what the network brought (a page appended to a list): written to every level at once;

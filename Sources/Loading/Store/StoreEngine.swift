@@ -23,9 +23,10 @@ final class StoreEngine: Sendable {
             guard machine.hasDropped else { return InlineFirstArray() }
             for slot in machine.takeEvictions() { keys.noteEvicted(slot) }
             var released = InlineFirstArray<AnyStoreKey>()
-            for slot in machine.takeDropped() where !machine.uses(slot) {
+            for slot in machine.dropped where !machine.uses(slot) {
                 if let key = keys.release(slot) { released.append(key) }
             }
+            machine.forgetDropped()
             return released
         }
 

@@ -109,7 +109,7 @@ struct StoreMachine: Sendable {
     /// Keys whose kept values the bound let go of since the last ``takeEvictions()``.
     var evicted: [Key] = []
     /// Keys whose entries were dropped, or which are no longer remembered as refreshed, since the last
-    /// ``takeDropped()``: their slots may be given back.
+    /// ``forgetDropped()``: their slots may be given back.
     var dropped: [Key] = []
 
     /// Whether each confirmed value, removal and clear is handed out with the effects, for the store's entities
@@ -181,9 +181,10 @@ struct StoreMachine: Sendable {
     /// Whether keys were dropped or evicted since they were last taken.
     var hasDropped: Bool { !dropped.isEmpty || !evicted.isEmpty }
 
-    /// The keys dropped since the last call.
-    mutating func takeDropped() -> [Key] {
-        exchange(&dropped, with: [])
+    /// Forgets the keys in `dropped`, once their slots were seen to. The list keeps its room when it is small: most
+    /// reads end by dropping their key, and a list made anew each time would cost each of them an allocation.
+    mutating func forgetDropped() {
+        if dropped.count > 16 { dropped = [] } else { dropped.removeAll(keepingCapacity: true) }
     }
 
     /// Whether the machine holds `key`: an entry, or a refresh it remembers.

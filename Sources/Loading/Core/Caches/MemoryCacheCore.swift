@@ -94,9 +94,10 @@ final class MemoryCacheCore: Sendable {
             return release(slot)
         }
 
-        /// Removes the least recently used entries while the table holds more than the limits allow.
-        mutating func evict(countLimit: Int, costLimit: Int) -> [Dropped] {
-            var dropped: [Dropped] = []
+        /// Removes the least recently used entries while the table holds more than the limits allow (a full cache
+        /// evicts one per insert: a list of one allocates nothing).
+        mutating func evict(countLimit: Int, costLimit: Int) -> InlineFirstArray<Dropped> {
+            var dropped = InlineFirstArray<Dropped>()
             while count > countLimit || totalCost > costLimit, oldest >= 0 {
                 dropped.append(release(oldest))
             }
@@ -180,8 +181,11 @@ final class MemoryCacheCore: Sendable {
         where isKey: (AnyStoreKey) -> Bool, making make: () -> AnyStoreKey
     ) {
         let savedAtSeconds = (savedAt ?? now()).timeIntervalSinceReferenceDate
-        let (replaced, removed, evicted) = table.withLock { table -> ((any StoreValueBox)?, Dropped?, [Dropped]) in
-            guard cost <= costLimit, countLimit > 0 else { return (nil, table.remove(hash: hash, where: isKey), []) }
+        typealias Outcome = (replaced: (any StoreValueBox)?, removed: Dropped?, evicted: InlineFirstArray<Dropped>)
+        let (replaced, removed, evicted) = table.withLock { table -> Outcome in
+            guard cost <= costLimit, countLimit > 0 else {
+                return (nil, table.remove(hash: hash, where: isKey), InlineFirstArray())
+            }
             let replaced = table.insert(
                 value, savedAtSeconds: savedAtSeconds, cost: cost, hash: hash, where: isKey, making: make)
             return (replaced, nil, table.evict(countLimit: countLimit, costLimit: costLimit))
