@@ -40,7 +40,6 @@ extension EntityPath where Value == [Entity] {
 
 extension EntityPath {
     /// The entities are the items of the value's pages (a ``PagedStore``'s list).
-    @inlinable  // as `whole` is
     public static func items<Cursor>() -> EntityPath where Value == PagedList<Entity, Cursor> {
         EntityPath(
             entities: { $0.items },

@@ -21,6 +21,10 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         cache: Cache, name: String, writeDebounce: Duration?, scheduler: any Scheduler
     ) {
         self.name = name
+        if let memory = cache as? MemoryCache<Key, Value> {
+            boxed = Self.boxed(memory, writeDebounce: writeDebounce, scheduler: scheduler)
+            return
+        }
         boxed = BoxedLevel(
             read: { key, completion in
                 cache.value(for: StoreKey<Key>.key(of: key)) { completion($0.map { $0.boxed }) }
@@ -36,6 +40,39 @@ public struct StoreLevel<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             },
             removeAll: { completion in cache.removeAll(completion: completion) },
             writeDebounce: writeDebounce, scheduler: scheduler, ageLimit: cache.expiry.ageLimit)
+    }
+
+    /// The operations of a ``MemoryCache`` level, which holds what the store holds: the box of the store's value and
+    /// the object of its key, not copies made for it (a save allocates nothing more than the cache's entry, and a hit
+    /// answers with the box the cache holds).
+    @inlinable
+    static func boxed(
+        _ memory: MemoryCache<Key, Value>, writeDebounce: Duration?, scheduler: any Scheduler
+    ) -> BoxedLevel {
+        let core = memory.core
+        return BoxedLevel(
+            read: { object, completion in
+                let key = StoreKey<Key>.key(of: object)
+                switch core.read(hash: key.hashValue, where: { $0 === object || StoreKey.isKey($0, key) }) {
+                case .success(let found): completion(.success(found))
+                case .failure(.absent): completion(.failure(CacheMiss.absentError))
+                case .failure(let miss): completion(.failure(miss))
+                }
+                return nil
+            },
+            save: { box, savedAt, object, completion in
+                let key = StoreKey<Key>.key(of: object)
+                core.insert(
+                    box, cost: max(memory.cost((box as! ValueBox<Value>).value), 0),
+                    savedAt: Date(timeIntervalSinceReferenceDate: savedAt), hash: key.hashValue,
+                    where: { $0 === object || StoreKey.isKey($0, key) }, making: { object })
+                completion(.success(()))
+            },
+            removeValue: { object, completion in
+                memory.removeValue(for: StoreKey<Key>.key(of: object), completion: completion)
+            },
+            removeAll: { completion in memory.removeAll(completion: completion) },
+            writeDebounce: writeDebounce, scheduler: scheduler, ageLimit: memory.expiry.ageLimit)
     }
 
     /// A level of these operations, named `name`.

@@ -192,7 +192,6 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     /// The list with `transform` applied to the items of every page.
-    @usableFromInline
     func updatingEveryPage(_ transform: (inout [Item]) -> Void) -> PagedList {
         var pages = pages
         for index in pages.indices { transform(&pages[index].page.items) }
