@@ -13,13 +13,6 @@ extension Store {
             hash: hash, where: { StoreKey.isKey($0, key) }, making: { StoreKey(key) },
             joining: joining, completion: completion)
     }
-
-    /// Fetches `key` anew for its observers, unless a fetch in flight brings a fresh value, or one more is owed
-    /// already (see ``StoreMachine/beginRefetch(_:completion:)``); a failure is attached to the value shown (which
-    /// stays stale).
-    func refetch(_ key: Key) {
-        engine.refetch(StoreKeyRef(object: StoreKey(key), hash: key.hashValue))
-    }
 }
 
 /// The work of a store's core that needs the store's key and value types and more than a load: telling fetches to

@@ -22,9 +22,13 @@ extension Store {
     /// does not make a value fetched since stale again.
     public func invalidate(_ key: Key) {
         let now = engine.now()
-        let (observed, folded) = locked(key) { $0.invalidate($1, matching: Self.matching(key), at: now) }
+        let ((observed, folded), object) = lockedKeeping(key) {
+            $0.invalidate($1, matching: Self.matching(key), at: now)
+        }
         withExtendedLifetime(folded) {}  // a record dropped from the limit, released after unlocking
-        if observed { refetch(key) }
+        // The refetch names the key as the store holds it (an observed key is held): each of its events finds the
+        // key by the object, not by comparing keys.
+        if observed, let object { engine.refetch(object) }
     }
 
     /// Marks stale every key `isStale` accepts, those the store holds and those only its levels hold; the
@@ -47,9 +51,9 @@ extension Store {
         let observed = lockedWithKeys { machine, keys in
             // A key dropped meanwhile has no slot: nothing of it to mark.
             let slots = matching.compactMap { Self.slot(of: $0, in: keys) }
-            return machine.markStale(slots, mark: mark).map { Self.key(at: $0, in: keys) }
+            return machine.markStale(slots, mark: mark).map { keys.ref(at: $0) }
         }
-        for key in observed { refetch(key) }
+        for key in observed { engine.refetch(key) }
     }
 
     /// Marks every value stale, in the store and in its levels; the observed keys are fetched anew at once (see
@@ -58,10 +62,10 @@ extension Store {
         let now = engine.now()
         let (observed, dropped) = lockedWithKeys { machine, keys in
             let (observed, dropped) = machine.invalidateAll(at: now)
-            return (observed.map { Self.key(at: $0, in: keys) }, dropped)
+            return (observed.map { keys.ref(at: $0) }, dropped)
         }
         withExtendedLifetime(dropped) {}
-        for key in observed { refetch(key) }
+        for key in observed { engine.refetch(key) }
     }
 
     // MARK: Revalidation
@@ -74,9 +78,10 @@ extension Store {
     public func revalidate() {
         guard !network.isOffline else { return }
         let now = engine.now()
-        for key in lockedKeys({ $0.revalidationTargets(now: now, maxAgeSeconds: engine.maxAgeSeconds) }) {
-            refetch(key)
+        let targets = lockedWithKeys { machine, keys in
+            machine.revalidationTargets(now: now, maxAgeSeconds: engine.maxAgeSeconds).map { keys.ref(at: $0) }
         }
+        for key in targets { engine.refetch(key) }
     }
 
     /// Refreshes, one after another, the keys that are not fresh (invalidated, older than the store's `maxAge`, every
