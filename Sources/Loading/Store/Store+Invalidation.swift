@@ -22,13 +22,9 @@ extension Store {
     /// does not make a value fetched since stale again.
     public func invalidate(_ key: Key) {
         let now = engine.now()
-        let ((observed, folded), object) = lockedKeeping(key) {
-            $0.invalidate($1, matching: Self.matching(key), at: now)
-        }
+        let (observed, folded) = locked(key) { $0.invalidate($1, matching: Self.matching(key), at: now) }
         withExtendedLifetime(folded) {}  // a record dropped from the limit, released after unlocking
-        // The refetch names the key as the store holds it (an observed key is held): each of its events finds the
-        // key by the object, not by comparing keys.
-        if observed, let object { engine.refetch(object) }
+        if observed { engine.refetch(StoreKeyRef(object: StoreKey(key), hash: key.hashValue)) }
     }
 
     /// Marks stale every key `isStale` accepts, those the store holds and those only its levels hold; the

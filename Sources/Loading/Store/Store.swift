@@ -194,13 +194,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// `change` as the machine runs it: on the value it keeps, which the store made from a `Value`.
     static func erase(_ change: @escaping @Sendable (Value?) -> Value?) -> Machine.Change {
-        // No `Optional.map`: unspecialized here, it would look up the metadata of two optionals at each change.
-        { box in
-            let changed =
-                if let box { change((box as! ValueBox<Value>).value) } else { change(nil) }
-            guard let changed else { return nil }
-            return ValueBox(changed)
-        }
+        { box in change(box.map { ($0 as! ValueBox<Value>).value }).map { ValueBox($0) } }
     }
 
     /// Runs `body` on the machine under the store's lock; what the machine let go of (a dropped entry, with its key

@@ -40,8 +40,13 @@ extension StoreEngine {
     /// already (see ``StoreMachine/beginRefetch(_:completion:)``); a failure is attached to the value shown (which
     /// stays stale).
     func refetch(_ key: StoreKeyRef) {
-        guard let begun = run(key, { $0.beginRefetch($1, completion: refetched(key)) }) else { return }
-        _ = fetchBegun(begun, of: key)
+        // The refetch's events name the key as the store holds it (found by the first): each then finds the key by
+        // its object, where another object of the same key is compared by code compiled for every key type.
+        var held: StoreKeyRef?
+        guard let begun = run(key, keeping: &held, { $0.beginRefetch($1, completion: refetched(key)) }) else {
+            return
+        }
+        _ = fetchBegun(begun, of: held ?? key)
     }
 
     /// Starts the upstream load of refetch `id` of `key`, which the machine began for the key's observers.
