@@ -8,7 +8,7 @@ extension StoreMachine {
     /// What the store knows of one key in use. A reference, so that changing a field costs neither a copy of the
     /// entry nor a second lookup of its key; it is reached only through the machine, which only the store's lock
     /// reaches (that lock is what makes it safe to send). Its fields keep the run-time exclusivity checks of a class:
-    /// about 5,000 instructions of a first read (Benchmarks, scenario 17), which the entry as a value in the slot
+    /// about 3,400 instructions of a first read (Benchmarks, scenario 17), which the entry as a value in the slot
     /// table would make static.
     final class Entry: @unchecked Sendable {
         /// The confirmed value, when `isKnown`.
