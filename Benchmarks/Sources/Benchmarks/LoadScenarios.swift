@@ -142,6 +142,9 @@ func singleShotScenario(loads: Int, primaryFails: Bool) -> Scenario {
                 .instructions(
                     "Loader composites as AnyLoader<Int>", atMost: 2, of: "hand-written callbacks",
                     label: "the same chain wrapped in AnyLoader, instructions vs hand-written"),
+                .instructions(
+                    "Loader composites as any Loader<Int>", atMost: 2.5, of: "hand-written callbacks",
+                    label: "the same chain held as any Loader, instructions vs hand-written"),
             ],
         expectedChecksum: { count in count &* (value &+ value &* 10) })
 }

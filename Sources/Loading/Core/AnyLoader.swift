@@ -8,8 +8,8 @@
 /// let fromAsync = AnyLoader { try await api.friends() }
 /// ```
 /// To store a chain of composites without naming its type, wrap it in `AnyLoader` (or call
-/// ``Loader/eraseToAnyLoader()``) where it is built: its loads run the code compiled for the chain's types. Held as
-/// `any Loader<Output>` instead, each composite runs in its generic form, about three times the instructions.
+/// ``Loader/eraseToAnyLoader()``), or hold it as `any Loader<Output>`: either way its loads run the code compiled
+/// where the chain was built, for its types.
 public struct AnyLoader<Output: Sendable>: Loader {
     /// What a load runs.
     @usableFromInline

@@ -40,53 +40,57 @@ public struct CacheSavePolicy: Sendable {
 
 /// A loader that saves each value its upstream loads to a cache. See ``Loader/caching(to:policy:)``.
 ///
-/// A class (immutable, so `Sendable`): each load captures one reference instead of copying the cache.
+/// Like every composite, it keeps its load as one closure compiled where the loader is built (see
+/// ``FallbackLoader``).
 ///
 /// Delivers on the upstream's thread (or, with ``CacheSavePolicy/failLoad``, on the cache's completion thread).
 /// Cancelling cancels the upstream load; a save already started is not undone, but its outcome is not delivered.
-public final class CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value == Upstream.Output {
-    @usableFromInline let upstream: Upstream
-    @usableFromInline let cache: C
-    @usableFromInline let policy: CacheSavePolicy
+public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value == Upstream.Output {
+    /// Starts a load: compiled in `init` for the save policy given, so where the loader is built.
+    @usableFromInline let start: @Sendable (@escaping LoadCompletion<Upstream.Output>) -> any CancellationToken
 
     @inlinable
     init(upstream: Upstream, cache: C, policy: CacheSavePolicy) {
-        self.upstream = upstream
-        self.cache = cache
-        self.policy = policy
+        switch policy.kind {
+        case .ignore:
+            start = { completion in
+                upstream.load { result in
+                    if case .success(let value) = result {
+                        cache.save(value) { _ in }
+                    }
+                    completion(result)
+                }
+            }
+        case .report(let handler):
+            start = { completion in
+                upstream.load { result in
+                    if case .success(let value) = result {
+                        cache.save(value) { saved in
+                            if case .failure(let error) = saved { handler(error) }
+                        }
+                    }
+                    completion(result)
+                }
+            }
+        case .fail:
+            start = { completion in
+                let pending = PendingLoad(completion)
+                pending.startFirstStep {
+                    upstream.load { result in
+                        guard case .success(let value) = result else { return pending.complete(result) }
+                        guard !pending.isFinished else { return }
+                        cache.save(value) { saved in
+                            pending.complete(saved.map { value })
+                        }
+                    }
+                }
+                return pending
+            }
+        }
     }
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
-        switch policy.kind {
-        case .ignore:
-            return upstream.load { [self] result in
-                if case .success(let value) = result {
-                    cache.save(value) { _ in }
-                }
-                completion(result)
-            }
-        case .report(let handler):
-            return upstream.load { [self] result in
-                if case .success(let value) = result {
-                    cache.save(value) { saved in
-                        if case .failure(let error) = saved { handler(error) }
-                    }
-                }
-                completion(result)
-            }
-        case .fail:
-            let pending = PendingLoad(completion)
-            pending.startFirstStep {
-                upstream.load { [self] result in
-                    guard case .success(let value) = result else { return pending.complete(result) }
-                    guard !pending.isFinished else { return }
-                    cache.save(value) { saved in
-                        pending.complete(saved.map { value })
-                    }
-                }
-            }
-            return pending
-        }
+        start(completion)
     }
 }

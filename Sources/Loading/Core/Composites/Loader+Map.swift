@@ -42,21 +42,19 @@ extension Loader {
 /// A loader that transforms its upstream's result: its value (``Loader/map(_:)``, ``Loader/tryMap(_:)``) or its
 /// error (``Loader/mapError(_:)``).
 public struct MapLoader<Upstream: Loader, Output: Sendable>: Loader {
-    @usableFromInline let upstream: Upstream
-    @usableFromInline let transform: @Sendable (Result<Upstream.Output, any Error>) -> Result<Output, any Error>
+    /// Starts a load: compiled in `init`, so where the loader is built (see ``FallbackLoader``).
+    @usableFromInline let start: @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken
 
     @inlinable
     init(
         upstream: Upstream,
         transform: @escaping @Sendable (Result<Upstream.Output, any Error>) -> Result<Output, any Error>
     ) {
-        self.upstream = upstream
-        self.transform = transform
+        start = { completion in upstream.load { completion(transform($0)) } }
     }
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
-        let transform = self.transform
-        return upstream.load { completion(transform($0)) }
+        start(completion)
     }
 }

@@ -24,24 +24,24 @@ extension Loader {
 
 /// A loader that delivers its upstream's result on a scheduler. See ``Loader/receive(on:)``.
 public struct ReceiveOnLoader<Upstream: Loader, S: Scheduler>: Loader {
-    @usableFromInline let upstream: Upstream
-    @usableFromInline let scheduler: S
+    /// Starts a load: compiled in `init`, so where the loader is built (see ``FallbackLoader``).
+    @usableFromInline let start: @Sendable (@escaping LoadCompletion<Upstream.Output>) -> any CancellationToken
 
     @inlinable
     init(upstream: Upstream, scheduler: S) {
-        self.upstream = upstream
-        self.scheduler = scheduler
+        start = { completion in
+            let pending = PendingLoad(completion)
+            pending.startFirstStep {
+                upstream.load { result in
+                    scheduler.schedule { pending.complete(result) }
+                }
+            }
+            return pending
+        }
     }
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
-        let pending = PendingLoad(completion)
-        let scheduler = self.scheduler
-        pending.startFirstStep {
-            upstream.load { result in
-                scheduler.schedule { pending.complete(result) }
-            }
-        }
-        return pending
+        start(completion)
     }
 }
