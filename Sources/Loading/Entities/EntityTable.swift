@@ -9,7 +9,7 @@ struct HeldKey: Hashable, Sendable {
 
     static func == (lhs: HeldKey, rhs: HeldKey) -> Bool {
         guard lhs.store == rhs.store, lhs.hash == rhs.hash else { return false }
-        return lhs.object === rhs.object || StoreKeyRef(object: lhs.object, hash: lhs.hash).isSameKey(as: rhs.object)
+        return lhs.object === rhs.object || lhs.ref.isSameKey(as: rhs.object)
     }
 
     func hash(into hasher: inout Hasher) {
