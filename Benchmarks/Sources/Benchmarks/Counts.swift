@@ -57,11 +57,12 @@ struct Verdict {
     }
 }
 
-/// `--counts`: instructions (callgrind) and heap allocations (memcheck) per operation, for every variant of every
-/// scenario (or only those `counts` says), each counted in child runs of a stripped copy of this binary: the count
-/// for 2N operations minus the count for N, over N, so that start-up and set-up cancel out. Deterministic where times
-/// are not, and whatever else the machine runs: the children run as many at once as the machine has cores. Slow
-/// (valgrind). Ends with every scenario's targets, pass or miss.
+/// `--counts`: instructions and heap allocations per operation, for every variant of every scenario (or only those
+/// `counts` says), each counted in child runs of a stripped copy of this binary under callgrind (the allocations are
+/// its calls of the allocator's entry points): the count for 2N operations minus the count for N, over N, so that
+/// start-up and set-up cancel out. Deterministic where times are not, and whatever else the machine runs: the
+/// children run as many at once as the machine has cores. Slow (valgrind). Ends with every scenario's targets, pass
+/// or miss.
 @discardableResult
 func printCounts(
     scenarios: [(builder: Int, scenario: Scenario)], operations: Int,
@@ -96,13 +97,11 @@ func printCounts(
                 + "allocations".padding(toLength: 14, withPad: " ", startingAt: 0) + "instructions vs "
                 + scenario.reference)
         let variants = scenario.variants.map(\.name).filter { counts(scenario.title, $0) }
-        // Each variant's four child runs (two tools, N and 2N operations), all of them at once, a core each.
+        // Each variant's two child runs (N and 2N operations), all of them at once, a core each.
         let runs = variants.flatMap { variant in
-            [CountingTool.instructions, .allocations].flatMap { tool in
-                [operations, 2 * operations].map { (variant: variant, tool: tool, operations: $0) }
-            }
+            [operations, 2 * operations].map { (variant: variant, operations: $0) }
         }
-        let results = Locked([Int?](repeating: nil, count: runs.count))
+        let results = Locked([ChildCount?](repeating: nil, count: runs.count))
         let title = scenario.title
         DispatchQueue.concurrentPerform(iterations: runs.count) { index in
             let run = runs[index]
@@ -111,19 +110,19 @@ func printCounts(
                 (quick ? ["--quick"] : []) + [
                     "--count-child", String(builder), title, run.variant, String(run.operations),
                 ]
-            let result = count(run.tool, valgrind, binary, child)
+            let result = count(valgrind, binary, child)
             results.withLock { $0[index] = result }
         }
         let counts = results.withLock { $0 }
-        func marginal(_ variant: String, _ tool: CountingTool) -> Double? {
+        func marginal(_ variant: String, _ figure: KeyPath<ChildCount, Int>) -> Double? {
             func counted(_ operations: Int) -> Int? {
-                runs.indices.first { runs[$0] == (variant, tool, operations) }.flatMap { counts[$0] }
+                runs.indices.first { runs[$0] == (variant, operations) }.flatMap { counts[$0]?[keyPath: figure] }
             }
             guard let few = counted(operations), let many = counted(2 * operations) else { return nil }
             return Double(many - few) / Double(operations)
         }
         let counted = variants.map {
-            (name: $0, instructions: marginal($0, .instructions), allocations: marginal($0, .allocations))
+            (name: $0, instructions: marginal($0, \.instructions), allocations: marginal($0, \.allocations))
         }
         let table = CountTable(rows: counted)
         tables[scenario.title] = table
@@ -205,20 +204,19 @@ func valgrindAndStrippedBinary() -> Result<(valgrind: String, binary: URL), Valg
     return .success((valgrind, binary))
 }
 
-enum CountingTool {
-    case instructions, allocations
+/// What one child run counted: the instructions it ran and the heap blocks it allocated.
+struct ChildCount: Sendable {
+    let instructions: Int
+    let allocations: Int
 }
 
-/// The instructions or heap allocations of one child run of `binary` with `arguments`.
-func count(_ tool: CountingTool, _ valgrind: String, _ binary: URL, _ arguments: [String]) -> Int? {
+/// The instructions and heap allocations of one child run of `binary` with `arguments`, from one run under callgrind.
+func count(_ valgrind: String, _ binary: URL, _ arguments: [String]) -> ChildCount? {
+    let profile = binary.deletingLastPathComponent().appendingPathComponent("callgrind-\(UUID().uuidString).out")
+    defer { try? FileManager.default.removeItem(at: profile) }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: valgrind)
-    let options =
-        switch tool {
-        case .instructions: ["--tool=callgrind", "--callgrind-out-file=/dev/null"]
-        case .allocations: ["--tool=memcheck", "--leak-check=no"]
-        }
-    process.arguments = options + [binary.path] + arguments
+    process.arguments = ["--tool=callgrind", "--callgrind-out-file=\(profile.path)", binary.path] + arguments
     // Hash tables seeded per process would change the counts from one run to the next.
     process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_DETERMINISTIC_HASHING": "1"]) { $1 }
     let pipe = Pipe()
@@ -227,14 +225,35 @@ func count(_ tool: CountingTool, _ valgrind: String, _ binary: URL, _ arguments:
     guard (try? process.run()) != nil else { return nil }
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return nil }
-    let pattern =
-        switch tool {
-        case .instructions: #"Collected : ([0-9]+)"#
-        case .allocations: #"total heap usage: ([0-9,]+) allocs"#
+    guard process.terminationStatus == 0,
+        let range = output.range(of: #"Collected : ([0-9]+)"#, options: .regularExpression),
+        let instructions = Int(output[range].filter(\.isNumber)),
+        let text = try? String(contentsOf: profile, encoding: .utf8)
+    else { return nil }
+    return ChildCount(instructions: instructions, allocations: allocatorCalls(inCallgrindProfile: text))
+}
+
+/// The calls of the C allocator's entry points a callgrind profile records, from every caller: the heap blocks the
+/// run allocated, as memcheck counts them (`operator new` and Swift's allocation call `malloc`, counted there).
+func allocatorCalls(inCallgrindProfile profile: String) -> Int {
+    let allocators: Set<Substring> = ["malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign"]
+    // A function is named in full the first time, as `(id) name`, and by its id after that.
+    var names: [Substring: Substring] = [:]
+    var callee: Substring?
+    var calls = 0
+    for line in profile.split(separator: "\n", omittingEmptySubsequences: true) {
+        if line.hasPrefix("fn=") || line.hasPrefix("cfn=") {
+            let reference = line.drop { $0 != "(" }
+            let id = reference.prefix { $0 != ")" }
+            let name = reference.drop { $0 != ")" }.dropFirst().drop { $0 == " " }
+            if !name.isEmpty { names[id] = name }
+            callee = line.hasPrefix("cfn=") ? names[id] : nil
+        } else if line.hasPrefix("calls="), let name = callee {
+            if allocators.contains(name) { calls += Int(line.dropFirst(6).prefix { $0 != " " }) ?? 0 }
+            callee = nil
         }
-    guard let range = output.range(of: pattern, options: .regularExpression) else { return nil }
-    return Int(output[range].filter(\.isNumber))
+    }
+    return calls
 }
 
 /// A copy of this binary without its debug info (valgrind 3.19 cannot read the DWARF 5 that Swift 6 writes).

@@ -40,32 +40,38 @@ public struct CacheSavePolicy: Sendable {
 
 /// A loader that saves each value its upstream loads to a cache. See ``Loader/caching(to:policy:)``.
 ///
-/// Like every composite, it keeps its load as one closure compiled where the loader is built (see
-/// ``FallbackLoader``).
+/// A class (immutable, so `Sendable`): each load captures one reference instead of copying the cache. Like
+/// ``FallbackLoader``, its load is compiled where it is built.
 ///
 /// Delivers on the upstream's thread (or, with ``CacheSavePolicy/failLoad``, on the cache's completion thread).
 /// Cancelling cancels the upstream load; a save already started is not undone, but its outcome is not delivered.
-public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value == Upstream.Output {
-    /// Starts a load: compiled in `init` for the save policy given, so where the loader is built.
-    @usableFromInline let start: @Sendable (@escaping LoadCompletion<Upstream.Output>) -> any CancellationToken
+public final class CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value == Upstream.Output {
+    @usableFromInline let upstream: Upstream
+    @usableFromInline let cache: C
+    /// Starts a load of the loader given, under the save policy it was built with: made in `init`, so compiled where
+    /// the loader is built. It captures nothing but a report's handler.
+    @usableFromInline let start:
+        @Sendable (CachingLoader, @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken
 
     @inlinable
     init(upstream: Upstream, cache: C, policy: CacheSavePolicy) {
+        self.upstream = upstream
+        self.cache = cache
         switch policy.kind {
         case .ignore:
-            start = { completion in
-                upstream.load { result in
+            start = { loader, completion in
+                loader.upstream.load { result in
                     if case .success(let value) = result {
-                        cache.save(value) { _ in }
+                        loader.cache.save(value) { _ in }
                     }
                     completion(result)
                 }
             }
         case .report(let handler):
-            start = { completion in
-                upstream.load { result in
+            start = { loader, completion in
+                loader.upstream.load { result in
                     if case .success(let value) = result {
-                        cache.save(value) { saved in
+                        loader.cache.save(value) { saved in
                             if case .failure(let error) = saved { handler(error) }
                         }
                     }
@@ -73,13 +79,13 @@ public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value ==
                 }
             }
         case .fail:
-            start = { completion in
+            start = { loader, completion in
                 let pending = PendingLoad(completion)
                 pending.startFirstStep {
-                    upstream.load { result in
+                    loader.upstream.load { result in
                         guard case .success(let value) = result else { return pending.complete(result) }
                         guard !pending.isFinished else { return }
-                        cache.save(value) { saved in
+                        loader.cache.save(value) { saved in
                             pending.complete(saved.map { value })
                         }
                     }
@@ -91,6 +97,6 @@ public struct CachingLoader<Upstream: Loader, C: Cache>: Loader where C.Value ==
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Upstream.Output>) -> any CancellationToken {
-        start(completion)
+        start(self, completion)
     }
 }

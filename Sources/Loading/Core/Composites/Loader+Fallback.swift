@@ -16,26 +16,33 @@ extension Loader {
 
 /// A loader that tries a primary loader and, only if it fails, a fallback. See ``Loader/fallback(to:)``.
 ///
-/// Its load is compiled where the loader is built, for the types it was built with, and kept as one closure: a
-/// copy shares it, and a load reached through `any Loader` runs that code too.
+/// A class (immutable, so `Sendable`): each load captures one reference instead of copying the chain below it. Its
+/// load is compiled where the loader is built, for the types it is built with, so a load reached through
+/// `any Loader` runs that code too.
 ///
 /// Delivers on the thread of whichever loader finished last. Cancelling cancels whichever of the two is in flight,
 /// and once the primary has been cancelled the fallback is never started.
-public struct FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Primary.Output == Fallback.Output {
-    /// Starts a load: compiled in `init`, so where the loader is built.
-    @usableFromInline let start: @Sendable (@escaping LoadCompletion<Primary.Output>) -> any CancellationToken
+public final class FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Primary.Output == Fallback.Output {
+    @usableFromInline let primary: Primary
+    @usableFromInline let fallback: Fallback
+    /// Starts a load of the loader given: made in `init`, so compiled where the loader is built. It captures
+    /// nothing, so it costs no allocation.
+    @usableFromInline let start:
+        @Sendable (FallbackLoader, @escaping LoadCompletion<Primary.Output>) -> any CancellationToken
 
     @inlinable
     init(primary: Primary, fallback: Fallback) {
-        start = { completion in
+        self.primary = primary
+        self.fallback = fallback
+        start = { loader, completion in
             let pending = PendingLoad(completion)
             pending.startFirstStep {
-                primary.load { result in
+                loader.primary.load { result in
                     switch result {
                     case .success:
                         pending.complete(result)
                     case .failure:
-                        pending.startStep { fallback.load { pending.complete($0) } }
+                        pending.startStep { loader.fallback.load { pending.complete($0) } }
                     }
                 }
             }
@@ -45,6 +52,6 @@ public struct FallbackLoader<Primary: Loader, Fallback: Loader>: Loader where Pr
 
     @inlinable @discardableResult
     public func load(completion: @escaping LoadCompletion<Primary.Output>) -> any CancellationToken {
-        start(completion)
+        start(self, completion)
     }
 }
