@@ -42,7 +42,8 @@ extension Loader {
 /// A loader that transforms its upstream's result: its value (``Loader/map(_:)``, ``Loader/tryMap(_:)``) or its
 /// error (``Loader/mapError(_:)``).
 public struct MapLoader<Upstream: Loader, Output: Sendable>: Loader {
-    /// Starts a load: compiled in `init`, so where the loader is built (see ``FallbackLoader``).
+    /// Starts a load: made in `init`, so compiled where the loader is built, for its types. It captures what the
+    /// loader holds (a struct has no reference of its own to hand it).
     @usableFromInline let start: @Sendable (@escaping LoadCompletion<Output>) -> any CancellationToken
 
     @inlinable

@@ -24,7 +24,8 @@ extension Loader {
 
 /// A loader that delivers its upstream's result on a scheduler. See ``Loader/receive(on:)``.
 public struct ReceiveOnLoader<Upstream: Loader, S: Scheduler>: Loader {
-    /// Starts a load: compiled in `init`, so where the loader is built (see ``FallbackLoader``).
+    /// Starts a load: made in `init`, so compiled where the loader is built, for its types. It captures what the
+    /// loader holds (a struct has no reference of its own to hand it).
     @usableFromInline let start: @Sendable (@escaping LoadCompletion<Upstream.Output>) -> any CancellationToken
 
     @inlinable
