@@ -43,6 +43,18 @@ final class PagedListDefectTests: XCTestCase {
         XCTAssertEqual(list.nextCursor?.value, 2)
     }
 
+    func test_distinctCursorsWhoseHashesCollide_stillLoadEveryPage_andARepeatStillEndsTheList() {
+        var list = PagedList<Int, CollidingCursor>(firstPage: Page(items: [0], nextCursor: CollidingCursor(value: 1)))
+        list = list.appending(
+            Page(items: [1], nextCursor: CollidingCursor(value: 2)), loadedWith: CollidingCursor(value: 1))
+        XCTAssertEqual(list.nextCursor?.value, 2, "2 hashes as 1 does, yet it is another cursor")
+
+        list = list.appending(
+            Page(items: [2], nextCursor: CollidingCursor(value: 1)), loadedWith: CollidingCursor(value: 2))
+        XCTAssertFalse(list.hasNextPage, "the page loaded with 2 points back to 1, loaded already")
+        XCTAssertEqual(list.items, [0, 1, 2])
+    }
+
     // MARK: Items shown twice
 
     func test_anItemOnTwoPages_isShownOnce_andRemovingOrReplacingIt_reachesEveryCopy() {
@@ -113,4 +125,13 @@ final class PagedListDefectTests: XCTestCase {
 /// A cursor that is not hashable.
 private struct Token: Sendable, Equatable {
     let value: Int
+}
+
+/// A cursor whose every value hashes alike: only equality tells two apart.
+private struct CollidingCursor: Hashable, Sendable {
+    let value: Int
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(0)
+    }
 }

@@ -11,7 +11,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         /// The pages at indices -1, -2, -3...
         var front: [LoadedPage] = []
         /// Where each cursor first loaded a page, when cursors are hashable.
-        var cursors: [HashableCursor<Cursor>: Int] = [:]
+        var cursors: [HashableCursor: Int] = [:]
         /// The ids of the items of the pages of `idsWindow`, once asked for (identifiable items), then kept up to
         /// date as pages are added to that window: a `Set` of their id type.
         var ids: (any Sendable)?
@@ -144,30 +144,26 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 }
 
-/// A cursor as a dictionary key, when its type is hashable (it is hashed and compared as `AnyHashable` does).
-struct HashableCursor<Cursor: Sendable>: Hashable, Sendable {
-    private let cursor: Cursor
+/// A cursor as a dictionary key, when its type is hashable (hashed and compared as `AnyHashable` does). Its hash is
+/// computed once, as it is made: a lookup that finds no equal cursor looks at the cursor's type no more.
+struct HashableCursor: Hashable, Sendable {
+    private let cursor: any Sendable
+    private let hash: Int
 
     /// `nil` when there is no cursor, or its type is not hashable.
-    init?(_ cursor: Cursor?) {
-        guard let cursor, cursor is any Hashable else { return nil }
+    init?<Cursor: Sendable>(_ cursor: Cursor?) {
+        guard let cursor, let hashable = cursor as? any Hashable else { return nil }
         self.cursor = cursor
-    }
-
-    private var hashable: AnyHashable? {
-        guard let base = cursor as? any Hashable else { return nil }
-        return Self.erase(base)
-    }
-
-    private static func erase<Base: Hashable>(_ base: Base) -> AnyHashable {
-        AnyHashable(base)
+        hash = AnyHashable(hashable).hashValue
     }
 
     static func == (lhs: HashableCursor, rhs: HashableCursor) -> Bool {
-        lhs.hashable == rhs.hashable
+        guard lhs.hash == rhs.hash, let left = lhs.cursor as? any Hashable, let right = rhs.cursor as? any Hashable
+        else { return false }
+        return AnyHashable(left) == AnyHashable(right)
     }
 
     func hash(into hasher: inout Hasher) {
-        hasher.combine(hashable)
+        hasher.combine(hash)
     }
 }
