@@ -15,8 +15,10 @@ extension StoreMachine {
         /// How many records are kept before the oldest fold into the stale point.
         static var limit: Int { 64 }
 
-        /// Oldest first.
+        /// In no order (a reader looks at every one): once there are ``limit``, a new record takes the place of the
+        /// oldest, at `oldest`, so that recording one moves no other.
         private var records: [Invalidation] = []
+        private var oldest = 0
         private var staleBefore: StaleBefore?
         /// The latest date a level stamped a value of this store's with (a save landed) or was read with:
         /// invalidations are dated no earlier.
@@ -44,16 +46,21 @@ extension StoreMachine {
         mutating func record(
             _ matches: @escaping @Sendable (AnyKey) -> Bool, at date: Date, as mark: Int
         ) -> Invalidation? {
-            records.append(Invalidation(date: stamped(date), generation: mark, matches: matches))
-            guard records.count > Self.limit else { return nil }
-            let oldest = records.removeFirst()
-            staleBefore = StaleBefore(date: oldest.date, generation: oldest.generation).merged(with: staleBefore)
-            return oldest
+            let invalidation = Invalidation(date: stamped(date), generation: mark, matches: matches)
+            guard records.count == Self.limit else {
+                records.append(invalidation)
+                return nil
+            }
+            let folded = exchange(&records[oldest], with: invalidation)
+            oldest = (oldest + 1) % Self.limit
+            staleBefore = StaleBefore(date: folded.date, generation: folded.generation).merged(with: staleBefore)
+            return folded
         }
 
         /// Records that every key is stale at `date`, as of `mark`; returns the records it replaces.
         mutating func recordAll(at date: Date, as mark: Int) -> [Invalidation] {
             staleBefore = StaleBefore(date: stamped(date), generation: mark).merged(with: staleBefore)
+            oldest = 0
             return exchange(&records, with: [])
         }
 

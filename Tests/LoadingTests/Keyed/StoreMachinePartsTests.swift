@@ -96,6 +96,15 @@ final class StoreMachinePartsTests: XCTestCase {
         let folded = records.record({ _ in false }, at: date(200), as: 100)
         XCTAssertEqual(folded?.generation, 1, "the oldest folds")
         XCTAssertTrue(records.rules(for: 1)!.isStale("b", savedAt: date(90)), "folded: stale for every key, never less")
+
+        // Recording on, past the limit twice over: each new record folds the oldest kept, in the order they came.
+        let limit = StoreMachine.InvalidationRecords.limit
+        var foldedMarks: [Int] = []
+        for mark in 101..<(101 + 2 * limit) {
+            foldedMarks.append(records.record({ _ in false }, at: date(300), as: mark)?.generation ?? -1)
+        }
+        XCTAssertEqual(foldedMarks, Array(2...limit) + [100] + Array(101..<(101 + limit)))
+        XCTAssertEqual(records.recordAll(at: date(400), as: 1_000).count, limit, "the limit kept")
     }
 
     func test_invalidationRecords_areDatedNoEarlierThanTheLatestStamp_evenAfterAClear() {
