@@ -22,7 +22,14 @@ struct ShownChange: Sendable {
 /// - An attempt is for the first mutation, and at most one runs (``MutationSending``): only the attempt running may
 ///   settle, fail or record anything.
 /// - A mutation numbered before a clear began is never shown after it: `clears` counts the clears begun.
-struct MutationLedger<Input: Sendable>: Sendable {
+///
+/// Compiled once, not per queue: it keeps the inputs as `any Sendable`, and the queue's typed face converts the
+/// records it hands in and out (``StoredMutation/erased``), so that a step under the lock looks up no generic type
+/// at run time.
+struct MutationLedger: Sendable {
+    /// A mutation's input: a value of the queue's input type, as `any Sendable`.
+    typealias Input = any Sendable
+
     /// A mutation in the queue.
     struct Entry: Sendable {
         fileprivate(set) var record: StoredMutation<Input>
@@ -54,7 +61,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     }
 
     /// The attempt in flight.
-    typealias Attempt = MutationSending<Input>.Attempt
+    typealias Attempt = MutationSending.Attempt
 
     /// What ``beginAttempt(byBudget:)`` decided.
     enum Start {
@@ -75,8 +82,8 @@ struct MutationLedger<Input: Sendable>: Sendable {
         let saves: DispatchGroup
     }
 
-    private var entries = QueuedMutations<Input>()
-    private var sending = MutationSending<Input>()
+    private var entries = QueuedMutations()
+    private var sending = MutationSending()
     private var nextSequence = 0
     private var version = 0
     /// How many clears of the store began: a mutation numbered before one is not shown after it.
@@ -103,7 +110,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     var isEmpty: Bool { entries.isEmpty }
 
     /// The calls sending within a budget, to tell what happened.
-    var budgetWatchers: [SendingWatcher<Input>] { sending.watchers }
+    var budgetWatchers: [any BudgetWatcher] { sending.watchers }
 
     /// The saves under way, for a discard to wait for.
     var savesUnderWay: DispatchGroup { saves }
@@ -492,7 +499,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     // MARK: Sending within a budget
 
     /// A call sending within a budget begins.
-    mutating func beginBudget(_ watcher: SendingWatcher<Input>) {
+    mutating func beginBudget(_ watcher: any BudgetWatcher) {
         sending.beginBudget(watcher)
     }
 
@@ -507,7 +514,7 @@ struct MutationLedger<Input: Sendable>: Sendable {
     /// A call sending within a budget ends; the mutations left, and whether the queue now waits its first retry delay
     /// before sending on its own (it does when the others stopped, online, with mutations left).
     mutating func endBudget(
-        _ watcher: SendingWatcher<Input>, isOnline: Bool
+        _ watcher: any BudgetWatcher, isOnline: Bool
     ) -> (remaining: [PendingMutation<Input>], waits: Bool) {
         let waits = sending.endBudget(watcher, isOnline: isOnline, hasMutations: !entries.isEmpty)
         return (list, waits)

@@ -46,7 +46,7 @@ extension MutationQueue {
         }
         let isOnline = connectivity?.isOnline ?? true
         let (remaining, waits) = ledger.withLock { $0.endBudget(watcher, isOnline: isOnline) }
-        report.remaining = remaining
+        report.remaining = remaining.map(PendingMutation.init)
         if waits { scheduleRetry(after: retryDelays.delay(beforeRetry: 1)) } else { pump() }
         return report
     }

@@ -38,7 +38,8 @@ extension MutationQueue {
         guard let serverCopy = conflicts.serverCopy(error, store.confirmedValue(of: key)) else { return false }
         let shown = store.shownValue(of: key)
         let met = ledger.withLock { $0.conflict(serial, with: error, serverCopy: serverCopy) }
-        guard let (attempt, record, change) = met else { return true }
+        guard let (attempt, kept, change) = met else { return true }
+        let record = StoredMutation<Input>(kept)
         // Only while the change is pending: after a logout, the old user's copy is not shown.
         if let change { store.confirmServerCopy(serverCopy, underMutation: change.id, of: key) }
         publish()
@@ -62,13 +63,14 @@ extension MutationQueue {
         case .merge(let input): return resend(id, input: input, releasing: lease)
         case .ask:
             guard let (record, saves) = ledger.withLock({ $0.awaitResolution(id) }) else { return false }
-            do { try storage.save(record) } catch { onStorageFailure(error) }
+            do { try storage.save(StoredMutation<Input>(record)) } catch { onStorageFailure(error) }
             saves.leave()
             lease?.release()
             publish()
             return true
         case .takeServerCopy:
-            guard let (record, commit) = ledger.withLock({ $0.giveWay(id) }) else { return false }
+            guard let (kept, commit) = ledger.withLock({ $0.giveWay(id) }) else { return false }
+            let record = StoredMutation<Input>(kept)
             // Forgotten first: a kill from now on does not send it again, nor does another process.
             forget(record)
             lease?.release()
@@ -87,7 +89,8 @@ extension MutationQueue {
     /// it as it is too: a server that checks a version answers with the conflict again, and its copy.
     private func rebase(_ id: String, releasing lease: MutationSendingLease?) -> Bool {
         guard let rebasing = conflicts?.rebasing else { return resend(id, input: nil, releasing: lease) }
-        guard let (record, kept) = ledger.withLock({ $0.conflicted(id) }) else { return false }
+        guard let (erased, kept) = ledger.withLock({ $0.conflicted(id) }) else { return false }
+        let record = StoredMutation<Input>(erased)
         let copy = (kept as? Value) ?? store.confirmedValue(of: key(record.input))
         return resend(id, input: copy.map { rebasing(record.input, $0) }, releasing: lease)
     }
@@ -95,7 +98,8 @@ extension MutationQueue {
     /// Makes conflicted mutation `id` wait to be sent again, with `input` when merged (shown at once over the
     /// server's copy); the resend is saved first.
     private func resend(_ id: String, input: Input?, releasing lease: MutationSendingLease?) -> Bool {
-        guard let (record, change, saves) = ledger.withLock({ $0.resend(id, input: input) }) else { return false }
+        guard let (kept, change, saves) = ledger.withLock({ $0.resend(id, input: input) }) else { return false }
+        let record = StoredMutation<Input>(kept)
         do { try storage.save(record) } catch { onStorageFailure(error) }
         saves.leave()
         lease?.release()

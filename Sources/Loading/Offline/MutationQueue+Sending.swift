@@ -16,10 +16,11 @@ extension MutationQueue {
         // Another process's logout recorded before now comes first: the old user's mutations are not sent.
         store.learnOtherProcessesChanges()
         let start = ledger.withLock { $0.beginAttempt(byBudget: byBudget) }
-        guard case .attempt(let record, let serial, let saves) = start else {
+        guard case .attempt(let kept, let serial, let saves) = start else {
             if case .heldForBudget = start { tell(.changed) }
             return false
         }
+        let record = StoredMutation<Input>(kept)
         let lease: MutationSendingLease?
         do {
             switch try claim?(record) ?? .claimed(nil) {
@@ -107,17 +108,19 @@ extension MutationQueue {
         else { return false }
         defer { saves.leave() }  // a clear or a discard removes files only once these saves landed
         if created.serverID == nil {
-            do { try storage.save(entry.record) } catch { onStorageFailure(error) }
+            do { try storage.save(StoredMutation<Input>(entry.record)) } catch { onStorageFailure(error) }
         }
         let inputs = later.compactMap { record in
-            creation.replacing(temporary, with: serverID, in: record.input).map { (id: record.id, input: $0) }
+            creation.replacing(temporary, with: serverID, in: typedInput(record.input)).map {
+                (id: record.id, input: $0 as any Sendable)
+            }
         }
         let rewritten = ledger.withLock { $0.rewrite(inputs, replacing: temporary, with: serverID) }
-        for (record, _) in rewritten {
+        var shownAgain: [(shown: ShownChange, input: Input)] = []
+        for (kept, shown) in rewritten {
+            let record = StoredMutation<Input>(kept)
             do { try storage.save(record) } catch { onStorageFailure(error) }
-        }
-        var shownAgain: [(shown: ShownChange, input: Input)] = rewritten.compactMap { record, shown in
-            shown.map { ($0, record.input) }
+            if let shown { shownAgain.append((shown, record.input)) }
         }
         let renaming = (temporary: temporary, server: serverID, shownUpTo: shownUpTo)
         guard let shown = entry.shown, let confirmed = creation.replacing(temporary, with: serverID, in: created.input)
@@ -130,7 +133,8 @@ extension MutationQueue {
         let creationKey = shown.key as? Key
         let onAccept = shownAgain.filter { $0.shown.key as? Key == creationKey }
         showAgain(shownAgain.filter { $0.shown.key as? Key != creationKey }, renaming: renaming)
-        ledger.withLock { $0.showOnAccept(onAccept, shownUpTo: shownUpTo, of: entry.record.id) }
+        let kept = onAccept.map { (shown: $0.shown, input: $0.input as any Sendable) }
+        ledger.withLock { $0.showOnAccept(kept, shownUpTo: shownUpTo, of: entry.record.id) }
         return true
     }
 

@@ -43,7 +43,9 @@ extension MutationQueue {
         var rewritten: StoredMutation<Input>?
         let isShown = ledger.withLock { ledger in
             guard ledger.markShown(record.id, undo: undo, as: change, numberedBefore: clears) else { return false }
-            if creation != nil, ledger.rewrites(of: record.id) != 0 { rewritten = ledger.record(record.id) }
+            if creation != nil, ledger.rewrites(of: record.id) != 0 {
+                rewritten = ledger.record(record.id).map(StoredMutation.init)
+            }
             return true
         }
         guard isShown else {
@@ -78,7 +80,7 @@ extension MutationQueue {
         attempt?.end()
         retry?.cancel()
         guard let entry else { return }  // a clear, a discard or another process took it already
-        if !entry.replacedOnAccept.isEmpty { showAgain(entry.replacedOnAccept) }  // not confirmed: shown now
+        if !entry.replacedOnAccept.isEmpty { showAgain(typed(entry.replacedOnAccept)) }  // not confirmed: shown now
         publish()
         entry.completion?(result)
         let outcome: SettledMutation<Input>.Outcome =
@@ -87,18 +89,18 @@ extension MutationQueue {
             case .failure(let error as StoreError) where error == .cleared: .cleared
             case .failure(let error): .refused(error)
             }
-        let settled = entry.record
+        let settled = StoredMutation<Input>(entry.record)
         settledNow(SettledMutation(id: settled.id, input: settled.input, outcome: outcome, serverID: settled.serverID))
         pump()
     }
 
     /// Takes mutation `id` out of the queue and the storage, undoing its change; `nil` when it was not there.
-    func takeOut(_ id: String) -> MutationLedger<Input>.Entry? {
+    func takeOut(_ id: String) -> MutationLedger.Entry? {
         guard let entry = drop(id) else { return nil }
         entry.undo?.cancel()
         // A save of its attempt under way lands before it is forgotten.
         ledger.withLock { $0.savesUnderWay }.wait()
-        forget(entry.record)
+        forget(StoredMutation(entry.record))
         return entry
     }
 
@@ -107,10 +109,11 @@ extension MutationQueue {
     private func changesShownOnAccept(of id: String) -> StoreMachine.Replacement? {
         let (shownAgain, created, shownUpTo) = ledger.withLock { $0.takeShownOnAccept(of: id) }
         guard !shownAgain.isEmpty else { return nil }
-        let changes = shownAgain.map { shown, input in
+        let changes = typed(shownAgain).map { shown, input in
             (id: shown.id, change: { [change] value in change(input, value) } as @Sendable (Value?) -> Value?)
         }
-        guard let created, let server = created.serverID, let temporary = creation?.temporaryID(created.input),
+        guard let created, let server = created.serverID,
+            let temporary = creation?.temporaryID(typedInput(created.input)),
             let rewrite = shownRenaming(temporary, to: server)
         else { return Store<Key, Value>.rewriting(changes, shown: nil) }
         return Store<Key, Value>.rewriting(changes, shown: (rewrite, shownUpTo))
@@ -123,7 +126,8 @@ extension MutationQueue {
         guard let creation else { return }
         var gone = [temporary]
         while let item = gone.popLast() {
-            for record in ledger.withLock({ $0.records(naming: item) }) where record.id != creationID {
+            for kept in ledger.withLock({ $0.records(naming: item) }) where kept.id != creationID {
+                let record = StoredMutation<Input>(kept)
                 guard let entry = takeOut(record.id) else { continue }
                 if let created = creation.temporaryID(record.input), created != item { gone.append(created) }
                 settleTakenOut(entry, because: refusal)
@@ -132,8 +136,8 @@ extension MutationQueue {
     }
 
     /// Tells how a mutation taken out with the creation of an item it names ended.
-    private func settleTakenOut(_ entry: MutationLedger<Input>.Entry, because refusal: (any Error)?) {
-        let record = entry.record
+    private func settleTakenOut(_ entry: MutationLedger.Entry, because refusal: (any Error)?) {
+        let record = StoredMutation<Input>(entry.record)
         if let refusal { entry.completion?(.failure(refusal)) }
         let outcome: SettledMutation<Input>.Outcome = refusal.map { .refused($0) } ?? .discarded
         settledNow(SettledMutation(id: record.id, input: record.input, outcome: outcome))
@@ -148,7 +152,7 @@ extension MutationQueue {
 
     /// Tells the calls sending within a budget what happened.
     func tell(_ event: SendingWatcher<Input>.Event) {
-        for watcher in ledger.withLock({ $0.budgetWatchers }) { watcher.tell(event) }
+        for case let watcher as SendingWatcher<Input> in ledger.withLock({ $0.budgetWatchers }) { watcher.tell(event) }
     }
 
     /// The store no longer waits for mutation `id`'s commit: an attempt in flight is cancelled, and nothing more is
@@ -161,14 +165,19 @@ extension MutationQueue {
 
     /// Takes mutation `id` out of the queue, cancelling its attempt in flight, and the wait for its retry when it
     /// was first; `nil` when it was not there.
-    func drop(_ id: String) -> MutationLedger<Input>.Entry? {
+    func drop(_ id: String) -> MutationLedger.Entry? {
         let (entry, attempt, timer) = ledger.withLock { $0.remove(id) }
         attempt?.end()
         timer?.cancel()
         // A creation taken out before the store confirmed it: the changes named by its server id are shown now.
-        if let entry, !entry.replacedOnAccept.isEmpty { showAgain(entry.replacedOnAccept) }
+        if let entry, !entry.replacedOnAccept.isEmpty { showAgain(typed(entry.replacedOnAccept)) }
         if entry != nil { publish() }
         return entry
+    }
+
+    /// Changes the ledger kept (their inputs as `any Sendable`), with their inputs of the queue's type again.
+    func typed(_ changes: [(shown: ShownChange, input: any Sendable)]) -> [(shown: ShownChange, input: Input)] {
+        changes.map { (shown: $0.shown, input: typedInput($0.input)) }
     }
 
     /// The storage forgets `record`; a failure is told to `onStorageFailure`.
@@ -187,7 +196,7 @@ extension MutationQueue: StoreClearObserver {
         taken.attempt?.token?.cancel()
         taken.retry?.cancel()
         let forgetTaken: @Sendable () -> Void = { [self] in
-            for entry in taken.entries { forget(entry.record) }
+            for entry in taken.entries { forget(StoredMutation(entry.record)) }
             taken.attempt?.lease?.release()
             ledger.withLock { $0.keepCleared(taken.entries) }
             if !taken.entries.isEmpty { publish() }
@@ -204,7 +213,9 @@ extension MutationQueue: StoreClearObserver {
     /// (another process sent them) are undone here and told, before its value is shown.
     func anotherProcessChanged(_ key: any Hashable & Sendable) {
         guard let isKept, let key = key as? Key else { return }
-        let waiting = ledger.withLock { $0.shownAndWaiting }.filter { self.key($0.input) == key }
+        let waiting = ledger.withLock { $0.shownAndWaiting }.map(StoredMutation<Input>.init).filter {
+            self.key($0.input) == key
+        }
         for record in waiting where !isKept(record) {
             guard let (entry, retry) = ledger.withLock({ $0.sentElsewhere(id: record.id) }) else { continue }
             retry?.cancel()
@@ -223,7 +234,7 @@ extension MutationQueue: StoreClearObserver {
         for entry in cleared {
             entry.undo?.cancel()
             entry.completion?(.failure(StoreError.cleared))
-            settledNow(SettledMutation(id: entry.record.id, input: entry.record.input, outcome: .cleared))
+            settledNow(SettledMutation(id: entry.record.id, input: typedInput(entry.record.input), outcome: .cleared))
         }
         pump()
     }

@@ -82,7 +82,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     /// The queue's identity in the store's order of pending changes.
     let identity = MutationQueueIdentity.next()
     /// What the queue knows; each of its steps is taken whole under this lock (see ``MutationLedger``).
-    let ledger = Locked(MutationLedger<Input>())
+    let ledger = Locked(MutationLedger())
     /// The outcomes settled lately, and the callers waiting for one (see ``outcome(of:)``).
     let awaiting = Locked(MutationOutcomes())
     /// The version of the list, published after each change (the list itself is built only for observers).
@@ -166,7 +166,8 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         }
         let names = creation.map { creation in kept.map { creation.rewriting($0.input, with: [:]).names } } ?? []
         awaiting.withLock { outcomes in for record in kept { outcomes.expect(record.id) } }
-        ledger.withLock { $0.restore(kept, names: names, serverIDs: assigned) }
+        let erased = kept.map(\.erased)
+        ledger.withLock { $0.restore(erased, names: names, serverIDs: assigned) }
         for record in kept where !show(record, numberedBefore: nil, storeClears: clears) {
             forget(record)
             forgetAwaited(record.id)
@@ -182,7 +183,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
 
     /// The mutations not settled yet, oldest first.
     public var pending: [PendingMutation<Input>] {
-        ledger.withLock { $0.list }
+        ledger.withLock { $0.list }.map(PendingMutation.init)
     }
 
     /// The id the server gave the item created offline under `temporaryID` (see ``OfflineCreation``), once its
@@ -200,7 +201,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     /// ``pending`` now, then after every change (a mutation added, sent, failed for a while, or settled).
     public var pendingMutations: EventStream<[PendingMutation<Input>], Never> {
         let ledger = ledger
-        return versions.stream.map { _ in ledger.withLock { $0.list } }
+        return versions.stream.map { _ in ledger.withLock { $0.list }.map(PendingMutation<Input>.init) }
     }
 
     /// Saves `input` as a mutation, shows it at once, and sends it when its turn and the network come. Returns its
@@ -223,7 +224,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
             if let creation {
                 add(input, id: id, createdAt: now, rewritingWith: creation, completion: completion)
             } else {
-                ledger.withLock { $0.add(input, id: id, createdAt: now, completion: completion) }
+                typed(ledger.withLock { $0.add(input, id: id, createdAt: now, completion: completion) })
             }
         do {
             try saveAdded(record)
@@ -248,8 +249,9 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     /// A discarded creation takes the mutations naming its item with it.
     public func discard(_ id: String) {
         guard let entry = takeOut(id) else { return }
-        settledNow(SettledMutation(id: id, input: entry.record.input, outcome: .discarded))
-        if let temporary = creation?.temporaryID(entry.record.input) {
+        let input: Input = typedInput(entry.record.input)
+        settledNow(SettledMutation(id: id, input: input, outcome: .discarded))
+        if let temporary = creation?.temporaryID(input) {
             takeOutNaming(temporary, because: nil)
         }
         pump()
@@ -271,8 +273,15 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
                     input, id: id, createdAt: createdAt, naming: names, serverIDs: known.version,
                     completion: completion)
             }
-            if let added { return added }
+            if let added { return typed(added) }
         }
+    }
+
+    /// What the ledger's `add` returned, its record typed.
+    private func typed(
+        _ added: (record: StoredMutation<any Sendable>, saves: DispatchGroup, clears: Int)
+    ) -> (record: StoredMutation<Input>, saves: DispatchGroup, clears: Int) {
+        (StoredMutation(added.record), added.saves, added.clears)
     }
 
     /// Saves `record`, just added, and again when its input was rewritten while it was saved (an id the server
@@ -284,7 +293,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         while let now = ledger.withLock({ $0.rewrites(of: record.id) }), now != rewrites,
             let current = ledger.withLock({ $0.record(record.id) })
         {
-            try storage.save(current)
+            try storage.save(StoredMutation<Input>(current))
             rewrites = now
         }
     }

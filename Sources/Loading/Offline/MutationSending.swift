@@ -6,7 +6,7 @@
 ///   a discard, a cancelled budget): only the attempt whose serial is the one running is handed out by serial.
 /// - Nothing begins while a clear is under way, a retry is waited for, or (unless asked by it) a call sending within
 ///   a budget runs.
-struct MutationSending<Input: Sendable>: Sendable {
+struct MutationSending: Sendable {
     /// The attempt in flight.
     struct Attempt: Sendable {
         /// The mutation it sends.
@@ -44,7 +44,7 @@ struct MutationSending<Input: Sendable>: Sendable {
     /// Calls of ``MutationQueue/sendPending(within:clock:)`` running: while there are some, they start the attempts.
     private var budgets = 0
     /// The calls sending within a budget, to tell what happened.
-    private(set) var watchers: [SendingWatcher<Input>] = []
+    private(set) var watchers: [any BudgetWatcher] = []
 
     /// Whether an attempt may begin now; `byBudget`: asked by a call sending within a budget.
     func gate(byBudget: Bool) -> Gate {
@@ -126,7 +126,7 @@ struct MutationSending<Input: Sendable>: Sendable {
     // MARK: Sending within a budget
 
     /// A call sending within a budget begins.
-    mutating func beginBudget(_ watcher: SendingWatcher<Input>) {
+    mutating func beginBudget(_ watcher: any BudgetWatcher) {
         budgets += 1
         watchers.append(watcher)
     }
@@ -140,7 +140,7 @@ struct MutationSending<Input: Sendable>: Sendable {
 
     /// A call sending within a budget ends; whether the queue now waits its first retry delay before sending on its
     /// own (it does when the others stopped, online, with mutations left).
-    mutating func endBudget(_ watcher: SendingWatcher<Input>, isOnline: Bool, hasMutations: Bool) -> Bool {
+    mutating func endBudget(_ watcher: any BudgetWatcher, isOnline: Bool, hasMutations: Bool) -> Bool {
         budgets -= 1
         watchers.removeAll { $0 === watcher }
         let waits = isOnline && budgets == 0 && running == nil && !isWaitingToRetry && hasMutations

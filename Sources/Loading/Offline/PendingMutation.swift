@@ -108,6 +108,25 @@ extension StoredMutation: Codable where Input: Codable {
 }
 extension StoredMutation: Equatable where Input: Equatable {}
 
+extension StoredMutation {
+    /// The mutation with its input as `any Sendable`, as a queue's ledger keeps it.
+    var erased: StoredMutation<any Sendable> {
+        StoredMutation<any Sendable>(self, input: input)
+    }
+
+    /// A mutation a queue's ledger kept (see ``erased``), its input of the queue's type again.
+    init(_ erased: StoredMutation<any Sendable>) {
+        self.init(erased, input: typedInput(erased.input))
+    }
+
+    /// `other`, with `input`.
+    private init<Other>(_ other: StoredMutation<Other>, input: Input) {
+        self.init(
+            id: other.id, sequence: other.sequence, input: input, createdAt: other.createdAt, attempts: other.attempts,
+            serverID: other.serverID, resends: other.resends, awaitsResolution: other.awaitsResolution)
+    }
+}
+
 /// How a mutation of a ``MutationQueue`` ended, as its `onSettled` is told.
 public struct SettledMutation<Input: Sendable>: Sendable {
     /// How a mutation ended.
@@ -169,4 +188,26 @@ public enum MutationQueueError: Error, Equatable, CustomStringConvertible {
             "The change was not sent: the server refused to create the item \(temporaryID) it names."
         }
     }
+}
+
+extension PendingMutation {
+    /// A mutation as a queue's ledger lists it (its input as `any Sendable`), its input of the queue's type again.
+    init(_ erased: PendingMutation<any Sendable>) {
+        let status: Status =
+            switch erased.status {
+            case .waiting: .waiting
+            case .sending: .sending
+            }
+        self.init(
+            id: erased.id, input: typedInput(erased.input), createdAt: erased.createdAt, status: status,
+            attempts: erased.attempts, lastError: erased.lastError, awaitsResolution: erased.awaitsResolution)
+    }
+}
+
+/// An input a queue's ledger kept as `any Sendable`, of the queue's input type again.
+func typedInput<Input>(_ kept: any Sendable) -> Input {
+    guard let input = kept as? Input else {
+        preconditionFailure("A queue's mutation holds an input of another type than the queue's")
+    }
+    return input
 }

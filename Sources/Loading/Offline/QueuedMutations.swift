@@ -1,6 +1,6 @@
 /// The mutations by id, in queue order: looking one up, adding one and taking the first out cost O(1).
-struct QueuedMutations<Input: Sendable>: Sendable {
-    typealias Entry = MutationLedger<Input>.Entry
+struct QueuedMutations: Sendable {
+    typealias Entry = MutationLedger.Entry
 
     private var byID: [String: Entry] = [:]
     private var order: [String] = []

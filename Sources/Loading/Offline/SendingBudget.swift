@@ -12,9 +12,12 @@ public struct MutationSendingReport<Input: Sendable>: Sendable {
     public internal(set) var remaining: [PendingMutation<Input>] = []
 }
 
+/// A call sending within a budget, as the queue's ledger counts it (its events are typed: see ``SendingWatcher``).
+protocol BudgetWatcher: AnyObject, Sendable {}
+
 /// What a call of ``MutationQueue/sendPending(within:clock:)`` hears of its queue while it runs: events wait here
 /// until the call takes them.
-final class SendingWatcher<Input: Sendable>: Sendable {
+final class SendingWatcher<Input: Sendable>: BudgetWatcher {
     enum Event: Sendable {
         /// A mutation was settled.
         case settled(SettledMutation<Input>)

@@ -9,7 +9,7 @@ import XCTest
 final class MutationLedgerTests: XCTestCase {
     private struct Refusal: Error {}
 
-    private var ledger = MutationLedger<String>()
+    private var ledger = MutationLedger()
 
     /// Adds a mutation, its save landed, and shows it with its commit there: ready to be sent.
     @discardableResult
@@ -18,7 +18,7 @@ final class MutationLedgerTests: XCTestCase {
         saves.leave()
         XCTAssertTrue(ledger.markShown(record.id, undo: AnyCancellationToken {}, numberedBefore: clears))
         ledger.keepCommit({ _ in }, of: record.id)
-        return record
+        return StoredMutation(record)
     }
 
     private func begin(byBudget: Bool = false) -> (record: StoredMutation<String>, serial: Int)? {
@@ -26,7 +26,20 @@ final class MutationLedgerTests: XCTestCase {
             return nil
         }
         saves.leave()
-        return (record, serial)
+        return (StoredMutation(record), serial)
+    }
+
+    func test_aRecordTheLedgerKeeps_comesBackWhole_evenWithAnOptionalOrAnExistentialInput() {
+        func stored<Input>(_ input: Input) -> StoredMutation<Input> {
+            StoredMutation(
+                id: "a", sequence: 3, input: input, createdAt: Date(timeIntervalSince1970: 9), attempts: 2,
+                serverID: "s", resends: 1, awaitsResolution: true)
+        }
+        XCTAssertEqual(StoredMutation<Int?>(stored(nil as Int?).erased), stored(nil as Int?))
+        XCTAssertEqual(StoredMutation<Int?>(stored(5 as Int?).erased), stored(5 as Int?))
+        XCTAssertEqual(StoredMutation<[String]>(stored(["x"]).erased), stored(["x"]))
+        let existential = StoredMutation<any Sendable>(stored("x" as any Sendable).erased)
+        XCTAssertEqual(existential.input as? String, "x")
     }
 
     func test_mutationsAreNumberedInOrder_andTheFirstIsSentFirst() {

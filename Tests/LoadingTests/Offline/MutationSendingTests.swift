@@ -6,7 +6,7 @@ import XCTest
 /// When a mutation queue may send, step by step, with no mutation, thread or storage: the invariants written at the
 /// top of `MutationSending`.
 final class MutationSendingTests: XCTestCase {
-    private var sending = MutationSending<String>()
+    private var sending = MutationSending()
 
     private var isOpen: Bool {
         if case .open = sending.gate(byBudget: false) { return true }
