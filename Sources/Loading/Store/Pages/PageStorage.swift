@@ -144,7 +144,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 }
 
-/// A cursor as a dictionary key, when its type is hashable (hashed and compared as `AnyHashable` does). Its hash is
+/// A cursor as a dictionary key, when its type is hashable (hashed and compared as that type does). Its hash is
 /// computed once, as it is made: a lookup that finds no equal cursor looks at the cursor's type no more.
 struct HashableCursor: Hashable, Sendable {
     private let cursor: any Sendable
@@ -154,13 +154,17 @@ struct HashableCursor: Hashable, Sendable {
     init?<Cursor: Sendable>(_ cursor: Cursor?) {
         guard let cursor, let hashable = cursor as? any Hashable else { return nil }
         self.cursor = cursor
-        hash = AnyHashable(hashable).hashValue
+        hash = hashable.hashValue
     }
 
     static func == (lhs: HashableCursor, rhs: HashableCursor) -> Bool {
-        guard lhs.hash == rhs.hash, let left = lhs.cursor as? any Hashable, let right = rhs.cursor as? any Hashable
-        else { return false }
-        return AnyHashable(left) == AnyHashable(right)
+        guard lhs.hash == rhs.hash, let left = lhs.cursor as? any Hashable else { return false }
+        return equals(left, rhs.cursor)
+    }
+
+    /// Whether `right` is a value of `left`'s type equal to it.
+    private static func equals<Left: Hashable>(_ left: Left, _ right: any Sendable) -> Bool {
+        (right as? Left) == left
     }
 
     func hash(into hasher: inout Hasher) {
