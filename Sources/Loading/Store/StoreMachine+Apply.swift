@@ -17,7 +17,7 @@ extension StoreMachine {
         case .update(let change, let reply, let replays):
             // Not applied again by a fetch in flight, unless it `replays` (a change noted as made while none was).
             let change = replays || entry.fetches.isEmpty ? change : nil
-            guard entry.confirmed != nil || value != nil else {
+            guard entry.confirmed.value != nil || value != nil else {
                 // Nothing to change; a fetch in flight gets it applied to what it brings.
                 if let change { log(change, for: key) }
                 let answer = reply.map { FetchReply(completion: $0, result: .success(shownNow(key))) }
@@ -134,7 +134,7 @@ extension StoreMachine {
         reply: @escaping HitReply, for key: Key
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        guard entry.generation == stamp.generation, entry.confirmedVersion == stamp.confirmedVersion else {
+        guard entry.generation == stamp.generation, entry.confirmed.version == stamp.confirmedVersion else {
             // The store learned something newer while the level was read (a write, a removal, a clear): what it
             // shows now is the answer, never the level's older value.
             return Effects(hitReplies: [HitReplyDelivery(reply: reply, snapshot: shownNow(key))], garbage: [cached])
@@ -158,7 +158,7 @@ extension StoreMachine {
         _ cached: CachedValue<Value>?, level: Int, stamp: ReadStamp, for key: Key
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        guard entry.generation == stamp.generation, entry.confirmedVersion == stamp.confirmedVersion else {
+        guard entry.generation == stamp.generation, entry.confirmed.version == stamp.confirmedVersion else {
             return Effects(garbage: [cached as Any])
         }
         guard let cached else { return confirm(nil, for: key, logging: nil, levels: 0..<level) }
@@ -173,7 +173,7 @@ extension StoreMachine {
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects(garbage: [value as Any])
-        guard let mutation = entry.pending.remove(id, accepted: accepted, confirmedVersion: entry.confirmedVersion)
+        guard let mutation = entry.pending.remove(id, accepted: accepted, confirmedVersion: entry.confirmed.version)
         else {
             effects.released = ticket.map { [$0] } ?? []
             return effects
@@ -226,15 +226,13 @@ extension StoreMachine {
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects()
-        effects.replaced = exchange(&entry.confirmed, with: stored)  // moved out, released after unlocking
+        effects.replaced = entry.confirmed.set(stored)  // moved out, released after unlocking
         if reportsConfirmations {
             (effects.confirms, effects.confirmedValue, effects.confirmedFrom) = (true, stored?.value, source)
         }
-        entry.isKnown = true
-        entry.confirmedVersion += 1
         if let change { log(change, for: key) }
         let mark = saveMark(
-            for: key, generation: entry.generation, version: entry.confirmedVersion, staleSince: entry.staleness.mark,
+            for: key, generation: entry.generation, version: entry.confirmed.version, staleSince: entry.staleness.mark,
             targets: targets, debounces: debounces)
         if let stored {
             if !targets.isEmpty {

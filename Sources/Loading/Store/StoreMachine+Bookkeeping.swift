@@ -57,7 +57,7 @@ extension StoreMachine {
     /// fall out of use.
     mutating func release(_ key: Key) {
         guard let entry = entry(key), entry.isIdle else { return }
-        guard keptValues > 0, entry.confirmed != nil else {
+        guard keptValues > 0, entry.confirmed.value != nil else {
             drop(key)
             return
         }

@@ -22,7 +22,7 @@ extension StoreMachine {
             return .queued
         }
         // The key's turn is free: a change needing neither the levels' value nor a closure applies at once.
-        if !entry.turn.hasQueued, entry.isKnown || !job.needsBase, job.changes(in: entry) == nil {
+        if !entry.turn.hasQueued, entry.confirmed.isKnown || !job.needsBase, job.changes(in: entry) == nil {
             entry.turn.apply(askedAt: next())
             return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
         }
@@ -138,7 +138,7 @@ extension StoreMachine {
     mutating func nextStep(for key: Key, now: Date) -> Step {
         let entry = entry(key, heldBecause: "a change of the key is queued")
         guard let job = entry.turn.head else { preconditionFailure("A key's next change is asked with none queued") }
-        if !entry.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
+        if !entry.confirmed.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
         guard let changes = job.changes(in: entry) else {
             _ = entry.turn.takeHead()
             return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
@@ -188,15 +188,17 @@ extension StoreMachine {
     mutating func commitBase(
         _ hit: CachedValue<Value>?, level: Int, generation: Int, staleSince: Int?, for key: Key
     ) -> Effects {
-        guard let entry = entry(key), entry.generation == generation, !entry.isKnown else {
+        guard let entry = entry(key), entry.generation == generation, !entry.confirmed.isKnown else {
             return Effects(garbage: [hit as Any])
         }
-        entry.isKnown = true
-        entry.confirmedVersion += 1
-        guard let hit else { return Effects() }
+        // Not known until now: there is no value to replace.
+        guard let hit else {
+            _ = entry.confirmed.set(nil)
+            return Effects()
+        }
         invalidations.noteStamp(hit.savedAt)
         let origin = StoreOrigin.cache(levelNames[level])
-        entry.confirmed = StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt)
+        _ = entry.confirmed.set(StoredValue(value: hit.value, origin: origin, savedAt: hit.savedAt))
         entry.staleness.markStale(at: staleSince ?? 0)
         return Effects(publish: publish(key))
     }
@@ -220,16 +222,16 @@ extension StoreMachine {
         guard !entry.turn.isTaken else {
             // Shown in order: after the changes asked before it.
             enqueue(.add(mutation), on: entry)
-            return (id, nil, !entry.isKnown)
+            return (id, nil, !entry.confirmed.isKnown)
         }
         entry.pending.insert(mutation)
-        return (id, publish(key), !entry.isKnown)
+        return (id, publish(key), !entry.confirmed.isKnown)
     }
 
     /// Remembers what `key` showed with its pending changes (see ``PendingChanges``), computed by a publisher
     /// outside the lock.
     mutating func remember(_ prefix: ShownPrefix, for key: Key, generation: Int) {
-        guard let entry = entry(key), entry.generation == generation, entry.confirmedVersion == prefix.confirmedVersion
+        guard let entry = entry(key), entry.generation == generation, entry.confirmed.version == prefix.confirmedVersion
         else { return }
         entry.pending.remember(prefix)
     }

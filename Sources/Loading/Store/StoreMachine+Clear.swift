@@ -11,18 +11,15 @@ extension StoreMachine {
         let entry = ensureEntry(key)
         var effects = Effects()
         let dropped = dropQueuedByRemoval(of: entry)
-        effects.confirms = reportsConfirmations && entry.confirmed != nil
-        effects.replaced = entry.confirmed  // released after unlocking
+        effects.confirms = reportsConfirmations && entry.confirmed.value != nil
+        effects.replaced = entry.confirmed.set(nil)  // released after unlocking
         effects.garbage = [dropped]
         effects.fetchReplies = dropped.compactMap { $0.droppedReply }
         entry.generation = next()
-        entry.isKnown = true
-        entry.confirmed = nil
         entry.staleness.reset()  // what made it stale is gone with the value
-        entry.confirmedVersion += 1
         effects.cancels = entry.writes.dropDebounced()
         let mark = saveMark(
-            for: key, generation: entry.generation, version: entry.confirmedVersion, staleSince: 0,
+            for: key, generation: entry.generation, version: entry.confirmed.version, staleSince: 0,
             targets: levelNames.indices)
         entry.writes.append(.remove(levels: levelNames.indices, ticket: nil, mark: mark))
         effects.publish(publish(key))
@@ -49,17 +46,14 @@ extension StoreMachine {
             let dropped = dropQueuedByRemoval(of: entry, clearing: true)
             let pending = entry.pending.removeAll() + dropped.compactMap { $0.added }
             let (ops, timers) = entry.writes.removeAll()
-            effects.garbage += [entry.confirmed as Any, dropped, ops, pending]
+            effects.garbage += [entry.confirmed.set(nil) as Any, dropped, ops, pending]
             effects.fetchReplies += dropped.compactMap { $0.droppedReply }
             effects.released += ops.compactMap { $0.ticket }  // work waiting for dropped writes goes on
             effects.failedCommits += pending.compactMap { $0.commit }
             effects.cancels += timers
             entry.generation = next()
-            entry.isKnown = true
-            entry.confirmed = nil
             entry.staleness.reset()
-            entry.confirmedVersion += 1
-            entry.saves.cleared(at: entry.confirmedVersion)
+            entry.saves.cleared(at: entry.confirmed.version)
             entry.keptStamp = nil
             if shownBefore || entry.observers > 0 { effects.publish(publish(key)) }
             release(key)

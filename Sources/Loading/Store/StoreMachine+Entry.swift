@@ -11,15 +11,12 @@ extension StoreMachine {
     /// about 3,400 instructions of a first read (Benchmarks, scenario 17), which the entry as a value in the slot
     /// table would make static.
     final class Entry: @unchecked Sendable {
-        /// The confirmed value, when `isKnown`.
-        var confirmed: StoredValue<Value>?
-        /// Whether `confirmed` is the truth; when not, the levels hold it.
-        var isKnown = false
+        /// The key's truth, when the store knows it (when not, the levels hold it).
+        var confirmed = ConfirmedValue()
         var pending = PendingChanges()
         /// The version of the last response published for the key.
         var version = 0
         var generation: Int
-        var confirmedVersion = 0
         var observers = 0
         var levelReads = 0
         /// Fetches in flight, and the newest whose value was confirmed.
@@ -48,10 +45,6 @@ extension StoreMachine {
         /// save: the entry is kept until they land and one does (a save of a stale value is recorded stale when it
         /// lands, as the level stamps it with its own time; a save that fails keeps the value here).
         var saves = LevelSaves()
-        /// The response a read answered at once last, and the `confirmedVersion` it was built from: the next such
-        /// read of the same version shares it instead of building its own.
-        var hitResponse: StoreResponse<Value>?
-        var hitConfirmedVersion = 0
         /// The entry's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
         var key: Key
 
@@ -61,7 +54,7 @@ extension StoreMachine {
         }
 
         /// Whether observers are shown a value: a known one, or pending changes.
-        var showsSomething: Bool { confirmed != nil || !pending.isEmpty }
+        var showsSomething: Bool { confirmed.value != nil || !pending.isEmpty }
 
         /// Whether the store fetches the key now. A fetch from before a removal or a clear does not count: what it
         /// brings is dropped.
@@ -101,7 +94,7 @@ extension StoreMachine {
         let isNotice: Bool
 
         init(entry: Entry, version: Int, error: (any Error)? = nil, isNotice: Bool = false) {
-            let value = entry.confirmed
+            let value = entry.confirmed.value
             confirmed = StoreResponse(
                 box: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
                 hasPendingChanges: false, error: error, version: version)
@@ -169,7 +162,7 @@ extension StoreMachine {
         init(entry: Entry) {
             key = entry.key
             generation = entry.generation
-            confirmedVersion = entry.confirmedVersion
+            confirmedVersion = entry.confirmed.version
             epoch = entry.pending.epoch
             (prefix, rest) = entry.pending.start(confirmedVersion: confirmedVersion)
         }

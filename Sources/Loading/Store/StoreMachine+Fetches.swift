@@ -16,9 +16,9 @@ extension StoreMachine {
         completion: @escaping FetchCompletion
     ) -> FetchStart {
         let entry = ensureEntry(key)
-        if let stamp, entry.confirmed != nil,
+        if let stamp, entry.confirmed.value != nil,
             entry.generation != stamp.generation
-                || (entry.confirmedVersion != stamp.confirmedVersion && !entry.staleness.isStale)
+                || (entry.confirmed.version != stamp.confirmedVersion && !entry.staleness.isStale)
         {
             defer { release(key) }
             return .answered(shownNow(key))

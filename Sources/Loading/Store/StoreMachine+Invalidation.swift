@@ -79,7 +79,7 @@ extension StoreMachine {
     /// one), and no fetch in flight to bring a fresh one.
     private func needsRevalidation(_ entry: Entry, now: Date, maxAgeSeconds: Double?) -> Bool {
         guard entry.fetches.isEmpty else { return false }
-        guard let confirmed = entry.confirmed, !entry.staleness.isStale, let maxAgeSeconds else { return true }
+        guard let confirmed = entry.confirmed.value, !entry.staleness.isStale, let maxAgeSeconds else { return true }
         guard isHeldByLevels(confirmed, now: now) else { return true }
         return confirmed.savedAt > now || now.timeIntervalSince(confirmed.savedAt) >= maxAgeSeconds
     }

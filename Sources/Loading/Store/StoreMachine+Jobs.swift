@@ -68,11 +68,11 @@ extension StoreMachine {
             switch self {
             case .write(let stored): stored.value
             case .serverCopy(let stored, let mutation):
-                entry.pending.mutation(mutation) != nil ? stored.value : entry.confirmed?.value
+                entry.pending.mutation(mutation) != nil ? stored.value : entry.confirmed.value?.value
             case .fetched(let value, _): value
             case .hit(let cached, _, _, _, _, _): cached.value
             case .external(let cached, _, _): cached?.value
-            case .update, .settle, .load, .flush, .barrier, .add, .replace: entry.confirmed?.value
+            case .update, .settle, .load, .flush, .barrier, .add, .replace: entry.confirmed.value?.value
             }
         }
 

@@ -13,16 +13,16 @@ extension StoreMachine {
     mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
         guard !issuing.isClearing else { return .known(nil) }
         let entry = ensureEntry(key)
-        guard !(entry.isKnown && !entry.turn.isFree) else {
+        guard !(entry.confirmed.isKnown && !entry.turn.isFree) else {
             defer { release(key) }
-            return .known(entry.confirmed == nil ? nil : shownNow(key))
+            return .known(entry.confirmed.value == nil ? nil : shownNow(key))
         }
         // Levels that could not save what the store confirmed (or remove it) are behind too, until a save lands.
         let behind =
             entry.writes.isBehind(at: level) || entry.saves.isBehind
         entry.levelReads += 1
         let stamp = ReadStamp(
-            generation: entry.generation, confirmedVersion: entry.confirmedVersion, staleMark: entry.staleness.mark)
+            generation: entry.generation, confirmedVersion: entry.confirmed.version, staleMark: entry.staleness.mark)
         return .read(stamp, inStep: !behind)
     }
 
@@ -56,7 +56,7 @@ extension StoreMachine {
         defer { release(key) }
         guard let stamp,
             entry.generation != stamp.generation
-                || (entry.confirmedVersion != stamp.confirmedVersion && entry.confirmed != nil)
+                || (entry.confirmed.version != stamp.confirmedVersion && entry.confirmed.value != nil)
         else { return nil }
         return shownNow(key)
     }
@@ -72,7 +72,7 @@ extension StoreMachine {
         // What the store learned is the answer, unless an invalidation made it stale since: then the read fetches.
         guard let entry = entry(key),
             entry.generation == stamp.generation
-                && (entry.confirmedVersion == stamp.confirmedVersion || entry.staleness.isStale)
+                && (entry.confirmed.version == stamp.confirmedVersion || entry.staleness.isStale)
         else { return .learned(endLevelRead(key, since: stamp)) }
         entry.levelReads -= 1
         return .fetch(beginFetch(key, joining: true, since: since, asked: asked, completion: completion))
@@ -83,7 +83,7 @@ extension StoreMachine {
     func stamp(of key: Key) -> ReadStamp {
         let entry = peek(key)
         return ReadStamp(
-            generation: entry?.generation ?? 0, confirmedVersion: entry?.confirmedVersion ?? 0,
+            generation: entry?.generation ?? 0, confirmedVersion: entry?.confirmed.version ?? 0,
             staleMark: entry?.staleness.mark ?? 0)
     }
 

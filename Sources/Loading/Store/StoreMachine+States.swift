@@ -106,14 +106,14 @@ extension StoreMachine {
     /// failure whenever the store is not fetching the key (told once the event is over).
     mutating func noteFailure(_ error: any Error, of key: Key) {
         guard let entry = peek(key), entry.observed?.states != nil else { return }
-        guard entry.shown.noteFailure(error, at: entry.confirmedVersion) else { return }
+        guard entry.shown.noteFailure(error, at: entry.confirmed.version) else { return }
         loadingTouched.append(entry)
         released.hasNotices = true
     }
 
     /// The failure `entry`'s state observers are shown, when it is still the latest news of the key.
     func failure(of entry: Entry) -> (any Error)? {
-        entry.shown.failure(at: entry.confirmedVersion)
+        entry.shown.failure(at: entry.confirmed.version)
     }
 
     /// The notices for the state observers of the keys that began or stopped loading, or failed, since the last call

@@ -18,9 +18,9 @@
 /// - **One entry per key in use.** An entry exists while something needs it: an observer, a level read, a fetch, a
 ///   pending optimistic change, a queued change, a level operation not yet issued, a debounced write. Then it is
 ///   dropped (or kept among the last `keptValues` values), and the levels hold the key's value.
-/// - **Known or not.** An entry's `confirmed` value is the truth only when `isKnown`; otherwise the levels hold it
-///   and the store reads them. An entry that is not known has no level operation pending: level operations come only
-///   from confirmed changes, which make it known.
+/// - **Known or not.** An entry's confirmed value (``ConfirmedValue``, set in one place) is the truth only once it is
+///   known; before, the levels hold it and the store reads them. An entry that is not known has no level operation
+///   pending: level operations come only from confirmed changes, which make it known.
 /// - **A generation** is a store-wide number an entry takes when it is made and anew on every removal and clear.
 ///   Whatever started under an older generation (a fetch, a level read, a change being computed) is stale when it
 ///   ends: it confirms nothing.
@@ -60,10 +60,11 @@
 /// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`). The store's:
 /// ``KeptValues`` (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations
 /// judge the levels' values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear
-/// waiting for them). A key's: ``KeyTurn`` (its changes, one at a time), ``FetchesInFlight`` and ``ChangeLog`` (its
-/// fetches and the changes they apply again), ``LevelWrites`` (writes not issued yet), ``LevelSaves`` (saves in
-/// flight), ``Staleness`` (its stale mark and the refetch it owes), ``ShownStates`` (what its state observers were
-/// shown) and ``PendingChanges`` (its optimistic changes and what it showed last).
+/// waiting for them). A key's: ``ConfirmedValue`` (its truth, counted by version, and the response its hits share),
+/// ``KeyTurn`` (its changes, one at a time), ``FetchesInFlight`` and ``ChangeLog`` (its fetches and the changes they
+/// apply again), ``LevelWrites`` (writes not issued yet), ``LevelSaves`` (saves in flight), ``Staleness`` (its stale
+/// mark and the refetch it owes), ``ShownStates`` (what its state observers were shown) and ``PendingChanges`` (its
+/// optimistic changes and what it showed last).
 struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreKeys``).
     typealias Key = Int
@@ -254,7 +255,7 @@ struct StoreMachine: Sendable {
     func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (
         snapshot: Snapshot?, fresh: Bool
     )? {
-        guard let entry = peek(key), entry.confirmed != nil else { return nil }
+        guard let entry = peek(key), entry.confirmed.value != nil else { return nil }
         let fresh = isFresh(entry, under: policy, now: now)
         let answers = fresh || policy.kind == .cacheThenNetwork
         return (answers ? Snapshot(entry: entry, version: entry.version) : nil, fresh)
@@ -271,32 +272,25 @@ struct StoreMachine: Sendable {
     mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> StoreFirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
-        guard entry.pending.isEmpty, entry.turn.isFree, let confirmed = entry.confirmed,
+        guard entry.pending.isEmpty, entry.turn.isFree, let confirmed = entry.confirmed.value,
             isFresh(confirmed, of: entry, under: policy, now: now)
         else { return .held }
-        if let hit = entry.hitResponse, entry.hitConfirmedVersion == entry.confirmedVersion,
-            hit.version == entry.version
-        {
-            return .answer(hit)
+        if let hit = entry.confirmed.sharedHit(shown: entry.version) { return .answer(hit) }
+        guard let response = entry.confirmed.makeHit(shown: entry.version, released: &released.response) else {
+            return .held
         }
-        let response = StoreResponse<Value>(
-            box: confirmed.value, origin: confirmed.origin, savedAtSeconds: confirmed.savedAtSeconds,
-            hasPendingChanges: false, error: nil, version: entry.version)
-        released.response = entry.hitResponse?.storage
-        entry.hitResponse = response
-        entry.hitConfirmedVersion = entry.confirmedVersion
         return .answer(response)
     }
 
     /// Whether `key`'s confirmed value was stamped after `now` (learned since a reader read its clock, or the clock
     /// was set back since it was stamped).
     func isStamped(_ key: Key, after now: Date) -> Bool {
-        peek(key)?.confirmed.map { $0.savedAt > now } ?? false
+        peek(key)?.confirmed.value.map { $0.savedAt > now } ?? false
     }
 
     /// Whether `policy` takes `entry`'s confirmed value as it is (see ``cached(_:under:now:)``).
     func isFresh(_ entry: Entry, under policy: ReadPolicy, now: Date) -> Bool {
-        guard let confirmed = entry.confirmed else { return false }
+        guard let confirmed = entry.confirmed.value else { return false }
         return isFresh(confirmed, of: entry, under: policy, now: now)
     }
 

@@ -29,6 +29,45 @@ final class StoreMachinePartsTests: XCTestCase {
         return taken
     }
 
+    func test_confirmedValue_isKnownFromItsFirstValue_countsEachValue_andReturnsTheOneReplaced() {
+        var confirmed = StoreMachine.ConfirmedValue()
+        XCTAssertFalse(confirmed.isKnown, "the levels hold the truth")
+        XCTAssertNil(confirmed.value)
+        let first = StoredValue<StoreMachine.Value>(value: ValueBox(1), origin: .network, savedAt: date(10))
+        XCTAssertNil(confirmed.set(first))
+        XCTAssertTrue(confirmed.isKnown)
+        XCTAssertEqual(confirmed.version, 1)
+
+        let replaced = confirmed.set(nil)  // a removal
+        XCTAssertEqual((replaced?.value as? ValueBox<Int>)?.value, 1, "handed back, to release after unlocking")
+        XCTAssertTrue(confirmed.isKnown, "known to have no value")
+        XCTAssertNil(confirmed.value)
+        XCTAssertEqual(confirmed.version, 2, "a removal is a version too")
+    }
+
+    func test_confirmedValue_sharesItsHitResponse_untilTheValueOrWhatTheKeyShowsChanges() {
+        var confirmed = StoreMachine.ConfirmedValue()
+        var released: (any AnyObject & Sendable)?
+        XCTAssertNil(confirmed.makeHit(shown: 1, released: &released), "no value, no response")
+        _ = confirmed.set(StoredValue(value: ValueBox(1), origin: .network, savedAt: date(10)))
+        XCTAssertNil(confirmed.sharedHit(shown: 5), "none made yet")
+
+        let first = confirmed.makeHit(shown: 5, released: &released)!
+        XCTAssertNil(released)
+        XCTAssertTrue(confirmed.sharedHit(shown: 5)?.storage === first.storage, "shared")
+        XCTAssertNil(confirmed.sharedHit(shown: 6), "the key shows a newer version")
+
+        let shownAnew = confirmed.makeHit(shown: 6, released: &released)!
+        XCTAssertEqual(shownAnew.version, 6)
+        XCTAssertTrue(released === first.storage, "the old one is released after unlocking")
+
+        _ = confirmed.set(StoredValue(value: ValueBox(2), origin: .network, savedAt: date(20)))
+        XCTAssertNil(confirmed.sharedHit(shown: 6), "a new value")
+        let newValue = confirmed.makeHit(shown: 6, released: &released)!
+        XCTAssertEqual((newValue.box as? ValueBox<Int>)?.value, 2)
+        XCTAssertTrue(released === shownAnew.storage)
+    }
+
     func test_keptValues_letGoOfTheOldestBeyondTheBound() {
         for key in 0..<5 { keep(key, stamp: key + 1) }
         XCTAssertEqual(kept.count, 5)
