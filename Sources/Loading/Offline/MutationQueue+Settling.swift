@@ -89,8 +89,10 @@ extension MutationQueue {
             case .failure(let error as StoreError) where error == .cleared: .cleared
             case .failure(let error): .refused(error)
             }
-        let settled = StoredMutation<Input>(entry.record)
-        settledNow(SettledMutation(id: settled.id, input: settled.input, outcome: outcome, serverID: settled.serverID))
+        let settled = entry.record
+        settledNow(
+            SettledMutation(
+                id: settled.id, input: typedInput(settled.input), outcome: outcome, serverID: settled.serverID))
         pump()
     }
 

@@ -111,19 +111,17 @@ extension StoredMutation: Equatable where Input: Equatable {}
 extension StoredMutation {
     /// The mutation with its input as `any Sendable`, as a queue's ledger keeps it.
     var erased: StoredMutation<any Sendable> {
-        StoredMutation<any Sendable>(self, input: input)
+        StoredMutation<any Sendable>(
+            id: id, sequence: sequence, input: input, createdAt: createdAt, attempts: attempts, serverID: serverID,
+            resends: resends, awaitsResolution: awaitsResolution)
     }
 
     /// A mutation a queue's ledger kept (see ``erased``), its input of the queue's type again.
     init(_ erased: StoredMutation<any Sendable>) {
-        self.init(erased, input: typedInput(erased.input))
-    }
-
-    /// `other`, with `input`.
-    private init<Other>(_ other: StoredMutation<Other>, input: Input) {
         self.init(
-            id: other.id, sequence: other.sequence, input: input, createdAt: other.createdAt, attempts: other.attempts,
-            serverID: other.serverID, resends: other.resends, awaitsResolution: other.awaitsResolution)
+            id: erased.id, sequence: erased.sequence, input: typedInput(erased.input), createdAt: erased.createdAt,
+            attempts: erased.attempts, serverID: erased.serverID, resends: erased.resends,
+            awaitsResolution: erased.awaitsResolution)
     }
 }
 
