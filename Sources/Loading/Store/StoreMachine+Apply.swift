@@ -12,11 +12,11 @@ extension StoreMachine {
         case .write(let stored):
             return confirmWrite(stored, for: key)
         case .serverCopy(let stored, let mutation):
-            guard entry.pending.mutation(mutation) != nil else { return Effects(garbage: [stored]) }
+            guard entry.work.pending.mutation(mutation) != nil else { return Effects(garbage: [stored]) }
             return confirmWrite(stored, for: key, source: .serverCopy)
         case .update(let change, let reply, let replays):
             // Not applied again by a fetch in flight, unless it `replays` (a change noted as made while none was).
-            let change = replays || entry.fetches.isEmpty ? change : nil
+            let change = replays || entry.work.fetches.isEmpty ? change : nil
             guard entry.confirmed.value != nil || value != nil else {
                 // Nothing to change; a fetch in flight gets it applied to what it brings.
                 if let change { log(change, for: key) }
@@ -43,7 +43,7 @@ extension StoreMachine {
             return confirmExternal(cached, level: level, stamp: stamp, for: key)
         case .settle(let id, let accepted, let ticket, let replacing):
             // Those settled meanwhile are not changed.
-            let replaced = replacing.map { entry.pending.replace($0) }
+            let replaced = replacing.map { entry.work.pending.replace($0) }
             var effects = settle(id, accepted: accepted, ticket: ticket, for: key, value: value, now: now)
             if let replacing { effects.garbage += [replaced as Any, replacing] }
             return effects
@@ -54,11 +54,11 @@ extension StoreMachine {
         case .barrier(let reply):
             return Effects(fetchReplies: [FetchReply(completion: { _ in reply() }, result: .success(shownNow(key)))])
         case .add(let mutation):
-            entry.pending.insert(mutation)
+            entry.work.pending.insert(mutation)
             return Effects(publish: publish(key))
         case .replace(let replacement):
             // Those settled meanwhile are not shown again.
-            let replaced = entry.pending.replace(replacement)
+            let replaced = entry.work.pending.replace(replacement)
             guard !replaced.isEmpty else { return Effects(garbage: [replacement]) }
             return Effects(publish: publish(key), garbage: [replaced, replacement])
         }
@@ -72,8 +72,8 @@ extension StoreMachine {
         changeMakesFresh(key)
         // Logged for a fetch in flight only (see ``log(_:for:)``): no closure is made otherwise.
         var change: Change?
-        if entry.fetches.isEmpty {
-            entry.log.skip(askedAt: entry.turn.asking)
+        if entry.work.fetches.isEmpty {
+            entry.log.skip(askedAt: entry.work.turn.asking)
         } else {
             change = { _ in stored.value }
         }
@@ -82,12 +82,12 @@ extension StoreMachine {
 
     mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        guard let fetch = entry.fetches.end(id) else { return Effects(garbage: [value as Any]) }
+        guard let fetch = entry.work.fetches.end(id) else { return Effects(garbage: [value as Any]) }
         loadingMayChange(entry)
         let rebased = entry.log.hasChanges(for: fetch)
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
         // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
-        let replays = max(entry.turn.asking, entry.staleness.mark)
+        let replays = max(entry.work.turn.asking, entry.staleness.mark)
         defer { trimLog(of: key) }
         guard fetch.generation == entry.generation else {
             let replies = fetch.callers.map {
@@ -97,7 +97,7 @@ extension StoreMachine {
             effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
             return effects
         }
-        guard entry.fetches.confirm(id) else {
+        guard entry.work.fetches.confirm(id) else {
             // A fetch started after this one was confirmed first: what it brought stays, and is the answer.
             let shown = shownNow(key)
             var effects = Effects(
@@ -173,7 +173,8 @@ extension StoreMachine {
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects(garbage: [value as Any])
-        guard let mutation = entry.pending.remove(id, accepted: accepted, confirmedVersion: entry.confirmed.version)
+        guard
+            let mutation = entry.work.pending.remove(id, accepted: accepted, confirmedVersion: entry.confirmed.version)
         else {
             effects.released = ticket.map { [$0] } ?? []
             return effects
@@ -196,12 +197,12 @@ extension StoreMachine {
     mutating func flushDebounced(of key: Key, ticket: SaveTicket) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects()
-        if entry.writes.hasOps {
-            entry.writes.append(.waitForSaves(ticket: ticket))
-        } else if !entry.saves.whenLanded(ticket) {
+        if entry.work.writes.hasOps {
+            entry.work.writes.append(.waitForSaves(ticket: ticket))
+        } else if !entry.work.saves.whenLanded(ticket) {
             effects.released = [ticket]
         }
-        effects.cancels = entry.writes.flushDebounced(holding: ticket)
+        effects.cancels = entry.work.writes.flushDebounced(holding: ticket)
         effects.issueLevels = startIssuing(key)
         return effects
     }
@@ -210,7 +211,7 @@ extension StoreMachine {
     /// (which may make some), or saves on their way to a level.
     func keysToFlush() -> [Key] {
         entries.compactMap { key, entry in
-            entry.writes.isSettled && entry.turn.isFree && !entry.saves.hasInFlight ? nil : key
+            entry.work.writes.isSettled && entry.work.turn.isFree && !entry.work.saves.hasInFlight ? nil : key
         }
     }
 
@@ -236,7 +237,7 @@ extension StoreMachine {
             targets: targets, debounces: debounces)
         if let stored {
             if !targets.isEmpty {
-                entry.writes.append(
+                entry.work.writes.append(
                     .save(
                         stored.value, savedAt: stored.savedAtSeconds, levels: targets, skipsDebounced: debounces,
                         ticket: ticket, answersFetch: answersFetch, mark: mark))
@@ -245,17 +246,17 @@ extension StoreMachine {
             }
             for level in targets where !debouncedLevels.isEmpty && debouncedLevels.contains(level) {
                 guard debounces else {
-                    if let dropped = entry.writes.dropDebounced(at: level) { effects.cancels.append(dropped) }
+                    if let dropped = entry.work.writes.dropDebounced(at: level) { effects.cancels.append(dropped) }
                     continue
                 }
                 let write = DebouncedWrite(
                     id: next(), value: stored.value, savedAt: stored.savedAtSeconds, mark: mark, timer: FinishedToken())
-                if let replaced = entry.writes.debounce(write, at: level) { effects.cancels.append(replaced) }
+                if let replaced = entry.work.writes.debounce(write, at: level) { effects.cancels.append(replaced) }
                 effects.debounce.append(DebounceStart(level: level, id: write.id, value: stored.value))
             }
         } else {
-            effects.cancels += entry.writes.dropDebounced()
-            entry.writes.append(.remove(levels: targets, ticket: ticket, answersFetch: answersFetch, mark: mark))
+            effects.cancels += entry.work.writes.dropDebounced()
+            entry.work.writes.append(.remove(levels: targets, ticket: ticket, answersFetch: answersFetch, mark: mark))
         }
         effects.publish(publish(key, error: error, answers: answers))
         effects.issueLevels = startIssuing(key)

@@ -11,7 +11,7 @@ extension StoreMachine {
     /// after that (while the change waited for its turn).
     mutating func changeMakesFresh(_ key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        if entry.turn.asking > entry.staleness.mark { makeFresh(key, from: entry.turn.asking) }
+        if entry.work.turn.asking > entry.staleness.mark { makeFresh(key, from: entry.work.turn.asking) }
     }
 
     mutating func makeFresh(_ key: Key, from point: Int) {
@@ -21,18 +21,18 @@ extension StoreMachine {
 
     mutating func log(_ change: @escaping Change, for key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        guard !entry.fetches.isEmpty else {
-            entry.log.skip(askedAt: entry.turn.asking)
+        guard !entry.work.fetches.isEmpty else {
+            entry.log.skip(askedAt: entry.work.turn.asking)
             return
         }
         // Numbered by when it was asked: a fetch that began before applies it again, one that began after does not.
-        entry.log.append(change, askedAt: entry.turn.asking, generation: entry.generation)
+        entry.log.append(change, askedAt: entry.work.turn.asking, generation: entry.generation)
     }
 
     /// Forgets the logged changes no fetch in flight needs any more.
     mutating func trimLog(of key: Key) {
         let entry = entry(key, heldBecause: "a fetch of the key just ended")
-        entry.log.trim(keepingAfter: entry.fetches.oldestLogStart())
+        entry.log.trim(keepingAfter: entry.work.fetches.oldestLogStart())
     }
 
     /// A new version of what `key` shows: the snapshot its observers are sent, made only when it has observers or

@@ -11,19 +11,19 @@ extension StoreMachine {
     mutating func submit(_ job: Job, for key: Key, now: Date) -> Step {
         let entry = ensureEntry(key)
         if job.endsLevelRead { entry.levelReads -= 1 }  // the read is over; what it found is judged in order
-        if case .fetched(_, let id) = job, !entry.fetches.contains(id) {
+        if case .fetched(_, let id) = job, !entry.work.fetches.contains(id) {
             release(key)
             var dropped = Effects(garbage: [job])  // every caller left: nothing to confirm
             dropped.endsTurn = true  // and this caller never had the key's turn
             return .applied(dropped)
         }
-        guard entry.turn.take() else {
+        guard entry.work.turn.take() else {
             enqueue(job, on: entry)
             return .queued
         }
         // The key's turn is free: a change needing neither the levels' value nor a closure applies at once.
-        if !entry.turn.hasQueued, entry.confirmed.isKnown || !job.needsBase, job.changes(in: entry) == nil {
-            entry.turn.apply(askedAt: next())
+        if !entry.work.turn.hasQueued, entry.confirmed.isKnown || !job.needsBase, job.changes(in: entry) == nil {
+            entry.work.turn.apply(askedAt: next())
             return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
         }
         enqueue(job, on: entry)
@@ -33,7 +33,7 @@ extension StoreMachine {
     /// Puts `job` last in its key's queue, with when it was asked: a fetch that begins later does not count it as a
     /// change made while it was in flight, however late it is applied.
     mutating func enqueue(_ job: Job, on entry: Entry) {
-        entry.turn.enqueue(job, askedAt: next())
+        entry.work.turn.enqueue(job, askedAt: next())
     }
 
     /// A write of `key` applied at once when its turn is free. When the caller issues the key's level operations
@@ -47,8 +47,8 @@ extension StoreMachine {
         -> Effects?
     {
         let entry = ensureEntry(key)
-        guard entry.turn.isFree else { return nil }
-        entry.turn.apply(askedAt: next())
+        guard entry.work.turn.isFree else { return nil }
+        entry.work.turn.apply(askedAt: next())
         let effects = confirmWrite(stored, for: key)
         endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
         return effects
@@ -62,10 +62,10 @@ extension StoreMachine {
     mutating func fetchedAtOnce(
         _ value: Value, fetch id: Int, for key: Key, now: Date, save: inout LevelOp?
     ) -> Effects? {
-        guard let entry = entry(key), entry.turn.isFree, entry.log.isEmpty,
-            entry.fetches.contains(id)
+        guard let entry = entry(key), entry.work.turn.isFree, entry.log.isEmpty,
+            entry.work.fetches.contains(id)
         else { return nil }
-        entry.turn.apply(askedAt: next())
+        entry.work.turn.apply(askedAt: next())
         let effects = confirmFetch(id, for: key, value: value, now: now)
         endAtOnce(entry, of: key, issuing: effects.issueLevels, save: &save)
         return effects
@@ -75,7 +75,7 @@ extension StoreMachine {
     /// save is the only one, the save is handed out in `save` (moved out, the key keeping its list's storage); then
     /// the key is let go if nothing else needs it.
     mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
-        if issuing, let only = entry.writes.takeOnlyOp() {
+        if issuing, let only = entry.work.writes.takeOnlyOp() {
             countSaves(in: only, of: entry)
             save = only
         }
@@ -87,9 +87,9 @@ extension StoreMachine {
         switch operation {
         case .save(_, _, let targets, let skipsDebounced, _, _, let mark):
             let count = skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
-            entry.saves.issue(count, version: mark.version)
-        case .flush(_, _, _, _, let mark): entry.saves.issue(1, version: mark.version)
-        case .remove(let targets, _, _, let mark): entry.saves.issue(targets.count, version: mark.version)
+            entry.work.saves.issue(count, version: mark.version)
+        case .flush(_, _, _, _, let mark): entry.work.saves.issue(1, version: mark.version)
+        case .remove(let targets, _, _, let mark): entry.work.saves.issue(targets.count, version: mark.version)
         case .waitForSaves: break
         }
     }
@@ -111,11 +111,11 @@ extension StoreMachine {
             folded = invalidations.record(matches, at: date, as: mark.staleSince)
         }
         guard let entry = entry(key) else { return (folded, [], false, nil) }
-        let flushed = entry.saves.land(
+        let flushed = entry.work.saves.land(
             version: mark.version, failed: failed, current: entry.generation == mark.generation)
         var (issues, released): (Bool, (any CancellationToken)?) = (false, nil)
         if let level = flushedLevel {
-            let next = entry.writes.flushLanded(at: level)
+            let next = entry.work.writes.flushLanded(at: level)
             released = next.timer
             if next.issues { issues = startIssuing(key) }
         }
@@ -127,8 +127,8 @@ extension StoreMachine {
     /// caller stops running it).
     mutating func nextChange(of key: Key, now: Date) -> Step? {
         guard let entry = entry(key) else { return nil }
-        guard entry.turn.hasQueued else {
-            entry.turn.end()
+        guard entry.work.turn.hasQueued else {
+            entry.work.turn.end()
             release(key)
             return nil
         }
@@ -137,21 +137,23 @@ extension StoreMachine {
 
     mutating func nextStep(for key: Key, now: Date) -> Step {
         let entry = entry(key, heldBecause: "a change of the key is queued")
-        guard let job = entry.turn.head else { preconditionFailure("A key's next change is asked with none queued") }
+        guard let job = entry.work.turn.head else {
+            preconditionFailure("A key's next change is asked with none queued")
+        }
         if !entry.confirmed.isKnown, job.needsBase { return .loadBase(generation: entry.generation) }
         guard let changes = job.changes(in: entry) else {
-            _ = entry.turn.takeHead()
+            _ = entry.work.turn.takeHead()
             return .applied(endTurnIfDone(apply(job, to: key, value: job.base(in: entry), now: now), for: key))
         }
-        entry.turn.headStartsRunning()
+        entry.work.turn.headStartsRunning()
         return .run(Work(generation: entry.generation, base: job.base(in: entry), changes: changes))
     }
 
     /// Gives up `key`'s turn when its queue is empty after a change, before the change's effects are performed:
     /// a read or change asked while they run (a reply's caller reading again) finds the key idle.
     mutating func endTurnIfDone(_ effects: consuming Effects, for key: Key) -> Effects {
-        guard let entry = entry(key), !entry.turn.hasQueued else { return effects }
-        entry.turn.end()
+        guard let entry = entry(key), !entry.work.turn.hasQueued else { return effects }
+        entry.work.turn.end()
         effects.endsTurn = true
         release(key)
         return effects
@@ -164,8 +166,8 @@ extension StoreMachine {
     }
 
     mutating func commitWork(_ work: Work, result: Value?, for key: Key, now: Date) -> Effects {
-        guard let entry = entry(key), entry.turn.hasQueued else { return Effects() }
-        let job = entry.turn.takeHead()
+        guard let entry = entry(key), entry.work.turn.hasQueued else { return Effects() }
+        let job = entry.work.turn.takeHead()
         guard entry.generation == work.generation else {
             // Removed or cleared while it ran: an update is dropped (the removal was asked later), a settle runs
             // again on what is confirmed now, a fetch or a hit is judged stale and answers its callers.
@@ -173,7 +175,7 @@ extension StoreMachine {
             case .update, .write, .load, .serverCopy:
                 return Effects(fetchReplies: job.droppedReply.map { [$0] } ?? [], garbage: [job, result as Any])
             case .settle:
-                entry.turn.putBack(job)
+                entry.work.turn.putBack(job)
             case .flush, .barrier, .add, .replace: return apply(job, to: key, value: nil, now: now)
             case .fetched, .hit, .external: return apply(job, to: key, value: result, now: now)
             }
@@ -219,12 +221,12 @@ extension StoreMachine {
         let id = next()
         var mutation = Mutation(id: id, change: change, order: order)
         mutation.commit = commit
-        guard !entry.turn.isTaken else {
+        guard !entry.work.turn.isTaken else {
             // Shown in order: after the changes asked before it.
             enqueue(.add(mutation), on: entry)
             return (id, nil, !entry.confirmed.isKnown)
         }
-        entry.pending.insert(mutation)
+        entry.work.pending.insert(mutation)
         return (id, publish(key), !entry.confirmed.isKnown)
     }
 
@@ -233,7 +235,7 @@ extension StoreMachine {
     mutating func remember(_ prefix: ShownPrefix, for key: Key, generation: Int) {
         guard let entry = entry(key), entry.generation == generation, entry.confirmed.version == prefix.confirmedVersion
         else { return }
-        entry.pending.remember(prefix)
+        entry.work.pending.remember(prefix)
     }
 }
 

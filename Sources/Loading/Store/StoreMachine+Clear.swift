@@ -17,11 +17,11 @@ extension StoreMachine {
         effects.fetchReplies = dropped.compactMap { $0.droppedReply }
         entry.generation = next()
         entry.staleness.reset()  // what made it stale is gone with the value
-        effects.cancels = entry.writes.dropDebounced()
+        effects.cancels = entry.work.writes.dropDebounced()
         let mark = saveMark(
             for: key, generation: entry.generation, version: entry.confirmed.version, staleSince: 0,
             targets: levelNames.indices)
-        entry.writes.append(.remove(levels: levelNames.indices, ticket: nil, mark: mark))
+        entry.work.writes.append(.remove(levels: levelNames.indices, ticket: nil, mark: mark))
         effects.publish(publish(key))
         effects.issueLevels = startIssuing(key)
         return effects
@@ -31,7 +31,7 @@ extension StoreMachine {
     /// changes waiting to be shown too). The job running now stays at the head: its commit takes it off and judges it
     /// (see ``commitWork(_:result:for:now:)``).
     func dropQueuedByRemoval(of entry: Entry, clearing: Bool = false) -> [Job] {
-        entry.turn.drop { $0.isDroppedByRemoval || (clearing && $0.added != nil) }
+        entry.work.turn.drop { $0.isDroppedByRemoval || (clearing && $0.added != nil) }
     }
 
     /// Forgets everything (a logout): every key shows nothing, pending changes are cancelled (their commits are
@@ -44,8 +44,8 @@ extension StoreMachine {
         for (key, entry) in entries {
             let shownBefore = entry.showsSomething
             let dropped = dropQueuedByRemoval(of: entry, clearing: true)
-            let pending = entry.pending.removeAll() + dropped.compactMap { $0.added }
-            let (ops, timers) = entry.writes.removeAll()
+            let pending = entry.work.pending.removeAll() + dropped.compactMap { $0.added }
+            let (ops, timers) = entry.work.writes.removeAll()
             effects.garbage += [entry.confirmed.set(nil) as Any, dropped, ops, pending]
             effects.fetchReplies += dropped.compactMap { $0.droppedReply }
             effects.released += ops.compactMap { $0.ticket }  // work waiting for dropped writes goes on
@@ -53,7 +53,7 @@ extension StoreMachine {
             effects.cancels += timers
             entry.generation = next()
             entry.staleness.reset()
-            entry.saves.cleared(at: entry.confirmed.version)
+            entry.work.saves.cleared(at: entry.confirmed.version)
             entry.keptStamp = nil
             if shownBefore || entry.observers > 0 { effects.publish(publish(key)) }
             release(key)
@@ -75,8 +75,8 @@ extension StoreMachine {
     /// those clears empty.
     mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key], levels: Int) {
         let (completions, held, levels) = issuing.removeAllIssued()
-        let keys = held.filter { entries[$0]?.writes.hasOps ?? false }
-        for key in keys { entry(key, heldBecause: "it has level operations").writes.startIssuing() }
+        let keys = held.filter { entries[$0]?.work.writes.hasOps ?? false }
+        for key in keys { entry(key, heldBecause: "it has level operations").work.writes.startIssuing() }
         issuing.resume(keys.count)
         return (completions, keys, levels)
     }

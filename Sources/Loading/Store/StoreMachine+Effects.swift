@@ -8,6 +8,9 @@ extension StoreMachine {
     /// What the store performs after unlocking, in this order: release the garbage, cancel, fail the cleared
     /// commits, publish, schedule the debounced writes, issue the level operations, reply, release the tickets.
     struct Effects {
+        /// No effects yet: the event adds them.
+        init() {}
+
         init(
             publish: Snapshot? = nil, fetchReplies: [FetchReply] = [], hitReplies: [HitReplyDelivery] = [],
             garbage: [Any] = [], released: [SaveTicket] = []

@@ -7,26 +7,22 @@
 extension StoreMachine {
     /// What the store knows of one key in use. A reference, so that changing a field costs neither a copy of the
     /// entry nor a second lookup of its key; it is reached only through the machine, which only the store's lock
-    /// reaches (that lock is what makes it safe to send). Its fields keep the run-time exclusivity checks of a class:
-    /// about 3,400 instructions of a first read (Benchmarks, scenario 17), which the entry as a value in the slot
-    /// table would make static.
+    /// reaches (that lock is what makes it safe to send). Its fields keep the run-time exclusivity checks of a class
+    /// (about 80 instructions each look; some 30 looks and 2,500 instructions of a first read, Benchmarks scenario
+    /// 17), which the entry as a value in the slot table would make static; what holds it in use is one field
+    /// (``KeyWork``) for that reason.
     final class Entry: @unchecked Sendable {
         /// The key's truth, when the store knows it (when not, the levels hold it).
         var confirmed = ConfirmedValue()
-        var pending = PendingChanges()
+        /// What is under way for the key, which holds the entry in use.
+        var work = KeyWork()
         /// The version of the last response published for the key.
         var version = 0
         var generation: Int
         var observers = 0
         var levelReads = 0
-        /// Fetches in flight, and the newest whose value was confirmed.
-        var fetches = FetchesInFlight()
         /// Changes confirmed while fetches were in flight, to apply again to what they bring.
         var log = ChangeLog()
-        /// The key's turn: the change applying now and the changes waiting for it.
-        var turn = KeyTurn()
-        /// Level writes decided and not issued yet, and debounced writes waiting for their timers.
-        var writes = LevelWrites()
         /// Set while the entry counts among the kept values.
         var keptStamp: Int?
         /// The subjects the key's observers subscribe to, while it has some (replaced, not changed: see
@@ -41,10 +37,6 @@ extension StoreMachine {
         var shown = ShownStates()
         /// Whether the value is stale, and the refetch owed to the observers.
         var staleness = Staleness()
-        /// Level saves issued and not landed yet, and whether the levels hold the newest value the store tried to
-        /// save: the entry is kept until they land and one does (a save of a stale value is recorded stale when it
-        /// lands, as the level stamps it with its own time; a save that fails keeps the value here).
-        var saves = LevelSaves()
         /// The entry's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
         var key: Key
 
@@ -54,18 +46,17 @@ extension StoreMachine {
         }
 
         /// Whether observers are shown a value: a known one, or pending changes.
-        var showsSomething: Bool { confirmed.value != nil || !pending.isEmpty }
+        var showsSomething: Bool { confirmed.value != nil || !work.pending.isEmpty }
 
         /// Whether the store fetches the key now. A fetch from before a removal or a clear does not count: what it
         /// brings is dropped.
         var isLoading: Bool {
-            fetches.isLoading(generation: generation)
+            work.fetches.isLoading(generation: generation)
         }
 
         /// Whether nothing needs the entry: its value, if any, lives in the levels.
         var isIdle: Bool {
-            observers == 0 && levelReads == 0 && fetches.isEmpty && pending.isEmpty && turn.isFree
-                && writes.isSettled && saves.isSettled
+            observers == 0 && levelReads == 0 && work.isDone
         }
     }
 
@@ -98,7 +89,7 @@ extension StoreMachine {
             confirmed = StoreResponse(
                 box: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
                 hasPendingChanges: false, error: error, version: version)
-            pending = entry.pending.isEmpty ? nil : ShownChanges(entry: entry)
+            pending = entry.work.pending.isEmpty ? nil : ShownChanges(entry: entry)
             observed = entry.observed
             isStale = entry.staleness.isStale
             isLoading = entry.observed?.states != nil && entry.isLoading
@@ -163,8 +154,8 @@ extension StoreMachine {
             key = entry.key
             generation = entry.generation
             confirmedVersion = entry.confirmed.version
-            epoch = entry.pending.epoch
-            (prefix, rest) = entry.pending.start(confirmedVersion: confirmedVersion)
+            epoch = entry.work.pending.epoch
+            (prefix, rest) = entry.work.pending.start(confirmedVersion: confirmedVersion)
         }
     }
 }

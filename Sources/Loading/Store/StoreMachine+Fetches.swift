@@ -26,7 +26,8 @@ extension StoreMachine {
         let caller = next()
         // A fetch from before a removal or a clear brings nothing the caller may see: it is not joined.
         if joining,
-            let id = entry.fetches.join(FetchCaller(id: caller, completion: completion), generation: entry.generation)
+            let id = entry.work.fetches.join(
+                FetchCaller(id: caller, completion: completion), generation: entry.generation)
         {
             return .joined(fetch: id, caller: caller)
         }
@@ -44,10 +45,10 @@ extension StoreMachine {
         // once (`replays`: the answer, or the invalidation after it): the changes asked while the answer waited its
         // turn are applied again to what the refetch brings.
         let position = max(asked.map { max($0, entry.staleness.mark) } ?? counter, entry.log.lastUnlogged)
-        let oldest = entry.fetches.oldestLogStart(generation: entry.generation)
+        let oldest = entry.work.fetches.oldestLogStart(generation: entry.generation)
         let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()
-        entry.fetches.begin(
+        entry.work.fetches.begin(
             id: id, generation: entry.generation, logStart: logStart, sentMark: position + 1,
             caller: FetchCaller(id: caller, completion: completion))
         loadingMayChange(entry)
@@ -59,7 +60,7 @@ extension StoreMachine {
     mutating func keepToken(_ token: any CancellationToken, ofFetch id: Int, for key: Key) -> (
         any CancellationToken
     )? {
-        guard let entry = entry(key), entry.fetches.keepToken(token, of: id) else { return nil }
+        guard let entry = entry(key), entry.work.fetches.keepToken(token, of: id) else { return nil }
         loadingMayChange(entry)
         trimLog(of: key)
         release(key)
@@ -71,7 +72,9 @@ extension StoreMachine {
     mutating func leaveFetch(_ id: Int, caller: Int, of key: Key) -> (
         garbage: [Any], cancel: (any CancellationToken)?
     ) {
-        guard let entry = entry(key), let (left, ended) = entry.fetches.leave(caller, of: id) else { return ([], nil) }
+        guard let entry = entry(key), let (left, ended) = entry.work.fetches.leave(caller, of: id) else {
+            return ([], nil)
+        }
         guard let fetch = ended, let token = fetch.token else { return ([left.completion], nil) }
         loadingMayChange(entry)
         trimLog(of: key)
@@ -83,7 +86,7 @@ extension StoreMachine {
     /// be gone): nothing happens.
     mutating func fetchFailed(_ id: Int, of key: Key, with error: any Error) -> Effects {
         var effects = Effects()
-        guard let entry = entry(key), let fetch = entry.fetches.end(id) else { return effects }
+        guard let entry = entry(key), let fetch = entry.work.fetches.end(id) else { return effects }
         effects.refetches = beginOwedRefetch(key, replayingFrom: counter)
         loadingMayChange(entry)
         noteFailure(error, of: key)
@@ -100,10 +103,10 @@ extension StoreMachine {
     mutating func beginRefetch(_ key: Key, completion: @escaping FetchCompletion) -> FetchStart? {
         let entry = ensureEntry(key)
         let staleMark = entry.staleness.mark
-        guard entry.fetches.hasCallers else {
+        guard entry.work.fetches.hasCallers else {
             return beginFetch(key, joining: false, completion: completion)
         }
-        let freshOnItsWay = entry.fetches.withCallers.contains { $0.sentMark.map { $0 > staleMark } ?? true }
+        let freshOnItsWay = entry.work.fetches.withCallers.contains { $0.sentMark.map { $0 > staleMark } ?? true }
         if !freshOnItsWay { entry.staleness.oweRefetch() }
         release(key)
         return nil
@@ -115,7 +118,7 @@ extension StoreMachine {
     mutating func takeOwedRefetch(_ key: Key) -> Bool {
         guard let entry = entry(key), entry.staleness.owesRefetch else { return false }
         let staleMark = entry.staleness.mark
-        let others = entry.fetches.withCallers
+        let others = entry.work.fetches.withCallers
         guard entry.observers > 0, others.isEmpty else {
             // Still owed while every other fetch in flight was sent before the key went stale.
             let older = others.allSatisfy { $0.sentMark.map { $0 <= staleMark } ?? false }
@@ -139,8 +142,8 @@ extension StoreMachine {
 
     /// Adds `completion` to the callers of fetch `id` of `key`, when it is still in flight.
     mutating func addCaller(_ completion: @escaping FetchCompletion, toFetch id: Int, of key: Key) {
-        guard let entry = entry(key), entry.fetches.contains(id) else { return }
-        _ = entry.fetches.add(FetchCaller(id: next(), completion: completion), to: id)
+        guard let entry = entry(key), entry.work.fetches.contains(id) else { return }
+        _ = entry.work.fetches.add(FetchCaller(id: next(), completion: completion), to: id)
     }
 
     /// Fetch `id` of `key` found the network down: it waits for it before it sends its request, or (a store that
@@ -148,7 +151,7 @@ extension StoreMachine {
     /// invalidation made since then is not needed, since what the fetch brings will be fresh against it, or, offline,
     /// nothing is fetched for it (a refetch owed before the fetch began stays owed).
     mutating func fetchWaits(_ id: Int, of key: Key) {
-        guard let entry = entry(key), let sent = entry.fetches.wait(id) else { return }
+        guard let entry = entry(key), let sent = entry.work.fetches.wait(id) else { return }
         entry.staleness.fetchWaits(sentAt: sent)
     }
 
@@ -163,8 +166,8 @@ extension StoreMachine {
 
     /// Fetch `id` of `key` sends its request now.
     mutating func fetchSent(_ id: Int, of key: Key) {
-        guard let entry = entry(key), entry.fetches.contains(id) else { return }
-        entry.fetches.send(id, at: next())
+        guard let entry = entry(key), entry.work.fetches.contains(id) else { return }
+        entry.work.fetches.send(id, at: next())
     }
 }
 
@@ -205,7 +208,7 @@ extension StoreMachine {
     /// Fetch `id` of `key` is answered by the value another process saved to level `level` at `savedAt`: confirmed
     /// with that date, as a hit of that level (saved to the faster levels only).
     mutating func fetchAnsweredByLevel(_ id: Int, of key: Key, level: Int, savedAt: Date) {
-        entry(key)?.fetches.noteLevelAnswer(of: id, level: level, savedAt: savedAt.timeIntervalSinceReferenceDate)
+        entry(key)?.work.fetches.noteLevelAnswer(of: id, level: level, savedAt: savedAt.timeIntervalSinceReferenceDate)
     }
 
     /// A caller waiting for a fetch.

@@ -78,7 +78,7 @@ extension StoreMachine {
     /// Whether `entry` has no value, an invalidated one, or one older than `maxAgeSeconds` (every value, without
     /// one), and no fetch in flight to bring a fresh one.
     private func needsRevalidation(_ entry: Entry, now: Date, maxAgeSeconds: Double?) -> Bool {
-        guard entry.fetches.isEmpty else { return false }
+        guard entry.work.fetches.isEmpty else { return false }
         guard let confirmed = entry.confirmed.value, !entry.staleness.isStale, let maxAgeSeconds else { return true }
         guard isHeldByLevels(confirmed, now: now) else { return true }
         return confirmed.savedAt > now || now.timeIntervalSince(confirmed.savedAt) >= maxAgeSeconds

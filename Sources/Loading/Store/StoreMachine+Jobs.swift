@@ -68,7 +68,7 @@ extension StoreMachine {
             switch self {
             case .write(let stored): stored.value
             case .serverCopy(let stored, let mutation):
-                entry.pending.mutation(mutation) != nil ? stored.value : entry.confirmed.value?.value
+                entry.work.pending.mutation(mutation) != nil ? stored.value : entry.confirmed.value?.value
             case .fetched(let value, _): value
             case .hit(let cached, _, _, _, _, _): cached.value
             case .external(let cached, _, _): cached?.value
@@ -83,13 +83,13 @@ extension StoreMachine {
                 return [change]
             case .settle(let id, accepted: true, _, let replacing):
                 if let replaced = replacing?.changes.first(where: { $0.mutation == id }),
-                    entry.pending.mutation(id) != nil
+                    entry.work.pending.mutation(id) != nil
                 {
                     return [replaced.change]
                 }
-                return entry.pending.mutation(id).map { [$0.change] }
+                return entry.work.pending.mutation(id).map { [$0.change] }
             case .fetched(_, let id):
-                guard let fetch = entry.fetches.fetch(id) else { return nil }
+                guard let fetch = entry.work.fetches.fetch(id) else { return nil }
                 let changes = entry.log.changes(for: fetch)
                 return changes.isEmpty ? nil : changes
             case .write, .hit, .external, .settle, .load, .flush, .barrier, .add, .replace, .serverCopy:

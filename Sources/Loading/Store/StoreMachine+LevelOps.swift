@@ -9,14 +9,14 @@ extension StoreMachine {
     /// stops, unless `removeAll` is set (it then issues a clear's `removeAll`).
     mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
         guard let entry = entry(key) else { return nil }
-        if !issuing.isClearing, entry.writes.hasOps {
-            let ops = entry.writes.takeOps()
+        if !issuing.isClearing, entry.work.writes.hasOps {
+            let ops = entry.work.writes.takeOps()
             if let first = ops.head { countSaves(in: first, of: entry) }
             for operation in ops.tail { countSaves(in: operation, of: entry) }
             return (ops, false)
         }
-        entry.writes.stopIssuing()
-        let issuesRemoveAll = issuing.stop(key, hasMore: entry.writes.hasOps)
+        entry.work.writes.stopIssuing()
+        let issuesRemoveAll = issuing.stop(key, hasMore: entry.work.writes.hasOps)
         release(key)
         return issuesRemoveAll ? (InlineFirstArray(), true) : nil
     }
@@ -25,13 +25,15 @@ extension StoreMachine {
     mutating func keepTimer(
         _ timer: any CancellationToken, ofWrite id: Int, level: Int, for key: Key
     ) -> (any CancellationToken)? {
-        guard let entry = entry(key), entry.writes.keepTimer(timer, ofWrite: id, level: level) else { return timer }
+        guard let entry = entry(key), entry.work.writes.keepTimer(timer, ofWrite: id, level: level) else {
+            return timer
+        }
         return nil
     }
 
     /// A debounced write's timer fired: the write is issued if it is still the level's latest.
     mutating func debounceFired(_ id: Int, level: Int, for key: Key) -> Effects {
-        guard let entry = entry(key), let timer = entry.writes.fire(id, level: level) else { return Effects() }
+        guard let entry = entry(key), let timer = entry.work.writes.fire(id, level: level) else { return Effects() }
         var effects = Effects(garbage: [timer])
         effects.issueLevels = startIssuing(key)
         release(key)
@@ -41,15 +43,15 @@ extension StoreMachine {
     /// A flush's wait reached the caller issuing `key`'s operations, which issued (and counted) those decided before
     /// it: `ticket` waits for the key's saves in flight; `false` when none is (the caller releases it).
     mutating func flushWaits(_ ticket: SaveTicket, for key: Key) -> Bool {
-        entry(key, heldBecause: "a caller is issuing the key's level operations").saves.whenLanded(ticket)
+        entry(key, heldBecause: "a caller is issuing the key's level operations").work.saves.whenLanded(ticket)
     }
 
     /// Whether the caller that decided level operations for `key` issues them: not when another caller is issuing
     /// the key's operations already, or a clear holds them until its `removeAll` is issued.
     mutating func startIssuing(_ key: Key) -> Bool {
         let entry = entry(key, heldBecause: "the caller just decided its level operations")
-        guard entry.writes.hasOps, !entry.writes.isIssuing, issuing.start(key) else { return false }
-        entry.writes.startIssuing()
+        guard entry.work.writes.hasOps, !entry.work.writes.isIssuing, issuing.start(key) else { return false }
+        entry.work.writes.startIssuing()
         return true
     }
 }

@@ -13,13 +13,13 @@ extension StoreMachine {
     mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
         guard !issuing.isClearing else { return .known(nil) }
         let entry = ensureEntry(key)
-        guard !(entry.confirmed.isKnown && !entry.turn.isFree) else {
+        guard !(entry.confirmed.isKnown && !entry.work.turn.isFree) else {
             defer { release(key) }
             return .known(entry.confirmed.value == nil ? nil : shownNow(key))
         }
         // Levels that could not save what the store confirmed (or remove it) are behind too, until a save lands.
         let behind =
-            entry.writes.isBehind(at: level) || entry.saves.isBehind
+            entry.work.writes.isBehind(at: level) || entry.work.saves.isBehind
         entry.levelReads += 1
         let stamp = ReadStamp(
             generation: entry.generation, confirmedVersion: entry.confirmed.version, staleMark: entry.staleness.mark)
@@ -28,14 +28,14 @@ extension StoreMachine {
 
     /// Whether a change of `key` runs or waits (a read asked now comes after it).
     func isChanging(_ key: Key) -> Bool {
-        peek(key).map { !$0.turn.isFree } ?? false
+        peek(key).map { !$0.work.turn.isFree } ?? false
     }
 
     /// Queues a read of `key` behind the changes of the key that run or wait (asked before it), when there are some:
     /// `reply` is called when its turn comes, and the read goes on then, seeing what they made. `false` when the key's
     /// turn is free (the read goes on at once).
     mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
-        guard let entry = entry(key), !entry.turn.isFree else { return false }
+        guard let entry = entry(key), !entry.work.turn.isFree else { return false }
         enqueue(.barrier(reply: reply), on: entry)
         return true
     }

@@ -61,10 +61,11 @@
 /// ``KeptValues`` (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations
 /// judge the levels' values by, with ``RefreshedKeys``), ``LevelIssuing`` (who issues level operations, and a clear
 /// waiting for them). A key's: ``ConfirmedValue`` (its truth, counted by version, and the response its hits share),
-/// ``KeyTurn`` (its changes, one at a time), ``FetchesInFlight`` and ``ChangeLog`` (its fetches and the changes they
-/// apply again), ``LevelWrites`` (writes not issued yet), ``LevelSaves`` (saves in flight), ``Staleness`` (its stale
-/// mark and the refetch it owes), ``ShownStates`` (what its state observers were shown) and ``PendingChanges`` (its
-/// optimistic changes and what it showed last).
+/// ``KeyWork`` (what is under way for it, which holds its entry in use: ``KeyTurn``, its changes, one at a time;
+/// ``FetchesInFlight``, its fetches; ``LevelWrites``, writes not issued yet; ``LevelSaves``, saves in flight;
+/// ``PendingChanges``, its optimistic changes and what it showed last), ``ChangeLog`` (the changes its fetches apply
+/// again), ``Staleness`` (its stale mark and the refetch it owes) and ``ShownStates`` (what its state observers were
+/// shown).
 struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreKeys``).
     typealias Key = Int
@@ -159,7 +160,7 @@ struct StoreMachine: Sendable {
     /// Gives the first change of `key` waiting for its place in the processes' order that place (``SaveMark/unplaced``:
     /// it takes one when its save is issued); the keys waiting are taken with ``takePlacesWanted()``.
     mutating func place(at place: UInt64, forChangeOf key: Key) {
-        entry(key)?.writes.place(at: place)
+        entry(key)?.work.writes.place(at: place)
     }
 
     /// The keys whose changes wait for their places, in the order they were decided; forgotten here.
@@ -272,7 +273,7 @@ struct StoreMachine: Sendable {
     mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> StoreFirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
-        guard entry.pending.isEmpty, entry.turn.isFree, let confirmed = entry.confirmed.value,
+        guard entry.work.pending.isEmpty, entry.work.turn.isFree, let confirmed = entry.confirmed.value,
             isFresh(confirmed, of: entry, under: policy, now: now)
         else { return .held }
         if let hit = entry.confirmed.sharedHit(shown: entry.version) { return .answer(hit) }

@@ -312,6 +312,37 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertTrue(shown.noteFailure(Failure(name: "third"), at: 3), "news again")
     }
 
+    func test_keyWork_isDoneOnlyWhenNothingIsUnderWay_ofEachKind() {
+        var work = StoreMachine.KeyWork()
+        XCTAssertTrue(work.isDone)
+
+        work.fetches.begin(id: 1, generation: 1, logStart: 0, sentMark: 0, caller: caller(1))
+        XCTAssertFalse(work.isDone, "a fetch in flight")
+        _ = work.fetches.end(1)
+        XCTAssertTrue(work.isDone)
+
+        work.pending.insert(StoreMachine.Mutation(id: 2, change: { $0 }))
+        XCTAssertFalse(work.isDone, "an optimistic change not settled")
+        _ = work.pending.removeAll()
+        XCTAssertTrue(work.isDone)
+
+        XCTAssertTrue(work.turn.take())
+        XCTAssertFalse(work.isDone, "a change runs")
+        work.turn.end()
+        XCTAssertTrue(work.isDone)
+
+        work.writes.append(
+            .remove(levels: 0..<1, ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 1, staleSince: 0)))
+        XCTAssertFalse(work.isDone, "a level operation not issued")
+        _ = work.writes.removeAll()
+        XCTAssertTrue(work.isDone)
+
+        work.saves.issue(1, version: 1)
+        XCTAssertFalse(work.isDone, "a save in flight")
+        _ = work.saves.land(version: 1, failed: false, current: true)
+        XCTAssertTrue(work.isDone)
+    }
+
     func test_keyTurn_oneCallerTakesIt_andChangesApplyInTheOrderAsked() {
         var turn = StoreMachine.KeyTurn()
         XCTAssertTrue(turn.isFree)
