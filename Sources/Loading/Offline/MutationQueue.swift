@@ -218,7 +218,7 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
         let storeClears = store.clearCount
         // Numbered and placed in the queue together, so that concurrent callers keep one order in memory, on disk
         // and in the store; not sent before it is shown (its commit is not there yet).
-        let (id, now) = (UUID().uuidString, Date())
+        let (id, now) = (UUID().text, Date())
         awaiting.withLock { $0.expect(id) }
         let (record, saves, clears) =
             if let creation {

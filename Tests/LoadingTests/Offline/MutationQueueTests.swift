@@ -16,6 +16,7 @@ final class MutationQueueTests: XCTestCase {
         let id = try queue.enqueue("b") { outcome.record($0) }
 
         XCTAssertEqual(try storage.loadAll().map(\.id), [id], "on disk once enqueue returned")
+        XCTAssertEqual(UUID(uuidString: id)?.uuidString, id, "a UUID's text, as Foundation writes it")
         XCTAssertEqual(shownList(store), ["a", "c"], "shown at once")
         XCTAssertEqual(server.sent, ["b"])
         XCTAssertEqual(server.keys, [id], "its id is its idempotency key")
