@@ -303,8 +303,9 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
     private let reads = Locked<[Int: Double]>([:])
     private let releases = Locked<[Key: [@Sendable () -> Void]]>([:])
     /// The leases this process took and has not given back, by key: how many times (its fetches of a key may take
-    /// the key's lease again), for a shutdown to hand them back.
-    private let held = Locked<[Key: Int]>([:])
+    /// the key's lease again), and how many it is giving back now, for a shutdown to hand them all back (a release
+    /// under way may not have reached the lease yet).
+    private let held = Locked<(taken: [Key: Int], givingBack: [Key: Int])>(([:], [:]))
 
     /// How long a call of the lease may take.
     private let callTimeout: Duration?
@@ -332,7 +333,7 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
         let taken = await boundedAnswer(
             within: bound, { try await coordination.acquire(key) },
             late: { [self] holds in if holds { Task { await giveBack(key) } } })
-        if taken == true { held.withLock { $0[key, default: 0] += 1 } }
+        if taken == true { held.withLock { $0.taken[key, default: 0] += 1 } }
         return taken
     }
 
@@ -340,6 +341,7 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
     func release(_ key: Key) async {
         forget(key)
         await giveBack(key)
+        gaveBack(key)
     }
 
     /// Gives `key`'s lease back after a fetch under it failed with `error`: leaving the failure on it for the window
@@ -353,6 +355,7 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
         _ = await boundedAnswer(within: callTimeout) {
             try await coordination.releaseLeaving(key, failure, failures.window)
         }
+        gaveBack(key)
     }
 
     /// The failure a holder left on `key`'s lease, while it lasts: `nil` when the processes share none, or the lease
@@ -363,18 +366,32 @@ final class FetchCoordinator<Key: Hashable & Sendable>: Sendable {
         return await boundedAnswer(within: callTimeout) { try await coordination.failure(key) } ?? nil
     }
 
-    /// Counts one lease of `key` fewer among those this process holds.
+    /// Counts one lease of `key` fewer among those this process holds, and one more among those it is giving back.
     private func forget(_ key: Key) {
         held.withLock { held in
-            guard let count = held[key] else { return }
-            held[key] = count > 1 ? count - 1 : nil
+            held.givingBack[key, default: 0] += 1
+            guard let count = held.taken[key] else { return }
+            held.taken[key] = count > 1 ? count - 1 : nil
+        }
+    }
+
+    /// A lease of `key` was given back (or the call gave up: the lease lapses).
+    private func gaveBack(_ key: Key) {
+        held.withLock { held in
+            guard let count = held.givingBack[key] else { return }
+            held.givingBack[key] = count > 1 ? count - 1 : nil
         }
     }
 
     /// Gives back every lease this process holds, at once and together, each call bounded by the call timeout: a
-    /// store shutting down. A fetch that ends later gives its lease back again, which changes nothing.
+    /// store shutting down. A fetch that ends later gives its lease back again, which changes nothing; so does a
+    /// release under way, which is made again here so that the lease is given back when this returns.
     func releaseAll() async {
-        let keys = held.withLock { exchange(&$0, with: [:]) }.keys
+        let keys = held.withLock { held in
+            let keys = Set(held.taken.keys).union(held.givingBack.keys)
+            held.taken = [:]
+            return keys
+        }
         await withTaskGroup(of: Void.self) { group in
             for key in keys { group.addTask { [self] in await giveBack(key) } }
         }

@@ -61,6 +61,25 @@ final class StoreShutdownTests: XCTestCase {
         sharedTable.releaseSaves()
     }
 
+    func test_aShutDown_givesBackALeaseWhoseReleaseIsStillUnderWay() async {
+        let sharedTable = SharedTable()
+        let lease = SlowFirstReleaseLease(MemoryLease(savesOf: sharedTable))
+        let store = Store(
+            levels: [.cache(sharedTable, name: "shared")],
+            fetch: LoaderFamily { (key: String) in SlowUpstream().loader(for: key) },
+            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
+        store.read("ACME").load { _ in }
+        // The value saved, the store gives the lease back; that call has not answered yet.
+        let releasing = await eventually { lease.releasesAsked == 1 }
+        XCTAssertTrue(releasing)
+        XCTAssertTrue(lease.isHeld("ACME"))
+
+        await store.shutDown(waitingAtMost: .watchdog * 2)
+
+        XCTAssertFalse(lease.isHeld("ACME"), "given back by the time the shutdown returns")
+        lease.answerFirstRelease()
+    }
+
     func test_theDocumentedShutDown() async {
         let store = Store(
             levels: [.cache(MemoryCache<String, String>(), name: "memory")],
@@ -84,5 +103,49 @@ final class StoreShutdownTests: XCTestCase {
             levels: [.cache(sharedTable, name: "shared")],
             fetch: LoaderFamily { (key: String) in upstream.loader(for: key) },
             coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
+    }
+}
+
+/// A lease whose first release does not answer until the test lets it: a release still under way.
+private final class SlowFirstReleaseLease: FetchLease {
+    private let lease: MemoryLease
+    private let state = Locked<(asked: Int, answer: CheckedContinuation<Void, Never>?, answered: Bool)>((0, nil, false))
+
+    init(_ lease: MemoryLease) {
+        self.lease = lease
+    }
+
+    var releasesAsked: Int { state.withLock { $0.asked } }
+
+    func isHeld(_ key: String) -> Bool { lease.isHeld(key) }
+
+    /// Lets the first release answer (it gives the lease back then).
+    func answerFirstRelease() {
+        let answer = state.withLock { state in
+            state.answered = true
+            return state.answer.take()
+        }
+        answer?.resume()
+    }
+
+    func acquire(_ key: String, for duration: Duration) async throws -> Bool {
+        try await lease.acquire(key, for: duration)
+    }
+
+    func release(_ key: String) async throws {
+        let isFirst = state.withLock { state in
+            state.asked += 1
+            return state.asked == 1 && !state.answered
+        }
+        if isFirst {
+            await withCheckedContinuation { continuation in
+                let answered = state.withLock { state in
+                    if !state.answered { state.answer = continuation }
+                    return state.answered
+                }
+                if answered { continuation.resume() }
+            }
+        }
+        try await lease.release(key)
     }
 }
