@@ -14,11 +14,31 @@
 public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable {
     @usableFromInline
     let makeLoader: @Sendable (Key) -> AnyLoader<Output>
+    /// Loads a key with the loader built for it as it is, not wrapped in an ``AnyLoader`` (the store's fetches): a
+    /// load that needs no wrapper pays for none.
+    @usableFromInline
+    let startLoad: @Sendable (Key, @escaping LoadCompletion<Output>) -> any CancellationToken
 
     /// Creates a family whose loader for a key is the one `makeLoader` builds for it.
     @inlinable
     public init<L: Loader>(_ makeLoader: @escaping @Sendable (Key) -> L) where L.Output == Output {
         self.makeLoader = { AnyLoader(makeLoader($0)) }
+        startLoad = { makeLoader($0).load(completion: $1) }
+    }
+
+    /// A family whose loader for a key is the one `makeLoader` builds, and whose loads `startLoad` starts.
+    init(
+        makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>,
+        startLoad: @escaping @Sendable (Key, @escaping LoadCompletion<Output>) -> any CancellationToken
+    ) {
+        self.makeLoader = makeLoader
+        self.startLoad = startLoad
+    }
+
+    /// Loads `key` with its loader, calling `completion` with the result, as `family[key].load(completion:)` does.
+    @discardableResult
+    func load(_ key: Key, completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
+        startLoad(key, completion)
     }
 
     /// The loader for `key`.
@@ -46,13 +66,9 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
     ///     })
     /// ```
     public func coalesced(events: (@Sendable (StoreEvent<Key>) -> Void)? = nil) -> LoaderFamily {
-        let makeLoader = makeLoader
-        guard let events else {
-            let flights = Flights<Key, Output>(makeLoader: makeLoader)
-            return LoaderFamily { key in flights.loader(for: key) }
-        }
-        let flights = Flights<Key, Output>(
-            makeLoader: { key in makeLoader(key) },
+        guard let events else { return Flights(loading: self).family }
+        let flights = Flights(
+            loading: self,
             onJoin: { key, flight in events(.fetchJoined(key, fetch: flight)) },
             onStart: { key, flight, load in
                 events(.fetchStarted(key, fetch: flight))
@@ -62,7 +78,7 @@ public struct LoaderFamily<Key: Hashable & Sendable, Output: Sendable>: Sendable
                     }
                 }
             })
-        return LoaderFamily { key in flights.loader(for: key) }
+        return flights.family
     }
 
     /// A family that transforms each key's values with `transform`.
@@ -90,18 +106,19 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
     }
 
     private let table = FlightTable()
-    private let makeLoader: @Sendable (Key) -> AnyLoader<Output>
+    /// The family whose loads the flights share.
+    private let source: LoaderFamily<Key, Output>
     /// Told of each caller that joins a flight (the family's events), when there are any.
     private let onJoin: (@Sendable (Key, Int) -> Void)?
     /// Wraps each flight's load (to tell the family's events when it starts and ends), when there are events.
     private let onStart: (@Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>)?
 
     init(
-        makeLoader: @escaping @Sendable (Key) -> AnyLoader<Output>,
+        loading source: LoaderFamily<Key, Output>,
         onJoin: (@Sendable (Key, Int) -> Void)? = nil,
         onStart: (@Sendable (Key, Int, AnyLoader<Output>) -> AnyLoader<Output>)? = nil
     ) {
-        self.makeLoader = makeLoader
+        self.source = source
         self.onJoin = onJoin
         self.onStart = onStart
     }
@@ -111,6 +128,11 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
         AnyLoader(.start { [self] completion in join(key, completion) })
     }
 
+    /// The family whose loads are the flights' callers.
+    var family: LoaderFamily<Key, Output> {
+        LoaderFamily(makeLoader: loader(for:), startLoad: { [self] key, completion in join(key, completion) })
+    }
+
     /// Adds a caller to the flight of `key`, starting one when the key has none; returns the caller's token.
     private func join(_ key: Key, _ completion: @escaping LoadCompletion<Output>) -> any CancellationToken {
         let hash = key.hashValue
@@ -118,7 +140,13 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             (other as? Caller)?.key == key
         }
         if startsFlight {
-            let token = load(key, flight).load { [self] result in finish(flight, hash: hash, result) }
+            let finished: LoadCompletion<Output> = { [self] result in finish(flight, hash: hash, result) }
+            let token =
+                if let onStart {
+                    onStart(key, flight, source[key]).load(completion: finished)
+                } else {
+                    source.load(key, completion: finished)
+                }
             // Not kept: the load completed before it returned its token (a memory hit answers at once) and has
             // delivered to its caller. It cannot be that every caller left, since the caller starting the flight gets
             // its token only after this returns. There is nothing to leave, and the token costs no allocation.
@@ -127,15 +155,6 @@ final class Flights<Key: Hashable & Sendable, Output: Sendable>: Sendable {
             onJoin(key, flight)
         }
         return table.ticket(for: caller, of: flight, hash: hash)
-    }
-
-    /// The load of flight `flight` of `key`, told to the family's events when it has any.
-    private func load(_ key: Key, _ flight: Int) -> AnyLoader<Output> {
-        onJoin == nil ? makeLoader(key) : reportedLoad(key, flight)
-    }
-
-    private func reportedLoad(_ key: Key, _ flight: Int) -> AnyLoader<Output> {
-        onStart.map { $0(key, flight, makeLoader(key)) } ?? makeLoader(key)
     }
 
     /// Calls the callers of flight `flight` with its result, in the order they joined: each is taken out of the table

@@ -109,7 +109,7 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.init(
             levels: levels,
             upstream: { call in
-                fetch[StoreKey<Key>.key(of: call.keyObject)].load { call.ended($0.map { ValueBox($0) }) }
+                fetch.startLoad(StoreKey<Key>.key(of: call.keyObject)) { call.ended($0.map { ValueBox($0) }) }
             },
             keptValues: keptValues, maxAge: maxAge, network: network, now: now, fetchContext: fetchContext,
             coordination: coordination, sharing: sharing, entities: entities, onWriteFailure: onWriteFailure,
