@@ -8,8 +8,9 @@ extension StoreMachine {
         private(set) var isTaken = false
         /// When the change applying now was asked.
         private(set) var asking = 0
-        /// The changes waiting, each with when it was asked (as its id).
-        private var queue = OrderedQueue<Job>()
+        /// The changes waiting, each with when it was asked (as its id). None inline: a change applied at once
+        /// never waits, and every entry keeps its turn (a job is 96 bytes).
+        private var queue = SlotQueue<Job>()
         /// Whether the head of `queue` runs now, outside the lock (a ``Work``): it stays at the head until committed.
         private var headRuns = false
 

@@ -2,11 +2,17 @@ import XCTest
 
 @testable import Loading
 
-/// The queue behind a shared load's callers, a store fetch's callers and a key's waiting changes: order kept through
-/// removals by id, gaps closed up, and an element put back in front.
+/// The queues behind a shared load's callers, a store fetch's callers (``OrderedQueue``, the first inline) and a key's
+/// waiting changes (``SlotQueue``, none inline): order kept through removals by id, gaps closed up, and an element put
+/// back in front. Each test runs on both.
 final class OrderedQueueTests: XCTestCase {
     func test_elementsComeOffInTheOrderTheyWereAdded_withTheirIds() {
-        var queue = OrderedQueue<String>()
+        elementsComeOffInOrder(OrderedQueue<String>())
+        elementsComeOffInOrder(SlotQueue<String>())
+    }
+
+    private func elementsComeOffInOrder<Queue: TestedQueue<String>>(_ empty: Queue) {
+        var queue = empty
         for (id, name) in ["a", "b", "c"].enumerated() { queue.append(name, id: id) }
 
         XCTAssertEqual(queue.count, 3)
@@ -17,10 +23,15 @@ final class OrderedQueueTests: XCTestCase {
     }
 
     func test_removingByIdTakesThatElementAlone_whereverItIs() {
-        var queue = OrderedQueue<Int>()
+        removingById(OrderedQueue<Int>())
+        removingById(SlotQueue<Int>())
+    }
+
+    private func removingById<Queue: TestedQueue<Int>>(_ empty: Queue) {
+        var queue = empty
         for id in 0..<10 { queue.append(id * 10, id: id) }
 
-        XCTAssertEqual(queue.remove(id: 0), 0, "the first, kept inline")
+        XCTAssertEqual(queue.remove(id: 0), 0, "the first (inline, in an ordered queue)")
         XCTAssertEqual(queue.remove(id: 5), 50, "one in the middle")
         XCTAssertEqual(queue.remove(id: 9), 90, "the last")
         XCTAssertNil(queue.remove(id: 5), "removed already")
@@ -32,7 +43,12 @@ final class OrderedQueueTests: XCTestCase {
     }
 
     func test_manyRemovals_closeTheGapsUp_andKeepTheOrder() {
-        var queue = OrderedQueue<Int>()
+        manyRemovals(OrderedQueue<Int>())
+        manyRemovals(SlotQueue<Int>())
+    }
+
+    private func manyRemovals<Queue: TestedQueue<Int>>(_ empty: Queue) {
+        var queue = empty
         for id in 0..<10_000 { queue.append(id, id: id) }
         for id in stride(from: 1, to: 10_000, by: 2) { XCTAssertEqual(queue.remove(id: id), id) }
         for id in stride(from: 0, to: 5_000, by: 2) { XCTAssertEqual(queue.popFirst()?.id, id) }
@@ -43,7 +59,12 @@ final class OrderedQueueTests: XCTestCase {
     }
 
     func test_anElementPutBackInFront_comesOffFirst_thenTheRestInOrder() {
-        var queue = OrderedQueue<String>()
+        putBackInFront(OrderedQueue<String>())
+        putBackInFront(SlotQueue<String>())
+    }
+
+    private func putBackInFront<Queue: TestedQueue<String>>(_ empty: Queue) {
+        var queue = empty
         queue.append("a", id: 1)
         queue.append("b", id: 2)
         let taken = queue.popFirst()
@@ -67,19 +88,44 @@ final class OrderedQueueTests: XCTestCase {
         XCTAssertEqual(kept, [1, 3, 5, 7])
         XCTAssertEqual(queue.map { $0 * 10 }, [10, 30, 50, 70])
         XCTAssertEqual(Array(queue.mapInline { $0 }), [1, 3, 5, 7])
+
+        var slots = SlotQueue<Int>()
+        for id in 0..<8 { slots.append(id, id: id) }
+        XCTAssertEqual(slots.removeAll { _, element in element.isMultiple(of: 2) }, [0, 2, 4, 6])
+        XCTAssertEqual(popAll(&slots).map(\.element), [1, 3, 5, 7])
     }
 
     func test_aQueueEmptied_takesNewElementsInOrder() {
-        var queue = OrderedQueue<Int>()
+        emptiedThenRefilled(OrderedQueue<Int>())
+        emptiedThenRefilled(SlotQueue<Int>())
+    }
+
+    private func emptiedThenRefilled<Queue: TestedQueue<Int>>(_ empty: Queue) {
+        var queue = empty
         for round in 0..<3 {
             for id in 0..<100 { queue.append(round * 1_000 + id, id: id) }
             XCTAssertEqual(popAll(&queue).map(\.element), (0..<100).map { round * 1_000 + $0 })
         }
     }
 
-    private func popAll<Element>(_ queue: inout OrderedQueue<Element>) -> [(id: Int, element: Element)] {
-        var taken: [(id: Int, element: Element)] = []
+    private func popAll<Queue: TestedQueue>(_ queue: inout Queue) -> [(id: Int, element: Queue.Element)] {
+        var taken: [(id: Int, element: Queue.Element)] = []
         while let next = queue.popFirst() { taken.append(next) }
         return taken
     }
 }
+
+/// What the tests ask of both queues.
+protocol TestedQueue<Element> {
+    associatedtype Element
+    var count: Int { get }
+    var isEmpty: Bool { get }
+    var first: (id: Int, element: Element)? { get }
+    mutating func append(_ element: Element, id: Int)
+    mutating func prepend(_ element: Element, id: Int)
+    mutating func popFirst() -> (id: Int, element: Element)?
+    mutating func remove(id: Int) -> Element?
+}
+
+extension OrderedQueue: TestedQueue {}
+extension SlotQueue: TestedQueue {}
