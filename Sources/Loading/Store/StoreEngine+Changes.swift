@@ -14,7 +14,7 @@ extension StoreEngine {
     /// Whether this thread runs a change of `key` now: the read asking is made from inside its closures (see
     /// ``StoreRead/start()``).
     func runsChange(of key: StoreKeyRef) -> Bool {
-        ChangesRunningHere.current.contains { running in
+        RunningHere.current.contains { running in
             running.engine == ObjectIdentifier(self) && running.key.hash == key.hash
                 && running.key.isSameKey(as: key.object)
         }
@@ -81,7 +81,7 @@ extension StoreEngine {
                 if effects.endsTurn { return }
             case .run(let work):
                 let running = RunningChange(engine: ObjectIdentifier(self), key: key)
-                let result = ChangesRunningHere.current.run(running) { work.run() }
+                let result = RunningHere.current.run(running) { work.run() }
                 let now = now()
                 let effects = run(key) { $0.commit(work, result: result, for: $1, now: now) }
                 perform(effects, for: key)

@@ -63,16 +63,19 @@ extension StoreEngine {
         }
     }
 
-    /// Starts fetch `id`'s upstream load, on the caller's thread.
+    /// Starts fetch `id`'s upstream load, on the caller's thread, and gives the fetch the load's token (which
+    /// cancels it when every caller leaves), unless the load answered before it returned: the fetch has ended.
     func startUpstream(_ id: Int, of key: StoreKeyRef) {
         // One object carries the load's answer back: the load's completion captures it alone.
         let call = UpstreamCall(engine: self, id: id, key: key, forward: nil)
-        let token =
+        let (token, ended) = RunningHere.current.start(fetch: id, of: self) {
             if let hooks {
                 hooks.loadUpstreamWrapped(id, of: key, in: self, completion: call.ended)
             } else {
                 sendUpstream(call)
             }
+        }
+        guard !ended else { return }
         run(key) { $0.keepToken(token, ofFetch: id, for: $1) }?.cancel()
     }
 
@@ -146,8 +149,12 @@ extension StoreEngine {
             guard let effects else {
                 return submit(.fetched(box, fetch: id), of: key)  // it takes its turn
             }
+            RunningHere.made?.fetchEnded(id, of: self)
             perform(effects, for: key, issuingFirst: save)
-        case .failure(let error): perform(run(key) { $0.fetchFailed(id, of: $1, with: error) }, for: key)
+        case .failure(let error):
+            let effects = run(key) { $0.fetchFailed(id, of: $1, with: error) }
+            RunningHere.made?.fetchEnded(id, of: self)
+            perform(effects, for: key)
         }
     }
 }
