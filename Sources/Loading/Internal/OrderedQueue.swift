@@ -86,12 +86,15 @@ struct OrderedQueue<Element> {
 }
 
 /// Elements in the order they were added, each with an id, as ``OrderedQueue`` keeps them but with none inline: an
-/// empty queue is three words and holds no storage, for a part that is usually empty and kept in every entry (a
-/// key's waiting changes: a key with none holds nothing for them).
+/// empty queue is three words, for a part that is usually empty and kept in every entry (a key's waiting changes),
+/// and its storage can go to another queue once it empties (``giveStorage(to:)``).
 ///
 /// A removed element leaves a gap (its slot forgets it at once), closed up once the gaps outnumber the elements.
 struct SlotQueue<Element> {
-    private var slots: [(id: Int, element: Element?)] = []
+    /// What the queue keeps its elements in, which an empty queue may hand to another (``giveStorage(to:)``).
+    typealias Storage = [(id: Int, element: Element?)]
+
+    private var slots: Storage = []
     /// The slots before `start` are taken off; `slots[start]` holds an element whenever a slot does.
     private var start = 0
     /// The number of elements.
@@ -163,6 +166,18 @@ struct SlotQueue<Element> {
         return removed
     }
 
+    /// Takes `spare`'s storage when the queue has none: storage an emptied queue gave back, so that this one makes
+    /// none.
+    mutating func takeStorage(from spare: inout Storage) {
+        if slots.capacity == 0 { swap(&slots, &spare) }
+    }
+
+    /// Lets go of an empty queue's storage: to `spare` when that has none, else for good.
+    mutating func giveStorage(to spare: inout Storage) {
+        guard count == 0, slots.capacity > 0 else { return }
+        if spare.capacity == 0 { swap(&slots, &spare) } else { slots = [] }
+    }
+
     /// Calls `body` on each element, in order.
     func forEachInOrder(_ body: (_ id: Int, _ element: Element) -> Void) {
         for index in start..<slots.count {
@@ -170,12 +185,13 @@ struct SlotQueue<Element> {
         }
     }
 
-    /// Moves `start` to the first element; lets the storage go once no slot holds one, or closes the gaps up once
-    /// they outnumber the elements (each element moves once per as many gaps made since: constant work per removal
-    /// on average).
+    /// Moves `start` to the first element; empties the slots once none holds an element (a large storage is let go
+    /// of, so that a spike does not stay; a small one is kept, for the queue's next elements or another queue, see
+    /// ``giveStorage(to:)``), or closes the gaps up once they outnumber the elements (each element moves once per as
+    /// many gaps made since: constant work per removal on average).
     private mutating func settle() {
         guard count > 0 else {
-            slots = []
+            if slots.capacity > 64 { slots = [] } else { slots.removeAll(keepingCapacity: true) }
             start = 0
             return
         }

@@ -105,12 +105,24 @@ extension StoreMachine {
             _ = update(id) { $0.levelAnswer = (level, savedAt) }
         }
 
-        /// Fetch `id` ends; `nil` when it was not in flight. The last to end lets the list's storage go: a key the
-        /// store keeps holds no room for fetches between them.
+        /// Fetch `id` ends; `nil` when it was not in flight. The list keeps its storage: the machine takes it back
+        /// (``giveStorage(to:)``).
         mutating func end(_ id: Int) -> Fetch? {
             guard let index = fetches.firstIndex(where: { $0.id == id }) else { return nil }
-            guard fetches.count > 1 else { return exchange(&fetches, with: []).first }
             return fetches.remove(at: index)
+        }
+
+        /// Takes `spare`'s storage when the list has none, before a fetch begins: the storage another key's
+        /// fetches left (see ``giveStorage(to:)``), so that the next key to fetch makes none.
+        mutating func takeStorage(from spare: inout [Fetch]) {
+            if fetches.capacity == 0 { swap(&fetches, &spare) }
+        }
+
+        /// Lets go of the list's storage once no fetch is in flight: a key holds no room for fetches between them.
+        /// It goes to `spare` when that has none (``takeStorage(from:)``).
+        mutating func giveStorage(to spare: inout [Fetch]) {
+            guard fetches.isEmpty, fetches.capacity > 0 else { return }
+            if spare.capacity == 0 { swap(&fetches, &spare) } else { fetches = [] }
         }
 
         /// Whether the value fetch `id` (ended) brought is confirmed: not when a fetch started after it was confirmed

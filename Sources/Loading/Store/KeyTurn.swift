@@ -36,6 +36,18 @@ extension StoreMachine {
             isTaken = false
         }
 
+        /// Takes `spare`'s storage for the queue when it has none, before a change is queued (see
+        /// ``giveStorage(to:)``).
+        mutating func takeStorage(from spare: inout SlotQueue<Job>.Storage) {
+            queue.takeStorage(from: &spare)
+        }
+
+        /// Lets go of the queue's storage once it is empty: to `spare`, for the next key whose changes wait, when
+        /// that has none. A key holds no room for waiting changes between them.
+        mutating func giveStorage(to spare: inout SlotQueue<Job>.Storage) {
+            queue.giveStorage(to: &spare)
+        }
+
         /// A change asked at `point` applies now, at once.
         mutating func apply(askedAt point: Int) {
             asking = point

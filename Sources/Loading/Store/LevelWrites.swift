@@ -8,8 +8,9 @@ extension StoreMachine {
     /// earlier one waits for it to land (replaced meanwhile by any newer write), so that a slow level saves the latest
     /// value next instead of every value in between.
     struct LevelWrites: Sendable {
-        /// The first inline: a key's single operation, the usual case, needs no storage of its own, kept or made.
-        private var ops = InlineFirstArray<LevelOp>()
+        /// None inline: every entry keeps its level writes, and an operation is about a hundred bytes. The storage
+        /// goes back to the machine once they are issued (``giveStorage(to:)``), for the next key's operations.
+        private var ops: [LevelOp] = []
         /// Whether a caller is issuing the key's operations.
         private(set) var isIssuing = false
         private var debounced: [Int: DebouncedWrite] = [:]
@@ -40,22 +41,32 @@ extension StoreMachine {
         /// Gives the first operation waiting for its place in the processes' order that place (see
         /// ``SaveMark/wanted``), if one waits.
         mutating func place(at place: UInt64) {
-            if ops.head?.wantsPlace == true {
-                ops.head?.place(at: place)
-            } else if let index = ops.tail.firstIndex(where: { $0.wantsPlace }) {
-                ops.tail[index].place(at: place)
-            }
+            if let index = ops.firstIndex(where: { $0.wantsPlace }) { ops[index].place(at: place) }
         }
 
-        /// Takes every operation waiting, in order, for the caller issuing them.
+        /// Takes every operation waiting, in order, for the caller issuing them. A single one is taken alone (the
+        /// list keeps its storage, for ``giveStorage(to:)``).
         mutating func takeOps() -> InlineFirstArray<LevelOp> {
-            guard !ops.tail.isEmpty else { return InlineFirstArray(head: ops.head.take()) }
-            return exchange(&ops, with: InlineFirstArray())
+            guard ops.count > 1 else { return InlineFirstArray(head: ops.popLast()) }
+            return InlineFirstArray(exchange(&ops, with: []))
         }
 
         /// Takes the operation waiting when it is the only one (a change applied at once, issued by its caller).
         mutating func takeOnlyOp() -> LevelOp? {
-            ops.tail.isEmpty ? ops.head.take() : nil
+            ops.count == 1 ? ops.popLast() : nil
+        }
+
+        /// Takes `spare`'s storage when the list has none, before an operation is decided: storage another key's
+        /// list gave back, so that this one makes none.
+        mutating func takeStorage(from spare: inout [LevelOp]) {
+            if ops.capacity == 0 { swap(&ops, &spare) }
+        }
+
+        /// Lets go of the list's storage once no operation waits: to `spare` when that has none, else for good. A key
+        /// holds no room for level operations between them.
+        mutating func giveStorage(to spare: inout [LevelOp]) {
+            guard ops.isEmpty, ops.capacity > 0 else { return }
+            if spare.capacity == 0 { swap(&ops, &spare) } else { ops = [] }
         }
 
         /// A caller issues the key's operations now.
@@ -143,7 +154,7 @@ extension StoreMachine {
         /// Drops everything waiting (a clear): returns the operations, whose tickets the caller releases, and the
         /// debounced writes' timers, to cancel. A caller issuing goes on, and finds none.
         mutating func removeAll() -> (ops: [LevelOp], timers: [any CancellationToken]) {
-            let dropped = ops.isEmpty ? [] : Array(exchange(&ops, with: InlineFirstArray()))
+            let dropped = ops.isEmpty ? [] : exchange(&ops, with: [])
             // Never issued: their levels are not saving them.
             for case .flush(_, _, let level, _, _) in dropped { endSave(at: level) }
             return (dropped, dropDebounced())

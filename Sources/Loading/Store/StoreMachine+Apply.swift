@@ -83,7 +83,7 @@ extension StoreMachine {
     mutating func confirmFetch(_ id: Int, for key: Key, value: Value?, now: Date) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         guard let fetch = entry.work.fetches.end(id) else { return Effects(garbage: [value as Any]) }
-        loadingMayChange(entry)
+        fetchEnded(entry)
         let rebased = entry.log.hasChanges(for: fetch)
         // A refetch this fetch owed stands where it would have been sent had the store known of the answer at once
         // (the answer, or the invalidation after it): the changes asked since are applied again to what it brings.
@@ -198,7 +198,7 @@ extension StoreMachine {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         var effects = Effects()
         if entry.work.writes.hasOps {
-            entry.work.writes.append(.waitForSaves(ticket: ticket))
+            decide(.waitForSaves(ticket: ticket), for: entry)
         } else if !entry.work.saves.whenLanded(ticket) {
             effects.released = [ticket]
         }
@@ -237,10 +237,10 @@ extension StoreMachine {
             targets: targets, debounces: debounces)
         if let stored {
             if !targets.isEmpty {
-                entry.work.writes.append(
+                decide(
                     .save(
                         stored.value, savedAt: stored.savedAtSeconds, levels: targets, skipsDebounced: debounces,
-                        ticket: ticket, answersFetch: answersFetch, mark: mark))
+                        ticket: ticket, answersFetch: answersFetch, mark: mark), for: entry)
             } else if let ticket {
                 effects.released.append(ticket)
             }
@@ -256,7 +256,7 @@ extension StoreMachine {
             }
         } else {
             effects.cancels += entry.work.writes.dropDebounced()
-            entry.work.writes.append(.remove(levels: targets, ticket: ticket, answersFetch: answersFetch, mark: mark))
+            decide(.remove(levels: targets, ticket: ticket, answersFetch: answersFetch, mark: mark), for: entry)
         }
         effects.publish(publish(key, error: error, answers: answers))
         effects.issueLevels = startIssuing(key)

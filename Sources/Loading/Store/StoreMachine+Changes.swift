@@ -33,6 +33,7 @@ extension StoreMachine {
     /// Puts `job` last in its key's queue, with when it was asked: a fetch that begins later does not count it as a
     /// change made while it was in flight, however late it is applied.
     mutating func enqueue(_ job: Job, on entry: Entry) {
+        entry.work.turn.takeStorage(from: &spareJobs)
         entry.work.turn.enqueue(job, askedAt: next())
     }
 
@@ -76,6 +77,7 @@ extension StoreMachine {
     /// the key is let go if nothing else needs it.
     mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
         if issuing, let only = entry.work.writes.takeOnlyOp() {
+            entry.work.writes.giveStorage(to: &spareOps)
             countSaves(in: only, of: entry)
             save = only
         }
@@ -129,6 +131,7 @@ extension StoreMachine {
         guard let entry = entry(key) else { return nil }
         guard entry.work.turn.hasQueued else {
             entry.work.turn.end()
+            entry.work.turn.giveStorage(to: &spareJobs)
             release(key)
             return nil
         }
@@ -154,6 +157,7 @@ extension StoreMachine {
     mutating func endTurnIfDone(_ effects: consuming Effects, for key: Key) -> Effects {
         guard let entry = entry(key), !entry.work.turn.hasQueued else { return effects }
         entry.work.turn.end()
+        entry.work.turn.giveStorage(to: &spareJobs)
         effects.endsTurn = true
         release(key)
         return effects

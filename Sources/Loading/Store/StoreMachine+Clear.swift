@@ -21,7 +21,7 @@ extension StoreMachine {
         let mark = saveMark(
             for: key, generation: entry.generation, version: entry.confirmed.version, staleSince: 0,
             targets: levelNames.indices)
-        entry.work.writes.append(.remove(levels: levelNames.indices, ticket: nil, mark: mark))
+        decide(.remove(levels: levelNames.indices, ticket: nil, mark: mark), for: entry)
         effects.publish(publish(key))
         effects.issueLevels = startIssuing(key)
         return effects

@@ -48,6 +48,7 @@ extension StoreMachine {
         let oldest = entry.work.fetches.oldestLogStart(generation: entry.generation)
         let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()
+        entry.work.fetches.takeStorage(from: &spareFetches)
         entry.work.fetches.begin(
             id: id, generation: entry.generation, logStart: logStart, sentMark: position + 1,
             caller: FetchCaller(id: caller, completion: completion))
@@ -61,7 +62,7 @@ extension StoreMachine {
         any CancellationToken
     )? {
         guard let entry = entry(key), entry.work.fetches.keepToken(token, of: id) else { return nil }
-        loadingMayChange(entry)
+        fetchEnded(entry)
         trimLog(of: key)
         release(key)
         return token
@@ -76,7 +77,7 @@ extension StoreMachine {
             return ([], nil)
         }
         guard let fetch = ended, let token = fetch.token else { return ([left.completion], nil) }
-        loadingMayChange(entry)
+        fetchEnded(entry)
         trimLog(of: key)
         release(key)
         return ([left.completion, fetch], token)
@@ -88,7 +89,7 @@ extension StoreMachine {
         var effects = Effects()
         guard let entry = entry(key), let fetch = entry.work.fetches.end(id) else { return effects }
         effects.refetches = beginOwedRefetch(key, replayingFrom: counter)
-        loadingMayChange(entry)
+        fetchEnded(entry)
         noteFailure(error, of: key)
         trimLog(of: key)
         release(key)

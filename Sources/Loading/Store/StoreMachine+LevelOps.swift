@@ -11,6 +11,7 @@ extension StoreMachine {
         guard let entry = entry(key) else { return nil }
         if !issuing.isClearing, entry.work.writes.hasOps {
             let ops = entry.work.writes.takeOps()
+            entry.work.writes.giveStorage(to: &spareOps)
             if let first = ops.head { countSaves(in: first, of: entry) }
             for operation in ops.tail { countSaves(in: operation, of: entry) }
             return (ops, false)
@@ -44,6 +45,13 @@ extension StoreMachine {
     /// it: `ticket` waits for the key's saves in flight; `false` when none is (the caller releases it).
     mutating func flushWaits(_ ticket: SaveTicket, for key: Key) -> Bool {
         entry(key, heldBecause: "a caller is issuing the key's level operations").work.saves.whenLanded(ticket)
+    }
+
+    /// Decides `operation` for `entry`'s key, after those decided before (the list's storage, when it has none,
+    /// is the one the last key's operations left: see ``LevelWrites/giveStorage(to:)``).
+    mutating func decide(_ operation: LevelOp, for entry: Entry) {
+        entry.work.writes.takeStorage(from: &spareOps)
+        entry.work.writes.append(operation)
     }
 
     /// Whether the caller that decided level operations for `key` issues them: not when another caller is issuing

@@ -94,6 +94,13 @@ extension StoreMachine {
         return (now, entry.isLoading)
     }
 
+    /// A fetch of `entry`'s key ended: the fetch list's storage, when no fetch is left, goes back to the machine
+    /// (``spareFetches``), and the key's state observers are told (``loadingMayChange(_:)``).
+    mutating func fetchEnded(_ entry: Entry) {
+        entry.work.fetches.giveStorage(to: &spareFetches)
+        loadingMayChange(entry)
+    }
+
     /// A fetch of `entry`'s key began or ended: its state observers, if it has some, are told once the event is over
     /// (``takeNotices()``), unless a snapshot published by the event shows it already.
     mutating func loadingMayChange(_ entry: Entry) {

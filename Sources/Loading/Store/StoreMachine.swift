@@ -106,6 +106,15 @@ struct StoreMachine: Sendable {
     var recent: Entry?
     /// Entries with state observers whose fetches began, ended or failed since the last ``takeNotices()``.
     var loadingTouched: [Entry] = []
+    /// The storage of a fetch list whose last fetch ended, empty, for the next key that fetches: a first read of a
+    /// key makes none of its own (see ``FetchesInFlight/giveStorage(to:)``).
+    var spareFetches: [Fetch] = []
+    /// The storage of a key's queue of waiting changes, emptied, for the next key whose changes wait (see
+    /// ``KeyTurn/giveStorage(to:)``).
+    var spareJobs: SlotQueue<Job>.Storage = []
+    /// The storage of a key's level operations, emptied as they were taken to be issued, for the next key's (see
+    /// ``LevelWrites/giveStorage(to:)``).
+    var spareOps: [LevelOp] = []
     /// Whether the keys whose kept values the bound let go of are recorded in `evicted` (the store has events).
     let recordsEvictions: Bool
     /// Keys whose kept values the bound let go of since the last ``takeEvictions()``.

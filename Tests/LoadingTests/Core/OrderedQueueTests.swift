@@ -108,6 +108,29 @@ final class OrderedQueueTests: XCTestCase {
         }
     }
 
+    func test_anEmptiedSlotQueue_givesItsStorageToAnother_whichTakesIt() {
+        var spare: SlotQueue<Int>.Storage = []
+        var first = SlotQueue<Int>()
+        first.takeStorage(from: &spare)
+        first.append(1, id: 1)
+        first.giveStorage(to: &spare)
+        XCTAssertEqual(spare.capacity, 0, "not while it holds an element")
+
+        _ = first.popFirst()
+        first.giveStorage(to: &spare)
+        XCTAssertGreaterThan(spare.capacity, 0, "emptied: its storage goes to the spare")
+        XCTAssertTrue(spare.isEmpty)
+
+        var next = SlotQueue<Int>()
+        next.takeStorage(from: &spare)
+        XCTAssertEqual(spare.capacity, 0, "taken")
+        next.append(2, id: 2)
+        next.append(3, id: 3)
+        XCTAssertEqual(popAll(&next).map(\.element), [2, 3])
+        first.append(4, id: 4)
+        XCTAssertEqual(popAll(&first).map(\.element), [4], "the queue that gave its storage away makes more")
+    }
+
     private func popAll<Queue: TestedQueue>(_ queue: inout Queue) -> [(id: Int, element: Queue.Element)] {
         var taken: [(id: Int, element: Queue.Element)] = []
         while let next = queue.popFirst() { taken.append(next) }

@@ -465,6 +465,33 @@ final class StoreMachinePartsTests: XCTestCase {
         XCTAssertTrue(writes.isSettled)
     }
 
+    func test_levelWrites_anOperationTakenAlone_leavesTheStorage_whichGoesToTheNextKeysOperations() {
+        var spare: [StoreMachine.LevelOp] = []
+        var writes = StoreMachine.LevelWrites()
+        writes.takeStorage(from: &spare)
+        writes.append(
+            .remove(levels: 0..<1, ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 1, staleSince: 0)))
+        writes.giveStorage(to: &spare)
+        XCTAssertEqual(spare.capacity, 0, "not while an operation waits")
+        XCTAssertEqual(writes.takeOps().count, 1)
+        writes.giveStorage(to: &spare)
+        XCTAssertGreaterThan(spare.capacity, 0, "taken alone: the storage is left, and goes to the spare")
+
+        var next = StoreMachine.LevelWrites()
+        next.takeStorage(from: &spare)
+        XCTAssertEqual(spare.capacity, 0, "the next key's list took it")
+        for version in 2...3 {
+            next.append(
+                .remove(
+                    levels: 0..<1, ticket: nil,
+                    mark: StoreMachine.SaveMark(generation: 1, version: version, staleSince: 0)))
+        }
+        XCTAssertEqual(next.takeOps().count, 2, "more than one: taken with their storage")
+        next.giveStorage(to: &spare)
+        XCTAssertEqual(spare.capacity, 0, "none left to give")
+        XCTAssertTrue(next.isSettled)
+    }
+
     private func fetch(generation: Int, logStart: Int) -> StoreMachine.Fetch {
         StoreMachine.Fetch(
             id: 1, generation: generation, logStart: logStart, sentMark: logStart + 1, callers: OrderedQueue())
@@ -510,6 +537,28 @@ final class StoreMachinePartsTests: XCTestCase {
 
     private func caller(_ id: Int) -> StoreMachine.FetchCaller {
         StoreMachine.FetchCaller(id: id, completion: { _ in })
+    }
+
+    func test_fetchesInFlight_aListWithNoFetchLeft_givesItsStorageBack_forTheNextKeyThatFetches() {
+        var spare: [StoreMachine.Fetch] = []
+        var first = StoreMachine.FetchesInFlight()
+        first.takeStorage(from: &spare)
+        first.begin(id: 1, generation: 1, logStart: 0, sentMark: 1, caller: caller(1))
+        first.begin(id: 2, generation: 1, logStart: 0, sentMark: 2, caller: caller(2))
+        _ = first.end(1)
+        first.giveStorage(to: &spare)
+        XCTAssertEqual(spare.capacity, 0, "a fetch is still in flight: the list keeps its storage")
+
+        _ = first.end(2)
+        first.giveStorage(to: &spare)
+        XCTAssertGreaterThan(spare.capacity, 0, "no fetch left: the storage goes to the spare")
+        XCTAssertTrue(spare.isEmpty)
+
+        var next = StoreMachine.FetchesInFlight()
+        next.takeStorage(from: &spare)
+        XCTAssertEqual(spare.capacity, 0, "the next key's list took it")
+        next.begin(id: 3, generation: 2, logStart: 0, sentMark: 3, caller: caller(3))
+        XCTAssertEqual(next.withCallers.map(\.id), [3])
     }
 
     func test_fetchesInFlight_aCallerJoinsTheNewestFetchOfItsGeneration_thatOthersHaveNotLeft() {
