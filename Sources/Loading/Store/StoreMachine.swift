@@ -65,7 +65,9 @@
 /// ``FetchesInFlight``, its fetches; ``LevelWrites``, writes not issued yet; ``LevelSaves``, saves in flight;
 /// ``PendingChanges``, its optimistic changes and what it showed last), ``ChangeLog`` (the changes its fetches apply
 /// again), ``Staleness`` (its stale mark and the refetch it owes) and ``ShownStates`` (what its state observers were
-/// shown).
+/// shown). The lists a key fills only while work is under way (its fetches, waiting changes and level operations)
+/// take their storage from the machine's spares and give it back once empty: a key held between uses keeps none, and
+/// the next key's work makes none.
 struct StoreMachine: Sendable {
     /// A key, by the slot the store gave it (see ``StoreKeys``).
     typealias Key = Int
