@@ -34,7 +34,7 @@ extension StoreMachine {
         }
 
         /// Decides one more operation, issued after those decided before.
-        mutating func append(_ operation: LevelOp) {
+        mutating func append(_ operation: consuming LevelOp) {
             ops.append(operation)
         }
 

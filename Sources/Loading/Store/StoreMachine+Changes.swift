@@ -33,8 +33,7 @@ extension StoreMachine {
     /// Puts `job` last in its key's queue, with when it was asked: a fetch that begins later does not count it as a
     /// change made while it was in flight, however late it is applied.
     mutating func enqueue(_ job: Job, on entry: Entry) {
-        entry.work.turn.takeStorage(from: &spareJobs)
-        entry.work.turn.enqueue(job, askedAt: next())
+        entry.work.enqueue(job, askedAt: next(), spare: &spareJobs)
     }
 
     /// A write of `key` applied at once when its turn is free. When the caller issues the key's level operations
@@ -76,24 +75,10 @@ extension StoreMachine {
     /// save is the only one, the save is handed out in `save` (moved out, the key keeping its list's storage); then
     /// the key is let go if nothing else needs it.
     mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
-        if issuing, let only = entry.work.writes.takeOnlyOp() {
-            entry.work.writes.giveStorage(to: &spareOps)
-            countSaves(in: only, of: entry)
+        if issuing, let only = entry.work.takeOnlyLevelOp(spare: &spareOps, debounced: debouncedLevels) {
             save = only
         }
         release(key)
-    }
-
-    /// Counts the level saves `operation` issues into its entry's saves in flight (the entry is kept until they land).
-    func countSaves(in operation: LevelOp, of entry: Entry) {
-        switch operation {
-        case .save(_, _, let targets, let skipsDebounced, _, _, let mark):
-            let count = skipsDebounced ? targets.count { !debouncedLevels.contains($0) } : targets.count
-            entry.work.saves.issue(count, version: mark.version)
-        case .flush(_, _, _, _, let mark): entry.work.saves.issue(1, version: mark.version)
-        case .remove(let targets, _, _, let mark): entry.work.saves.issue(targets.count, version: mark.version)
-        case .waitForSaves: break
-        }
     }
 
     /// A level save of `key` landed: a failure keeps the value in the store until a newer one is saved; a stale value
@@ -130,8 +115,7 @@ extension StoreMachine {
     mutating func nextChange(of key: Key, now: Date) -> Step? {
         guard let entry = entry(key) else { return nil }
         guard entry.work.turn.hasQueued else {
-            entry.work.turn.end()
-            entry.work.turn.giveStorage(to: &spareJobs)
+            entry.work.endTurn(spare: &spareJobs)
             release(key)
             return nil
         }
@@ -156,8 +140,7 @@ extension StoreMachine {
     /// a read or change asked while they run (a reply's caller reading again) finds the key idle.
     mutating func endTurnIfDone(_ effects: consuming Effects, for key: Key) -> Effects {
         guard let entry = entry(key), !entry.work.turn.hasQueued else { return effects }
-        entry.work.turn.end()
-        entry.work.turn.giveStorage(to: &spareJobs)
+        entry.work.endTurn(spare: &spareJobs)
         effects.endsTurn = true
         release(key)
         return effects

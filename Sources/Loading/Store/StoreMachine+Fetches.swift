@@ -48,10 +48,9 @@ extension StoreMachine {
         let oldest = entry.work.fetches.oldestLogStart(generation: entry.generation)
         let logStart = min(oldest ?? .max, position, replays ?? .max)
         let id = next()
-        entry.work.fetches.takeStorage(from: &spareFetches)
-        entry.work.fetches.begin(
+        entry.work.beginFetch(
             id: id, generation: entry.generation, logStart: logStart, sentMark: position + 1,
-            caller: FetchCaller(id: caller, completion: completion))
+            caller: FetchCaller(id: caller, completion: completion), spare: &spareFetches)
         loadingMayChange(entry)
         return .starts(fetch: id, caller: caller)
     }

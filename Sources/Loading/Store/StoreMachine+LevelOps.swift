@@ -10,11 +10,7 @@ extension StoreMachine {
     mutating func takeLevelOps(of key: Key) -> (ops: InlineFirstArray<LevelOp>, removeAll: Bool)? {
         guard let entry = entry(key) else { return nil }
         if !issuing.isClearing, entry.work.writes.hasOps {
-            let ops = entry.work.writes.takeOps()
-            entry.work.writes.giveStorage(to: &spareOps)
-            if let first = ops.head { countSaves(in: first, of: entry) }
-            for operation in ops.tail { countSaves(in: operation, of: entry) }
-            return (ops, false)
+            return (entry.work.takeLevelOps(spare: &spareOps, debounced: debouncedLevels), false)
         }
         entry.work.writes.stopIssuing()
         let issuesRemoveAll = issuing.stop(key, hasMore: entry.work.writes.hasOps)
@@ -49,9 +45,8 @@ extension StoreMachine {
 
     /// Decides `operation` for `entry`'s key, after those decided before (the list's storage, when it has none,
     /// is the one the last key's operations left: see ``LevelWrites/giveStorage(to:)``).
-    mutating func decide(_ operation: LevelOp, for entry: Entry) {
-        entry.work.writes.takeStorage(from: &spareOps)
-        entry.work.writes.append(operation)
+    mutating func decide(_ operation: consuming LevelOp, for entry: Entry) {
+        entry.work.decide(operation, spare: &spareOps)
     }
 
     /// Whether the caller that decided level operations for `key` issues them: not when another caller is issuing

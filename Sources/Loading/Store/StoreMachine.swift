@@ -284,7 +284,7 @@ struct StoreMachine: Sendable {
     mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> StoreFirstLook {
         // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
         guard let entry = entries[key] else { return .notHeld }
-        guard entry.work.pending.isEmpty, entry.work.turn.isFree, let confirmed = entry.confirmed.value,
+        guard entry.work.showsConfirmed, let confirmed = entry.confirmed.value,
             isFresh(confirmed, of: entry, under: policy, now: now)
         else { return .held }
         if let hit = entry.confirmed.sharedHit(shown: entry.version) { return .answer(hit) }
