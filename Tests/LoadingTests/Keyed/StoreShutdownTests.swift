@@ -64,10 +64,7 @@ final class StoreShutdownTests: XCTestCase {
     func test_aShutDown_givesBackALeaseWhoseReleaseIsStillUnderWay() async {
         let sharedTable = SharedTable()
         let lease = SlowFirstReleaseLease(MemoryLease(savesOf: sharedTable))
-        let store = Store(
-            levels: [.cache(sharedTable, name: "shared")],
-            fetch: LoaderFamily { (key: String) in SlowUpstream().loader(for: key) },
-            coordination: .lease(lease, sharedLevel: "shared", waiting: .watchdog * 2, polling: .milliseconds(5)))
+        let store = instance(over: sharedTable, lease: lease, fetching: SlowUpstream())
         store.read("ACME").load { _ in }
         // The value saved, the store gives the lease back; that call has not answered yet.
         let releasing = await eventually { lease.releasesAsked == 1 }
@@ -97,7 +94,7 @@ final class StoreShutdownTests: XCTestCase {
 
     /// An instance of a service: the shared table, the lease, an upstream.
     private func instance(
-        over sharedTable: SharedTable, lease: MemoryLease, fetching upstream: SlowUpstream
+        over sharedTable: SharedTable, lease: some FetchLease<String>, fetching upstream: SlowUpstream
     ) -> Store<String, String> {
         Store(
             levels: [.cache(sharedTable, name: "shared")],
