@@ -14,10 +14,11 @@ extension StoreEngine {
     /// Whether this thread runs a change of `key` now: the read asking is made from inside its closures (see
     /// ``StoreRead/start()``).
     func runsChange(of key: StoreKeyRef) -> Bool {
-        RunningHere.current.contains { running in
+        // A thread that has made no list runs no change: asking makes none.
+        RunningHere.made?.contains { running in
             running.engine == ObjectIdentifier(self) && running.key.hash == key.hash
                 && running.key.isSameKey(as: key.object)
-        }
+        } == true
     }
 
     /// Submits a change of the confirmed value of the key with `hash` that `isKey` recognizes (`make` makes its

@@ -123,35 +123,35 @@ extension StoreEngine {
     /// Sends one level operation to its levels.
     private func issue(_ operation: consuming StoreMachine.LevelOp, of key: StoreKeyRef) {
         let ticket = operation.ticket
-        // One closure per operation, capturing the ticket alone (which reports failures itself): it needs no storage
-        // of its own. A method reference or an optional chain here would make more.
-        let done: @Sendable (Result<Void, any Error>) -> Void =
-            if let ticket { { ticket.landed($0) } } else { reportFailure.call }
         switch consume operation {  // its payload moved out, not copied
         case .save(let value, let savedAt, let targets, let skipsDebounced, _, let answersFetch, let mark):
-            let landed = saveLanded(of: key, mark: mark, then: done)
+            let landed = landedCompletion(of: key, mark: mark, ticket: ticket)
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
                 guard !(answersFetch && levels[index].savesInBackground) else {
                     let inBackground = saveLanded(of: key, mark: mark, then: reportFailure.call)
                     save(value, savedAt: savedAt, of: key, at: index, place: mark.givenPlace, completion: inBackground)
                     continue
                 }
-                ticket?.hold(reportingTo: reportFailure)
+                ticket?.hold(reportingTo: reportFailure, landing: .init(engine: self, key: key, mark: mark))
                 save(value, savedAt: savedAt, of: key, at: index, place: mark.givenPlace, completion: landed)
             }
         case .flush(let value, let savedAt, let index, _, let mark):
             ticket?.hold(reportingTo: reportFailure)
+            // A flush's ticket may be held by the flushes of other levels and keys: the completion says where it
+            // landed.
+            let done: @Sendable (Result<Void, any Error>) -> Void =
+                if let ticket { { ticket.landed($0) } } else { reportFailure.call }
             let landed = saveLanded(of: key, mark: mark, flushedLevel: index, then: done)
             levels[index].save(value, savedAt, key.object, landed)
         case .remove(let targets, _, let answersFetch, let mark):
-            let landed = saveLanded(of: key, mark: mark, then: done)
+            let landed = landedCompletion(of: key, mark: mark, ticket: ticket)
             for index in targets {
                 guard !(answersFetch && levels[index].savesInBackground) else {
                     let inBackground = saveLanded(of: key, mark: mark, then: reportFailure.call)
                     save(nil, savedAt: 0, of: key, at: index, place: mark.givenPlace, completion: inBackground)
                     continue
                 }
-                ticket?.hold(reportingTo: reportFailure)
+                ticket?.hold(reportingTo: reportFailure, landing: .init(engine: self, key: key, mark: mark))
                 save(nil, savedAt: 0, of: key, at: index, place: mark.givenPlace, completion: landed)
             }
         case .waitForSaves(let flush):
@@ -159,6 +159,16 @@ extension StoreEngine {
             if run(key, { $0.flushWaits(flush, for: $1) }) { return }
         }
         ticket?.release()  // the operation's own hold: it is issued
+    }
+
+    /// The completion of the level writes of a save or a removal of `key`: with a ticket, one capturing the ticket
+    /// alone (which knows where the writes land, and reports failures itself), so that it needs no storage of its
+    /// own; a method reference or an optional chain here would make more.
+    private func landedCompletion(
+        of key: StoreKeyRef, mark: StoreMachine.SaveMark, ticket: StoreMachine.SaveTicket?
+    ) -> @Sendable (Result<Void, any Error>) -> Void {
+        guard let ticket else { return saveLanded(of: key, mark: mark, then: reportFailure.call) }
+        return { ticket.landed($0) }
     }
 
     /// Saves `value` of `key` to level `index` (removes it, `value` being `nil`); the shared level's change keeps the
@@ -176,24 +186,35 @@ extension StoreEngine {
         }
     }
 
-    /// `done`, after telling the machine that a save of `key` landed (see ``StoreMachine/saveLanded(_:mark:failed:at:)``).
+    /// `done`, after telling the machine that a save of `key` landed (see ``saveLanded(of:mark:flushedLevel:result:)``).
     private func saveLanded(
         of key: StoreKeyRef, mark: StoreMachine.SaveMark, flushedLevel: Int? = nil,
         then done: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> @Sendable (Result<Void, any Error>) -> Void {
         { [self] result in
-            let failed = if case .failure = result { true } else { false }
-            let now = now()
-            var matches: (@Sendable (StoreMachine.AnyKey) -> Bool)?
-            if mark.stale { matches = { key.matches($0) } }
-            let (folded, flushed, issues, released) = run(key) {
-                $0.saveLanded($1, matching: matches, mark: mark, failed: failed, at: now, flushedLevel: flushedLevel)
-            }
-            withExtendedLifetime((folded, released)) {}
-            if issues { issueLevelOps(of: key) }  // the debounced write that waited for this save
+            let flushed = saveLanded(of: key, mark: mark, flushedLevel: flushedLevel, result: result)
             done(result)
             for flush in flushed { flush.release() }  // a flush that waited for this save, after unlocking
         }
+    }
+
+    /// Tells the machine that a save of `key` landed (see ``StoreMachine/saveLanded(_:matching:mark:failed:at:flushedLevel:)``),
+    /// then issues the debounced write that waited for it; returns the flushes that waited for it, to release once
+    /// the save's own work is done.
+    func saveLanded(
+        of key: StoreKeyRef, mark: StoreMachine.SaveMark, flushedLevel: Int? = nil,
+        result: Result<Void, any Error>
+    ) -> [StoreMachine.SaveTicket] {
+        let failed = if case .failure = result { true } else { false }
+        let now = now()
+        var matches: (@Sendable (StoreMachine.AnyKey) -> Bool)?
+        if mark.stale { matches = { key.matches($0) } }
+        let (folded, flushed, issues, released) = run(key) {
+            $0.saveLanded($1, matching: matches, mark: mark, failed: failed, at: now, flushedLevel: flushedLevel)
+        }
+        withExtendedLifetime((folded, released)) {}
+        if issues { issueLevelOps(of: key) }  // the debounced write that waited for this save
+        return flushed
     }
 
     /// Empties the levels the clears waiting empty (every level, or those faster than a level another process

@@ -180,11 +180,20 @@ extension StoreMachine {
             }
         }
 
-        let state: Locked<(holds: Int, work: Work?, report: Report?)>
+        /// Where the writes of the one operation holding a ticket tell that they landed: the store, the key and what
+        /// the operation saves. Kept in the ticket, so that a write's completion captures the ticket alone and needs
+        /// no storage of its own.
+        struct Landing: Sendable {
+            let engine: StoreEngine
+            let key: StoreKeyRef
+            let mark: SaveMark
+        }
+
+        let state: Locked<(holds: Int, work: Work?, report: Report?, landing: Landing?)>
 
         /// A ticket with one hold (its maker's, or the level operation's it is made for).
         init(_ work: Work? = nil) {
-            state = Locked((1, work, nil))
+            state = Locked((1, work, nil, nil))
         }
 
         /// Sets the work to run once every hold is released; only before the ticket's first release.
@@ -199,18 +208,24 @@ extension StoreMachine {
 
         /// Holds the ticket for a level write, which calls ``landed(_:)`` when it completes; a failure is reported to
         /// `report` (the ticket keeps the first it is given, so that the write's completion needs to capture nothing
-        /// else).
-        func hold(reportingTo report: Report) {
+        /// else). The writes of a save or a removal, whose ticket is theirs alone, pass where they land (`landing`):
+        /// ``landed(_:)`` tells it first.
+        func hold(reportingTo report: Report, landing: Landing? = nil) {
             state.withLock { state in
                 state.holds += 1
                 if state.report == nil { state.report = report }
+                if state.landing == nil { state.landing = landing }
             }
         }
 
-        /// A level write holding the ticket completed: its failure is reported, then its hold released.
+        /// A level write holding the ticket completed: the store is told it landed (when the write passed where),
+        /// its failure is reported, then its hold released.
         func landed(_ result: Result<Void, any Error>) {
+            let flushed =
+                state.withLock { $0.landing }.map { $0.engine.saveLanded(of: $0.key, mark: $0.mark, result: result) }
             if case .failure = result, let report = state.withLock({ $0.report }) { report.call(result) }
             release()
+            for flush in flushed ?? [] { flush.release() }  // a flush that waited for this save, after unlocking
         }
 
         /// Releases a hold; the last runs the work (here, after unlocking).

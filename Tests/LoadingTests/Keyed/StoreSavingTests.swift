@@ -26,6 +26,31 @@ final class StoreSavingTests: XCTestCase {
         token.cancel()
     }
 
+    func test_aFetchedValue_answersTheRead_onlyOnceEveryLevelSavedIt_whicheverLandsLast() {
+        for memoryLandsFirst in [true, false] {
+            let (memory, disk) = (SpyCache(now: { [now] in now }), SpyCache(now: { [now] in now }))
+            let network = KeyedLoaderSpy<String, String>()
+            let store = Store(
+                levels: [.cache(memory, name: "memory"), .cache(disk, name: "disk")],
+                fetch: LoaderFamily { network[$0] }, now: { [now] in now })
+            memory.holdSaves = true
+            disk.holdSaves = true
+            let answer = Locked<String?>(nil)
+
+            let token = store.read("a").load { result in answer.withLock { $0 = try? result.get().value } }
+            network.complete("a", with: "fetched")
+            let (first, last) = memoryLandsFirst ? (memory, disk) : (disk, memory)
+            first.releaseSaves()
+
+            XCTAssertNil(answer.withLock { $0 }, "not answered while a level has not saved it")
+            last.releaseSaves()
+            XCTAssertEqual(answer.withLock { $0 }, "fetched")
+            XCTAssertEqual(memory.values["a"], "fetched")
+            XCTAssertEqual(disk.values["a"], "fetched")
+            token.cancel()
+        }
+    }
+
     func test_aFetchedValue_replacesADebouncedWriteWaiting() {
         let sut = makeSUT()
         sut.store.write("local", for: "a")
