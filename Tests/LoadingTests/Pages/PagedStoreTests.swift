@@ -145,6 +145,25 @@ final class PagedStoreTests: XCTestCase {
         withExtendedLifetime(token) {}
     }
 
+    func test_aPageLoadedWhileALiveChangeRewroteTheLastPage_isDropped_butOneOfAnEarlierPage_isNot() {
+        for (editedID, appends) in [(3, false), (0, true)] {
+            let source = PageSource(count: 6)
+            let sut = makeSUT(source)
+            for _ in 0..<2 { _ = next(sut) }
+            source.holds = true
+            let appended = LoadRecorder<StoreResponse<List>>()
+            let token = appended.load(sut.nextPage(of: "feed"))
+
+            sut.store.update("feed") { $0?.replacing(Post(id: editedID, text: "edited live")) }
+            source.release()
+
+            let expected = appends ? [0, 1, 2, 3, 4, 5] : [0, 1, 2, 3]
+            XCTAssertEqual(ids(shown(sut)), expected, "post \(editedID) edited while the next page loaded")
+            XCTAssertEqual(shown(sut)?.items.first { $0.id == editedID }?.text, "edited live")
+            withExtendedLifetime(token) {}
+        }
+    }
+
     func test_aLiveChange_reachesThePageThatHoldsTheItem_andARefreshThenFindsItUnchanged() {
         let source = PageSource(count: 6)
         let sut = makeSUT(source)

@@ -66,11 +66,6 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         self.state = Locked(state)
     }
 
-    /// The indices of every page held, those of every version.
-    var bounds: Range<Int> {
-        state.withLock { $0.bounds }
-    }
-
     func page(at index: Int) -> LoadedPage {
         state.withLock { $0.page(at: index) }
     }
@@ -112,11 +107,11 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     /// Adds `page`, loaded with `cursor`, after `window` when that is the end of the storage (the version adding is
-    /// the newest there), and returns the window with it; `nil` otherwise, changing nothing. With the ids of the
-    /// page's items, the items the window shows already are left out.
+    /// the newest there), and returns the window with it and how many pages the storage holds then; `nil` otherwise,
+    /// changing nothing. With the ids of the page's items, the items the window shows already are left out.
     func append<ID: Hashable & Sendable>(
         _ page: LoadedPage, to window: Range<Int>, ids: [ID]?
-    ) -> Range<Int>? {
+    ) -> (window: Range<Int>, held: Int)? {
         state.withLock { state in
             guard state.back.count == window.upperBound else { return nil }
             let grown = window.lowerBound..<(window.upperBound + 1)
@@ -124,14 +119,14 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
             state.back.append(page)
             state.note(page.cursor, at: window.upperBound)
-            return grown
+            return (grown, state.bounds.count)
         }
     }
 
     /// Adds `page` before `window` when that is the start of the storage, as ``append(_:to:ids:)`` does after it.
     func prepend<ID: Hashable & Sendable>(
         _ page: LoadedPage, to window: Range<Int>, ids: [ID]?
-    ) -> Range<Int>? {
+    ) -> (window: Range<Int>, held: Int)? {
         state.withLock { state in
             guard -state.front.count == window.lowerBound else { return nil }
             let grown = (window.lowerBound - 1)..<window.upperBound
@@ -139,7 +134,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
             state.front.append(page)
             state.note(page.cursor, at: grown.lowerBound)
-            return grown
+            return (grown, state.bounds.count)
         }
     }
 }

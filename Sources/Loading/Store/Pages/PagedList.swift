@@ -77,6 +77,17 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         window.isEmpty ? nil : storage.page(at: window.lowerBound)
     }
 
+    /// Whether `other` ends with the same page as this list on one side (its first page when `before`, else its
+    /// last). Two versions of one storage ending at the same index end with the same page (a storage's pages never
+    /// change: a changed list gets a storage of its own), which is answered without reading it; other lists compare
+    /// their pages.
+    func hasSameEnd(as other: PagedList, before: Bool) -> Bool where Item: Equatable, Cursor: Equatable {
+        let (end, otherEnd) =
+            before ? (window.lowerBound, other.window.lowerBound) : (window.upperBound, other.window.upperBound)
+        if storage === other.storage, end == otherEnd, window.isEmpty == other.window.isEmpty { return true }
+        return before ? firstPage == other.firstPage : lastPage == other.lastPage
+    }
+
     /// The cursor of the page after the last one loaded; `nil` when the last page is loaded.
     var nextCursor: Cursor? {
         lastPage?.page.nextCursor
@@ -143,12 +154,14 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         let pageIDs = id.map { page.items.map($0) }
         if let id { list.storage.prepareIDs(of: list.window, id) }
         let loaded = LoadedPage(cursor: cursor, page: page, isPrevious: before)
-        if let grown =
+        // How many pages the list's storage holds, its dropped ones and those of other versions too.
+        var held: Int
+        if let added =
             before
             ? list.storage.prepend(loaded, to: list.window, ids: pageIDs)
             : list.storage.append(loaded, to: list.window, ids: pageIDs)
         {
-            list.window = grown
+            (list.window, held) = added
         } else {
             // An older version: its pages are copied, and the new one added to them.
             var loaded = loaded
@@ -157,6 +170,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
                 loaded.page.items = zip(page.items, pageIDs).filter { !shown.contains($0.1) }.map(\.0)
             }
             list = PagedList(pages: before ? [loaded] + list.pages : list.pages + [loaded])
+            held = list.window.count
         }
         if let maxPages, list.window.count > max(1, maxPages) {
             let kept = max(1, maxPages)
@@ -166,7 +180,6 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
                 : (list.window.upperBound - kept)..<list.window.upperBound
         }
         // Dropped pages (and those of other versions) are let go once they are the larger part of the storage.
-        let held = list.storage.bounds.count
         if held - list.window.count > 32, (held - list.window.count) * 2 > held {
             list = PagedList(pages: list.pages)
         }

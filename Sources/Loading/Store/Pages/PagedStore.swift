@@ -260,11 +260,6 @@ struct AddingPage<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: 
         }
     }
 
-    /// The page at the list's end (its first page, or its last), which must not change while a page is loaded for it.
-    private func end(of list: List) -> List.LoadedPage? {
-        before ? list.firstPage : list.lastPage
-    }
-
     private func add(
         _ cursor: Cursor, to shown: List, of key: Key, in store: Store<Key, List>,
         _ pending: PendingLoad<StoreResponse<List>>
@@ -278,7 +273,7 @@ struct AddingPage<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: 
             store.updateFetched(key) { list in
                 // A list whose end changed under the request (a refresh, a live change) does not get it: an
                 // offset, say, may point elsewhere now.
-                guard let list, end(of: list) == end(of: shown) else { return list }
+                guard let list, list.hasSameEnd(as: shown, before: before) else { return list }
                 return add(list, loaded, cursor, before)
             } completion: {
                 pending.complete($0)
