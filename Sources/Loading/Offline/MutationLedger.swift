@@ -138,7 +138,7 @@ struct MutationLedger: Sendable {
     }
 
     /// Puts `entry` last, naming the items `names`.
-    private mutating func append(_ entry: Entry, naming names: [String]) {
+    private mutating func append(_ entry: consuming Entry, naming names: [String]) {
         var entry = entry
         entry.names = names
         items.add(entry.record.id, naming: names)
@@ -314,12 +314,17 @@ struct MutationLedger: Sendable {
         case .open: break
         }
         // A conflict waiting for the app holds the queue: nothing after it is sent.
-        guard let id = entries.firstID(), let entry = entries[id], entry.commit != nil, !entry.isConflicted
-        else { return .none }
+        guard let id = entries.firstID() else { return .none }
+        var record: StoredMutation<Input>?
+        // Looked at in place: only its record is copied.
+        entries.update(id) { entry in
+            if entry.commit != nil, !entry.isConflicted { record = entry.record }
+        }
+        guard let record else { return .none }
         let serial = sending.begin(id)
         // Recording the attempt is a save a clear waits for.
         saves.enter()
-        return .attempt(entry.record, serial: serial, saves: saves)
+        return .attempt(record, serial: serial, saves: saves)
     }
 
     /// Records that attempt `serial` is under way with `attempts` counted and `lease` held; `false` when it was taken

@@ -15,19 +15,20 @@ struct QueuedMutations: Sendable {
     /// Changes mutation `id` in place; `false` when it is not there.
     @discardableResult
     mutating func update(_ id: String, _ change: (inout Entry) -> Void) -> Bool {
-        guard byID[id] != nil else { return false }
+        guard byID.index(forKey: id) != nil else { return false }  // asked by key: the entry is not copied
         change(&byID[id]!)
         return true
     }
 
-    mutating func append(_ entry: Entry) {
-        byID[entry.record.id] = entry
-        order.append(entry.record.id)
+    mutating func append(_ entry: consuming Entry) {
+        let id = entry.record.id
+        byID[id] = entry
+        order.append(id)
     }
 
     /// The id of the oldest mutation left.
     mutating func firstID() -> String? {
-        while head < order.count, byID[order[head]] == nil { head += 1 }
+        while head < order.count, byID.index(forKey: order[head]) == nil { head += 1 }
         if head > 64, head * 2 > order.count {
             order.removeFirst(head)
             head = 0
