@@ -132,7 +132,7 @@ struct MutationLedger: Sendable {
         for (index, record) in records.enumerated() {
             var entry = Entry(record: record, completion: nil)
             entry.isConflicted = record.awaitsResolution
-            append(entry, naming: index < names.count ? names[index] : [])
+            append(consume entry, naming: index < names.count ? names[index] : [])
         }
         for (temporary, server) in assigned { items.assign(server, to: temporary) }
     }

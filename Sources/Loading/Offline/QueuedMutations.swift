@@ -39,7 +39,8 @@ struct QueuedMutations: Sendable {
     /// Takes mutation `id` out; says whether it was the first.
     mutating func remove(_ id: String) -> (entry: Entry, wasFirst: Bool)? {
         let wasFirst = firstID() == id
-        return byID.removeValue(forKey: id).map { ($0, wasFirst) }
+        guard let entry = byID.removeValue(forKey: id) else { return nil }
+        return (entry, wasFirst)
     }
 
     /// Takes every mutation out, in order.
