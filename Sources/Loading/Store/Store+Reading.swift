@@ -107,6 +107,17 @@ extension Store {
         })
     }
 
+    /// What a cache-only read of `key` answers at once: the value the store holds, when no optimistic change of it is
+    /// pending; `nil` when the read would have to go on (to the levels, or to apply pending changes).
+    func heldResponse(_ key: Key) -> StoreResponse<Value>? {
+        var began = Date.distantPast
+        var held: AnyStoreKey?
+        let look = engine.firstLook(
+            hash: key.hashValue, where: { StoreKey.isKey($0, key) }, under: .cacheOnly, began: &began, held: &held)
+        guard case .answer(let response) = look else { return nil }
+        return StoreResponse(response)
+    }
+
     /// Fetches `key` anew now (never joining a fetch already running), confirms and shows the fresh value, and
     /// returns it once it is saved.
     /// Cancelling the task drops this caller's interest (the fetch is cancelled when no one else waits for it); this

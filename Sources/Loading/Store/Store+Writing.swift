@@ -33,17 +33,12 @@ extension Store {
         engine.submit(.update(change, reply: nil, replays: replays), of: key)
     }
 
-    /// ``update(_:_:)`` with what the network brought (a page appended to a list): written to every level at once;
-    /// `completion` receives what the key shows once it is saved, or ``StoreError/discarded`` when a removal or a
-    /// clear dropped the change.
-    func updateFetched(
-        _ key: Key, _ transform: @escaping @Sendable (Value?) -> Value?,
-        completion: @escaping @Sendable (Result<StoreResponse<Value>, any Error>) -> Void
-    ) {
-        submit(
-            .update(
-                Self.erase(transform), reply: { completion($0.map { StoreResponse($0.response) }) }, replays: true),
-            for: key)
+    /// ``update(_:_:)`` with what the network brought (a page appended to a list), `change` made on the boxed values
+    /// the store keeps (as ``erase(_:)`` makes them): written to every level at once; `reply` receives what the key
+    /// shows once it is saved (``answer(_:)`` types it), or ``StoreError/discarded`` when a removal or a clear dropped
+    /// the change.
+    func updateFetched(_ key: Key, _ change: @escaping Machine.Change, reply: @escaping Machine.FetchCompletion) {
+        submit(.update(change, reply: reply, replays: true), for: key)
     }
 
     /// Removes `key`'s value from the store and every level, at once: fetches and level reads started before confirm

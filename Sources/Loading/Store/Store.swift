@@ -193,8 +193,23 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// `change` as the machine runs it: on the value it keeps, which the store made from a `Value`.
+    /// Unwrapped by hand, not with `Optional.map`: this runs unspecialized, where each generic call looks up the
+    /// metadata of its types.
     static func erase(_ change: @escaping @Sendable (Value?) -> Value?) -> Machine.Change {
-        { box in change(box.map { ($0 as! ValueBox<Value>).value }).map { ValueBox($0) } }
+        { box in
+            let value: Value? = if let box { (box as! ValueBox<Value>).value } else { nil }
+            guard let changed = change(value) else { return nil }
+            return ValueBox(changed)
+        }
+    }
+
+    /// A change's reply as its caller takes it: the response it shows, typed (switched on, not `Result.map`, for the
+    /// reason `erase(_:)` gives).
+    static func answer(_ reply: Result<Machine.Snapshot, any Error>) -> Result<StoreResponse<Value>, any Error> {
+        switch reply {
+        case .success(let snapshot): .success(StoreResponse(snapshot.response))
+        case .failure(let error): .failure(error)
+        }
     }
 
     /// Runs `body` on the machine under the store's lock; what the machine let go of (a dropped entry, with its key

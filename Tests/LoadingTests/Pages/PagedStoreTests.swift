@@ -40,6 +40,24 @@ final class PagedStoreTests: XCTestCase {
         withExtendedLifetime(tokens) {}
     }
 
+    func test_aNextPageLoader_keptAfterItsPagedStoreIsReleased_failsWithCancellation_andAsksNothing() {
+        let source = PageSource(count: 5)
+        var sut: PagedStore<String, Post, Int>? = makeSUT(source)
+        _ = next(sut!)
+        let loader = sut!.nextPage(of: "feed")
+        weak let store = sut?.store
+        sut = nil
+        XCTAssertNil(store, "the paged store owned its store")
+        let recorder = LoadRecorder<StoreResponse<List>>()
+
+        let token = recorder.load(loader)
+
+        XCTAssertEqual(recorder.errors.count, 1)
+        XCTAssertTrue(recorder.errors.first is CancellationError)
+        XCTAssertEqual(source.requests, [nil], "no page asked for")
+        withExtendedLifetime(token) {}
+    }
+
     func test_aPageCap_dropsTheOldestPages_andARefreshStartsFromTheFirstKept() {
         let source = PageSource(count: 10)
         let sut = makeSUT(source, maxPages: 2)

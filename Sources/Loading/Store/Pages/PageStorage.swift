@@ -37,8 +37,8 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             return pages
         }
 
-        mutating func note(_ cursor: Cursor?, at index: Int) {
-            guard let cursor = HashableCursor(cursor), cursors[cursor] == nil else { return }
+        mutating func note(_ cursor: HashableCursor?, at index: Int) {
+            guard let cursor, cursors[cursor] == nil else { return }
             cursors[cursor] = index
         }
 
@@ -62,7 +62,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
 
     init(_ pages: [LoadedPage]) {
         var state = State(back: pages)
-        for (index, page) in pages.enumerated() { state.note(page.cursor, at: index) }
+        for (index, page) in pages.enumerated() { state.note(HashableCursor(page.cursor), at: index) }
         self.state = Locked(state)
     }
 
@@ -74,21 +74,30 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         state.withLock { $0.pages(in: range) }
     }
 
+    /// The cursor of the page after the one at `index` (`before`: of the page before it).
+    func cursor(beside index: Int, before: Bool) -> Cursor? {
+        state.withLock { state in
+            let page = index >= 0 ? state.back[index].page : state.front[-1 - index].page
+            return before ? page.previousCursor : page.nextCursor
+        }
+    }
+
     /// Whether `cursor` loaded one of the pages before `end`, or is `current` (the cursor the page it comes with was
-    /// loaded with). Only hashable cursors are recognized.
-    func isLoaded(_ cursor: Cursor, before end: Int, or current: Cursor?) -> Bool {
+    /// loaded with, made hashable once by the caller). Only hashable cursors are recognized.
+    func isLoaded(_ cursor: Cursor, before end: Int, or current: HashableCursor?) -> Bool {
         isLoaded(cursor, or: current) { $0 < end }
     }
 
     /// Whether `cursor` loaded one of the pages from `start` on, or is `current`.
-    func isLoaded(_ cursor: Cursor, from start: Int, or current: Cursor?) -> Bool {
+    func isLoaded(_ cursor: Cursor, from start: Int, or current: HashableCursor?) -> Bool {
         isLoaded(cursor, or: current) { $0 >= start }
     }
 
-    private func isLoaded(_ cursor: Cursor, or current: Cursor?, where placed: (Int) -> Bool) -> Bool {
+    private func isLoaded(_ cursor: Cursor, or current: HashableCursor?, where placed: (Int) -> Bool) -> Bool {
         guard let cursor = HashableCursor(cursor) else { return false }
-        if let current = HashableCursor(current), current == cursor { return true }
-        return state.withLock { $0.cursors[cursor] }.map(placed) ?? false
+        if let current, current == cursor { return true }
+        guard let place = state.withLock({ $0.cursors[cursor] }) else { return false }
+        return placed(place)
     }
 
     /// Makes sure the ids of the items of `window` are kept; they are computed outside the lock (`id` reads the
@@ -110,7 +119,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     /// the newest there), and returns the window with it and how many pages the storage holds then; `nil` otherwise,
     /// changing nothing. With the ids of the page's items, the items the window shows already are left out.
     func append<ID: Hashable & Sendable>(
-        _ page: LoadedPage, to window: Range<Int>, ids: [ID]?
+        _ page: LoadedPage, loadedWith cursor: HashableCursor?, to window: Range<Int>, ids: [ID]?
     ) -> (window: Range<Int>, held: Int)? {
         state.withLock { state in
             guard state.back.count == window.upperBound else { return nil }
@@ -118,14 +127,15 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             var page = page
             if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
             state.back.append(page)
-            state.note(page.cursor, at: window.upperBound)
+            state.note(cursor, at: window.upperBound)
             return (grown, state.bounds.count)
         }
     }
 
-    /// Adds `page` before `window` when that is the start of the storage, as ``append(_:to:ids:)`` does after it.
+    /// Adds `page` before `window` when that is the start of the storage, as ``append(_:loadedWith:to:ids:)`` does
+    /// after it.
     func prepend<ID: Hashable & Sendable>(
-        _ page: LoadedPage, to window: Range<Int>, ids: [ID]?
+        _ page: LoadedPage, loadedWith cursor: HashableCursor?, to window: Range<Int>, ids: [ID]?
     ) -> (window: Range<Int>, held: Int)? {
         state.withLock { state in
             guard -state.front.count == window.lowerBound else { return nil }
@@ -133,7 +143,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             var page = page
             if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
             state.front.append(page)
-            state.note(page.cursor, at: grown.lowerBound)
+            state.note(cursor, at: grown.lowerBound)
             return (grown, state.bounds.count)
         }
     }

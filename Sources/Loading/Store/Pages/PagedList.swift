@@ -90,7 +90,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
 
     /// The cursor of the page after the last one loaded; `nil` when the last page is loaded.
     var nextCursor: Cursor? {
-        lastPage?.page.nextCursor
+        window.isEmpty ? nil : storage.cursor(beside: window.upperBound - 1, before: false)
     }
 
     /// Whether a page remains to be loaded after the last one.
@@ -101,7 +101,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     /// The cursor of the page before the first one loaded; `nil` when the list starts at its first page (or its
     /// source has no previous pages).
     var previousCursor: Cursor? {
-        firstPage?.page.previousCursor
+        window.isEmpty ? nil : storage.cursor(beside: window.lowerBound, before: true)
     }
 
     /// Whether a page remains to be loaded before the first one (a list opened in the middle: a chat, a timeline).
@@ -141,14 +141,17 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     ) -> PagedList {
         var list = self
         var page = page
+        let loadedWith = HashableCursor(cursor)
         // A cursor loaded already ends the list on that side.
         if before {
             if let previous = page.previousCursor,
-                list.storage.isLoaded(previous, from: list.window.lowerBound, or: cursor)
+                list.storage.isLoaded(previous, from: list.window.lowerBound, or: loadedWith)
             {
                 page.previousCursor = nil
             }
-        } else if let next = page.nextCursor, list.storage.isLoaded(next, before: list.window.upperBound, or: cursor) {
+        } else if let next = page.nextCursor,
+            list.storage.isLoaded(next, before: list.window.upperBound, or: loadedWith)
+        {
             page.nextCursor = nil
         }
         let pageIDs = id.map { page.items.map($0) }
@@ -158,8 +161,8 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         var held: Int
         if let added =
             before
-            ? list.storage.prepend(loaded, to: list.window, ids: pageIDs)
-            : list.storage.append(loaded, to: list.window, ids: pageIDs)
+            ? list.storage.prepend(loaded, loadedWith: loadedWith, to: list.window, ids: pageIDs)
+            : list.storage.append(loaded, loadedWith: loadedWith, to: list.window, ids: pageIDs)
         {
             (list.window, held) = added
         } else {

@@ -130,12 +130,9 @@ public final class PagedStore<Key: Hashable & Sendable, Item: Sendable & Equatab
             sharing: options.sharing, entities: options.entities, onWriteFailure: options.onWriteFailure,
             events: options.events)
         link.set(store)
-        let next = AddingPage(link: link, page: page, before: false, add: add)
-        let previous = AddingPage(link: link, page: page, before: true, add: add)
-        return (
-            store, LoaderFamily { key in next.loader(for: key) }.coalesced(),
-            LoaderFamily { key in previous.loader(for: key) }.coalesced()
-        )
+        let next = AddingPage(store: store, page: page, before: false, add: add)
+        let previous = AddingPage(store: store, page: page, before: true, add: add)
+        return (store, next.family.coalesced(), previous.family.coalesced())
     }
 
     /// Loads the first page of `key`'s list when it has none (in the store or its levels), else the page after its
@@ -231,33 +228,65 @@ struct AddingPage<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: 
     /// How a page, loaded with a cursor, is added to a list: after its last page, or before its first.
     typealias Add = @Sendable (List, Page<Item, Cursor>, Cursor?, _ before: Bool) -> List
 
-    let link: StoreLink<Key, List>
+    /// The store of the lists, held weakly: a page's loader outliving its paged store fails with `CancellationError`.
+    private weak let store: Store<Key, List>?
     let page: @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>>
     /// Whether the page is the one before the list's first (else the one after its last).
     let before: Bool
     let add: Add
 
-    func loader(for key: Key) -> AnyLoader<StoreResponse<List>> {
-        AnyLoader { [self] completion in
-            let pending = PendingLoad(completion)
-            guard let store = link.store else {
-                pending.complete(.failure(CancellationError()))
-                return pending
-            }
-            pending.startStep {
-                store.read(key, policy: .cacheOnly).load { shown in
-                    guard case .success(let response) = shown, let list = response.value else {
-                        // No list yet, in the store or its levels: its first page, through the store's fetch.
-                        return pending.startStep { store.read(key).load { pending.complete($0) } }
-                    }
-                    guard let cursor = before ? list.previousCursor : list.nextCursor else {
-                        return pending.complete(shown)  // the end, on this side
-                    }
-                    pending.startStep { add(cursor, to: list, of: key, in: store, pending) }
-                }
-            }
+    init(
+        store: Store<Key, List>, page: @escaping @Sendable (Key, Cursor?) -> AnyLoader<Page<Item, Cursor>>,
+        before: Bool, add: @escaping Add
+    ) {
+        self.store = store
+        self.page = page
+        self.before = before
+        self.add = add
+    }
+
+    /// The pages of this side as a family: each load of a key adds its next page. A load is started as it is, not
+    /// through a loader made for it.
+    var family: LoaderFamily<Key, StoreResponse<List>> {
+        LoaderFamily(
+            makeLoader: { key in AnyLoader { load(key, completion: $0) } },
+            startLoad: { key, completion in load(key, completion: completion) })
+    }
+
+    private func load(
+        _ key: Key, completion: @escaping LoadCompletion<StoreResponse<List>>
+    ) -> any CancellationToken {
+        let pending = PendingLoad(completion)
+        guard let store else {
+            pending.complete(.failure(CancellationError()))
             return pending
         }
+        // The list the store holds answers at once, in one look under its lock; else the store reads its levels (a
+        // cache-only read).
+        if let held = store.heldResponse(key) {
+            addPage(to: .success(held), of: key, in: store, pending)
+        } else {
+            pending.startStep {
+                store.read(key, policy: .cacheOnly).load { addPage(to: $0, of: key, in: store, pending) }
+            }
+        }
+        return pending
+    }
+
+    /// Loads the page after (or before) `shown`, the list a cache-only read found, and adds it; with no list, reads
+    /// the key through the store's fetch (its first page).
+    private func addPage(
+        to shown: Result<StoreResponse<List>, any Error>, of key: Key, in store: Store<Key, List>,
+        _ pending: PendingLoad<StoreResponse<List>>
+    ) {
+        guard case .success(let response) = shown, let list = response.value else {
+            // No list yet, in the store or its levels: its first page, through the store's fetch.
+            return pending.startStep { store.read(key).load { pending.complete($0) } }
+        }
+        guard let cursor = before ? list.previousCursor : list.nextCursor else {
+            return pending.complete(shown)  // the end, on this side
+        }
+        pending.startStep { add(cursor, to: list, of: key, in: store, pending) }
     }
 
     private func add(
@@ -270,13 +299,17 @@ struct AddingPage<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: 
             case .success(let page): loaded = page
             case .failure(let error): return pending.complete(.failure(error))
             }
-            store.updateFetched(key) { list in
+            // One closure on the value the store keeps, boxed: this runs unspecialized, where each closure
+            // wrapped around another looks up the metadata of its types again.
+            store.updateFetched(key) { box in
+                guard let box else { return nil }
+                let list = (box as! ValueBox<List>).value
                 // A list whose end changed under the request (a refresh, a live change) does not get it: an
                 // offset, say, may point elsewhere now.
-                guard let list, list.hasSameEnd(as: shown, before: before) else { return list }
-                return add(list, loaded, cursor, before)
-            } completion: {
-                pending.complete($0)
+                guard list.hasSameEnd(as: shown, before: before) else { return box }
+                return ValueBox(add(list, loaded, cursor, before))
+            } reply: {
+                pending.complete(Store<Key, List>.answer($0))
             }
         }
     }
