@@ -37,6 +37,16 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             return pages
         }
 
+        /// Whether a page whose cursor on the side it is added to is `onward` ends the list there: that cursor
+        /// loaded one of the pages on that side of the end being added to (any page before `window`'s end when
+        /// appending, from its start on when prepending), or is `loadedWith`, the cursor the page was loaded with.
+        func ends(at onward: HashableCursor?, loadedWith: HashableCursor?, before: Bool, window: Range<Int>) -> Bool {
+            guard let onward else { return false }
+            if let loadedWith, loadedWith == onward { return true }
+            guard let place = cursors[onward] else { return false }
+            return before ? place >= window.lowerBound : place < window.upperBound
+        }
+
         mutating func note(_ cursor: HashableCursor?, at index: Int) {
             guard let cursor, cursors[cursor] == nil else { return }
             cursors[cursor] = index
@@ -82,22 +92,17 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         }
     }
 
-    /// Whether `cursor` loaded one of the pages before `end`, or is `current` (the cursor the page it comes with was
-    /// loaded with, made hashable once by the caller). Only hashable cursors are recognized.
-    func isLoaded(_ cursor: Cursor, before end: Int, or current: HashableCursor?) -> Bool {
-        isLoaded(cursor, or: current) { $0 < end }
-    }
-
-    /// Whether `cursor` loaded one of the pages from `start` on, or is `current`.
-    func isLoaded(_ cursor: Cursor, from start: Int, or current: HashableCursor?) -> Bool {
-        isLoaded(cursor, or: current) { $0 >= start }
-    }
-
-    private func isLoaded(_ cursor: Cursor, or current: HashableCursor?, where placed: (Int) -> Bool) -> Bool {
-        guard let cursor = HashableCursor(cursor) else { return false }
-        if let current, current == cursor { return true }
-        guard let place = state.withLock({ $0.cursors[cursor] }) else { return false }
-        return placed(place)
+    /// `page`, to be added after `window` (`before`: before it), without its cursor on that side when the page ends
+    /// the list there (see ``add(_:loadedWith:onward:before:to:ids:)``): for a version that copies its pages.
+    func ending(
+        _ page: LoadedPage, loadedWith: HashableCursor?, onward: HashableCursor?, before: Bool, window: Range<Int>
+    ) -> LoadedPage {
+        guard state.withLock({ $0.ends(at: onward, loadedWith: loadedWith, before: before, window: window) }) else {
+            return page
+        }
+        var page = page
+        if before { page.page.previousCursor = nil } else { page.page.nextCursor = nil }
+        return page
     }
 
     /// Makes sure the ids of the items of `window` are kept; they are computed outside the lock (`id` reads the
@@ -115,35 +120,35 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         }
     }
 
-    /// Adds `page`, loaded with `cursor`, after `window` when that is the end of the storage (the version adding is
-    /// the newest there), and returns the window with it and how many pages the storage holds then; `nil` otherwise,
-    /// changing nothing. With the ids of the page's items, the items the window shows already are left out.
-    func append<ID: Hashable & Sendable>(
-        _ page: LoadedPage, loadedWith cursor: HashableCursor?, to window: Range<Int>, ids: [ID]?
+    /// Adds `page` after `window` (`before`: before it) when that end of the window is the storage's end there (the
+    /// version adding is the newest there), and returns the window with it and how many pages the storage holds
+    /// then; `nil` otherwise, changing nothing. One step under the lock: no other version adds a page between the
+    /// check and the add.
+    ///
+    /// `loadedWith` is the cursor the page was loaded with and `onward` its cursor on the side it is added to, both
+    /// made hashable by the caller (outside the lock: hashing runs the cursor type's code). A page whose onward cursor
+    /// loaded a page already, or is the cursor it was loaded with, ends the list: that cursor is dropped from it. With
+    /// the ids of the page's items, the items the window shows already are left out.
+    func add<ID: Hashable & Sendable>(
+        _ page: LoadedPage, loadedWith: HashableCursor?, onward: HashableCursor?, before: Bool, to window: Range<Int>,
+        ids: [ID]?
     ) -> (window: Range<Int>, held: Int)? {
         state.withLock { state in
-            guard state.back.count == window.upperBound else { return nil }
-            let grown = window.lowerBound..<(window.upperBound + 1)
+            let grown: Range<Int>
+            if before {
+                guard -state.front.count == window.lowerBound else { return nil }
+                grown = (window.lowerBound - 1)..<window.upperBound
+            } else {
+                guard state.back.count == window.upperBound else { return nil }
+                grown = window.lowerBound..<(window.upperBound + 1)
+            }
             var page = page
+            if state.ends(at: onward, loadedWith: loadedWith, before: before, window: window) {
+                if before { page.page.previousCursor = nil } else { page.page.nextCursor = nil }
+            }
             if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
-            state.back.append(page)
-            state.note(cursor, at: window.upperBound)
-            return (grown, state.bounds.count)
-        }
-    }
-
-    /// Adds `page` before `window` when that is the start of the storage, as ``append(_:loadedWith:to:ids:)`` does
-    /// after it.
-    func prepend<ID: Hashable & Sendable>(
-        _ page: LoadedPage, loadedWith cursor: HashableCursor?, to window: Range<Int>, ids: [ID]?
-    ) -> (window: Range<Int>, held: Int)? {
-        state.withLock { state in
-            guard -state.front.count == window.lowerBound else { return nil }
-            let grown = (window.lowerBound - 1)..<window.upperBound
-            var page = page
-            if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
-            state.front.append(page)
-            state.note(cursor, at: grown.lowerBound)
+            if before { state.front.append(page) } else { state.back.append(page) }
+            state.note(loadedWith, at: before ? grown.lowerBound : window.upperBound)
             return (grown, state.bounds.count)
         }
     }

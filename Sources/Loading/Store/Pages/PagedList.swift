@@ -140,34 +140,21 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         id: (@Sendable (Item) -> ID)?
     ) -> PagedList {
         var list = self
-        var page = page
         let loadedWith = HashableCursor(cursor)
-        // A cursor loaded already ends the list on that side.
-        if before {
-            if let previous = page.previousCursor,
-                list.storage.isLoaded(previous, from: list.window.lowerBound, or: loadedWith)
-            {
-                page.previousCursor = nil
-            }
-        } else if let next = page.nextCursor,
-            list.storage.isLoaded(next, before: list.window.upperBound, or: loadedWith)
-        {
-            page.nextCursor = nil
-        }
+        let onward = HashableCursor(before ? page.previousCursor : page.nextCursor)
         let pageIDs = id.map { page.items.map($0) }
         if let id { list.storage.prepareIDs(of: list.window, id) }
         let loaded = LoadedPage(cursor: cursor, page: page, isPrevious: before)
         // How many pages the list's storage holds, its dropped ones and those of other versions too.
         var held: Int
-        if let added =
-            before
-            ? list.storage.prepend(loaded, loadedWith: loadedWith, to: list.window, ids: pageIDs)
-            : list.storage.append(loaded, loadedWith: loadedWith, to: list.window, ids: pageIDs)
+        if let added = list.storage.add(
+            loaded, loadedWith: loadedWith, onward: onward, before: before, to: list.window, ids: pageIDs)
         {
             (list.window, held) = added
         } else {
             // An older version: its pages are copied, and the new one added to them.
-            var loaded = loaded
+            var loaded = list.storage.ending(
+                loaded, loadedWith: loadedWith, onward: onward, before: before, window: list.window)
             if let id, let pageIDs {
                 let shown = Set(list.items.map(id))
                 loaded.page.items = zip(page.items, pageIDs).filter { !shown.contains($0.1) }.map(\.0)
