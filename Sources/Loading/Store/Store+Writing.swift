@@ -35,8 +35,7 @@ extension Store {
 
     /// ``update(_:_:)`` with what the network brought (a page appended to a list), `change` made on the boxed values
     /// the store keeps (as ``erase(_:)`` makes them): written to every level at once; `reply` receives what the key
-    /// shows once it is saved (``answer(_:)`` types it), or ``StoreError/discarded`` when a removal or a clear dropped
-    /// the change.
+    /// shows once it is saved, or ``StoreError/discarded`` when a removal or a clear dropped the change.
     func updateFetched(_ key: Key, _ change: @escaping Machine.Change, reply: @escaping Machine.FetchCompletion) {
         submit(.update(change, reply: reply, replays: true), for: key)
     }

@@ -203,15 +203,6 @@ public final class Store<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    /// A change's reply as its caller takes it: the response it shows, typed (switched on, not `Result.map`, for the
-    /// reason `erase(_:)` gives).
-    static func answer(_ reply: Result<Machine.Snapshot, any Error>) -> Result<StoreResponse<Value>, any Error> {
-        switch reply {
-        case .success(let snapshot): .success(StoreResponse(snapshot.response))
-        case .failure(let error): .failure(error)
-        }
-    }
-
     /// Runs `body` on the machine under the store's lock; what the machine let go of (a dropped entry, with its key
     /// and value) is released after unlocking: a key's or a value's deinitializer is the caller's code.
     func locked<Result>(_ body: (inout Machine) -> Result) -> Result {

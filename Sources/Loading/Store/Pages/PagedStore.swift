@@ -308,8 +308,11 @@ struct AddingPage<Key: Hashable & Sendable, Item: Sendable & Equatable, Cursor: 
                 // offset, say, may point elsewhere now.
                 guard list.hasSameEnd(as: shown, before: before) else { return box }
                 return ValueBox(add(list, loaded, cursor, before))
-            } reply: {
-                pending.complete(Store<Key, List>.answer($0))
+            } reply: { reply in
+                switch reply {
+                case .success(let snapshot): pending.complete(.success(StoreResponse(snapshot.response)))
+                case .failure(let error): pending.complete(.failure(error))
+                }
             }
         }
     }
