@@ -126,13 +126,14 @@ extension StoreEngine {
         switch consume operation {  // its payload moved out, not copied
         case .save(let value, let savedAt, let targets, let skipsDebounced, _, let answersFetch, let mark):
             let landed = landedCompletion(of: key, mark: mark, ticket: ticket)
+            let landing = StoreMachine.SaveTicket.Landing(engine: self, key: key, mark: mark)
             for index in targets where !skipsDebounced || levels[index].writeDebounce == nil {
                 guard !(answersFetch && levels[index].savesInBackground) else {
                     let inBackground = saveLanded(of: key, mark: mark, then: reportFailure.call)
                     save(value, savedAt: savedAt, of: key, at: index, place: mark.givenPlace, completion: inBackground)
                     continue
                 }
-                ticket?.hold(reportingTo: reportFailure, landing: .init(engine: self, key: key, mark: mark))
+                ticket?.hold(reportingTo: reportFailure, landing: landing)
                 save(value, savedAt: savedAt, of: key, at: index, place: mark.givenPlace, completion: landed)
             }
         case .flush(let value, let savedAt, let index, _, let mark):
@@ -145,13 +146,14 @@ extension StoreEngine {
             levels[index].save(value, savedAt, key.object, landed)
         case .remove(let targets, _, let answersFetch, let mark):
             let landed = landedCompletion(of: key, mark: mark, ticket: ticket)
+            let landing = StoreMachine.SaveTicket.Landing(engine: self, key: key, mark: mark)
             for index in targets {
                 guard !(answersFetch && levels[index].savesInBackground) else {
                     let inBackground = saveLanded(of: key, mark: mark, then: reportFailure.call)
                     save(nil, savedAt: 0, of: key, at: index, place: mark.givenPlace, completion: inBackground)
                     continue
                 }
-                ticket?.hold(reportingTo: reportFailure, landing: .init(engine: self, key: key, mark: mark))
+                ticket?.hold(reportingTo: reportFailure, landing: landing)
                 save(nil, savedAt: 0, of: key, at: index, place: mark.givenPlace, completion: landed)
             }
         case .waitForSaves(let flush):

@@ -218,8 +218,8 @@ extension StoreMachine {
             }
         }
 
-        /// A level write holding the ticket completed: the store is told it landed (when the write passed where),
-        /// its failure is reported, then its hold released.
+        /// A level write holding the ticket completed: the store is told it landed (when the ticket holds where its
+        /// writes land), its failure is reported, then its hold released.
         func landed(_ result: Result<Void, any Error>) {
             let flushed =
                 state.withLock { $0.landing }.map { $0.engine.saveLanded(of: $0.key, mark: $0.mark, result: result) }
