@@ -101,8 +101,13 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             return page
         }
         var page = page
-        if before { page.page.previousCursor = nil } else { page.page.nextCursor = nil }
+        Self.end(&page, before: before)
         return page
+    }
+
+    /// Drops `page`'s cursor on the side it is added to (`before`: its previous cursor): the list ends there.
+    private static func end(_ page: inout LoadedPage, before: Bool) {
+        if before { page.page.previousCursor = nil } else { page.page.nextCursor = nil }
     }
 
     /// Makes sure the ids of the items of `window` are kept; they are computed outside the lock (`id` reads the
@@ -144,7 +149,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             }
             var page = page
             if state.ends(at: onward, loadedWith: loadedWith, before: before, window: window) {
-                if before { page.page.previousCursor = nil } else { page.page.nextCursor = nil }
+                Self.end(&page, before: before)
             }
             if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
             if before { state.front.append(page) } else { state.back.append(page) }
