@@ -11,7 +11,7 @@ extension StoreMachine {
 
         private var points: [Key: Int] = [:]
         /// The notes in the order they were made; a note whose point is no longer its key's is stale.
-        private var order: [KeptRecord] = []
+        private var order: [StampedKey] = []
         private var head = 0
 
         /// The point `key` is fresh from, when it is remembered.
@@ -27,7 +27,7 @@ extension StoreMachine {
         /// Notes that `key` is fresh from `point`; returns the keys forgotten to stay within ``limit``.
         mutating func note(_ key: Key, from point: Int) -> [Key] {
             points[key] = max(points[key] ?? 0, point)
-            order.append(KeptRecord(key: key, stamp: point))
+            order.append(StampedKey(key: key, stamp: point))
             var forgotten: [Key] = []
             while points.count > Self.limit, head < order.count {
                 let oldest = order[head]

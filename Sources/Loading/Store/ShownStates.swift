@@ -9,6 +9,9 @@ extension StoreMachine {
         private var loadingShown = false
 
         /// The failure to show with confirmed version `version`: the latest, unless a value was confirmed since.
+        /// Whether a failure is kept (the caller's error: released only after unlocking).
+        var holdsFailure: Bool { failure != nil }
+
         func failure(at version: Int) -> (any Error)? {
             failureVersion == version ? failure : nil
         }

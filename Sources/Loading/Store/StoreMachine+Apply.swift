@@ -210,8 +210,9 @@ extension StoreMachine {
     /// The keys a flush asks: those with debounced writes or level operations waiting, changes queued or running
     /// (which may make some), or saves on their way to a level.
     func keysToFlush() -> [Key] {
-        entries.compactMap { key, entry in
-            entry.work.writes.isSettled && entry.work.turn.isFree && !entry.work.saves.hasInFlight ? nil : key
+        entries.compactMap { key, slot in
+            guard case .inUse(let entry) = slot else { return nil }
+            return entry.work.writes.isSettled && entry.work.turn.isFree && !entry.work.saves.hasInFlight ? nil : key
         }
     }
 

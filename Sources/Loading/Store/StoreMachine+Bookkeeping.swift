@@ -49,20 +49,34 @@ extension StoreMachine {
 
     /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
     func shownNow(_ key: Key) -> Snapshot {
-        guard let entry = peek(key) else { preconditionFailure("A key has no entry, yet what it shows is asked") }
-        return Snapshot(entry: entry, version: entry.version)
+        guard let slot = slot(key) else { preconditionFailure("A key has no entry, yet what it shows is asked") }
+        return Snapshot(slot)
     }
 
     /// Drops `key`'s entry when nothing needs it any more, unless its value is among the last `keptValues` to
-    /// fall out of use.
+    /// fall out of use. A kept key stays an entry until the next key falls out of use: then it is held as its record
+    /// alone, and its entry is made the next key's (``compact(_:)``). A key used again and again (a list a page is
+    /// added to, a key written in a burst) is not made a record and an entry on each use.
     mutating func release(_ key: Key) {
-        guard let entry = entry(key), entry.isIdle else { return }
+        guard let entry = peek(key), entry.isIdle else { return }
         guard keptValues > 0, entry.confirmed.value != nil else {
             drop(key)
             return
         }
         kept.keep(entry, key: key, stamp: next())
         letGoOfKeptValues(beyond: keptValues)
+        if let previous = exchange(&lastKept, with: key), previous != key { compact(previous) }
+    }
+
+    /// Holds `key` as its record alone when it is kept and idle: its entry is made the next key's (``spareEntry``),
+    /// unless it holds something of the caller's (then it is released after unlocking).
+    private mutating func compact(_ key: Key) {
+        guard let entry = entries.entry(at: key), entry.isIdle, entry.keptStamp != nil else { return }
+        let record = spareRecord.take() ?? KeyRecord(key: key, generation: entry.generation)
+        record.take(entry)
+        entries[key] = .kept(record)
+        if recent === entry { recent = nil }
+        if spareEntry == nil, entry.holdsNothingOfTheCallers { spareEntry = entry } else { released.add(entry) }
     }
 
     /// Lets go of every kept value (the system asks for memory): the keys no longer in use are dropped, and their
@@ -74,8 +88,8 @@ extension StoreMachine {
     /// Lets go of the oldest kept values until at most `bound` are kept: an entry no longer in use is dropped; each
     /// key is told as evicted when the store has events.
     private mutating func letGoOfKeptValues(beyond bound: Int) {
-        while let (key, entry) = kept.takeOldest(beyond: bound, of: entries) {
-            if entry.isIdle { drop(key) }
+        while let key = kept.takeOldest(beyond: bound, of: entries) {
+            if entries.entry(at: key)?.isIdle ?? true { drop(key) }
             if recordsEvictions {
                 evicted.append(key)
                 released.hasNotices = true  // told after unlocking (see ``takeEvictions()``)
@@ -84,10 +98,10 @@ extension StoreMachine {
     }
 
     mutating func drop(_ key: Key) {
-        guard let entry = entries.removeValue(forKey: key) else { return }
+        guard let record = entries.removeValue(forKey: key) else { return }
         dropped.append(key)
         if recent?.key == key { recent = nil }
-        kept.forget(entry)
-        released.add(entry)
+        kept.forget(record)
+        released.add(record)
     }
 }

@@ -41,7 +41,11 @@ extension StoreMachine {
     mutating func clear(levels: Int? = nil, completion: @escaping @Sendable () -> Void) -> Effects {
         clears += 1
         var effects = Effects()
-        for (key, entry) in entries {
+        for (key, slot) in entries {
+            guard case .inUse(let entry) = slot else {
+                drop(key)  // a kept key: no work, no observer; its value is released with its record
+                continue
+            }
             let shownBefore = entry.showsSomething
             let dropped = dropQueuedByRemoval(of: entry, clearing: true)
             let pending = entry.work.pending.removeAll() + dropped.compactMap { $0.added }
@@ -75,7 +79,7 @@ extension StoreMachine {
     /// those clears empty.
     mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key], levels: Int) {
         let (completions, held, levels) = issuing.removeAllIssued()
-        let keys = held.filter { entries[$0]?.work.writes.hasOps ?? false }
+        let keys = held.filter { entries.entry(at: $0)?.work.writes.hasOps ?? false }
         for key in keys { entry(key, heldBecause: "it has level operations").work.writes.startIssuing() }
         issuing.resume(keys.count)
         return (completions, keys, levels)

@@ -5,45 +5,93 @@
 #endif
 
 extension StoreMachine {
-    /// What the store knows of one key in use. A reference, so that changing a field costs neither a copy of the
-    /// entry nor a second lookup of its key; it is reached only through the machine, which only the store's lock
-    /// reaches (that lock is what makes it safe to send). Its fields keep the run-time exclusivity checks of a class
-    /// (about 80 instructions each look; some 30 looks and 2,500 instructions of a first read, Benchmarks scenario
-    /// 17), which the entry as a value in the slot table would make static; what holds it in use is one field
-    /// (``KeyWork``) for that reason.
-    final class Entry: @unchecked Sendable {
+    /// What the store keeps of a key between uses: its truth, what it showed last, its stale mark and its place among
+    /// the kept values. A key in use has an ``Entry``, which is this record with the work under way and the key's
+    /// observers; a key that falls out of use with a value the store keeps is held as the record alone (about 160
+    /// bytes, from the entry's 480), and made an entry again by its next event but a hit (see
+    /// ``StoreMachine/EntryTable``). Reached only through the machine, which only the store's lock reaches (that lock
+    /// is what makes it safe to send).
+    class KeyRecord: @unchecked Sendable {
         /// The key's truth, when the store knows it (when not, the levels hold it).
-        var confirmed = ConfirmedValue()
-        /// What is under way for the key, which holds the entry in use.
-        var work = KeyWork()
+        final var confirmed = ConfirmedValue()
         /// The version of the last response published for the key.
-        var version = 0
-        var generation: Int
-        var observers = 0
-        var levelReads = 0
-        /// Changes confirmed while fetches were in flight, to apply again to what they bring.
-        var log = ChangeLog()
-        /// Set while the entry counts among the kept values.
-        var keptStamp: Int?
-        /// The subjects the key's observers subscribe to, while it has some (replaced, not changed: see
-        /// ``StoreMachine/Observed``).
-        var observed: Observed?
-        /// How many of `observers` observe the key's states (``Store/states(for:)``); the others, its values.
-        var stateObservers = 0
+        final var version = 0
+        final var generation: Int
+        /// Set while the key counts among the kept values.
+        final var keptStamp: Int?
         /// When the key's observation last began or ended, in the store's order: the key observed most recently
         /// is refreshed first within a budget (``Store/revalidate(within:clock:)``).
-        var observedAt = 0
-        /// What the key's state observers were shown last (loading, the latest failure).
-        var shown = ShownStates()
+        final var observedAt = 0
         /// Whether the value is stale, and the refetch owed to the observers.
-        var staleness = Staleness()
-        /// The entry's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
-        var key: Key
+        final var staleness = Staleness()
+        /// The record's key (for ``StoreMachine/entry(_:)``, which remembers the entry found last).
+        final var key: Key
 
         init(key: Key, generation: Int) {
             self.key = key
             self.generation = generation
         }
+
+        /// Makes the record what `other` keeps of its key, the confirmed value moved out of it: a kept key's entry
+        /// made its record, or a record made its entry again. Each field set is checked for exclusive access.
+        final func take(_ other: KeyRecord) {
+            (key, generation, version) = (other.key, other.generation, other.version)
+            (keptStamp, observedAt, staleness) = (other.keptStamp, other.observedAt, other.staleness)
+            confirmed = exchange(&other.confirmed, with: ConfirmedValue())
+        }
+    }
+
+    /// What the store knows of one key in use: its record, with the work under way and its observers. A reference,
+    /// so that changing a field costs neither a copy of the entry nor a second lookup of its key. Its fields keep
+    /// the run-time exclusivity checks of a class (about 80 instructions each look; some 30 looks and 2,500
+    /// instructions of a first read, Benchmarks scenario 17), which the entry as a value in the slot table would make
+    /// static; what holds it in use is one field (``KeyWork``) for that reason.
+    final class Entry: KeyRecord, @unchecked Sendable {
+        /// What is under way for the key, which holds the entry in use.
+        var work = KeyWork()
+        var observers = 0
+        var levelReads = 0
+        /// Changes confirmed while fetches were in flight, to apply again to what they bring.
+        var log = ChangeLog()
+        /// The subjects the key's observers subscribe to, while it has some (replaced, not changed: see
+        /// ``StoreMachine/Observed``).
+        var observed: Observed?
+        /// How many of `observers` observe the key's states (``Store/states(for:)``); the others, its values.
+        var stateObservers = 0
+        /// What the key's state observers were shown last (loading, the latest failure).
+        var shown = ShownStates()
+
+        override init(key: Key, generation: Int) {
+            super.init(key: key, generation: generation)
+        }
+
+        // A spare entry (``StoreMachine/spareEntry``) is made another key's by one of the two below: an idle entry
+        // whose value went to its record, with no observer, level read or subject; what its key's work left in its
+        // parts is reset (each field set is checked for exclusive access, so only those are).
+
+        /// Makes the entry that of `record`'s key, back in use: what the record keeps (its confirmed value moved out
+        /// of it), and no work.
+        func resume(_ record: KeyRecord) {
+            take(record)
+            clearWork()
+        }
+
+        /// Makes the entry a new one of `key`, as ``init(key:generation:)`` would.
+        func reset(key: Key, generation: Int) {
+            (self.key, self.generation) = (key, generation)
+            (version, keptStamp, observedAt, staleness) = (0, nil, 0, Staleness())
+            clearWork()
+        }
+
+        private func clearWork() {
+            work = KeyWork()
+            log = ChangeLog()
+            shown = ShownStates()
+        }
+
+        /// Whether letting go of the entry releases nothing of the caller's (a change it logged, a failure its state
+        /// observers were shown): then it may be let go of, or made another key's, under the lock.
+        var holdsNothingOfTheCallers: Bool { log.isEmpty && !shown.holdsFailure && observed == nil }
 
         /// Whether observers are shown a value: a known one, or pending changes.
         var showsSomething: Bool { confirmed.value != nil || !work.pending.isEmpty }
@@ -60,8 +108,8 @@ extension StoreMachine {
         }
     }
 
-    /// A key that fell out of use with a value, and the stamp it was kept with.
-    struct KeptRecord: Sendable {
+    /// A key, and the stamp it took: its place in an order of keys (kept values, refreshed keys).
+    struct StampedKey: Sendable {
         let key: Key
         let stamp: Int
     }
@@ -85,15 +133,38 @@ extension StoreMachine {
         let isNotice: Bool
 
         init(entry: Entry, version: Int, error: (any Error)? = nil, isNotice: Bool = false) {
-            let value = entry.confirmed.value
-            confirmed = StoreResponse(
-                box: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
-                hasPendingChanges: false, error: error, version: version)
+            confirmed = Self.confirmed(of: entry, version: version, error: error)
             pending = entry.work.pending.isEmpty ? nil : ShownChanges(entry: entry)
             observed = entry.observed
             isStale = entry.staleness.isStale
             isLoading = entry.observed?.states != nil && entry.isLoading
             self.isNotice = isNotice
+        }
+
+        /// What `slot`'s key shows at its version: a kept key shows its confirmed value, with no pending change,
+        /// observer or fetch.
+        init(_ slot: EntryTable.Slot, error: (any Error)? = nil, isNotice: Bool = false) {
+            switch slot {
+            case .inUse(let entry): self.init(entry: entry, version: entry.version, error: error, isNotice: isNotice)
+            case .kept(let record): self.init(kept: record, error: error, isNotice: isNotice)
+            }
+        }
+
+        private init(kept record: KeyRecord, error: (any Error)?, isNotice: Bool) {
+            confirmed = Self.confirmed(of: record, version: record.version, error: error)
+            (pending, observed, isLoading) = (nil, nil, false)
+            isStale = record.staleness.isStale
+            self.isNotice = isNotice
+        }
+
+        /// `record`'s confirmed value as a response (no value when none is confirmed), with `error` attached.
+        private static func confirmed(
+            of record: KeyRecord, version: Int, error: (any Error)?
+        ) -> StoreResponse<Value> {
+            let value = record.confirmed.value
+            return StoreResponse(
+                box: value?.value, origin: value?.origin ?? .local, savedAtSeconds: value?.savedAtSeconds,
+                hasPendingChanges: false, error: error, version: version)
         }
 
         /// The version observers are shown.

@@ -1,13 +1,34 @@
 extension StoreMachine {
-    /// The entries of the keys in use, by slot: an entry is found by indexing, not hashing.
+    /// What the store holds of each key, by slot: an entry is found by indexing, not hashing. A key in use has its
+    /// ``Entry``; a key that fell out of use with a value the store keeps has its ``KeyRecord`` alone, which a hit
+    /// reads and changes as it is and any other event of the key makes an entry again (``StoreMachine/entry(_:)``).
     struct EntryTable: Sequence, Sendable {
-        private var slots: [Entry?] = []
-        /// The number of entries.
+        /// What the table holds of one key.
+        enum Slot: Sendable {
+            case inUse(Entry)
+            case kept(KeyRecord)
+
+            /// What the key keeps, in use or not.
+            var record: KeyRecord {
+                switch self {
+                case .inUse(let entry): entry
+                case .kept(let record): record
+                }
+            }
+
+            /// The key's entry, when it is in use.
+            var entry: Entry? {
+                if case .inUse(let entry) = self { entry } else { nil }
+            }
+        }
+
+        private var slots: [Slot?] = []
+        /// The number of keys held, in use or kept.
         private(set) var count = 0
 
         init() {}
 
-        subscript(slot: Int) -> Entry? {
+        subscript(slot: Int) -> Slot? {
             get { slot < slots.count ? slots[slot] : nil }
             set {
                 if slot >= slots.count { slots.append(contentsOf: repeatElement(nil, count: slot - slots.count + 1)) }
@@ -20,13 +41,23 @@ extension StoreMachine {
             }
         }
 
-        mutating func removeValue(forKey slot: Int) -> Entry? {
-            guard let entry = self[slot] else { return nil }
-            self[slot] = nil
-            return entry
+        /// The record of the key in `slot`, in use or kept.
+        func record(at slot: Int) -> KeyRecord? {
+            self[slot]?.record
         }
 
-        /// The slots that have an entry.
+        /// The entry of the key in `slot`, when it is in use.
+        func entry(at slot: Int) -> Entry? {
+            self[slot]?.entry
+        }
+
+        mutating func removeValue(forKey slot: Int) -> KeyRecord? {
+            guard let record = record(at: slot) else { return nil }
+            self[slot] = nil
+            return record
+        }
+
+        /// The slots that hold a key.
         var keys: [Int] {
             slots.indices.filter { slots[$0] != nil }
         }
@@ -35,15 +66,15 @@ extension StoreMachine {
             Iterator(slots: slots)
         }
 
-        /// The entries in the order of their slots.
+        /// The keys held in the order of their slots.
         struct Iterator: IteratorProtocol {
-            let slots: [Entry?]
+            let slots: [Slot?]
             var index = 0
 
-            mutating func next() -> (key: Int, value: Entry)? {
+            mutating func next() -> (key: Int, value: Slot)? {
                 while index < slots.count {
                     defer { index += 1 }
-                    if let entry = slots[index] { return (index, entry) }
+                    if let slot = slots[index] { return (index, slot) }
                 }
                 return nil
             }

@@ -41,9 +41,9 @@ extension StoreMachine {
     mutating func markStale(_ keys: some Sequence<Key>, mark: Int) -> [Key] {
         var observed: [Key] = []
         for key in keys {
-            guard let entry = entry(key) else { continue }
-            entry.staleness.markStale(at: mark)
-            if entry.observers > 0 { observed.append(key) }
+            guard let slot = slot(key) else { continue }
+            slot.record.staleness.markStale(at: mark)
+            if let entry = slot.entry, entry.observers > 0 { observed.append(key) }
         }
         return observed
     }
@@ -58,8 +58,9 @@ extension StoreMachine {
     /// The observed keys to revalidate: those with no value, an invalidated one, or one older than `maxAgeSeconds`
     /// (every value, without one). A key whose fetch is in flight is left to it.
     func revalidationTargets(now: Date, maxAgeSeconds: Double?) -> [Key] {
-        entries.compactMap { key, entry in
-            entry.observers > 0 && needsRevalidation(entry, now: now, maxAgeSeconds: maxAgeSeconds) ? key : nil
+        entries.compactMap { key, slot in
+            guard let entry = slot.entry, entry.observers > 0 else { return nil }
+            return needsRevalidation(slot, now: now, maxAgeSeconds: maxAgeSeconds) ? key : nil
         }
     }
 
@@ -67,19 +68,20 @@ extension StoreMachine {
     /// judges) that are observed now or were observed while the store held them, the one observed most recently
     /// first (observed now before observed earlier). A key whose fetch is in flight is left to it.
     func budgetTargets(now: Date, maxAgeSeconds: Double?) -> [Key] {
-        entries.compactMap { key, entry in
-            entry.observedAt > 0 && needsRevalidation(entry, now: now, maxAgeSeconds: maxAgeSeconds)
-                ? (key: key, observed: entry.observers > 0, at: entry.observedAt) : nil
+        entries.compactMap { key, slot in
+            slot.record.observedAt > 0 && needsRevalidation(slot, now: now, maxAgeSeconds: maxAgeSeconds)
+                ? (key: key, observed: (slot.entry?.observers ?? 0) > 0, at: slot.record.observedAt) : nil
         }
         .sorted { $0.observed != $1.observed ? $0.observed : $0.at > $1.at }
         .map(\.key)
     }
 
-    /// Whether `entry` has no value, an invalidated one, or one older than `maxAgeSeconds` (every value, without
-    /// one), and no fetch in flight to bring a fresh one.
-    private func needsRevalidation(_ entry: Entry, now: Date, maxAgeSeconds: Double?) -> Bool {
-        guard entry.work.fetches.isEmpty else { return false }
-        guard let confirmed = entry.confirmed.value, !entry.staleness.isStale, let maxAgeSeconds else { return true }
+    /// Whether the key in `slot` has no value, an invalidated one, or one older than `maxAgeSeconds` (every value,
+    /// without one), and no fetch in flight to bring a fresh one.
+    private func needsRevalidation(_ slot: EntryTable.Slot, now: Date, maxAgeSeconds: Double?) -> Bool {
+        guard slot.entry?.work.fetches.isEmpty ?? true else { return false }
+        let record = slot.record
+        guard let confirmed = record.confirmed.value, !record.staleness.isStale, let maxAgeSeconds else { return true }
         guard isHeldByLevels(confirmed, now: now) else { return true }
         return confirmed.savedAt > now || now.timeIntervalSince(confirmed.savedAt) >= maxAgeSeconds
     }

@@ -89,9 +89,9 @@ extension StoreMachine {
 
     /// What `key` shows now, and whether the store fetches it; `nil` when the store does not hold it.
     func stateNow(_ key: Key) -> (Snapshot, isLoading: Bool)? {
-        guard let entry = peek(key) else { return nil }
-        let now = Snapshot(entry: entry, version: entry.version, error: failure(of: entry), isNotice: true)
-        return (now, entry.isLoading)
+        guard let slot = slot(key) else { return nil }
+        let now = Snapshot(slot, error: slot.entry.flatMap(failure(of:)), isNotice: true)
+        return (now, slot.entry?.isLoading ?? false)
     }
 
     /// A fetch of `entry`'s key ended: the fetch list's storage, when no fetch is left, goes back to the machine

@@ -17,7 +17,9 @@
 /// ## Invariants
 /// - **One entry per key in use.** An entry exists while something needs it: an observer, a level read, a fetch, a
 ///   pending optimistic change, a queued change, a level operation not yet issued, a debounced write. Then it is
-///   dropped (or kept among the last `keptValues` values), and the levels hold the key's value.
+///   dropped, and the levels hold the key's value; or kept among the last `keptValues` values, as its record alone
+///   (``KeyRecord``) once another key falls out of use, which a hit reads as it is and any other event of the key
+///   makes an entry again.
 /// - **Known or not.** An entry's confirmed value (``ConfirmedValue``, set in one place) is the truth only once it is
 ///   known; before, the levels hold it and the store reads them. An entry that is not known has no level operation
 ///   pending: level operations come only from confirmed changes, which make it known.
@@ -55,7 +57,8 @@
 /// and their callers), `+Changes` and `+Jobs` (a key's turn and what waits for it), `+Apply` (what a change confirms),
 /// `+LevelOps` (level writes and the tickets that wait for them), `+Clear` (removal and clear), `+Invalidation`
 /// (stale marks), `+Bookkeeping` (versions, kept values, dropping an entry), `+Entry` (a key's state and what it
-/// shows), `+States` (its observers, of values and of states), `+Effects` (what the store does after unlocking).
+/// shows, and the record a kept key is held as), `+EntryTable` (the entries and records by slot), `+States` (its
+/// observers, of values and of states), `+Effects` (what the store does after unlocking).
 ///
 /// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`). The store's:
 /// ``KeptValues`` (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations
@@ -104,8 +107,17 @@ struct StoreMachine: Sendable {
     /// deinitializer (the caller's code), so the store takes them with ``takeReleased()`` and releases them after
     /// unlocking.
     var released = StoreReleased()
-    /// The entry ``entry(_:)`` found last, with its key; forgotten when the entry is dropped.
+    /// The entry ``entry(_:)`` found last, with its key; forgotten when the entry is dropped or kept as a record.
     var recent: Entry?
+    /// The entry of the key made a record last (``compact(_:)``), for the next new key or kept key back in use
+    /// (``ensureEntry(_:)``, ``entry(_:)``): a key held as its record costs no allocation over all.
+    var spareEntry: Entry?
+    /// The key that fell out of use last with a value kept: still an entry, made a record when the next one falls out
+    /// of use (see ``release(_:)``).
+    var lastKept: Key?
+    /// The record of the key made an entry again last, emptied, for the next key made a record: a kept key written
+    /// again and again makes neither anew.
+    var spareRecord: KeyRecord?
     /// Entries with state observers whose fetches began, ended or failed since the last ``takeNotices()``.
     var loadingTouched: [Entry] = []
     /// The storage of a fetch list whose last fetch ended, empty, for the next key that fetches: a first read of a
@@ -224,20 +236,41 @@ struct StoreMachine: Sendable {
         return released
     }
 
-    /// `key`'s entry, if it has one. A key's work asks for its entry several times in a row (under one lock and
-    /// across the locks of one change); the last one found is remembered, since comparing a key costs less than
-    /// hashing it.
+    /// `key`'s entry, if the store holds the key: a kept key's record is made an entry again. A key's work asks for
+    /// its entry several times in a row (under one lock and across the locks of one change); the last one found is
+    /// remembered, since comparing a key costs less than hashing it.
     mutating func entry(_ key: Key) -> Entry? {
         if let recent, recent.key == key { return recent }
-        guard let entry = entries[key] else { return nil }
+        let entry: Entry
+        switch entries[key] {
+        case nil: return nil
+        case .inUse(let found): entry = found
+        case .kept(let record): entry = resume(record)
+        }
         recent = entry
         return entry
     }
 
-    /// `key`'s entry, if it has one, without remembering it (for the machine's queries).
+    /// Makes a kept key's record an entry again (the spare entry, when there is one), in the record's place.
+    private mutating func resume(_ record: KeyRecord) -> Entry {
+        let entry = spareEntry.take() ?? Entry(key: record.key, generation: record.generation)
+        entry.resume(record)
+        entries[entry.key] = .inUse(entry)
+        spareRecord = record  // its value moved out: it holds nothing
+        return entry
+    }
+
+    /// `key`'s entry when it is in use, without remembering it (for the machine's queries): a kept key has none, and
+    /// nothing under way.
     func peek(_ key: Key) -> Entry? {
         if let recent, recent.key == key { return recent }
-        return entries[key]
+        return entries.entry(at: key)
+    }
+
+    /// What the store keeps of `key`, in use or kept, without making it an entry (for the machine's queries).
+    func record(_ key: Key) -> KeyRecord? {
+        if let recent, recent.key == key { return recent }
+        return entries.record(at: key)
     }
 
     /// `key`'s entry, which the event needs: a rule of the machine (`invariant`) says that something holds it. A
@@ -251,8 +284,14 @@ struct StoreMachine: Sendable {
     @discardableResult
     mutating func ensureEntry(_ key: Key) -> Entry {
         if let entry = entry(key) { return entry }
-        let entry = Entry(key: key, generation: next())
-        entries[key] = entry
+        let entry: Entry
+        if let spare = spareEntry.take() {
+            spare.reset(key: key, generation: next())
+            entry = spare
+        } else {
+            entry = Entry(key: key, generation: next())
+        }
+        entries[key] = .inUse(entry)
         recent = entry
         return entry
     }
@@ -267,28 +306,36 @@ struct StoreMachine: Sendable {
     func cached(_ key: Key, under policy: ReadPolicy, now: Date) -> (
         snapshot: Snapshot?, fresh: Bool
     )? {
-        guard let entry = peek(key), entry.confirmed.value != nil else { return nil }
-        let fresh = isFresh(entry, under: policy, now: now)
+        guard let slot = slot(key), let confirmed = slot.record.confirmed.value else { return nil }
+        let fresh = isFresh(confirmed, of: slot.record, under: policy, now: now)
         let answers = fresh || policy.kind == .cacheThenNetwork
-        return (answers ? Snapshot(entry: entry, version: entry.version) : nil, fresh)
+        return (answers ? Snapshot(slot) : nil, fresh)
     }
 
     /// Whether `policy` takes `key`'s known value as it is (see ``cached(_:under:now:)``).
     func isFresh(_ key: Key, under policy: ReadPolicy, now: Date) -> Bool {
-        peek(key).map { isFresh($0, under: policy, now: now) } ?? false
+        record(key).map { isFresh($0, under: policy, now: now) } ?? false
     }
 
     /// What a read finds first: the response for `key` when `policy` takes the store's value as it is, with no
     /// fetch, and no optimistic change is pending (then building it runs no closure, so it is built under the lock:
     /// one reference to hand out); otherwise whether the store holds the key at all.
     mutating func firstLook(_ key: Key, under policy: ReadPolicy, now: Date) -> StoreFirstLook {
-        // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more.
-        guard let entry = entries[key] else { return .notHeld }
-        guard entry.work.showsConfirmed, let confirmed = entry.confirmed.value,
-            isFresh(confirmed, of: entry, under: policy, now: now)
-        else { return .held }
-        if let hit = entry.confirmed.sharedHit(shown: entry.version) { return .answer(hit) }
-        guard let response = entry.confirmed.makeHit(shown: entry.version, released: &released.response) else {
+        // One lookup, not ``entry(_:)``: hits spread over many keys, and remembering the last costs more. A kept
+        // key's record answers as it is.
+        let record: KeyRecord
+        switch entries[key] {
+        case nil: return .notHeld
+        case .inUse(let entry):
+            guard entry.work.showsConfirmed else { return .held }
+            record = entry
+        case .kept(let kept): record = kept
+        }
+        guard let confirmed = record.confirmed.value, isFresh(confirmed, of: record, under: policy, now: now) else {
+            return .held
+        }
+        if let hit = record.confirmed.sharedHit(shown: record.version) { return .answer(hit) }
+        guard let response = record.confirmed.makeHit(shown: record.version, released: &released.response) else {
             return .held
         }
         return .answer(response)
@@ -297,18 +344,18 @@ struct StoreMachine: Sendable {
     /// Whether `key`'s confirmed value was stamped after `now` (learned since a reader read its clock, or the clock
     /// was set back since it was stamped).
     func isStamped(_ key: Key, after now: Date) -> Bool {
-        peek(key)?.confirmed.value.map { $0.savedAt > now } ?? false
+        record(key)?.confirmed.value.map { $0.savedAt > now } ?? false
     }
 
     /// Whether `policy` takes `entry`'s confirmed value as it is (see ``cached(_:under:now:)``).
-    func isFresh(_ entry: Entry, under policy: ReadPolicy, now: Date) -> Bool {
-        guard let confirmed = entry.confirmed.value else { return false }
-        return isFresh(confirmed, of: entry, under: policy, now: now)
+    func isFresh(_ record: KeyRecord, under policy: ReadPolicy, now: Date) -> Bool {
+        guard let confirmed = record.confirmed.value else { return false }
+        return isFresh(confirmed, of: record, under: policy, now: now)
     }
 
     /// Whether `policy` takes `confirmed`, `entry`'s confirmed value read already, as it is.
     private func isFresh(
-        _ confirmed: StoredValue<Value>, of entry: Entry, under policy: ReadPolicy, now: Date
+        _ confirmed: StoredValue<Value>, of record: KeyRecord, under policy: ReadPolicy, now: Date
     ) -> Bool {
         switch policy.kind {
         case .networkFirst, .networkOnly: return false
@@ -317,7 +364,7 @@ struct StoreMachine: Sendable {
             guard policy.maxAgeSeconds != nil else { return false }
         case .cacheFirst: break
         }
-        return !entry.staleness.isStale && policy.accepts(savedAt: confirmed.savedAt, now: now)
+        return !record.staleness.isStale && policy.accepts(savedAt: confirmed.savedAt, now: now)
             && (holdingAgeLimits.isEmpty || isHeldByLevels(confirmed, now: now))
     }
 
@@ -337,13 +384,24 @@ struct StoreMachine: Sendable {
 
     /// What `key` shows now, when it shows anything (a known value or pending changes).
     func shown(_ key: Key) -> Snapshot? {
-        guard let entry = peek(key), entry.showsSomething else { return nil }
-        return Snapshot(entry: entry, version: entry.version)
+        guard let slot = slot(key), shows(slot) else { return nil }
+        return Snapshot(slot)
     }
 
     /// Whether `key` shows anything now (a known value or pending changes).
     func showsSomething(_ key: Key) -> Bool {
-        peek(key)?.showsSomething ?? false
+        slot(key).map(shows) ?? false
+    }
+
+    /// Whether the key in `slot` shows anything: a known value, or pending changes.
+    private func shows(_ slot: EntryTable.Slot) -> Bool {
+        slot.entry?.showsSomething ?? (slot.record.confirmed.value != nil)
+    }
+
+    /// What the store holds of `key`, in use or kept (for the machine's queries).
+    func slot(_ key: Key) -> EntryTable.Slot? {
+        if let recent, recent.key == key { return .inUse(recent) }
+        return entries[key]
     }
 
     /// `key`'s shown value with `error` attached, as a new version; `nil` when it shows nothing (the read fails).

@@ -179,6 +179,27 @@ final class ReleaseRuleTests: XCTestCase {
         XCTAssertEqual(store.count, 0)
     }
 
+    func test_store_keepingAKeysValueReleasesTheFailureItsStateObserversWereShownOutsideItsLock() {
+        let network = LoaderSpy<Held>()
+        let store = Store<Int, Held>(levels: [], fetch: LoaderFamily { _ in network }, keptValues: 4)
+        store.write(Held(nil), for: 1)
+        let states = store.states(for: 1).sink { _ in }
+        _ = store.read(1, policy: .networkOnly).load { _ in }
+        network.fail(with: ProbedError(probe: DeinitProbe { _ = store.count }))
+
+        // The key falls out of use with its value kept, and is held as its record once another does: the failure
+        // its state observers were shown is let go of then, and what held it is not the next key's.
+        guard assertReturns("the last state observer leaves", keeping: store, running: { states.cancel() }) else {
+            return
+        }
+        for key in 2...3 {
+            guard assertReturns("a write", keeping: store, running: { store.write(Held(nil), for: key) }) else {
+                return
+            }
+        }
+        XCTAssertEqual(store.count, 3)
+    }
+
     func test_store_replacingTheResponseItSharesReleasesItOutsideItsLock() {
         let store = Store<Int, Held>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Held>() })
         store.write(Held(DeinitProbe { _ = store.count }), for: 1)
@@ -384,6 +405,11 @@ private final class ProbedKey: Hashable, Sendable {
 
     static func == (lhs: ProbedKey, rhs: ProbedKey) -> Bool { lhs.id == rhs.id }
     func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+/// A failure holding a probe, so that letting go of it runs code.
+private struct ProbedError: Error {
+    let probe: DeinitProbe
 }
 
 /// A value that may hold a probe, so that replacing or dropping the value releases it.

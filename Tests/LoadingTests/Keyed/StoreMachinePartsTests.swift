@@ -7,23 +7,23 @@ import XCTest
 /// The store machine's parts on their own, with no store, thread or level: kept values, refreshed keys, invalidation
 /// records, level issuing and saves, staleness and what state observers were shown.
 final class StoreMachinePartsTests: XCTestCase {
-    private typealias Entry = StoreMachine.Entry
+    private typealias KeyRecord = StoreMachine.KeyRecord
 
     private var entries = StoreMachine.EntryTable()
     private var kept = StoreMachine.KeptValues()
 
     @discardableResult
-    private func keep(_ key: Int, stamp: Int) -> Entry {
-        let entry = entries[key] ?? Entry(key: key, generation: 0)
-        entries[key] = entry
-        kept.keep(entry, key: key, stamp: stamp)
-        return entry
+    private func keep(_ key: Int, stamp: Int) -> KeyRecord {
+        let record = entries.record(at: key) ?? KeyRecord(key: key, generation: 0)
+        entries[key] = .kept(record)
+        kept.keep(record, key: key, stamp: stamp)
+        return record
     }
 
     private func letGo(beyond bound: Int) -> [Int] {
         var taken: [Int] = []
-        while let (key, entry) = kept.takeOldest(beyond: bound, of: entries) {
-            XCTAssertNil(entry.keptStamp)
+        while let key = kept.takeOldest(beyond: bound, of: entries) {
+            XCTAssertNil(entries.record(at: key)?.keptStamp, "it no longer counts")
             taken.append(key)
         }
         return taken

@@ -447,6 +447,38 @@ final class StoreMachineTests: XCTestCase {
         XCTAssertEqual(machine.shown(K.c)?.confirmed.text, "\(K.c)")
     }
 
+    func test_aKeptKey_isHeldAsItsRecordOnceAnotherFallsOutOfUse_whichAHitReads_andItsNextEventMakesAnEntry()
+        throws
+    {
+        var machine = Machine(levelNames: [], debouncedLevels: [], keptValues: 2)
+        _ = machine.submit(.write(stored("1")), for: K.a, now: now)
+        _ = finishChanges(&machine, K.a)
+        XCTAssertNotNil(machine.peek(K.a), "the last key to fall out of use stays an entry")
+        _ = machine.submit(.write(stored("2")), for: K.b, now: now)
+        _ = finishChanges(&machine, K.b)
+        let kept = try XCTUnwrap(machine.record(K.a), "the value is kept")
+        XCTAssertNil(machine.peek(K.a), "as a record alone: nothing is under way")
+        XCTAssertNotNil(kept.keptStamp)
+
+        guard case .answer(let hit) = machine.firstLook(K.a, under: .cacheFirst, now: now) else {
+            return XCTFail("a kept value answers a hit")
+        }
+        XCTAssertEqual(hit.text, "1")
+        XCTAssertNil(machine.peek(K.a), "a hit reads the record as it is")
+        XCTAssertFalse(machine.invalidate(K.a, at: now).observed)
+        XCTAssertEqual(machine.shown(K.a)?.isStale, true, "an invalidation marks the record")
+        XCTAssertNil(machine.peek(K.a))
+
+        let shown = try XCTUnwrap(machine.observe(K.a, fresh: .init())?.shown)
+        let entry = try XCTUnwrap(machine.peek(K.a), "an observer makes the key an entry again")
+        XCTAssertEqual(entry.generation, kept.generation, "the same key's, not a new one")
+        XCTAssertEqual(entry.keptStamp, kept.keptStamp, "still counted among the kept values")
+        XCTAssertEqual(shown.confirmed.text, "1")
+        XCTAssertTrue(shown.isStale)
+        XCTAssertGreaterThanOrEqual(shown.version, hit.version, "versions only grow")
+        XCTAssertEqual(machine.count, 2)
+    }
+
     // MARK: Invalidation
 
     func test_invalidatingAnObservedKey_asksForItsRefetch_andAnUnobservedOneIsOnlyMarked() {
