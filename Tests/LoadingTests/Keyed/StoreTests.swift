@@ -252,6 +252,32 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(levels.disk.values["list"], "server+live")
     }
 
+    func test_keptValues_answerAgainWithoutTheLevels_goStaleWhenInvalidated_andAChangeStartsFromThem() {
+        let (store, levels, network) = makeSUT(keptValues: 3)
+        for key in ["a", "b", "c"] {
+            _ = LoadRecorder<StoreResponse<String>>().load(store.read(key))
+            network.complete(key, with: "v-\(key)")
+        }
+        levels.memory.removeAll { _ in }
+        for key in ["a", "b", "c"] { levels.disk.values[key] = nil }
+
+        let again = LoadRecorder<StoreResponse<String>>()
+        _ = again.load(store.read("a"))
+        XCTAssertEqual(again.values.map(\.value), ["v-a"], "a kept value answers as it is")
+        XCTAssertEqual(network.loadCount(for: "a"), 1)
+
+        store.invalidate("b")
+        let stale = LoadRecorder<StoreResponse<String>>()
+        _ = stale.load(store.read("b"))
+        XCTAssertEqual(network.loadCount(for: "b"), 2, "an invalidated kept value is fetched again")
+        network.complete("b", with: "v-b2", at: 1)
+        XCTAssertEqual(stale.values.map(\.value), ["v-b2"])
+
+        store.update("a") { $0.map { $0 + "+live" } }
+        XCTAssertEqual(levels.disk.values["a"], "v-a+live", "a change of a kept key starts from its kept value")
+        XCTAssertEqual(store.count, 3, "each key kept")
+    }
+
     func test_anUpdateOfAKeyTheStoreDoesNotHold_appliesToWhatTheLevelsHold() {
         let (store, levels, _) = makeSUT()
         levels.disk.values["list"] = "on disk"
