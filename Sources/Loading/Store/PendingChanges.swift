@@ -18,6 +18,9 @@ extension StoreMachine {
         private var shown: ShownPrefix?
         init() {}
         var isEmpty: Bool { head == slots.count }
+        /// Whether what the key showed with its changes is remembered (a value of the caller's, and the changes'
+        /// rewrites: released only after unlocking), which outlives the changes once they are settled.
+        var remembersShown: Bool { shown != nil }
         var count: Int { slots.count - head }
 
         /// The changes in order.

@@ -90,8 +90,11 @@ extension StoreMachine {
         }
 
         /// Whether letting go of the entry releases nothing of the caller's (a change it logged, a failure its state
-        /// observers were shown): then it may be let go of, or made another key's, under the lock.
-        var holdsNothingOfTheCallers: Bool { log.isEmpty && !shown.holdsFailure && observed == nil }
+        /// observers were shown, what it showed with changes now settled): then it may be let go of, or made another
+        /// key's, under the lock.
+        var holdsNothingOfTheCallers: Bool {
+            log.isEmpty && !shown.holdsFailure && observed == nil && !work.pending.remembersShown
+        }
 
         /// Whether observers are shown a value: a known one, or pending changes.
         var showsSomething: Bool { confirmed.value != nil || !work.pending.isEmpty }

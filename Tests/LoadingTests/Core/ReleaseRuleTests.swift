@@ -200,6 +200,26 @@ final class ReleaseRuleTests: XCTestCase {
         XCTAssertEqual(store.count, 3)
     }
 
+    func test_store_keepingAKeysValueReleasesWhatItShowedWithASettledChangeOutsideItsLock() {
+        let store = Store<Int, Held>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Held>() }, keptValues: 4)
+        store.write(Held(nil), for: 1)
+        let commit = LoaderSpy<Void>()
+        let observer = store.changes(for: 1).sink { _ in }
+        // Shown to the observer, the change's value is remembered by the store (what the next change starts from).
+        store.mutate(1, { _ in Held(DeinitProbe { _ = store.count }) }, commit: commit)
+        observer.cancel()
+        commit.complete(with: ())
+
+        // The key falls out of use, and is held as its record once another does: what it showed with the change is
+        // let go of then, and what held it is not the next key's.
+        for key in 2...3 {
+            guard assertReturns("a write", keeping: store, running: { store.write(Held(nil), for: key) }) else {
+                return
+            }
+        }
+        XCTAssertEqual(store.count, 3)
+    }
+
     func test_store_replacingTheResponseItSharesReleasesItOutsideItsLock() {
         let store = Store<Int, Held>(levels: [], fetch: LoaderFamily { _ in LoaderSpy<Held>() })
         store.write(Held(DeinitProbe { _ = store.count }), for: 1)
