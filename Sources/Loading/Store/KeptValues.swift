@@ -8,7 +8,7 @@ extension StoreMachine {
     struct KeptValues: Sendable {
         private var places: [StampedKey] = []
         private var head = 0
-        /// The entries with a `keptStamp`.
+        /// The records with a `keptStamp`.
         private(set) var count = 0
 
         /// Keeps `record`'s value under `stamp`, as the newest.

@@ -269,8 +269,7 @@ struct StoreMachine: Sendable {
 
     /// What the store keeps of `key`, in use or kept, without making it an entry (for the machine's queries).
     func record(_ key: Key) -> KeyRecord? {
-        if let recent, recent.key == key { return recent }
-        return entries.record(at: key)
+        slot(key)?.record
     }
 
     /// `key`'s entry, which the event needs: a rule of the machine (`invariant`) says that something holds it. A
