@@ -68,6 +68,9 @@ struct EntityIndex: Sendable {
         return slot
     }
 
+    /// The latest version given to a copy: it changes whenever a copy is taken, or an entity is first known.
+    var latestVersion: Int { versionCount }
+
     /// The version of `slot`'s copy.
     func version(of slot: Int) -> Int {
         versions[slot]
@@ -96,9 +99,10 @@ struct EntityIndex: Sendable {
         keys[key] != nil
     }
 
-    /// Makes `key`, followed, the most recently confirmed; `false` when it is not followed.
-    mutating func touch(_ key: HeldKey) -> Bool {
-        guard let place = keys[key] else { return false }
+    /// Makes `key`, followed, the most recently confirmed; `false` when it is not followed. What it let go of (the
+    /// key's previous object) is added to `released`.
+    mutating func touch(_ key: HeldKey, releasing released: inout [Any]) -> Bool {
+        guard let place = place(of: key, releasing: &released) else { return false }
         makeNewest(place)
         return true
     }
@@ -107,7 +111,7 @@ struct EntityIndex: Sendable {
     /// stay), as the most recently confirmed key.
     mutating func note(_ key: HeldKey, adding: [Int], removing: [Int]) -> Noted {
         var noted = Noted()
-        guard let place = keys[key] else { return noted }
+        guard let place = place(of: key, releasing: &noted.released) else { return noted }
         let added = Set(adding)
         for slot in removing where !added.contains(slot) && holdings[place].slots.remove(slot) != nil {
             drop(key, from: slot, into: &noted)
@@ -128,7 +132,7 @@ struct EntityIndex: Sendable {
         var noted = Noted()
         let slots = Set(list)
         var before: Set<Int>?
-        if let place = keys[key] {
+        if let place = place(of: key, releasing: &noted.released) {
             before = holdings[place].slots
             if slots.isEmpty {
                 noted.released.append(unfollow(place))
@@ -172,6 +176,21 @@ struct EntityIndex: Sendable {
         }
         compact(&noted)
         return noted
+    }
+
+    /// The place of `key` among the keys followed, if it is followed. A key its store made again (it let go of it
+    /// meanwhile) is followed by the object the store names it with now, `key`'s, from then on: the store finds it by
+    /// that object at once, without asking the key. The previous object is added to `released`.
+    private mutating func place(of key: HeldKey, releasing released: inout [Any]) -> Int? {
+        guard let found = keys.index(forKey: key) else { return nil }
+        let (old, place) = keys[found]
+        guard old.object !== key.object else { return place }
+        keys.remove(at: found)
+        keys[key] = place
+        holdings[place].key = key
+        for slot in holdings[place].slots { holders[slot].replace(old, with: key) }
+        released.append(old)
+        return place
     }
 
     /// Follows `key`, holding `slots`, as the most recently confirmed.
@@ -263,6 +282,15 @@ private struct Holders: Sendable {
             return
         }
         if first != key { others.insert(key) }
+    }
+
+    /// Puts `new` in the place of `old` (the same key, named by another object).
+    mutating func replace(_ old: HeldKey, with new: HeldKey) {
+        if first == old {
+            first = new
+        } else if others.remove(old) != nil {
+            others.insert(new)
+        }
     }
 
     /// Removes `key`; returns it as it was kept, to release.

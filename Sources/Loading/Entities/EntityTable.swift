@@ -28,6 +28,8 @@ struct Confirming {
     /// The candidates (indices in the value) that have a copy to compare with, and the versions of those copies.
     var compared: [Int] = []
     var versions: [Int] = []
+    /// The latest version of a copy, once confirmed.
+    var since = 0
     /// What was let go of, for the caller to release after unlocking.
     var released: [Any] = []
 }
@@ -45,6 +47,8 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
         var took = false
         var missed = false
         var released: [Entity] = []
+        /// The latest version of a copy, once taken.
+        var since = 0
     }
 
     /// Each slot's copy.
@@ -77,15 +81,29 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
         slot(of: id).map { index.version(of: $0) }
     }
 
+    /// The copy of `id` known, and its version in `version`.
+    func copy(of id: Entity.ID, version: inout Int) -> Entity? {
+        guard let slot = slot(of: id) else { return nil }
+        version = index.version(of: slot)
+        return copies[slot]
+    }
+
     /// The keys holding `id`.
     func holders(of id: Entity.ID) -> Set<HeldKey> {
         slot(of: id).map { index.holders(of: $0) } ?? []
     }
 
     /// Notes that `key`, followed, was confirmed without a change of the entities it holds: it becomes the most
-    /// recently confirmed. `false` when it is not followed (nothing is noted).
-    mutating func touch(_ key: HeldKey) -> Bool {
-        index.touch(key)
+    /// recently confirmed. `false` when it is not followed (nothing is noted). What it let go of is added to
+    /// `released`, to release after unlocking.
+    mutating func touch(_ key: HeldKey, releasing released: inout [Any]) -> Bool {
+        index.touch(key, releasing: &released)
+    }
+
+    /// ``touch(_:releasing:)`` when no copy has been taken since the latest version was `since`; `false` otherwise
+    /// (nothing is noted).
+    mutating func touch(_ key: HeldKey, ifNoCopySince since: Int, releasing released: inout [Any]) -> Bool {
+        index.latestVersion == since && index.touch(key, releasing: &released)
     }
 
     /// Notes that `key` holds the entities of `value` now, and takes at once the copies of the entities no key holds
@@ -124,7 +142,7 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
             if removing == holding {
                 // An edit of entities the key holds already (the common change) only moves the key in the order.
                 noted = EntityIndex.Noted()
-                _ = index.touch(key)
+                _ = index.touch(key, releasing: &noted.released)
             } else {
                 noted = index.note(key, adding: holding, removing: removing)
             }
@@ -132,6 +150,7 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
             noted = index.note(key, holds: holding)
         }
         confirming.windowed = windowed
+        confirming.since = index.latestVersion
         forget(noted.freed, into: &noted.released)
         confirming.released = noted.released
         return confirming
@@ -141,7 +160,8 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
     /// gives.
     mutating func take(_ taking: [Entity], versions: [Int]) -> Taken {
         var taken = Taken()
-        for (position, entity) in taking.enumerated() {
+        for position in taking.indices {
+            let entity = taking[position]
             let id = entity.id
             guard let slot = slot(of: id), index.version(of: slot) == versions[position] else {
                 taken.missed = true
@@ -154,6 +174,7 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
             taken.spread.append(id)
             index.addHolders(of: slot, to: &taken.holders)
         }
+        taken.since = index.latestVersion
         return taken
     }
 

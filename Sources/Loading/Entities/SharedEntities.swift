@@ -35,8 +35,9 @@
 ///   refused, it is undone in all of them, and the other changes pending there stay. A store's own
 ///   ``Store/mutate(_:_:commit:completion:)`` of a key does the same for the copies its change makes.
 /// - Each change of a key costs what changed in its value (the entities between the beginning and the end the old and
-///   new values share), plus the keys the new copies reach; a value read back is judged whole. An entity appears once
-///   in a value.
+///   new values share), plus the keys the new copies reach; a value read back is judged whole. A key the new copies
+///   reach costs its update, not a second judgement (unless another copy came meanwhile). An entity appears once in a
+///   value.
 /// - The entities no key holds are forgotten; the keys followed are bounded by `keptKeys` (the least recently
 ///   confirmed are let go of; a key let go of is followed again once the store confirms it anew). A store's clear
 ///   forgets its keys.
@@ -52,10 +53,12 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
     struct StoreAccess: Sendable {
         /// Updates a key (named as the store holds it: no look-up by its own type) with the newer copies `newer`
         /// gives; applied again to what a fetch of the key in flight brings when it `replays` (a live update), not
-        /// otherwise (copies another key learned).
+        /// otherwise (copies another key learned). `since` is the latest version of a copy when `newer` was made:
+        /// the key's confirmation reports it (see ``SharedEntities/agrees(_:since:)``).
         let update:
             @Sendable (
-                _ key: StoreKeyRef, _ newer: @escaping @Sendable (Entity) -> Entity?, _ replays: Bool
+                _ key: StoreKeyRef, _ newer: @escaping @Sendable (Entity) -> Entity?, _ replays: Bool,
+                _ since: Int
             ) -> Void
         /// Changes a key optimistically with `newer`, sent with `commit`.
         let mutate:
@@ -86,10 +89,9 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
     /// does, or when `isNewer` says the copy shown is newer.
     public func update(_ entity: Entity) {
         while true {
-            let known = state.withLock { table in
-                table.copy(of: entity.id).map { ($0, table.version(of: entity.id)!) }
-            }
-            guard let (copy, version) = known, copy != entity, isNewer?(copy, entity) != true else { return }
+            var version = 0
+            let copy = state.withLock { $0.copy(of: entity.id, version: &version) }
+            guard let copy, copy != entity, isNewer?(copy, entity) != true else { return }
             let taken = state.withLock { $0.take([entity], versions: [version]) }
             withExtendedLifetime(taken.released) {}
             guard taken.took else { continue }  // another copy came meanwhile: judged against it
@@ -100,7 +102,8 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
                 guard shown.id == entity.id, shown != entity, isNewer?(shown, entity) != true else { return nil }
                 return entity
             }
-            for key in taken.holders { stores.withLock({ $0[key.store] })?.update(key.ref, newer, true) }
+            let accesses = stores.withLock { $0 }
+            for key in taken.holders { accesses[key.store]?.update(key.ref, newer, true, taken.since) }
             return
         }
     }
@@ -218,6 +221,17 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         withExtendedLifetime(access) {}
     }
 
+    /// Notes that `key` was confirmed with copies the entities brought it, as of the latest version `since`, when no
+    /// copy was taken since: the key shows the copies the entities hold, and only becomes the most recently
+    /// confirmed. `false` when a copy was taken since, or the key is not followed: its value is to be judged
+    /// (``confirmed(_:previous:value:source:)``).
+    func agrees(_ key: HeldKey, since: Int) -> Bool {
+        var released: [Any] = []
+        let agrees = state.withLock { $0.touch(key, ifNoCopySince: since, releasing: &released) }
+        withExtendedLifetime(released) {}  // after unlocking
+        return agrees
+    }
+
     /// `key`'s confirmed value changed from one holding `previous` to one holding `value`, coming from `source`.
     /// Takes the copies the key learned, brings them to the other keys, and brings newer copies to this key when it
     /// holds older ones.
@@ -235,7 +249,10 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
                 end -= 1
                 previousEnd -= 1
             }
-            if start == end, start == previousEnd, state.withLock({ $0.touch(key) }) { return }
+            var released: [Any] = []
+            if start == end, start == previousEnd, state.withLock({ $0.touch(key, releasing: &released) }) {
+                return  // what was let go of is released here, after unlocking
+            }
         }
         learned(key, previous: previous, value: value, changed: start..<end, replaced: start..<previousEnd, source)
     }
@@ -288,9 +305,11 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
         }
         var others = Set<HeldKey>()
         var spread: [Entity.ID] = []
+        var since = confirming.since
         if !taking.isEmpty {
             let taken = state.withLock { $0.take(taking, versions: versions) }
             spread = taken.spread
+            since = taken.since
             withExtendedLifetime(taken.released) {}
             olderHere = olderHere || taken.missed  // another copy came meanwhile: this key gets it
             others = taken.holders
@@ -307,8 +326,8 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
                 }
             }
         }
-        if olderHere { bringNewerCopies(to: key, replays: false) }
-        for other in others { bringNewerCopies(to: other, replays: false, of: spread) }
+        if olderHere { bringNewerCopies(to: key, replays: false, since: since) }
+        for other in others { bringNewerCopies(to: other, replays: false, of: spread, since: since) }
     }
 
     /// Whether `entity` replaces `copy`: as `isNewer` says when it tells them apart, else when the key learned it.
@@ -322,8 +341,8 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
     /// Updates `key` with the copies known for the entities it holds, where they differ: copies another key learned
     /// (a fetch of `key` in flight brings a copy learned later, which wins), or a live update that `replays` (applied
     /// again to what such a fetch brings). Only the entities of `ids` are looked up when given (the others are not
-    /// newer here).
-    private func bringNewerCopies(to key: HeldKey, replays: Bool, of ids: [Entity.ID]? = nil) {
+    /// newer here). `since`: the latest version of a copy, read before the copies are looked up.
+    private func bringNewerCopies(to key: HeldKey, replays: Bool, of ids: [Entity.ID]? = nil, since: Int) {
         guard let access = stores.withLock({ $0[key.store] }) else { return }
         access.update(
             key.ref,
@@ -333,7 +352,7 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
                     return nil
                 }
                 return copy
-            }, replays)
+            }, replays, since)
     }
 }
 

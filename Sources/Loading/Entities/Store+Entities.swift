@@ -21,9 +21,12 @@ where Entity.ID: Sendable {
         let store = entities.addStore()
         return EntityObserver(
             confirmed: { key, hash, previous, value, source in
+                let held = HeldKey(store: store, object: key, hash: hash)
+                // Copies the entities brought, none taken since: the key agrees with them, nothing to look at.
+                if case .entities(let since) = source, entities.agrees(held, since: since) { return }
                 entities.confirmed(
-                    HeldKey(store: store, object: key, hash: hash), previous: Self.entities(in: previous, at: path),
-                    value: Self.entities(in: value, at: path), source: source)
+                    held, previous: Self.entities(in: previous, at: path), value: Self.entities(in: value, at: path),
+                    source: source)
             },
             forget: { entities.forget(store: store) },
             release: { entities.removeStore(store) },
@@ -75,7 +78,7 @@ where Entity.ID: Sendable {
             }
         }
         return SharedEntities<Entity>.StoreAccess(
-            update: { [weak store] key, newer, replays in
+            update: { [weak store] key, newer, replays, since in
                 guard let store else { return }
                 // The change runs on the box the store keeps: a value none of whose entities is newer keeps its box.
                 let change: StoreMachine.Change = { box in
@@ -83,7 +86,7 @@ where Entity.ID: Sendable {
                     guard let replaced = path.replacing((box as! ValueBox<Value>).value, newer) else { return box }
                     return ValueBox(replaced)
                 }
-                store.updateEntities(of: key, change, replays: replays)
+                store.updateEntities(of: key, change, replays: replays, since: since)
             },
             mutate: { [weak store] key, newer, commit, completion in
                 guard let store else {

@@ -28,9 +28,9 @@ extension Store {
     /// ``update(_:_:)`` with the newer copies of entities the key holds, as a change of the value the store keeps:
     /// applied again to what a fetch of the key in flight brings when it `replays` (a live update), not when the
     /// copies are ones another key learned (what the fetch brings is learned later, and reaches the other keys in
-    /// turn).
-    func updateEntities(of key: StoreKeyRef, _ change: @escaping Machine.Change, replays: Bool) {
-        engine.submit(.update(change, reply: nil, replays: replays), of: key)
+    /// turn). The copies are the entities' as of their latest version `since`, which the key's confirmation reports.
+    func updateEntities(of key: StoreKeyRef, _ change: @escaping Machine.Change, replays: Bool, since: Int) {
+        engine.submit(.update(change, reply: nil, replays: replays, source: .entities(since: since)), of: key)
     }
 
     /// ``update(_:_:)`` with what the network brought (a page appended to a list), `change` made on the boxed values

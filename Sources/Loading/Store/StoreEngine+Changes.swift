@@ -55,7 +55,10 @@ extension StoreEngine {
     /// Submits a change of `key`'s confirmed value, and runs the key's queue when it was idle.
     func submit(_ job: StoreMachine.Job, of key: StoreKeyRef) {
         let now = now()
-        runChanges(of: key, from: run(key) { $0.submit(job, for: $1, now: now) })
+        // Named from then on as the store keeps it (`key` may be an equal key made before the store made it again).
+        var object: StoreKeyRef?
+        let step = run(key, keeping: &object) { $0.submit(job, for: $1, now: now) }
+        runChanges(of: object ?? key, from: step)
     }
 
     /// Runs `key`'s queued changes, starting with `first` (or the next one when `nil`), until the queue is empty

@@ -24,10 +24,10 @@ extension StoreEngine {
         // levels saved it): what a caller does next (a change of an entity elsewhere) finds this key among those
         // holding it. A key the machine no longer uses (a store that keeps no value and has no level) has nothing to
         // follow.
-        if effects.confirms, let observer = confirmations, let key {
+        if let observer = confirmations, let key, let source = effects.confirmedFrom {
             observer.confirmed(
                 key.object, hash: key.hash, previous: effects.replaced?.value, value: effects.confirmedValue,
-                source: effects.confirmedFrom)
+                source: source)
         }
         if let more, !more.debounce.isEmpty {
             let key = Self.named(key, for: "a debounced write")

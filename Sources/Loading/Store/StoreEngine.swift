@@ -264,9 +264,13 @@ protocol StoreHooks: AnyObject, Sendable {
 }
 
 /// Where a key's newly confirmed value comes from, as the entities it holds judge it.
-enum ConfirmationSource: Sendable {
+enum ConfirmationSource: Sendable, Equatable {
     /// A change of the key (a write, an update, a fetch, an accepted optimistic change): what it holds is learned.
     case change
+    /// Copies the shared entities brought to the key (a live update, or newer copies another key learned), as their
+    /// table was when its latest copy had version `since`: the key learned nothing. While no copy was taken since,
+    /// the key agrees with the table; otherwise it is judged as a ``change``.
+    case entities(since: Int)
     /// A level's value, read back: judged whole, and not learned.
     case level
     /// The server's copy that a queued change met as a conflict: learned, and brought to every key holding its

@@ -14,7 +14,7 @@ extension StoreMachine {
         case .serverCopy(let stored, let mutation):
             guard entry.work.pending.mutation(mutation) != nil else { return Effects(garbage: [stored]) }
             return confirmWrite(stored, for: key, source: .serverCopy)
-        case .update(let change, let reply, let replays):
+        case .update(let change, let reply, let replays, let source):
             // Not applied again by a fetch in flight, unless it `replays` (a change noted as made while none was).
             let change = replays || entry.work.fetches.isEmpty ? change : nil
             guard entry.confirmed.value != nil || value != nil else {
@@ -26,7 +26,8 @@ extension StoreMachine {
             let stored = value.map { StoredValue(value: $0, origin: reply == nil ? .local : .network, savedAt: now) }
             changeMakesFresh(key)
             guard let reply else {
-                return confirm(stored, for: key, logging: change, levels: levelNames.indices, debounces: true)
+                return confirm(
+                    stored, for: key, logging: change, levels: levelNames.indices, debounces: true, source: source)
             }
             let saved = SaveTicket()
             let effects = confirm(
@@ -230,7 +231,7 @@ extension StoreMachine {
         var effects = Effects()
         effects.replaced = entry.confirmed.set(stored)  // moved out, released after unlocking
         if reportsConfirmations {
-            (effects.confirms, effects.confirmedValue, effects.confirmedFrom) = (true, stored?.value, source)
+            (effects.confirmedFrom, effects.confirmedValue) = (source, stored?.value)
         }
         if let change { log(change, for: key) }
         let mark = saveMark(

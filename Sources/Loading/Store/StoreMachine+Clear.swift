@@ -11,7 +11,7 @@ extension StoreMachine {
         let entry = ensureEntry(key)
         var effects = Effects()
         let dropped = dropQueuedByRemoval(of: entry)
-        effects.confirms = reportsConfirmations && entry.confirmed.value != nil
+        if reportsConfirmations, entry.confirmed.value != nil { effects.confirmedFrom = .change }
         effects.replaced = entry.confirmed.set(nil)  // released after unlocking
         effects.garbage = [dropped]
         effects.fetchReplies = dropped.compactMap { $0.droppedReply }

@@ -31,12 +31,11 @@ extension StoreMachine {
         var publishedLater: [Snapshot] = []
         /// The confirmed value a change replaced, released after unlocking.
         var replaced: StoredValue<Value>?
-        /// Whether the key's confirmed value changed, for a store that reports it (its entities), from the value
-        /// ``replaced`` holds to ``confirmedValue`` (`nil`: none), from ``confirmedFrom``.
-        /// Kept here rather than in ``more`` so that a write of a store sharing entities allocates nothing more.
+        /// What the key's confirmed value changed to (`nil`: none), from the value ``replaced`` holds, and where it came
+        /// from when it did, for a store that reports it (its entities). Kept here rather than in ``more`` so that a
+        /// write of a store sharing entities allocates nothing more.
         var confirmedValue: Value?
-        var confirms = false
-        var confirmedFrom = ConfirmationSource.change
+        var confirmedFrom: ConfirmationSource?
         /// Whether the caller issues the key's level operations (see ``StoreMachine/takeLevelOps(of:)``).
         var issueLevels = false
         /// Whether the caller issues a clear's `removeAll`.

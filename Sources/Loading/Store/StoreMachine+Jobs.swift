@@ -13,8 +13,8 @@ extension StoreMachine {
         /// appended to a list): its result is the network's, written to every level at once (debounced ones too),
         /// and `reply` receives what the key shows once it is saved (a failure when a removal or a clear drops it).
         /// Unless `replays`, a fetch in flight does not apply it again to what it brings (a copy of an entity
-        /// another key learned: what the fetch brings is learned later).
-        case update(Change, reply: FetchCompletion?, replays: Bool)
+        /// another key learned: what the fetch brings is learned later). Its confirmation comes from `source`.
+        case update(Change, reply: FetchCompletion?, replays: Bool, source: ConfirmationSource = .change)
         /// What fetch `fetch` brought.
         case fetched(Value, fetch: Int)
         /// What level `level` held, read under `stamp` (`stale` when invalidated since it was saved), shown with
@@ -79,7 +79,7 @@ extension StoreMachine {
         /// The closures to run outside the lock on ``base(in:)``; `nil` when there are none.
         func changes(in entry: Entry) -> [Change]? {
             switch self {
-            case .update(let change, _, _):
+            case .update(let change, _, _, _):
                 return [change]
             case .settle(let id, accepted: true, _, let replacing):
                 if let replaced = replacing?.changes.first(where: { $0.mutation == id }),
@@ -99,7 +99,7 @@ extension StoreMachine {
 
         /// The answer of a job a removal or a clear dropped unapplied, when it has a caller waiting.
         var droppedReply: FetchReply? {
-            guard case .update(_, let reply?, _) = self else { return nil }
+            guard case .update(_, let reply?, _, _) = self else { return nil }
             return FetchReply(completion: reply, result: .failure(StoreError.discarded))
         }
 

@@ -91,16 +91,37 @@ final class EntityTableTests: XCTestCase {
         }
     }
 
+    func test_aKeyItsStoreMadeAgain_isFollowedByItsNewObject_andTheOldOneIsHandedBackToRelease() {
+        var table = EntityTable<Item>(keptKeys: 4)
+        var known: [Item] = []
+        let first = key(0)
+        _ = table.confirm(
+            first, [Item(id: 7, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true, known: &known)
+        let again = key(0)  // the store let go of the key and made it again
+
+        var released: [Any] = []
+        XCTAssertTrue(table.touch(again, releasing: &released))
+
+        XCTAssertEqual(released.count, 1, "the old object, to release after unlocking")
+        XCTAssertTrue((released.first as? HeldKey)?.object === first.object)
+        XCTAssertTrue(table.holders(of: 7).first?.object === again.object, "the key is followed by its new object")
+        released = []
+        XCTAssertTrue(table.touch(again, releasing: &released))
+        XCTAssertTrue(released.isEmpty, "nothing more to let go of")
+        XCTAssertEqual(table.keyCount, 1)
+    }
+
     func test_aKeyConfirmedWithoutChange_isTouched_onlyWhenFollowed() {
         var table = EntityTable<Item>(keptKeys: 2)
         var known: [Item] = []
-        XCTAssertFalse(table.touch(key(0)), "a key not followed")
+        var released: [Any] = []
+        XCTAssertFalse(table.touch(key(0), releasing: &released), "a key not followed")
         for number in 0..<2 {
             _ = table.confirm(
                 key(number), [Item(id: number, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true,
                 known: &known)
         }
-        XCTAssertTrue(table.touch(key(0)))  // now the most recently confirmed: key 1 goes first
+        XCTAssertTrue(table.touch(key(0), releasing: &released))  // now the most recently confirmed: key 1 goes first
         _ = table.confirm(
             key(2), [Item(id: 2, version: 0)], changed: 0..<1, replaced: 0..<0, of: [], whole: true, known: &known)
         XCTAssertNotNil(table.copy(of: 0))

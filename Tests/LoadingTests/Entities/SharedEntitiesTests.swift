@@ -132,6 +132,50 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertEqual(people.entity("ada"), renamed)
     }
 
+    /// A live update reaches a key whose own fetch brings a newer copy first (the fetch answered while a change of
+    /// the key ran, the update came after): however the two are ordered, every key ends showing the copy the
+    /// entities hold.
+    func test_aLiveUpdate_queuedBehindTheKeysOwnFetchOfANewerCopy_leavesEveryKeyAgreeing() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let fetches = KeyedLoaderSpy<Int, [Person]>()
+        let lists = makeListStore(people) { fetches[$0].eraseToAnyLoader() }
+        for key in 0..<2 {
+            let first = expectation(description: "list \(key) read")
+            lists.read(key).load { _ in first.fulfill() }
+            fetches.complete(key, with: [ada, grace])
+            wait(for: [first], timeout: .watchdog)
+        }
+        let refetched = expectation(description: "list 0 fetched again")
+        lists.read(0, policy: .networkOnly).load { _ in refetched.fulfill() }
+
+        // A change of list 0 runs (held until `release`): what comes for the key meanwhile waits behind it. (The
+        // change is applied again to what the fetch brings: held the first time only.)
+        let (running, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let held = Locked(false)
+        let changed = expectation(description: "the change ran")
+        DispatchQueue.global().async {
+            lists.update(0) { value in
+                guard !held.withLock({ exchange(&$0, with: true) }) else { return value }
+                running.signal()
+                release.wait()
+                return value
+            }
+            changed.fulfill()
+        }
+        running.wait()
+        // List 0's fetch answers with a newer copy of Ada, then the app updates Ada with another one.
+        fetches.complete(0, with: [Person(id: "ada", name: "Ada, fetched", version: 3), grace])
+        people.update(Person(id: "ada", name: "Ada, updated", version: 2))
+        release.signal()
+        wait(for: [changed, refetched], timeout: .watchdog)
+
+        let copy = people.entity("ada")
+        XCTAssertNotNil(copy)
+        XCTAssertEqual(lists.state(for: 0).value?.first, copy, "list 0 shows the copy the entities hold")
+        XCTAssertEqual(lists.state(for: 1).value?.first, copy, "list 1 shows the copy the entities hold")
+    }
+
     func test_successiveEdits_eachReachTheKeys_andTheCopyStaysKnown() {
         let people = SharedEntities<Person>()
         let (ada, grace) = (ada, grace)
