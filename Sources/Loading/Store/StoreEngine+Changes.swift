@@ -63,7 +63,7 @@ extension StoreEngine {
 
     /// Runs `key`'s queued changes, starting with `first` (or the next one when `nil`), until the queue is empty
     /// or waits for a level read. A change's closures run here, outside the lock.
-    func runChanges(of key: StoreKeyRef, from first: StoreMachine.Step?) {
+    func runChanges(of key: StoreKeyRef, from first: consuming StoreMachine.Step?) {
         var given = first
         while true {
             // Taken and consumed, not copied: a step's effects hold several arrays.
