@@ -9,7 +9,8 @@ private struct Member: Identifiable, Equatable, Sendable {
 
 /// Scenarios 24a–c: one edit of an entity that `holders` keys hold (each a list of it and one member of its own, each
 /// observed), against rewriting the same lists by hand: a dictionary of lists under a lock, an index of the keys
-/// holding each id, each list rewritten and its observer told.
+/// holding each id, each list rewritten and its observer told; and against the same store without entities, each list
+/// rewritten by hand with `Store.update`.
 func entityEditScenario(label: String, holders: Int, edits: Int, countedEdits: Int? = nil) -> Scenario {
     let shared = 0
     let sum = Tally()
@@ -45,6 +46,35 @@ func entityEditScenario(label: String, holders: Int, edits: Int, countedEdits: I
         }
         return checksum()
     }
+    // The same store without entities, each list holding the entity rewritten by hand with `Store.update`: what the
+    // store's own change of a key costs, which the entities' edit makes once per key.
+    let storeUpdates = Variant(name: "Store.update of each list holding it, by hand") { count in
+        let store = Store<Int, [Member]>(
+            levels: [.cache(MemoryCache(), name: "memory")],
+            fetch: LoaderFamily { key in
+                AnyLoader { completion in
+                    completion(.success([Member(id: shared, version: 0), Member(id: key + 1, version: 0)]))
+                    return NoToken()
+                }
+            })
+        for key in 0..<holders { store.read(key).load { _ in } }
+        let holding = Array(0..<holders)
+        let subscriptions = (0..<holders).map { key in
+            store.changes(for: key).sink { response in onList(response.value ?? []) }
+        }
+        for index in 0..<count {
+            let edited = Member(id: shared, version: index)
+            for key in holding {
+                store.update(key) { list in
+                    guard var list, let position = list.firstIndex(where: { $0.id == edited.id }) else { return list }
+                    list[position] = edited
+                    return list
+                }
+            }
+        }
+        for subscription in subscriptions { subscription.cancel() }
+        return checksum()
+    }
     let entities = Variant(name: "SharedEntities.update, every key observed") { count in
         let members = SharedEntities<Member>()
         let store = Store<Int, [Member]>(
@@ -67,7 +97,7 @@ func entityEditScenario(label: String, holders: Int, edits: Int, countedEdits: I
     return Scenario(
         title: "24\(label). An edit of an entity held by \(holders) observed \(holders == 1 ? "key" : "keys")",
         unit: "edits", operations: edits, reference: "lists rewritten by hand, under a lock",
-        variants: [handWritten, entities],
+        variants: [handWritten, storeUpdates, entities],
         expectedChecksum: { count in holders &* (count &* (count &- 1) / 2) },
         note: "each key's list rewritten once per edit and its observer told once", countedOperations: countedEdits)
 }
