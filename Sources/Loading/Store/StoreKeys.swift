@@ -141,7 +141,9 @@ final class StoreKey<Key: Hashable & Sendable>: StoreKeyObject {
     /// Whether `object` is `key`.
     @inlinable
     static func isKey(_ object: AnyStoreKey, _ key: Key) -> Bool {
-        (object as? StoreKey<Key>)?.key == key
+        // Not an optional compared with the key: unspecialized, that builds an optional key and a pair of them.
+        guard let stored = object as? StoreKey<Key> else { return false }
+        return stored.key == key
     }
 
     /// The key `object` is, known to be of this type.
