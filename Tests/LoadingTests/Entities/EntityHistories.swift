@@ -27,6 +27,9 @@ enum EntityStep: Hashable, Sendable, CustomStringConvertible {
     case refreshFeed(Int)
     /// A logout of the lists' store.
     case clearLists
+    /// A change of list `key` runs (it keeps the list as it is) while the server answers the request waiting at
+    /// `answering` and member `liveUpdate` gets a live update: what comes for the key meanwhile waits behind the change.
+    case changeList(Int, answering: Int, liveUpdate: Int)
 
     var description: String {
         switch self {
@@ -43,6 +46,7 @@ enum EntityStep: Hashable, Sendable, CustomStringConvertible {
         case .loadNextPage(let feed): ".loadNextPage(feed: \(feed))"
         case .refreshFeed(let key): ".refreshFeed(\(key))"
         case .clearLists: ".clearLists"
+        case .changeList(let key, let request, let id): ".changeList(\(key), answering: \(request), liveUpdate: \(id))"
         }
     }
 
@@ -51,6 +55,8 @@ enum EntityStep: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .answer(let request) where request > 0: [.answer(request: request - 1), .answer(request: 0)]
         case .fail(let request) where request > 0: [.fail(request: request - 1), .fail(request: 0)]
+        case .changeList(let key, let request, let id) where request > 0:
+            [.changeList(key, answering: request - 1, liveUpdate: id), .changeList(key, answering: 0, liveUpdate: id)]
         default: []
         }
     }
@@ -189,15 +195,7 @@ final class EntityHistoryUnderTest: ModelCheck.System {
         switch step {
         case .refreshList(let key): _ = lists.freshValue(of: key).load { _ in }
         case .refreshDetail(let key): _ = details.freshValue(of: key).load { _ in }
-        case .answer(let index):
-            guard let request = take(index) else { break }
-            let answer = request.ids.map { Member(id: $0, version: serverVersions[$0]!) }
-            request.answer(.success(answer))
-            let taken = request.sent > newestAnswered[request.name] ?? -1
-            newestAnswered[request.name] = max(request.sent, newestAnswered[request.name] ?? -1)
-            for copy in answer where taken && (!byVersion || copy.version >= (expected[copy.id]?.version ?? 0)) {
-                expected[copy.id] = copy
-            }
+        case .answer(let index): answering(index)?()
         case .fail(let index): take(index)?.answer(.failure(TestError.model))
         case .serverEdits(let id): serverVersions[id]! += 1
         case .liveUpdate(let id):
@@ -219,6 +217,15 @@ final class EntityHistoryUnderTest: ModelCheck.System {
         case .loadNextPage(let feed): _ = feeds.nextPage(of: feed).load { _ in }
         case .refreshFeed(let key): _ = feeds.store.freshValue(of: key).load { _ in }
         case .clearLists: lists.clear()
+        case .changeList(let key, let index, let id):
+            let answer = answering(index)
+            liveVersion += 1
+            let (members, update) = (members, Member(id: id, version: liveVersion))
+            lists.update(key) { list in
+                answer?()
+                members.update(update)
+                return list
+            }
         }
         // The requests the step sent, numbered in the order they were sent.
         requests.withLock { waiting in
@@ -231,6 +238,19 @@ final class EntityHistoryUnderTest: ModelCheck.System {
     }
 
     var checkpoint: EntityCheckpoint { EntityCheckpoint(disagreement: disagreement) }
+
+    /// Takes the request waiting at `index`, notes what its answer brings, and returns what answers it with the
+    /// server's members as they are now; `nil` when no request waits there.
+    private func answering(_ index: Int) -> (@Sendable () -> Void)? {
+        guard let request = take(index) else { return nil }
+        let answer = request.ids.map { Member(id: $0, version: serverVersions[$0]!) }
+        let taken = request.sent > newestAnswered[request.name] ?? -1
+        newestAnswered[request.name] = max(request.sent, newestAnswered[request.name] ?? -1)
+        for copy in answer where taken && (!byVersion || copy.version >= (expected[copy.id]?.version ?? 0)) {
+            expected[copy.id] = copy
+        }
+        return { request.answer(.success(answer)) }
+    }
 
     private func take(_ index: Int) -> Request? {
         requests.withLock { $0.indices.contains(index) ? $0.remove(at: index) : nil }
@@ -323,7 +343,13 @@ extension ModelCheck {
             case 91..<93: step = .removeList(listKeys.randomElement(using: &random)!)
             case 93..<95: step = .loadNextPage(feed: listKeys.randomElement(using: &random)!)
             case 95..<96: step = .refreshFeed(listKeys.randomElement(using: &random)!)
-            case 96..<98: step = .removeDetail(ids.randomElement(using: &random)!)
+            case 96..<97: step = .removeDetail(ids.randomElement(using: &random)!)
+            case 97..<99:
+                guard system.waitingCount > 0 else { continue }
+                step = .changeList(
+                    listKeys.randomElement(using: &random)!,
+                    answering: Int.random(in: 0..<system.waitingCount, using: &random),
+                    liveUpdate: ids.randomElement(using: &random)!)
             default: step = .clearLists
             }
             system.apply(step)
