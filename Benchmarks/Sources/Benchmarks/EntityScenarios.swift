@@ -46,22 +46,32 @@ func entityEditScenario(label: String, holders: Int, edits: Int, countedEdits: I
         }
         return checksum()
     }
-    // The same store without entities, each list holding the entity rewritten by hand with `Store.update`: what the
-    // store's own change of a key costs, which the entities' edit makes once per key.
-    let storeUpdates = Variant(name: "Store.update of each list holding it, by hand") { count in
-        let store = Store<Int, [Member]>(
-            levels: [.cache(MemoryCache(), name: "memory")],
-            fetch: LoaderFamily { key in
-                AnyLoader { completion in
-                    completion(.success([Member(id: shared, version: 0), Member(id: key + 1, version: 0)]))
-                    return NoToken()
-                }
-            })
+    /// The store of the lists, sharing `members` when given, each list read and observed.
+    func observedLists(sharing members: SharedEntities<Member>?) -> (Store<Int, [Member]>, [StreamSubscription]) {
+        let levels: [StoreLevel<Int, [Member]>] = [.cache(MemoryCache(), name: "memory")]
+        let fetch = LoaderFamily { (key: Int) in
+            AnyLoader<[Member]> { completion in
+                completion(.success([Member(id: shared, version: 0), Member(id: key + 1, version: 0)]))
+                return NoToken()
+            }
+        }
+        let store =
+            if let members {
+                Store(levels: levels, fetch: fetch, entities: members.held(in: .elements))
+            } else {
+                Store(levels: levels, fetch: fetch)
+            }
         for key in 0..<holders { store.read(key).load { _ in } }
-        let holding = Array(0..<holders)
         let subscriptions = (0..<holders).map { key in
             store.changes(for: key).sink { response in onList(response.value ?? []) }
         }
+        return (store, subscriptions)
+    }
+    // The same store without entities, each list holding the entity rewritten by hand with `Store.update`: what the
+    // store's own change of a key costs, which the entities' edit makes once per key.
+    let storeUpdates = Variant(name: "Store.update of each list holding it, by hand") { count in
+        let (store, subscriptions) = observedLists(sharing: nil)
+        let holding = Array(0..<holders)
         for index in 0..<count {
             let edited = Member(id: shared, version: index)
             for key in holding {
@@ -77,20 +87,10 @@ func entityEditScenario(label: String, holders: Int, edits: Int, countedEdits: I
     }
     let entities = Variant(name: "SharedEntities.update, every key observed") { count in
         let members = SharedEntities<Member>()
-        let store = Store<Int, [Member]>(
-            levels: [.cache(MemoryCache(), name: "memory")],
-            fetch: LoaderFamily { key in
-                AnyLoader { completion in
-                    completion(.success([Member(id: shared, version: 0), Member(id: key + 1, version: 0)]))
-                    return NoToken()
-                }
-            },
-            entities: members.held(in: .elements))
-        for key in 0..<holders { store.read(key).load { _ in } }
-        let subscriptions = (0..<holders).map { key in
-            store.changes(for: key).sink { response in onList(response.value ?? []) }
+        let (store, subscriptions) = observedLists(sharing: members)
+        withExtendedLifetime(store) {  // the entities hold the store weakly
+            for index in 0..<count { members.update(Member(id: shared, version: index)) }
         }
-        for index in 0..<count { members.update(Member(id: shared, version: index)) }
         for subscription in subscriptions { subscription.cancel() }
         return checksum()
     }
