@@ -18,7 +18,7 @@ struct EntityIndex: Sendable {
     /// order of use (-1: none), a chain from `oldest` to `newest`.
     private struct Holding {
         var key: HeldKey?
-        var slots: Set<Int> = []
+        var slots = HeldSlots()
         var older = -1
         var newer = -1
     }
@@ -107,16 +107,14 @@ struct EntityIndex: Sendable {
         return true
     }
 
-    /// Notes that a followed `key` now holds the slots `adding` and no longer those of `removing` (slots in both
-    /// stay), as the most recently confirmed key.
+    /// Notes that a followed `key` now holds the slots of the places `adding` and no longer those of the places
+    /// `removing` (a slot the key holds in another place too stays held), as the most recently confirmed key.
     mutating func note(_ key: HeldKey, adding: [Int], removing: [Int]) -> Noted {
         var noted = Noted()
         guard let place = place(of: key, releasing: &noted.released) else { return noted }
-        let added = Set(adding)
-        for slot in removing where !added.contains(slot) && holdings[place].slots.remove(slot) != nil {
-            drop(key, from: slot, into: &noted)
-        }
-        for slot in added where holdings[place].slots.insert(slot).inserted { holders[slot].insert(key) }
+        // Added first, so that a slot both added and removed is never let go of.
+        for slot in adding where holdings[place].slots.add(slot) { holders[slot].insert(key) }
+        for slot in removing where holdings[place].slots.remove(slot) { drop(key, from: slot, into: &noted) }
         if holdings[place].slots.isEmpty {
             noted.released.append(unfollow(place))
         } else {
@@ -126,12 +124,12 @@ struct EntityIndex: Sendable {
         return noted
     }
 
-    /// Notes that `key` holds the slots `list` now (none: it is forgotten), as the most recently confirmed key, and
-    /// lets go of the keys past the bound.
-    mutating func note(_ key: HeldKey, holds list: [Int]) -> Noted {
+    /// Notes that `key` holds the slots of the places `list` now (none: it is forgotten), as the most recently
+    /// confirmed key, and lets go of the keys past the bound.
+    mutating func note(_ key: HeldKey, holds list: consuming [Int]) -> Noted {
         var noted = Noted()
-        let slots = Set(list)
-        var before: Set<Int>?
+        let slots = HeldSlots(list)
+        var before: HeldSlots?
         if let place = place(of: key, releasing: &noted.released) {
             before = holdings[place].slots
             if slots.isEmpty {
@@ -146,7 +144,7 @@ struct EntityIndex: Sendable {
         if before != slots {
             for slot in slots where before?.contains(slot) != true { holders[slot].insert(key) }
             // Only the slots the key no longer holds lose it (a copy it still holds stays known).
-            for slot in before ?? [] where !slots.contains(slot) { drop(key, from: slot, into: &noted) }
+            for slot in before ?? HeldSlots() where !slots.contains(slot) { drop(key, from: slot, into: &noted) }
         }
         while keys.count > keptKeys {
             let forgotten = holdings[oldest]
@@ -194,7 +192,7 @@ struct EntityIndex: Sendable {
     }
 
     /// Follows `key`, holding `slots`, as the most recently confirmed.
-    private mutating func follow(_ key: HeldKey, holding slots: Set<Int>) {
+    private mutating func follow(_ key: HeldKey, holding slots: HeldSlots) {
         let place = freeHoldings.popLast() ?? holdings.count
         if place == holdings.count { holdings.append(Holding()) }
         holdings[place] = Holding(key: key, slots: slots)
@@ -248,12 +246,9 @@ struct EntityIndex: Sendable {
                 versions[slot] = versions[last]
                 holders[slot] = holders[last]
                 chains.link(slot, hash: chains.hash(of: last))
-                var moved = Set<HeldKey>()
-                holders[slot].add(to: &moved)
-                for key in moved {
+                for key in holders[slot] {
                     guard let place = keys[key] else { continue }
-                    holdings[place].slots.remove(last)
-                    holdings[place].slots.insert(slot)
+                    holdings[place].slots.move(last, to: slot)
                 }
             }
             versions.removeLast()
@@ -263,12 +258,96 @@ struct EntityIndex: Sendable {
     }
 }
 
+/// The slots one key holds, in increasing order, each as many times as the key's value holds its entity (a list may
+/// hold one entity in two places): the key holds a slot while one place does. A key holds few entities, mostly, and a
+/// sorted array makes, compares and searches them without hashing or a table of its own.
+private struct HeldSlots: Sendable, Equatable, Sequence {
+    private var places: [Int] = []
+
+    init() {}
+
+    /// The slots of the places of `list`.
+    init(_ list: consuming [Int]) {
+        places = list
+        places.sort()
+    }
+
+    var isEmpty: Bool { places.isEmpty }
+
+    struct Iterator: IteratorProtocol {
+        fileprivate let places: [Int]
+        fileprivate var index = 0
+
+        /// The next slot held, once however many places hold it.
+        mutating func next() -> Int? {
+            guard index < places.count else { return nil }
+            let slot = places[index]
+            repeat { index += 1 } while index < places.count && places[index] == slot
+            return slot
+        }
+    }
+
+    /// The slots held, each once.
+    func makeIterator() -> Iterator { Iterator(places: places) }
+
+    func contains(_ slot: Int) -> Bool {
+        let index = position(of: slot)
+        return index < places.count && places[index] == slot
+    }
+
+    /// Adds a place of `slot`; `true` when it is the slot's first.
+    mutating func add(_ slot: Int) -> Bool {
+        let index = position(of: slot)
+        let first = index == places.count || places[index] != slot
+        places.insert(slot, at: index)
+        return first
+    }
+
+    /// Removes a place of `slot`; `true` when it was the slot's last.
+    mutating func remove(_ slot: Int) -> Bool {
+        let index = position(of: slot)
+        guard index < places.count, places[index] == slot else { return false }
+        places.remove(at: index)
+        return index == places.count || places[index] != slot
+    }
+
+    /// Moves the places of slot `old` to slot `new`, which the key does not hold.
+    mutating func move(_ old: Int, to new: Int) {
+        var count = 0
+        while contains(old) {
+            _ = remove(old)
+            count += 1
+        }
+        for _ in 0..<count { _ = add(new) }
+    }
+
+    /// The first place of `slot`, or where it would be added.
+    private func position(of slot: Int) -> Int {
+        var (low, high) = (0, places.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if places[middle] < slot { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}
+
 /// The keys holding one slot: the first inline (most entities are held by one key), the others in a set.
-private struct Holders: Sendable {
+private struct Holders: Sendable, Sequence {
     private var first: HeldKey?
     private var others: Set<HeldKey> = []
 
     var isEmpty: Bool { first == nil }
+
+    struct Iterator: IteratorProtocol {
+        fileprivate var first: HeldKey?
+        fileprivate var others: Set<HeldKey>.Iterator
+
+        mutating func next() -> HeldKey? { first.take() ?? others.next() }
+    }
+
+    /// The keys, the first one first.
+    func makeIterator() -> Iterator { Iterator(first: first, others: others.makeIterator()) }
 
     func add(to keys: inout Set<HeldKey>) {
         guard let first else { return }

@@ -15,6 +15,9 @@ enum EntityStep: Hashable, Sendable, CustomStringConvertible {
     case fail(request: Int)
     /// The server's copy of a member gets a new version.
     case serverEdits(Int)
+    /// The server's list `key` takes its next shape: its two members, then the first one in two places, the first
+    /// alone, the second in two places (a list's members change; a list may hold one member twice).
+    case serverRegroups(Int)
     /// A live update of a member (`SharedEntities.update`), to a version newer than any before.
     case liveUpdate(Int)
     /// An optimistic change of a member (`SharedEntities.mutate`), accepted or refused at once.
@@ -38,6 +41,7 @@ enum EntityStep: Hashable, Sendable, CustomStringConvertible {
         case .answer(let request): ".answer(request: \(request))"
         case .fail(let request): ".fail(request: \(request))"
         case .serverEdits(let id): ".serverEdits(\(id))"
+        case .serverRegroups(let key): ".serverRegroups(\(key))"
         case .liveUpdate(let id): ".liveUpdate(\(id))"
         case .mutate(let id, let accepted): ".mutate(\(id), accepted: \(accepted))"
         case .writeList(let key): ".writeList(\(key))"
@@ -64,7 +68,7 @@ enum EntityStep: Hashable, Sendable, CustomStringConvertible {
     /// Whether the step only races fetches: a refresh, an answer, a failure, or the server's edit.
     var racesFetches: Bool {
         switch self {
-        case .refreshList, .refreshDetail, .answer, .fail, .serverEdits: true
+        case .refreshList, .refreshDetail, .answer, .fail, .serverEdits, .serverRegroups: true
         default: false
         }
     }
@@ -117,6 +121,8 @@ final class EntityHistoryUnderTest: ModelCheck.System {
     private let requests = Locked<[Request]>([])
     private var sentCount = 0
     private var serverVersions = Dictionary(uniqueKeysWithValues: ids.map { ($0, 1) })
+    /// The shape of each list on the server (see ``EntityStep/serverRegroups(_:)``), read by the lists' fetch.
+    private let listShapes = Locked<[Int: Int]>([:])
     private var liveVersion = 1_000
     /// The newest request answered for each thing asked for: an older one answered later is not taken (a fetch
     /// started after it was confirmed first).
@@ -132,13 +138,14 @@ final class EntityHistoryUnderTest: ModelCheck.System {
     init(byVersion: Bool, checksRule: Bool) {
         self.byVersion = byVersion
         self.checksRule = checksRule
-        let requests = requests
+        let (requests, listShapes) = (requests, listShapes)
         let newerVersion: @Sendable (Member, Member) -> Bool = { $0.version > $1.version }
         members = SharedEntities<Member>(isNewer: byVersion ? newerVersion : nil)
         let listFetch = LoaderFamily<Int, [Member]> { key in
             AnyLoader<[Member]> { completion in
                 requests.withLock {
-                    $0.append(Request(name: "list \(key)", ids: Self.members(ofList: key), answer: completion))
+                    let ids = Self.members(ofList: key, shape: listShapes.withLock { $0[key] ?? 0 })
+                    $0.append(Request(name: "list \(key)", ids: ids, answer: completion))
                 }
                 return AnyCancellationToken {}
             }
@@ -178,9 +185,15 @@ final class EntityHistoryUnderTest: ModelCheck.System {
         for request in requests.withLock({ exchange(&$0, with: []) }) { request.answer(.failure(TestError.model)) }
     }
 
-    /// The members list `key` holds on the server.
-    private static func members(ofList key: Int) -> [Int] {
-        [key % ids.count, (key + 1) % ids.count]
+    /// The members list `key` holds on the server in its shape `shape`.
+    private static func members(ofList key: Int, shape: Int) -> [Int] {
+        let (first, second) = (key % ids.count, (key + 1) % ids.count)
+        switch shape % 4 {
+        case 0: return [first, second]
+        case 1: return [first, second, first]
+        case 2: return [first]
+        default: return [second, first, second]
+        }
     }
 
     /// The members on the page of feed `key` that `cursor` points to (two pages: `nil`, then 1).
@@ -198,6 +211,7 @@ final class EntityHistoryUnderTest: ModelCheck.System {
         case .answer(let index): answering(index)?()
         case .fail(let index): take(index)?.answer(.failure(TestError.model))
         case .serverEdits(let id): serverVersions[id]! += 1
+        case .serverRegroups(let key): listShapes.withLock { $0[key, default: 0] += 1 }
         case .liveUpdate(let id):
             liveVersion += 1
             members.update(Member(id: id, version: liveVersion))
@@ -211,7 +225,8 @@ final class EntityHistoryUnderTest: ModelCheck.System {
                     return AnyCancellationToken {}
                 })
         case .writeList(let key):
-            lists.write(Self.members(ofList: key).map { Member(id: $0, version: serverVersions[$0]!) }, for: key)
+            let ids = Self.members(ofList: key, shape: listShapes.withLock { $0[key] ?? 0 })
+            lists.write(ids.map { Member(id: $0, version: serverVersions[$0]!) }, for: key)
         case .removeList(let key): lists.remove(key)
         case .removeDetail(let key): details.remove(key)
         case .loadNextPage(let feed): _ = feeds.nextPage(of: feed).load { _ in }
@@ -335,7 +350,8 @@ extension ModelCheck {
             case 50..<55:
                 guard system.waitingCount > 0 else { continue }
                 step = .fail(request: Int.random(in: 0..<system.waitingCount, using: &random))
-            case 55..<67: step = .serverEdits(ids.randomElement(using: &random)!)
+            case 55..<63: step = .serverEdits(ids.randomElement(using: &random)!)
+            case 63..<67: step = .serverRegroups(listKeys.randomElement(using: &random)!)
             case 67..<77: step = .liveUpdate(ids.randomElement(using: &random)!)
             case 77..<85:
                 step = .mutate(ids.randomElement(using: &random)!, accepted: Bool.random(using: &random))

@@ -211,6 +211,31 @@ final class SharedEntitiesTests: XCTestCase {
         XCTAssertEqual(people.entity("grace"), renamed)
     }
 
+    /// A list may hold one entity twice (a friend pinned on top and in the list): it holds the entity as long as one
+    /// of its places does, whichever part of the list changes.
+    func test_anEntityTheListHoldsTwice_staysFollowed_untilItsLastPlaceGoes() {
+        let people = SharedEntities<Person>()
+        let (ada, grace) = (ada, grace)
+        let lists = makeListStore(people) { _ in Self.answering([ada, grace, ada]) }
+        let list = show(1, in: lists)
+        XCTAssertTrue(eventually { list.withLock { $0.last } == [ada, grace, ada] })
+
+        lists.update(1) { $0.map { Array($0.prefix(1)) } }  // Grace and Ada's second place go
+        let renamed = Person(id: "ada", name: "Ada Lovelace", version: 2)
+        people.update(renamed)
+        XCTAssertEqual(list.withLock { $0.last }, [renamed], "the place Ada keeps is followed")
+        XCTAssertNil(people.entity("grace"), "no key holds Grace any more")
+
+        lists.update(1) { $0.map { $0 + [grace, renamed] } }  // a second place again, then the first goes
+        lists.update(1) { $0.map { Array($0.dropFirst()) } }
+        let again = Person(id: "ada", name: "Ada, Countess", version: 3)
+        people.update(again)
+        XCTAssertEqual(list.withLock { $0.last }, [grace, again], "the second place is followed once the first goes")
+
+        lists.update(1) { $0.map { Array($0.prefix(1)) } }
+        XCTAssertNil(people.entity("ada"), "no place holds Ada any more")
+    }
+
     func test_aCopyFetchedInOneKey_reachesTheOthers_andAnEntityEditedInAListReachesTheDetail() {
         let people = SharedEntities<Person>()
         let answers = Locked<[Person]>([ada])
