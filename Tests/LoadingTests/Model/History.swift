@@ -100,6 +100,10 @@ enum Step: Hashable, Sendable, CustomStringConvertible {
     /// The server answers the key's request `request` (in the order they were made).
     case answer(String, request: Int, Items)
     case fail(String, request: Int)
+    /// A change of the key runs (`Store.update`) and, while its transform runs, `during` happens (the server answers,
+    /// the app writes, removes, invalidates, logs out): as when it comes from another thread. A change asked meanwhile
+    /// waits behind the one running; a removal, an invalidation or a clear comes after it in the store's order.
+    indirect case updateWhile(String, Edit, during: Step)
     case advanceClock(seconds: Int)
     /// The levels' saves and removals fail (or work again).
     case levelsFail(Bool)
@@ -124,6 +128,7 @@ enum Step: Hashable, Sendable, CustomStringConvertible {
         case .stopObserving(let observer): ".stopObserving(observer: \(observer))"
         case .answer(let key, let request, let items): ".answer(\"\(key)\", request: \(request), \(items))"
         case .fail(let key, let request): ".fail(\"\(key)\", request: \(request))"
+        case .updateWhile(let key, let edit, let during): ".updateWhile(\"\(key)\", \(edit), during: \(during))"
         case .advanceClock(let seconds): ".advanceClock(seconds: \(seconds))"
         case .levelsFail(let failing): ".levelsFail(\(failing))"
         case .connectivity(let online): ".connectivity(online: \(online))"
@@ -187,6 +192,8 @@ extension Step {
                 + (items.isEmpty ? [] : [.answer(key, request: request, [])])
         case .fail(let key, let request) where request > 0:
             [.fail(key, request: request - 1), .fail(key, request: 0)]
+        case .updateWhile(let key, let edit, let during):
+            [.update(key, edit), during] + during.simpler.map { .updateWhile(key, edit, during: $0) }
         case .settle(let mutation, let settlement) where mutation > 1:
             [.settle(mutation: mutation - 1, settlement), .settle(mutation: 1, settlement)]
         case .stopObserving(let observer) where observer > 1:

@@ -207,14 +207,28 @@ enum ModelCheck {
                 guard let observer = observers.randomElement(using: &random) else { continue }
                 observers.removeAll { $0 == observer }
                 step = .stopObserving(observer: observer)
-            case 69..<90:
+            case 69..<88:
                 // A waiting request answers (any of them: answers come in any order).
                 let waiting = model.keys.flatMap { name, key in key.fetches.compactMap { $0.request.map { (name, $0) } }
                 }
                 guard let (name, request) = waiting.randomElement(using: &random) else { continue }
-                step =
-                    Int.random(in: 0..<5, using: &random) == 0
-                    ? .fail(name, request: request) : .answer(name, request: request, items(&random))
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<2: step = .fail(name, request: request)
+                case 2:
+                    step = .updateWhile(name, edit(&random), during: .answer(name, request: request, items(&random)))
+                default: step = .answer(name, request: request, items(&random))
+                }
+            case 88..<90:
+                // Something else comes for the key while a change of it runs.
+                let policies: [ModelPolicy] = [.cacheFirst, .cacheOnly, .cacheThenNetwork, .networkOnly]
+                let during: [Step] = [
+                    .write(key, items(&random)), .update(key, edit(&random)), .remove(key), .clear, .invalidate(key),
+                    .invalidateAll, .mutate(key, edit(&random)), .read(key, policies.randomElement(using: &random)!),
+                    .refresh(key),
+                ]
+                let happens = during.randomElement(using: &random)!
+                if case .mutate = happens { mutations += 1 }
+                step = .updateWhile(key, edit(&random), during: happens)
             case 90..<95: step = .advanceClock(seconds: [-20, 10, 25, 40].randomElement(using: &random)!)
             case 95..<98 where network != .always: step = .connectivity(online: !model.isOnline)
             default: step = .levelsFail(Int.random(in: 0..<3, using: &random) == 0)

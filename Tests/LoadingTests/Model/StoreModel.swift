@@ -202,6 +202,10 @@ struct StoreModel: ModelCheck.System, Hashable {
         case .stopObserving(let observer): stopObserving(observer)
         case .answer(let key, let request, let items): answer(key, request: request, with: .success(items))
         case .fail(let key, let request): answer(key, request: request, with: .failure(TestError(id: 0)))
+        case .updateWhile(let key, let edit, let during):
+            // What happens during the change comes after it in the store's order.
+            update(key, edit)
+            apply(during)
         case .advanceClock(let seconds): now += seconds
         case .levelsFail(let failing): levelsFail = failing
         case .connectivity(let online): connectivity(online)

@@ -75,13 +75,39 @@ final class StoreUnderTest: ModelCheck.System {
             observers[observer] = nil
         case .answer(let key, let request, let items): network.complete(key, with: items, at: request)
         case .fail(let key, let request): network.fail(key, with: TestError.model, at: request)
+        case .updateWhile(let key, let edit, let during):
+            // The change runs on another thread, held the first time its transform runs (a fetch in flight applies
+            // it again) while `during` happens here; then the history goes on once the change returned.
+            let (running, release, finished) = (
+                DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
+            )
+            let held = Locked(false)
+            let hold: @Sendable () -> Void = {
+                guard !held.withLock({ exchange(&$0, with: true) }) else { return }
+                running.signal()
+                release.wait()
+            }
+            let store = store
+            DispatchQueue.global().async {
+                store.update(key) { value in
+                    hold()
+                    return edit.applied(to: value)
+                }
+                hold()  // (a change whose transform did not run: `during` comes after it all the same)
+                finished.signal()
+            }
+            running.wait()
+            apply(during)
+            release.signal()
+            finished.wait()
         case .advanceClock(let seconds): clock.advance(by: TimeInterval(seconds))
         case .levelsFail(let failing): for level in levels { level.fails = failing }
         case .connectivity(let online): connectivity.setOnline(online)
         }
         switch step {
         case .write(let key, _), .update(let key, _), .mutate(let key, _), .remove(let key), .invalidate(let key),
-            .read(let key, _), .refresh(let key), .observe(let key), .answer(let key, _, _), .fail(let key, _):
+            .read(let key, _), .refresh(let key), .observe(let key), .answer(let key, _, _), .fail(let key, _),
+            .updateWhile(let key, _, _):
             keysSeen.insert(key)
         case .invalidateWhere(let keys): keysSeen.formUnion(keys)
         default: break
