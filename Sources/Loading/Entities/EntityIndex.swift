@@ -89,6 +89,14 @@ struct EntityIndex: Sendable {
         return keys
     }
 
+    /// The keys holding `slot`, each once, in a list (no set is made).
+    func holderList(of slot: Int) -> [HeldKey] {
+        var keys: [HeldKey] = []
+        keys.reserveCapacity(holders[slot].count)
+        keys.append(contentsOf: holders[slot])
+        return keys
+    }
+
     /// Adds the keys holding `slot` to `keys`.
     func addHolders(of slot: Int, to keys: inout Set<HeldKey>) {
         holders[slot].add(to: &keys)
@@ -338,6 +346,8 @@ private struct Holders: Sendable, Sequence {
     private var others: Set<HeldKey> = []
 
     var isEmpty: Bool { first == nil }
+
+    var count: Int { first == nil ? 0 : 1 + others.count }
 
     struct Iterator: IteratorProtocol {
         fileprivate var first: HeldKey?

@@ -34,6 +34,15 @@ struct Confirming {
     var released: [Any] = []
 }
 
+/// What ``EntityTable/take(_:version:)`` took: the keys holding the entity, the copy it replaced (to release after
+/// unlocking) and the latest version of a copy. Not generic, so that a live update looks up no type made of the
+/// entity's to carry it.
+struct TakenCopy {
+    let holders: [HeldKey]
+    let released: Any
+    let since: Int
+}
+
 /// What a ``SharedEntities`` knows, under its lock: the latest copy of each entity some key holds, in the slot the
 /// ``EntityIndex`` gives it, which keeps the rest (versions, holders, the order of use) in code that does not depend
 /// on the entity's type. Comparing copies is the caller's work, outside the lock: the table only stores and counts.
@@ -176,6 +185,15 @@ struct EntityTable<Entity: Identifiable & Sendable>: Sendable where Entity.ID: S
         }
         taken.since = index.latestVersion
         return taken
+    }
+
+    /// Takes `entity` as the latest copy of its id when the copy known is still at `version` (a live update); `nil`
+    /// when another copy came since.
+    mutating func take(_ entity: Entity, version: Int) -> TakenCopy? {
+        guard let slot = slot(of: entity.id), index.version(of: slot) == version else { return nil }
+        index.renew(slot)
+        let released = exchange(&copies[slot], with: entity)
+        return TakenCopy(holders: index.holderList(of: slot), released: released, since: index.latestVersion)
     }
 
     /// Forgets the keys of store `store` (a clear), and the entities no other key holds.

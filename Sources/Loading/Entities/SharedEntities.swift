@@ -92,9 +92,9 @@ public final class SharedEntities<Entity: Identifiable & Equatable & Sendable>: 
             var version = 0
             let copy = state.withLock { $0.copy(of: entity.id, version: &version) }
             guard let copy, copy != entity, isNewer?(copy, entity) != true else { return }
-            let taken = state.withLock { $0.take([entity], versions: [version]) }
-            withExtendedLifetime(taken.released) {}
-            guard taken.took else { continue }  // another copy came meanwhile: judged against it
+            let taken = state.withLock { $0.take(entity, version: version) }
+            withExtendedLifetime(taken?.released) {}
+            guard let taken else { continue }  // another copy came meanwhile: judged against it
             // Each key shows this copy in place of its own (applied again to what a fetch in flight brings, unless
             // `isNewer` says the copy there is newer): no look-up of the table per key.
             let isNewer = isNewer
