@@ -53,6 +53,9 @@ extension StoreMachine {
         case .flush(let ticket):
             return flushDebounced(of: key, ticket: ticket)
         case .barrier(let reply):
+            // The read holds the key until it went on (``endLevelRead(_:since:)``): the key it waited for is not let
+            // go of, with what the changes before it made, between its turn and its next step.
+            holdKey(key)
             return Effects(fetchReplies: [FetchReply(completion: { _ in reply() }, result: .success(shownNow(key)))])
         case .add(let mutation):
             entry.work.pending.insert(mutation)

@@ -32,8 +32,9 @@ extension StoreMachine {
     }
 
     /// Queues a read of `key` behind the changes of the key that run or wait (asked before it), when there are some:
-    /// `reply` is called when its turn comes, and the read goes on then, seeing what they made. `false` when the key's
-    /// turn is free (the read goes on at once).
+    /// `reply` is called when its turn comes, and the read goes on then, seeing what they made; it holds the key, as a
+    /// level read does, until it ends that with ``endLevelRead(_:since:)`` once its next step holds the key in turn.
+    /// `false` when the key's turn is free (the read goes on at once).
     mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
         guard let entry = entry(key), !entry.work.turn.isFree else { return false }
         enqueue(.barrier(reply: reply), on: entry)

@@ -76,9 +76,13 @@ extension StoreRead {
         case .failure(let error):
             // The read answers as of its fetch's failure: after the changes of the key asked before it, which it
             // waits for when they are still queued.
-            guard !engine.run(key, { $0.awaitTurn(of: $1, then: { [self] in fallBack(from: error) }) }) else {
-                return
+            let waits = engine.run(key) { machine, slot in
+                machine.awaitTurn(of: slot) { [self] in
+                    fallBack(from: error)
+                    endTurnHold()
+                }
             }
+            guard !waits else { return }
             fallBack(from: error)
         }
     }

@@ -148,6 +148,13 @@ class StoreRead: CancellationToken, @unchecked Sendable {
     private func afterTurn() {
         hasWaited = true
         start()
+        endTurnHold()
+    }
+
+    /// Lets go of the key its turn held (see ``StoreMachine/awaitTurn(of:then:)``), once the read went on: what it
+    /// began (a level read, a fetch) holds the key now.
+    func endTurnHold() {
+        _ = engine.run(key) { $0.endLevelRead($1) }
     }
 
     /// ``start()`` for a key the store did not hold a moment ago, which it need not look at again: the levels are

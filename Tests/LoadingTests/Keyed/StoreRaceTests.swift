@@ -282,6 +282,26 @@ final class StoreRaceTests: XCTestCase {
         XCTAssertEqual(observed.values.map(\.value), [[], [0], [0, 1]], "never the change over the value before")
     }
 
+    /// A read asked while an update runs waits for it and sees what it made; the key, in use by that read all the
+    /// while, keeps showing it while the read's fetch runs, even in a store that keeps no value of a key let go of.
+    func test_aNetworkReadAskedWhileAnUpdateRuns_keepsTheUpdatedValueShownWhileItFetches() {
+        let network = KeyedLoaderSpy<String, [Int]>()
+        let store = Store<String, [Int]>(
+            levels: [.cache(MemoryCache(), name: "memory")], fetch: LoaderFamily { network[$0] }, keptValues: 0)
+        let read = LoadRecorder<StoreResponse<[Int]>>()
+
+        whileAnUpdateRuns(of: store) {
+            read.load(store.read("a", policy: .networkOnly))
+            XCTAssertEqual(network.loadCount(for: "a"), 0, "the read waits for the update asked before it")
+        }
+
+        XCTAssertEqual(network.loadCount(for: "a"), 1)
+        XCTAssertEqual(store.state(for: "a").value, [0], "the update's value, shown while the read fetches")
+        XCTAssertTrue(store.state(for: "a").isLoading)
+        network.complete("a", with: [7], at: 0)
+        XCTAssertEqual(read.values.map(\.value), [[7]])
+    }
+
     func test_aRefusedChangeMadeWhileAnUpdateRuns_completesOnceItIsUndone() {
         let store = Store<String, [Int]>(levels: [.cache(MemoryCache(), name: "memory")], fetch: .never)
         store.write([], for: "a")
