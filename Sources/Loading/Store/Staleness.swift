@@ -19,9 +19,10 @@ extension StoreMachine {
             self.mark = max(self.mark, mark)
         }
 
-        /// The value is fresh: a fetch sent after the invalidation brought it, or the app wrote it.
+        /// The value is fresh: a fetch sent after the invalidation brought it, or the app wrote it. A refetch owed for
+        /// the invalidation is not needed any more.
         mutating func makeFresh() {
-            mark = 0
+            (mark, owesRefetch) = (0, false)
         }
 
         /// The value is gone (a removal, a clear): it is not stale, and what made a refetch owed is gone with it.

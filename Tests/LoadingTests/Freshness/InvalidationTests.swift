@@ -23,6 +23,22 @@ final class InvalidationTests: XCTestCase {
         XCTAssertEqual(levels.values["a"], "new")
     }
 
+    /// An invalidation while an observed key's fetch runs owes the observers a refetch once that fetch ends (what it
+    /// brings was asked before); a write made after the invalidation is fresh, and no refetch is owed any more.
+    func test_aWriteAfterAnInvalidation_cancelsTheRefetchOwedForIt() {
+        let (store, _, network) = makeSUT()
+        let observed = StreamRecorder(store.changes(for: "a"))
+        _ = store.read("a", policy: .networkOnly).load { _ in }
+        store.invalidate("a")
+        XCTAssertEqual(network.loadCount(for: "a"), 1, "one fetch at a time: the refetch is owed")
+
+        store.write("written", for: "a")
+        network.complete("a", with: "asked before the invalidation", at: 0)
+
+        XCTAssertEqual(network.loadCount(for: "a"), 1, "the written value is fresh: nothing to refetch")
+        XCTAssertEqual(observed.values.last?.value, "written")
+    }
+
     func test_invalidate_anUnobservedKey_fetchesNothing_untilItsNextCacheFirstRead() {
         let (store, levels, network) = makeSUT()
         levels.values["a"] = "old"

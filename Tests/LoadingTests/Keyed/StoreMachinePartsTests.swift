@@ -288,6 +288,10 @@ final class StoreMachinePartsTests: XCTestCase {
         staleness.oweRefetch()
         staleness.settleRefetch()
         XCTAssertFalse(staleness.owesRefetch)
+        staleness.markStale(at: 14)
+        staleness.oweRefetch()
+        staleness.makeFresh()
+        XCTAssertFalse(staleness.owesRefetch, "a fresh value needs no refetch for the invalidation before it")
     }
 
     private struct Failure: Error, Equatable { let name: String }

@@ -358,6 +358,7 @@ struct StoreModel: ModelCheck.System, Hashable {
     private mutating func makeFresh(_ name: String) {
         keys[name]!.stale = false
         keys[name]!.staleMark = 0
+        keys[name]!.owesRefetch = false
     }
 
     // MARK: Reading

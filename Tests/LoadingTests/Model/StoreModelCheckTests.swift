@@ -475,4 +475,17 @@ final class StoreModelCheckTests: XCTestCase {
             [.updateWhile("a", .insert(0), during: .read("a", .networkOnly)), .observe("a")],
             network: .answersFromCache, keepsValues: false)
     }
+
+    /// A refresh asked while an update runs, offline, after an invalidation that a fetch in flight owed a refetch
+    /// for: the update makes the key fresh, and nothing is refetched when that fetch answers. Found at seed 613349 on a
+    /// build that kept the refetch owed when a change made the key fresh, 240 steps shrunk to 13.
+    func test_aChangeThatMakesTheKeyFresh_cancelsTheRefetchOwedBeforeIt() {
+        ModelCheck.assertAgrees(
+            [
+                .observe("a"), .invalidate("a"), .refresh("a"), .answer("a", request: 0, []), .refresh("a"),
+                .answer("a", request: 2, []), .answer("a", request: 1, []), .revalidate, .connectivity(online: false),
+                .invalidate("a"), .updateWhile("a", .insert(2), during: .refresh("a")), .connectivity(online: true),
+                .answer("a", request: 3, []),
+            ], network: .answersFromCache, keepsValues: false, levelMaxAge: 60)
+    }
 }
