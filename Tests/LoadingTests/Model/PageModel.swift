@@ -15,6 +15,9 @@ enum PageStep: Hashable, Sendable, CustomStringConvertible {
     case serverHasPages(String, count: Int)
     /// A live change through the store: `number` joins the page that holds the item at `index`.
     case liveInsert(String, index: Int, Int)
+    /// A live change (as ``liveInsert(_:index:_:)``) runs while `during` happens (a page answers, a load or a refresh
+    /// is asked, the key is removed, the store cleared, a caller cancels): as when it comes from another thread.
+    indirect case liveInsertWhile(String, index: Int, Int, during: PageStep)
     /// Caller `caller` (a next-page load or a refresh, by the order they were asked) cancels its load.
     case cancel(caller: Int)
     case remove(String)
@@ -30,6 +33,8 @@ enum PageStep: Hashable, Sendable, CustomStringConvertible {
         case .serverInserts(let key, let page, let number): ".serverInserts(\"\(key)\", page: \(page), \(number))"
         case .serverHasPages(let key, let count): ".serverHasPages(\"\(key)\", count: \(count))"
         case .liveInsert(let key, let index, let number): ".liveInsert(\"\(key)\", index: \(index), \(number))"
+        case .liveInsertWhile(let key, let index, let number, let during):
+            ".liveInsertWhile(\"\(key)\", index: \(index), \(number), during: \(during))"
         case .cancel(let caller): ".cancel(caller: \(caller))"
         case .remove(let key): ".remove(\"\(key)\")"
         case .clear: ".clear"
@@ -42,6 +47,9 @@ enum PageStep: Hashable, Sendable, CustomStringConvertible {
         case .answer(let request) where request > 0: [.answer(request: request - 1), .answer(request: 0)]
         case .fail(let request) where request > 0: [.fail(request: request - 1), .fail(request: 0)]
         case .cancel(let caller) where caller > 1: [.cancel(caller: caller - 1), .cancel(caller: 1)]
+        case .liveInsertWhile(let key, let index, let number, let during):
+            [.liveInsert(key, index: index, number), during]
+                + during.simpler.map { .liveInsertWhile(key, index: index, number, during: $0) }
         default: []
         }
     }
@@ -248,6 +256,10 @@ struct PageModel: ModelCheck.System {
         case .fail(let index) where index < requests.count:
             received(.failure(TestError.model), for: requests.remove(at: index))
         case .liveInsert(let name, let index, let number): change(name, .liveInsert(index: index, number))
+        case .liveInsertWhile(let name, let index, let number, let during):
+            // What happens during the change comes after it in the store's order.
+            change(name, .liveInsert(index: index, number))
+            apply(during)
         case .cancel(let caller): cancel(caller)
         case .remove(let name): forget(name)
         case .clear: for name in keys.keys { forget(name) }

@@ -82,6 +82,31 @@ final class PagedStoreUnderTest: ModelCheck.System {
             pages.store.update(key) { list in
                 list?.updatingPage(holding: index) { items in items = Array(Set(items + [number])).sorted() }
             }
+        case .liveInsertWhile(let key, let index, let number, let during):
+            // The change runs on another thread, held the first time its transform runs while `during` happens
+            // here; the history goes on once the change returned.
+            let (running, release, finished) = (
+                DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
+            )
+            let held = Locked(false)
+            let hold: @Sendable () -> Void = {
+                guard !held.withLock({ exchange(&$0, with: true) }) else { return }
+                running.signal()
+                release.wait()
+            }
+            let store = pages.store
+            DispatchQueue.global().async {
+                store.update(key) { list in
+                    hold()
+                    return list?.updatingPage(holding: index) { items in items = Array(Set(items + [number])).sorted() }
+                }
+                hold()  // (a change whose transform did not run: `during` comes after it all the same)
+                finished.signal()
+            }
+            running.wait()
+            apply(during)
+            release.signal()
+            finished.wait()
         case .cancel(let caller): tokens[caller]?.cancel()
         case .remove(let key): pages.store.remove(key)
         case .clear: pages.store.clear()
@@ -172,9 +197,21 @@ extension ModelCheck {
                 step = .serverInserts(
                     key, page: Int.random(in: 0..<4, using: &random), Int.random(in: 0..<50, using: &random))
             case 80..<84: step = .serverHasPages(key, count: Int.random(in: 1...5, using: &random))
-            case 84..<94:
+            case 84..<91:
                 step = .liveInsert(
                     key, index: Int.random(in: 0..<8, using: &random), 100 + Int.random(in: 0..<20, using: &random))
+            case 91..<94:
+                // Something else comes for the key while a live change of it runs.
+                var during: [PageStep] = [.loadNextPage(key), .refresh(key), .remove(key), .clear]
+                if !model.requests.isEmpty {
+                    during.append(.answer(request: Int.random(in: 0..<model.requests.count, using: &random)))
+                }
+                if model.callerCount > 0 {
+                    during.append(.cancel(caller: Int.random(in: 1...model.callerCount, using: &random)))
+                }
+                step = .liveInsertWhile(
+                    key, index: Int.random(in: 0..<8, using: &random), 100 + Int.random(in: 0..<20, using: &random),
+                    during: during.randomElement(using: &random)!)
             case 94..<97 where model.callerCount > 0:
                 step = .cancel(caller: Int.random(in: 1...model.callerCount, using: &random))
             case 97..<99: step = .remove(key)
