@@ -1,4 +1,5 @@
 import Foundation
+import Loading
 import XCTest
 
 /// Random histories of the store's operations, run on the real store and on ``StoreModel`` side by side: after every
@@ -247,5 +248,33 @@ enum ModelCheck {
     private static func edit(_ random: inout SeededRandom) -> Edit {
         let number = Int.random(in: 0..<4, using: &random)
         return Bool.random(using: &random) ? .insert(number) : .delete(number)
+    }
+}
+
+extension ModelCheck {
+    /// Runs `change` on another thread and, while it is held, `during` here: `change` calls the `hold` it is given from
+    /// its transform, which holds it the first time; a change whose transform did not run is held once it returned,
+    /// so that `during` comes after it all the same. Returns once the change returned.
+    static func whileAChangeRuns(
+        _ change: @escaping @Sendable (_ hold: @escaping @Sendable () -> Void) -> Void, during: () -> Void
+    ) {
+        let (running, release, finished) = (
+            DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
+        )
+        let held = Locked(false)
+        let hold: @Sendable () -> Void = {
+            guard !held.withLock({ exchange(&$0, with: true) }) else { return }
+            running.signal()
+            release.wait()
+        }
+        DispatchQueue.global().async {
+            change(hold)
+            hold()
+            finished.signal()
+        }
+        running.wait()
+        during()
+        release.signal()
+        finished.wait()
     }
 }

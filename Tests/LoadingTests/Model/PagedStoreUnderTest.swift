@@ -83,30 +83,15 @@ final class PagedStoreUnderTest: ModelCheck.System {
                 list?.updatingPage(holding: index) { items in items = Array(Set(items + [number])).sorted() }
             }
         case .liveInsertWhile(let key, let index, let number, let during):
-            // The change runs on another thread, held the first time its transform runs while `during` happens
-            // here; the history goes on once the change returned.
-            let (running, release, finished) = (
-                DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
-            )
-            let held = Locked(false)
-            let hold: @Sendable () -> Void = {
-                guard !held.withLock({ exchange(&$0, with: true) }) else { return }
-                running.signal()
-                release.wait()
-            }
             let store = pages.store
-            DispatchQueue.global().async {
+            ModelCheck.whileAChangeRuns { hold in
                 store.update(key) { list in
                     hold()
                     return list?.updatingPage(holding: index) { items in items = Array(Set(items + [number])).sorted() }
                 }
-                hold()  // (a change whose transform did not run: `during` comes after it all the same)
-                finished.signal()
+            } during: {
+                apply(during)
             }
-            running.wait()
-            apply(during)
-            release.signal()
-            finished.wait()
         case .cancel(let caller): tokens[caller]?.cancel()
         case .remove(let key): pages.store.remove(key)
         case .clear: pages.store.clear()

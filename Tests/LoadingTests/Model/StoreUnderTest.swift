@@ -76,30 +76,16 @@ final class StoreUnderTest: ModelCheck.System {
         case .answer(let key, let request, let items): network.complete(key, with: items, at: request)
         case .fail(let key, let request): network.fail(key, with: TestError.model, at: request)
         case .updateWhile(let key, let edit, let during):
-            // The change runs on another thread, held the first time its transform runs (a fetch in flight applies
-            // it again) while `during` happens here; then the history goes on once the change returned.
-            let (running, release, finished) = (
-                DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
-            )
-            let held = Locked(false)
-            let hold: @Sendable () -> Void = {
-                guard !held.withLock({ exchange(&$0, with: true) }) else { return }
-                running.signal()
-                release.wait()
-            }
+            // Held the first time its transform runs (a fetch in flight applies it again).
             let store = store
-            DispatchQueue.global().async {
+            ModelCheck.whileAChangeRuns { hold in
                 store.update(key) { value in
                     hold()
                     return edit.applied(to: value)
                 }
-                hold()  // (a change whose transform did not run: `during` comes after it all the same)
-                finished.signal()
+            } during: {
+                apply(during)
             }
-            running.wait()
-            apply(during)
-            release.signal()
-            finished.wait()
         case .advanceClock(let seconds): clock.advance(by: TimeInterval(seconds))
         case .levelsFail(let failing): for level in levels { level.fails = failing }
         case .connectivity(let online): connectivity.setOnline(online)
