@@ -10,6 +10,8 @@ extension StoreMachine {
         private(set) var owesRefetch = false
         /// The mark the value had when the refetch became owed, while one is.
         private var owedSince = 0
+        /// The mark of the latest invalidation that owed the refetch, while one is owed.
+        private var lastOwedAt = 0
 
         /// Whether the value was invalidated and not made fresh since.
         var isStale: Bool { mark != 0 }
@@ -40,8 +42,15 @@ extension StoreMachine {
         /// The key went stale while a fetch sent before is in flight: one refetch is owed (once, however many
         /// times this is called before it begins).
         mutating func oweRefetch() {
+            lastOwedAt = mark
             guard !owesRefetch else { return }
             (owesRefetch, owedSince) = (true, mark)
+        }
+
+        /// A change asked at `asking` confirmed while an invalidation that came after it keeps the value stale: what
+        /// the app wrote is fresh against every invalidation before it, so a refetch owed only for those is not needed.
+        mutating func changeConfirmed(askedAt asking: Int) {
+            if owesRefetch, asking > lastOwedAt { owesRefetch = false }
         }
 
         /// The owed refetch begins now, or is not needed any more.

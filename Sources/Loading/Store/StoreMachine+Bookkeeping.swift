@@ -8,10 +8,13 @@ extension StoreMachine {
     /// `key`'s value is fresh from `point` in the store's order: not stale, and not judged stale by an older
     /// invalidation when only the levels hold it.
     /// What the app writes is the latest it knows, as of when it asked: the key is fresh, unless an invalidation came
-    /// after that (while the change waited for its turn).
+    /// after that (while the change waited for its turn or ran); then a refetch owed only for invalidations before it
+    /// is settled all the same.
     mutating func changeMakesFresh(_ key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        if entry.work.turn.asking > entry.staleness.mark { makeFresh(key, from: entry.work.turn.asking) }
+        let asking = entry.work.turn.asking
+        if asking > entry.staleness.mark { return makeFresh(key, from: asking) }
+        entry.staleness.changeConfirmed(askedAt: asking)
     }
 
     mutating func makeFresh(_ key: Key, from point: Int) {

@@ -39,6 +39,34 @@ final class InvalidationTests: XCTestCase {
         XCTAssertEqual(observed.values.last?.value, "written")
     }
 
+    /// An update asked after the invalidation that owed a refetch is fresh against it, even when another
+    /// invalidation comes while the update runs and keeps the key stale: made while nobody observed the key, that one
+    /// owes nothing, so the older fetch's answer begins no refetch.
+    func test_anUpdateAskedAfterAnInvalidation_settlesTheRefetchOwedForIt_evenWhenAnotherComesWhileItRuns() {
+        let network = KeyedLoaderSpy<String, [Int]>()
+        let store = Store<String, [Int]>(
+            levels: [.cache(MemoryCache(), name: "memory")], fetch: LoaderFamily { network[$0] })
+        let observer = StreamRecorder(store.changes(for: "a"))
+        _ = store.read("a", policy: .networkOnly).load { _ in }
+        store.invalidate("a")
+        XCTAssertEqual(network.loadCount(for: "a"), 1, "one fetch at a time: the refetch is owed")
+        observer.cancel()
+
+        ModelCheck.whileAChangeRuns(
+            { hold in
+                store.update("a") { value in
+                    hold()
+                    return (value ?? []) + [0]
+                }
+            },
+            during: { store.invalidate("a") })
+        let observedAgain = StreamRecorder(store.changes(for: "a"))
+        network.complete("a", with: [7], at: 0)
+
+        XCTAssertEqual(network.loadCount(for: "a"), 1, "the update settled the refetch; nobody saw the later one")
+        XCTAssertEqual(observedAgain.values.last?.value, [7, 0], "the fetch's answer, with the update applied again")
+    }
+
     func test_invalidate_anUnobservedKey_fetchesNothing_untilItsNextCacheFirstRead() {
         let (store, levels, network) = makeSUT()
         levels.values["a"] = "old"

@@ -292,6 +292,16 @@ final class StoreMachinePartsTests: XCTestCase {
         staleness.oweRefetch()
         staleness.makeFresh()
         XCTAssertFalse(staleness.owesRefetch, "a fresh value needs no refetch for the invalidation before it")
+
+        staleness.markStale(at: 16)
+        staleness.oweRefetch()
+        staleness.markStale(at: 18)
+        staleness.changeConfirmed(askedAt: 17)
+        XCTAssertTrue(staleness.isStale, "invalidated after the change was asked")
+        XCTAssertFalse(staleness.owesRefetch, "the change is fresh against the invalidation that owed the refetch")
+        staleness.oweRefetch()
+        staleness.changeConfirmed(askedAt: 17)
+        XCTAssertTrue(staleness.owesRefetch, "owed again by the invalidation after the change was asked")
     }
 
     private struct Failure: Error, Equatable { let name: String }
