@@ -4,7 +4,9 @@ import Dispatch
 extension MutationQueue {
     /// Shows the change of `record` (in the queue already) in the store, its commit waiting for the server; `false`,
     /// showing nothing, when a clear began since the mutation was numbered (`numberedBefore` clears) or since
-    /// `storeClears` was read. The mutation is then out of the queue.
+    /// `storeClears` was read. The mutation is then out of the queue. A mutation that left the queue while it was
+    /// shown (discarded, or taken out with the creation of an item it names) settled so: its change is undone, and
+    /// this is `true`.
     func show(_ record: StoredMutation<Input>, numberedBefore clears: Int?, storeClears: Int) -> Bool {
         if let clears, ledger.withLock({ $0.clearBegan(since: clears) }) {
             _ = drop(record.id)
@@ -41,18 +43,21 @@ extension MutationQueue {
         // Rewritten before it was marked shown (an id the server gave meanwhile): shown again as it stands now.
         // Without creations nothing is rewritten.
         var rewritten: StoredMutation<Input>?
-        let isShown = ledger.withLock { ledger in
-            guard ledger.markShown(record.id, undo: undo, as: change, numberedBefore: clears) else { return false }
+        let (isShown, cleared) = ledger.withLock { ledger in
+            guard ledger.markShown(record.id, undo: undo, as: change, numberedBefore: clears) else {
+                return (false, clears.map(ledger.clearBegan(since:)) ?? true)
+            }
             if creation != nil, ledger.rewrites(of: record.id) != 0 {
                 rewritten = ledger.record(record.id).map(StoredMutation.init)
             }
-            return true
+            return (true, false)
         }
         guard isShown else {
-            // A clear began while it was being shown: it is undone, and the clear cancels it too.
+            // A clear began while it was being shown, or the mutation settled meanwhile: it is undone (a clear
+            // cancels it too).
             undo.cancel()
             _ = drop(record.id)
-            return false
+            return !cleared
         }
         if let rewritten { showAgain([(change, rewritten.input)]) }
         publish()

@@ -208,7 +208,9 @@ public final class MutationQueue<Key: Hashable & Sendable, Value: Sendable, Inpu
     /// id, once it is saved; `completion` receives its outcome: a success once the server accepted it and the
     /// store saved it, the server's refusal, or ``StoreError/cleared`` when a logout dropped it.
     /// - Throws: the storage's error when the mutation could not be saved, or ``StoreError/cleared`` when a clear of
-    ///   the store began while it was saved; then nothing is shown, sent or kept, and `completion` is not called.
+    ///   the store began while it was saved or shown; then nothing is shown, sent or kept, `completion` is not called
+    ///   and `onSettled` is not told. A mutation discarded meanwhile (with the creation of an item it names) is not
+    ///   an error: the enqueue returns, and `onSettled` is told it was discarded.
     @discardableResult
     public func enqueue(
         _ input: Input, completion: @escaping @Sendable (Result<Void, any Error>) -> Void = { _ in }

@@ -23,11 +23,15 @@ enum QueueStep: Hashable, Sendable, CustomStringConvertible {
                 + (answer == .rebase ? [] : [.conflict(attempt: attempt, copy: copy, answer: .rebase)])
         case .resolve(let mutation, let answer) where mutation > 1:
             [.resolve(mutation: mutation - 1, answer: answer), .resolve(mutation: 1, answer: answer)]
+        case .enqueueWhile(let edit, let during):
+            [.enqueue(edit), during] + during.simpler.map { .enqueueWhile(edit, during: $0) }
         default: []
         }
     }
 
     case enqueue(Edit)
+    /// An enqueue whose change is held (the first time the store applies it) while `during` happens.
+    indirect case enqueueWhile(Edit, during: QueueStep)
     /// The server answers attempt `attempt` (in the order attempts reached it).
     case accept(attempt: Int)
     case refuse(attempt: Int)
@@ -46,6 +50,7 @@ enum QueueStep: Hashable, Sendable, CustomStringConvertible {
     var description: String {
         switch self {
         case .enqueue(let edit): ".enqueue(\(edit))"
+        case .enqueueWhile(let edit, let during): ".enqueueWhile(\(edit), during: \(during))"
         case .accept(let attempt): ".accept(attempt: \(attempt))"
         case .refuse(let attempt): ".refuse(attempt: \(attempt))"
         case .failForNow(let attempt): ".failForNow(attempt: \(attempt))"
@@ -152,6 +157,8 @@ struct QueueModel: ModelCheck.System {
     private var sending: (attempt: Int, mutation: Int)?
     private var waitingForRetry = false
     private var online = false
+    /// The mutation an enqueue numbered and has not shown yet: not sent before.
+    private var beingShown: Int?
     private var sent: [Int] = []
     private var outcomes: [Int: String] = [:]
     private var enqueued = 0
@@ -167,6 +174,20 @@ struct QueueModel: ModelCheck.System {
             enqueued += 1
             if let created = edit.createdID { temporaryIDs.append(created) }
             queue.append(Mutation(number: enqueued, edit: serverIDs[edit.named].map(edit.naming) ?? edit))
+        case .enqueueWhile(let edit, .clear):
+            // A logout while the enqueue runs: the mutation was the logged-out user's, the enqueue throws, and
+            // nothing of it is shown, sent or kept.
+            enqueued += 1
+            if let created = edit.createdID { temporaryIDs.append(created) }
+            apply(.clear)
+            outcomes[enqueued] = "enqueue threw: cleared"
+        case .enqueueWhile(let edit, let during):
+            // What happens during the enqueue comes after it is numbered, but before it is shown: it is sent once the
+            // enqueue ends, and the app cannot discard it before the enqueue returned its id.
+            beingShown = enqueued + 1
+            apply(.enqueue(edit))
+            if during != .discard(mutation: enqueued) { apply(during) }
+            beingShown = nil
         case .accept(let attempt): answered(attempt, accepted: true)
         case .refuse(let attempt): answered(attempt, accepted: false)
         case .failForNow(let attempt):
@@ -229,6 +250,8 @@ struct QueueModel: ModelCheck.System {
 
     /// The attempt in flight, for a generator's answers.
     var attemptInFlight: Int? { sending?.attempt }
+    /// Whether the network can be reached, for a generator's connectivity changes.
+    var isOnline: Bool { online }
     /// Every attempt the server received, for late answers of cancelled ones.
     var attemptsSent: Int { sent.count }
     /// The mutations pending, for a generator's discards.
@@ -265,7 +288,9 @@ struct QueueModel: ModelCheck.System {
     }
 
     private mutating func sendFirst() {
-        guard online, sending == nil, !waitingForRetry, let first = queue.first, !first.awaitsResolution else { return }
+        guard online, sending == nil, !waitingForRetry, let first = queue.first, !first.awaitsResolution,
+            first.number != beingShown
+        else { return }
         queue[0].attempts += 1
         sent.append(queue[0].number)
         sending = (sent.count - 1, queue[0].number)
@@ -308,6 +333,8 @@ final class QueueUnderTest: ModelCheck.System {
     private var enqueued = 0
     private var launch: Launch
     private let rewritesValues: Bool
+    /// The mutation whose change is held the first time the store applies it, and what holds it.
+    private let held = Locked<(number: Int, hold: @Sendable () -> Void)?>(nil)
     private var publishedAtMostOnce = true
 
     /// A queue whose creations' answers rewrite the value shown when `rewritesValues` (its `replacingIDsInValue`),
@@ -317,7 +344,7 @@ final class QueueUnderTest: ModelCheck.System {
         self.rewritesValues = rewritesValues
         launch = Self.start(
             clock: clock, disk: disk, storage: storage, online: false, server: server, attempted: attempted, sent: sent,
-            outcomes: outcomes, answers: nextAnswer, rewritesValues: rewritesValues)
+            outcomes: outcomes, answers: nextAnswer, rewritesValues: rewritesValues, held: held)
     }
 
     deinit {
@@ -345,9 +372,19 @@ final class QueueUnderTest: ModelCheck.System {
         switch step {
         case .enqueue(let edit):
             enqueued += 1
-            if let id = try? launch.queue.enqueue(Numbered(number: enqueued, edit: edit)) {
-                ids.withLock { $0[enqueued] = id }
+            Self.enqueue(Numbered(number: enqueued, edit: edit), on: launch.queue, ids: ids, outcomes: outcomes)
+        case .enqueueWhile(let edit, let during):
+            enqueued += 1
+            let (mutation, queue, ids, outcomes, held) = (
+                Numbered(number: enqueued, edit: edit), launch.queue, ids, outcomes, held
+            )
+            ModelCheck.whileAChangeRuns { hold in
+                held.withLock { $0 = (mutation.number, hold) }
+                Self.enqueue(mutation, on: queue, ids: ids, outcomes: outcomes)
+            } during: {
+                run(during)
             }
+            held.withLock { $0 = nil }
         case .accept(let attempt):
             let created = attempted.withLock { $0.indices.contains(attempt) ? $0[attempt].edit.createdID : nil }
             server.complete(with: created.map { "\(Edit.serverID(of: $0))" } ?? "", at: attempt)
@@ -364,13 +401,30 @@ final class QueueUnderTest: ModelCheck.System {
             Self.end(launch)
             launch = Self.start(
                 clock: clock, disk: disk, storage: storage, online: online, server: server, attempted: attempted,
-                sent: sent, outcomes: outcomes, answers: nextAnswer, rewritesValues: rewritesValues)
+                sent: sent, outcomes: outcomes, answers: nextAnswer, rewritesValues: rewritesValues, held: held)
         case .conflict(let attempt, let copy, let answer):
             nextAnswer.withLock { $0 = answer }
             server.fail(with: ModelConflict(copy: copy), at: attempt)
         case .resolve(let number, let answer):
             if let id = ids.withLock({ $0[number] }) {
                 try? launch.queue.resolveConflictNow(id, with: answer.resolution)
+            }
+        }
+    }
+
+    /// Enqueues `mutation`, noting the id it was given, or the enqueue's error among the outcomes.
+    private static func enqueue(
+        _ mutation: Numbered, on queue: MutationQueue<String, Items, Numbered>, ids: Locked<[Int: String]>,
+        outcomes: Locked<[Int: String]>
+    ) {
+        do {
+            let id = try queue.enqueue(mutation)
+            ids.withLock { $0[mutation.number] = id }
+        } catch {
+            let reason = if case StoreError.cleared = error { "cleared" } else { "\(error)" }
+            outcomes.withLock {
+                // Told how it settled, it must not throw as well.
+                $0[mutation.number] = $0[mutation.number].map { "\($0), then enqueue threw" } ?? "enqueue threw: \(reason)"
             }
         }
     }
@@ -388,7 +442,8 @@ final class QueueUnderTest: ModelCheck.System {
     private static func start(
         clock: TestClock, disk: ModelLevel<Items>, storage: ModelStorage<Numbered>, online: Bool,
         server: LoaderSpy<String>, attempted: Locked<[Numbered]>, sent: Locked<[Int]>,
-        outcomes: Locked<[Int: String]>, answers: Locked<ConflictAnswer>, rewritesValues: Bool
+        outcomes: Locked<[Int: String]>, answers: Locked<ConflictAnswer>, rewritesValues: Bool,
+        held: Locked<(number: Int, hold: @Sendable () -> Void)?>
     ) -> Launch {
         let link = ProcessLink()
         let connectivity = ManualConnectivity(isOnline: online)
@@ -425,7 +480,10 @@ final class QueueUnderTest: ModelCheck.System {
         let queue = try! MutationQueue(
             store: store, storage: LinkedStorage(storage, link: link), connectivity: connectivity,
             retryDelays: .constant(.seconds(5)), scheduler: scheduler, key: { _ in "q" },
-            change: { item, value in item.edit.applied(to: value) },
+            change: { item, value in
+                held.withLock { $0?.number == item.number ? $0?.hold : nil }?()
+                return item.edit.applied(to: value)
+            },
             send: { item, _ in
                 AnyLoader<Void> { completion in attempt(item) { completion($0.map { _ in () }) } }
             },
@@ -564,7 +622,7 @@ extension ModelCheck {
         var steps: [QueueStep] = []
         while steps.count < length {
             let roll = Int.random(in: 0..<100, using: &random)
-            let step: QueueStep
+            var step: QueueStep
             switch roll {
             case 0..<25:
                 let number = Int.random(in: 0..<4, using: &random)
@@ -574,6 +632,27 @@ extension ModelCheck {
                     guard let created = model.temporaryIDs.randomElement(using: &random) else { continue }
                     step = .enqueue(.delete(created))
                 default: step = .enqueue(Bool.random(using: &random) ? .insert(number) : .delete(number))
+                }
+                if case .enqueue(let edit) = step, Int.random(in: 0..<10, using: &random) < 3 {
+                    // Something happens while the enqueue's change runs.
+                    var after = model
+                    after.apply(step)
+                    var during: [QueueStep] = [.retryTimerFires, .online(!after.isOnline), .clear]
+                    // The attempt in flight before: the enqueued mutation is sent once the enqueue returns.
+                    if let attempt = model.attemptInFlight {
+                        during += [
+                            .accept(attempt: attempt), .refuse(attempt: attempt), .failForNow(attempt: attempt),
+                            .conflict(attempt: attempt, copy: [number], answer: .rebase),
+                        ]
+                    }
+                    // The app knows the enqueued mutation's id once the enqueue returned: another one is discarded.
+                    if let pending = after.pendingNumbers.dropLast().randomElement(using: &random) {
+                        during.append(.discard(mutation: pending))
+                    }
+                    if let awaiting = after.awaitingNumbers.randomElement(using: &random) {
+                        during.append(.resolve(mutation: awaiting, answer: .takeServerCopy))
+                    }
+                    step = .enqueueWhile(edit, during: during.randomElement(using: &random)!)
                 }
             case 25..<55:
                 // The attempt in flight mostly; sometimes a late answer of an earlier one.

@@ -175,6 +175,48 @@ final class OfflineCreationTests: XCTestCase {
         XCTAssertEqual(try environment.storage.loadAll().map(\.input), [.add(id: "tmp-2", name: "Bob")])
     }
 
+    /// A creation discarded while an edit naming its item is being enqueued: the edit goes with it, told as
+    /// discarded once, and its enqueue returns as any does (no logout happened).
+    func test_aCreationDiscardedWhileAnEditNamingItIsEnqueued_takesTheEditWithIt_andTheEnqueueReturns() throws {
+        let environment = try Environment(directory: makeDirectory())
+        let (armed, applied, proceed) = (Locked(false), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let settled = Locked<[String]>([])
+        let queue = try environment.makeQueue(
+            storage: environment.storage,
+            applying: {
+                guard armed.withLock({ exchange(&$0, with: false) }) else { return }
+                applied.signal()
+                proceed.wait()
+            },
+            onSettled: { mutation in settled.withLock { $0.append("\(mutation.input): \(mutation.outcome)") } })
+        let screen = StreamRecorder(environment.store.changes(for: "list"))  // each change is applied as it comes
+        let created = try queue.enqueue(.add(id: "tmp-1", name: "Ann"))
+        armed.withLock { $0 = true }
+
+        let enqueued = Locked<Result<String, any Error>?>(nil)
+        let returned = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            enqueued.withLock { $0 = Result { try queue.enqueue(.rename(id: "tmp-1", name: "Anna")) } }
+            returned.signal()
+        }
+        XCTAssertEqual(applied.wait(timeout: .now() + 60), .success, "the edit is being shown")
+        queue.discard(created)
+        proceed.signal()
+        XCTAssertEqual(returned.wait(timeout: .now() + 60), .success)
+
+        XCTAssertNoThrow(try enqueued.withLock { $0 }?.get(), "nobody logged out")
+        XCTAssertEqual(
+            settled.withLock { $0 },
+            [
+                "\(ItemChange.add(id: "tmp-1", name: "Ann")): discarded",
+                "\(ItemChange.rename(id: "tmp-1", name: "Anna")): discarded",
+            ])
+        XCTAssertEqual(queue.pending.count, 0)
+        XCTAssertEqual(environment.shown(), [])
+        XCTAssertEqual(screen.values.last?.value, [])
+        XCTAssertEqual(try environment.storage.loadAll().map(\.input), [])
+    }
+
     func test_aLogoutRacingTheServersAnswer_leavesNothingShownKeptOrSent() throws {
         for run in 0..<50 {
             let environment = try Environment(directory: makeDirectory())
