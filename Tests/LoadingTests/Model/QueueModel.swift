@@ -422,9 +422,10 @@ final class QueueUnderTest: ModelCheck.System {
             ids.withLock { $0[mutation.number] = id }
         } catch {
             let reason = if case StoreError.cleared = error { "cleared" } else { "\(error)" }
-            outcomes.withLock {
-                // Told how it settled, it must not throw as well.
-                $0[mutation.number] = $0[mutation.number].map { "\($0), then enqueue threw" } ?? "enqueue threw: \(reason)"
+            // Told how it settled, it must not throw as well.
+            outcomes.withLock { outcomes in
+                let settled = outcomes[mutation.number].map { "\($0), then enqueue threw" }
+                outcomes[mutation.number] = settled ?? "enqueue threw: \(reason)"
             }
         }
     }
