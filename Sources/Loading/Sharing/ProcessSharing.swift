@@ -21,11 +21,13 @@
 /// - a key another process saved or removed is read from the shared level and shown, saved to this store's faster
 ///   levels only (nothing is written back, so nothing echoes), unless this store changed the key since: its own
 ///   change is newer, and reaches the other process the same way. "Since" is one order every process agrees on,
-///   taken when a change is made (a counter in a file beside the journal), not when its save lands: the change made
-///   last wins. (A shared level that debounces its writes takes the place when its write is issued, at the end of
-///   the debounce: give the shared level no debounce where the order of close changes matters.) A process whose change is newer than the one it learns keeps showing its own and saves it again (the
-///   older save may have landed after it), so the shared level ends holding the latest change and every process
-///   shows it. A process remembers its latest change of at least the last 4,096 keys it saved for this;
+///   taken when a change is made (a counter in a file beside the journal; an update is made when its transform
+///   returned), not when its save lands: the change made last wins. (A shared level that debounces its writes takes
+///   the place when its write is issued, at the end of the debounce: give the shared level no debounce where the
+///   order of close changes matters.) A process whose change is newer than the one it learns keeps showing its own
+///   and saves it again (the older save may have landed after it), so the shared level ends holding the latest
+///   change and every process shows it. A process remembers its latest change of at least the last 4,096 keys it
+///   saved for this;
 /// - a clear (a logout) in another process makes this store forget what it shows and empty its faster levels, as its
 ///   own clear would, but the shared level is left alone (what another process saved there since stays); this
 ///   process's mutation queues drop the mutations enqueued before it (nothing of the old user is sent or kept), as

@@ -24,9 +24,25 @@ enum SharingStep: Hashable, Sendable, CustomStringConvertible {
     case learn(store: Int)
     /// Every held save lands, and both stores learn until neither changes: where the history is compared.
     case settle
+    /// Store `store` updates the key to `value`, its transform held (the first time it runs) while `during` happens.
+    indirect case updateWhile(store: Int, value: Int, during: SharingStep)
 
-    /// Simpler forms of this step, for shrinking: none (the values are only told apart).
-    var simpler: [SharingStep] { [] }
+    /// The store this step happens in, if one.
+    var store: Int? {
+        switch self {
+        case .write(let store, _), .remove(let store), .hold(let store), .release(let store), .read(let store),
+            .learn(let store), .updateWhile(let store, _, _):
+            store
+        case .settle: nil
+        }
+    }
+
+    /// Simpler forms of this step, for shrinking: an update while something happens, as its two steps apart (the
+    /// values are only told apart).
+    var simpler: [SharingStep] {
+        guard case .updateWhile(let store, let value, let during) = self else { return [] }
+        return [.write(store: store, value: value), during]
+    }
 
     var description: String {
         switch self {
@@ -37,6 +53,8 @@ enum SharingStep: Hashable, Sendable, CustomStringConvertible {
         case .read(let store): ".read(store: \(store))"
         case .learn(let store): ".learn(store: \(store))"
         case .settle: ".settle"
+        case .updateWhile(let store, let value, let during):
+            ".updateWhile(store: \(store), value: \(value), during: \(during))"
         }
     }
 }
@@ -66,6 +84,16 @@ struct SharingModel: ModelCheck.System {
         case .remove: last = nil
         case .hold, .release, .read, .learn: break
         case .settle: settled = true
+        case .updateWhile(let store, let value, let during):
+            // The update is made when its transform returns: what this store is asked meanwhile waits behind it,
+            // what the other store does meanwhile comes first.
+            if during.store == store {
+                last = value
+                apply(during)
+            } else {
+                apply(during)
+                last = value
+            }
         }
     }
 
@@ -133,6 +161,26 @@ final class SharingUnderTest: ModelCheck.System {
             _ = processes[store].store.read("k", policy: .cacheOnly).load { _ in }
         case .learn(let store): processes[store].store.learnOtherProcessesChanges()
         case .settle: settle()
+        case .updateWhile(let store, let value, let during):
+            // The update reads the key from the levels first, then runs its transform on the level's queue: held
+            // there the first time. A read asked once it ran waits for the update to be made (placed in the
+            // processes' order) before the history goes on. (A store whose level operations are held would run the
+            // transform only once they are let go of: the histories made do not update there, and a shrunk one that
+            // does goes on without waiting, rather than never.)
+            let (updating, waits) = (processes[store].store, !processes[store].gate.isHolding)
+            ModelCheck.whileAChangeRuns { hold in
+                let ran = DispatchSemaphore(value: 0)
+                updating.update("k") { _ in
+                    hold()
+                    defer { ran.signal() }
+                    return "v\(value)"
+                }
+                guard waits else { return }
+                ran.wait()
+                Self.wait { done in _ = updating.read("k", policy: .cacheOnly).load { _ in done() } }
+            } during: {
+                apply(during)
+            }
         }
     }
 
@@ -190,6 +238,8 @@ private final class SaveGate: Sendable {
     private let state = Locked<(holding: Bool, saves: [@Sendable () -> Void])>((false, []))
 
     func hold() { state.withLock { $0.holding = true } }
+
+    var isHolding: Bool { state.withLock { $0.holding } }
 
     /// Runs `operation` now, or once released while holding.
     func pass(_ operation: @escaping @Sendable () -> Void) {
@@ -257,6 +307,7 @@ extension ModelCheck {
         var random = SeededRandom(seed: seed)
         var steps: [SharingStep] = []
         var value = 0
+        var holding = [false, false]
         while steps.count < length - 1 {
             let store = Int.random(in: 0..<2, using: &random)
             switch Int.random(in: 0..<100, using: &random) {
@@ -264,11 +315,30 @@ extension ModelCheck {
                 value += 1
                 steps.append(.write(store: store, value: value))
             case 34..<46: steps.append(.remove(store: store))
-            case 46..<58: steps.append(.hold(store: store))
-            case 58..<66: steps.append(.release(store: store))
+            case 46..<58:
+                holding[store] = true
+                steps.append(.hold(store: store))
+            case 58..<66:
+                holding[store] = false
+                steps.append(.release(store: store))
             case 66..<80: steps.append(.read(store: store))
-            case 80..<93: steps.append(.learn(store: store))
-            default: steps.append(.settle)
+            case 80..<88: steps.append(.learn(store: store))
+            case 88..<93 where !holding[store]:
+                // Something happens while one store's update runs (the other's operations may be held).
+                value += 2
+                let (written, otherStore) = (value - 1, 1 - store)
+                let during: [SharingStep] = [
+                    .write(store: otherStore, value: written), .remove(store: otherStore), .learn(store: otherStore),
+                    .write(store: store, value: written), .remove(store: store), .learn(store: store),
+                    .hold(store: store), .release(store: store), .read(store: otherStore),
+                ]
+                let happens = during.randomElement(using: &random)!
+                if happens == .hold(store: store) { holding[store] = true }
+                steps.append(.updateWhile(store: store, value: value, during: happens))
+            case 88..<93: continue
+            default:
+                holding = [false, false]
+                steps.append(.settle)
             }
         }
         steps.append(.settle)

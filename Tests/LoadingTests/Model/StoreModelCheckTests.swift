@@ -373,6 +373,17 @@ final class StoreModelCheckTests: XCTestCase {
             network: .answersFromCache, keepsValues: false, levelMaxAge: 60)
     }
 
+    /// An update is made when its transform returns: a change the other process made while it ran is older, one
+    /// asked of the same store meanwhile waits behind it and is newer.
+    func test_anUpdate_isMadeWhenItsTransformReturns_acrossTwoStores() {
+        ModelCheck.assertSharingAgrees([.updateWhile(store: 0, value: 2, during: .write(store: 1, value: 1)), .settle])
+        ModelCheck.assertSharingAgrees([.updateWhile(store: 0, value: 2, during: .remove(store: 1)), .settle])
+        ModelCheck.assertSharingAgrees([.updateWhile(store: 0, value: 2, during: .write(store: 0, value: 1)), .settle])
+        ModelCheck.assertSharingAgrees([
+            .updateWhile(store: 1, value: 2, during: .learn(store: 0)), .write(store: 0, value: 3), .settle,
+        ])
+    }
+
     /// Found by the sharing model check with the processes' order taken out (a store reading the shared level on
     /// every record it learns: landing order decides): seed 3, 47 steps, shrunk to 4 (the first history here, the case
     /// of the defect's report: the earlier write's save lands after the later one's).
