@@ -372,15 +372,16 @@ final class QueueUnderTest: ModelCheck.System {
         switch step {
         case .enqueue(let edit):
             enqueued += 1
-            Self.enqueue(Numbered(number: enqueued, edit: edit), on: launch.queue, ids: ids, outcomes: outcomes)
+            let mutation = Numbered(number: enqueued, edit: edit)
+            Self.enqueue(mutation, on: launch.queue, link: launch.link, ids: ids, outcomes: outcomes)
         case .enqueueWhile(let edit, let during):
             enqueued += 1
-            let (mutation, queue, ids, outcomes, held) = (
-                Numbered(number: enqueued, edit: edit), launch.queue, ids, outcomes, held
+            let (mutation, queue, link, ids, outcomes, held) = (
+                Numbered(number: enqueued, edit: edit), launch.queue, launch.link, ids, outcomes, held
             )
             ModelCheck.whileAChangeRuns { hold in
                 held.withLock { $0 = (mutation.number, hold) }
-                Self.enqueue(mutation, on: queue, ids: ids, outcomes: outcomes)
+                Self.enqueue(mutation, on: queue, link: link, ids: ids, outcomes: outcomes)
             } during: {
                 run(during)
             }
@@ -395,7 +396,7 @@ final class QueueUnderTest: ModelCheck.System {
             online = isOnline
             launch.connectivity.setOnline(isOnline)
         case .discard(let number):
-            if let id = ids.withLock({ $0[number] }) { launch.queue.discard(id) }
+            if let id = id(of: number) { launch.queue.discard(id) }
         case .clear: launch.store.clear()
         case .restart:
             Self.end(launch)
@@ -406,21 +407,29 @@ final class QueueUnderTest: ModelCheck.System {
             nextAnswer.withLock { $0 = answer }
             server.fail(with: ModelConflict(copy: copy), at: attempt)
         case .resolve(let number, let answer):
-            if let id = ids.withLock({ $0[number] }) {
+            if let id = id(of: number) {
                 try? launch.queue.resolveConflictNow(id, with: answer.resolution)
             }
         }
     }
 
-    /// Enqueues `mutation`, noting the id it was given, or the enqueue's error among the outcomes.
+    /// The id of mutation `number`, as the app knows it: from its enqueue, or, enqueued by a process that ended
+    /// before its enqueue returned, from the queue's list of what is pending (kept, it was restored).
+    private func id(of number: Int) -> String? {
+        ids.withLock { $0[number] } ?? launch.queue.pending.first { $0.input.number == number }?.id
+    }
+
+    /// Enqueues `mutation`, noting the id it was given, or the enqueue's error among the outcomes (unless the
+    /// process ended meanwhile: its enqueue never returned).
     private static func enqueue(
-        _ mutation: Numbered, on queue: MutationQueue<String, Items, Numbered>, ids: Locked<[Int: String]>,
-        outcomes: Locked<[Int: String]>
+        _ mutation: Numbered, on queue: MutationQueue<String, Items, Numbered>, link: ProcessLink,
+        ids: Locked<[Int: String]>, outcomes: Locked<[Int: String]>
     ) {
         do {
             let id = try queue.enqueue(mutation)
             ids.withLock { $0[mutation.number] = id }
         } catch {
+            guard link.isAlive else { return }
             let reason = if case StoreError.cleared = error { "cleared" } else { "\(error)" }
             // Told how it settled, it must not throw as well.
             outcomes.withLock { outcomes in
@@ -638,7 +647,7 @@ extension ModelCheck {
                     // Something happens while the enqueue's change runs.
                     var after = model
                     after.apply(step)
-                    var during: [QueueStep] = [.retryTimerFires, .online(!after.isOnline), .clear]
+                    var during: [QueueStep] = [.retryTimerFires, .online(!after.isOnline), .clear, .restart]
                     // The attempt in flight before: the enqueued mutation is sent once the enqueue returns.
                     if let attempt = model.attemptInFlight {
                         during += [
