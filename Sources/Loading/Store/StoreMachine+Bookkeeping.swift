@@ -5,11 +5,9 @@
 #endif
 
 extension StoreMachine {
-    /// `key`'s value is fresh from `point` in the store's order: not stale, and not judged stale by an older
-    /// invalidation when only the levels hold it.
-    /// What the app writes is the latest it knows, as of when it asked: the key is fresh, unless an invalidation came
-    /// after that (while the change waited for its turn or ran); then a refetch owed only for invalidations before it
-    /// is settled all the same.
+    /// A change of `key` the app made confirmed. What the app writes is the latest it knows, as of when it asked: the
+    /// key is fresh, unless an invalidation came after that (while the change waited for its turn or ran); then a
+    /// refetch owed only for invalidations before it is settled all the same.
     mutating func changeMakesFresh(_ key: Key) {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
         let asking = entry.work.turn.asking
@@ -17,6 +15,8 @@ extension StoreMachine {
         entry.staleness.changeConfirmed(askedAt: asking)
     }
 
+    /// `key`'s value is fresh from `point` in the store's order: not stale, and not judged stale by an older
+    /// invalidation when only the levels hold it.
     mutating func makeFresh(_ key: Key, from point: Int) {
         entry(key, heldBecause: "a fresh value of the key was just confirmed").staleness.makeFresh()
         noteRefreshed(key, from: point)
