@@ -2,7 +2,8 @@ extension StoreMachine {
     /// Whether a key's value is stale, and the refetch it owes its observers. An invalidation marks the value stale
     /// with the store's counter at that moment (`mark`); a fetch sent after it, a write, an update or a confirmed
     /// optimistic change makes it fresh. A refetch is owed when the key goes stale while a fetch sent before is in
-    /// flight: it begins once that fetch ends, once however many invalidations come meanwhile.
+    /// flight: it begins once that fetch ends, once however many invalidations come meanwhile, unless a change asked
+    /// after the invalidations that owed it confirms first.
     struct Staleness: Sendable {
         /// Nonzero while the value is stale: the counter at the invalidation that made it so (the latest).
         private(set) var mark = 0
@@ -10,7 +11,7 @@ extension StoreMachine {
         private(set) var owesRefetch = false
         /// The mark the value had when the refetch became owed, while one is.
         private var owedSince = 0
-        /// The mark of the latest invalidation that owed the refetch, while one is owed.
+        /// The mark of the latest invalidation that owed the refetch (read only while one is owed).
         private var lastOwedAt = 0
 
         /// Whether the value was invalidated and not made fresh since.
@@ -40,7 +41,7 @@ extension StoreMachine {
         }
 
         /// The key went stale while a fetch sent before is in flight: one refetch is owed (once, however many
-        /// times this is called before it begins).
+        /// times this is called before it begins), by this invalidation too.
         mutating func oweRefetch() {
             lastOwedAt = mark
             guard !owesRefetch else { return }
