@@ -72,7 +72,9 @@ extension Store {
                     // The next user's changes learned meanwhile (a read during the clear finds nothing) are read now.
                     for object in outliving + order.clearEnded() { self?.relearn(object) }
                 }
-                engine.perform(locked { $0.clear(levels: sharedLevel, completion: cleared) }, for: nil)
+                engine.perform(
+                    locked { $0.clear(levels: sharedLevel, keepingChangesAfter: record.order, completion: cleared) },
+                    for: nil)
                 engine.confirmations?.cleared()
                 storePartEnded()
             case .missed:

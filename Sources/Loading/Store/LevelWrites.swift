@@ -153,11 +153,28 @@ extension StoreMachine {
 
         /// Drops everything waiting (a clear): returns the operations, whose tickets the caller releases, and the
         /// debounced writes' timers, to cancel. A caller issuing goes on, and finds none.
-        mutating func removeAll() -> (ops: [LevelOp], timers: [any CancellationToken]) {
-            let dropped = ops.isEmpty ? [] : exchange(&ops, with: [])
+        ///
+        /// For another process's logout made at `logout` in the processes' order, when the latest save or removal
+        /// waiting was made after it (the next user's change, `outlives`), the saves and removals made after it stay,
+        /// with the flushes' waits, and are issued once the clear emptied the levels.
+        mutating func removeAll(
+            keepingChangesAfter logout: UInt64? = nil
+        ) -> (ops: [LevelOp], timers: [any CancellationToken], outlives: Bool) {
+            var dropped = ops.isEmpty ? [] : exchange(&ops, with: [])
+            var outlives = false
+            if let logout, let latest = dropped.last(where: { $0.changesLevels }), latest.isPlaced(after: logout) {
+                outlives = true
+                for operation in exchange(&dropped, with: []) {
+                    if operation.isPlaced(after: logout) || operation.isFlushWait {
+                        ops.append(operation)
+                    } else {
+                        dropped.append(operation)
+                    }
+                }
+            }
             // Never issued: their levels are not saving them.
             for case .flush(_, _, let level, _, _) in dropped { endSave(at: level) }
-            return (dropped, dropDebounced())
+            return (dropped, dropDebounced(), outlives)
         }
     }
 }

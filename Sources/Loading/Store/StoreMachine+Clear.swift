@@ -38,7 +38,13 @@ extension StoreMachine {
     /// returned to fail), debounced writes are cancelled, and the levels are emptied once what was decided before is
     /// issued (`removeAll`, or the caller that issues the last of it): every level, or the first `levels` (those
     /// faster than a level another process emptied).
-    mutating func clear(levels: Int? = nil, completion: @escaping @Sendable () -> Void) -> Effects {
+    ///
+    /// Another process's logout, made at `logout` in the processes' order, is older than a change of this store made
+    /// after it whose save to the shared level is not issued yet: that key's latest change is the next user's, and
+    /// stays shown; its saves made after the logout are issued once the levels are emptied (those made before go).
+    mutating func clear(
+        levels: Int? = nil, keepingChangesAfter logout: UInt64? = nil, completion: @escaping @Sendable () -> Void
+    ) -> Effects {
         clears += 1
         var effects = Effects()
         for (key, slot) in entries {
@@ -49,12 +55,18 @@ extension StoreMachine {
             let shownBefore = entry.showsSomething
             let dropped = dropQueuedByRemoval(of: entry, clearing: true)
             let pending = entry.work.pending.removeAll() + dropped.compactMap { $0.added }
-            let (ops, timers) = entry.work.writes.removeAll()
-            effects.garbage += [entry.confirmed.set(nil) as Any, dropped, ops, pending]
+            let (ops, timers, outlives) = entry.work.writes.removeAll(keepingChangesAfter: logout)
+            effects.garbage += [dropped, ops, pending]
             effects.fetchReplies += dropped.compactMap { $0.droppedReply }
             effects.released += ops.compactMap { $0.ticket }  // work waiting for dropped writes goes on
             effects.failedCommits += pending.compactMap { $0.commit }
             effects.cancels += timers
+            if outlives {
+                if !pending.isEmpty { effects.publish(publish(key)) }  // the confirmed value, without the changes
+                release(key)
+                continue
+            }
+            effects.garbage.append(entry.confirmed.set(nil) as Any)
             entry.generation = next()
             entry.staleness.reset()
             entry.work.saves.cleared(at: entry.confirmed.version)

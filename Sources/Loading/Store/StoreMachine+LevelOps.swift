@@ -101,6 +101,28 @@ extension StoreMachine {
             }
         }
 
+        /// Whether it saves or removes the key (not a debounced level's write, nor a flush's wait).
+        var changesLevels: Bool {
+            switch self {
+            case .save, .remove: true
+            case .flush, .waitForSaves: false
+            }
+        }
+
+        /// Whether it is a flush's wait.
+        var isFlushWait: Bool {
+            if case .waitForSaves = self { true } else { false }
+        }
+
+        /// Whether it saves or removes the key in the shared level at a place in the processes' order after `order`.
+        func isPlaced(after order: UInt64) -> Bool {
+            switch self {
+            case .save(_, _, _, _, _, _, let mark), .remove(_, _, _, let mark):
+                mark.givenPlace.map { $0 > order } ?? false
+            case .flush, .waitForSaves: false
+            }
+        }
+
         var ticket: SaveTicket? {
             switch self {
             case .save(_, _, _, _, let ticket, _, _), .remove(_, let ticket, _, _): ticket

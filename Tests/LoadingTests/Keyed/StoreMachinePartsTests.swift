@@ -472,11 +472,48 @@ final class StoreMachinePartsTests: XCTestCase {
         writes.append(
             .remove(levels: 0..<2, ticket: nil, mark: StoreMachine.SaveMark(generation: 1, version: 4, staleSince: 0)))
         XCTAssertNil(writes.takeOnlyOp(), "not when more wait")
-        let (ops, timers) = writes.removeAll()
+        let (ops, timers, outlives) = writes.removeAll()
+        XCTAssertFalse(outlives, "a clear of this store keeps nothing")
         XCTAssertEqual(ops.count, 2)
         XCTAssertEqual(timers.count, 1)
         writes.stopIssuing()
         XCTAssertTrue(writes.isSettled)
+    }
+
+    func test_levelWrites_aLogoutElsewhere_keepsTheChangesMadeAfterIt_whenTheLatestIsOne() {
+        func save(_ value: String, at place: UInt64) -> StoreMachine.LevelOp {
+            .save(
+                ValueBox(value), savedAt: 0, levels: 0..<2, skipsDebounced: false, ticket: nil, answersFetch: false,
+                mark: StoreMachine.SaveMark(generation: 1, version: 1, staleSince: 0, place: place))
+        }
+        func saved(_ ops: InlineFirstArray<StoreMachine.LevelOp>) -> [String] {
+            ([ops.head].compactMap { $0 } + ops.tail).map {
+                switch $0 {
+                case .save(let value, _, _, _, _, _, _): (value as? ValueBox<String>)?.value ?? "?"
+                case .waitForSaves: "wait"
+                default: "other"
+                }
+            }
+        }
+        var writes = StoreMachine.LevelWrites()
+        writes.append(save("old user", at: 5))
+        writes.append(.waitForSaves(ticket: StoreMachine.SaveTicket()))
+        writes.append(save("next user", at: 9))
+        let (dropped, _, outlives) = writes.removeAll(keepingChangesAfter: 7)
+        XCTAssertTrue(outlives, "the latest change was made after the logout")
+        XCTAssertEqual(dropped.count, 1, "the change made before the logout goes")
+        XCTAssertEqual(saved(writes.takeOps()), ["wait", "next user"], "the rest stays, in order")
+
+        writes.append(save("next user", at: 9))
+        writes.append(save("old user", at: StoreMachine.SaveMark.unplaced))
+        let unplaced = writes.removeAll(keepingChangesAfter: 7)
+        XCTAssertFalse(unplaced.outlives, "the latest change has no place: nothing says it is the next user's")
+        XCTAssertEqual(unplaced.ops.count, 2)
+        XCTAssertFalse(writes.hasOps)
+
+        writes.append(save("old user", at: 5))
+        XCTAssertFalse(writes.removeAll(keepingChangesAfter: 7).outlives)
+        XCTAssertFalse(writes.hasOps, "made before the logout: dropped")
     }
 
     func test_levelWrites_anOperationTakenAlone_leavesTheStorage_whichGoesToTheNextKeysOperations() {

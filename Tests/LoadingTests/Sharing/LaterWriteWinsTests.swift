@@ -164,6 +164,28 @@ final class LaterWriteWinsTests: XCTestCase {
         assertBothShow("new", app: app, widget: widget, "the write outlives the clear")
     }
 
+    /// A write made after a logout in another process, whose save waits behind an earlier save of the key (another
+    /// caller is issuing it, blocked in the faster level) when the logout is learned: the write is the next user's,
+    /// and outlives the logout, in the level and in both stores.
+    func test_aWriteQueuedWhenALogoutElsewhereIsLearned_outlivesIt() throws {
+        let blocking = BlockingSaves()
+        let widget = try makeProcess(blocking: blocking)
+        let app = try makeProcess()
+
+        DispatchQueue.global().async { widget.store.write("first", for: "k") }
+        XCTAssertEqual(blocking.entered.wait(timeout: .now() + .watchdog), .success, "the first write's save blocks")
+        let cleared = expectation(description: "cleared")
+        app.store.clear { cleared.fulfill() }
+        wait(for: [cleared], timeout: .watchdog)
+        widget.store.write("after the logout", for: "k")  // its save waits behind the blocked one
+        widget.store.learnOtherProcessesChanges()
+        blocking.release()
+        flush(widget.store)
+        app.store.learnOtherProcessesChanges()
+
+        assertBothShow("after the logout", app: app, widget: widget, "the write made after the logout outlives it")
+    }
+
     /// A process that fell behind the journal (its records lost to rotations) while the other's earlier write landed
     /// after its own later one: it saves its own again rather than showing what the level holds, and both end on it.
     func test_aProcessThatMissedRecords_keepsItsLaterWrite() throws {
