@@ -32,7 +32,11 @@
 ///   own clear would, but the shared level is left alone (what another process saved there since stays); this
 ///   process's mutation queues drop the mutations enqueued before it (nothing of the old user is sent or kept), as
 ///   its own clear would. A mutation enqueued after the logout was recorded is the next user's and stays: an enqueue
-///   reads the journal first, whatever the polling.
+///   reads the journal first, whatever the polling. A logout takes its place in the processes' order when it is
+///   made, as a change does: a value saved before it whose save reaches the shared level after it (a slow disk) is
+///   the old user's, and a process that knows of both removes it again; a change made after it outlives it (a
+///   change this process made after it, whose save had not reached the shared level when the logout was learned,
+///   stays shown and is saved).
 ///
 /// A record is appended whole, with a checksum, so a process killed mid-write leaves the old or the new record,
 /// never a mix; the journal stays bounded (it starts a new file past about a megabyte). Plain files and `flock`:

@@ -40,6 +40,12 @@ final class SharedLevelOrder: Sendable {
 
     private struct State {
         var claims: [Data: Claim] = [:]
+        /// The place of the latest emptying of the level this process made or learned: a change made before it is
+        /// the old user's, and the level keeps none (see ``learnedChange(of:_:at:removed:)``).
+        var clearedAt: UInt64 = 0
+        /// The place of the latest emptying another process made, as learned: a save of this process made before it
+        /// may land after it (this process's own emptying is issued after its saves, and lands after them).
+        var learnedClearAt: UInt64 = 0
         /// Keys whose re-save is being issued, with the operations issued meanwhile, waiting behind it.
         var waiting: [Data: [@Sendable () -> Void]] = [:]
     }
@@ -116,16 +122,23 @@ final class SharedLevelOrder: Sendable {
             removeValue: { [self] key, completion in
                 change(key, to: nil, savedAt: 0, completion: completion)
             },
-            removeAll: { [self] completion in
-                let order = takeOrder()
-                // The claims' values are released after unlocking (a value's deinitializer is the app's code).
-                let dropped = state.withLock { exchange(&$0.claims, with: [:]) }
-                withExtendedLifetime(dropped) {}
-                level.removeAll { [self] result in
-                    if case .success = result, let order { record(.cleared, order: order) }
-                    completion(result)
-                }
-            })
+            removeAll: { [self] completion in removeAll(at: nil, completion: completion) })
+    }
+
+    /// Empties the level, recorded at `place` in the processes' order, taken when the store made its clear (a place
+    /// is taken now when it has none): what this process claimed ends.
+    func removeAll(at place: UInt64?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let order = place ?? takeOrder()
+        // The claims' values are released after unlocking (a value's deinitializer is the app's code).
+        let dropped = state.withLock { state in
+            state.clearedAt = max(state.clearedAt, order ?? 0)
+            return exchange(&state.claims, with: [:])
+        }
+        withExtendedLifetime(dropped) {}
+        level.removeAll { [self] result in
+            if case .success = result, let order { record(.cleared, order: order) }
+            completion(result)
+        }
     }
 
     /// Runs `body` once the saves the store heard landed so far are recorded in the journal (at once when they are).
@@ -235,6 +248,13 @@ final class SharedLevelOrder: Sendable {
             return withExtendedLifetime(dropped) {}
         }
         record(claim.value == nil ? .removed(encoded) : .saved(encoded), order: claim.order)
+        if claim.value != nil,
+            let clearedAt = state.withLock({ $0.learnedClearAt > claim.order ? $0.learnedClearAt : nil })
+        {
+            // Another process's emptying of the level made after this change may have landed before it: the old
+            // user's value goes.
+            return removeAgain(claim.key, encoded, at: clearedAt, relearning: true)
+        }
         var dropped: [Claim] = []
         let (saveAgain, relearns) = state.withLock { state -> (Bool, Bool) in
             guard var current = state.claims[encoded], current.order == claim.order else { return (false, false) }
@@ -307,10 +327,12 @@ final class SharedLevelOrder: Sendable {
 
     // MARK: What other processes change
 
-    /// Another process changed `encoded` at `order` (`nil`: a record that has no place): whether that change is the
-    /// newer one, which the store then reads from the level. When this process's claim is newer, it is kept, and
-    /// saved again (now, or once its save landed).
-    func learnedChange(of encoded: Data, at order: UInt64?) -> Bool {
+    /// Another process changed `object`'s key (`encoded`) at `order` (`nil`: a record that has no place): whether
+    /// that change is the newer one, which the store then reads from the level. When this process's claim is newer,
+    /// it is kept, and saved again (now, or once its save landed). A value saved before an emptying of the level
+    /// this process made or learned is the old user's, which may have landed after the emptying: it is removed
+    /// again, at the emptying's place, before the store reads the key.
+    func learnedChange(of object: AnyStoreKey, _ encoded: Data, at order: UInt64?, removed: Bool) -> Bool {
         var dropped: Claim?
         let kept = state.withLock { state -> (order: UInt64, savesAgain: Bool)? in
             guard let order, var claim = state.claims[encoded], claim.order > order else {
@@ -321,9 +343,36 @@ final class SharedLevelOrder: Sendable {
             return (claim.order, overtake(&claim))
         }
         withExtendedLifetime(dropped) {}
-        guard let kept else { return true }
+        guard let kept else {
+            guard !removed, let order, let clearedAt = state.withLock({ $0.clearedAt > order ? $0.clearedAt : nil })
+            else { return true }
+            removeAgain(object, encoded, at: clearedAt, relearning: false)
+            return true
+        }
         if kept.savesAgain { saveAgainUnlessNewer(encoded, order: kept.order) }
         return false
+    }
+
+    /// Removes `key` from the level again, claimed at `order`, the place of an emptying that a value saved before it
+    /// may have outlived; a process whose change of the key is newer saves its own again on learning the removal.
+    /// Once it landed the store reads the key again when `relearning` (it may have read the old value meanwhile).
+    private func removeAgain(_ key: AnyStoreKey, _ encoded: Data, at order: UInt64, relearning: Bool) {
+        let removal = Claim(order: order, key: key, value: nil, savedAt: 0)
+        let send: @Sendable () -> Void = { [self] in
+            issue(nil, savedAt: 0, of: key) { [self] result in
+                landed(removal, of: encoded, result: result)
+                if relearning, let relearn = relearn.withLock({ $0 }) { relearn(key) }
+            }
+        }
+        let (sends, replaced) = state.withLock { state -> (Bool, Claim?) in
+            // A claim of the key made since the emptying is newer: it stays, and nothing is removed.
+            if let newer = state.claims[encoded], newer.order > order { return (false, nil) }
+            let replaced = state.claims.updateValue(removal, forKey: encoded)
+            // Issued behind the key's re-save when one is being issued.
+            return (state.waiting[encoded]?.append(send) == nil, replaced)
+        }
+        withExtendedLifetime(replaced) {}
+        if sends { send() }
     }
 
     /// Another process emptied the level at `order`: the claims made before it end; those made after it are saved
@@ -336,6 +385,8 @@ final class SharedLevelOrder: Sendable {
                 dropped = Array(exchange(&state.claims, with: [:]).values)
                 return ([], [])
             }
+            state.clearedAt = max(state.clearedAt, order)
+            state.learnedClearAt = max(state.learnedClearAt, order)
             var saveAgain: [(Data, UInt64)] = []
             var outliving: [AnyStoreKey] = []
             for (encoded, var claim) in state.claims {

@@ -49,16 +49,32 @@ extension Store {
     /// again, as the other's may have landed after it.
     private func learn(_ records: [ChangeJournal.Record], from otherProcesses: OtherProcesses<Key>) {
         let sharedLevel = otherProcesses.sharedLevel
+        // The keys to read from the level, each once, after the last of their records: a read begun while an earlier
+        // one of the key is on its way would be dropped when that one's answer came first (the store would take the
+        // key as changed since it began), though it read the level later (after this store removed an old user's
+        // value from it again, say).
+        var changed: [StoreKeyRef] = []
+        var changedKeys: Set<Data> = []
+        func readChanged() {
+            for key in changed { engine.learnExternalChange(of: key, level: sharedLevel) }
+            (changed, changedKeys) = ([], [])
+        }
+        defer { readChanged() }
         for record in records {
             switch record.change {
             case .saved(let encoded), .removed(let encoded):
                 guard let key = otherProcesses.decodeKey(encoded) else { continue }
                 clearObservers.tellAnotherProcessChanged(key)
-                guard otherProcesses.order.learnedChange(of: encoded, at: record.order) else { continue }
                 let object = StoreKey(key)
+                let removed = if case .removed = record.change { true } else { false }
+                guard otherProcesses.order.learnedChange(of: object, encoded, at: record.order, removed: removed)
+                else { continue }
                 otherProcesses.order.noteChangeLearned(of: object, at: record.order)
-                engine.learnExternalChange(of: StoreKeyRef(object: object, hash: key.hashValue), level: sharedLevel)
+                if changedKeys.insert(encoded).inserted {
+                    changed.append(StoreKeyRef(object: object, hash: key.hashValue))
+                }
             case .cleared:
+                readChanged()  // read before the clear, as they were learned
                 // This store's changes made after the clear outlive it: read again once the clear ended (and once
                 // their saves landed again, should the clear have emptied them).
                 let outliving = otherProcesses.order.learnedClear(at: record.order)
@@ -78,6 +94,7 @@ extension Store {
                 engine.confirmations?.cleared()
                 storePartEnded()
             case .missed:
+                readChanged()
                 // Anything may have changed: the faster levels let go of what they hold, and every key the store
                 // holds is read again, but those this store changed (saved again: they may be the latest).
                 let isClaimed = otherProcesses.order.learnedMissedChanges()

@@ -19,6 +19,11 @@ extension StoreMachine {
         /// How many levels, fastest first, the clears waiting empty: every level, unless each of them is what
         /// another process made of a level they share (it is emptied already; the faster ones are).
         private(set) var levelsToEmpty = 0
+        /// The place in the processes' order of the latest clear waiting that empties the shared level, given as the
+        /// clear was made (`nil` or ``SaveMark/unplaced``: its `removeAll` takes one as it is issued).
+        private(set) var place: UInt64?
+        /// Whether a clear just made empties the shared level and waits for its place (given before unlocking).
+        private(set) var placeWanted = false
 
         /// A caller would issue `key`'s level operations: `true` when it may, `false` when a clear holds them.
         mutating func start(_ key: Key) -> Bool {
@@ -42,8 +47,11 @@ extension StoreMachine {
 
         /// A clear of the first `levels` levels begins, or joins one waiting: `completion` is called once they are
         /// empty. Returns whether the caller issues the `removeAll` now (no caller is issuing operations).
-        mutating func clear(levels: Int = .max, completion: @escaping @Sendable () -> Void) -> Bool {
+        mutating func clear(
+            levels: Int = .max, emptiesSharedLevel: Bool = false, completion: @escaping @Sendable () -> Void
+        ) -> Bool {
             isClearing = true
+            if emptiesSharedLevel { placeWanted = true }
             levelsToEmpty = max(levelsToEmpty, levels)
             completions.append(completion)
             return assignRemoveAll()
@@ -51,11 +59,22 @@ extension StoreMachine {
 
         /// The clear's `removeAll` was issued: returns the callers waiting for it and the keys held meanwhile. The
         /// caller starts issuing those that still have operations (``resume(_:)``).
-        mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key], levels: Int) {
+        mutating func removeAllIssued() -> (
+            completions: [@Sendable () -> Void], held: [Key], levels: Int, place: UInt64?
+        ) {
             precondition(isClearing, "A clear's removeAll is issued while no clear waits")
             isClearing = false
             isAssigned = false
-            return (exchange(&completions, with: []), exchange(&held, with: []), exchange(&levelsToEmpty, with: 0))
+            return (
+                exchange(&completions, with: []), exchange(&held, with: []), exchange(&levelsToEmpty, with: 0),
+                exchange(&place, with: nil)
+            )
+        }
+
+        /// The clear just made, waiting, empties the shared level at `place` in the processes' order.
+        mutating func place(at place: UInt64) {
+            placeWanted = false
+            self.place = max(self.place ?? 0, place)
         }
 
         /// Callers start issuing the operations of `count` keys held by a clear.

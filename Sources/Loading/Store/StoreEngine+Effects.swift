@@ -237,21 +237,32 @@ extension StoreEngine {
             progress.withLock { $0.remaining -= 1 }
             finish()
         }
-        let first = min(run { $0.levelsToEmpty }, levels.count)
-        for level in levels[..<first] { level.removeAll(emptied) }
-        let (completions, held, count) = runWithKeys { machine, keys in
-            let (completions, held, count) = machine.removeAllIssued()
-            return (completions, held.map { keys.ref(at: $0) }, count)
+        let (toEmpty, place) = run { ($0.levelsToEmpty, $0.clearPlace) }
+        let first = min(toEmpty, levels.count)
+        for index in 0..<first { removeAll(fromLevel: index, at: place, completion: emptied) }
+        let (completions, held, count, later) = runWithKeys { machine, keys in
+            let (completions, held, count, place) = machine.removeAllIssued()
+            return (completions, held.map { keys.ref(at: $0) }, count, place)
         }
         // A clear of more levels that joined while the first were emptied: the rest, before the held operations.
         let last = max(first, min(count, levels.count))
-        for level in levels[first..<last] { level.removeAll(emptied) }
+        for index in first..<last { removeAll(fromLevel: index, at: later, completion: emptied) }
         progress.withLock {
             $0.remaining -= levels.count - last
             $0.completions = completions
         }
         finish()
         for key in held { issueLevelOps(of: key) }
+    }
+
+    /// Empties level `index`; the shared level at the clear's `place` in the processes' order, when it has one
+    /// (``StoreMachine/SaveMark/unplaced`` and `nil`: one is taken now).
+    private func removeAll(
+        fromLevel index: Int, at place: UInt64?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        guard index == sharedLevel, let sharedOrder else { return levels[index].removeAll(completion) }
+        let given = place.flatMap { $0 == StoreMachine.SaveMark.unplaced ? nil : $0 }
+        sharedOrder.removeAll(at: given, completion: completion)
     }
 
     /// Starts the timer of a debounced write. The timer keeps the core alive until it fires: a store released with

@@ -220,6 +220,9 @@ final class StoreEngine: Sendable {
         let result = state.withLock { state in
             let result = body(&state)
             if !state.machine.placesWanted.isEmpty { place(&state.machine) }
+            if state.machine.clearPlaceWanted {
+                state.machine.placeClear(at: sharedOrder?.takePlace() ?? StoreMachine.SaveMark.unplaced)
+            }
             keys = state.settle()
             released = state.machine.takeReleased()
             return result

@@ -79,21 +79,38 @@ extension StoreMachine {
         let (records, forgotten) = invalidations.removeAll()
         effects.garbage.append(records)
         dropped += forgotten
-        effects.removeAll = issuing.clear(levels: levels ?? levelNames.count, completion: completion)
+        let emptied = levels ?? levelNames.count
+        // Emptying the shared level is a change made now: its place in the processes' order is given before
+        // unlocking, as a save's is (the `removeAll` may be issued later, after what was decided before).
+        effects.removeAll = issuing.clear(
+            levels: emptied, emptiesSharedLevel: sharedLevel.map { emptied > $0 } ?? false, completion: completion)
         return effects
     }
+
+    /// Whether a clear made in this event waits for its place in the processes' order (``placeClear(at:)``).
+    var clearPlaceWanted: Bool { issuing.placeWanted }
+
+    /// Gives the clear just made its place in the processes' order, before unlocking.
+    mutating func placeClear(at place: UInt64) {
+        issuing.place(at: place)
+    }
+
+    /// The place in the processes' order of the clears waiting, if they empty the shared level.
+    var clearPlace: UInt64? { issuing.place }
 
     /// How many levels the clears waiting empty (see ``clear(levels:completion:)``).
     var levelsToEmpty: Int { issuing.levelsToEmpty }
 
     /// A clear's `removeAll` was issued: returns the callers of the clears waiting for the levels to be empty, the
-    /// keys whose level operations were held (the caller issues them now, as it would its own), and how many levels
-    /// those clears empty.
-    mutating func removeAllIssued() -> (completions: [@Sendable () -> Void], held: [Key], levels: Int) {
-        let (completions, held, levels) = issuing.removeAllIssued()
+    /// keys whose level operations were held (the caller issues them now, as it would its own), how many levels
+    /// those clears empty, and their place in the processes' order.
+    mutating func removeAllIssued() -> (
+        completions: [@Sendable () -> Void], held: [Key], levels: Int, place: UInt64?
+    ) {
+        let (completions, held, levels, place) = issuing.removeAllIssued()
         let keys = held.filter { entries.entry(at: $0)?.work.writes.hasOps ?? false }
         for key in keys { entry(key, heldBecause: "it has level operations").work.writes.startIssuing() }
         issuing.resume(keys.count)
-        return (completions, keys, levels)
+        return (completions, keys, levels, place)
     }
 }

@@ -14,6 +14,8 @@ enum SharingStep: Hashable, Sendable, CustomStringConvertible {
     case write(store: Int, value: Int)
     /// Store `store` removes the shared key.
     case remove(store: Int)
+    /// Store `store` is cleared (a logout): it empties every level, the shared one too; the other learns it.
+    case clear(store: Int)
     /// Store `store`'s operations on the shared level wait from now (a slow disk), until it lets them land.
     case hold(store: Int)
     /// Store `store`'s held operations land, in order; its later ones go straight through.
@@ -30,8 +32,8 @@ enum SharingStep: Hashable, Sendable, CustomStringConvertible {
     /// The store this step happens in, if one.
     var store: Int? {
         switch self {
-        case .write(let store, _), .remove(let store), .hold(let store), .release(let store), .read(let store),
-            .learn(let store), .updateWhile(let store, _, _):
+        case .write(let store, _), .remove(let store), .clear(let store), .hold(let store), .release(let store),
+            .read(let store), .learn(let store), .updateWhile(let store, _, _):
             store
         case .settle: nil
         }
@@ -48,6 +50,7 @@ enum SharingStep: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .write(let store, let value): ".write(store: \(store), value: \(value))"
         case .remove(let store): ".remove(store: \(store))"
+        case .clear(let store): ".clear(store: \(store))"
         case .hold(let store): ".hold(store: \(store))"
         case .release(let store): ".release(store: \(store))"
         case .read(let store): ".read(store: \(store))"
@@ -76,15 +79,33 @@ struct SharingModel: ModelCheck.System {
     /// The value of the change asked last: `nil` after a removal, or before any change.
     private var last: Int?
     private var settled = false
+    /// Whether each store has a logout of the other to learn still (recorded once its emptying of the level landed).
+    private var logoutToLearn = [false, false]
+    /// Whether each store's operations on the shared level are held, and whether a logout of it waits for them.
+    private var holding = [false, false]
+    private var logoutUnrecorded = [false, false]
 
     mutating func apply(_ step: SharingStep) {
         settled = false
         switch step {
         case .write(_, let value): last = value
         case .remove: last = nil
-        case .hold, .release, .read, .learn: break
-        case .settle: settled = true
+        case .clear(let store):
+            last = nil
+            if holding[store] { logoutUnrecorded[store] = true } else { logoutToLearn[1 - store] = true }
+        case .hold(let store): holding[store] = true
+        case .release(let store):
+            holding[store] = false
+            if exchange(&logoutUnrecorded[store], with: false) { logoutToLearn[1 - store] = true }
+        case .read: break
+        case .learn(let store): logoutToLearn[store] = false
+        case .settle:
+            settled = true
+            (logoutToLearn, holding, logoutUnrecorded) = ([false, false], [false, false], [false, false])
         case .updateWhile(let store, let value, let during):
+            // The store learns the other's logout while its update runs: as its own logout would, it drops the
+            // update (whose transform was given the old user's value).
+            if during == .learn(store: store), logoutToLearn[store] { return apply(during) }
             // The update is made when its transform returns: what this store is asked meanwhile waits behind it,
             // what the other store does meanwhile comes first.
             if during.store == store {
@@ -116,6 +137,8 @@ final class SharingUnderTest: ModelCheck.System {
     private let folder: URL
     private let processes: [Process]
     private var settled: [String]?
+    /// Each store's logouts that may not have emptied the levels yet.
+    private var logouts: [[DispatchSemaphore]] = [[], []]
 
     init() {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("sharing-model-\(UUID().uuidString)")
@@ -150,12 +173,25 @@ final class SharingUnderTest: ModelCheck.System {
     }
 
     func apply(_ step: SharingStep) {
+        run(step, waiting: true)
+    }
+
+    /// Runs `step`; a logout is waited for until the levels are emptied and the other store can learn it, when
+    /// `waiting` and unless the store's level operations are held (not while an update runs: it may wait for it).
+    private func run(_ step: SharingStep, waiting: Bool) {
         settled = nil
         switch step {
         case .write(let store, let value): processes[store].store.write("v\(value)", for: "k")
         case .remove(let store): processes[store].store.remove("k")
+        case .clear(let store):
+            let ended = DispatchSemaphore(value: 0)
+            processes[store].store.clear { ended.signal() }
+            logouts[store].append(ended)
+            if waiting { waitForLogouts() }
         case .hold(let store): processes[store].gate.hold()
-        case .release(let store): processes[store].gate.release()
+        case .release(let store):
+            processes[store].gate.release()
+            if waiting { waitForLogouts() }
         case .read(let store):
             // Answered once what the read waits for lands: a held save, or the level's queue.
             _ = processes[store].store.read("k", policy: .cacheOnly).load { _ in }
@@ -179,12 +215,22 @@ final class SharingUnderTest: ModelCheck.System {
                 ran.wait()
                 Self.wait { done in _ = updating.read("k", policy: .cacheOnly).load { _ in done() } }
             } during: {
-                apply(during)
+                run(during, waiting: false)
             }
+            waitForLogouts()  // made or let go of meanwhile, once the update was made
         }
     }
 
     var checkpoint: SharingCheckpoint { SharingCheckpoint(settled: settled) }
+
+    /// Waits until the logouts of each store whose level operations are not held emptied the levels (and recorded
+    /// it for the other store to learn).
+    private func waitForLogouts() {
+        for store in processes.indices where !processes[store].gate.isHolding {
+            let made = exchange(&logouts[store], with: [])
+            for ended in made where ended.wait(timeout: .now() + .watchdog) == .timedOut { XCTFail("a logout hung") }
+        }
+    }
 
     /// Lets every save land and each store learn the other's changes, a few rounds (a store whose own change is newer
     /// saves it again, which the other then learns), each store reading the key as its saves landed (before it
@@ -195,6 +241,7 @@ final class SharingUnderTest: ModelCheck.System {
                 process.gate.release()
                 Self.wait { done in process.store.flush(completion: done) }
             }
+            waitForLogouts()
             for process in processes {
                 Self.wait { done in _ = process.store.read("k", policy: .cacheOnly).load { _ in done() } }
             }
@@ -314,7 +361,8 @@ extension ModelCheck {
             case 0..<34:
                 value += 1
                 steps.append(.write(store: store, value: value))
-            case 34..<46: steps.append(.remove(store: store))
+            case 34..<42: steps.append(.remove(store: store))
+            case 42..<46: steps.append(.clear(store: store))
             case 46..<58:
                 holding[store] = true
                 steps.append(.hold(store: store))
@@ -329,8 +377,9 @@ extension ModelCheck {
                 let (written, otherStore) = (value - 1, 1 - store)
                 let during: [SharingStep] = [
                     .write(store: otherStore, value: written), .remove(store: otherStore), .learn(store: otherStore),
-                    .write(store: store, value: written), .remove(store: store), .learn(store: store),
-                    .hold(store: store), .release(store: store), .read(store: otherStore),
+                    .clear(store: otherStore), .write(store: store, value: written), .remove(store: store),
+                    .learn(store: store), .clear(store: store), .hold(store: store), .release(store: store),
+                    .read(store: otherStore),
                 ]
                 let happens = during.randomElement(using: &random)!
                 if happens == .hold(store: store) { holding[store] = true }

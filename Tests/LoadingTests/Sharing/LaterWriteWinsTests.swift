@@ -186,6 +186,50 @@ final class LaterWriteWinsTests: XCTestCase {
         assertBothShow("after the logout", app: app, widget: widget, "the write made after the logout outlives it")
     }
 
+    /// A write made before a logout in another process, whose save lands after the logout emptied the level: it is
+    /// the old user's, and gone, from the level and from both stores (the processes learn it in either order).
+    func test_aWriteMadeBeforeALogoutElsewhere_isGone_thoughItsSaveLandsAfter() throws {
+        for widgetLearnsTheLogoutFirst in [false, true] {
+            let held = HeldSaves()
+            let widget = try makeProcess(in: "logout-\(widgetLearnsTheLogoutFirst)", holding: held)
+            let app = try makeProcess(in: "logout-\(widgetLearnsTheLogoutFirst)")
+
+            widget.store.write("old user's", for: "k")
+            XCTAssertTrue(eventually { held.count == 1 }, "the widget's save is held")
+            let cleared = expectation(description: "cleared")
+            app.store.clear { cleared.fulfill() }
+            wait(for: [cleared], timeout: .watchdog)
+            if widgetLearnsTheLogoutFirst {
+                XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == .some(nil) }, "the widget logged out")
+            }
+            held.release()
+            flush(widget.store)
+
+            assertBothShow(nil, app: app, widget: widget, "the logout, made last, wins")
+        }
+    }
+
+    /// Two changes of a key made before a logout in another process, both saved after the logout emptied the level:
+    /// the process that logged out learns them at once, removes the value from the level again, and shows nothing.
+    func test_twoChangesMadeBeforeALogoutElsewhere_learnedAtOnce_areGone() throws {
+        let held = HeldSaves()
+        let widget = try makeProcess(holding: held)
+        let app = try makeProcess()
+
+        widget.store.remove("k")
+        widget.store.write("old user's", for: "k")
+        XCTAssertTrue(eventually { held.count == 1 }, "the widget's save is held")
+        let cleared = expectation(description: "cleared")
+        app.store.clear { cleared.fulfill() }
+        wait(for: [cleared], timeout: .watchdog)
+        held.release()
+        flush(widget.store)
+        app.store.learnOtherProcessesChanges()  // the removal and the write, at once
+        widget.store.learnOtherProcessesChanges()
+
+        assertBothShow(nil, app: app, widget: widget, "the logout, made last, wins")
+    }
+
     /// A process that fell behind the journal (its records lost to rotations) while the other's earlier write landed
     /// after its own later one: it saves its own again rather than showing what the level holds, and both end on it.
     func test_aProcessThatMissedRecords_keepsItsLaterWrite() throws {
