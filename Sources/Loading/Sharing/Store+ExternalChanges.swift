@@ -88,9 +88,7 @@ extension Store {
                     // The next user's changes learned meanwhile (a read during the clear finds nothing) are read now.
                     for object in outliving + order.clearEnded() { self?.relearn(object) }
                 }
-                engine.perform(
-                    locked { $0.clear(levels: sharedLevel, keepingChangesAfter: record.order, completion: cleared) },
-                    for: nil)
+                engine.clear(levels: sharedLevel, keepingChangesAfter: record.order, completion: cleared)
                 engine.confirmations?.cleared()
                 storePartEnded()
             case .missed:

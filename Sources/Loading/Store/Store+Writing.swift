@@ -103,7 +103,7 @@ extension Store {
         // one whose storage is saving forgets once the save landed, and the clear ends then: its caller never waits.
         // The store's two parts: its levels emptied, and the entities told (before a queue sends the next user's).
         let storePartEnded = clearObservers.clearBegins(storeParts: 2, ended: completion)
-        engine.perform(locked { $0.clear(completion: storePartEnded) }, for: nil)
+        engine.clear(completion: storePartEnded)
         engine.confirmations?.cleared()
         storePartEnded()
     }

@@ -205,6 +205,22 @@ final class StoreEngine: Sendable {
         }
     }
 
+    /// Forgets everything (see ``StoreMachine/clear(levels:keepingChangesAfter:completion:)``) and performs the
+    /// effects. A clear that empties the shared level is a change made now: it takes its place in the processes'
+    /// order before unlocking, as a save does (its `removeAll` may be issued later, behind what was decided before).
+    func clear(
+        levels: Int? = nil, keepingChangesAfter logout: UInt64? = nil, completion: @escaping @Sendable () -> Void
+    ) {
+        let effects = run { machine in
+            let effects = machine.clear(levels: levels, keepingChangesAfter: logout, completion: completion)
+            if machine.clearPlaceWanted {
+                machine.placeClear(at: sharedOrder?.takePlace() ?? StoreMachine.SaveMark.unplaced)
+            }
+            return effects
+        }
+        perform(effects, for: nil)
+    }
+
     /// Gives `save`, handed out by a change applied at once, its place in the processes' order when it waits for one
     /// (see ``place(_:)``): under the lock, called in the event's body.
     func place(_ save: inout StoreMachine.LevelOp?, in machine: inout StoreMachine) {
@@ -220,9 +236,6 @@ final class StoreEngine: Sendable {
         let result = state.withLock { state in
             let result = body(&state)
             if !state.machine.placesWanted.isEmpty { place(&state.machine) }
-            if state.machine.clearPlaceWanted {
-                state.machine.placeClear(at: sharedOrder?.takePlace() ?? StoreMachine.SaveMark.unplaced)
-            }
             keys = state.settle()
             released = state.machine.takeReleased()
             return result

@@ -81,7 +81,7 @@ extension StoreMachine {
         dropped += forgotten
         let emptied = levels ?? levelNames.count
         // Emptying the shared level is a change made now: its place in the processes' order is given before
-        // unlocking, as a save's is (the `removeAll` may be issued later, after what was decided before).
+        // unlocking (``StoreEngine/clear(levels:keepingChangesAfter:completion:)``), as a save's is.
         effects.removeAll = issuing.clear(
             levels: emptied, emptiesSharedLevel: sharedLevel.map { emptied > $0 } ?? false, completion: completion)
         return effects
