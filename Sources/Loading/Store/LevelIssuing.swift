@@ -22,8 +22,6 @@ extension StoreMachine {
         /// The place in the processes' order of the latest clear waiting that empties the shared level, given as the
         /// clear was made (`nil` or ``SaveMark/unplaced``: its `removeAll` takes one as it is issued).
         private(set) var place: UInt64?
-        /// Whether a clear just made empties the shared level and waits for its place (given before unlocking).
-        private(set) var placeWanted = false
 
         /// A caller would issue `key`'s level operations: `true` when it may, `false` when a clear holds them.
         mutating func start(_ key: Key) -> Bool {
@@ -46,12 +44,12 @@ extension StoreMachine {
         }
 
         /// A clear of the first `levels` levels begins, or joins one waiting: `completion` is called once they are
-        /// empty. Returns whether the caller issues the `removeAll` now (no caller is issuing operations).
+        /// empty; one that empties the shared level has its `place` in the processes' order. Returns whether the caller issues the `removeAll` now (no caller is issuing operations).
         mutating func clear(
-            levels: Int = .max, emptiesSharedLevel: Bool = false, completion: @escaping @Sendable () -> Void
+            levels: Int = .max, place: UInt64? = nil, completion: @escaping @Sendable () -> Void
         ) -> Bool {
             isClearing = true
-            if emptiesSharedLevel { placeWanted = true }
+            if let place { self.place = max(self.place ?? 0, place) }
             levelsToEmpty = max(levelsToEmpty, levels)
             completions.append(completion)
             return assignRemoveAll()
@@ -69,12 +67,6 @@ extension StoreMachine {
                 exchange(&completions, with: []), exchange(&held, with: []), exchange(&levelsToEmpty, with: 0),
                 exchange(&place, with: nil)
             )
-        }
-
-        /// The clear just made, waiting, empties the shared level at `place` in the processes' order.
-        mutating func place(at place: UInt64) {
-            placeWanted = false
-            self.place = max(self.place ?? 0, place)
         }
 
         /// Callers start issuing the operations of `count` keys held by a clear.

@@ -205,18 +205,17 @@ final class StoreEngine: Sendable {
         }
     }
 
-    /// Forgets everything (see ``StoreMachine/clear(levels:keepingChangesAfter:completion:)``) and performs the
-    /// effects. A clear that empties the shared level is a change made now: it takes its place in the processes'
-    /// order before unlocking, as a save does (its `removeAll` may be issued later, behind what was decided before).
+    /// Forgets everything in the first `levels` levels, or every level (see
+    /// ``StoreMachine/clear(levels:keepingChangesAfter:place:completion:)``), and performs the effects. A clear that
+    /// empties the shared level is a change made now: it takes its place in the processes' order under the lock, as
+    /// a save does (its `removeAll` may be issued later, behind what was decided before).
     func clear(
         levels: Int? = nil, keepingChangesAfter logout: UInt64? = nil, completion: @escaping @Sendable () -> Void
     ) {
+        let emptiesSharedLevel = sharedLevel.map { (levels ?? self.levels.count) > $0 } ?? false
         let effects = run { machine in
-            let effects = machine.clear(levels: levels, keepingChangesAfter: logout, completion: completion)
-            if machine.clearPlaceWanted {
-                machine.placeClear(at: sharedOrder?.takePlace() ?? StoreMachine.SaveMark.unplaced)
-            }
-            return effects
+            let place = emptiesSharedLevel ? sharedOrder?.takePlace() : nil
+            return machine.clear(levels: levels, keepingChangesAfter: logout, place: place, completion: completion)
         }
         perform(effects, for: nil)
     }

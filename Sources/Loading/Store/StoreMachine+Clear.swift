@@ -42,8 +42,10 @@ extension StoreMachine {
     /// Another process's logout, made at `logout` in the processes' order, is older than a change of this store made
     /// after it whose save to the shared level is not issued yet: that key's latest change is the next user's, and
     /// stays shown; its saves made after the logout are issued once the levels are emptied (those made before go).
+    /// A clear that empties the shared level has its `place` in the processes' order, taken as it is made.
     mutating func clear(
-        levels: Int? = nil, keepingChangesAfter logout: UInt64? = nil, completion: @escaping @Sendable () -> Void
+        levels: Int? = nil, keepingChangesAfter logout: UInt64? = nil, place: UInt64? = nil,
+        completion: @escaping @Sendable () -> Void
     ) -> Effects {
         clears += 1
         var effects = Effects()
@@ -79,20 +81,8 @@ extension StoreMachine {
         let (records, forgotten) = invalidations.removeAll()
         effects.garbage.append(records)
         dropped += forgotten
-        let emptied = levels ?? levelNames.count
-        // Emptying the shared level is a change made now: its place in the processes' order is given before
-        // unlocking (``StoreEngine/clear(levels:keepingChangesAfter:completion:)``), as a save's is.
-        effects.removeAll = issuing.clear(
-            levels: emptied, emptiesSharedLevel: sharedLevel.map { emptied > $0 } ?? false, completion: completion)
+        effects.removeAll = issuing.clear(levels: levels ?? levelNames.count, place: place, completion: completion)
         return effects
-    }
-
-    /// Whether a clear made in this event waits for its place in the processes' order (``placeClear(at:)``).
-    var clearPlaceWanted: Bool { issuing.placeWanted }
-
-    /// Gives the clear just made its place in the processes' order, before unlocking.
-    mutating func placeClear(at place: UInt64) {
-        issuing.place(at: place)
     }
 
     /// The place in the processes' order of the clears waiting, if they empty the shared level.
