@@ -174,9 +174,7 @@ final class LaterWriteWinsTests: XCTestCase {
 
         DispatchQueue.global().async { widget.store.write("first", for: "k") }
         XCTAssertEqual(blocking.entered.wait(timeout: .now() + .watchdog), .success, "the first write's save blocks")
-        let cleared = expectation(description: "cleared")
-        app.store.clear { cleared.fulfill() }
-        wait(for: [cleared], timeout: .watchdog)
+        logOut(app.store)
         widget.store.write("after the logout", for: "k")  // its save waits behind the blocked one
         widget.store.learnOtherProcessesChanges()
         blocking.release()
@@ -196,9 +194,7 @@ final class LaterWriteWinsTests: XCTestCase {
 
             widget.store.write("old user's", for: "k")
             XCTAssertTrue(eventually { held.count == 1 }, "the widget's save is held")
-            let cleared = expectation(description: "cleared")
-            app.store.clear { cleared.fulfill() }
-            wait(for: [cleared], timeout: .watchdog)
+            logOut(app.store)
             if widgetLearnsTheLogoutFirst {
                 XCTAssertTrue(eventually { widget.shown.withLock { $0.last } == .some(nil) }, "the widget logged out")
             }
@@ -219,9 +215,7 @@ final class LaterWriteWinsTests: XCTestCase {
         widget.store.remove("k")
         widget.store.write("old user's", for: "k")
         XCTAssertTrue(eventually { held.count == 1 }, "the widget's save is held")
-        let cleared = expectation(description: "cleared")
-        app.store.clear { cleared.fulfill() }
-        wait(for: [cleared], timeout: .watchdog)
+        logOut(app.store)
         held.release()
         flush(widget.store)
         app.store.learnOtherProcessesChanges()  // the removal and the write, at once
@@ -326,9 +320,7 @@ final class LaterWriteWinsTests: XCTestCase {
         // The widget's read of u1 saves the hit to its memory level, and that save blocks its thread.
         widgetStore.read("u1").load { _ in }.cancelAfterTest(self)
         XCTAssertEqual(blocking.entered.wait(timeout: .now() + .watchdog), .success, "the save blocks")
-        let cleared = expectation(description: "cleared")
-        app.store.clear { cleared.fulfill() }
-        wait(for: [cleared], timeout: .watchdog)
+        logOut(app.store)
         app.store.write("Bea", for: "k")  // the next user
         flush(app.store)
         var recorded: [ChangeJournal.Change] = []
@@ -458,6 +450,13 @@ final class LaterWriteWinsTests: XCTestCase {
             },
             "\(what): level \(String(describing: level("k", in: app.shared))), app \(app.shown.withLock { $0 }), "
                 + "widget \(widget.shown.withLock { $0 })", line: line)
+    }
+
+    /// Clears `store` (a logout) and waits until its levels are emptied.
+    private func logOut(_ store: Store<String, String>) {
+        let cleared = expectation(description: "cleared")
+        store.clear { cleared.fulfill() }
+        wait(for: [cleared], timeout: .watchdog)
     }
 
     private func flush(_ store: Store<String, String>) {
