@@ -87,8 +87,18 @@ extension StoreEngine {
                 let running = RunningChange(engine: ObjectIdentifier(self), key: key)
                 let result = RunningHere.current.run(running) { work.run() }
                 let now = now()
-                let effects = run(key) { $0.commit(work, result: result, for: $1, now: now) }
-                perform(effects, for: key)
+                // The change's save is handed out in the step that commits it, as a write applied at once hands
+                // out its own: no step more to take it.
+                var save: StoreMachine.LevelOp?
+                let effects = run(key) { machine, slot in
+                    let effects = machine.commit(work, result: result, for: slot, now: now)
+                    if effects.issueLevels {
+                        save = machine.takeOnlyLevelOp(of: slot)
+                        place(&save, in: &machine)
+                    }
+                    return effects
+                }
+                perform(effects, for: key, issuingFirst: save)
                 if effects.endsTurn { return }
             }
         }

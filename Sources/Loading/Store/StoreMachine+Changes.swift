@@ -75,10 +75,16 @@ extension StoreMachine {
     /// save is the only one, the save is handed out in `save` (moved out, the key keeping its list's storage); then
     /// the key is let go if nothing else needs it.
     mutating func endAtOnce(_ entry: Entry, of key: Key, issuing: Bool, save: inout LevelOp?) {
-        if issuing, let only = entry.work.takeOnlyLevelOp(spare: &spareOps, debounced: debouncedLevels) {
-            save = only
-        }
+        if issuing, let only = takeOnlyLevelOp(of: key) { save = only }
         release(key)
+    }
+
+    /// `key`'s level operation when it is its only one, taken for the caller that issues its level operations
+    /// (``Effects/issueLevels``) to issue first, the key keeping its list's storage; `nil`, changing nothing, when it
+    /// has none or more. The caller then takes the rest through ``takeLevelOps(of:)``, which lets the key go when
+    /// nothing else needs it.
+    mutating func takeOnlyLevelOp(of key: Key) -> LevelOp? {
+        entry(key)?.work.takeOnlyLevelOp(spare: &spareOps, debounced: debouncedLevels)
     }
 
     /// A level save of `key` landed: a failure keeps the value in the store until a newer one is saved; a stale value
