@@ -15,14 +15,11 @@
 final class MemoryCacheCore: Sendable {
     private struct Slot {
         var key: AnyStoreKey?
-        var hash: Int
         var value: (any StoreValueBox)?
         var savedAtSeconds: Double
         var cost: Int
         var newer = -1
         var older = -1
-        /// The next slot whose key has the same hash value (-1: none).
-        var nextSameHash = -1
     }
 
     /// An entry the table dropped, to release after unlocking.
@@ -30,8 +27,9 @@ final class MemoryCacheCore: Sendable {
 
     private struct Table {
         private var slots: [Slot] = []
-        /// The first slot of each hash value's chain.
-        private var firstByHash: [Int: Int] = [:]
+        /// The slots of the keys held, found by their key's hash value (hashed once, by the key's type, not again by a
+        /// dictionary), as the store finds its keys.
+        private var chains = HashChains()
         private var free: [Int] = []
         private var newest = -1
         private var oldest = -1
@@ -39,12 +37,7 @@ final class MemoryCacheCore: Sendable {
         private(set) var totalCost = 0
 
         private func find(hash: Int, where isKey: (AnyStoreKey) -> Bool) -> Int? {
-            var slot = firstByHash[hash] ?? -1
-            while slot >= 0 {
-                if let key = slots[slot].key, isKey(key) { return slot }
-                slot = slots[slot].nextSameHash
-            }
-            return nil
+            chains.slot(hash: hash) { slot in slots[slot].key.map(isKey) ?? false }
         }
 
         /// The entry of the key, marked as the most recently used.
@@ -68,17 +61,16 @@ final class MemoryCacheCore: Sendable {
                 slots[slot].savedAtSeconds = savedAtSeconds
                 return exchange(&slots[slot].value, with: value)
             }
-            var entry = Slot(key: make(), hash: hash, value: value, savedAtSeconds: savedAtSeconds, cost: cost)
-            entry.nextSameHash = firstByHash[hash] ?? -1
+            let entry = Slot(key: make(), value: value, savedAtSeconds: savedAtSeconds, cost: cost)
             let slot: Int
             if let reused = free.popLast() {
                 slot = reused
                 slots[slot] = entry
             } else {
-                slot = slots.count
+                slot = chains.addSlot()
                 slots.append(entry)
             }
-            firstByHash[hash] = slot
+            chains.link(slot, hash: hash)
             linkFirst(slot)
             count += 1
             totalCost += cost
@@ -106,21 +98,11 @@ final class MemoryCacheCore: Sendable {
 
         private mutating func release(_ slot: Int) -> Dropped {
             unlink(slot)
-            let hash = slots[slot].hash
-            if firstByHash[hash] == slot {
-                let next = slots[slot].nextSameHash
-                firstByHash[hash] = next >= 0 ? next : nil
-            } else {
-                var previous = firstByHash[hash] ?? -1
-                while previous >= 0, slots[previous].nextSameHash != slot { previous = slots[previous].nextSameHash }
-                if previous >= 0 { slots[previous].nextSameHash = slots[slot].nextSameHash }
-            }
+            chains.unlink(slot)
             count -= 1
             totalCost -= slots[slot].cost
             free.append(slot)
-            let dropped = (exchange(&slots[slot].key, with: nil), exchange(&slots[slot].value, with: nil))
-            slots[slot].nextSameHash = -1
-            return dropped
+            return (exchange(&slots[slot].key, with: nil), exchange(&slots[slot].value, with: nil))
         }
 
         private mutating func linkFirst(_ slot: Int) {
