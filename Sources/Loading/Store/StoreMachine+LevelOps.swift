@@ -211,11 +211,21 @@ extension StoreMachine {
             let mark: SaveMark
         }
 
-        let state: Locked<(holds: Int, work: Work?, report: Report?, landing: Landing?)>
+        /// What the ticket's copies share. A named struct rather than a tuple: the lock box is freed through its
+        /// state's value witness, which a struct has compiled and a tuple runs field by field through the fields'
+        /// metadata (about 180 instructions more a ticket: a fetch's, an awaited change's).
+        struct State: Sendable {
+            var holds = 1
+            var work: Work?
+            var report: Report?
+            var landing: Landing?
+        }
+
+        private let state: Locked<State>
 
         /// A ticket with one hold (its maker's, or the level operation's it is made for).
         init(_ work: Work? = nil) {
-            state = Locked((1, work, nil, nil))
+            state = Locked(State(work: work))
         }
 
         /// Sets the work to run once every hold is released; only before the ticket's first release.
