@@ -314,13 +314,12 @@ struct MutationLedger: Sendable {
         case .open: break
         }
         // A conflict waiting for the app holds the queue: nothing after it is sent.
-        guard let id = entries.firstID() else { return .none }
         var record: StoredMutation<Input>?
         // Looked at in place: only its record is copied.
-        entries.update(id) { entry in
+        let first = entries.updateFirst { entry in
             if entry.commit != nil, !entry.isConflicted { record = entry.record }
         }
-        guard let record else { return .none }
+        guard let id = first, let record else { return .none }
         let serial = sending.begin(id)
         // Recording the attempt is a save a clear waits for.
         saves.enter()

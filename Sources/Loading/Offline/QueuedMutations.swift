@@ -1,45 +1,60 @@
-/// The mutations by id, in queue order: looking one up, adding one and taking the first out cost O(1).
+/// The mutations by id, in queue order: looking one up, adding one and taking the first out cost O(1). An id is
+/// hashed once per look (to find the mutation's place); the queue's order is walked by place, without hashing.
 struct QueuedMutations: Sendable {
     typealias Entry = MutationLedger.Entry
 
-    private var byID: [String: Entry] = [:]
-    private var order: [String] = []
+    /// Each mutation's place: its index in `entries`, plus `dropped`.
+    private var places: [String: Int] = [:]
+    /// The mutations in the order they were added; `nil` where one was taken out.
+    private var entries: [Entry?] = []
+    /// How many places were dropped from the front of `entries` (all of them taken out).
+    private var dropped = 0
+    /// The index in `entries` of the first mutation left, or of a place before it.
     private var head = 0
 
-    var isEmpty: Bool { byID.isEmpty }
+    var isEmpty: Bool { places.isEmpty }
 
     subscript(id: String) -> Entry? {
-        byID[id]
+        places[id].flatMap { entries[$0 - dropped] }
     }
 
     /// Changes mutation `id` in place; `false` when it is not there.
     @discardableResult
     mutating func update(_ id: String, _ change: (inout Entry) -> Void) -> Bool {
-        guard byID.index(forKey: id) != nil else { return false }  // asked by key: the entry is not copied
-        change(&byID[id]!)
+        guard let place = places[id] else { return false }
+        change(&entries[place - dropped]!)
         return true
     }
 
     mutating func append(_ entry: consuming Entry) {
-        let id = entry.record.id
-        byID[id] = entry
-        order.append(id)
+        places[entry.record.id] = dropped + entries.count
+        entries.append(entry)
     }
 
     /// The id of the oldest mutation left.
     mutating func firstID() -> String? {
-        while head < order.count, byID.index(forKey: order[head]) == nil { head += 1 }
-        if head > 64, head * 2 > order.count {
-            order.removeFirst(head)
+        while head < entries.count, entries[head] == nil { head += 1 }
+        if head > 64, head * 2 > entries.count {
+            entries.removeFirst(head)
+            dropped += head
             head = 0
         }
-        return head < order.count ? order[head] : nil
+        return head < entries.count ? entries[head]!.record.id : nil
+    }
+
+    /// Changes the oldest mutation left in place, and returns its id; `nil` when there is none.
+    mutating func updateFirst(_ change: (inout Entry) -> Void) -> String? {
+        guard let id = firstID() else { return nil }
+        change(&entries[head]!)
+        return id
     }
 
     /// Takes mutation `id` out; says whether it was the first.
     mutating func remove(_ id: String) -> (entry: Entry, wasFirst: Bool)? {
         let wasFirst = firstID() == id
-        guard let entry = byID.removeValue(forKey: id) else { return nil }
+        guard let place = places.removeValue(forKey: id), let entry = entries[place - dropped].take() else {
+            return nil
+        }
         return (entry, wasFirst)
     }
 
@@ -50,6 +65,6 @@ struct QueuedMutations: Sendable {
     }
 
     var inOrder: [Entry] {
-        order[head...].compactMap { byID[$0] }
+        entries[head...].compactMap { $0 }
     }
 }
