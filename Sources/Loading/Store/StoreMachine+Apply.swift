@@ -176,19 +176,18 @@ extension StoreMachine {
         _ id: Int, accepted: Bool, ticket: SaveTicket?, for key: Key, value: Value?, now: Date
     ) -> Effects {
         let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
-        var effects = Effects(garbage: [value as Any])
         guard
             let mutation = entry.work.pending.remove(id, accepted: accepted, confirmedVersion: entry.confirmed.version)
         else {
-            effects.released = ticket.map { [$0] } ?? []
-            return effects
+            return Effects(garbage: [value as Any], released: ticket.map { [$0] } ?? [])
         }
         guard accepted else {
-            return Effects(publish: publish(key), garbage: [mutation], released: ticket.map { [$0] } ?? [])
+            return Effects(
+                publish: publish(key), garbage: [mutation, value as Any], released: ticket.map { [$0] } ?? [])
         }
         let stored = value.map { StoredValue(value: $0, origin: .local, savedAt: now) }
         changeMakesFresh(key)
-        effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices, ticket: ticket)
+        var effects = confirm(stored, for: key, logging: mutation.change, levels: levelNames.indices, ticket: ticket)
         effects.garbage.append(mutation)
         return effects
     }
