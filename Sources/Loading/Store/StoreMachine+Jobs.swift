@@ -77,21 +77,20 @@ extension StoreMachine {
         }
 
         /// The closures to run outside the lock on ``base(in:)``; `nil` when there are none.
-        func changes(in entry: Entry) -> [Change]? {
+        func changes(in entry: Entry) -> Changes? {
             switch self {
             case .update(let change, _, _, _):
-                return [change]
+                return Changes(change)
             case .settle(let id, accepted: true, _, let replacing):
                 if let replaced = replacing?.changes.first(where: { $0.mutation == id }),
                     entry.work.pending.mutation(id) != nil
                 {
-                    return [replaced.change]
+                    return Changes(replaced.change)
                 }
-                return entry.work.pending.mutation(id).map { [$0.change] }
+                return entry.work.pending.mutation(id).map { Changes($0.change) }
             case .fetched(_, let id):
                 guard let fetch = entry.work.fetches.fetch(id) else { return nil }
-                let changes = entry.log.changes(for: fetch)
-                return changes.isEmpty ? nil : changes
+                return Changes(entry.log.changes(for: fetch))
             case .write, .hit, .external, .settle, .load, .flush, .barrier, .add, .replace, .serverCopy:
                 return nil
             }
@@ -141,11 +140,37 @@ extension StoreMachine {
     struct Work: Sendable {
         let generation: Int
         let base: Value?
-        let changes: [Change]
+        let changes: Changes
 
         /// The changes applied in order.
         func run() -> Value? {
-            changes.reduce(base) { value, change in change(value) }
+            changes.apply(to: base)
+        }
+    }
+
+    /// The closures of a change to run, in order: most changes have one, held as it is. A closure put in an array
+    /// (or any generic container) is converted to the container's calling form, which allocates, and converted back
+    /// to be called, which allocates again.
+    struct Changes: Sendable {
+        let first: Change
+        let rest: [Change]
+
+        init(_ first: @escaping Change) {
+            self.first = first
+            rest = []
+        }
+
+        /// `changes`, in order; `nil` when there is none.
+        init?(_ changes: [Change]) {
+            guard let first = changes.first else { return nil }
+            self.first = first
+            rest = Array(changes.dropFirst())
+        }
+
+        func apply(to base: Value?) -> Value? {
+            var value = first(base)
+            for change in rest { value = change(value) }
+            return value
         }
     }
 
