@@ -30,7 +30,7 @@ extension StoreEngine {
         let now = now()
         var object: StoreKeyRef?
         let step = run(hash: hash, where: isKey, making: make, keeping: &object) { $0.submit(job, for: $1, now: now) }
-        runChanges(of: object ?? StoreKeyRef(object: make(), hash: hash), from: step)
+        runChanges(of: object ?? StoreKeyRef(object: make(), hash: hash), from: consume step)
     }
 
     /// Confirms `value` for the key with `hash` that `isKey` recognizes (`make` makes its object), writes it to
@@ -43,12 +43,14 @@ extension StoreEngine {
         let stored = StoredValue(value: value, origin: .local, savedAt: now())
         var save: StoreMachine.LevelOp?
         var object: StoreKeyRef?
-        let effects = run(hash: hash, where: isKey, making: make, keeping: &object) { machine, slot in
+        let atOnce = run(hash: hash, where: isKey, making: make, keeping: &object) { machine, slot in
             let effects = machine.writeAtOnce(stored, for: slot, save: &save)
             place(&save, in: &machine)
             return effects
         }
-        guard let effects else { return submit(.write(stored), hash: hash, where: isKey, making: make) }
+        guard let effects = consume atOnce else {
+            return submit(.write(stored), hash: hash, where: isKey, making: make)
+        }
         perform(effects, for: object, issuingFirst: save)
     }
 
@@ -58,7 +60,7 @@ extension StoreEngine {
         // Named from then on as the store keeps it (`key` may be an equal key made before the store made it again).
         var object: StoreKeyRef?
         let step = run(key, keeping: &object) { $0.submit(job, for: $1, now: now) }
-        runChanges(of: object ?? key, from: step)
+        runChanges(of: object ?? key, from: consume step)
     }
 
     /// Runs `key`'s queued changes, starting with `first` (or the next one when `nil`), until the queue is empty

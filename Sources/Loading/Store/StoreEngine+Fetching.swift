@@ -141,12 +141,12 @@ extension StoreEngine {
         case .success(let box):
             let now = now()
             var save: StoreMachine.LevelOp?
-            let effects = run(key) { machine, slot in
+            let atOnce = run(key) { machine, slot in
                 let effects = machine.fetchedAtOnce(box, fetch: id, for: slot, now: now, save: &save)
                 place(&save, in: &machine)
                 return effects
             }
-            guard let effects else {
+            guard let effects = consume atOnce else {
                 return submit(.fetched(box, fetch: id), of: key)  // it takes its turn
             }
             RunningHere.made?.fetchEnded(id, of: self)

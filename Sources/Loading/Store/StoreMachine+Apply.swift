@@ -32,7 +32,7 @@ extension StoreMachine {
             let saved = SaveTicket()
             let effects = confirm(
                 stored, for: key, logging: change, levels: levelNames.indices, ticket: saved, answers: true)
-            let shown = effects.lastPublished
+            let shown = effects.publishedLater.last ?? effects.published!
             saved.whenSaved(.replies(InlineFirstArray(FetchReply(completion: reply, result: .success(shown)))))
             return effects
         case .fetched(_, let id):
@@ -126,7 +126,7 @@ extension StoreMachine {
         let saved = SaveTicket()
         var effects = confirm(
             stored, for: key, logging: nil, levels: levels, ticket: saved, answers: true, answersFetch: true)
-        let shown = effects.lastPublished
+        let shown = effects.publishedLater.last ?? effects.published!
         saved.whenSaved(
             .replies(fetch.callers.mapInline { FetchReply(completion: $0.completion, result: .success(shown)) }))
         effects.refetches = beginOwedRefetch(key, replayingFrom: replays)
@@ -150,7 +150,8 @@ extension StoreMachine {
         entry.staleness.confirmLevelValue(staleSince: staleSince, markWhenRead: stamp.staleMark)
         var effects = confirm(
             stored, for: key, logging: nil, levels: 0..<level, error: error, answers: true, source: .level)
-        effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: effects.lastPublished)]
+        let shown = effects.publishedLater.last ?? effects.published!
+        effects.hitReplies = [HitReplyDelivery(reply: reply, snapshot: shown)]
         return effects
     }
 
@@ -220,10 +221,11 @@ extension StoreMachine {
     }
 
     /// Replaces `key`'s confirmed value, notes the change for the fetches in flight, decides the level writes and
-    /// publishes the new shown value (``Effects/lastPublished`` when it `answers` a caller too). When `debounces`, the
-    /// debounced levels are written when their timers fire; otherwise every level at once (a debounced write waiting
-    /// is dropped: this one is newer). The writes hold `ticket`, released at once when there are none (the writes of
-    /// the levels saving in the background do not, when it `answersFetch`).
+    /// publishes the new shown value (the last of ``Effects/published`` and ``Effects/publishedLater`` when it
+    /// `answers` a caller too). When `debounces`, the debounced levels are written when their timers fire; otherwise
+    /// every level at once (a debounced write waiting is dropped: this one is newer). The writes hold `ticket`,
+    /// released at once when there are none (the writes of the levels saving in the background do not, when it
+    /// `answersFetch`).
     mutating func confirm(
         _ stored: StoredValue<Value>?, for key: Key, logging change: Change?, levels targets: Range<Int>,
         error: (any Error)? = nil, debounces: Bool = false, ticket: SaveTicket? = nil, answers: Bool = false,

@@ -26,7 +26,8 @@ extension StoreMachine {
         }
 
         /// The first snapshot to publish, and the others after it, in order. Most effects publish one: it needs no
-        /// array.
+        /// array. The last is read from these two fields: a computed property read on a variable holding effects
+        /// copies them whole.
         var published: Snapshot?
         var publishedLater: [Snapshot] = []
         /// The confirmed value a change replaced, released after unlocking.
@@ -81,11 +82,6 @@ extension StoreMachine {
         mutating func publish(_ snapshot: consuming Snapshot?) {
             guard let snapshot else { return }
             if published == nil { published = snapshot } else { publishedLater.append(snapshot) }
-        }
-
-        /// The snapshot published last (effects that answer a caller: see ``StoreMachine/publish(_:error:answers:)``).
-        var lastPublished: Snapshot {
-            publishedLater.isEmpty ? published! : publishedLater[publishedLater.count - 1]
         }
 
         /// ``more``, made and not shared with another copy of these effects, to change. The lists below are changed
