@@ -51,7 +51,7 @@ extension StoreEngine {
         guard let effects = consume atOnce else {
             return submit(.write(stored), hash: hash, where: isKey, making: make)
         }
-        perform(effects, for: object, issuingFirst: save)
+        perform(effects, for: object, issuingFirst: consume save)
     }
 
     /// Submits a change of `key`'s confirmed value, and runs the key's queue when it was idle.
@@ -100,7 +100,7 @@ extension StoreEngine {
                     }
                     return effects
                 }
-                perform(effects, for: key, issuingFirst: save)
+                perform(effects, for: key, issuingFirst: consume save)
                 if effects.endsTurn { return }
             }
         }

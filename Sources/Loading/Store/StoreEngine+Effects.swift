@@ -10,7 +10,7 @@ extension StoreEngine {
     /// key of the event, when it was one key's and the machine still uses it: the effects that name the key (level
     /// operations, debounced writes, a refetch) come only with a key the machine uses.
     func perform(
-        _ effects: StoreMachine.Effects, for key: StoreKeyRef?, issuingFirst save: StoreMachine.LevelOp? = nil
+        _ effects: StoreMachine.Effects, for key: StoreKeyRef?, issuingFirst save: consuming StoreMachine.LevelOp? = nil
     ) {
         let more = effects.more
         if let more {
@@ -34,7 +34,7 @@ extension StoreEngine {
             for write in more.debounce { debounce(key, level: write.level, id: write.id) }
         }
         if effects.removeAll { removeAllFromLevels() }
-        if effects.issueLevels { issueLevelOps(of: Self.named(key, for: "level operations"), first: save) }
+        if effects.issueLevels { issueLevelOps(of: Self.named(key, for: "level operations"), first: save.take()) }
         if effects.refetches != 0 {
             startRefetch(effects.refetches, of: Self.named(key, for: "a refetch"))
         }
@@ -111,8 +111,8 @@ extension StoreEngine {
     /// Issues `key`'s level operations in the order they were decided, while there are any, starting with `first`
     /// (taken already, with the key's issuing); a clear's `removeAll` waiting for them is issued by the caller that
     /// issues the last.
-    private func issueLevelOps(of key: StoreKeyRef, first: StoreMachine.LevelOp? = nil) {
-        if let first { issue(first, of: key) }
+    private func issueLevelOps(of key: StoreKeyRef, first: consuming StoreMachine.LevelOp? = nil) {
+        if let first = first.take() { issue(first, of: key) }
         while let taken = run(key, { $0.takeLevelOps(of: $1) }) {
             if taken.removeAll { return removeAllFromLevels() }
             if let first = taken.ops.head { issue(first, of: key) }

@@ -150,7 +150,7 @@ extension StoreEngine {
                 return submit(.fetched(box, fetch: id), of: key)  // it takes its turn
             }
             RunningHere.made?.fetchEnded(id, of: self)
-            perform(effects, for: key, issuingFirst: save)
+            perform(effects, for: key, issuingFirst: consume save)
         case .failure(let error):
             let effects = run(key) { $0.fetchFailed(id, of: $1, with: error) }
             RunningHere.made?.fetchEnded(id, of: self)
