@@ -28,11 +28,9 @@ final class ResponseSubject: Sendable {
     /// arrive out of order.
     func send(_ response: StoreResponse<any StoreValueBox>) {
         let storage = response.storage
-        while true {
-            guard let (latest, sequence) = core.currentWithSequence() else { return }
-            if let latest, (latest as! StoreResponseStorage).version >= storage.version { return }
-            if core.replace(at: sequence, with: storage, through: { Self.deliver($0, own: storage) }) { return }
-        }
+        core.replace(
+            with: storage, unlessCurrent: { ($0 as! StoreResponseStorage).version >= storage.version },
+            through: { Self.deliver($0, own: storage) })
     }
 
     private static func deliver(_ broadcast: SubjectCore.Broadcast, own: StoreResponseStorage?) {

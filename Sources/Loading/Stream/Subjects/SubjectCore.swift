@@ -166,6 +166,23 @@ final class SubjectCore: Sendable {
         return replaced
     }
 
+    /// Replaces the current value with `value`, unless `isAsNew` says the current one is as new, and sends it as
+    /// ``send(_:isCompletion:through:)`` says: one step under the lock, where ``replace(at:with:through:)`` after a
+    /// look at the current value takes two. `isAsNew` runs under the lock: a comparison of the caller's own values,
+    /// never the app's code.
+    func replace(with value: Object, unlessCurrent isAsNew: (Object) -> Bool, through send: (Broadcast) -> Void) {
+        let (first, previous) = state.withLock { state -> (Broadcast?, Object?) in
+            guard state.completion == nil else { return (nil, nil) }
+            if let current = state.current, isAsNew(current) { return (nil, nil) }
+            let previous = state.current
+            state.current = value
+            state.sequence += 1
+            return (takeTurn(queuing: { value }, isCompletion: false, in: &state), previous)
+        }
+        withExtendedLifetime(previous) {}  // the previous value is released after unlocking
+        if let first { deliver(first, through: send) }
+    }
+
     /// Adds `observer`, and replays the current value to it first when `replayingCurrent`.
     func subscribe(_ observer: Object, replayingCurrent: Bool) -> Subscription {
         state.withLock { state -> Subscription in
