@@ -7,6 +7,9 @@ struct QueuedMutations: Sendable {
     private var places: [String: Int] = [:]
     /// The mutations in the order they were added; `nil` where one was taken out.
     private var entries: [Entry?] = []
+    /// The id of each of `entries` (`nil` where it was taken out), looked at to walk the order: an entry is a large
+    /// value, which looking at copies.
+    private var ids: [String?] = []
     /// How many places were dropped from the front of `entries` (all of them taken out).
     private var dropped = 0
     /// The index in `entries` of the first mutation left, or of a place before it.
@@ -28,18 +31,20 @@ struct QueuedMutations: Sendable {
 
     mutating func append(_ entry: consuming Entry) {
         places[entry.record.id] = dropped + entries.count
+        ids.append(entry.record.id)
         entries.append(entry)
     }
 
     /// The id of the oldest mutation left.
     mutating func firstID() -> String? {
-        while head < entries.count, entries[head] == nil { head += 1 }
-        if head > 64, head * 2 > entries.count {
+        while head < ids.count, ids[head] == nil { head += 1 }
+        if head > 64, head * 2 > ids.count {
             entries.removeFirst(head)
+            ids.removeFirst(head)
             dropped += head
             head = 0
         }
-        return head < entries.count ? entries[head]!.record.id : nil
+        return head < ids.count ? ids[head] : nil
     }
 
     /// Changes the oldest mutation left in place, and returns its id; `nil` when there is none.
@@ -55,6 +60,7 @@ struct QueuedMutations: Sendable {
         guard let place = places.removeValue(forKey: id), let entry = entries[place - dropped].take() else {
             return nil
         }
+        ids[place - dropped] = nil
         return (entry, wasFirst)
     }
 
