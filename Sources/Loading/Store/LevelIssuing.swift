@@ -44,7 +44,8 @@ extension StoreMachine {
         }
 
         /// A clear of the first `levels` levels begins, or joins one waiting: `completion` is called once they are
-        /// empty; one that empties the shared level has its `place` in the processes' order. Returns whether the caller issues the `removeAll` now (no caller is issuing operations).
+        /// empty; one that empties the shared level has its `place` in the processes' order. Returns whether the
+        /// caller issues the `removeAll` now (no caller is issuing operations).
         mutating func clear(
             levels: Int = .max, place: UInt64? = nil, completion: @escaping @Sendable () -> Void
         ) -> Bool {
