@@ -4,6 +4,9 @@
     import Foundation
 #endif
 
+// What the store holds of a key: its record and entry, the work that holds it in use (`KeyWork`),
+// the table of entries by slot, and the bookkeeping that keeps, compacts or drops an entry once nothing needs it.
+
 extension StoreMachine {
     /// What the store keeps of a key between uses: its truth, what it showed last, its stale mark and its place among
     /// the kept values. A key in use has an ``Entry``, which is this record with the work under way and the key's
@@ -231,5 +234,288 @@ extension StoreMachine {
             epoch = entry.work.pending.epoch
             (prefix, rest) = entry.work.pending.start(confirmedVersion: confirmedVersion)
         }
+    }
+}
+
+extension StoreMachine {
+    /// What is under way for one key: its fetches in flight, its optimistic changes, its changes running or waiting
+    /// for their turn, its level writes not issued yet and its saves not landed. Any of them holds the key's entry in
+    /// use (the machine's first invariant). One part of the entry rather than five, so that the question every event
+    /// that may drop the entry asks (``isDone``) is one look at the entry: each look at a field of the entry, a
+    /// class, is checked for exclusive access at run time.
+    struct KeyWork: Sendable {
+        /// Fetches in flight, and the newest whose value was confirmed.
+        var fetches = FetchesInFlight()
+        /// Optimistic changes not settled yet, and what the key showed with them last.
+        var pending = PendingChanges()
+        /// The key's turn: the change applying now and the changes waiting for it.
+        var turn = KeyTurn()
+        /// Level writes decided and not issued yet, and debounced writes waiting for their timers.
+        var writes = LevelWrites()
+        /// Level saves issued and not landed yet, and whether the levels hold the newest value the store tried to
+        /// save: the entry is kept until they land and one does (a save of a stale value is recorded stale when it
+        /// lands, as the level stamps it with its own time; a save that fails keeps the value here).
+        var saves = LevelSaves()
+
+        /// Whether nothing is under way: the key's value, if any, may live in the levels alone.
+        var isDone: Bool {
+            fetches.isEmpty && pending.isEmpty && turn.isFree && writes.isSettled && saves.isSettled
+        }
+
+        // The lists filled while work is under way take their storage from the machine's spares and give it back
+        // once empty; each step below is one look at the entry's work, storage and list together.
+
+        /// A fetch begins, newest of all (see ``FetchesInFlight/begin(id:generation:logStart:sentMark:caller:)``).
+        mutating func beginFetch(
+            id: Int, generation: Int, logStart: Int, sentMark: Int, caller: FetchCaller, spare: inout [Fetch]
+        ) {
+            fetches.takeStorage(from: &spare)
+            fetches.begin(id: id, generation: generation, logStart: logStart, sentMark: sentMark, caller: caller)
+        }
+
+        /// A change waits for the key's turn (see ``KeyTurn/enqueue(_:askedAt:)``).
+        mutating func enqueue(_ job: Job, askedAt point: Int, spare: inout SlotQueue<Job>.Storage) {
+            turn.takeStorage(from: &spare)
+            turn.enqueue(job, askedAt: point)
+        }
+
+        /// The key's turn ends, no change waiting (see ``KeyTurn/end()``).
+        mutating func endTurn(spare: inout SlotQueue<Job>.Storage) {
+            turn.end()
+            turn.giveStorage(to: &spare)
+        }
+
+        /// A level operation is decided, after those decided before (see ``LevelWrites/append(_:)``).
+        mutating func decide(_ operation: consuming LevelOp, spare: inout [LevelOp]) {
+            writes.takeStorage(from: &spare)
+            writes.append(operation)
+        }
+
+        /// The level operations waiting, taken for the caller issuing them (see ``LevelWrites/takeOps()``); the
+        /// saves they issue count among those in flight (`debounced`: the debounced levels).
+        mutating func takeLevelOps(spare: inout [LevelOp], debounced: Set<Int>) -> InlineFirstArray<LevelOp> {
+            let ops = writes.takeOps()
+            writes.giveStorage(to: &spare)
+            if let first = ops.head { countSaves(in: first, debounced: debounced) }
+            for operation in ops.tail { countSaves(in: operation, debounced: debounced) }
+            return ops
+        }
+
+        /// The level operation waiting when it is the only one (see ``LevelWrites/takeOnlyOp()``), its saves counted
+        /// among those in flight.
+        mutating func takeOnlyLevelOp(spare: inout [LevelOp], debounced: Set<Int>) -> LevelOp? {
+            guard let only = writes.takeOnlyOp() else { return nil }
+            writes.giveStorage(to: &spare)
+            countSaves(in: only, debounced: debounced)
+            return only
+        }
+
+        /// Counts the level saves `operation` issues into the saves in flight (the entry is kept until they land);
+        /// the debounced levels (`debounced`) are not saved to by an operation that skips them.
+        private mutating func countSaves(in operation: LevelOp, debounced: Set<Int>) {
+            switch operation {
+            case .save(_, _, let targets, let skipsDebounced, _, _, let mark):
+                let count = skipsDebounced ? targets.count { !debounced.contains($0) } : targets.count
+                saves.issue(count, version: mark.version)
+            case .flush(_, _, _, _, let mark): saves.issue(1, version: mark.version)
+            case .remove(let targets, _, _, let mark): saves.issue(targets.count, version: mark.version)
+            case .waitForSaves: break
+            }
+        }
+
+        /// Whether what the store confirmed is what the key shows, and stays so while a read looks: no optimistic
+        /// change to apply over it, no change of it running or waiting (a hit's question, one look).
+        var showsConfirmed: Bool {
+            pending.isEmpty && turn.isFree
+        }
+    }
+}
+
+extension StoreMachine {
+    /// What the store holds of each key, by slot: an entry is found by indexing, not hashing. A key in use has its
+    /// ``Entry``; a key that fell out of use with a value the store keeps has its ``KeyRecord`` alone, which a hit
+    /// reads and changes as it is and any other event of the key makes an entry again (``StoreMachine/entry(_:)``).
+    struct EntryTable: Sequence, Sendable {
+        /// What the table holds of one key.
+        enum Slot: Sendable {
+            case inUse(Entry)
+            case kept(KeyRecord)
+
+            /// What the key keeps, in use or not.
+            var record: KeyRecord {
+                switch self {
+                case .inUse(let entry): entry
+                case .kept(let record): record
+                }
+            }
+
+            /// The key's entry, when it is in use.
+            var entry: Entry? {
+                if case .inUse(let entry) = self { entry } else { nil }
+            }
+        }
+
+        private var slots: [Slot?] = []
+        /// The number of keys held, in use or kept.
+        private(set) var count = 0
+
+        init() {}
+
+        subscript(slot: Int) -> Slot? {
+            get { slot < slots.count ? slots[slot] : nil }
+            set {
+                if slot >= slots.count { slots.append(contentsOf: repeatElement(nil, count: slot - slots.count + 1)) }
+                switch (slots[slot] == nil, newValue == nil) {
+                case (true, false): count += 1
+                case (false, true): count -= 1
+                default: break
+                }
+                slots[slot] = newValue
+            }
+        }
+
+        /// The record of the key in `slot`, in use or kept.
+        func record(at slot: Int) -> KeyRecord? {
+            self[slot]?.record
+        }
+
+        /// The entry of the key in `slot`, when it is in use.
+        func entry(at slot: Int) -> Entry? {
+            self[slot]?.entry
+        }
+
+        mutating func removeValue(forKey slot: Int) -> KeyRecord? {
+            guard let record = record(at: slot) else { return nil }
+            self[slot] = nil
+            return record
+        }
+
+        /// The slots that hold a key.
+        var keys: [Int] {
+            slots.indices.filter { slots[$0] != nil }
+        }
+
+        func makeIterator() -> Iterator {
+            Iterator(slots: slots)
+        }
+
+        /// The keys held in the order of their slots.
+        struct Iterator: IteratorProtocol {
+            let slots: [Slot?]
+            var index = 0
+
+            mutating func next() -> (key: Int, value: Slot)? {
+                while index < slots.count {
+                    defer { index += 1 }
+                    if let slot = slots[index] { return (index, slot) }
+                }
+                return nil
+            }
+        }
+    }
+}
+
+extension StoreMachine {
+    /// A change of `key` the app made confirmed. What the app writes is the latest it knows, as of when it asked: the
+    /// key is fresh, unless an invalidation came after that (while the change waited for its turn or ran); then a
+    /// refetch owed only for invalidations before it is settled all the same.
+    mutating func changeMakesFresh(_ key: Key) {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        let asking = entry.work.turn.asking
+        if asking > entry.staleness.mark { return makeFresh(key, from: asking) }
+        entry.staleness.changeConfirmed(askedAt: asking)
+    }
+
+    /// `key`'s value is fresh from `point` in the store's order: not stale, and not judged stale by an older
+    /// invalidation when only the levels hold it.
+    mutating func makeFresh(_ key: Key, from point: Int) {
+        entry(key, heldBecause: "a fresh value of the key was just confirmed").staleness.makeFresh()
+        noteRefreshed(key, from: point)
+    }
+
+    mutating func log(_ change: @escaping Change, for key: Key) {
+        let entry = entry(key, heldBecause: "a change of the key is running (one change at a time)")
+        guard !entry.work.fetches.isEmpty else {
+            entry.log.skip(askedAt: entry.work.turn.asking)
+            return
+        }
+        // Numbered by when it was asked: a fetch that began before applies it again, one that began after does not.
+        entry.log.append(change, askedAt: entry.work.turn.asking, generation: entry.generation)
+    }
+
+    /// Forgets the logged changes no fetch in flight needs any more.
+    mutating func trimLog(of key: Key) {
+        let entry = entry(key, heldBecause: "a fetch of the key just ended")
+        entry.log.trim(keepingAfter: entry.work.fetches.oldestLogStart())
+    }
+
+    /// A new version of what `key` shows: the snapshot its observers are sent, made only when it has observers or
+    /// when it `answers` a caller as well (a snapshot holds its response: made for nobody, it would be an allocation
+    /// for nothing).
+    mutating func publish(_ key: Key, error: (any Error)? = nil, answers: Bool = false) -> Snapshot? {
+        let entry = entry(key, heldBecause: "what the key shows just changed")
+        entry.version = next()
+        guard answers || entry.observed != nil else { return nil }
+        let snapshot = Snapshot(entry: entry, version: entry.version, error: error)
+        if entry.observed?.states != nil { entry.shown.showLoading(snapshot.isLoading) }
+        return snapshot
+    }
+
+    /// What `key` shows, at its current version (a value of `nil` when it shows nothing).
+    func shownNow(_ key: Key) -> Snapshot {
+        guard let slot = slot(key) else { preconditionFailure("A key has no entry, yet what it shows is asked") }
+        return Snapshot(slot)
+    }
+
+    /// Drops `key`'s entry when nothing needs it any more, unless its value is among the last `keptValues` to
+    /// fall out of use. A kept key stays an entry until the next key falls out of use: then it is held as its record
+    /// alone, and its entry is made the next key's (``compact(_:)``). A key used again and again (a list a page is
+    /// added to, a key written in a burst) is not made a record and an entry on each use.
+    mutating func release(_ key: Key) {
+        guard let entry = peek(key), entry.isIdle else { return }
+        guard keptValues > 0, entry.confirmed.value != nil else {
+            drop(key)
+            return
+        }
+        kept.keep(entry, key: key, stamp: next())
+        letGoOfKeptValues(beyond: keptValues)
+        if let previous = exchange(&lastKept, with: key), previous != key { compact(previous) }
+    }
+
+    /// Holds `key` as its record alone when it is kept and idle: its entry is made the next key's (``spareEntry``),
+    /// unless it holds something of the caller's (then it is released after unlocking).
+    private mutating func compact(_ key: Key) {
+        guard let entry = entries.entry(at: key), entry.isIdle, entry.keptStamp != nil else { return }
+        let record = spareRecord.take() ?? KeyRecord(key: key, generation: entry.generation)
+        record.take(entry)
+        entries[key] = .kept(record)
+        if recent === entry { recent = nil }
+        if spareEntry == nil, entry.holdsNothingOfTheCallers { spareEntry = entry } else { released.add(entry) }
+    }
+
+    /// Lets go of every kept value (the system asks for memory): the keys no longer in use are dropped, and their
+    /// levels hold their values; a kept key back in use keeps its value and only stops counting as kept.
+    mutating func dropKeptValues() {
+        letGoOfKeptValues(beyond: 0)
+    }
+
+    /// Lets go of the oldest kept values until at most `bound` are kept: an entry no longer in use is dropped; each
+    /// key is told as evicted when the store has events.
+    private mutating func letGoOfKeptValues(beyond bound: Int) {
+        while let key = kept.takeOldest(beyond: bound, of: entries) {
+            if entries.entry(at: key)?.isIdle ?? true { drop(key) }
+            if recordsEvictions {
+                evicted.append(key)
+                released.hasNotices = true  // told after unlocking (see ``takeEvictions()``)
+            }
+        }
+    }
+
+    mutating func drop(_ key: Key) {
+        guard let record = entries.removeValue(forKey: key) else { return }
+        dropped.append(key)
+        if recent?.key == key { recent = nil }
+        kept.forget(record)
+        released.add(record)
     }
 }

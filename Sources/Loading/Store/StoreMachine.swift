@@ -53,12 +53,12 @@
 ///   once those writes have completed (or were dropped by a clear): their ``SaveTicket``.
 ///
 /// ## Where the rules live
-/// One file per kind of event, with the types it hands out: `+LevelReads` (a read's level steps), `+Fetches` (fetches
-/// and their callers), `+Changes` and `+Jobs` (a key's turn and what waits for it), `+Apply` (what a change confirms),
-/// `+LevelOps` (level writes and the tickets that wait for them), `+Clear` (removal and clear), `+Invalidation`
-/// (stale marks), `+Bookkeeping` (versions, kept values, dropping an entry), `+Entry` (a key's state and what it
-/// shows, and the record a kept key is held as), `+EntryTable` (the entries and records by slot), `+States` (its
-/// observers, of values and of states), `+Effects` (what the store does after unlocking).
+/// A key's part, and the events that chiefly change it, share a file: `StoreRead.swift` (a read, and its level
+/// reads), `FetchesInFlight.swift` (fetches and their callers), `+Changes` (a key's turn, what a change confirms, and
+/// the confirmed value), `+LevelOps` (level writes, the tickets that wait for them, and who issues them), `+Entry`
+/// (a key's record and entry, what holds it in use, the table of them by slot, and dropping one). Events that reach
+/// many parts have theirs: `+Jobs` (what waits for a key's turn), `+Clear` (removal and clear), `+Invalidation`
+/// (stale marks), `+States` (observers, of values and of states), `+Effects` (what the store does after unlocking).
 ///
 /// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`). The store's:
 /// ``KeptValues`` (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations

@@ -4,6 +4,9 @@
     import Foundation
 #endif
 
+// A read of one key: its steps outside the lock (`StoreRead`), the answers it gives, and the machine's side of
+// its level reads (beginning one, ending one, going on to the fetch).
+
 /// A policy's read of one key in progress, run by the store's core (compiled once, not generic): it reads the levels
 /// in order, fetches when they have nothing the policy takes, and answers with the first response (a level's hit,
 /// the fetched value, or the value shown with the fetch's error attached). It is also the read's cancellation token.
@@ -351,5 +354,270 @@ class StoreRead: CancellationToken, @unchecked Sendable {
             return begun
         }
         if let begun { fetchBegun(begun, object: object) }
+    }
+}
+
+extension StoreRead {
+    /// What the levels are read for, and so what their answer means.
+    enum Purpose {
+        /// A cache-first or cache-only read: the first hit young enough for the policy answers.
+        case cache
+        /// A cache-then-network read with nothing shown: any hit answers, then the fetch runs unless it is fresh.
+        case cacheThenNetwork
+        /// A fetch failed: a level's value is shown with `error` attached, else the store's, else the read fails.
+        case fallback(any Error)
+    }
+
+    /// Whether the read fetches when the levels miss.
+    func fetchesOnMiss(_ purpose: Purpose) -> Bool {
+        switch purpose {
+        case .cache: policy.kind != .cacheOnly
+        case .cacheThenNetwork: true
+        case .fallback: false
+        }
+    }
+
+    /// Whether the read takes the value `snapshot` shows (see ``takes(_:stale:for:)``); `nil` when it shows none.
+    func takes(_ snapshot: StoreMachine.Snapshot, for purpose: Purpose) -> Bool? {
+        snapshot.confirmed.savedAt.map { takes($0, stale: snapshot.isStale, for: purpose) }
+    }
+
+    /// Whether the read takes a level's value saved at `savedAt`: a cache-first read, a fresh one (not invalidated,
+    /// young enough); the others any.
+    func takes(_ savedAt: Date, stale: Bool, for purpose: Purpose) -> Bool {
+        guard case .cache = purpose, policy.kind != .cacheOnly else { return true }
+        return !stale && policy.accepts(savedAt: savedAt, now: engine.now())
+    }
+
+    /// The levels were read: `hit` is what the key shows after the hit they gave, or `nil` when none did.
+    func levelsDone(_ hit: Response?, for purpose: Purpose) {
+        switch purpose {
+        case .cache:
+            if let hit { return answer(hit) }
+            if policy.kind == .cacheOnly { return fail(CacheMiss.absent) }
+            startFetch()
+        case .cacheThenNetwork:
+            // The fetch goes on after a hit, unless the hit is fresh.
+            if let hit { answer(hit) }
+            let fresh = hit != nil && engine.run(key) { $0.isFresh($1, under: policy, now: began) }
+            if !fresh { startFetch() }
+        case .fallback(let error):
+            if let hit, hit.error != nil, servesAfterFailure(hit) { answer(hit) } else { reportOrFail(error) }
+        }
+    }
+
+    /// The read joined a fetch, or began one, which it starts; or the store had the answer. `object` is the key as
+    /// the store keeps it, from the event that began the fetch.
+    func fetchBegun(_ begun: StoreMachine.FetchStart, object: StoreKeyRef?) {
+        switch begun {
+        case .answered(let snapshot): fetched(.success(snapshot))
+        case .joined(let id, _): engine.tellJoined(id, of: key)
+        case .starts(let fetch, _):
+            noteSharedLevelRead(beforeFetch: fetch)
+            engine.startUpstream(fetch, of: object ?? key)
+        }
+    }
+
+    /// The fetch answered: with its value, with the shown one when a removal or a clear dropped it, or with a
+    /// failure, shown attached to a value when there is one (networkFirst looks in the levels first).
+    func fetched(_ result: Result<StoreMachine.Snapshot, any Error>) {
+        switch result {
+        case .success(let snapshot):
+            answer(snapshot.response)
+        case .failure(let error as StoreError) where error == .discarded:
+            answerAfterRemoval()
+        case .failure(let error):
+            // The read answers as of its fetch's failure: after the changes of the key asked before it, which it
+            // waits for when they are still queued.
+            let waits = engine.run(key) { machine, slot in
+                machine.awaitTurn(of: slot) { [self] in
+                    fallBack(from: error)
+                    endTurnHold()
+                }
+            }
+            guard !waits else { return }
+            fallBack(from: error)
+        }
+    }
+
+    /// What the read answers when its fetch failed: the value shown with the error (unless it asked for the network
+    /// first), else the levels' value, else the failure.
+    func fallBack(from error: any Error) {
+        if policy.kind != .networkFirst, engine.run(key, { $0.showsSomething($1) }) { return reportOrFail(error) }
+        readLevel(0, for: .fallback(error))
+    }
+}
+
+extension StoreRead {
+    /// A removal or a clear overtook the read's fetch: the answer is what the key has after it, as a cache-only read
+    /// finds it (what the store holds, else what its levels hold, written since), no value when none. The key may
+    /// have fallen out of use meanwhile, so the store alone cannot say.
+    func answerAfterRemoval() {
+        guard answersLoad else { return }
+        let after = StoreRead(
+            engine: engine, key: key, policy: .cacheOnly, began: nil, held: true, onFailure: nil, answering: self)
+        after.begin()
+    }
+}
+
+/// A read that answers a load of a ``Store``: the read's answer, typed, goes to the load's completion.
+@usableFromInline
+final class LoadAnsweringRead<Value: Sendable>: StoreRead, @unchecked Sendable {
+    /// The load's completion, set before the read is shared, taken by its answer or dropped by its cancel (never
+    /// both: the read's lock decides which).
+    private var completion: HandedCompletion<StoreResponse<Value>>?
+
+    @usableFromInline
+    init(engine: StoreEngine, key: AnyStoreKey, hash: Int, policy: ReadPolicy, began: Date, held: Bool) {
+        super.init(
+            engine: engine, key: StoreKeyRef(object: key, hash: hash), policy: engine.defaulted(policy), began: began,
+            held: held, onFailure: nil)
+    }
+
+    /// Starts the read for the load whose completion is `completion`; the read is the load's token.
+    @usableFromInline
+    func begin(_ completion: HandedCompletion<StoreResponse<Value>>) -> any CancellationToken {
+        self.completion = completion
+        begin()
+        return self
+    }
+
+    override func deliver(_ result: Result<Response, any Error>) {
+        completion.take()?.call(result.map { StoreResponse($0) })
+    }
+
+    override func dropAnswer() {
+        completion = nil
+    }
+}
+
+/// A load's completion in the form `AnyLoader` hands it over, its output's type left generic. A read keeps it and
+/// calls it in that form: converting a kept closure to another calling form allocates (a response is passed
+/// directly, but an output of unknown type indirectly).
+@usableFromInline
+struct HandedCompletion<Output: Sendable> {
+    @usableFromInline let call: LoadCompletion<Output>
+
+    @inlinable
+    init(_ call: @escaping LoadCompletion<Output>) {
+        self.call = call
+    }
+}
+
+extension StoreMachine {
+    /// Starts a read of level `level` for `key`, unless the store knows better: a change of the key is running (the
+    /// answer is what it shows) or a clear is emptying the levels (a miss). A level whose writes for the key are
+    /// not issued yet (a debounced write, operations waiting) may be read, but its hit is older than what the store
+    /// confirmed: `inStep` is false, and the store takes it as a miss. A level in step is read like any other (a
+    /// value too old for the store may be young enough there, written by another process).
+    mutating func beginLevelRead(_ key: Key, level: Int) -> LevelRead {
+        guard !issuing.isClearing else { return .known(nil) }
+        let entry = ensureEntry(key)
+        guard !(entry.confirmed.isKnown && !entry.work.turn.isFree) else {
+            defer { release(key) }
+            return .known(entry.confirmed.value == nil ? nil : shownNow(key))
+        }
+        // Levels that could not save what the store confirmed (or remove it) are behind too, until a save lands.
+        let behind =
+            entry.work.writes.isBehind(at: level) || entry.work.saves.isBehind
+        entry.levelReads += 1
+        let stamp = ReadStamp(
+            generation: entry.generation, confirmedVersion: entry.confirmed.version, staleMark: entry.staleness.mark)
+        return .read(stamp, inStep: !behind)
+    }
+
+    /// Whether a change of `key` runs or waits (a read asked now comes after it).
+    func isChanging(_ key: Key) -> Bool {
+        peek(key).map { !$0.work.turn.isFree } ?? false
+    }
+
+    /// Queues a read of `key` behind the changes of the key that run or wait (asked before it), when there are some:
+    /// `reply` is called when its turn comes, and the read goes on then, seeing what they made; it holds the key, as a
+    /// level read does, until it ends that with ``endLevelRead(_:since:)`` once its next step holds the key in turn.
+    /// `false` when the key's turn is free (the read goes on at once).
+    mutating func awaitTurn(of key: Key, then reply: @escaping @Sendable () -> Void) -> Bool {
+        guard let entry = entry(key), !entry.work.turn.isFree else { return false }
+        enqueue(.barrier(reply: reply), on: entry)
+        return true
+    }
+
+    /// Holds `key` in the store as a level read does, until ``endLevelRead(_:since:)``: a read that answered with a
+    /// hit keeps the value it served shown until its fetch has begun.
+    mutating func holdKey(_ key: Key) {
+        ensureEntry(key).levelReads += 1
+    }
+
+    /// Ends a level read that brought nothing to confirm (a miss, a failure, a value too old, a cancel). Returns
+    /// what the key shows when the store learned something since the read began (a fetch or a write confirmed a
+    /// value, or a removal or a clear overtook it): that is the read's answer, rather than reading on or fetching.
+    /// A change that confirmed no value (another change's read of the levels, which found nothing) teaches nothing.
+    mutating func endLevelRead(_ key: Key, since stamp: ReadStamp? = nil) -> Snapshot? {
+        guard let entry = entry(key) else { return nil }
+        entry.levelReads -= 1
+        defer { release(key) }
+        guard let stamp,
+            entry.generation != stamp.generation
+                || (entry.confirmed.version != stamp.confirmedVersion && entry.confirmed.value != nil)
+        else { return nil }
+        return shownNow(key)
+    }
+
+    /// Ends a read of the last level that brought nothing to confirm, and begins the read's fetch (see
+    /// ``beginFetch(_:joining:since:completion:)``; `since` is the stamp of the read's first level read): the key
+    /// stays in use from one to the other, so its entry is neither dropped nor made again. When the store learned
+    /// something since this level read began, the read ends as ``endLevelRead(_:since:)`` ends it, and no fetch
+    /// begins: what it learned is returned.
+    mutating func endLastLevelReadThenFetch(
+        _ key: Key, readAt stamp: ReadStamp, since: ReadStamp?, asked: Int, completion: @escaping FetchCompletion
+    ) -> LastLevelMiss {
+        // What the store learned is the answer, unless an invalidation made it stale since: then the read fetches.
+        guard let entry = entry(key),
+            entry.generation == stamp.generation
+                && (entry.confirmed.version == stamp.confirmedVersion || entry.staleness.isStale)
+        else { return .learned(endLevelRead(key, since: stamp)) }
+        entry.levelReads -= 1
+        return .fetch(beginFetch(key, joining: true, since: since, asked: asked, completion: completion))
+    }
+
+    /// What the store knows of `key` now, for a read that goes on to the levels: a value it confirms before the
+    /// read's fetch begins is the read's answer (see ``beginFetch(_:joining:since:asked:completion:)``).
+    func stamp(of key: Key) -> ReadStamp {
+        let entry = peek(key)
+        return ReadStamp(
+            generation: entry?.generation ?? 0, confirmedVersion: entry?.confirmed.version ?? 0,
+            staleMark: entry?.staleness.mark ?? 0)
+    }
+
+    /// Where a read that begins now stands in the store's order: a change asked after it is applied again to what
+    /// its fetch brings.
+    var readStamp: Int { counter }
+}
+
+extension StoreMachine {
+    /// Whether the levels are read for a key, or what the store knows answers instead (`nil`: a miss). The
+    /// invalidations a hit is judged by are read from ``StoreMachine/staleRules(for:)`` under the same lock.
+    enum LevelRead {
+        /// Read the level; a hit counts only when the level is `inStep` with the store.
+        case read(ReadStamp, inStep: Bool)
+        case known(Snapshot?)
+    }
+
+    /// What a level read knew of its key when it started.
+    struct ReadStamp: Sendable {
+        let generation: Int
+        let confirmedVersion: Int
+        /// The entry's stale mark: one that changed while the level was read is an invalidation that matched the key.
+        let staleMark: Int
+    }
+
+    /// What a level read's caller receives.
+    struct HitReplyDelivery {
+        init(reply: @escaping HitReply, snapshot: Snapshot) {
+            self.reply = reply
+            self.snapshot = snapshot
+        }
+
+        let reply: HitReply
+        let snapshot: Snapshot
     }
 }
