@@ -5,8 +5,8 @@ import Loading
 /// hit of a default store (a memory level, the values it keeps) on a working set of 100 keys, a read of a key only
 /// its memory level still holds, the first read of a key (fetched), a write to a key one observer watches,
 /// `invalidate` of a key nobody observes, `invalidate` of an observed key with the refetch it starts, and a page
-/// appended to a list of `pages` pages (no cap). Counted at two sizes, a cost that
-/// grows with the keys or the pages shows as a figure that moves between them.
+/// appended to a list of `pages` pages (no cap; and items with ids, capped at `pages`). Counted at two sizes, a cost
+/// that grows with the keys or the pages shows as a figure that moves between them.
 func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) -> Scenario {
     precondition(keys % 100 == 0 && keys >= 100, "keys of every variant are read round-robin, 100 observed")
     // Every variant adds `index % 100` per operation (and nothing else) through the same opaque sink.
@@ -182,13 +182,39 @@ func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) ->
         }
         return checksum()
     }
+    // Items with ids, which an append drops when the list shows them already, in a list capped at its pages: each
+    // append drops the oldest page, and the ids the list shows change by a page's at each end.
+    let identified: @Sendable (Int) -> Page<Numbered, Int> = { number in
+        Page(items: (number * pageSize..<(number + 1) * pageSize).map(Numbered.init), nextCursor: number + 1)
+    }
+    let cappedAppend = Variant(name: "PagedStore.loadNextPage, items with ids, capped at the pages") { count in
+        let store = PagedStore(
+            levels: [.cache(MemoryCache<Int, PagedList<Numbered, Int>>(), name: "memory")], maxPages: pages
+        ) { (_: Int, cursor: Int?) in
+            AnyLoader<Page<Numbered, Int>> { completion in
+                completion(.success(identified(cursor ?? 0)))
+                return NoToken()
+            }
+        }
+        for _ in 0..<pages { _ = store.nextPage(of: 0).load { _ in } }
+        for index in 0..<count {
+            _ = store.nextPage(of: 0).load { _ in }
+            add(index % 100)
+        }
+        return checksum()
+    }
     return Scenario(
         title: "22\(label). Store paths with \(keys) keys and \(pages) pages",
         unit: "operations", operations: operations, reference: "locked Dictionary lookup",
         variants: [
             lookup, hit, levelHit, readThrough, firstRead, writeByHand, write, markStale, invalidate, refetchByHand,
-            refetch, appendByHand, append,
+            refetch, appendByHand, append, cappedAppend,
         ],
         expectedChecksum: { count in (0..<count).reduce(0) { $0 &+ $1 % 100 } },
         note: "each store variant beside its hand-written equivalent above it; sources answer at once")
+}
+
+/// An item with an id, as a feed's posts are.
+struct Numbered: Identifiable, Equatable, Sendable {
+    let id: Int
 }

@@ -85,6 +85,70 @@ final class PagedListDefectTests: XCTestCase {
         XCTAssertEqual(list?.items.map(\.id), [0, 1, 2, 3, 4], "2 came again at offset 3: shown once")
     }
 
+    func test_aCappedList_showsAgainAnItemOnlyADroppedPageShowed_andDropsOneAKeptPageShows() {
+        var list = List(firstPage: page([0, 1], next: 2))
+        list = list.appending(page([2, 3], next: 4), loadedWith: 2, maxPages: 2)
+
+        // The cap drops the first page: 1 is shown nowhere else, so the new page keeps it; 3 is still shown.
+        list = list.appending(page([4, 1, 3], next: 6), loadedWith: 4, maxPages: 2)
+        XCTAssertEqual(list.items.map(\.id), [2, 3, 4, 1])
+
+        // The cap drops [2, 3]: 3 comes back; 1 is on the page that stays.
+        list = list.appending(page([3, 1, 5], next: nil), loadedWith: 6, maxPages: 2)
+        XCTAssertEqual(list.items.map(\.id), [4, 1, 3, 5])
+    }
+
+    func test_aCappedListGrowingBackward_showsAgainAnItemOnlyADroppedPageShowed() {
+        var list = List(
+            firstPage: Page(
+                items: [Post(id: 8, text: "p"), Post(id: 9, text: "p")], nextCursor: nil,
+                previousCursor: 6))
+        list = list.prepending(
+            Page(items: [Post(id: 6, text: "p"), Post(id: 7, text: "p")], nextCursor: 8, previousCursor: 4),
+            loadedWith: 6, maxPages: 2)
+
+        list = list.prepending(
+            Page(items: [Post(id: 9, text: "p"), Post(id: 7, text: "p")], nextCursor: 6, previousCursor: nil),
+            loadedWith: 4, maxPages: 2)
+
+        XCTAssertEqual(list.items.map(\.id), [9, 6, 7], "9 was only on the page the cap dropped; 7 is still shown")
+    }
+
+    func test_anItemShownOnTwoPagesOfAListMadeAnew_staysShownWhenACapDropsOneOfThem() {
+        // A list made from pages (decoded, say) may show an id twice: dropping one copy leaves it shown.
+        let made = List(pages: [
+            .init(cursor: nil, page: page([0, 1], next: 2)), .init(cursor: 2, page: page([1, 2], next: 4)),
+        ])
+
+        let list = made.appending(page([1, 3], next: nil), loadedWith: 4, maxPages: 2)
+
+        XCTAssertEqual(list.items.map(\.id), [1, 2, 3], "1 is still shown on the page that stays")
+    }
+
+    func test_appendingToACappedListOfIdentifiableItems_readsTheIdsOfThePagesItAddsAndDrops_notOfTheWholeList() {
+        // What an append costs must not grow with the pages kept: counted as the ids it reads (an id is the items'
+        // code), for a list capped at 10 pages and at 100.
+        for cap in [10, 100] {
+            let reads = Locked(0)
+            var list = PagedList<Counted, Int>(
+                firstPage: Page(items: [Counted(number: 0, reads: reads)], nextCursor: 1))
+            for number in 1..<(cap + 50) {
+                let items = (0..<5).map { Counted(number: number * 5 + $0, reads: reads) }
+                list = list.appending(Page(items: items, nextCursor: number + 1), loadedWith: number, maxPages: cap)
+            }
+            reads.withLock { $0 = 0 }
+            let appends = 20
+            for number in (cap + 50)..<(cap + 50 + appends) {
+                let items = (0..<5).map { Counted(number: number * 5 + $0, reads: reads) }
+                list = list.appending(Page(items: items, nextCursor: number + 1), loadedWith: number, maxPages: cap)
+            }
+            XCTAssertEqual(list.pages.count, cap)
+            // Each append reads the ids of its page and of the page the cap drops (5 each); a list made anew now and
+            // then (its dropped pages let go) reads those of its pages once, spread over the appends since.
+            XCTAssertLessThanOrEqual(reads.withLock { $0 }, appends * 10 + 5 * cap, "cap \(cap)")
+        }
+    }
+
     // MARK: Versions
 
     func test_anOlderVersionAppendedTo_copiesItsPages_andLeavesTheNewerOneAsItWas() {
@@ -134,4 +198,17 @@ private struct CollidingCursor: Hashable, Sendable {
     func hash(into hasher: inout Hasher) {
         hasher.combine(0)
     }
+}
+
+/// An identifiable item that counts how often its id is read.
+private struct Counted: Identifiable, Equatable, Sendable {
+    let number: Int
+    let reads: Locked<Int>
+
+    var id: Int {
+        reads.withLock { $0 += 1 }
+        return number
+    }
+
+    static func == (lhs: Counted, rhs: Counted) -> Bool { lhs.number == rhs.number }
 }

@@ -13,7 +13,8 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         /// Where each cursor first loaded a page, when cursors are hashable.
         var cursors: [HashableCursor: Int] = [:]
         /// The ids of the items of the pages of `idsWindow`, once asked for (identifiable items), then kept up to
-        /// date as pages are added to that window: a `Set` of their id type.
+        /// date as that window moves (a page added at one end, pages a cap drops at the other): how many items of
+        /// the window have each id, a `[ID: Int]`.
         var ids: (any Sendable)?
         var idsWindow: Range<Int>?
 
@@ -52,18 +53,27 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             cursors[cursor] = index
         }
 
-        /// Leaves out of `page` the items whose id the pages of `window` show, when the ids of that window are
-        /// kept, and adds the ids of the items kept; `false`, changing nothing, when they are not kept.
+        /// Leaves out of `page` the items whose id the pages that stay show: the pages of `window`, when their ids
+        /// are kept, but those a cap drops as the page is added (`dropped`: the ids of their items). Then the ids
+        /// kept are those of `kept`, the window with the page and without those pages. `false`, changing nothing,
+        /// when the ids of `window` are not kept.
         mutating func dropShown<ID: Hashable & Sendable>(
-            from page: inout Page<Item, Cursor>, ids: [ID], window: Range<Int>, grownTo grown: Range<Int>
+            from page: inout Page<Item, Cursor>, ids: [ID], window: Range<Int>, dropped: [ID], keeping kept: Range<Int>
         ) -> Bool {
-            guard idsWindow == window, var shown = self.ids as? Set<ID> else { return false }
+            guard idsWindow == window, var shown = self.ids as? [ID: Int] else { return false }
             self.ids = nil  // changed in place, not copied
-            var kept: [Item] = []
-            for (item, id) in zip(page.items, ids) where shown.insert(id).inserted { kept.append(item) }
-            page.items = kept
+            for id in dropped {
+                guard let count = shown[id] else { continue }
+                shown[id] = count > 1 ? count - 1 : nil
+            }
+            var items: [Item] = []
+            for (item, id) in zip(page.items, ids) where shown[id] == nil {
+                shown[id] = 1
+                items.append(item)
+            }
+            page.items = items
             self.ids = shown
-            idsWindow = grown
+            idsWindow = kept
             return true
         }
     }
@@ -111,18 +121,32 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     /// Makes sure the ids of the items of `window` are kept; they are computed outside the lock (`id` reads the
-    /// items).
+    /// items). A window the storage keeps them for already costs nothing: a list that grows (and drops pages at the
+    /// other end) keeps them in step, so only a list made anew counts them all.
     func prepareIDs<ID: Hashable & Sendable>(of window: Range<Int>, _ id: (Item) -> ID) {
         let pages = state.withLock { state -> [LoadedPage]? in
-            guard !(state.ids is Set<ID>) || state.idsWindow != window else { return nil }
+            guard !(state.ids is [ID: Int]) || state.idsWindow != window else { return nil }
             return state.pages(in: window)
         }
         guard let pages else { return }
-        let ids = Set(pages.lazy.flatMap { $0.page.items }.map(id))
+        var ids: [ID: Int] = [:]
+        for page in pages {
+            for item in page.page.items { ids[id(item), default: 0] += 1 }
+        }
         state.withLock { state in
             state.ids = ids
             state.idsWindow = window
         }
+    }
+
+    /// The ids of the items of the pages at `range` (read under the lock, the ids computed after it).
+    func ids<ID: Hashable & Sendable>(in range: Range<Int>, _ id: (Item) -> ID) -> [ID] {
+        guard !range.isEmpty else { return [] }
+        var ids: [ID] = []
+        for page in pages(in: range) {
+            for item in page.page.items { ids.append(id(item)) }
+        }
+        return ids
     }
 
     /// Adds `page` after `window` (`before`: before it) when that end of the window is the storage's end there (the
@@ -133,10 +157,12 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     /// `loadedWith` is the cursor the page was loaded with and `onward` its cursor on the side it is added to, both
     /// made hashable by the caller (outside the lock: hashing runs the cursor type's code). A page whose onward cursor
     /// loaded a page already, or is the cursor it was loaded with, ends the list: that cursor is dropped from it. With
-    /// the ids of the page's items, the items the window shows already are left out.
+    /// the ids of the page's items, the items the window shows already are left out; `dropped` are the ids of the
+    /// items of the pages a cap drops at the other end, and `kept` the window once they are dropped: the ids kept
+    /// follow it.
     func add<ID: Hashable & Sendable>(
         _ page: LoadedPage, loadedWith: HashableCursor?, onward: HashableCursor?, before: Bool, to window: Range<Int>,
-        ids: [ID]?
+        ids: (page: [ID], dropped: [ID], kept: Int)?
     ) -> (window: Range<Int>, held: Int)? {
         state.withLock { state in
             let grown: Range<Int>
@@ -151,11 +177,25 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             if state.ends(at: onward, loadedWith: loadedWith, before: before, window: window) {
                 Self.end(&page, before: before)
             }
-            if let ids, !state.dropShown(from: &page.page, ids: ids, window: window, grownTo: grown) { return nil }
+            if let ids {
+                let kept = Self.window(grown, keeping: ids.kept, before: before)
+                guard
+                    state.dropShown(
+                        from: &page.page, ids: ids.page, window: window, dropped: ids.dropped, keeping: kept)
+                else { return nil }
+            }
             if before { state.front.append(page) } else { state.back.append(page) }
             state.note(loadedWith, at: before ? grown.lowerBound : window.upperBound)
             return (grown, state.bounds.count)
         }
+    }
+
+    /// `window` without the pages beyond the first `count` from the end a page was added to (`before`: its start):
+    /// what a cap keeps.
+    static func window(_ window: Range<Int>, keeping count: Int, before: Bool) -> Range<Int> {
+        guard window.count > count else { return window }
+        return before
+            ? window.lowerBound..<(window.lowerBound + count) : (window.upperBound - count)..<window.upperBound
     }
 }
 

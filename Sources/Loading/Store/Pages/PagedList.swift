@@ -134,7 +134,7 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     /// The list with `page` after its last page or `before` its first, dropping from `page` the items whose id
-    /// (`id`) the list shows already, and pages from the other end beyond `maxPages`.
+    /// (`id`) the list shows already (in the pages that stay), and pages from the other end beyond `maxPages`.
     func adding<ID: Hashable & Sendable>(
         _ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, before: Bool, maxPages: Int?,
         id: (@Sendable (Item) -> ID)?
@@ -142,33 +142,39 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         var list = self
         let loadedWith = HashableCursor(cursor)
         let onward = HashableCursor(before ? page.previousCursor : page.nextCursor)
-        let pageIDs = id.map { page.items.map($0) }
-        if let id { list.storage.prepareIDs(of: list.window, id) }
+        let kept = maxPages.map { max(1, $0) } ?? .max
+        // The pages a cap drops at the other end once the page is added.
+        let (lower, upper) = (window.lowerBound, window.upperBound)
+        let stays = PageStorage<Item, Cursor>.window(
+            before ? (lower - 1)..<upper : lower..<(upper + 1), keeping: kept, before: before)
+        let dropped = before ? max(lower, stays.upperBound)..<upper : lower..<min(upper, stays.lowerBound)
+        // The ids of the page's items, and of those of the dropped pages, computed here, outside the storage's lock
+        // (an id is the items' code).
+        var ids: (page: [ID], dropped: [ID], kept: Int)?
+        if let id {
+            list.storage.prepareIDs(of: window, id)
+            ids = (page.items.map(id), list.storage.ids(in: dropped, id), kept)
+        }
         let loaded = LoadedPage(cursor: cursor, page: page, isPrevious: before)
         // How many pages the list's storage holds, its dropped ones and those of other versions too.
         var held: Int
         if let added = list.storage.add(
-            loaded, loadedWith: loadedWith, onward: onward, before: before, to: list.window, ids: pageIDs)
+            loaded, loadedWith: loadedWith, onward: onward, before: before, to: window, ids: ids)
         {
             (list.window, held) = added
         } else {
             // An older version: its pages are copied, and the new one added to them.
             var loaded = list.storage.ending(
-                loaded, loadedWith: loadedWith, onward: onward, before: before, window: list.window)
-            if let id, let pageIDs {
-                let shown = Set(list.items.map(id))
+                loaded, loadedWith: loadedWith, onward: onward, before: before, window: window)
+            if let id, let pageIDs = ids?.page {
+                let staying = before ? lower..<dropped.lowerBound : dropped.upperBound..<upper
+                let shown = Set(list.storage.ids(in: staying, id))
                 loaded.page.items = zip(page.items, pageIDs).filter { !shown.contains($0.1) }.map(\.0)
             }
             list = PagedList(pages: before ? [loaded] + list.pages : list.pages + [loaded])
             held = list.window.count
         }
-        if let maxPages, list.window.count > max(1, maxPages) {
-            let kept = max(1, maxPages)
-            list.window =
-                before
-                ? list.window.lowerBound..<(list.window.lowerBound + kept)
-                : (list.window.upperBound - kept)..<list.window.upperBound
-        }
+        list.window = PageStorage<Item, Cursor>.window(list.window, keeping: kept, before: before)
         // Dropped pages (and those of other versions) are let go once they are the larger part of the storage.
         if held - list.window.count > 32, (held - list.window.count) * 2 > held {
             list = PagedList(pages: list.pages)
@@ -233,17 +239,21 @@ extension PagedList where Item: Identifiable {
 extension PagedList where Item: Identifiable, Item.ID: Sendable {
     /// The list with `page`, loaded with `cursor`, after its last page, without the items of `page` the list shows
     /// already (offset paging shows an item twice after an insert at the top); the oldest pages are dropped to keep
-    /// at most `maxPages`. A page whose next cursor was loaded already ends the list.
+    /// at most `maxPages`, and an item only they showed is kept in `page`. A page whose next cursor was loaded
+    /// already ends the list.
     ///
-    /// - Complexity: O(items of `page`) amortized when the list is the newest version of its pages.
+    /// - Complexity: O(items of `page` and of the pages dropped) amortized when the list is the newest version of
+    ///   its pages.
     public func appending(_ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, maxPages: Int? = nil) -> PagedList {
         adding(page, loadedWith: cursor, before: false, maxPages: maxPages, id: { $0.id })
     }
 
     /// The list with `page`, loaded with `cursor`, before its first page, without the items of `page` the list shows
-    /// already; the pages at the other end are dropped to keep at most `maxPages`.
+    /// already; the pages at the other end are dropped to keep at most `maxPages`, and an item only they showed is
+    /// kept in `page`.
     ///
-    /// - Complexity: O(items of `page`) amortized when the list is the newest version of its pages.
+    /// - Complexity: O(items of `page` and of the pages dropped) amortized when the list is the newest version of
+    ///   its pages.
     public func prepending(_ page: Page<Item, Cursor>, loadedWith cursor: Cursor?, maxPages: Int? = nil) -> PagedList {
         adding(page, loadedWith: cursor, before: true, maxPages: maxPages, id: { $0.id })
     }
