@@ -14,8 +14,9 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         var cursors: [HashableCursor: Int] = [:]
         /// The ids of the items of the pages of `idsWindow`, once asked for (identifiable items), then kept up to
         /// date as that window moves (a page added at one end, pages a cap drops at the other): how many items of
-        /// the window have each id, a `[ID: Int]`.
-        var ids: (any Sendable)?
+        /// the window have each id. Ids are kept as ``ItemID``, so that this code, compiled once and run
+        /// unspecialized, works on a dictionary of one known type.
+        var ids: [ItemID: Int]?
         var idsWindow: Range<Int>?
 
         var bounds: Range<Int> { -front.count..<back.count }
@@ -57,21 +58,24 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         /// are kept, but those a cap drops as the page is added (`dropped`: the ids of their items). Then the ids
         /// kept are those of `kept`, the window with the page and without those pages. `false`, changing nothing,
         /// when the ids of `window` are not kept.
-        mutating func dropShown<ID: Hashable & Sendable>(
-            from page: inout Page<Item, Cursor>, ids: [ID], window: Range<Int>, dropped: [ID], keeping kept: Range<Int>
+        mutating func dropShown(
+            from page: inout Page<Item, Cursor>, ids: [ItemID], window: Range<Int>, dropped: [ItemID],
+            keeping kept: Range<Int>
         ) -> Bool {
-            guard idsWindow == window, var shown = self.ids as? [ID: Int] else { return false }
+            guard idsWindow == window, var shown = self.ids else { return false }
             self.ids = nil  // changed in place, not copied
             for id in dropped {
                 guard let count = shown[id] else { continue }
                 shown[id] = count > 1 ? count - 1 : nil
             }
-            var items: [Item] = []
-            for (item, id) in zip(page.items, ids) where shown[id] == nil {
-                shown[id] = 1
-                items.append(item)
+            // The positions of the items kept: the page's items are copied only when some are left out.
+            var positions: [Int] = []
+            positions.reserveCapacity(ids.count)
+            for index in ids.indices where shown[ids[index]] == nil {
+                shown[ids[index]] = 1
+                positions.append(index)
             }
-            page.items = items
+            if positions.count < page.items.count { page.items = positions.map { page.items[$0] } }
             self.ids = shown
             idsWindow = kept
             return true
@@ -123,13 +127,13 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     /// Makes sure the ids of the items of `window` are kept; they are computed outside the lock (`id` reads the
     /// items). A window the storage keeps them for already costs nothing: a list that grows (and drops pages at the
     /// other end) keeps them in step, so only a list made anew counts them all.
-    func prepareIDs<ID: Hashable & Sendable>(of window: Range<Int>, _ id: (Item) -> ID) {
+    func prepareIDs(of window: Range<Int>, _ id: (Item) -> ItemID) {
         let pages = state.withLock { state -> [LoadedPage]? in
-            guard !(state.ids is [ID: Int]) || state.idsWindow != window else { return nil }
+            guard state.ids == nil || state.idsWindow != window else { return nil }
             return state.pages(in: window)
         }
         guard let pages else { return }
-        var ids: [ID: Int] = [:]
+        var ids: [ItemID: Int] = [:]
         for page in pages {
             for item in page.page.items { ids[id(item), default: 0] += 1 }
         }
@@ -140,9 +144,9 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     }
 
     /// The ids of the items of the pages at `range` (read under the lock, the ids computed after it).
-    func ids<ID: Hashable & Sendable>(in range: Range<Int>, _ id: (Item) -> ID) -> [ID] {
+    func ids(in range: Range<Int>, _ id: (Item) -> ItemID) -> [ItemID] {
         guard !range.isEmpty else { return [] }
-        var ids: [ID] = []
+        var ids: [ItemID] = []
         for page in pages(in: range) {
             for item in page.page.items { ids.append(id(item)) }
         }
@@ -160,9 +164,9 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     /// the ids of the page's items, the items the window shows already are left out; `dropped` are the ids of the
     /// items of the pages a cap drops at the other end, and `kept` the window once they are dropped: the ids kept
     /// follow it.
-    func add<ID: Hashable & Sendable>(
+    func add(
         _ page: LoadedPage, loadedWith: HashableCursor?, onward: HashableCursor?, before: Bool, to window: Range<Int>,
-        ids: (page: [ID], dropped: [ID], kept: Int)?
+        ids: (page: [ItemID], dropped: [ItemID], kept: Int)?
     ) -> (window: Range<Int>, held: Int)? {
         state.withLock { state in
             let grown: Range<Int>
@@ -220,6 +224,34 @@ struct HashableCursor: Hashable, Sendable {
     /// Whether `right` is a value of `left`'s type equal to it.
     private static func equals<Left: Hashable>(_ left: Left, _ right: any Sendable) -> Bool {
         (right as? Left) == left
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
+    }
+}
+
+/// An item's id, of whatever type the items have: hashed once, as it is made, and compared as that type does. The
+/// pages' code keeps ids in dictionaries of this one type, compiled once: a dictionary of the id type itself, in code
+/// that runs unspecialized, looks up the metadata of its parts at every use.
+struct ItemID: Hashable, Sendable {
+    private let id: any Hashable & Sendable
+    private let hash: Int
+
+    init<ID: Hashable & Sendable>(_ id: ID) {
+        self.id = id
+        hash = id.hashValue
+    }
+
+    static func == (lhs: ItemID, rhs: ItemID) -> Bool {
+        lhs.hash == rhs.hash && equals(lhs.id, rhs.id)
+    }
+
+    /// Whether `right` is a value of `left`'s type equal to it.
+    private static func equals<Left: Hashable>(_ left: Left, _ right: any Hashable & Sendable) -> Bool {
+        // The type compared first: a cast to an optional looks up the optional type's metadata.
+        guard type(of: right) == Left.self else { return false }
+        return right as! Left == left
     }
 
     func hash(into hasher: inout Hasher) {

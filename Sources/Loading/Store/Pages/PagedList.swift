@@ -150,10 +150,14 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         let dropped = before ? max(lower, stays.upperBound)..<upper : lower..<min(upper, stays.lowerBound)
         // The ids of the page's items, and of those of the dropped pages, computed here, outside the storage's lock
         // (an id is the items' code).
-        var ids: (page: [ID], dropped: [ID], kept: Int)?
-        if let id {
-            list.storage.prepareIDs(of: window, id)
-            ids = (page.items.map(id), list.storage.ids(in: dropped, id), kept)
+        var ids: (page: [ItemID], dropped: [ItemID], kept: Int)?
+        let key = id.map { id in { (item: Item) in ItemID(id(item)) } }
+        if let key {
+            list.storage.prepareIDs(of: window, key)
+            var pageIDs: [ItemID] = []
+            pageIDs.reserveCapacity(page.items.count)
+            for item in page.items { pageIDs.append(key(item)) }
+            ids = (pageIDs, list.storage.ids(in: dropped, key), kept)
         }
         let loaded = LoadedPage(cursor: cursor, page: page, isPrevious: before)
         // How many pages the list's storage holds, its dropped ones and those of other versions too.
@@ -166,10 +170,10 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
             // An older version: its pages are copied, and the new one added to them.
             var loaded = list.storage.ending(
                 loaded, loadedWith: loadedWith, onward: onward, before: before, window: window)
-            if let id, let pageIDs = ids?.page {
+            if let key, let pageIDs = ids?.page {
                 let staying = before ? lower..<dropped.lowerBound : dropped.upperBound..<upper
-                let shown = Set(list.storage.ids(in: staying, id))
-                loaded.page.items = zip(page.items, pageIDs).filter { !shown.contains($0.1) }.map(\.0)
+                let shown = Set(list.storage.ids(in: staying, key))
+                loaded.page.items = pageIDs.indices.filter { !shown.contains(pageIDs[$0]) }.map { page.items[$0] }
             }
             list = PagedList(pages: before ? [loaded] + list.pages : list.pages + [loaded])
             held = list.window.count
