@@ -149,6 +149,49 @@ final class PagedListDefectTests: XCTestCase {
         }
     }
 
+    func test_randomAppendsAndPrepends_underACap_showWhatAPlainModelShows() {
+        // The model: pages of ids; a page added is compared with the pages that stay once the cap drops those at the
+        // other end, and keeps an id once. Appending to an older version copies its pages (the list's slow path).
+        for seed in UInt64(1)...400 {
+            var random = SeededRandom(seed: seed)
+            let cap = Int.random(in: 1...4, using: &random)
+            func items() -> [Int] {
+                (0..<Int.random(in: 0...4, using: &random)).map { _ in .random(in: 0..<12, using: &random) }
+            }
+            let first = items()
+            var versions = [(list: List(firstPage: page(first, next: 1)), model: [first])]
+            var cursor = 1
+            for step in 0..<60 {
+                let (list, model) = versions[
+                    Int.random(in: max(0, versions.count - 3)..<versions.count, using: &random)]
+                let before = Bool.random(using: &random)
+                let ids = items()
+                cursor += 1
+                let added = Page(
+                    items: ids.map { Post(id: $0, text: "post \($0)") }, nextCursor: before ? cursor + 1_000 : cursor,
+                    previousCursor: before ? -cursor : nil)
+                let grown =
+                    before
+                    ? list.prepending(added, loadedWith: -cursor + 1, maxPages: cap)
+                    : list.appending(added, loadedWith: cursor - 1, maxPages: cap)
+                var staying = model
+                if staying.count + 1 > cap {
+                    if before {
+                        staying.removeLast(staying.count + 1 - cap)
+                    } else {
+                        staying.removeFirst(staying.count + 1 - cap)
+                    }
+                }
+                var shown = Set(staying.joined())
+                let kept = ids.filter { shown.insert($0).inserted }
+                let expected = before ? [kept] + staying : staying + [kept]
+                XCTAssertEqual(
+                    grown.pages.map { $0.page.items.map(\.id) }, expected, "seed \(seed), step \(step), cap \(cap)")
+                versions.append((grown, expected))
+            }
+        }
+    }
+
     // MARK: Versions
 
     func test_anOlderVersionAppendedTo_copiesItsPages_andLeavesTheNewerOneAsItWas() {

@@ -172,8 +172,9 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
                 loaded, loadedWith: loadedWith, onward: onward, before: before, window: window)
             if let key, let pageIDs = ids?.page {
                 let staying = before ? lower..<dropped.lowerBound : dropped.upperBound..<upper
-                let shown = Set(list.storage.ids(in: staying, key))
-                loaded.page.items = pageIDs.indices.filter { !shown.contains(pageIDs[$0]) }.map { page.items[$0] }
+                // An id the page shows twice is kept once, as the newest version keeps it.
+                var shown = Set(list.storage.ids(in: staying, key))
+                loaded.page.items = pageIDs.indices.filter { shown.insert(pageIDs[$0]).inserted }.map { page.items[$0] }
             }
             list = PagedList(pages: before ? [loaded] + list.pages : list.pages + [loaded])
             held = list.window.count
