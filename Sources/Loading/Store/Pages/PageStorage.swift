@@ -127,7 +127,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
     /// Makes sure the ids of the items of `window` are kept; they are computed outside the lock (`id` reads the
     /// items). A window the storage keeps them for already costs nothing: a list that grows (and drops pages at the
     /// other end) keeps them in step, so only a list made anew counts them all.
-    func prepareIDs(of window: Range<Int>, _ id: (Item) -> ItemID) {
+    private func prepareIDs(of window: Range<Int>, _ id: (Item) -> ItemID) {
         let pages = state.withLock { state -> [LoadedPage]? in
             guard state.ids == nil || state.idsWindow != window else { return nil }
             return state.pages(in: window)
@@ -141,6 +141,19 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             state.ids = ids
             state.idsWindow = window
         }
+    }
+
+    /// The ids that adding `page` to `window` needs (see ``add(_:loadedWith:onward:before:to:ids:)``): its items',
+    /// and those of the items of the pages at `dropped`, which a cap drops as it is added; the ids of `window` are
+    /// made sure to be kept first.
+    func ids<ID: Hashable & Sendable>(
+        adding page: Page<Item, Cursor>, to window: Range<Int>, dropping dropped: Range<Int>, _ id: (Item) -> ID
+    ) -> (page: [ItemID], dropped: [ItemID]) {
+        prepareIDs(of: window) { ItemID(id($0)) }
+        var pageIDs: [ItemID] = []
+        pageIDs.reserveCapacity(page.items.count)
+        for item in page.items { pageIDs.append(ItemID(id(item))) }
+        return (pageIDs, ids(in: dropped) { ItemID(id($0)) })
     }
 
     /// The ids of the items of the pages at `range` (read under the lock, the ids computed after it).
@@ -182,7 +195,7 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
                 Self.end(&page, before: before)
             }
             if let ids {
-                let kept = Self.window(grown, keeping: ids.kept, before: before)
+                let kept = grown.keeping(ids.kept, before: before)
                 guard
                     state.dropShown(
                         from: &page.page, ids: ids.page, window: window, dropped: ids.dropped, keeping: kept)
@@ -194,12 +207,14 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
         }
     }
 
-    /// `window` without the pages beyond the first `count` from the end a page was added to (`before`: its start):
-    /// what a cap keeps.
-    static func window(_ window: Range<Int>, keeping count: Int, before: Bool) -> Range<Int> {
-        guard window.count > count else { return window }
-        return before
-            ? window.lowerBound..<(window.lowerBound + count) : (window.upperBound - count)..<window.upperBound
+}
+
+extension Range<Int> {
+    /// The pages of a list's window a cap of `count` keeps: the `count` from the end a page was added to (`before`:
+    /// its start). Not a member of the generic storage: a call there would look up the storage type's metadata.
+    func keeping(_ count: Int, before: Bool) -> Range<Int> {
+        guard self.count > count else { return self }
+        return before ? lowerBound..<(lowerBound + count) : (upperBound - count)..<upperBound
     }
 }
 

@@ -145,19 +145,14 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
         let kept = maxPages.map { max(1, $0) } ?? .max
         // The pages a cap drops at the other end once the page is added.
         let (lower, upper) = (window.lowerBound, window.upperBound)
-        let stays = PageStorage<Item, Cursor>.window(
-            before ? (lower - 1)..<upper : lower..<(upper + 1), keeping: kept, before: before)
+        let stays = (before ? (lower - 1)..<upper : lower..<(upper + 1)).keeping(kept, before: before)
         let dropped = before ? max(lower, stays.upperBound)..<upper : lower..<min(upper, stays.lowerBound)
         // The ids of the page's items, and of those of the dropped pages, computed here, outside the storage's lock
         // (an id is the items' code).
         var ids: (page: [ItemID], dropped: [ItemID], kept: Int)?
-        let key = id.map { id in { (item: Item) in ItemID(id(item)) } }
-        if let key {
-            list.storage.prepareIDs(of: window, key)
-            var pageIDs: [ItemID] = []
-            pageIDs.reserveCapacity(page.items.count)
-            for item in page.items { pageIDs.append(key(item)) }
-            ids = (pageIDs, list.storage.ids(in: dropped, key), kept)
+        if let id {
+            let (pageIDs, droppedIDs) = list.storage.ids(adding: page, to: window, dropping: dropped, id)
+            ids = (pageIDs, droppedIDs, kept)
         }
         let loaded = LoadedPage(cursor: cursor, page: page, isPrevious: before)
         // How many pages the list's storage holds, its dropped ones and those of other versions too.
@@ -170,16 +165,16 @@ public struct PagedList<Item: Sendable, Cursor: Sendable>: Sendable {
             // An older version: its pages are copied, and the new one added to them.
             var loaded = list.storage.ending(
                 loaded, loadedWith: loadedWith, onward: onward, before: before, window: window)
-            if let key, let pageIDs = ids?.page {
+            if let id, let pageIDs = ids?.page {
                 let staying = before ? lower..<dropped.lowerBound : dropped.upperBound..<upper
                 // An id the page shows twice is kept once, as the newest version keeps it.
-                var shown = Set(list.storage.ids(in: staying, key))
+                var shown = Set(list.storage.ids(in: staying) { ItemID(id($0)) })
                 loaded.page.items = pageIDs.indices.filter { shown.insert(pageIDs[$0]).inserted }.map { page.items[$0] }
             }
             list = PagedList(pages: before ? [loaded] + list.pages : list.pages + [loaded])
             held = list.window.count
         }
-        list.window = PageStorage<Item, Cursor>.window(list.window, keeping: kept, before: before)
+        list.window = list.window.keeping(kept, before: before)
         // Dropped pages (and those of other versions) are let go once they are the larger part of the storage.
         if held - list.window.count > 32, (held - list.window.count) * 2 > held {
             list = PagedList(pages: list.pages)
