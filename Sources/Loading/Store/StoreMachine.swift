@@ -54,11 +54,12 @@
 ///
 /// ## Where the rules live
 /// A key's part, and the events that chiefly change it, share a file: `StoreRead.swift` (a read, and its level
-/// reads), `FetchesInFlight.swift` (fetches and their callers), `+Changes` (a key's turn, what a change confirms, and
-/// the confirmed value), `+LevelOps` (level writes, the tickets that wait for them, and who issues them), `+Entry`
-/// (a key's record and entry, what holds it in use, the table of them by slot, and dropping one). Events that reach
-/// many parts have theirs: `+Jobs` (what waits for a key's turn), `+Clear` (removal and clear), `+Invalidation`
-/// (stale marks), `+States` (observers, of values and of states), `+Effects` (what the store does after unlocking).
+/// reads), `FetchesInFlight.swift` (fetches and their callers), `KeyTurn.swift` (a key's turn, and the jobs that
+/// wait for it), `+Changes` (a change submitted, run and committed, what it confirms, and the confirmed value),
+/// `+LevelOps` (level writes, the tickets that wait for them, and who issues them), `+Entry` (a key's record and
+/// entry, what holds it in use, the table of them by slot, and dropping one), `+Invalidation` (stale marks, and
+/// the keys to revalidate), `+States` (observers, of values and of states). Two reach every part: `+Clear`
+/// (removal and clear) and `+Effects` (what the store does after unlocking).
 ///
 /// Parts with state of their own keep it private and are tested alone (`StoreMachinePartsTests`). The store's:
 /// ``KeptValues`` (the bound on values kept for keys no longer in use), ``InvalidationRecords`` (what invalidations
