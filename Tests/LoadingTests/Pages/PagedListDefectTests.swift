@@ -192,6 +192,52 @@ final class PagedListDefectTests: XCTestCase {
         }
     }
 
+    func test_randomAppendsAndLiveChanges_underACap_showWhatAPlainModelShows() {
+        // The model: pages of posts. A live change reaches every copy of its id; an insert goes first in the first
+        // page while the list still holds its first page (the cap has not dropped it), and replaces a post it holds.
+        for seed in UInt64(1)...300 {
+            var random = SeededRandom(seed: seed)
+            let cap = Int.random(in: 1...4, using: &random)
+            func posts(_ text: String) -> [Post] {
+                (0..<Int.random(in: 0...4, using: &random)).map { _ in
+                    Post(id: .random(in: 0..<10, using: &random), text: text)
+                }
+            }
+            let first = posts("first")
+            var list = List(firstPage: Page(items: first, nextCursor: 1))
+            var model = [first]
+            var holdsFirstPage = true
+            for step in 0..<40 {
+                let edit = Post(id: .random(in: 0..<10, using: &random), text: "edit \(step)")
+                switch Int.random(in: 0..<5, using: &random) {
+                case 0:
+                    list = list.replacing(edit)
+                    model = model.map { $0.map { $0.id == edit.id ? edit : $0 } }
+                case 1:
+                    list = list.removing(id: edit.id)
+                    model = model.map { $0.filter { $0.id != edit.id } }
+                case 2:
+                    list = list.inserting(edit)
+                    if model.joined().contains(where: { $0.id == edit.id }) {
+                        model = model.map { $0.map { $0.id == edit.id ? edit : $0 } }
+                    } else if holdsFirstPage, !model.isEmpty {
+                        model[0].insert(edit, at: 0)
+                    }
+                default:
+                    let added = posts("page \(step)")
+                    list = list.appending(Page(items: added, nextCursor: step + 2), loadedWith: step + 1, maxPages: cap)
+                    if model.count + 1 > cap {
+                        model.removeFirst(model.count + 1 - cap)
+                        holdsFirstPage = false
+                    }
+                    var shown = Set(model.joined().map(\.id))
+                    model.append(added.filter { shown.insert($0.id).inserted })
+                }
+                XCTAssertEqual(list.pages.map(\.page.items), model, "seed \(seed), step \(step), cap \(cap)")
+            }
+        }
+    }
+
     // MARK: Versions
 
     func test_anOlderVersionAppendedTo_copiesItsPages_andLeavesTheNewerOneAsItWas() {
