@@ -92,6 +92,42 @@ final class MemoryCacheTests: XCTestCase {
         XCTAssertEqual(cache.count, model.count)
     }
 
+    func test_countAndCostLimits_overSeededHistories_matchAReferenceModel() {
+        // The model: entries least recently used first. An insert makes its key the most recent; then the least
+        // recent go while the count or the total cost is over its limit. A value costing more than the limit alone
+        // is not kept, and takes the key's old value out.
+        for seed in UInt64(1)...200 {
+            var random = SeededRandom(seed: seed)
+            let countLimit = Int.random(in: 1...6, using: &random)
+            let costLimit = Int.random(in: 3...12, using: &random)
+            let cache = MemoryCache<Int, [Int]>(countLimit: countLimit, costLimit: costLimit, cost: { $0.count })
+            var model: [(key: Int, value: [Int])] = []
+            for step in 0..<300 {
+                let key = Int.random(in: 0..<10, using: &random)
+                switch Int.random(in: 0..<4, using: &random) {
+                case 0, 1:
+                    let value = Array(repeating: step, count: Int.random(in: 0...(costLimit + 1), using: &random))
+                    cache.insert(value, for: key)
+                    model.removeAll { $0.key == key }
+                    guard value.count <= costLimit else { break }
+                    model.append((key, value))
+                    while model.count > countLimit || model.reduce(0, { $0 + $1.value.count }) > costLimit {
+                        model.removeFirst()
+                    }
+                case 2:
+                    cache.remove(key)
+                    model.removeAll { $0.key == key }
+                default:
+                    let read = try? cache.cachedValue(for: key).get().value
+                    XCTAssertEqual(read, model.first { $0.key == key }?.value, "seed \(seed), step \(step)")
+                    if let index = model.firstIndex(where: { $0.key == key }) { model.append(model.remove(at: index)) }
+                }
+                XCTAssertEqual(cache.count, model.count, "seed \(seed), step \(step)")
+                XCTAssertEqual(cache.totalCost, model.reduce(0) { $0 + $1.value.count }, "seed \(seed), step \(step)")
+            }
+        }
+    }
+
     func test_keysSharingAHashValue_keepTheirOwnValues_throughReadsRemovalsAndEvictions() {
         var generator = SystemRandomNumberGenerator()
         let cache = MemoryCache<CollidingKey, Int>(countLimit: 6)
