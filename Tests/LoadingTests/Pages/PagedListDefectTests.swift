@@ -238,6 +238,64 @@ final class PagedListDefectTests: XCTestCase {
         }
     }
 
+    func test_randomPagesBothWaysAndInserts_showWhatAPlainModelShows() {
+        // The model: pages of posts, with whether the list holds its first page (its first page has no previous
+        // cursor and was loaded first or upward). A page added upward with no previous cursor reaches the top; the
+        // cap drops pages at the other end. An insert goes first in the first page only while the list holds it.
+        for seed in UInt64(1)...300 {
+            var random = SeededRandom(seed: seed)
+            let cap = Int.random(in: 1...4, using: &random)
+            func posts(_ text: String) -> [Post] {
+                (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                    Post(id: .random(in: 0..<10, using: &random), text: text)
+                }
+            }
+            let first = posts("first")
+            var list = List(firstPage: Page(items: first, nextCursor: 1, previousCursor: -1))
+            var model = [first]
+            var topReached = false  // the first page's previous cursor is nil
+            var firstLoadedUpwardOrFirst = true
+            var cursor = 1
+            for step in 0..<40 {
+                cursor += 1
+                let added = posts("page \(step)")
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0 where list.hasNextPage:
+                    list = list.appending(
+                        Page(items: added, nextCursor: cursor), loadedWith: list.pages.last?.page.nextCursor,
+                        maxPages: cap)
+                    if model.count + 1 > cap {
+                        model.removeFirst(model.count + 1 - cap)
+                        firstLoadedUpwardOrFirst = false
+                        topReached = false
+                    }
+                    var shown = Set(model.joined().map(\.id))
+                    model.append(added.filter { shown.insert($0.id).inserted })
+                case 1 where list.hasPreviousPage:
+                    let reachesTop = Int.random(in: 0..<4, using: &random) == 0
+                    let page = Page(
+                        items: added, nextCursor: cursor + 1_000, previousCursor: reachesTop ? nil : -cursor)
+                    list = list.prepending(page, loadedWith: list.pages.first?.page.previousCursor, maxPages: cap)
+                    if model.count + 1 > cap { model.removeLast(model.count + 1 - cap) }
+                    var shown = Set(model.joined().map(\.id))
+                    model.insert(added.filter { shown.insert($0.id).inserted }, at: 0)
+                    (topReached, firstLoadedUpwardOrFirst) = (reachesTop, true)
+                default:
+                    let edit = Post(id: .random(in: 0..<10, using: &random), text: "edit \(step)")
+                    list = list.inserting(edit)
+                    if model.joined().contains(where: { $0.id == edit.id }) {
+                        model = model.map { $0.map { $0.id == edit.id ? edit : $0 } }
+                    } else if topReached, firstLoadedUpwardOrFirst, !model.isEmpty {
+                        model[0].insert(edit, at: 0)
+                    }
+                }
+                XCTAssertEqual(list.pages.map(\.page.items), model, "seed \(seed), step \(step), cap \(cap)")
+                XCTAssertEqual(
+                    list.startsAtFirstPage, topReached && firstLoadedUpwardOrFirst, "seed \(seed), step \(step)")
+            }
+        }
+    }
+
     // MARK: Versions
 
     func test_anOlderVersionAppendedTo_copiesItsPages_andLeavesTheNewerOneAsItWas() {
