@@ -206,7 +206,6 @@ final class PageStorage<Item: Sendable, Cursor: Sendable>: Sendable {
             return (grown, state.bounds.count)
         }
     }
-
 }
 
 extension Range<Int> {
