@@ -167,6 +167,15 @@ func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) ->
         withExtendedLifetime(list) {}
         return checksum()
     }
+    /// `count` pages appended to the list of `store`'s key 0, once it holds `pages` pages.
+    func appendPages<Item>(to store: PagedStore<Int, Item, Int>, count: Int) -> Int {
+        for _ in 0..<pages { _ = store.nextPage(of: 0).load { _ in } }
+        for index in 0..<count {
+            _ = store.nextPage(of: 0).load { _ in }
+            add(index % 100)
+        }
+        return checksum()
+    }
     let append = Variant(name: "PagedStore.loadNextPage, no cap") { count in
         let store = PagedStore(levels: [.cache(MemoryCache<Int, PagedList<Int, Int>>(), name: "memory")]) {
             (_: Int, cursor: Int?) in
@@ -175,12 +184,7 @@ func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) ->
                 return NoToken()
             }
         }
-        for _ in 0..<pages { _ = store.nextPage(of: 0).load { _ in } }
-        for index in 0..<count {
-            _ = store.nextPage(of: 0).load { _ in }
-            add(index % 100)
-        }
-        return checksum()
+        return appendPages(to: store, count: count)
     }
     // Items with ids, which an append drops when the list shows them already, in a list capped at its pages: each
     // append drops the oldest page, and the ids the list shows change by a page's at each end.
@@ -196,12 +200,7 @@ func storeSizeScenario(label: String, keys: Int, pages: Int, operations: Int) ->
                 return NoToken()
             }
         }
-        for _ in 0..<pages { _ = store.nextPage(of: 0).load { _ in } }
-        for index in 0..<count {
-            _ = store.nextPage(of: 0).load { _ in }
-            add(index % 100)
-        }
-        return checksum()
+        return appendPages(to: store, count: count)
     }
     return Scenario(
         title: "22\(label). Store paths with \(keys) keys and \(pages) pages",

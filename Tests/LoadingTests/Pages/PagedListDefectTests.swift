@@ -198,12 +198,7 @@ final class PagedListDefectTests: XCTestCase {
         for seed in UInt64(1)...300 {
             var random = SeededRandom(seed: seed)
             let cap = Int.random(in: 1...4, using: &random)
-            func posts(_ text: String) -> [Post] {
-                (0..<Int.random(in: 0...4, using: &random)).map { _ in
-                    Post(id: .random(in: 0..<10, using: &random), text: text)
-                }
-            }
-            let first = posts("first")
+            let first = randomPosts(atMost: 4, using: &random, "first")
             var list = List(firstPage: Page(items: first, nextCursor: 1))
             var model = [first]
             var holdsFirstPage = true
@@ -224,7 +219,7 @@ final class PagedListDefectTests: XCTestCase {
                         model[0].insert(edit, at: 0)
                     }
                 default:
-                    let added = posts("page \(step)")
+                    let added = randomPosts(atMost: 4, using: &random, "page \(step)")
                     list = list.appending(Page(items: added, nextCursor: step + 2), loadedWith: step + 1, maxPages: cap)
                     if model.count + 1 > cap {
                         model.removeFirst(model.count + 1 - cap)
@@ -245,12 +240,7 @@ final class PagedListDefectTests: XCTestCase {
         for seed in UInt64(1)...300 {
             var random = SeededRandom(seed: seed)
             let cap = Int.random(in: 1...4, using: &random)
-            func posts(_ text: String) -> [Post] {
-                (0..<Int.random(in: 0...3, using: &random)).map { _ in
-                    Post(id: .random(in: 0..<10, using: &random), text: text)
-                }
-            }
-            let first = posts("first")
+            let first = randomPosts(atMost: 3, using: &random, "first")
             var list = List(firstPage: Page(items: first, nextCursor: 1, previousCursor: -1))
             var model = [first]
             var topReached = false  // the first page's previous cursor is nil
@@ -258,7 +248,7 @@ final class PagedListDefectTests: XCTestCase {
             var cursor = 1
             for step in 0..<40 {
                 cursor += 1
-                let added = posts("page \(step)")
+                let added = randomPosts(atMost: 3, using: &random, "page \(step)")
                 switch Int.random(in: 0..<3, using: &random) {
                 case 0 where list.hasNextPage:
                     list = list.appending(
@@ -321,6 +311,13 @@ final class PagedListDefectTests: XCTestCase {
     }
 
     // MARK: Helpers
+
+    /// Up to `count` posts with ids from 0 to 9, drawn from `random`, each with `text`.
+    private func randomPosts(atMost count: Int, using random: inout SeededRandom, _ text: String) -> [Post] {
+        (0..<Int.random(in: 0...count, using: &random)).map { _ in
+            Post(id: .random(in: 0..<10, using: &random), text: text)
+        }
+    }
 
     private func next(_ sut: PagedStore<String, Post, Int>) -> List? {
         let recorder = LoadRecorder<StoreResponse<List>>()
